@@ -1,0 +1,149 @@
+"""hma-policy: decides whether vLLM 0.33.0 runs with its hybrid KV cache
+manager (HMA), from a deployment's KV-transfer connector graph, with the policy
+kept in rule files.
+
+>>> import hma_policy
+>>> d = hma_policy.decide({"kv_transfer_config": {"kv_connector": "ExampleConnector", "kv_role": "kv_both"}})
+>>> d.outcome, d.hma_enabled, [w.code for w in d.warnings]
+('disabled', False, ['hma.auto_disabled'])
+
+Public API: :func:`decide`, :func:`load_policy`, :func:`supports_hma`,
+:class:`Policy`, :class:`Decision`, :class:`Limits`, and the errors
+:class:`InputError`, :class:`PolicyError`, :class:`ConnectorError`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .decision import ConnectorVerdict, Decision, Message
+from .document import DEFAULT_LIMITS, Limits, prepare
+from .errors import ConnectorError, HMAPolicyError, InputError, PolicyError, Problem
+from .evaluate import EvaluationError, Evaluator
+from .policy import read_policy
+
+__all__ = [
+    "decide",
+    "load_policy",
+    "supports_hma",
+    "Policy",
+    "Decision",
+    "Limits",
+    "InputError",
+    "PolicyError",
+    "ConnectorError",
+    "__version__",
+]
+
+__version__ = "0.1.0"
+
+
+class Policy:
+    """A loaded, checked and compiled policy. Build one with :func:`load_policy`.
+
+    A Policy owns its ruleset inside the rule runtime; it is safe to share
+    between threads, and several policies may be loaded side by side.
+    """
+
+    def __init__(self, rules_dir: str | Path | None = None, *, memo: bool = True):
+        self._model = read_policy(rules_dir)
+        self._evaluator = Evaluator(self._model, memo=memo)
+
+    @property
+    def digest(self) -> str:
+        """sha256 over the rule files' names and contents."""
+        return self._model.digest
+
+    @property
+    def source(self) -> str:
+        """Where the rules were read from ("bundled" or the directory given)."""
+        return self._model.source
+
+    @property
+    def registered_names(self) -> tuple[str, ...]:
+        """Connector names the registry makes reachable by name."""
+        return self._model.registered_names
+
+    def decide(self, document: Any, *, limits: Limits = DEFAULT_LIMITS) -> Decision:
+        """Decide one deployment document. See :func:`decide`."""
+        return self._evaluator.decide(prepare(document, limits=limits))
+
+    def supports_hma(self, kv_transfer_config: Any, *, env: Mapping[str, Any] | None = None) -> bool | None:
+        """See :func:`supports_hma`."""
+        if kv_transfer_config is not None and not isinstance(kv_transfer_config, (Mapping, str)):
+            document: Any = {"kv_transfer_config": prepare(kv_transfer_config)["kv_transfer_config"]}
+        else:
+            document = {"kv_transfer_config": kv_transfer_config}
+        if env is not None:
+            document["env"] = dict(env)
+        document = prepare(document)
+        ktc = document.get("kv_transfer_config")
+        if ktc is None:
+            raise InputError([Problem("input.schema", "a kv_transfer_config is required", "/kv_transfer_config")])
+        graph = self._evaluator.graph(document, ktc)
+        verdict = graph.verdicts[graph.top.path]
+        if verdict["support"] == "error":
+            error = graph.errors[graph.top.path]["support"]
+            raise ConnectorError([Problem(error.code, error.message, error.path, error.hint)])
+        return {"supported": True, "unsupported": False}.get(verdict["support"])
+
+    def close(self) -> None:
+        """Unload the policy's ruleset from the rule runtime."""
+        self._evaluator.close()
+
+    def __repr__(self) -> str:
+        return f"Policy(source={self.source!r}, digest={self.digest[:19]!r})"
+
+
+def load_policy(rules_dir: str | Path | None = None, *, memo: bool = True) -> Policy:
+    """Load, check and compile the rule files in ``rules_dir`` (None: the bundled rules).
+
+    Raises :class:`PolicyError` listing every problem found, sorted by file
+    and location. ``memo`` caches each step's answer by the facts it reads
+    (sound because rules are pure functions of their facts).
+    """
+    return Policy(rules_dir, memo=memo)
+
+
+_DEFAULT: Policy | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def _default_policy() -> Policy:
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = Policy()
+        return _DEFAULT
+
+
+def decide(document: Any, *, policy: Policy | None = None, limits: Limits = DEFAULT_LIMITS) -> Decision:
+    """Decide whether vLLM 0.33.0 runs a deployment with HMA on.
+
+    ``document`` is a deployment document (a mapping, as read from JSON or
+    YAML), or one of vLLM's own config objects (KVTransferConfig, VllmConfig),
+    read by attribute without importing vLLM. ``policy`` defaults to the
+    bundled rules.
+
+    Returns a :class:`Decision` whose outcome is ``enabled``, ``disabled``,
+    ``error`` (vLLM rejects the configuration at the config or connector
+    stage) or ``undetermined`` (an undeclared external connector).
+
+    Raises :class:`InputError` (every problem, each with a code and a JSON
+    Pointer) when the document is invalid; nothing else for any document.
+    """
+    return (policy or _default_policy()).decide(document, limits=limits)
+
+
+def supports_hma(kv_transfer_config: Any, *, policy: Policy | None = None, env: Mapping[str, Any] | None = None) -> bool | None:
+    """The equivalent of vLLM's KVConnectorFactory.supports_hma_config.
+
+    Returns True or False, or None when an undeclared external connector
+    makes the answer unknown. Raises :class:`ConnectorError` where vLLM
+    raises (unknown connector name, missing name, empty module path), and
+    :class:`InputError` for an invalid config.
+    """
+    return (policy or _default_policy()).supports_hma(kv_transfer_config, env=env)

@@ -1,0 +1,148 @@
+"""The only module that imports durable-rules: a small locked driver over its C API.
+
+Why not durable.engine.Host: its timer threads crash the process once states
+are deleted, it swallows action exceptions, and it is process-global
+(../shared/reference/durable-rules.md). This driver:
+
+- creates one ruleset per Policy, under a process-unique name;
+- posts one event per step under one fixed session id (never user data, so
+  there is never more than one live session and no 32-bit hash collision
+  between requests), runs the single activation, and deletes the state;
+- checks every event before it reaches C: identifier keys, at most 64
+  properties, booleans, small integers, and short valid strings only (floats,
+  oversized strings and deep objects crash the C core);
+- holds one lock per ruleset (the C core never releases the GIL, so threads
+  gain nothing and must not interleave a session).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import threading
+import weakref
+from typing import Any
+
+import durable_rules_engine as _dre
+
+__all__ = ["RuleRuntime", "RuntimeFault", "check_event"]
+
+_SESSION = "0"
+_EVENT_ID = "1"
+_NAMES = itertools.count(1)
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_MAX_PROPERTIES = 64
+_MAX_STRING = 4096
+_MAX_ITEMS = 100_000
+_INT_BOUND = 2**31
+
+
+class RuntimeFault(Exception):
+    """The rule runtime refused or failed an evaluation (an engine bug, never user input)."""
+
+
+def _check_scalar(key: str, value: Any) -> None:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not -_INT_BOUND < value < _INT_BOUND:
+            raise RuntimeFault(f"fact `{key}` is out of the integer range")
+        return
+    if isinstance(value, str):
+        if len(value) > _MAX_STRING or "\x00" in value:
+            raise RuntimeFault(f"fact `{key}` is not a short NUL-free string")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise RuntimeFault(f"fact `{key}` is not valid UTF-8") from None
+        return
+    raise RuntimeFault(f"fact `{key}` has type {type(value).__name__}, which the rule runtime cannot take safely")
+
+
+def check_event(event: dict[str, Any]) -> None:
+    """Raise RuntimeFault unless ``event`` is safe to post to the C core."""
+    if len(event) > _MAX_PROPERTIES:
+        raise RuntimeFault("too many facts in one event")
+    for key, value in event.items():
+        if not isinstance(key, str) or not _KEY.match(key) or key in ("sid", "id"):
+            raise RuntimeFault(f"fact name `{key}` is not allowed")
+        if isinstance(value, (list, tuple)):
+            if len(value) > _MAX_ITEMS:
+                raise RuntimeFault(f"fact `{key}` has too many items")
+            for item in value:
+                if not isinstance(item, str):
+                    raise RuntimeFault(f"fact `{key}` must hold strings")
+                _check_scalar(key, item)
+        else:
+            _check_scalar(key, value)
+
+
+class RuleRuntime:
+    """One compiled ruleset inside durable-rules' C core."""
+
+    def __init__(self, definition: dict[str, Any]):
+        self._lock = threading.Lock()
+        self.name = f"hma_policy_{os.getpid()}_{next(_NAMES)}"
+        try:
+            # json.dumps copies: durable-rules' Python layer mutates definitions, the C API does not.
+            self._handle = _dre.create_ruleset(self.name, json.dumps(definition, ensure_ascii=False))
+        except Exception as exc:  # the C core reports definition errors as plain Exception
+            raise RuntimeFault(f"the rule runtime rejected the compiled rules: {exc}") from None
+        self._closed = False
+        _LIVE.add(self)
+
+    def fire(self, event: dict[str, Any]) -> str:
+        """Post one event and return the name of the rule whose action ran."""
+        check_event(event)
+        message = dict(event)
+        message["sid"] = _SESSION
+        message["id"] = _EVENT_ID
+        payload = json.dumps(message, ensure_ascii=False, allow_nan=False)
+        with self._lock:
+            if self._closed:
+                raise RuntimeFault("the policy was closed")
+            try:
+                code, state = _dre.assert_event(self._handle, payload)
+            except Exception as exc:
+                raise RuntimeFault(f"the rule runtime failed to take an event: {exc}") from None
+            if code != 0:
+                raise RuntimeFault(f"the rule runtime did not handle the event (code {code})")
+            fired: str | None = None
+            try:
+                result = _dre.start_action_for_state(self._handle, state)
+                while result:
+                    if fired is None:
+                        fired = next(iter(json.loads(result[1])))
+                    current = json.loads(result[0])
+                    current["$s"] = 1
+                    _dre.update_state(self._handle, json.dumps(current, ensure_ascii=False))
+                    following = _dre.complete_and_start_action(self._handle, state)
+                    result = (result[0], following) if following else None
+            finally:
+                # Deleting a state in which no action ran crashes the C core;
+                # every step has a catch-all rule, so an action always runs.
+                if fired is not None:
+                    _dre.delete_state(self._handle, _SESSION)
+            if fired is None:
+                raise RuntimeFault("no rule ran for the event")
+            return fired
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                _dre.delete_ruleset(self._handle)
+
+
+_LIVE: "weakref.WeakSet[RuleRuntime]" = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    # A lock held by another thread at fork time would stay held in the child.
+    for runtime in list(_LIVE):
+        runtime._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)

@@ -1,0 +1,107 @@
+"""The result of a decision: an immutable value with its reasons and trace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Decision", "Message", "ConnectorVerdict", "Step"]
+
+OUTCOMES = ("enabled", "disabled", "error", "undetermined")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """An error (``stage`` set) or a warning (``source`` set) of a decision."""
+
+    code: str
+    message: str
+    path: str
+    stage: str | None = None
+    source: str | None = None
+    hint: str | None = None
+    rule: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code}
+        if self.stage is not None:
+            out["stage"] = self.stage
+        if self.source is not None:
+            out["source"] = self.source
+        out["message"] = self.message
+        out["path"] = self.path
+        if self.hint:
+            out["hint"] = self.hint
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorVerdict:
+    """One node of the connector graph and its answer to supports_hma_config."""
+
+    path: str
+    kv_connector: str | None
+    supports_hma: bool | None
+    rule: str | None
+    depth: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "kv_connector": self.kv_connector,
+            "supports_hma": self.supports_hma,
+            "rule": self.rule,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One evaluated step: which rule set which fact, from which facts (for ``explain``)."""
+
+    ruleset: str
+    step: str
+    node: str | None
+    rule: str | None
+    value: Any
+    facts: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Whether vLLM 0.33.0 runs with the hybrid KV cache manager, and why.
+
+    ``outcome`` is ``enabled`` or ``disabled`` when vLLM starts with HMA on or
+    off, ``error`` when it refuses the configuration (``errors[0]`` is the first
+    error vLLM raises), and ``undetermined`` when the answer depends on an
+    external connector the rules do not declare. ``hma_enabled`` is vLLM's
+    resolved value after config construction (None when the input or config
+    stage failed, or when it is unknown).
+    """
+
+    outcome: str
+    hma_enabled: bool | None
+    errors: tuple[Message, ...]
+    warnings: tuple[Message, ...]
+    connectors: tuple[ConnectorVerdict, ...]
+    trace: tuple[str, ...]
+    policy_digest: str
+    steps: tuple[Step, ...] = field(default=(), compare=False, repr=False)
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def disable_hybrid_kv_cache_manager(self) -> bool | None:
+        return None if self.hma_enabled is None else not self.hma_enabled
+
+    def to_dict(self) -> dict[str, Any]:
+        """The decision contract (schemas/decision.schema.json)."""
+        return {
+            "outcome": self.outcome,
+            "hma_enabled": self.hma_enabled,
+            "disable_hybrid_kv_cache_manager": self.disable_hybrid_kv_cache_manager,
+            "errors": [m.to_dict() for m in self.errors],
+            "warnings": [m.to_dict() for m in self.warnings],
+            "connectors": [c.to_dict() for c in self.connectors],
+            "reasons": list(self.reasons),
+            "trace": list(self.trace),
+            "policy": {"digest": self.policy_digest},
+        }

@@ -1,0 +1,251 @@
+"""Stage 1, input: read, bound, normalise and validate a deployment document.
+
+Everything a document holds is data. Limits are checked by an iterative walk
+before anything recursive (jsonschema, the graph walk) sees the document, so a
+hostile document ends in an :class:`InputError`, never in a RecursionError,
+MemoryError or hang.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import InputError, Problem, suggest
+from .schema import iter_problems, load_schema, pointer
+
+__all__ = ["Limits", "read_document", "parse_text", "prepare", "from_object"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds enforced before any evaluation. All are configurable."""
+
+    max_bytes: int = 64 * 1024 * 1024
+    max_depth: int = 96
+    max_values: int = 2_000_000
+    max_string_length: int = 16 * 1024 * 1024
+    max_connectors: int = 10_000
+
+
+DEFAULT_LIMITS = Limits()
+
+# vLLM's CLI spellings of the top-level names (vllm serve --kv-transfer-config ...).
+ALIASES = {
+    "kv-transfer-config": "kv_transfer_config",
+    "disable-hybrid-kv-cache-manager": "disable_hybrid_kv_cache_manager",
+    "kv-offloading-size": "kv_offloading_size",
+    "kv-offloading-backend": "kv_offloading_backend",
+    "speculative-config": "speculative_config",
+    "hisparse-config": "hisparse_config",
+    "kv-events-config": "kv_events_config",
+}
+# Fields vllm serve accepts as a JSON string.
+JSON_STRING_FIELDS = ("kv_transfer_config", "speculative_config", "hisparse_config", "kv_events_config")
+
+
+def _fail(code: str, message: str, path: str = "", hint: str | None = None) -> InputError:
+    return InputError([Problem(code=code, message=message, path=path, hint=hint)])
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors and aliases (no alias bombs) and never builds objects."""
+
+    def compose_node(self, parent, index):  # noqa: D401 - PyYAML hook
+        if self.check_event(yaml.events.AliasEvent):
+            event = self.peek_event()
+            raise yaml.constructor.ConstructorError(
+                None, None, "YAML aliases are not allowed", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+def _yaml_load(text: str, *, source: str) -> Any:
+    try:
+        docs = list(yaml.load_all(text, Loader=_NoAliasLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise _fail("input.parse", f"invalid YAML in {source}{where}: {problem}") from None
+    except RecursionError:
+        raise _fail("input.limit", f"{source} is nested too deeply to parse") from None
+    docs = [d for d in docs if d is not None] or [None]
+    if len(docs) > 1:
+        raise _fail("input.parse", f"{source} holds {len(docs)} YAML documents; one deployment document is expected")
+    return docs[0]
+
+
+def parse_text(text: str, *, source: str = "<document>", fmt: str | None = None) -> Any:
+    """Parse JSON or YAML text (JSON when ``fmt`` is json or the text starts like JSON)."""
+    stripped = text.lstrip()
+    as_json = fmt == "json" or (fmt is None and stripped[:1] in ("{", "["))
+    if as_json:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            if fmt == "json":
+                raise _fail("input.parse", f"invalid JSON in {source} at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        except RecursionError:
+            raise _fail("input.limit", f"{source} is nested too deeply to parse") from None
+    return _yaml_load(text, source=source)
+
+
+def read_document(path: str | Path, *, limits: Limits = DEFAULT_LIMITS, stdin: Any = None) -> Any:
+    """Read a document from a file path, or from ``stdin`` when path is ``-``."""
+    source = str(path)
+    try:
+        if source == "-":
+            raw = (stdin.buffer if hasattr(stdin, "buffer") else stdin).read(limits.max_bytes + 1)
+        else:
+            with open(source, "rb") as handle:
+                raw = handle.read(limits.max_bytes + 1)
+    except OSError as exc:
+        raise _fail("input.read", f"cannot read `{source}`: {exc.strerror or exc}") from None
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    if len(raw) > limits.max_bytes:
+        raise _fail("input.limit", f"`{source}` is larger than {limits.max_bytes} bytes")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _fail("input.encoding", f"`{source}` is not UTF-8 text (byte {exc.start})") from None
+    fmt = "json" if source.endswith(".json") else ("yaml" if source.endswith((".yaml", ".yml")) else None)
+    return parse_text(text, source=f"`{source}`", fmt=fmt)
+
+
+def _check_values(document: Any, limits: Limits) -> None:
+    """Iteratively check JSON-compatibility and size limits; raise on the first breach."""
+    stack: list[tuple[Any, tuple, int]] = [(document, (), 0)]
+    count = 0
+    while stack:
+        value, path, depth = stack.pop()
+        count += 1
+        if count > limits.max_values:
+            raise _fail("input.limit", f"the document holds more than {limits.max_values} values")
+        if depth > limits.max_depth:
+            raise _fail("input.limit", f"the document is nested deeper than {limits.max_depth} levels", pointer(path))
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise _fail("input.type", f"object keys must be strings, got `{key!r}`"[:200], pointer(path))
+                stack.append((item, path + (key,), depth + 1))
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                stack.append((item, path + (index,), depth + 1))
+        elif isinstance(value, str):
+            if len(value) > limits.max_string_length:
+                raise _fail("input.limit", f"a string is longer than {limits.max_string_length} characters", pointer(path))
+        elif isinstance(value, bool) or value is None or isinstance(value, int):
+            pass
+        elif isinstance(value, float):
+            pass  # any float, NaN included, is opaque data: none reaches the rule runtime
+        else:
+            raise _fail("input.type", f"`{type(value).__name__}` values are not JSON data", pointer(path))
+
+
+def _normalise(document: Any, limits: Limits) -> dict[str, Any]:
+    if document is None:
+        document = {}
+    if not isinstance(document, Mapping):
+        raise _fail("input.schema", f"a deployment document must be an object, got {type(document).__name__}")
+    out: dict[str, Any] = {}
+    for key, value in document.items():
+        name = ALIASES.get(key, key) if isinstance(key, str) else key
+        if name in out:
+            raise _fail("input.duplicate_key", f"`{name}` is given twice (as `{key}` and its other spelling)", pointer([name]))
+        out[name] = value
+    for name in JSON_STRING_FIELDS:
+        value = out.get(name)
+        if isinstance(value, str):
+            if len(value) > limits.max_bytes:
+                raise _fail("input.limit", f"`{name}` is longer than {limits.max_bytes} characters", pointer([name]))
+            try:
+                out[name] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise _fail("input.parse", f"`{name}` is not valid JSON: {exc.msg} at column {exc.colno}", pointer([name])) from None
+            except RecursionError:
+                raise _fail("input.limit", f"`{name}` is nested too deeply to parse", pointer([name])) from None
+    return out
+
+
+def _count_connectors(document: dict[str, Any], limits: Limits) -> None:
+    stack = [document.get("kv_transfer_config")]
+    count = 0
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        count += 1
+        if count > limits.max_connectors:
+            raise _fail("input.limit", f"the connector graph has more than {limits.max_connectors} connectors", "/kv_transfer_config")
+        extra = node.get("kv_connector_extra_config")
+        if isinstance(extra, Mapping) and isinstance(extra.get("connectors"), list):
+            stack.extend(extra["connectors"])
+
+
+def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """The validated, normalised document, or :class:`InputError` listing every problem."""
+    document = from_object(document)
+    _check_values(document, limits)
+    document = _normalise(document, limits)
+    _check_values(document, limits)  # JSON strings were expanded
+    _count_connectors(document, limits)
+    problems = list(iter_problems("deployment", document, default_code="input.schema"))
+    if problems:
+        raise InputError(problems)
+    return document
+
+
+def _public_fields(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    out = {}
+    for name in names:
+        if hasattr(obj, name):
+            out[name] = getattr(obj, name)
+    return out
+
+
+KTC_FIELDS = tuple(load_schema("deployment")["$defs"]["kvTransferConfig"]["properties"])
+
+
+def _ktc_to_dict(ktc: Any) -> Any:
+    if ktc is None or isinstance(ktc, Mapping):
+        return ktc
+    fields = _public_fields(ktc, KTC_FIELDS)
+    return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in fields.items()}
+
+
+def from_object(obj: Any) -> Any:
+    """Read vLLM's own config objects by attribute (vLLM is never imported).
+
+    A KVTransferConfig becomes ``{"kv_transfer_config": ...}``; a VllmConfig
+    gives its kv_transfer_config, scheduler, cache, speculative and model facts.
+    Anything else is returned unchanged.
+    """
+    if obj is None or isinstance(obj, (Mapping, list, str, int, float)):
+        return obj
+    if hasattr(obj, "kv_connector") and hasattr(obj, "kv_role"):
+        return {"kv_transfer_config": _ktc_to_dict(obj)}
+    if hasattr(obj, "scheduler_config") and hasattr(obj, "kv_transfer_config"):
+        doc: dict[str, Any] = {"kv_transfer_config": _ktc_to_dict(obj.kv_transfer_config)}
+        sched = obj.scheduler_config
+        doc["disable_hybrid_kv_cache_manager"] = getattr(sched, "disable_hybrid_kv_cache_manager", None)
+        cache = getattr(obj, "cache_config", None)
+        if cache is not None:
+            doc["kv_offloading_size"] = getattr(cache, "kv_offloading_size", None)
+            doc["kv_offloading_backend"] = getattr(cache, "kv_offloading_backend", None)
+        spec = getattr(obj, "speculative_config", None)
+        if spec is not None:
+            doc["speculative_config"] = {"method": getattr(spec, "method", None)}
+        model = getattr(obj, "model_config", None)
+        if model is not None:
+            chunk = getattr(model, "attention_chunk_size", None)
+            doc["model"] = {"attention_chunk_size": chunk} if chunk is not None else {}
+        return doc
+    return obj

@@ -1,0 +1,242 @@
+"""Stage 3, facts: the fact vocabulary, and the walk that turns a validated
+document into the facts each ruleset reads.
+
+Python only reads values here (as vLLM reads them: env switches with int(),
+field presence, the order of children); what the values mean for HMA is
+decided by the rule files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InputError, Problem
+from .schema import pointer
+
+__all__ = ["FACTS", "Node", "document_facts", "build_graph", "node_facts"]
+
+# The fact vocabulary: every fact a rule may read, per ruleset, with its type
+# and (where closed) its values. Step names add the facts their steps set.
+# Types: bool, int, str, names (a list of strings, tested with `contains`).
+FACTS: dict[str, dict[str, dict[str, Any]]] = {
+    "offloading": {
+        "kv_offloading_size_set": {"type": "bool", "doc": "--kv-offloading-size is set"},
+        "kv_offloading_backend": {"type": "str", "values": ["native", "lmcache"], "doc": "--kv-offloading-backend (default native)"},
+        "env_use_simple_kv_offload": {"type": "bool", "doc": "VLLM_USE_SIMPLE_KV_OFFLOAD read as bool(int())"},
+    },
+    "node": {
+        "name": {"type": "str", "doc": "kv_connector (\"\" when not set)"},
+        "name_set": {"type": "bool", "doc": "kv_connector is set"},
+        "module_path": {"type": "str", "values": ["absent", "empty", "set"], "doc": "kv_connector_module_path: absent (or null), the empty string, or set"},
+        "module_path_value": {"type": "str", "doc": "kv_connector_module_path (\"\" when absent)"},
+        "is_child": {"type": "bool", "doc": "the node is a child of a container connector"},
+        "depth": {"type": "int", "doc": "0 for the top-level connector"},
+        "sets_engine_id": {"type": "bool", "doc": "the node's own config has an engine_id key"},
+        "connectors": {"type": "str", "values": ["absent", "present"], "doc": "kv_connector_extra_config has a non-null `connectors` key"},
+        "children": {"type": "int", "doc": "how many children the node lists"},
+        "first_nonsupported": {"type": "str", "values": ["none", "unsupported", "unknown", "error"], "doc": "support of the first child, in order, that is not `supported`"},
+        "unsupported_after_unknown": {"type": "bool", "doc": "a child after the first `unknown` one is `unsupported`"},
+        "first_child_setup": {"type": "str", "values": ["ok", "error"], "doc": "setup of the first child, in order, whose setup is not ok"},
+        "first_child_construct": {"type": "str", "values": ["ok", "error"], "doc": "construct of the first child, in order, whose construct is not ok"},
+        "env_lmcache_use_upstream_mp": {"type": "bool", "doc": "LMCACHE_USE_UPSTREAM_MP is set (non-empty)"},
+    },
+    "decision": {
+        "has_kv_transfer_config": {"type": "bool", "doc": "a kv_transfer_config is configured (after the offloading shorthand)"},
+        "preference": {"type": "str", "values": ["none", "enable", "disable"], "doc": "disable_hybrid_kv_cache_manager: null, false, true"},
+        "platform_supports_hybrid_kv_cache": {"type": "bool", "doc": "current_platform.support_hybrid_kv_cache() (default true)"},
+        "platform_is_cuda": {"type": "bool", "doc": "current_platform.is_cuda() (default true)"},
+        "chunked_local_attention": {"type": "bool", "doc": "model.attention_chunk_size is set"},
+        "speculative_method": {"type": "str", "doc": "speculative_config.method (\"\" when none)"},
+        "hisparse_config": {"type": "bool", "doc": "an explicit hisparse_config is given"},
+        "top_name": {"type": "str", "doc": "the top-level kv_connector (\"\" when none)"},
+        "direct_child_names": {"type": "names", "doc": "kv_connector of each direct child of the top-level connector"},
+        "graph_support": {"type": "str", "values": ["none", "supported", "unsupported", "unknown", "error"], "doc": "the top-level node's `support` (none without a kv_transfer_config)"},
+        "top_setup": {"type": "str", "values": ["none", "ok", "error"], "doc": "the top-level node's `setup`"},
+        "top_construct": {"type": "str", "values": ["none", "ok", "error"], "doc": "the top-level node's `construct`"},
+        "layer_full_attention": {"type": "bool", "doc": "model.layer_kinds has full_attention"},
+        "layer_sliding_window": {"type": "bool", "doc": "model.layer_kinds has sliding_window"},
+        "layer_chunked_local": {"type": "bool", "doc": "model.layer_kinds has chunked_local"},
+        "layer_mamba": {"type": "bool", "doc": "model.layer_kinds has mamba"},
+        "env_allow_chunked_local_attn_with_hybrid_kv_cache": {"type": "bool", "doc": "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE read as bool(int()) (default true)"},
+        "env_use_simple_kv_offload": {"type": "bool", "doc": "VLLM_USE_SIMPLE_KV_OFFLOAD read as bool(int()) (default false)"},
+        "env_lmcache_use_upstream_mp": {"type": "bool", "doc": "LMCACHE_USE_UPSTREAM_MP is set (non-empty)"},
+    },
+}
+
+
+def _int_switch(env: Mapping[str, Any], name: str, default: bool) -> bool:
+    """vLLM's bool(int(os.getenv(name, default))). The schema guarantees int-like text."""
+    if name not in env:
+        return default
+    value = env[name]
+    if isinstance(value, bool):
+        return value
+    return bool(int(str(value).strip()))
+
+
+def _is_set(env: Mapping[str, Any], name: str) -> bool:
+    value = env.get(name)
+    return value is not None and value is not False and str(value) != ""
+
+
+def _checked_text(value: Any, path: str) -> str:
+    """A string that may be posted to the rule runtime (valid UTF-8, no controls)."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError([Problem("input.encoding", "the string holds an unpaired surrogate", path)]) from None
+    return value
+
+
+def env_facts(document: Mapping[str, Any]) -> dict[str, bool]:
+    env = document.get("env") or {}
+    return {
+        "env_allow_chunked_local_attn_with_hybrid_kv_cache": _int_switch(env, "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", True),
+        "env_use_simple_kv_offload": _int_switch(env, "VLLM_USE_SIMPLE_KV_OFFLOAD", False),
+        "env_lmcache_use_upstream_mp": _is_set(env, "LMCACHE_USE_UPSTREAM_MP"),
+    }
+
+
+def offloading_facts(document: Mapping[str, Any]) -> dict[str, Any]:
+    env = env_facts(document)
+    return {
+        "kv_offloading_size_set": document.get("kv_offloading_size") is not None,
+        "kv_offloading_backend": document.get("kv_offloading_backend") or "native",
+        "env_use_simple_kv_offload": env["env_use_simple_kv_offload"],
+    }
+
+
+@dataclass(slots=True)
+class Node:
+    """One connector config in the graph, with its JSON Pointer."""
+
+    path: str
+    config: Mapping[str, Any]
+    depth: int
+    is_child: bool
+    children: list["Node"] = field(default_factory=list)
+
+    @property
+    def name(self) -> str | None:
+        value = self.config.get("kv_connector")
+        return value if isinstance(value, str) else None
+
+
+def build_graph(ktc: Mapping[str, Any] | None, containers: frozenset[str]) -> list[Node]:
+    """The nodes of the connector graph in post-order (children before parents).
+
+    Children are read from ``kv_connector_extra_config.connectors`` of nodes
+    whose kv_connector is one of ``containers`` (rules/nodes.yaml), in order.
+    """
+    if ktc is None:
+        return []
+    root = Node("/kv_transfer_config", ktc, 0, False)
+    order: list[Node] = []
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        stack.append((node, True))
+        if node.name in containers:
+            extra = node.config.get("kv_connector_extra_config") or {}
+            items = extra.get("connectors") if isinstance(extra, Mapping) else None
+            if isinstance(items, list):
+                base = node.path + "/kv_connector_extra_config/connectors"
+                node.children = [
+                    Node(f"{base}/{i}", child, node.depth + 1, True) for i, child in enumerate(items)
+                ]
+                for child in reversed(node.children):
+                    stack.append((child, False))
+    return order
+
+
+def _first(children: list[Node], verdicts: dict[str, dict[str, Any]], fact: str, ok: str) -> tuple[str, str | None]:
+    """The value of ``fact`` of the first child whose value is not ``ok``, and its path."""
+    for child in children:
+        value = verdicts[child.path][fact]
+        if value != ok:
+            return value, child.path
+    return (ok if ok != "supported" else "none"), None
+
+
+def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str, bool]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The facts of one node, given its children's verdicts; and, for each
+    fact that carries a child's error, the child path to copy it from."""
+    config = node.config
+    name = _checked_text(config.get("kv_connector"), node.path + "/kv_connector")
+    module = config.get("kv_connector_module_path")
+    module_state = "absent" if module is None else ("empty" if module == "" else "set")
+    extra = config.get("kv_connector_extra_config") or {}
+    has_connectors = isinstance(extra, Mapping) and extra.get("connectors") is not None
+    first_ns, ns_path = _first(node.children, verdicts, "support", "supported")
+    after_unknown = False
+    if first_ns == "unknown":
+        seen = False
+        for child in node.children:
+            value = verdicts[child.path]["support"]
+            if seen and value == "unsupported":
+                after_unknown = True
+                break
+            seen = seen or child.path == ns_path
+    setup, setup_path = _first(node.children, verdicts, "setup", "ok")
+    construct, construct_path = _first(node.children, verdicts, "construct", "ok")
+    facts = {
+        "name": name,
+        "name_set": config.get("kv_connector") is not None,
+        "module_path": module_state,
+        "module_path_value": _checked_text(module, node.path + "/kv_connector_module_path"),
+        "is_child": node.is_child,
+        "depth": node.depth,
+        "sets_engine_id": node.is_child and "engine_id" in config,
+        "connectors": "present" if has_connectors else "absent",
+        "children": len(node.children),
+        "first_nonsupported": first_ns,
+        "unsupported_after_unknown": after_unknown,
+        "first_child_setup": setup,
+        "first_child_construct": construct,
+        "env_lmcache_use_upstream_mp": env["env_lmcache_use_upstream_mp"],
+    }
+    sources = {}
+    if ns_path is not None:
+        sources["first_nonsupported"] = (ns_path, "support")
+    if setup_path is not None:
+        sources["first_child_setup"] = (setup_path, "setup")
+    if construct_path is not None:
+        sources["first_child_construct"] = (construct_path, "construct")
+    return facts, sources
+
+
+def document_facts(document: Mapping[str, Any], top: Node | None, top_verdict: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The decision ruleset's facts from the document and the top node's verdict."""
+    preference = document.get("disable_hybrid_kv_cache_manager")
+    platform = document.get("platform") or {}
+    model = document.get("model") or {}
+    kinds = set(model.get("layer_kinds") or ())
+    spec = document.get("speculative_config") or {}
+    method = spec.get("method") if isinstance(spec, Mapping) else None
+    facts = {
+        "has_kv_transfer_config": top is not None,
+        "preference": "none" if preference is None else ("disable" if preference else "enable"),
+        "platform_supports_hybrid_kv_cache": platform.get("supports_hybrid_kv_cache", True),
+        "platform_is_cuda": platform.get("is_cuda", True),
+        "chunked_local_attention": model.get("attention_chunk_size") is not None,
+        "speculative_method": _checked_text(method, "/speculative_config/method"),
+        "hisparse_config": document.get("hisparse_config") is not None,
+        "top_name": top.name or "" if top is not None else "",
+        "direct_child_names": [c.name or "" for c in top.children] if top is not None else [],
+        "graph_support": top_verdict["support"] if top_verdict else "none",
+        "top_setup": top_verdict["setup"] if top_verdict else "none",
+        "top_construct": top_verdict["construct"] if top_verdict else "none",
+        "layer_full_attention": "full_attention" in kinds,
+        "layer_sliding_window": "sliding_window" in kinds,
+        "layer_chunked_local": "chunked_local" in kinds,
+        "layer_mamba": "mamba" in kinds,
+    }
+    facts.update(env_facts(document))
+    return facts

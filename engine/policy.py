@@ -1,0 +1,369 @@
+"""Stage 2, policy: read the rule files, check them, and build the policy model.
+
+Every problem found in the rule files is collected (schema first, then the
+semantic checks on files that passed it) and raised at once as a
+:class:`PolicyError`, sorted by file and location.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import yaml
+
+from .errors import PolicyError, Problem, suggest
+from .facts import FACTS
+from .schema import iter_problems, pointer
+
+__all__ = ["Rule", "StepDef", "PolicyModel", "read_policy"]
+
+RULESETS = ("offloading", "node", "decision")
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Facts whose value "error" carries a Problem that `error: {copy: ...}` can re-raise.
+OPS = {"eq", "ne", "in", "not_in", "lt", "le", "gt", "ge", "contains"}
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One rule of a step. ``when`` is a tuple of (fact, operator, operand)."""
+
+    id: str
+    ruleset: str
+    step: str
+    when: tuple[tuple[str, str, Any], ...]
+    value: Any
+    error: dict[str, Any] | None = None
+    warning: dict[str, Any] | None = None
+    reason: str | None = None
+    file: str = ""
+    path: str = ""
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset(fact for fact, _, _ in self.when)
+
+
+@dataclass(frozen=True, slots=True)
+class StepDef:
+    """A step: the fact it sets, its rules in order (first match wins), its default."""
+
+    ruleset: str
+    name: str
+    default: Any
+    rules: tuple[Rule, ...]
+    description: str = ""
+    file: str = ""
+    path: str = ""
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for rule in self.rules:
+            for fact in sorted(rule.reads):
+                seen.setdefault(fact, None)
+        return tuple(seen)
+
+    @property
+    def values(self) -> tuple[Any, ...]:
+        out: dict[Any, None] = {self.default: None}
+        for rule in self.rules:
+            out.setdefault(rule.value, None)
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class PolicyModel:
+    """The checked policy: its steps per ruleset, the registry and a digest."""
+
+    steps: dict[str, tuple[StepDef, ...]]
+    registered_names: tuple[str, ...]
+    containers: frozenset[str]
+    digest: str
+    source: str
+    files: tuple[str, ...] = ()
+
+
+class _Located:
+    """Maps JSON Pointers of a YAML file to (line, column)."""
+
+    def __init__(self, node: yaml.Node | None):
+        self.marks: dict[str, tuple[int, int]] = {}
+        stack = [(node, "")] if node is not None else []
+        while stack:
+            current, path = stack.pop()
+            self.marks[path] = (current.start_mark.line + 1, current.start_mark.column + 1)
+            if isinstance(current, yaml.MappingNode):
+                for key, value in current.value:
+                    key_path = path + pointer([key.value])
+                    stack.append((value, key_path))
+            elif isinstance(current, yaml.SequenceNode):
+                for index, value in enumerate(current.value):
+                    stack.append((value, path + pointer([index])))
+
+    def locate(self, path: str) -> tuple[int | None, int | None]:
+        while True:
+            if path in self.marks:
+                return self.marks[path]
+            if not path:
+                return None, None
+            path = path.rsplit("/", 1)[0]
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    def compose_node(self, parent, index):  # PyYAML hook
+        if self.check_event(yaml.events.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "YAML aliases are not allowed in rule files", self.peek_event().start_mark)
+        return super().compose_node(parent, index)
+
+
+@dataclass
+class _File:
+    name: str
+    text: str
+    data: Any = None
+    marks: _Located | None = None
+
+
+def _problem(file: _File, code: str, message: str, path: str, hint: str | None = None) -> Problem:
+    line, column = file.marks.locate(path) if file.marks else (None, None)
+    return Problem(code=code, message=message, path=path, hint=hint, file=file.name, line=line, column=column)
+
+
+def _read_sources(rules_dir: str | Path | None) -> tuple[list[_File], str]:
+    if rules_dir is None:
+        root = resources.files("hma_policy.rules")
+        source = "bundled"
+    else:
+        root = Path(rules_dir)
+        source = str(rules_dir)
+        if not root.is_dir():
+            raise PolicyError([Problem("rules.read", f"`{rules_dir}` is not a directory", file=str(rules_dir))])
+    files = []
+    for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith((".yaml", ".yml")) or not entry.is_file():
+            continue
+        try:
+            raw = entry.read_bytes()
+        except OSError as exc:
+            raise PolicyError([Problem("rules.read", f"cannot read `{entry.name}`: {exc.strerror or exc}", file=entry.name)]) from None
+        if len(raw) > 4 * 1024 * 1024:
+            raise PolicyError([Problem("rules.limit", "rule file is larger than 4 MiB", file=entry.name)])
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PolicyError([Problem("rules.encoding", f"not UTF-8 text (byte {exc.start})", file=entry.name)]) from None
+        files.append(_File(entry.name, text))
+    return files, source
+
+
+def _parse(file: _File) -> Iterator[Problem]:
+    try:
+        node = yaml.compose(file.text, Loader=_NoAliasLoader)
+        file.data = yaml.load(file.text, Loader=_NoAliasLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        yield Problem("rules.parse", f"invalid YAML: {problem}", file=file.name,
+                      line=mark.line + 1 if mark else None, column=mark.column + 1 if mark else None)
+        return
+    except RecursionError:
+        yield Problem("rules.limit", "rule file is nested too deeply", file=file.name)
+        return
+    file.marks = _Located(node)
+
+
+def _conditions(when: dict[str, Any]) -> tuple[tuple[str, str, Any], ...]:
+    out = []
+    for fact, test in when.items():
+        if isinstance(test, dict):
+            (op, operand), = test.items()
+            if op in ("in", "not_in"):
+                operand = tuple(operand)
+        else:
+            op, operand = "eq", test
+        out.append((fact, op, operand))
+    return tuple(out)
+
+
+def _registry_rules(file: _File) -> tuple[list[Rule], dict[str, str]]:
+    """Compile registry entries into rules of the node step ``class_hma``."""
+    rules: list[Rule] = []
+    connectors = file.data.get("connectors") or {}
+    for name, entry in connectors.items():
+        base = pointer(["connectors", name])
+        verdict = "supported" if entry["supports_hma"] else "unsupported"
+        class_name = entry.get("class", name)
+        lookups = []
+        if entry.get("registered", True):
+            lookups.append(("", (("resolution", "eq", "registry"), ("name", "eq", name))))
+        if entry.get("module_path"):
+            lookups.append((".module", (("resolution", "eq", "module"), ("module_path_value", "eq", entry["module_path"]), ("name", "eq", class_name))))
+        for suffix, keys in lookups:
+            for index, case in enumerate(entry.get("cases") or ()):
+                value = "supported" if case["supports_hma"] else "unsupported"
+                rules.append(Rule(
+                    id=f"registry.{name}{suffix}.{case['id']}", ruleset="node", step="class_hma",
+                    when=keys + _conditions(case["when"]), value=value,
+                    reason=f"`{name}` {'supports' if case['supports_hma'] else 'does not support'} HMA here: {case.get('note') or case['id']}",
+                    file=file.name, path=base + pointer(["cases", index]),
+                ))
+            rules.append(Rule(
+                id=f"registry.{name}{suffix}", ruleset="node", step="class_hma", when=keys, value=verdict,
+                reason=f"`{name}` {'inherits' if entry['supports_hma'] else 'does not inherit'} SupportsHMA (registry)",
+                file=file.name, path=base,
+            ))
+    registered = {name: file.name for name, entry in connectors.items() if entry.get("registered", True)}
+    return rules, registered
+
+
+def _check_rule(rule: Rule, known: dict[str, dict[str, Any]], file: _File, errorful: set[str]) -> Iterator[Problem]:
+    for index, (fact, op, operand) in enumerate(rule.when):
+        path = rule.path + "/when/" + fact
+        spec = known.get(fact)
+        if spec is None:
+            yield _problem(file, "rules.unknown_fact", f"rule `{rule.id}` reads unknown fact `{fact}`", path, suggest(fact, known))
+            continue
+        ftype = spec["type"]
+        operands = operand if op in ("in", "not_in") else (operand,)
+        if op == "contains" and ftype != "names":
+            yield _problem(file, "rules.bad_operator", f"`contains` needs a list fact, `{fact}` is {ftype}", path)
+            continue
+        if op != "contains" and ftype == "names":
+            yield _problem(file, "rules.bad_operator", f"list fact `{fact}` can only be tested with `contains`", path)
+            continue
+        if op in ("lt", "le", "gt", "ge") and ftype != "int":
+            yield _problem(file, "rules.bad_operator", f"`{op}` needs an integer fact, `{fact}` is {ftype}", path)
+            continue
+        for value in operands:
+            expected = {"bool": bool, "int": int, "str": str, "names": str}[ftype]
+            if not isinstance(value, expected) or (ftype == "int" and isinstance(value, bool)):
+                yield _problem(file, "rules.bad_value", f"fact `{fact}` is {ftype}, got `{value}`", path)
+            elif spec.get("values") is not None and value not in spec["values"]:
+                choices = ", ".join(f"`{v}`" for v in spec["values"])
+                yield _problem(file, "rules.bad_value", f"fact `{fact}` is never `{value}`; it is one of {choices}", path,
+                               suggest(str(value), [str(v) for v in spec["values"]]))
+    for kind in ("error", "warning"):
+        spec = getattr(rule, kind)
+        if not spec:
+            continue
+        if "copy" in spec:
+            if spec["copy"] not in errorful:
+                yield _problem(file, "rules.bad_copy", f"rule `{rule.id}` copies the error of `{spec['copy']}`, which carries none",
+                               rule.path + f"/{kind}/copy", suggest(spec["copy"], errorful))
+            continue
+        for name in PLACEHOLDER.findall(spec.get("message", "")):
+            if name not in known:
+                yield _problem(file, "rules.unknown_fact", f"message of rule `{rule.id}` names unknown fact `{name}`",
+                               rule.path + f"/{kind}/message", suggest(name, known))
+    if rule.error and rule.value != "error":
+        yield _problem(file, "rules.error_value", f"rule `{rule.id}` raises an error, so its value must be `error`", rule.path + "/value")
+    if rule.value == "error" and not rule.error:
+        yield _problem(file, "rules.error_value", f"rule `{rule.id}` has value `error` but no `error`", rule.path + "/value")
+
+
+def read_policy(rules_dir: str | Path | None = None) -> PolicyModel:
+    """Read and check a rules directory (None: the bundled rules)."""
+    files, source = _read_sources(rules_dir)
+    problems: list[Problem] = []
+    for file in files:
+        problems.extend(_parse(file))
+    good = [f for f in files if f.marks is not None]
+    for file in good:
+        for p in iter_problems("rules", file.data, default_code="rules.schema"):
+            problems.append(_problem(file, p.code, p.message, p.path, p.hint))
+    if problems:
+        raise PolicyError(problems)
+
+    registry_rules: list[Rule] = []
+    registered: dict[str, str] = {}
+    rulesets: dict[str, _File] = {}
+    for file in good:
+        if file.data["kind"] == "registry":
+            rules, names = _registry_rules(file)
+            for name in names:
+                if name in registered:
+                    problems.append(_problem(file, "rules.duplicate_connector", f"connector `{name}` is also declared in `{registered[name]}`", pointer(["connectors", name])))
+            registered.update(names)
+            registry_rules.extend(rules)
+        else:
+            name = file.data["ruleset"]
+            if name in rulesets:
+                problems.append(_problem(file, "rules.duplicate_ruleset", f"ruleset `{name}` is also defined in `{rulesets[name].name}`", "/ruleset"))
+            rulesets[name] = file
+    for name in RULESETS:
+        if name not in rulesets:
+            problems.append(Problem("rules.missing_ruleset", f"no rule file defines ruleset `{name}`", file=source))
+    if not any(f.data["kind"] == "registry" for f in good):
+        problems.append(Problem("rules.missing_registry", "no rule file is a connector registry (kind: registry)", file=source))
+    if problems:
+        raise PolicyError(problems)
+
+    steps: dict[str, tuple[StepDef, ...]] = {}
+    seen_ids: dict[str, str] = {}
+    include_count = 0
+    for ruleset in RULESETS:
+        file = rulesets[ruleset]
+        known = dict(FACTS[ruleset])
+        errorful: set[str] = set()
+        if ruleset == "node":
+            errorful |= {"first_nonsupported", "first_child_setup", "first_child_construct"}
+        if ruleset == "decision":
+            errorful |= {"graph_support", "top_setup", "top_construct"}
+        built: list[StepDef] = []
+        for s_index, raw_step in enumerate(file.data["steps"]):
+            s_path = pointer(["steps", s_index])
+            name = raw_step["step"]
+            if name in known:
+                problems.append(_problem(file, "rules.duplicate_step", f"step `{name}` sets a fact that already exists", s_path + "/step"))
+            rules: list[Rule] = []
+            for r_index, raw in enumerate(raw_step["rules"]):
+                r_path = s_path + pointer(["rules", r_index])
+                if "include" in raw:
+                    include_count += 1
+                    if ruleset != "node":
+                        problems.append(_problem(file, "rules.bad_include", "the registry can only be included in node rules", r_path))
+                    rules.extend(r for r in registry_rules)
+                    continue
+                rules.append(Rule(
+                    id=raw["id"], ruleset=ruleset, step=name, when=_conditions(raw["when"]), value=raw["value"],
+                    error=raw.get("error"), warning=raw.get("warning"), reason=raw.get("reason"), file=file.name, path=r_path,
+                ))
+            rules = [r if r.step == name else Rule(**{**{k: getattr(r, k) for k in r.__slots__}, "step": name}) for r in rules]
+            for rule in rules:
+                rule_file = file if rule.file == file.name else next(f for f in good if f.name == rule.file)
+                if rule.id in seen_ids:
+                    problems.append(_problem(rule_file, "rules.duplicate_id", f"rule id `{rule.id}` is used twice (first in `{seen_ids[rule.id]}`)", rule.path + ("/id" if rule_file is file else "")))
+                seen_ids.setdefault(rule.id, rule.file)
+                problems.extend(_check_rule(rule, known, rule_file, errorful))
+            step = StepDef(ruleset, name, raw_step["default"], tuple(rules), raw_step.get("description", ""), file.name, s_path)
+            values = [v for v in step.values]
+            known[name] = {"type": "bool" if all(isinstance(v, bool) for v in values) else ("int" if all(isinstance(v, int) and not isinstance(v, bool) for v in values) else "str"),
+                           "values": sorted({str(v) if not isinstance(v, bool) else v for v in values}, key=str) if not all(isinstance(v, bool) for v in values) else None}
+            if known[name]["type"] == "str":
+                known[name]["values"] = sorted({v for v in values if isinstance(v, str)})
+            if "error" in values:
+                errorful.add(name)
+            built.append(step)
+        steps[ruleset] = tuple(built)
+    if include_count != 1:
+        problems.append(Problem("rules.bad_include", f"the registry must be included exactly once in node rules (found {include_count})", file=rulesets["node"].name))
+    if problems:
+        raise PolicyError(problems)
+
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.name.encode() + b"\0" + file.text.encode() + b"\0")
+    containers = frozenset(rulesets["node"].data.get("containers") or ())
+    return PolicyModel(
+        steps=steps,
+        registered_names=tuple(sorted(registered)),
+        containers=containers,
+        digest="sha256:" + digest.hexdigest(),
+        source=source,
+        files=tuple(f.name for f in files),
+    )

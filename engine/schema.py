@@ -1,0 +1,145 @@
+"""The bundled JSON Schemas: loading, compiled validators, and located problems.
+
+Schemas are found with importlib.resources, so an installed wheel and an
+editable install read the same files. jsonschema produces every error report;
+a schema node may carry ``x-code`` / ``x-message`` to give the errors below it
+a stable code of their own (for example ``connector.role_missing``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from typing import Any, Iterator
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match, relevance
+
+from .errors import Problem, suggest
+
+__all__ = ["load_schema", "validator", "iter_problems", "pointer"]
+
+SCHEMA_FILES = ("deployment", "rules", "decision")
+
+
+@functools.lru_cache(maxsize=None)
+def load_schema(name: str) -> dict[str, Any]:
+    """The parsed ``schemas/<name>.schema.json``."""
+    text = resources.files("hma_policy.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@functools.lru_cache(maxsize=None)
+def validator(name: str) -> Draft202012Validator:
+    """A validator for the named schema, built once per process."""
+    return Draft202012Validator(load_schema(name))
+
+
+def pointer(parts: Any) -> str:
+    """An RFC 6901 JSON Pointer from path parts."""
+    out = []
+    for part in parts:
+        out.append("/" + str(part).replace("~", "~0").replace("/", "~1"))
+    return "".join(out)
+
+
+def _annotation(schema: dict[str, Any], error: ValidationError, key: str) -> Any:
+    """The innermost ``key`` annotation on the schema path of ``error``."""
+    node: Any = schema
+    found = None
+    parts = list(error.absolute_schema_path)
+    for part in parts:
+        if isinstance(node, dict) and key in node:
+            found = node[key]
+        # jsonschema leaves "$ref" out of schema paths: follow it implicitly.
+        while isinstance(node, dict) and "$ref" in node and part not in node:
+            node = _resolve_local(schema, node["$ref"])
+            if isinstance(node, dict) and key in node:
+                found = node[key]
+        if isinstance(node, dict) and part == "$ref":
+            node = _resolve_local(schema, node["$ref"])
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            return found
+    if isinstance(node, dict) and key in node:
+        found = node[key]
+    return found
+
+
+def _resolve_local(schema: dict[str, Any], ref: str) -> Any:
+    """Follow a local ``#/...`` reference (the bundled schemas use no others)."""
+    node: Any = schema
+    for raw in ref.lstrip("#").split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _leaf(error: ValidationError) -> ValidationError:
+    """Descend anyOf/oneOf context to the most relevant underlying error."""
+    while error.context:
+        # Prefer the branch whose type matched the instance: its errors talk
+        # about the instance's content rather than "is not of type null".
+        candidates = [e for e in error.context if e.validator != "type"] or list(error.context)
+        error = best_match(candidates, key=relevance) or candidates[0]
+    return error
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else value
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _describe(error: ValidationError) -> tuple[str, str | None, str]:
+    """(message, hint, path) for one leaf error, in the project's message style."""
+    path = pointer(error.absolute_path)
+    kind = error.validator
+    if kind == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = list((error.schema or {}).get("properties", {}))
+        extra = [k for k in error.instance if k not in allowed]
+        if extra:
+            name = extra[0]
+            return (
+                f"unknown field `{_short(name)}`",
+                suggest(name, allowed),
+                path + pointer([name]),
+            )
+    if kind == "required":
+        missing = [k for k in error.validator_value if k not in error.instance]
+        name = missing[0] if missing else "?"
+        return f"missing required field `{name}`", None, path
+    if kind == "enum":
+        choices = ", ".join(f"`{c}`" for c in error.validator_value if c is not None)
+        hint = suggest(error.instance, [c for c in error.validator_value if isinstance(c, str)])
+        return f"`{_short(error.instance)}` is not one of {choices}", hint, path
+    if kind == "type":
+        expected = error.validator_value
+        if isinstance(expected, list):
+            expected = " or ".join(expected)
+        return f"expected {expected}, got `{_short(error.instance)}`", None, path
+    if kind == "const":
+        return f"expected `{_short(error.validator_value)}`, got `{_short(error.instance)}`", None, path
+    if kind == "pattern":
+        return f"`{_short(error.instance)}` does not match the pattern `{error.validator_value}`", None, path
+    if kind in ("maxLength", "maxItems", "maxProperties"):
+        return f"too long: at most {error.validator_value} allowed", None, path
+    if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        return f"`{_short(error.instance)}` is out of range ({kind} {error.validator_value})", None, path
+    return error.message.splitlines()[0][:200], None, path
+
+
+def iter_problems(name: str, instance: Any, *, default_code: str) -> Iterator[Problem]:
+    """Every problem of ``instance`` against schema ``name``, one per top-level error."""
+    schema = load_schema(name)
+    for error in validator(name).iter_errors(instance):
+        leaf = _leaf(error)
+        message, hint, path = _describe(leaf)
+        code = _annotation(schema, leaf, "x-code") or default_code
+        custom = _annotation(schema, leaf, "x-message")
+        if custom and code != default_code:
+            message = custom
+        yield Problem(code=code, message=message, path=path, hint=hint)
