@@ -105,3 +105,18 @@ class Decision:
             "trace": list(self.trace),
             "policy": {"digest": self.policy_digest},
         }
+
+
+def input_error_decision(problems: Any, policy_digest: str) -> Decision:
+    """The Decision that stands for an invalid document (stage ``input``)."""
+    return Decision(
+        outcome="error",
+        hma_enabled=None,
+        errors=tuple(
+            Message(code=p.code, message=p.message, path=p.path, stage="input", hint=p.hint) for p in problems
+        ),
+        warnings=(),
+        connectors=(),
+        trace=(),
+        policy_digest=policy_digest,
+    )

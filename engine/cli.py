@@ -1,0 +1,169 @@
+"""The ``hma-policy`` command line.
+
+Exit status: 0 HMA enabled or disabled; 1 vLLM would reject the configuration
+(config or connector stage) or the outcome is undetermined; 2 invalid input,
+invalid rules, usage error or internal fault. No traceback reaches a user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+from . import __version__, load_policy
+from .decision import Decision, input_error_decision
+from .document import prepare, read_document
+from .errors import HMAPolicyError, InputError, PolicyError
+
+EXIT_OK, EXIT_REJECTED, EXIT_INVALID = 0, 1, 2
+
+
+def _exit_code(decision: Decision) -> int:
+    if decision.outcome in ("enabled", "disabled"):
+        return EXIT_OK
+    if decision.errors and decision.errors[0].stage == "input":
+        return EXIT_INVALID
+    return EXIT_REJECTED
+
+
+def _tree(decision: Decision) -> list[str]:
+    """The connector tree, drawn from the pre-order list and each node's depth."""
+    verdicts = {True: "supports HMA", False: "does not support HMA", None: "unknown"}
+    items = list(decision.connectors)
+    last = []
+    for index, node in enumerate(items):
+        following = next((c.depth for c in items[index + 1:] if c.depth <= node.depth), -1)
+        last.append(following < node.depth)
+    lines, open_levels = [], []
+    for node, is_last in zip(items, last):
+        del open_levels[max(node.depth - 1, 0):]
+        prefix = "".join("   " if done else "│  " for done in open_levels)
+        if node.depth > 0:
+            prefix += "└─ " if is_last else "├─ "
+            open_levels.append(is_last)
+        name = node.kv_connector if node.kv_connector is not None else "(no kv_connector)"
+        lines.append(f"  {prefix}{name}: {verdicts[node.supports_hma]}  [{node.path}] ({node.rule})")
+    return lines
+
+
+def render_text(decision: Decision, *, source: str = "") -> str:
+    out = []
+    summary = {
+        "enabled": "HMA enabled",
+        "disabled": "HMA disabled",
+        "error": "vLLM rejects this configuration",
+        "undetermined": "cannot be decided from the rules",
+    }[decision.outcome]
+    if decision.errors and decision.errors[0].stage == "input":
+        summary = "the document is invalid"
+    head = f"{source}: " if source else ""
+    out.append(f"{head}{decision.outcome} ({summary})")
+    if decision.hma_enabled is not None:
+        out.append(f"  hma_enabled: {str(decision.hma_enabled).lower()} (disable_hybrid_kv_cache_manager={decision.disable_hybrid_kv_cache_manager})")
+    if decision.reasons:
+        out.append("why:")
+        out += [f"  - {r}" for r in decision.reasons]
+    for title, items in (("errors", decision.errors), ("warnings", decision.warnings)):
+        if items:
+            out.append(f"{title}:")
+            for m in items:
+                tag = m.stage or m.source
+                out.append(f"  - {m.code} [{tag}] at {m.path or '/'}: {m.message}")
+                if m.hint:
+                    out.append(f"    hint: {m.hint}")
+    if decision.connectors:
+        out.append("connectors:")
+        out += _tree(decision)
+    out.append(f"policy: {decision.policy_digest}")
+    return "\n".join(out)
+
+
+def render_explain(decision: Decision) -> str:
+    out = [f"outcome: {decision.outcome}", "steps (rule that set each fact, and the facts it read):"]
+    for step in decision.steps:
+        where = f" {step.node}" if step.node else ""
+        rule = step.rule or "(default)"
+        facts = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in step.facts)
+        out.append(f"  [{step.ruleset}{where}] {step.step} = {json.dumps(step.value)}  <- {rule}" + (f"  ({facts})" if facts else ""))
+    out.append("trace: " + " ".join(decision.trace))
+    return "\n".join(out)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hma-policy",
+        description="Decide whether vLLM 0.33.0 enables its hybrid KV cache manager (HMA) for a deployment.",
+        epilog="exit status: 0 enabled/disabled, 1 rejected by vLLM or undetermined, 2 invalid input, rules or usage",
+    )
+    parser.add_argument("--version", action="version", version=f"hma-policy {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        cmd.add_argument("file", metavar="FILE", help="deployment document (JSON or YAML), or - for standard input")
+        cmd.add_argument("--rules", metavar="DIR", help="rules directory (default: the bundled rules)")
+        return cmd
+
+    decide = add("decide", "decide one deployment document")
+    decide.add_argument("--format", choices=("text", "json"), default="text")
+    add("explain", "show the rules that fired and the facts they read")
+    add("validate", "check a deployment document against the schema")
+    return parser
+
+
+def _decide(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
+    policy = load_policy(args.rules)
+    try:
+        document = read_document(args.file, stdin=stdin)
+        decision = policy.decide(document)
+    except InputError as exc:
+        decision = input_error_decision(exc.problems, policy.digest)
+    if getattr(args, "format", "text") == "json":
+        text = json.dumps(decision.to_dict(), indent=2, ensure_ascii=False)
+    elif args.command == "explain":
+        text = render_explain(decision) if decision.steps else render_text(decision, source=args.file)
+    else:
+        text = render_text(decision, source=args.file)
+    return _exit_code(decision), text
+
+
+def _validate(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
+    try:
+        prepare(read_document(args.file, stdin=stdin))
+    except InputError as exc:
+        return EXIT_INVALID, "\n".join(p.render() for p in exc.problems)
+    return EXIT_OK, f"{args.file}: valid"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    stdout, stderr = sys.stdout, sys.stderr
+    try:
+        args = _parser().parse_args(argv)
+        handler = _validate if args.command == "validate" else _decide
+        code, text = handler(args, sys.stdin)
+        print(text, file=stdout)
+        return code
+    except SystemExit as exc:  # argparse: --help, --version, usage errors (exit 2)
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_INVALID
+    except PolicyError as exc:
+        print("hma-policy: the rules are invalid:", file=stderr)
+        for problem in exc.problems:
+            print(f"  {problem.render()}", file=stderr)
+        return EXIT_INVALID
+    except HMAPolicyError as exc:
+        print(f"hma-policy: {exc}", file=stderr)
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except BaseException as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
+        print(f"hma-policy: internal error: {type(exc).__name__}: {exc}"[:2000], file=stderr)
+        return EXIT_INVALID
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
