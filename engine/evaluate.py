@@ -50,6 +50,7 @@ class _Run:
     warnings: list[Message] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     fired: dict[str, Rule] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
     halted: Message | None = None
 
 
@@ -120,6 +121,8 @@ class Evaluator:
             if rule is None:
                 continue
             run.fired[step.name] = rule
+            if rule.reason:
+                run.reasons[step.name] = _render(rule.reason, facts)
             if rule.warning:
                 run.warnings.append(self._problem(rule.warning, rule, facts, base, "warning"))
             if rule.error:
@@ -147,7 +150,7 @@ class Evaluator:
         offload = self.run("offloading", offloading_facts(document))
         steps += offload.steps
         trace += [r.id for r in offload.fired.values()]
-        reasons += [r.reason for r in offload.fired.values() if r.reason]
+        reasons += offload.reasons.values()
         ktc = document.get("kv_transfer_config")
         if offload.facts.get("offload_connector", "none") != "none":
             # The offloading ruleset's two steps rewrite the connector and role.
@@ -163,8 +166,7 @@ class Evaluator:
         connectors = graph.connectors
         top = graph.top
         top_verdict = graph.verdicts.get(top.path) if top else None
-        if graph.top_reason:
-            reasons.append(graph.top_reason)
+        reasons += graph.top_reasons
 
         facts = document_facts(document, top, top_verdict)
         inherited = {}
@@ -174,7 +176,7 @@ class Evaluator:
         run = self.run("decision", facts, inherited=inherited, halt_on_error=True)
         steps += run.steps
         trace += [r.id for r in run.fired.values()]
-        reasons += [r.reason for r in run.fired.values() if r.reason]
+        reasons += run.reasons.values()
         warnings += run.warnings
 
         error = run.halted
@@ -222,8 +224,8 @@ class Evaluator:
                 supports_hma={"supported": True, "unsupported": False}.get(run.facts.get("support")),
                 rule=support_rule.id if support_rule else None, depth=node.depth,
             ))
-            if node is out.top and support_rule is not None:
-                out.top_reason = support_rule.reason
+            if node is out.top:
+                out.top_reasons = [run.reasons["support"]] if "support" in run.reasons else []
         # Listed top-down (pre-order) for reading.
         order = {n.path: i for i, n in enumerate(_preorder(nodes))}
         out.connectors.sort(key=lambda c: order[c.path])
@@ -242,7 +244,7 @@ class _Graph:
     steps: list[Step] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
     warnings: list[Message] = field(default_factory=list)
-    top_reason: str | None = None
+    top_reasons: list[str] = field(default_factory=list)
 
 
 def _preorder(post: list) -> list:

@@ -260,6 +260,10 @@ def _check_rule(rule: Rule, known: dict[str, dict[str, Any]], file: _File, error
             if name not in known:
                 yield _problem(file, "rules.unknown_fact", f"message of rule `{rule.id}` names unknown fact `{name}`",
                                rule.path + f"/{kind}/message", suggest(name, known))
+    for name in PLACEHOLDER.findall(rule.reason or ""):
+        if name not in known:
+            yield _problem(file, "rules.unknown_fact", f"reason of rule `{rule.id}` names unknown fact `{name}`",
+                           rule.path + "/reason", suggest(name, known))
     if rule.error and rule.value != "error":
         yield _problem(file, "rules.error_value", f"rule `{rule.id}` raises an error, so its value must be `error`", rule.path + "/value")
     if rule.value == "error" and not rule.error:
