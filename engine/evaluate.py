@@ -66,14 +66,14 @@ class Evaluator:
         self._registered = model.registered_names
 
     # -- one step ---------------------------------------------------------
-    def _fire(self, step: StepDef, facts: Mapping[str, Any]) -> Rule | None:
+    def _fire(self, step: StepDef, facts: Mapping[str, Any], *, memo: bool = True) -> Rule | None:
         key = self.compiled.step_keys[(step.ruleset, step.name)]
         event: dict[str, Any] = {"t": key}
         for fact in step.reads:
             value = facts[fact]
             event[fact] = list(value) if isinstance(value, (list, tuple)) else value
         memo_key = None
-        if self.memo_enabled:
+        if memo and self.memo_enabled:
             # Sound: a step's answer is a pure function of the facts it reads.
             memo_key = (key,) + tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in event.items())
             name = self._memo.get(memo_key)
@@ -88,6 +88,10 @@ class Evaluator:
                 self._memo.clear()
             self._memo[memo_key] = name
         return self.compiled.rules[name]
+
+    def fire_uncached(self, step: StepDef, facts: Mapping[str, Any]) -> Rule | None:
+        """The rule the runtime picks for ``facts``, bypassing the memo (for verification)."""
+        return self._fire(step, facts, memo=False)
 
     def _problem(self, spec: Mapping[str, Any], rule: Rule, facts: Mapping[str, Any], base: str | None, kind: str) -> Message:
         at = spec.get("at", "")
@@ -114,10 +118,16 @@ class Evaluator:
         inherited = inherited or {}
         for step in self.model.steps[ruleset]:
             rule = self._fire(step, facts)
+            if rule is None and step.default is None:
+                # `hma-policy rules verify` proves this unreachable for a checked policy.
+                gap = EvaluationError([Problem("policy.gap", f"no rule of step `{step.name}` matched and it has no default")])
+                gap.step = (ruleset, step.name)
+                gap.facts = {f: facts[f] for f in step.reads}
+                raise gap
             value = step.default if rule is None else rule.value
             facts[step.name] = value
             run.steps.append(Step(ruleset, step.name, base, rule.id if rule else None, value,
-                                  tuple((f, facts[f] if not isinstance(facts[f], list) else tuple(facts[f])) for f in (rule.reads if rule else ()))))
+                                  tuple((f, tuple(facts[f]) if isinstance(facts[f], list) else facts[f]) for f in step.reads)))
             if rule is None:
                 continue
             run.fired[step.name] = rule

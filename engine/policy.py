@@ -54,11 +54,12 @@ class StepDef:
 
     ruleset: str
     name: str
-    default: Any
+    default: Any  # None: no default (verification must prove a rule always matches)
     rules: tuple[Rule, ...]
     description: str = ""
     file: str = ""
     path: str = ""
+    hit: str = "first"
 
     @property
     def reads(self) -> tuple[str, ...]:
@@ -70,7 +71,7 @@ class StepDef:
 
     @property
     def values(self) -> tuple[Any, ...]:
-        out: dict[Any, None] = {self.default: None}
+        out: dict[Any, None] = {} if self.default is None else {self.default: None}
         for rule in self.rules:
             out.setdefault(rule.value, None)
         return tuple(out)
@@ -344,7 +345,8 @@ def read_policy(rules_dir: str | Path | None = None) -> PolicyModel:
                     problems.append(_problem(rule_file, "rules.duplicate_id", f"rule id `{rule.id}` is used twice (first in `{seen_ids[rule.id]}`)", rule.path + ("/id" if rule_file is file else "")))
                 seen_ids.setdefault(rule.id, rule.file)
                 problems.extend(_check_rule(rule, known, rule_file, errorful))
-            step = StepDef(ruleset, name, raw_step["default"], tuple(rules), raw_step.get("description", ""), file.name, s_path)
+            step = StepDef(ruleset, name, raw_step.get("default"), tuple(rules), raw_step.get("description", ""),
+                           file.name, s_path, raw_step.get("hit", "first"))
             values = [v for v in step.values]
             known[name] = {"type": "bool" if all(isinstance(v, bool) for v in values) else ("int" if all(isinstance(v, int) and not isinstance(v, bool) for v in values) else "str"),
                            "values": sorted({str(v) if not isinstance(v, bool) else v for v in values}, key=str) if not all(isinstance(v, bool) for v in values) else None}
