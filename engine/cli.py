@@ -1,8 +1,10 @@
 """The ``hma-policy`` command line.
 
-Exit status: 0 HMA enabled or disabled; 1 vLLM would reject the configuration
-(config or connector stage) or the outcome is undetermined; 2 invalid input,
-invalid rules, usage error or internal fault. No traceback reaches a user.
+Exit status of decide/explain/validate: 0 HMA enabled or disabled; 1 vLLM
+would reject the configuration (config or connector stage) or the outcome is
+undetermined; 2 invalid input, invalid rules, usage error or internal fault.
+``rules check``/``rules verify``: 0 clean, 1 problems found, 2 usage.
+No traceback reaches a user.
 """
 
 from __future__ import annotations
@@ -106,6 +108,15 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--rules", metavar="DIR", help="rules directory (default: the bundled rules)")
         return cmd
 
+    rules = sub.add_parser("rules", help="check and verify rule files", description="check and verify rule files")
+    rules_sub = rules.add_subparsers(dest="rules_command", required=True, metavar="SUBCOMMAND")
+    check = rules_sub.add_parser("check", help="validate the rule files and prove them free of gaps, conflicts and dead rules")
+    check.add_argument("dir", nargs="?", metavar="DIR", help="rules directory (default: the bundled rules)")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    verify = rules_sub.add_parser("verify", help="exhaustive verification report, with counterexample documents")
+    verify.add_argument("dir", nargs="?", metavar="DIR", help="rules directory (default: the bundled rules)")
+    verify.add_argument("--format", choices=("text", "json"), default="text")
+
     decide = add("decide", "decide one deployment document")
     decide.add_argument("--format", choices=("text", "json"), default="text")
     add("explain", "show the rules that fired and the facts they read")
@@ -137,12 +148,64 @@ def _validate(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     return EXIT_OK, f"{args.file}: valid"
 
 
+def _finding_text(f: Any) -> str:
+    where = f"{f.file}: " if f.file else ""
+    text = f"{where}{f.code}: {f.message} (at {f.path})" if f.path else f"{where}{f.code}: {f.message}"
+    if f.facts:
+        text += "\n    facts: " + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in f.facts)
+    if f.document is not None:
+        text += "\n    counterexample: " + json.dumps(f.document, ensure_ascii=False, sort_keys=True)
+    elif f.reproduced is False:
+        text += "\n    counterexample: none of the witness documents reaches these facts"
+    return text
+
+
+def _rules(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
+    from .evaluate import Evaluator
+    from .policy import read_policy
+    from .verify import verify
+
+    try:
+        model = read_policy(args.dir)
+    except PolicyError as exc:
+        if args.format == "json":
+            return EXIT_REJECTED, json.dumps({"ok": False, "problems": [
+                {"code": p.code, "message": p.message, "file": p.file, "line": p.line, "column": p.column,
+                 "path": p.path, "hint": p.hint} for p in exc.problems]}, indent=2)
+        lines = [p.render() for p in exc.problems]
+        lines.append(f"{len(exc.problems)} problem(s)")
+        return EXIT_REJECTED, "\n".join(lines)
+    evaluator = Evaluator(model)
+    try:
+        report = verify(model, evaluator)
+    finally:
+        evaluator.close()
+    errors = report.errors
+    if args.format == "json":
+        data = report.to_dict()
+        data["digest"] = model.digest
+        return (EXIT_REJECTED if errors else EXIT_OK), json.dumps(data, indent=2, ensure_ascii=False, default=list)
+    shown = report.findings if args.rules_command == "verify" else errors
+    lines = [_finding_text(f) for f in shown]
+    summary = (
+        f"{'ok' if not errors else 'FAILED'}: {model.source} ({model.digest[:19]}): "
+        f"{report.rules_fired}/{report.rules_total} rules fire; "
+        f"{sum(report.combinations.values())} reachable step inputs checked "
+        f"({', '.join(f'{k} {v}' for k, v in report.combinations.items())}); "
+        f"{report.runtime_checks} checked against durable-rules; "
+        f"decision outcomes reachable: {', '.join(sorted(report.outcomes))}; "
+        f"{len(errors)} error(s), {len(report.findings) - len(errors)} order-dependent overlap(s) resolved by hit policy first"
+    )
+    lines.append(summary)
+    return (EXIT_REJECTED if errors else EXIT_OK), "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     stdout, stderr = sys.stdout, sys.stderr
     try:
         args = _parser().parse_args(argv)
-        handler = _validate if args.command == "validate" else _decide
+        handler = {"validate": _validate, "rules": _rules}.get(args.command, _decide)
         code, text = handler(args, sys.stdin)
         print(text, file=stdout)
         return code

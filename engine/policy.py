@@ -176,6 +176,31 @@ def _parse(file: _File) -> Iterator[Problem]:
         yield Problem("rules.limit", "rule file is nested too deeply", file=file.name)
         return
     file.marks = _Located(node)
+    yield from _hazards(file)
+
+
+# durable-rules' C core crashes on floats in exponent form and hangs defining
+# more than 512 alternatives on one property; conditions on `sid`/`id` are
+# joins on its 32-bit hash identities. Rule files are checked for these shapes
+# before anything is compiled (../shared/reference/durable-rules.md).
+MAX_ALTERNATIVES = 500
+MAX_STEP_FACTS = 60
+RESERVED_FACTS = {"t", "sid", "id"}
+
+
+def _hazards(file: _File) -> Iterator[Problem]:
+    stack: list[tuple[Any, str]] = [(file.data, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, float):
+            yield _problem(file, "rules.hazard.float", f"`{value}` is a float; rule files hold only strings, booleans and integers",
+                           path, "durable-rules crashes on floats such as 1e-05; use an integer or a string")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                stack.append((item, path + pointer([key])))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                stack.append((item, path + pointer([index])))
 
 
 def _conditions(when: dict[str, Any]) -> tuple[tuple[str, str, Any], ...]:
@@ -225,6 +250,15 @@ def _registry_rules(file: _File) -> tuple[list[Rule], dict[str, str]]:
 def _check_rule(rule: Rule, known: dict[str, dict[str, Any]], file: _File, errorful: set[str]) -> Iterator[Problem]:
     for index, (fact, op, operand) in enumerate(rule.when):
         path = rule.path + "/when/" + fact
+        if fact in RESERVED_FACTS:
+            yield _problem(file, "rules.hazard.reserved_fact", f"rule `{rule.id}` tests `{fact}`, which durable-rules reserves",
+                           path, "conditions on sid/id are joins on 32-bit hash identities and corrupt results")
+            continue
+        if op in ("in", "not_in") and len(operand) > MAX_ALTERNATIVES:
+            yield _problem(file, "rules.hazard.alternatives",
+                           f"rule `{rule.id}` lists {len(operand)} alternatives for `{fact}`; at most {MAX_ALTERNATIVES} are allowed",
+                           path + "/" + op, "durable-rules hangs defining more than 512 alternatives on one property; split the rule")
+            continue
         spec = known.get(fact)
         if spec is None:
             yield _problem(file, "rules.unknown_fact", f"rule `{rule.id}` reads unknown fact `{fact}`", path, suggest(fact, known))
@@ -345,6 +379,11 @@ def read_policy(rules_dir: str | Path | None = None) -> PolicyModel:
                     problems.append(_problem(rule_file, "rules.duplicate_id", f"rule id `{rule.id}` is used twice (first in `{seen_ids[rule.id]}`)", rule.path + ("/id" if rule_file is file else "")))
                 seen_ids.setdefault(rule.id, rule.file)
                 problems.extend(_check_rule(rule, known, rule_file, errorful))
+            read = {fact for rule in rules for fact in rule.reads}
+            if len(read) > MAX_STEP_FACTS:
+                problems.append(_problem(file, "rules.hazard.properties",
+                                         f"step `{name}` reads {len(read)} facts; at most {MAX_STEP_FACTS} are allowed", s_path,
+                                         "durable-rules crashes on events with more than 252 properties"))
             step = StepDef(ruleset, name, raw_step.get("default"), tuple(rules), raw_step.get("description", ""),
                            file.name, s_path, raw_step.get("hit", "first"))
             values = [v for v in step.values]

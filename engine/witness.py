@@ -57,8 +57,8 @@ def library(registered: tuple[str, ...], containers: frozenset[str]) -> list[dic
 def _same_class(atoms: Mapping[str, list], fact: str, a: Any, b: Any) -> bool:
     from .verify import holds
     conditions = atoms.get(fact)
-    if conditions is None:
-        return a == b
+    if not conditions:
+        return a == b and type(a) is type(b)
     return all(holds(op, a, operand) == holds(op, b, operand) for op, operand in conditions)
 
 
@@ -140,7 +140,11 @@ def attach_documents(findings: list, evaluator: Evaluator, atoms_by_ruleset: Map
         base = _base_document(finding.ruleset, witness)
         found = None
         pool = candidates if finding.ruleset != "offloading" else [None, {"kv_connector": "ExampleConnector", "kv_role": "kv_both"}]
-        for ktc in pool:
+        # First look for a document reaching exactly these facts, then one
+        # reaching facts that no condition tells apart from them.
+        exact = {k: () for k in dict(finding.facts)}
+        for strict, ktc in itertools.chain(((True, c) for c in pool), ((False, c) for c in pool)):
+            use_atoms = exact if strict else atoms
             document = dict(base)
             if ktc is not None:
                 document["kv_transfer_config"] = ktc
@@ -150,13 +154,13 @@ def attach_documents(findings: list, evaluator: Evaluator, atoms_by_ruleset: Map
                 # A gap stops the engine: it reproduces when it names the same step and facts.
                 facts = getattr(exc, "facts", None)
                 if finding.code == "verify.gap" and getattr(exc, "step", None) == (finding.ruleset, finding.step) \
-                        and facts is not None and _same_facts(facts, dict(finding.facts), atoms):
+                        and facts is not None and _same_facts(facts, dict(finding.facts), use_atoms):
                     found = document
                     break
                 continue
             except InputError:
                 continue
-            if _reproduces(decision, finding, atoms):
+            if _reproduces(decision, finding, use_atoms):
                 found = document
                 break
         out.append(replace(finding, document=found, reproduced=found is not None))
