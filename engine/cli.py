@@ -117,6 +117,15 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("dir", nargs="?", metavar="DIR", help="rules directory (default: the bundled rules)")
     verify.add_argument("--format", choices=("text", "json"), default="text")
 
+    test = sub.add_parser("test", help="run policy tests (YAML cases) against the rules, with coverage",
+                          description="run policy tests (YAML cases) against the rules, with coverage")
+    test.add_argument("paths", nargs="*", metavar="PATH", help="test files or directories (default: the tests/ folder of the rules)")
+    test.add_argument("--rules", metavar="DIR", help="rules directory (default: the bundled rules)")
+    test.add_argument("--coverage", action="store_true", help="list the rules no test exercised")
+    test.add_argument("--threshold", type=float, metavar="N", help="fail when rule coverage is below N percent")
+    test.add_argument("--format", choices=("text", "json"), default="text")
+    test.add_argument("-v", "--verbose", action="store_true", help="print passing cases too")
+
     decide = add("decide", "decide one deployment document")
     decide.add_argument("--format", choices=("text", "json"), default="text")
     add("explain", "show the rules that fired and the facts they read")
@@ -200,12 +209,60 @@ def _rules(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     return (EXIT_REJECTED if errors else EXIT_OK), "\n".join(lines)
 
 
+def _test(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
+    from .testing import default_test_paths, load_cases, run_cases
+
+    policy = load_policy(args.rules)
+    paths = list(args.paths) or default_test_paths(args.rules)
+    for path in args.paths:
+        from pathlib import Path
+        if not Path(path).exists():
+            return EXIT_INVALID, f"hma-policy: no such test file or directory: `{path}`"
+    try:
+        cases = load_cases(paths)
+    except PolicyError as exc:
+        return EXIT_INVALID, "\n".join(p.render() for p in exc.problems)
+    suite = run_cases(policy, cases)
+    below = args.threshold is not None and suite.coverage < args.threshold
+    ran = suite.passed + suite.failed
+    code = EXIT_REJECTED if (suite.failed or below or ran == 0) else EXIT_OK
+    if args.format == "json":
+        return code, json.dumps({
+            "passed": suite.passed, "failed": suite.failed, "skipped": suite.skipped,
+            "coverage": round(suite.coverage, 2), "rules": len(suite.rules), "uncovered": suite.uncovered,
+            "registry": {"total": len(suite.registry_rules), "uncovered": [r for r in suite.registry_rules if r not in suite.fired]},
+            "cases": [{"id": r.case.id, "passed": r.passed, "skipped": r.skipped, "mismatches": r.mismatches} for r in suite.results],
+        }, indent=2)
+    lines = []
+    for result in suite.results:
+        if result.skipped:
+            lines.append(f"SKIP {result.case.id} ({result.case.skip})")
+        elif not result.passed:
+            lines.append(f"FAIL {result.case.id}")
+            lines += [f"    {m}" for m in result.mismatches]
+        elif args.verbose:
+            lines.append(f"PASS {result.case.id}")
+    if args.coverage or below:
+        covered = len(suite.rules) - len(suite.uncovered)
+        reg_covered = sum(r in suite.fired for r in suite.registry_rules)
+        lines.append(f"coverage: {suite.coverage:.1f}% of rules ({covered}/{len(suite.rules)}); "
+                     f"registry entries {reg_covered}/{len(suite.registry_rules)}")
+        if suite.uncovered:
+            lines.append("not exercised: " + ", ".join(suite.uncovered))
+    if ran == 0:
+        lines.append("no test ran")
+    if below:
+        lines.append(f"coverage {suite.coverage:.1f}% is below the threshold {args.threshold:g}%")
+    lines.append(f"{suite.passed} passed, {suite.failed} failed" + (f", {suite.skipped} skipped" if suite.skipped else ""))
+    return code, "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     stdout, stderr = sys.stdout, sys.stderr
     try:
         args = _parser().parse_args(argv)
-        handler = {"validate": _validate, "rules": _rules}.get(args.command, _decide)
+        handler = {"validate": _validate, "rules": _rules, "test": _test}.get(args.command, _decide)
         code, text = handler(args, sys.stdin)
         print(text, file=stdout)
         return code
