@@ -126,6 +126,13 @@ def _parser() -> argparse.ArgumentParser:
     test.add_argument("--format", choices=("text", "json"), default="text")
     test.add_argument("-v", "--verbose", action="store_true", help="print passing cases too")
 
+    diff = sub.add_parser("diff", help="the impact of a rule change over a corpus of documents",
+                          description="the impact of a rule change over a corpus of documents")
+    diff.add_argument("--base", required=True, metavar="RULES_A", help="rules before: a directory, or git:REV[:PATH]")
+    diff.add_argument("--head", metavar="RULES_B", help="rules after: a directory, or git:REV[:PATH] (default: the bundled rules)")
+    diff.add_argument("corpus", nargs="+", metavar="CORPUS", help="document files or directories")
+    diff.add_argument("--format", choices=("text", "json"), default="text")
+
     decide = add("decide", "decide one deployment document")
     decide.add_argument("--format", choices=("text", "json"), default="text")
     add("explain", "show the rules that fired and the facts they read")
@@ -257,12 +264,37 @@ def _test(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     return code, "\n".join(lines)
 
 
+def _diff(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
+    import tempfile
+    from pathlib import Path
+
+    from .impact import impact, render, rules_from_git
+
+    with tempfile.TemporaryDirectory(prefix="hma-policy-diff-") as tmp:
+        def policy_for(spec: str | None, name: str):
+            if spec is None:
+                return load_policy(None)
+            if spec.startswith("git:"):
+                return load_policy(rules_from_git(spec, Path(tmp) / name))
+            return load_policy(spec)
+
+        base = policy_for(args.base, "base")
+        head = policy_for(args.head, "head")
+        for path in args.corpus:
+            if not Path(path).exists():
+                return EXIT_INVALID, f"hma-policy: no such file or directory: `{path}`"
+        report = impact(base, head, args.corpus, base_name=args.base, head_name=args.head or "bundled")
+    if args.format == "json":
+        return EXIT_OK, json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
+    return EXIT_OK, render(report)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     stdout, stderr = sys.stdout, sys.stderr
     try:
         args = _parser().parse_args(argv)
-        handler = {"validate": _validate, "rules": _rules, "test": _test}.get(args.command, _decide)
+        handler = {"validate": _validate, "rules": _rules, "test": _test, "diff": _diff}.get(args.command, _decide)
         code, text = handler(args, sys.stdin)
         print(text, file=stdout)
         return code

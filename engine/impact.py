@@ -1,0 +1,189 @@
+"""Impact of a rule change (``hma-policy diff``): decide a corpus of documents
+under two policies and report what changes, and which rule is responsible.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .document import read_document
+from .errors import InputError, PolicyError, Problem
+
+__all__ = ["Change", "Impact", "corpus_files", "rules_from_git", "impact"]
+
+DOCUMENT_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def corpus_files(paths: Iterable[str]) -> list[Path]:
+    """Document files under ``paths`` (directories are walked, sorted)."""
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            out += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in DOCUMENT_SUFFIXES)
+        else:
+            out.append(path)
+    return out
+
+
+def rules_from_git(spec: str, workdir: Path) -> Path:
+    """Extract the rules directory at ``git:REV[:PATH]`` into a temporary folder."""
+    _, _, rest = spec.partition("git:")
+    rev, _, sub = rest.partition(":")
+    sub = sub or "rules"
+    if not rev:
+        raise PolicyError([Problem("rules.git", f"`{spec}` names no revision; use git:REV or git:REV:PATH")])
+    try:
+        result = subprocess.run(["git", "archive", "--format=tar", rev, "--", sub], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PolicyError([Problem("rules.git", f"cannot run git: {exc}")]) from None
+    if result.returncode != 0:
+        message = result.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise PolicyError([Problem("rules.git", f"cannot read `{sub}` at `{rev}`: {message[-1] if message else 'git failed'}")])
+    with tarfile.open(fileobj=io.BytesIO(result.stdout)) as archive:
+        members = [m for m in archive.getmembers() if m.isfile() and not Path(m.name).is_absolute() and ".." not in Path(m.name).parts]
+        archive.extractall(workdir, members=members)
+    return workdir / sub
+
+
+def _summary(decision: Any, error: InputError | None) -> dict[str, Any]:
+    if error is not None:
+        first = error.problems[0]
+        return {"outcome": "error", "hma_enabled": None, "error": f"input:{first.code}", "warnings": [], "steps": ()}
+    d = decision.to_dict()
+    first = d["errors"][0] if d["errors"] else None
+    return {
+        "outcome": d["outcome"], "hma_enabled": d["hma_enabled"],
+        "error": f"{first['stage']}:{first['code']}" if first else None,
+        "warnings": sorted({w["code"] for w in d["warnings"]}),
+        "steps": tuple((s.ruleset, s.node, s.step, s.rule, s.value) for s in decision.steps),
+        "trace": tuple(d["trace"]),
+    }
+
+
+@dataclass
+class Change:
+    source: str
+    before: dict[str, Any]
+    after: dict[str, Any]
+    cause: dict[str, Any] | None
+
+    @property
+    def kind(self) -> str:
+        b, a = self.before, self.after
+        if b["outcome"] != a["outcome"]:
+            return f"{b['outcome']} -> {a['outcome']}"
+        if b["error"] != a["error"]:
+            return "error changed"
+        if b["hma_enabled"] != a["hma_enabled"]:
+            return "hma_enabled changed"
+        return "warnings changed"
+
+    def to_dict(self) -> dict[str, Any]:
+        strip = lambda s: {k: v for k, v in s.items() if k not in ("steps", "trace")}  # noqa: E731
+        return {"source": self.source, "kind": self.kind, "before": strip(self.before), "after": strip(self.after), "cause": self.cause}
+
+
+@dataclass
+class Impact:
+    base: str
+    head: str
+    documents: int = 0
+    changes: list[Change] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    dead: list[str] = field(default_factory=list)
+    new: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for change in self.changes:
+            out[change.kind] = out.get(change.kind, 0) + 1
+        return dict(sorted(out.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "base": self.base, "head": self.head, "documents": self.documents,
+            "changed": len(self.changes), "unchanged": self.documents - len(self.changes) - len(self.unreadable),
+            "by_kind": self.counts(), "changes": [c.to_dict() for c in self.changes],
+            "unreadable": [{"source": s, "problem": p} for s, p in self.unreadable],
+            "rules": {"no_longer_fire": self.dead, "newly_fire": self.new, "removed": self.removed},
+        }
+
+
+def _cause(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
+    """The first step whose rule or value differs: the root of the change."""
+    for b, a in zip(before["steps"], after["steps"]):
+        if b != a:
+            ruleset, node, step = b[0], b[1], b[2]
+            return {"ruleset": ruleset, "node": node, "step": step,
+                    "before": {"rule": b[3], "value": b[4]}, "after": {"rule": a[3], "value": a[4]}}
+    return None
+
+
+def impact(base_policy: Any, head_policy: Any, paths: Iterable[str], *, base_name: str, head_name: str) -> Impact:
+    report = Impact(base=f"{base_name} ({base_policy.digest[:19]})", head=f"{head_name} ({head_policy.digest[:19]})")
+    fired_base: set[str] = set()
+    fired_head: set[str] = set()
+    for path in corpus_files(paths):
+        source = str(path)
+        try:
+            document = read_document(path)
+        except InputError as exc:
+            report.unreadable.append((source, exc.problems[0].render()))
+            continue
+        report.documents += 1
+        sides = []
+        for policy in (base_policy, head_policy):
+            try:
+                sides.append(_summary(policy.decide(document), None))
+            except InputError as exc:
+                sides.append(_summary(None, exc))
+        before, after = sides
+        fired_base.update(before.get("trace", ()))
+        fired_head.update(after.get("trace", ()))
+        keys = ("outcome", "hma_enabled", "error", "warnings")
+        if any(before[k] != after[k] for k in keys):
+            report.changes.append(Change(source, before, after, _cause(before, after)))
+    base_rules = {r.id for steps in base_policy._model.steps.values() for s in steps for r in s.rules}
+    head_rules = {r.id for steps in head_policy._model.steps.values() for s in steps for r in s.rules}
+    report.dead = sorted((fired_base - fired_head) & head_rules)
+    report.new = sorted(fired_head - fired_base)
+    report.removed = sorted(base_rules - head_rules)
+    return report
+
+
+def render(report: Impact) -> str:
+    lines = [f"impact of {report.head} over {report.base} on {report.documents} documents: "
+             f"{len(report.changes)} changed, {report.documents - len(report.changes)} unchanged"]
+    for kind, count in report.counts().items():
+        lines.append(f"  {kind}: {count}")
+    for change in report.changes:
+        b, a = change.before, change.after
+        lines.append(f"{change.source}: {b['outcome']} -> {a['outcome']} (hma_enabled {b['hma_enabled']} -> {a['hma_enabled']})")
+        if b["error"] != a["error"]:
+            lines.append(f"    error: {b['error']} -> {a['error']}")
+        gone = [w for w in b["warnings"] if w not in a["warnings"]]
+        added = [w for w in a["warnings"] if w not in b["warnings"]]
+        if gone or added:
+            lines.append("    warnings: " + " ".join([f"-{w}" for w in gone] + [f"+{w}" for w in added]))
+        if change.cause:
+            c = change.cause
+            where = f" at {c['node']}" if c["node"] else ""
+            lines.append(f"    cause: {c['ruleset']} step `{c['step']}`{where}: "
+                         f"{c['before']['rule'] or 'default'} = {c['before']['value']!r} -> {c['after']['rule'] or 'default'} = {c['after']['value']!r}")
+    for source, problem in report.unreadable:
+        lines.append(f"{source}: not decided: {problem}")
+    if report.dead:
+        lines.append("rules that no longer fire on this corpus: " + ", ".join(report.dead))
+    if report.new:
+        lines.append("rules that now fire: " + ", ".join(report.new))
+    if report.removed:
+        lines.append("rules removed: " + ", ".join(report.removed))
+    return "\n".join(lines)
