@@ -90,6 +90,7 @@ class Decision:
 
     @property
     def disable_hybrid_kv_cache_manager(self) -> bool | None:
+        """vLLM's own name for the result: the negation of ``hma_enabled``."""
         return None if self.hma_enabled is None else not self.hma_enabled
 
     def to_dict(self) -> dict[str, Any]:
