@@ -63,7 +63,8 @@ def render_text(decision: Decision, *, source: str = "") -> str:
     head = f"{source}: " if source else ""
     out.append(f"{head}{decision.outcome} ({summary})")
     if decision.hma_enabled is not None:
-        out.append(f"  hma_enabled: {str(decision.hma_enabled).lower()} (disable_hybrid_kv_cache_manager={decision.disable_hybrid_kv_cache_manager})")
+        out.append(f"  hma_enabled: {json.dumps(decision.hma_enabled)} "
+                   f"(disable_hybrid_kv_cache_manager: {json.dumps(decision.disable_hybrid_kv_cache_manager)})")
     if decision.reasons:
         out.append("why:")
         out += [f"  - {r}" for r in decision.reasons]

@@ -55,7 +55,8 @@ def _fail(code: str, message: str, path: str = "", hint: str | None = None) -> I
 
 
 class _NoAliasLoader(yaml.SafeLoader):
-    """SafeLoader that refuses anchors and aliases (no alias bombs) and never builds objects."""
+    """SafeLoader that refuses anchors and aliases (no alias bombs) and
+    duplicate keys, and never builds Python objects."""
 
     def compose_node(self, parent, index):  # noqa: D401 - PyYAML hook
         if self.check_event(yaml.events.AliasEvent):
@@ -65,10 +66,54 @@ class _NoAliasLoader(yaml.SafeLoader):
             )
         return super().compose_node(parent, index)
 
+    def construct_mapping(self, node, deep=False):  # PyYAML hook
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key; the base class reports it
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key `{key}` appears twice in one mapping", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _json_loads(text: str, *, source: str, path: str = "") -> Any:
+    """json.loads with duplicate keys, digit limits and deep nesting as InputError."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        raise _fail("input.duplicate_key", f"key `{exc.args[0]}` appears twice in one object in {source}", path) from None
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise _fail("input.limit", f"{source} is nested too deeply to parse", path) from None
+    except ValueError as exc:  # Python's limit on the digits of an integer
+        raise _fail("input.limit", f"a number in {source} has too many digits ({exc})"[:200], path) from None
+
 
 def _yaml_load(text: str, *, source: str) -> Any:
     try:
         docs = list(yaml.load_all(text, Loader=_NoAliasLoader))
+    except ValueError as exc:  # Python's limit on the digits of an integer
+        raise _fail("input.limit", f"a number in {source} has too many digits") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -88,12 +133,10 @@ def parse_text(text: str, *, source: str = "<document>", fmt: str | None = None)
     as_json = fmt == "json" or (fmt is None and stripped[:1] in ("{", "["))
     if as_json:
         try:
-            return json.loads(text)
+            return _json_loads(text, source=source)
         except json.JSONDecodeError as exc:
             if fmt == "json":
                 raise _fail("input.parse", f"invalid JSON in {source} at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-        except RecursionError:
-            raise _fail("input.limit", f"{source} is nested too deeply to parse") from None
     return _yaml_load(text, source=source)
 
 
@@ -142,15 +185,18 @@ def _check_values(document: Any, limits: Limits) -> None:
         elif isinstance(value, str):
             if len(value) > limits.max_string_length:
                 raise _fail("input.limit", f"a string is longer than {limits.max_string_length} characters", pointer(path))
-        elif isinstance(value, bool) or value is None or isinstance(value, int):
+        elif isinstance(value, bool) or value is None:
             pass
+        elif isinstance(value, int):
+            if value.bit_length() > 1024:
+                raise _fail("input.limit", "an integer is too large", pointer(path))
         elif isinstance(value, float):
             pass  # any float, NaN included, is opaque data: none reaches the rule runtime
         else:
             raise _fail("input.type", f"`{type(value).__name__}` values are not JSON data", pointer(path))
 
 
-def _normalise(document: Any, limits: Limits) -> dict[str, Any]:
+def _normalise(document: Any, limits: Limits, spelled: dict[str, str]) -> dict[str, Any]:
     if document is None:
         document = {}
     if not isinstance(document, Mapping):
@@ -159,19 +205,18 @@ def _normalise(document: Any, limits: Limits) -> dict[str, Any]:
     for key, value in document.items():
         name = ALIASES.get(key, key) if isinstance(key, str) else key
         if name in out:
-            raise _fail("input.duplicate_key", f"`{name}` is given twice (as `{key}` and its other spelling)", pointer([name]))
+            raise _fail("input.duplicate_key", f"`{name}` is given twice, as `{spelled.get(name, name)}` and as `{key}`", pointer([key]))
         out[name] = value
+        spelled[name] = key
     for name in JSON_STRING_FIELDS:
         value = out.get(name)
         if isinstance(value, str):
             if len(value) > limits.max_bytes:
                 raise _fail("input.limit", f"`{name}` is longer than {limits.max_bytes} characters", pointer([name]))
             try:
-                out[name] = json.loads(value)
+                out[name] = _json_loads(value, source=f"`{spelled[name]}`", path=pointer([spelled[name]]))
             except json.JSONDecodeError as exc:
-                raise _fail("input.parse", f"`{name}` is not valid JSON: {exc.msg} at column {exc.colno}", pointer([name])) from None
-            except RecursionError:
-                raise _fail("input.limit", f"`{name}` is nested too deeply to parse", pointer([name])) from None
+                raise _fail("input.parse", f"`{spelled[name]}` is not valid JSON: {exc.msg} at column {exc.colno}", pointer([spelled[name]])) from None
     return out
 
 
@@ -194,13 +239,26 @@ def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]
     """The validated, normalised document, or :class:`InputError` listing every problem."""
     document = from_object(document)
     _check_values(document, limits)
-    document = _normalise(document, limits)
+    spelled: dict[str, str] = {}
+    document = _normalise(document, limits, spelled)
     _check_values(document, limits)  # JSON strings were expanded
     _count_connectors(document, limits)
     problems = list(iter_problems("deployment", document, default_code="input.schema"))
+    size = document.get("kv_offloading_size")
+    if isinstance(size, float) and not math.isfinite(size):
+        problems.append(Problem("input.schema", f"`{size}` is not a finite number", "/kv_offloading_size"))
     if problems:
-        raise InputError(problems)
+        # Point into the document as the user spelled it (kebab-case or not).
+        raise InputError([_respell(p, spelled) for p in problems])
     return document
+
+
+def _respell(problem: Problem, spelled: Mapping[str, str]) -> Problem:
+    head, sep, rest = problem.path[1:].partition("/")
+    original = spelled.get(head)
+    if not problem.path or original is None or original == head:
+        return problem
+    return Problem(problem.code, problem.message, pointer([original]) + (sep + rest if sep else ""), problem.hint)
 
 
 def _public_fields(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:

@@ -44,12 +44,13 @@ class Problem:
         return self.path or "/"
 
     def render(self) -> str:
+        """One line: location, code, message, pointer and hint (control characters escaped)."""
         text = f"{self.location()}: {self.code}: {self.message}"
         if self.file is not None and self.path:
             text += f" (at {self.path})"
         if self.hint:
             text += f" (hint: {self.hint})"
-        return text
+        return printable(text)
 
     def sort_key(self) -> tuple:
         return (self.file or "", self.line or 0, self.column or 0, self.path, self.code, self.message)
@@ -80,6 +81,13 @@ class PolicyError(HMAPolicyError):
 
 class ConnectorError(HMAPolicyError, ValueError):
     """:func:`hma_policy.supports_hma` could not answer: vLLM would raise here too."""
+
+
+def printable(text: str) -> str:
+    """``text`` with control and other non-printable characters escaped, for terminals."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def suggest(word: str, candidates: Iterable[str]) -> str | None:

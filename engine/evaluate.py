@@ -62,6 +62,7 @@ class Evaluator:
         self.compiled: Compiled = compile_policy(model)
         self.runtime = RuleRuntime(self.compiled.definition)
         self.memo_enabled = memo
+        self.closed = False
         self._memo: dict[tuple, str] = {}
         self._registered = model.registered_names
 
@@ -152,6 +153,8 @@ class Evaluator:
 
     # -- the whole decision -----------------------------------------------
     def decide(self, document: Mapping[str, Any]) -> Decision:
+        if self.closed:
+            raise EvaluationError([Problem("engine.closed", "the policy was closed")])
         trace: list[str] = []
         steps: list[Step] = []
         reasons: list[str] = []
@@ -215,6 +218,8 @@ class Evaluator:
 
     def graph(self, document: Mapping[str, Any], ktc: Mapping[str, Any] | None) -> "_Graph":
         """Evaluate the node rules over the connector graph, children first."""
+        if self.closed:
+            raise EvaluationError([Problem("engine.closed", "the policy was closed")])
         env = env_facts(document)
         nodes = build_graph(ktc, self.model.containers)
         out = _Graph(top=nodes[-1] if nodes else None)
@@ -242,6 +247,8 @@ class Evaluator:
         return out
 
     def close(self) -> None:
+        self.closed = True
+        self._memo.clear()
         self.runtime.close()
 
 

@@ -363,9 +363,11 @@ def read_policy(rules_dir: str | Path | None = None) -> PolicyModel:
             for r_index, raw in enumerate(raw_step["rules"]):
                 r_path = s_path + pointer(["rules", r_index])
                 if "include" in raw:
-                    include_count += 1
                     if ruleset != "node":
-                        problems.append(_problem(file, "rules.bad_include", "the registry can only be included in node rules", r_path))
+                        problems.append(_problem(file, "rules.bad_include", "the registry can only be included in node rules", r_path,
+                                                 "move `include: registry` into the node step that sets `class_hma`"))
+                        continue
+                    include_count += 1
                     rules.extend(r for r in registry_rules)
                     continue
                 rules.append(Rule(
@@ -395,7 +397,7 @@ def read_policy(rules_dir: str | Path | None = None) -> PolicyModel:
                 errorful.add(name)
             built.append(step)
         steps[ruleset] = tuple(built)
-    if include_count != 1:
+    if include_count != 1 and not any(p.code == "rules.bad_include" for p in problems):
         problems.append(Problem("rules.bad_include", f"the registry must be included exactly once in node rules (found {include_count})", file=rulesets["node"].name))
     if problems:
         raise PolicyError(problems)

@@ -79,25 +79,57 @@ def _resolve_local(schema: dict[str, Any], ref: str) -> Any:
     return node
 
 
-def _leaf(error: ValidationError) -> ValidationError:
-    """Descend anyOf/oneOf context to the most relevant underlying error."""
-    while error.context:
-        # Prefer the branch whose type matched the instance: its errors talk
-        # about the instance's content rather than "is not of type null".
-        candidates = [e for e in error.context if e.validator != "type"] or list(error.context)
-        error = best_match(candidates, key=relevance) or candidates[0]
-    return error
+def _type_mismatch(errors: list[ValidationError]) -> bool:
+    """True when a branch failed only because the instance has another type."""
+    return all(e.validator == "type" and not e.relative_path for e in errors)
+
+
+def _expand(error: ValidationError) -> list[ValidationError]:
+    """The errors to report for one error: anyOf/oneOf are opened to the branch
+    whose type matches the instance, and all of that branch's errors kept."""
+    if error.validator not in ("anyOf", "oneOf") or not error.context:
+        return [error]
+    branches: dict[Any, list[ValidationError]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    live = [errs for errs in branches.values() if not _type_mismatch(errs)]
+    if not live:
+        return [error]
+    if len(live) == 1:
+        return [leaf for sub in live[0] for leaf in _expand(sub)]
+    best = best_match([e for errs in live for e in errs], key=relevance)
+    return _expand(best) if best is not None else [error]
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else value
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A user value for a one-line message: short, with control characters escaped."""
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    except ValueError:  # integers past Python's digit limit
+        text = f"<integer of {value.bit_length()} bits>" if isinstance(value, int) else "<value>"
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
-def _describe(error: ValidationError) -> tuple[str, str | None, str]:
+def _types(schema: Any, root: dict[str, Any]) -> list[str]:
+    if not isinstance(schema, dict):
+        return []
+    if "$ref" in schema:
+        return _types(_resolve_local(root, schema["$ref"]), root)
+    kind = schema.get("type")
+    return [kind] if isinstance(kind, str) else list(kind or [])
+
+
+def _describe(error: ValidationError, root: dict[str, Any]) -> tuple[str, str | None, str]:
     """(message, hint, path) for one leaf error, in the project's message style."""
     path = pointer(error.absolute_path)
     kind = error.validator
+    custom = error.schema.get("x-message") if isinstance(error.schema, dict) else None
+    if custom:
+        return f"{custom}, got `{_short(error.instance)}`", None, path
+    if kind in ("anyOf", "oneOf"):
+        expected = [t for branch in error.validator_value for t in _types(branch, root)]
+        return f"expected {' or '.join(dict.fromkeys(expected)) or 'another value'}, got `{_short(error.instance)}`", None, path
     if kind == "additionalProperties" and isinstance(error.instance, dict):
         allowed = list((error.schema or {}).get("properties", {}))
         extra = [k for k in error.instance if k not in allowed]
@@ -133,13 +165,16 @@ def _describe(error: ValidationError) -> tuple[str, str | None, str]:
 
 
 def iter_problems(name: str, instance: Any, *, default_code: str) -> Iterator[Problem]:
-    """Every problem of ``instance`` against schema ``name``, one per top-level error."""
+    """Every problem of ``instance`` against schema ``name``."""
     schema = load_schema(name)
+    seen: set[tuple[str, str, str]] = set()
     for error in validator(name).iter_errors(instance):
-        leaf = _leaf(error)
-        message, hint, path = _describe(leaf)
-        code = _annotation(schema, leaf, "x-code") or default_code
-        custom = _annotation(schema, leaf, "x-message")
-        if custom and code != default_code:
-            message = custom
-        yield Problem(code=code, message=message, path=path, hint=hint)
+        for leaf in _expand(error):
+            message, hint, path = _describe(leaf, schema)
+            code = _annotation(schema, leaf, "x-code") or default_code
+            custom = _annotation(schema, leaf, "x-message")
+            if custom and code != default_code:
+                message = custom
+            if (code, path, message) not in seen:
+                seen.add((code, path, message))
+                yield Problem(code=code, message=message, path=path, hint=hint)
