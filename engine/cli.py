@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, Sequence
 
@@ -55,11 +56,13 @@ def render_text(decision: Decision, *, source: str = "") -> str:
     summary = {
         "enabled": "HMA enabled",
         "disabled": "HMA disabled",
-        "error": "vLLM rejects this configuration",
+        "error": "rejected",
         "undetermined": "cannot be decided from the rules",
     }[decision.outcome]
-    if decision.errors and decision.errors[0].stage == "input":
-        summary = "the document is invalid"
+    if decision.errors:
+        stage = decision.errors[0].stage
+        summary = {"input": "the document is invalid", "config": "rejected at config construction",
+                   "connector": "config accepted, connector creation fails at start-up"}.get(stage, summary)
     head = f"{source}: " if source else ""
     out.append(f"{head}{decision.outcome} ({summary})")
     if decision.hma_enabled is not None:
@@ -297,7 +300,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
         handler = {"validate": _validate, "rules": _rules, "test": _test, "diff": _diff}.get(args.command, _decide)
         code, text = handler(args, sys.stdin)
-        print(text, file=stdout)
+        try:
+            print(text, file=stdout)
+            stdout.flush()
+        except BrokenPipeError:
+            # The reader went away; the exit status still reports the result.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stdout.fileno())
         return code
     except SystemExit as exc:  # argparse: --help, --version, usage errors (exit 2)
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_INVALID
@@ -311,8 +320,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return EXIT_OK
     except BaseException as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
         print(f"hma-policy: internal error: {type(exc).__name__}: {exc}"[:2000], file=stderr)
         return EXIT_INVALID

@@ -56,7 +56,13 @@ def _fail(code: str, message: str, path: str = "", hint: str | None = None) -> I
 
 class _NoAliasLoader(yaml.SafeLoader):
     """SafeLoader that refuses anchors and aliases (no alias bombs) and
-    duplicate keys, and never builds Python objects."""
+    duplicate keys, and never builds Python objects. Timestamps stay strings
+    (JSON has no dates)."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
 
     def compose_node(self, parent, index):  # noqa: D401 - PyYAML hook
         if self.check_event(yaml.events.AliasEvent):

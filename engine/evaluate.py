@@ -160,10 +160,14 @@ class Evaluator:
         reasons: list[str] = []
         warnings: list[Message] = []
 
-        offload = self.run("offloading", offloading_facts(document))
+        offload = self.run("offloading", offloading_facts(document), halt_on_error=True)
         steps += offload.steps
         trace += [r.id for r in offload.fired.values()]
         reasons += offload.reasons.values()
+        warnings += offload.warnings
+        if offload.halted is not None:
+            return Decision("error", None, (offload.halted,), tuple(warnings), (), tuple(trace),
+                            self.model.digest, tuple(steps), tuple(dict.fromkeys(reasons)))
         ktc = document.get("kv_transfer_config")
         if offload.facts.get("offload_connector", "none") != "none":
             # The offloading ruleset's two steps rewrite the connector and role.

@@ -119,11 +119,17 @@ class Impact:
 
 def _cause(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
     """The first step whose rule or value differs: the root of the change."""
-    for b, a in zip(before["steps"], after["steps"]):
-        if b != a:
-            ruleset, node, step = b[0], b[1], b[2]
-            return {"ruleset": ruleset, "node": node, "step": step,
-                    "before": {"rule": b[3], "value": b[4]}, "after": {"rule": a[3], "value": a[4]}}
+    # Steps are paired by (ruleset, node, step), not position: a rule change may add or drop steps.
+    earlier = {(s[0], s[1], s[2]): s for s in before["steps"]}
+    for a in after["steps"]:
+        b = earlier.get((a[0], a[1], a[2]))
+        if b is None or b != a:
+            return {"ruleset": a[0], "node": a[1], "step": a[2],
+                    "before": {"rule": b[3], "value": b[4]} if b else None, "after": {"rule": a[3], "value": a[4]}}
+    later = {(s[0], s[1], s[2]) for s in after["steps"]}
+    for b in before["steps"]:
+        if (b[0], b[1], b[2]) not in later:
+            return {"ruleset": b[0], "node": b[1], "step": b[2], "before": {"rule": b[3], "value": b[4]}, "after": None}
     return None
 
 
@@ -176,8 +182,8 @@ def render(report: Impact) -> str:
         if change.cause:
             c = change.cause
             where = f" at {c['node']}" if c["node"] else ""
-            lines.append(f"    cause: {c['ruleset']} step `{c['step']}`{where}: "
-                         f"{c['before']['rule'] or 'default'} = {c['before']['value']!r} -> {c['after']['rule'] or 'default'} = {c['after']['value']!r}")
+            side = lambda x: "(step absent)" if x is None else f"{x['rule'] or 'default'} = {x['value']!r}"  # noqa: E731
+            lines.append(f"    cause: {c['ruleset']} step `{c['step']}`{where}: {side(c['before'])} -> {side(c['after'])}")
     for source, problem in report.unreadable:
         lines.append(f"{source}: not decided: {problem}")
     if report.dead:

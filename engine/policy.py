@@ -23,6 +23,13 @@ from .schema import iter_problems, pointer
 __all__ = ["Rule", "StepDef", "PolicyModel", "read_policy"]
 
 RULESETS = ("offloading", "node", "decision")
+# The steps the engine reads, and the values it understands for each: the
+# contract between the rule files and evaluate.py.
+CONTRACT: dict[str, dict[str, set[Any] | None]] = {
+    "offloading": {"offload_connector": None, "offload_role": None},
+    "node": {"support": {"supported", "unsupported", "unknown", "error"}, "setup": {"ok", "error"}, "construct": {"ok", "error"}},
+    "decision": {"hma": {"enabled", "disabled", "unknown", "error"}, "startup": {"ok", "error", "unknown"}},
+}
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Facts whose value "error" carries a Problem that `error: {copy: ...}` can re-raise.
 OPS = {"eq", "ne", "in", "not_in", "lt", "le", "gt", "ge", "contains"}
@@ -299,6 +306,20 @@ def _check_rule(rule: Rule, known: dict[str, dict[str, Any]], file: _File, error
         if name not in known:
             yield _problem(file, "rules.unknown_fact", f"reason of rule `{rule.id}` names unknown fact `{name}`",
                            rule.path + "/reason", suggest(name, known))
+    at = None
+    for kind in ("error", "warning"):
+        spec = getattr(rule, kind)
+        if spec and "at" in spec:
+            at = spec["at"]
+            if rule.ruleset == "node" and at.startswith("/"):
+                yield _problem(file, "rules.bad_at", f"`at` of rule `{rule.id}` must name a field of the node, not `{at}`",
+                               rule.path + f"/{kind}/at", "write `kv_connector`, or \"\" for the node itself")
+            elif rule.ruleset != "node" and at and not at.startswith("/"):
+                yield _problem(file, "rules.bad_at", f"`at` of rule `{rule.id}` must be a JSON Pointer starting with `/`, not `{at}`",
+                               rule.path + f"/{kind}/at")
+    if rule.ruleset != "node" and rule.error and "stage" not in rule.error:
+        yield _problem(file, "rules.missing_stage", f"error of rule `{rule.id}` needs a `stage` (config or connector)",
+                       rule.path + "/error", "config: VllmConfig rejects the configuration; connector: start-up fails")
     if rule.error and rule.value != "error":
         yield _problem(file, "rules.error_value", f"rule `{rule.id}` raises an error, so its value must be `error`", rule.path + "/value")
     if rule.value == "error" and not rule.error:
@@ -397,6 +418,39 @@ def read_policy(rules_dir: str | Path | None = None) -> PolicyModel:
                 errorful.add(name)
             built.append(step)
         steps[ruleset] = tuple(built)
+    for ruleset, required in CONTRACT.items():
+        file = rulesets[ruleset]
+        defined = {step.name: step for step in steps[ruleset]}
+        for name, values in required.items():
+            step = defined.get(name)
+            if step is None:
+                problems.append(_problem(file, "rules.contract", f"ruleset `{ruleset}` must have a step `{name}`; the engine reads it",
+                                         "/steps", suggest(name, defined)))
+                continue
+            extra = sorted(str(v) for v in step.values if values is not None and v not in values)
+            if extra:
+                problems.append(_problem(file, "rules.contract",
+                                         f"step `{name}` gives {', '.join(f'`{v}`' for v in extra)}; the engine understands "
+                                         + ", ".join(f"`{v}`" for v in sorted(values)), step.path))
+    # A node step that can fail must hand its error on: to a later copy, or
+    # through one of the steps the parent and the decision read.
+    node_steps = steps["node"]
+    for index, step in enumerate(node_steps):
+        if "error" not in step.values or step.name in CONTRACT["node"]:
+            continue
+        copied = any((r.error or {}).get("copy") == step.name for later in node_steps[index + 1:] for r in later.rules)
+        if not copied:
+            problems.append(_problem(rulesets["node"], "rules.error_lost",
+                                     f"step `{step.name}` can fail but no later rule copies its error, so it would be lost",
+                                     step.path, "add a rule with `error: {copy: " + step.name + "}` to support, setup or construct"))
+    for raw_file in good:
+        if raw_file.data.get("kind") != "registry":
+            continue
+        for name, entry in (raw_file.data.get("connectors") or {}).items():
+            if not entry.get("registered", True) and not entry.get("module_path"):
+                problems.append(_problem(raw_file, "rules.unreachable_entry",
+                                         f"connector `{name}` is neither registered nor reachable by module path",
+                                         pointer(["connectors", name]), "give it a `module_path`, or drop `registered: false`"))
     if include_count != 1 and not any(p.code == "rules.bad_include" for p in problems):
         problems.append(Problem("rules.bad_include", f"the registry must be included exactly once in node rules (found {include_count})", file=rulesets["node"].name))
     if problems:

@@ -91,7 +91,7 @@ def test_decide_text_shows_outcome_reasons_and_connector_tree(workdir):
 def test_decide_text_for_an_error_shows_the_error_and_hint(workdir):
     code, out, _ = run(workdir, "decide", "unknown_connector.json")
     assert code == 1
-    assert out.splitlines()[0] == "unknown_connector.json: error (vLLM rejects this configuration)"
+    assert out.splitlines()[0] == "unknown_connector.json: error (rejected at config construction)"
     assert "connector.unknown" in out
     assert "unsupported connector type `NixlConector`" in out
     assert "hint: did you mean `NixlConnector`?" in out
