@@ -5,6 +5,7 @@ under two policies and report what changes, and which rule is responsible.
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import tarfile
 import tempfile
@@ -172,7 +173,7 @@ def render(report: Impact) -> str:
         lines.append(f"  {kind}: {count}")
     for change in report.changes:
         b, a = change.before, change.after
-        lines.append(f"{change.source}: {b['outcome']} -> {a['outcome']} (hma_enabled {b['hma_enabled']} -> {a['hma_enabled']})")
+        lines.append(f"{change.source}: {b['outcome']} -> {a['outcome']} (hma_enabled {json.dumps(b['hma_enabled'])} -> {json.dumps(a['hma_enabled'])})")
         if b["error"] != a["error"]:
             lines.append(f"    error: {b['error']} -> {a['error']}")
         gone = [w for w in b["warnings"] if w not in a["warnings"]]
