@@ -1,0 +1,1 @@
+"""The bundled policy tests (data only; run them with `hma-policy test`)."""
