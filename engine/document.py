@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from . import yamlsafe
 from .errors import InputError, Problem, suggest
 from .schema import iter_problems, load_schema, pointer
 
@@ -54,40 +53,6 @@ def _fail(code: str, message: str, path: str = "", hint: str | None = None) -> I
     return InputError([Problem(code=code, message=message, path=path, hint=hint)])
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """SafeLoader that refuses anchors and aliases (no alias bombs) and
-    duplicate keys, and never builds Python objects. Timestamps stay strings
-    (JSON has no dates)."""
-
-    yaml_implicit_resolvers = {
-        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-
-    def compose_node(self, parent, index):  # noqa: D401 - PyYAML hook
-        if self.check_event(yaml.events.AliasEvent):
-            event = self.peek_event()
-            raise yaml.constructor.ConstructorError(
-                None, None, "YAML aliases are not allowed", event.start_mark
-            )
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node, deep=False):  # PyYAML hook
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-            except TypeError:  # an unhashable key; the base class reports it
-                break
-            if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key `{key}` appears twice in one mapping", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 class _DuplicateKey(ValueError):
     pass
 
@@ -117,20 +82,12 @@ def _json_loads(text: str, *, source: str, path: str = "") -> Any:
 
 def _yaml_load(text: str, *, source: str) -> Any:
     try:
-        docs = list(yaml.load_all(text, Loader=_NoAliasLoader))
-    except ValueError as exc:  # Python's limit on the digits of an integer
-        raise _fail("input.limit", f"a number in {source} has too many digits") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise _fail("input.parse", f"invalid YAML in {source}{where}: {problem}") from None
-    except RecursionError:
-        raise _fail("input.limit", f"{source} is nested too deeply to parse") from None
-    docs = [d for d in docs if d is not None] or [None]
-    if len(docs) > 1:
-        raise _fail("input.parse", f"{source} holds {len(docs)} YAML documents; one deployment document is expected")
-    return docs[0]
+        data, _ = yamlsafe.load(text)
+    except yamlsafe.YamlProblem as exc:
+        where = f" at line {exc.line}, column {exc.column}" if exc.line else ""
+        code = "input.limit" if exc.limit else "input.parse"
+        raise _fail(code, f"invalid YAML in {source}{where}: {exc.message}") from None
+    return data
 
 
 def parse_text(text: str, *, source: str = "<document>", fmt: str | None = None) -> Any:

@@ -14,8 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-import yaml
-
+from . import yamlsafe
 from .errors import PolicyError, Problem, suggest
 from .facts import FACTS
 from .schema import iter_problems, pointer
@@ -51,8 +50,9 @@ class Rule:
     path: str = ""
 
     @property
-    def reads(self) -> frozenset[str]:
-        return frozenset(fact for fact, _, _ in self.when)
+    def reads(self) -> tuple[str, ...]:
+        """The facts this rule reads, in the order it names them."""
+        return tuple(dict.fromkeys(fact for fact, _, _ in self.when))
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +68,14 @@ class StepDef:
     path: str = ""
     hit: str = "first"
 
-    @property
-    def reads(self) -> tuple[str, ...]:
+    reads: tuple[str, ...] = ()  # every fact a rule of this step reads (filled in by __post_init__)
+
+    def __post_init__(self) -> None:
         seen: dict[str, None] = {}
         for rule in self.rules:
-            for fact in sorted(rule.reads):
+            for fact in rule.reads:
                 seen.setdefault(fact, None)
-        return tuple(seen)
+        object.__setattr__(self, "reads", tuple(seen))
 
     @property
     def values(self) -> tuple[Any, ...]:
@@ -99,19 +100,8 @@ class PolicyModel:
 class _Located:
     """Maps JSON Pointers of a YAML file to (line, column)."""
 
-    def __init__(self, node: yaml.Node | None):
-        self.marks: dict[str, tuple[int, int]] = {}
-        stack = [(node, "")] if node is not None else []
-        while stack:
-            current, path = stack.pop()
-            self.marks[path] = (current.start_mark.line + 1, current.start_mark.column + 1)
-            if isinstance(current, yaml.MappingNode):
-                for key, value in current.value:
-                    key_path = path + pointer([key.value])
-                    stack.append((value, key_path))
-            elif isinstance(current, yaml.SequenceNode):
-                for index, value in enumerate(current.value):
-                    stack.append((value, path + pointer([index])))
+    def __init__(self, marks: dict[str, tuple[int, int]]):
+        self.marks = marks
 
     def locate(self, path: str) -> tuple[int | None, int | None]:
         while True:
@@ -120,13 +110,6 @@ class _Located:
             if not path:
                 return None, None
             path = path.rsplit("/", 1)[0]
-
-
-class _NoAliasLoader(yaml.SafeLoader):
-    def compose_node(self, parent, index):  # PyYAML hook
-        if self.check_event(yaml.events.AliasEvent):
-            raise yaml.composer.ComposerError(None, None, "YAML aliases are not allowed in rule files", self.peek_event().start_mark)
-        return super().compose_node(parent, index)
 
 
 @dataclass
@@ -171,18 +154,12 @@ def _read_sources(rules_dir: str | Path | None) -> tuple[list[_File], str]:
 
 def _parse(file: _File) -> Iterator[Problem]:
     try:
-        node = yaml.compose(file.text, Loader=_NoAliasLoader)
-        file.data = yaml.load(file.text, Loader=_NoAliasLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        yield Problem("rules.parse", f"invalid YAML: {problem}", file=file.name,
-                      line=mark.line + 1 if mark else None, column=mark.column + 1 if mark else None)
+        file.data, marks = yamlsafe.load(file.text, marks=True)
+    except yamlsafe.YamlProblem as exc:
+        yield Problem("rules.limit" if exc.limit else "rules.parse", f"invalid YAML: {exc.message}", file=file.name,
+                      line=exc.line, column=exc.column)
         return
-    except RecursionError:
-        yield Problem("rules.limit", "rule file is nested too deeply", file=file.name)
-        return
-    file.marks = _Located(node)
+    file.marks = _Located(marks)
     yield from _hazards(file)
 
 

@@ -15,8 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
+from . import yamlsafe
 from .errors import InputError, PolicyError, Problem
 from .schema import iter_problems
 
@@ -86,13 +85,6 @@ class Suite:
         return 100.0 * (len(self.rules) - len(self.uncovered)) / len(self.rules) if self.rules else 100.0
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    def compose_node(self, parent, index):  # PyYAML hook
-        if self.check_event(yaml.events.AliasEvent):
-            raise yaml.composer.ComposerError(None, None, "YAML aliases are not allowed", self.peek_event().start_mark)
-        return super().compose_node(parent, index)
-
-
 def default_test_paths(rules_dir: str | Path | None) -> list[Any]:
     """The tests shipped beside a rules directory (``tests/`` inside it)."""
     root = resources.files("hma_policy.rules") if rules_dir is None else Path(rules_dir)
@@ -118,14 +110,12 @@ def load_cases(paths: Iterable[Any]) -> list[Case]:
     for path in _files(paths):
         name = getattr(path, "name", str(path))
         try:
-            data = yaml.load(path.read_text("utf-8"), Loader=_NoAliasLoader)
+            data, _ = yamlsafe.load(path.read_text("utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(Problem("tests.read", f"cannot read test file: {exc}", file=str(path)))
             continue
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            problems.append(Problem("tests.parse", f"invalid YAML: {getattr(exc, 'problem', None) or exc}", file=str(path),
-                                    line=mark.line + 1 if mark else None, column=mark.column + 1 if mark else None))
+        except yamlsafe.YamlProblem as exc:
+            problems.append(Problem("tests.parse", f"invalid YAML: {exc.message}", file=str(path), line=exc.line, column=exc.column))
             continue
         found = [Problem(p.code, p.message, p.path, p.hint, file=str(path)) for p in iter_problems("tests", data, default_code="tests.schema")]
         if found:

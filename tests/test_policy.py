@@ -211,14 +211,14 @@ def test_registry_entry_with_an_unknown_field(rules):
 
 
 def test_yaml_aliases_in_a_rule_file(rules):
-    edit(rules / "offloading.yaml",
-         "      - id: offload.native\n        when: {kv_offloading_backend: native}",
-         "      - id: offload.native\n        when: &native {kv_offloading_backend: native}")
     line, column = edit(rules / "offloading.yaml",
-                        "        when: {offload_connector: {ne: none}}", "        when: *native", "*native")
+                        "      - id: offload.native\n        when: {kv_offloading_backend: native}",
+                        "      - id: offload.native\n        when: &native {kv_offloading_backend: native}", "&native")
+    edit(rules / "offloading.yaml", "        when: {offload_connector: {ne: none}}", "        when: *native")
     problem = only_problem(rules)
+    # The anchor is refused where it stands, before any alias can use it.
     assert located(problem) == (
-        "rules.parse", "offloading.yaml", line, column, "invalid YAML: YAML aliases are not allowed in rule files", None,
+        "rules.parse", "offloading.yaml", line, column, "invalid YAML: YAML anchors and aliases are not allowed", None,
     )
 
 

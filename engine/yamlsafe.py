@@ -1,0 +1,179 @@
+"""Reading YAML safely and fast: one iterative builder over libyaml's events.
+
+Why not yaml.safe_load: PyYAML's composer is recursive (deep nesting ends in
+RecursionError, and in the C extension in C-stack recursion), it expands
+aliases (alias bombs), silently keeps the last of duplicate keys, and turns
+timestamps into datetime objects that JSON cannot hold. This builder walks the
+event stream with an explicit stack, refuses anchors and aliases, refuses
+duplicate keys, bounds the depth, keeps timestamps as strings, records the
+line and column of every value by JSON Pointer, and never constructs an
+object from a tag (only the JSON types).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+__all__ = ["YamlProblem", "load"]
+
+try:  # libyaml's parser when present (it is in the PyPI wheels), else PyYAML's own
+    _Parser: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _Parser = yaml.SafeLoader
+
+
+class YamlProblem(Exception):
+    """A YAML text that cannot be read as JSON data; ``line``/``column`` are 1-based."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None, *, limit: bool = False):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+        self.limit = limit
+
+
+class _Resolver(yaml.resolver.Resolver):
+    """YAML 1.1 implicit types, without timestamps (JSON has no dates)."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.resolver.Resolver.yaml_implicit_resolvers.items()
+    }
+
+
+_RESOLVER = _Resolver()
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float", "tag:yaml.org,2002:str",
+}
+
+
+def _escape(part: Any) -> str:
+    return "/" + str(part).replace("~", "~0").replace("/", "~1")
+
+
+def _scalar(event: yaml.ScalarEvent) -> Any:
+    tag = event.tag
+    if tag is None or tag == "!":
+        tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag not in _SCALAR_TAGS:
+        mark = event.start_mark
+        raise YamlProblem(f"the tag `{tag}` is not allowed; only JSON types can be read", mark.line + 1, mark.column + 1)
+    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+    try:
+        return _CONSTRUCTOR.construct_object(node)
+    except ValueError:  # Python's limit on the digits of an integer
+        mark = event.start_mark
+        raise YamlProblem("a number has too many digits", mark.line + 1, mark.column + 1, limit=True) from None
+
+
+def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, dict[str, tuple[int, int]]]:
+    """Parse one YAML document into JSON data, and (when ``marks``) the
+    (line, column) of every value by JSON Pointer. Raises YamlProblem."""
+    loader = _Parser(text)
+    where: dict[str, tuple[int, int]] = {}
+    # Each open container: [value, pointer, pending key (mappings) or next index (sequences), key mark]
+    stack: list[list[Any]] = []
+    root: Any = None
+    documents = 0
+    try:
+        while True:
+            event = loader.get_event()
+            if event is None:
+                break
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    mark = event.start_mark
+                    raise YamlProblem("more than one YAML document; one is expected", mark.line + 1, mark.column + 1)
+                continue
+            if isinstance(event, (yaml.StreamStartEvent, yaml.StreamEndEvent, yaml.DocumentEndEvent)):
+                continue
+            mark = event.start_mark
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise YamlProblem("YAML anchors and aliases are not allowed", mark.line + 1, mark.column + 1)
+            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                value, _, _, _ = stack.pop()
+                _place(stack, value, where, marks, None)
+                if not stack:
+                    root = value
+                continue
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                if event.tag not in (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
+                    raise YamlProblem(f"the tag `{event.tag}` is not allowed; only JSON types can be read", mark.line + 1, mark.column + 1)
+                if len(stack) >= max_depth:
+                    raise YamlProblem(f"nested deeper than {max_depth} levels", mark.line + 1, mark.column + 1, limit=True)
+                path = _child_path(stack)
+                if marks:
+                    where[path] = (mark.line + 1, mark.column + 1)
+                container: Any = {} if isinstance(event, yaml.MappingStartEvent) else []
+                stack.append([container, path, _NO_KEY if isinstance(container, dict) else 0, None])
+                continue
+            if isinstance(event, yaml.ScalarEvent):
+                value = _scalar(event)
+                if not stack:
+                    root = value
+                    if marks:
+                        where[""] = (mark.line + 1, mark.column + 1)
+                    continue
+                top = stack[-1]
+                if isinstance(top[0], dict) and top[2] is _NO_KEY:
+                    if not isinstance(value, str):
+                        raise YamlProblem(f"mapping keys must be strings, got `{event.value}`", mark.line + 1, mark.column + 1)
+                    if value in top[0]:
+                        raise YamlProblem(f"key `{value}` appears twice in one mapping", mark.line + 1, mark.column + 1)
+                    top[2] = value
+                    continue
+                _place(stack, value, where, marks, (mark.line + 1, mark.column + 1))
+                continue
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = str(getattr(exc, "problem", None) or str(exc).splitlines()[0])
+        raise YamlProblem(problem, mark.line + 1 if mark else None, mark.column + 1 if mark else None,
+                          limit="nesting depth" in problem) from None
+    finally:
+        loader.dispose()
+    return root, where
+
+
+class _NoKey:
+    pass
+
+
+_NO_KEY = _NoKey()
+
+
+def _child_path(stack: list[list[Any]]) -> str:
+    if not stack:
+        return ""
+    container, path, slot, _ = stack[-1]
+    if isinstance(container, dict):
+        if slot is _NO_KEY:  # a collection used as a mapping key
+            raise YamlProblem("mapping keys must be strings")
+        return path + _escape(slot)
+    return path + _escape(slot)
+
+
+def _place(stack: list[list[Any]], value: Any, where: dict, marks: bool, mark: tuple[int, int] | None) -> None:
+    if not stack:
+        return
+    top = stack[-1]
+    container = top[0]
+    if isinstance(container, dict):
+        key = top[2]
+        if key is _NO_KEY:
+            raise YamlProblem("mapping keys must be strings")
+        if marks and mark is not None:
+            where[top[1] + _escape(key)] = mark
+        container[key] = value
+        top[2] = _NO_KEY
+    else:
+        if marks and mark is not None:
+            where[top[1] + _escape(top[2])] = mark
+        container.append(value)
+        top[2] += 1
