@@ -13,12 +13,16 @@ import json
 from importlib import resources
 from typing import Any, Iterator
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match, relevance
+from typing import TYPE_CHECKING
 
+from .accept import compile_schema
 from .errors import Problem, suggest
 
-__all__ = ["load_schema", "validator", "iter_problems", "pointer"]
+if TYPE_CHECKING:  # jsonschema is imported when a report is needed, not at start-up
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
+
+__all__ = ["load_schema", "validator", "is_valid", "iter_problems", "pointer"]
 
 SCHEMA_FILES = ("deployment", "rules", "decision")
 
@@ -31,9 +35,21 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=None)
-def validator(name: str) -> Draft202012Validator:
-    """A validator for the named schema, built once per process."""
+def validator(name: str) -> "Draft202012Validator":
+    """A jsonschema validator for the named schema, built once per process."""
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(load_schema(name))
+
+
+@functools.lru_cache(maxsize=None)
+def _accept(name: str):
+    return compile_schema(load_schema(name))
+
+
+def is_valid(name: str, instance: Any) -> bool:
+    """The fast accept-path answer (engine/accept.py); jsonschema reports the problems."""
+    return _accept(name)(instance)
 
 
 def pointer(parts: Any) -> str:
@@ -44,7 +60,7 @@ def pointer(parts: Any) -> str:
     return "".join(out)
 
 
-def _annotation(schema: dict[str, Any], error: ValidationError, key: str) -> Any:
+def _annotation(schema: dict[str, Any], error: "ValidationError", key: str) -> Any:
     """The innermost ``key`` annotation on the schema path of ``error``."""
     node: Any = schema
     found = None
@@ -79,17 +95,19 @@ def _resolve_local(schema: dict[str, Any], ref: str) -> Any:
     return node
 
 
-def _type_mismatch(errors: list[ValidationError]) -> bool:
+def _type_mismatch(errors: "list[ValidationError]") -> bool:
     """True when a branch failed only because the instance has another type."""
     return all(e.validator == "type" and not e.relative_path for e in errors)
 
 
-def _expand(error: ValidationError) -> list[ValidationError]:
+def _expand(error: "ValidationError") -> "list[ValidationError]":
     """The errors to report for one error: anyOf/oneOf are opened to the branch
     whose type matches the instance, and all of that branch's errors kept."""
     if error.validator not in ("anyOf", "oneOf") or not error.context:
         return [error]
-    branches: dict[Any, list[ValidationError]] = {}
+    from jsonschema.exceptions import best_match, relevance
+
+    branches: dict[Any, list] = {}
     for sub in error.context:
         branches.setdefault(sub.relative_schema_path[0], []).append(sub)
     live = [errs for errs in branches.values() if not _type_mismatch(errs)]
@@ -120,7 +138,7 @@ def _types(schema: Any, root: dict[str, Any]) -> list[str]:
     return [kind] if isinstance(kind, str) else list(kind or [])
 
 
-def _describe(error: ValidationError, root: dict[str, Any]) -> tuple[str, str | None, str]:
+def _describe(error: "ValidationError", root: dict[str, Any]) -> tuple[str, str | None, str]:
     """(message, hint, path) for one leaf error, in the project's message style."""
     path = pointer(error.absolute_path)
     kind = error.validator
@@ -166,6 +184,8 @@ def _describe(error: ValidationError, root: dict[str, Any]) -> tuple[str, str | 
 
 def iter_problems(name: str, instance: Any, *, default_code: str) -> Iterator[Problem]:
     """Every problem of ``instance`` against schema ``name``."""
+    if is_valid(name, instance):
+        return
     schema = load_schema(name)
     seen: set[tuple[str, str, str]] = set()
     for error in validator(name).iter_errors(instance):

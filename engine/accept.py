@@ -1,0 +1,209 @@
+"""A compiled accept-path check for the bundled JSON Schemas.
+
+jsonschema is the validator of record: it produces every error report. It is
+also slow to import (about half of the CLI's start-up) and costs tens to
+hundreds of microseconds per document. This module compiles a schema, once,
+into nested closures that only answer "valid or not" for the keywords the
+bundled schemas use; when the answer is "not valid" the caller asks
+jsonschema for the located problems. A keyword it does not implement makes
+compilation fail, so a schema edit can never be silently half-checked, and a
+differential test holds the two to the same answers.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+__all__ = ["compile_schema", "UnsupportedSchema"]
+
+Check = Callable[[Any], bool]
+
+# Keywords that never affect validity (annotations, and our own x-* extensions).
+_ANNOTATIONS = {"$schema", "$id", "$comment", "title", "description", "default", "examples", "$defs"}
+
+
+class UnsupportedSchema(Exception):
+    """The schema uses a keyword this module does not implement."""
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    if kind == "object":
+        return isinstance(value, dict)
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "null":
+        return value is None
+    if kind == "integer":
+        if isinstance(value, bool):
+            return False
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    raise UnsupportedSchema(f"type {kind}")
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """JSON equality: 1 == 1.0, but True != 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b or (
+        isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
+    )
+
+
+class _Compiler:
+    def __init__(self, root: dict[str, Any]):
+        self.root = root
+        self.refs: dict[str, Check] = {}
+
+    def ref(self, target: str) -> Check:
+        if not target.startswith("#/"):
+            raise UnsupportedSchema(f"$ref {target}")
+        if target not in self.refs:
+            holder: list[Check] = []
+            self.refs[target] = lambda value: holder[0](value)  # resolved below (recursive schemas)
+            node: Any = self.root
+            for raw in target[2:].split("/"):
+                node = node[raw.replace("~1", "/").replace("~0", "~")]
+            holder.append(self.compile(node))
+        return self.refs[target]
+
+    def compile(self, schema: Any) -> Check:
+        if schema is True or schema == {}:
+            return lambda value: True
+        if schema is False:
+            return lambda value: False
+        checks: list[Check] = []
+        for key, arg in schema.items():
+            if key in _ANNOTATIONS or key.startswith("x-") or key in ("then", "else"):
+                continue
+            maker = getattr(self, "k_" + key.lstrip("$"), None)
+            if maker is None:
+                raise UnsupportedSchema(key)
+            checks.append(maker(arg, schema))
+        if len(checks) == 1:
+            return checks[0]
+        return lambda value: all(check(value) for check in checks)
+
+    # -- keywords ------------------------------------------------------------
+    def k_ref(self, arg: str, schema: dict) -> Check:
+        return self.ref(arg)
+
+    def k_type(self, arg: Any, schema: dict) -> Check:
+        kinds = [arg] if isinstance(arg, str) else list(arg)
+        for kind in kinds:
+            _is_type(None, kind)  # unknown type names fail compilation
+        return lambda value: any(_is_type(value, kind) for kind in kinds)
+
+    def k_enum(self, arg: list, schema: dict) -> Check:
+        return lambda value: any(_equal(value, option) for option in arg)
+
+    def k_const(self, arg: Any, schema: dict) -> Check:
+        return lambda value: _equal(value, arg)
+
+    def k_properties(self, arg: dict, schema: dict) -> Check:
+        compiled = {name: self.compile(sub) for name, sub in arg.items()}
+
+        def check(value: Any) -> bool:
+            if not isinstance(value, dict):
+                return True
+            return all(fn(value[name]) for name, fn in compiled.items() if name in value)
+        return check
+
+    def k_additionalProperties(self, arg: Any, schema: dict) -> Check:
+        known = set(schema.get("properties", {}))
+        if "patternProperties" in schema:
+            raise UnsupportedSchema("patternProperties")
+        extra = self.compile(arg)
+
+        def check(value: Any) -> bool:
+            if not isinstance(value, dict):
+                return True
+            return all(extra(item) for key, item in value.items() if key not in known)
+        return check
+
+    def k_propertyNames(self, arg: Any, schema: dict) -> Check:
+        fn = self.compile(arg)
+        return lambda value: not isinstance(value, dict) or all(fn(key) for key in value)
+
+    def k_required(self, arg: list, schema: dict) -> Check:
+        return lambda value: not isinstance(value, dict) or all(name in value for name in arg)
+
+    def k_maxProperties(self, arg: int, schema: dict) -> Check:
+        return lambda value: not isinstance(value, dict) or len(value) <= arg
+
+    def k_minProperties(self, arg: int, schema: dict) -> Check:
+        return lambda value: not isinstance(value, dict) or len(value) >= arg
+
+    def k_items(self, arg: Any, schema: dict) -> Check:
+        if isinstance(arg, list):
+            raise UnsupportedSchema("items as a list")
+        fn = self.compile(arg)
+        return lambda value: not isinstance(value, list) or all(fn(item) for item in value)
+
+    def k_maxItems(self, arg: int, schema: dict) -> Check:
+        return lambda value: not isinstance(value, list) or len(value) <= arg
+
+    def k_minItems(self, arg: int, schema: dict) -> Check:
+        return lambda value: not isinstance(value, list) or len(value) >= arg
+
+    def k_maxLength(self, arg: int, schema: dict) -> Check:
+        return lambda value: not isinstance(value, str) or len(value) <= arg
+
+    def k_minLength(self, arg: int, schema: dict) -> Check:
+        return lambda value: not isinstance(value, str) or len(value) >= arg
+
+    def k_pattern(self, arg: str, schema: dict) -> Check:
+        regex = re.compile(arg)
+        return lambda value: not isinstance(value, str) or regex.search(value) is not None
+
+    def _number(self, test: Callable[[Any], bool]) -> Check:
+        return lambda value: isinstance(value, bool) or not isinstance(value, (int, float)) or test(value)
+
+    def k_minimum(self, arg: Any, schema: dict) -> Check:
+        return self._number(lambda value: value >= arg)
+
+    def k_maximum(self, arg: Any, schema: dict) -> Check:
+        return self._number(lambda value: value <= arg)
+
+    def k_exclusiveMinimum(self, arg: Any, schema: dict) -> Check:
+        return self._number(lambda value: value > arg)
+
+    def k_exclusiveMaximum(self, arg: Any, schema: dict) -> Check:
+        return self._number(lambda value: value < arg)
+
+    def k_anyOf(self, arg: list, schema: dict) -> Check:
+        fns = [self.compile(sub) for sub in arg]
+        return lambda value: any(fn(value) for fn in fns)
+
+    def k_allOf(self, arg: list, schema: dict) -> Check:
+        fns = [self.compile(sub) for sub in arg]
+        return lambda value: all(fn(value) for fn in fns)
+
+    def k_oneOf(self, arg: list, schema: dict) -> Check:
+        fns = [self.compile(sub) for sub in arg]
+        return lambda value: sum(1 for fn in fns if fn(value)) == 1
+
+    def k_not(self, arg: Any, schema: dict) -> Check:
+        fn = self.compile(arg)
+        return lambda value: not fn(value)
+
+    def k_if(self, arg: Any, schema: dict) -> Check:
+        condition = self.compile(arg)
+        then = self.compile(schema.get("then", True))
+        otherwise = self.compile(schema.get("else", True))
+        return lambda value: then(value) if condition(value) else otherwise(value)
+
+
+def compile_schema(schema: dict[str, Any]) -> Check:
+    """A predicate equivalent to jsonschema's is_valid for ``schema``."""
+    return _Compiler(schema).compile(schema)
