@@ -14,7 +14,10 @@ Public API: :func:`decide`, :func:`load_policy`, :func:`supports_hma`,
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -48,9 +51,14 @@ class Policy:
     between threads, and several policies may be loaded side by side.
     """
 
-    def __init__(self, rules_dir: str | Path | None = None, *, memo: bool = True):
+    def __init__(self, rules_dir: str | Path | None = None, *, memo: bool = True, cache_size: int = 4096):
         self._model = read_policy(rules_dir)
         self._evaluator = Evaluator(self._model, memo=memo)
+        # Decisions are pure functions of (document, limits): a bounded LRU by
+        # the document's canonical JSON answers repeats without re-validating.
+        self._cache: OrderedDict[tuple, Decision | InputError] = OrderedDict()
+        self._cache_size = cache_size if memo else 0
+        self._cache_lock = threading.Lock()
 
     @property
     def digest(self) -> str:
@@ -69,7 +77,28 @@ class Policy:
 
     def decide(self, document: Any, *, limits: Limits = DEFAULT_LIMITS) -> Decision:
         """Decide one deployment document. See :func:`decide`."""
-        return self._evaluator.decide(prepare(document, limits=limits))
+        key = _cache_key(document, limits) if self._cache_size else None
+        if key is not None:
+            with self._cache_lock:
+                hit = self._cache.get(key)
+                if hit is not None:
+                    self._cache.move_to_end(key)
+            if hit is not None and not self._evaluator.closed:
+                if isinstance(hit, InputError):
+                    raise InputError(hit.problems)
+                return hit
+        try:
+            result: Decision | InputError = self._evaluator.decide(prepare(document, limits=limits))
+        except InputError as exc:
+            result = exc
+        if key is not None:
+            with self._cache_lock:
+                self._cache[key] = result
+                if len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        if isinstance(result, InputError):
+            raise result
+        return result
 
     def supports_hma(self, kv_transfer_config: Any, *, env: Mapping[str, Any] | None = None) -> bool | None:
         """See :func:`supports_hma`."""
@@ -106,6 +135,24 @@ def load_policy(rules_dir: str | Path | None = None, *, memo: bool = True) -> Po
     (sound because rules are pure functions of their facts).
     """
     return Policy(rules_dir, memo=memo)
+
+
+_MAX_KEY = 4096
+
+
+def _cache_key(document: Any, limits: Limits) -> tuple | None:
+    """The JSON text of a plain document (None: do not cache it). Key order is
+    kept: it decides which of two spellings of one key a duplicate error names."""
+    if not isinstance(document, Mapping):
+        return None
+    try:
+        text = json.dumps(document, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if len(text) > _MAX_KEY:
+        # Long documents are keyed by a digest of their text, not the text itself.
+        return (limits, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32).digest())
+    return (limits, text)
 
 
 _DEFAULT: Policy | None = None

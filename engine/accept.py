@@ -83,8 +83,11 @@ class _Compiler:
         if schema is False:
             return lambda value: False
         checks: list[Check] = []
+        object_keys = {"properties", "additionalProperties", "required"}
+        if object_keys & schema.keys():
+            checks.append(self.object_check(schema))
         for key, arg in schema.items():
-            if key in _ANNOTATIONS or key.startswith("x-") or key in ("then", "else"):
+            if key in _ANNOTATIONS or key in object_keys or key.startswith("x-") or key in ("then", "else"):
                 continue
             maker = getattr(self, "k_" + key.lstrip("$"), None)
             if maker is None:
@@ -92,7 +95,41 @@ class _Compiler:
             checks.append(maker(arg, schema))
         if len(checks) == 1:
             return checks[0]
-        return lambda value: all(check(value) for check in checks)
+        if len(checks) == 2:
+            first, second = checks
+            return lambda value: first(value) and second(value)
+
+        def check_all(value: Any) -> bool:
+            for check in checks:
+                if not check(value):
+                    return False
+            return True
+        return check_all
+
+    def object_check(self, schema: dict) -> Check:
+        """properties + additionalProperties + required in one pass (the hot path)."""
+        if "patternProperties" in schema:
+            raise UnsupportedSchema("patternProperties")
+        props = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
+        extra_schema = schema.get("additionalProperties", True)
+        extra = None if extra_schema is True else self.compile(extra_schema)
+        required = tuple(schema.get("required", ()))
+
+        def check(value: Any) -> bool:
+            if not isinstance(value, dict):
+                return True
+            for name in required:
+                if name not in value:
+                    return False
+            for key, item in value.items():
+                fn = props.get(key)
+                if fn is not None:
+                    if not fn(item):
+                        return False
+                elif extra is not None and not extra(item):
+                    return False
+            return True
+        return check
 
     # -- keywords ------------------------------------------------------------
     def k_ref(self, arg: str, schema: dict) -> Check:
@@ -102,6 +139,13 @@ class _Compiler:
         kinds = [arg] if isinstance(arg, str) else list(arg)
         for kind in kinds:
             _is_type(None, kind)  # unknown type names fail compilation
+        simple = {"object": dict, "array": list, "string": str}
+        if all(kind in simple for kind in kinds):
+            types = tuple(simple[kind] for kind in kinds)
+            return lambda value: isinstance(value, types)
+        if len(kinds) == 1:
+            kind = kinds[0]
+            return lambda value: _is_type(value, kind)
         return lambda value: any(_is_type(value, kind) for kind in kinds)
 
     def k_enum(self, arg: list, schema: dict) -> Check:
@@ -148,7 +192,14 @@ class _Compiler:
         if isinstance(arg, list):
             raise UnsupportedSchema("items as a list")
         fn = self.compile(arg)
-        return lambda value: not isinstance(value, list) or all(fn(item) for item in value)
+
+        def check(value: Any) -> bool:
+            if isinstance(value, list):
+                for item in value:
+                    if not fn(item):
+                        return False
+            return True
+        return check
 
     def k_maxItems(self, arg: int, schema: dict) -> Check:
         return lambda value: not isinstance(value, list) or len(value) <= arg

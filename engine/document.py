@@ -126,37 +126,81 @@ def read_document(path: str | Path, *, limits: Limits = DEFAULT_LIMITS, stdin: A
     return parse_text(text, source=f"`{source}`", fmt=fmt)
 
 
-def _check_values(document: Any, limits: Limits) -> None:
-    """Iteratively check JSON-compatibility and size limits; raise on the first breach."""
-    stack: list[tuple[Any, tuple, int]] = [(document, (), 0)]
+def _check_values(document: Any, limits: Limits) -> bool:
+    """Iteratively check JSON-compatibility and size limits; raise on the first breach.
+
+    The walk keeps no paths (it runs on every document); the pointer of a
+    breach is found by a second, slower walk only when there is one.
+    """
+    stack: list[tuple[Any, int]] = [(document, 0)]
     count = 0
+    plain = True
+    max_depth, max_string = limits.max_depth, limits.max_string_length
     while stack:
-        value, path, depth = stack.pop()
+        value, depth = stack.pop()
         count += 1
+        kind = type(value)
+        if kind is dict or isinstance(value, Mapping):
+            plain = plain and kind is dict
+            if depth >= max_depth and value:  # its children would be too deep
+                _breach(document, limits, "depth")
+            for key, item in value.items():
+                if type(key) is not str:
+                    _breach(document, limits, "key")
+                stack.append((item, depth + 1))
+        elif kind is list or kind is tuple:
+            plain = plain and kind is list
+            if depth >= max_depth and value:
+                _breach(document, limits, "depth")
+            for item in value:
+                stack.append((item, depth + 1))
+        elif kind is str:
+            if len(value) > max_string:
+                _breach(document, limits, "string")
+        elif value is None or kind is bool or kind is float:
+            pass  # any float, NaN included, is opaque data: none reaches the rule runtime
+        elif kind is int or isinstance(value, int) and not isinstance(value, bool):
+            if value.bit_length() > 1024:
+                _breach(document, limits, "int")
+        else:
+            _breach(document, limits, "type")
         if count > limits.max_values:
             raise _fail("input.limit", f"the document holds more than {limits.max_values} values")
-        if depth > limits.max_depth:
+    return plain
+
+
+def _to_plain(value: Any) -> Any:
+    """Tuples become lists and other mappings dicts, as json.dumps reads them
+    (so a document and its JSON text always get the same decision)."""
+    if isinstance(value, Mapping):
+        return {key: _to_plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_plain(item) for item in value]
+    return value
+
+
+def _breach(document: Any, limits: Limits, kind: str) -> None:
+    """Find the first value breaking ``kind`` (depth-first, in document order) and raise."""
+    stack: list[tuple[Any, tuple, int]] = [(document, (), 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if kind == "depth" and depth > limits.max_depth:
             raise _fail("input.limit", f"the document is nested deeper than {limits.max_depth} levels", pointer(path))
         if isinstance(value, Mapping):
-            for key, item in value.items():
-                if not isinstance(key, str):
+            items = list(value.items())
+            for key, _ in items:
+                if kind == "key" and not isinstance(key, str):
                     raise _fail("input.type", f"object keys must be strings, got `{key!r}`"[:200], pointer(path))
-                stack.append((item, path + (key,), depth + 1))
+            stack.extend((item, path + (key,), depth + 1) for key, item in reversed(items))
         elif isinstance(value, (list, tuple)):
-            for index, item in enumerate(value):
-                stack.append((item, path + (index,), depth + 1))
-        elif isinstance(value, str):
-            if len(value) > limits.max_string_length:
-                raise _fail("input.limit", f"a string is longer than {limits.max_string_length} characters", pointer(path))
-        elif isinstance(value, bool) or value is None:
-            pass
-        elif isinstance(value, int):
-            if value.bit_length() > 1024:
-                raise _fail("input.limit", "an integer is too large", pointer(path))
-        elif isinstance(value, float):
-            pass  # any float, NaN included, is opaque data: none reaches the rule runtime
-        else:
+            stack.extend((item, path + (index,), depth + 1) for index, item in reversed(list(enumerate(value))))
+        elif kind == "string" and isinstance(value, str) and len(value) > limits.max_string_length:
+            raise _fail("input.limit", f"a string is longer than {limits.max_string_length} characters", pointer(path))
+        elif kind == "int" and isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
+            raise _fail("input.limit", "an integer is too large", pointer(path))
+        elif kind == "type" and not (value is None or isinstance(value, (str, int, float, bool))):
             raise _fail("input.type", f"`{type(value).__name__}` values are not JSON data", pointer(path))
+    raise _fail("input.limit", "the document breaks a limit")  # pragma: no cover - the fast walk found one
 
 
 def _normalise(document: Any, limits: Limits, spelled: dict[str, str]) -> dict[str, Any]:
@@ -201,7 +245,8 @@ def _count_connectors(document: dict[str, Any], limits: Limits) -> None:
 def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """The validated, normalised document, or :class:`InputError` listing every problem."""
     document = from_object(document)
-    _check_values(document, limits)
+    if not _check_values(document, limits):
+        document = _to_plain(document)  # bounded: the walk above checked depth and size
     spelled: dict[str, str] = {}
     document = _normalise(document, limits, spelled)
     _check_values(document, limits)  # JSON strings were expanded
