@@ -79,6 +79,19 @@ def check_event(event: dict[str, Any]) -> None:
             _check_scalar(key, value)
 
 
+def _first_key(message: str) -> str:
+    """The rule name that keys the activation JSON ``{"r12": {...}}``.
+
+    Rule names are the compiler's own (``r`` and digits), so the name is read
+    without parsing the whole message.
+    """
+    if message.startswith('{"r'):
+        end = message.find('"', 2)
+        if end > 2:
+            return message[2:end]
+    return next(iter(json.loads(message)))
+
+
 class RuleRuntime:
     """One compiled ruleset inside durable-rules' C core."""
 
@@ -114,10 +127,9 @@ class RuleRuntime:
                 result = _dre.start_action_for_state(self._handle, state)
                 while result:
                     if fired is None:
-                        fired = next(iter(json.loads(result[1])))
-                    current = json.loads(result[0])
-                    current["$s"] = 1
-                    _dre.update_state(self._handle, json.dumps(current, ensure_ascii=False))
+                        fired = _first_key(result[1])
+                    # The actions only record which rule ran: the session state
+                    # is never changed, so there is nothing to write back.
                     following = _dre.complete_and_start_action(self._handle, state)
                     result = (result[0], following) if following else None
             finally:

@@ -2,9 +2,16 @@
 
 Exit status of decide/explain/validate: 0 HMA enabled or disabled; 1 vLLM
 would reject the configuration (config or connector stage) or the outcome is
-undetermined; 2 invalid input, invalid rules, usage error or internal fault.
+undetermined; 2 invalid input, invalid rules, usage error or internal fault
+(and, for ``decide --log``, a decision log that cannot be written).
 ``rules check``/``rules verify``: 0 clean, 1 problems found, 2 usage.
-No traceback reaches a user.
+``audit``: 0 the audit completed, whatever the outcomes (broken files and
+error outcomes are findings in the report); 1 a ``--fail-on`` condition is
+met; 2 usage, invalid rules, a path that does not exist, a report or decision
+log that cannot be written, or internal fault.
+``log verify``: 0 the log is intact (or its torn tail was repaired with
+``--repair``); 1 tampering or a torn tail was found; 2 usage, or the log
+cannot be read. Ctrl-C exits with 130. No traceback reaches a user.
 """
 
 from __future__ import annotations
@@ -139,18 +146,91 @@ def _parser() -> argparse.ArgumentParser:
 
     decide = add("decide", "decide one deployment document")
     decide.add_argument("--format", choices=("text", "json"), default="text")
+    _log_options(decide)
     add("explain", "show the rules that fired and the facts they read")
     add("validate", "check a deployment document against the schema")
+
+    from .audit import FAIL_ON
+    from .report import FORMATS
+
+    audit = sub.add_parser(
+        "audit", help="decide every vLLM deployment found in files and directories",
+        description="Find vLLM deployments in deployment documents, vLLM --config files, shell scripts, Dockerfiles and "
+                    "Kubernetes manifests, decide each one, and report. Nothing found is executed or imported.",
+        epilog="exit status: 0 the audit completed (whatever the outcomes), 1 a --fail-on condition is met, "
+               "2 usage, invalid rules, a missing path, or the report or log cannot be written")
+    audit.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to audit")
+    audit.add_argument("--format", choices=FORMATS, default="text", help="report format (default: text)")
+    audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of standard output")
+    audit.add_argument("--jobs", type=_positive, default=1, metavar="N", help="worker processes (default: 1); the report is the same for every N")
+    audit.add_argument("--rules", metavar="DIR", help="rules directory (default: the bundled rules)")
+    audit.add_argument("--fail-on", type=_conditions, default=(), metavar="LIST",
+                       help=f"exit 1 when any of these is found (comma-separated): {', '.join(FAIL_ON)}")
+    audit.add_argument("--config-root", action="append", default=[], metavar="DIR",
+                       help="a further directory --config files may be read from (default: only the audited paths)")
+    _log_options(audit)
+
+    log = sub.add_parser("log", help="work with decision logs", description="work with decision logs")
+    log_sub = log.add_subparsers(dest="log_command", required=True, metavar="SUBCOMMAND")
+    log_verify = log_sub.add_parser("verify", help="check a decision log for edits, deletions, reordering, truncation and a torn tail",
+                                    description="check a decision log for edits, deletions, reordering, truncation and a torn tail")
+    log_verify.add_argument("file", metavar="FILE", help="the decision log")
+    log_verify.add_argument("--repair", action="store_true", help="repair a torn tail (and nothing else)")
     return parser
+
+
+def _log_options(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--log", metavar="FILE", help="append a hash-chained record of each decision to FILE")
+    cmd.add_argument("--log-mask", metavar="FIELDS", default=None,
+                     help="fields whose values the log masks, comma-separated, or `none` (default: kv_connector_extra_config)")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got `{text}`") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _conditions(text: str) -> tuple[str, ...]:
+    from .audit import FAIL_ON
+
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in FAIL_ON]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown condition `{unknown[0] if unknown else text}`; choose from {', '.join(FAIL_ON)}")
+    return names
+
+
+def _open_log(args: argparse.Namespace) -> Any:
+    """The decision log named by --log (opened before deciding, so a log
+    that cannot be written stops the command before any output)."""
+    from .declog import DEFAULT_MASKING, NO_MASKING, DecisionLog, Masking
+
+    if args.log_mask is None:
+        masking = DEFAULT_MASKING
+    elif args.log_mask.strip() == "none":
+        masking = NO_MASKING
+    else:
+        masking = Masking(fields=tuple(f.strip() for f in args.log_mask.split(",") if f.strip()))
+    return DecisionLog(args.log, masking=masking)
 
 
 def _decide(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     policy = load_policy(args.rules)
+    log = _open_log(args) if getattr(args, "log", None) else None
+    document = None
     try:
         document = read_document(args.file, stdin=stdin)
         decision = policy.decide(document)
     except InputError as exc:
         decision = input_error_decision(exc.problems, policy.digest)
+    if log is not None:
+        with log:
+            log.append(decision, source=args.file, document=document)
     if getattr(args, "format", "text") == "json":
         text = json.dumps(decision.to_dict(), indent=2, ensure_ascii=False)
     elif args.command == "explain":
@@ -293,12 +373,57 @@ def _diff(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     return EXIT_OK, render(report)
 
 
+def _audit(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
+    from pathlib import Path
+
+    from .audit import AuditError, audit, progress_bar
+    from .errors import Problem
+    from .report import render
+
+    log = _open_log(args) if args.log else None
+    try:
+        report = audit(args.paths, rules=args.rules, jobs=args.jobs, config_roots=args.config_root,
+                       progress=progress_bar(sys.stderr))
+        if log is not None:
+            for entry in report.entries:
+                log.append(entry.decision, source=entry.deployment.id, document=entry.deployment.document,
+                           digest=entry.input_digest)
+    finally:
+        if log is not None:
+            log.close()
+    text = render(report, args.format)
+    failing = report.failing(args.fail_on)
+    if failing:
+        print(f"hma-policy: --fail-on met: {'; '.join(failing)}", file=sys.stderr)
+    code = EXIT_REJECTED if failing else EXIT_OK
+    if args.output:
+        try:
+            Path(args.output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise AuditError([Problem("audit.output", f"cannot write the report: {exc.strerror or exc}", file=args.output)]) from None
+        summary = report.summary()
+        return code, (f"wrote {args.output} ({args.format}): {summary['deployments']} deployment(s), "
+                      + ", ".join(f"{k} {v}" for k, v in summary["outcomes"].items())
+                      + f"; {summary['problems']} file problem(s)")
+    return code, text
+
+
+def _log(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
+    from .declog import repair, verify
+
+    result = repair(args.file) if args.repair else verify(args.file)
+    if args.repair and result.torn_bytes == 0 and result.repaired is None and not result.ok:
+        return EXIT_REJECTED, result.render() + "\nnot repaired: --repair mends only a torn tail, and the log has other problems"
+    return (EXIT_OK if result.ok else EXIT_REJECTED), result.render()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     stdout, stderr = sys.stdout, sys.stderr
     try:
         args = _parser().parse_args(argv)
-        handler = {"validate": _validate, "rules": _rules, "test": _test, "diff": _diff}.get(args.command, _decide)
+        handler = {"validate": _validate, "rules": _rules, "test": _test, "diff": _diff, "audit": _audit,
+                   "log": _log}.get(args.command, _decide)
         code, text = handler(args, sys.stdin)
         try:
             print(text, file=stdout)
@@ -311,6 +436,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help, --version, usage errors (exit 2)
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_INVALID
     except PolicyError as exc:
+        if all(p.code == "rules.git" for p in exc.problems):
+            print(f"hma-policy: cannot read the rules from git: {exc.problems[0].message}", file=stderr)
+            return EXIT_INVALID
         print("hma-policy: the rules are invalid:", file=stderr)
         for problem in exc.problems:
             print(f"  {problem.render()}", file=stderr)

@@ -85,8 +85,22 @@ class Decision:
     connectors: tuple[ConnectorVerdict, ...]
     trace: tuple[str, ...]
     policy_digest: str
-    steps: tuple[Step, ...] = field(default=(), compare=False, repr=False)
     reasons: tuple[str, ...] = ()
+    # (ruleset, step, node, rule, value, facts) per evaluated step; Step
+    # records are built only when asked for (explain, diff), not per decision.
+    step_data: tuple = field(default=(), compare=False, repr=False)
+    _steps: list = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """Every evaluated step: which rule set which fact, from which facts (for ``explain``)."""
+        if not self._steps and self.step_data:
+            built = []
+            for ruleset, step, node, rule, value, facts in self.step_data:
+                read = tuple((f, tuple(facts[f]) if isinstance(facts[f], list) else facts[f]) for f in step.reads)
+                built.append(Step(ruleset, step.name, node, rule.id if rule else None, value, read))
+            self._steps.append(tuple(built))
+        return self._steps[0] if self._steps else ()
 
     @property
     def disable_hybrid_kv_cache_manager(self) -> bool | None:

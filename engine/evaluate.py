@@ -41,6 +41,12 @@ def _render(template: str, facts: Mapping[str, Any]) -> str:
     return _PLACEHOLDER.sub(lambda m: _show(facts.get(m.group(1), m.group(0))), template)
 
 
+@dataclass(frozen=True)
+class _Template:
+    entries: tuple  # (StepDef, Rule | None, value) per step evaluated
+    values: dict[str, Any]
+
+
 @dataclass
 class _Run:
     """What one ruleset evaluation produced."""
@@ -48,7 +54,7 @@ class _Run:
     facts: dict[str, Any]
     errors: dict[str, Message] = field(default_factory=dict)
     warnings: list[Message] = field(default_factory=list)
-    steps: list[Step] = field(default_factory=list)
+    steps: list[tuple] = field(default_factory=list)  # (ruleset, StepDef, node, Rule | None, value, facts)
     fired: dict[str, Rule] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
     halted: Message | None = None
@@ -64,7 +70,13 @@ class Evaluator:
         self.memo_enabled = memo
         self.closed = False
         self._memo: dict[tuple, str] = {}
+        self._templates: dict[tuple, _Template] = {}
         self._registered = model.registered_names
+        steps_named = {name: {s.name for s in steps} for name, steps in model.steps.items()}
+        self._inputs = {
+            name: tuple(dict.fromkeys(f for s in steps for f in s.reads if f not in steps_named[name]))
+            for name, steps in model.steps.items()
+        }
 
     # -- one step ---------------------------------------------------------
     def _fire(self, step: StepDef, facts: Mapping[str, Any], *, memo: bool = True) -> Rule | None:
@@ -113,22 +125,51 @@ class Evaluator:
             rule=rule.id,
         )
 
-    def run(self, ruleset: str, facts: dict[str, Any], *, base: str | None = None,
-            inherited: Mapping[str, Message] | None = None, halt_on_error: bool = False) -> _Run:
-        run = _Run(facts=facts)
-        inherited = inherited or {}
+    def _template(self, ruleset: str, facts: Mapping[str, Any], halt_on_error: bool) -> "_Template":
+        """The steps' outcome for these input facts: which rule set each fact.
+
+        Sound to reuse: a ruleset's outcome is a pure function of its input
+        facts. Paths and messages are not part of it (they depend on where the
+        node stands), so they are filled in by :meth:`run` each time.
+        """
+        inputs = self._inputs[ruleset]
+        key = None
+        if self.memo_enabled:
+            key = (ruleset, halt_on_error) + tuple(
+                tuple(facts[f]) if isinstance(facts[f], list) else facts[f] for f in inputs)
+            cached = self._templates.get(key)
+            if cached is not None:
+                return cached
+        scratch = dict(facts)
+        entries: list[tuple[StepDef, Rule | None, Any]] = []
         for step in self.model.steps[ruleset]:
-            rule = self._fire(step, facts)
+            rule = self._fire(step, scratch)
             if rule is None and step.default is None:
                 # `hma-policy rules verify` proves this unreachable for a checked policy.
                 gap = EvaluationError([Problem("policy.gap", f"no rule of step `{step.name}` matched and it has no default")])
                 gap.step = (ruleset, step.name)
-                gap.facts = {f: facts[f] for f in step.reads}
+                gap.facts = {f: scratch[f] for f in step.reads}
                 raise gap
             value = step.default if rule is None else rule.value
-            facts[step.name] = value
-            run.steps.append(Step(ruleset, step.name, base, rule.id if rule else None, value,
-                                  tuple((f, tuple(facts[f]) if isinstance(facts[f], list) else facts[f]) for f in step.reads)))
+            scratch[step.name] = value
+            entries.append((step, rule, value))
+            if halt_on_error and rule is not None and rule.error:
+                break
+        template = _Template(tuple(entries), {step.name: value for step, _, value in entries})
+        if key is not None:
+            if len(self._templates) >= _MEMO_LIMIT:
+                self._templates.clear()
+            self._templates[key] = template
+        return template
+
+    def run(self, ruleset: str, facts: dict[str, Any], *, base: str | None = None,
+            inherited: Mapping[str, Message] | None = None, halt_on_error: bool = False) -> _Run:
+        template = self._template(ruleset, facts, halt_on_error)
+        facts.update(template.values)
+        run = _Run(facts=facts)
+        inherited = inherited or {}
+        for step, rule, value in template.entries:
+            run.steps.append((ruleset, step, base, rule, value, facts))
             if rule is None:
                 continue
             run.fired[step.name] = rule
@@ -167,7 +208,7 @@ class Evaluator:
         warnings += offload.warnings
         if offload.halted is not None:
             return Decision("error", None, (offload.halted,), tuple(warnings), (), tuple(trace),
-                            self.model.digest, tuple(steps), tuple(dict.fromkeys(reasons)))
+                            self.model.digest, tuple(dict.fromkeys(reasons)), step_data=tuple(steps))
         ktc = document.get("kv_transfer_config")
         if offload.facts.get("offload_connector", "none") != "none":
             # The offloading ruleset's two steps rewrite the connector and role.
@@ -185,7 +226,7 @@ class Evaluator:
         top_verdict = graph.verdicts.get(top.path) if top else None
         reasons += graph.top_reasons
 
-        facts = document_facts(document, top, top_verdict)
+        facts = document_facts(document, top, top_verdict, self.model.containers)
         inherited = {}
         if top is not None:
             errors = graph.errors[top.path]
@@ -216,7 +257,7 @@ class Evaluator:
             connectors=tuple(connectors),
             trace=tuple(trace),
             policy_digest=self.model.digest,
-            steps=tuple(steps),
+            step_data=tuple(steps),
             reasons=tuple(dict.fromkeys(reasons)),
         )
 
@@ -262,7 +303,7 @@ class _Graph:
     verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: dict[str, dict[str, Message]] = field(default_factory=dict)
     connectors: list[ConnectorVerdict] = field(default_factory=list)
-    steps: list[Step] = field(default_factory=list)
+    steps: list[tuple] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
     warnings: list[Message] = field(default_factory=list)
     top_reasons: list[str] = field(default_factory=list)

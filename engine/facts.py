@@ -37,7 +37,7 @@ FACTS: dict[str, dict[str, dict[str, Any]]] = {
         "connectors": {"type": "str", "values": ["absent", "present"], "doc": "kv_connector_extra_config has a non-null `connectors` key"},
         "children": {"type": "int", "doc": "how many children the node lists"},
         "first_nonsupported": {"type": "str", "values": ["none", "unsupported", "unknown", "error"], "doc": "support of the first child, in order, that is not `supported`"},
-        "unsupported_after_unknown": {"type": "bool", "doc": "a child after the first `unknown` one is `unsupported`"},
+        "unsupported_after_unknown": {"type": "bool", "doc": "after the first `unknown` child, the first child that is `unsupported` or `error` is `unsupported`"},
         "first_child_setup": {"type": "str", "values": ["ok", "error"], "doc": "setup of the first child, in order, whose setup is not ok"},
         "first_child_construct": {"type": "str", "values": ["ok", "error"], "doc": "construct of the first child, in order, whose construct is not ok"},
         "env_lmcache_use_upstream_mp": {"type": "bool", "doc": "LMCACHE_USE_UPSTREAM_MP is set (non-empty)"},
@@ -50,8 +50,9 @@ FACTS: dict[str, dict[str, dict[str, Any]]] = {
         "chunked_local_attention": {"type": "bool", "doc": "model.attention_chunk_size is set"},
         "speculative_method": {"type": "str", "doc": "speculative_config.method (\"\" when none)"},
         "hisparse_config": {"type": "bool", "doc": "an explicit hisparse_config is given"},
-        "top_name": {"type": "str", "doc": "the top-level kv_connector (\"\" when none)"},
-        "direct_child_names": {"type": "names", "doc": "kv_connector of each direct child of the top-level connector"},
+        "top_name": {"type": "str", "doc": "the top-level kv_connector in effect, after the offloading shorthand (\"\" when none)"},
+        "configured_top_name": {"type": "str", "doc": "the top-level kv_connector as configured, before the offloading shorthand (\"\" when none)"},
+        "configured_child_names": {"type": "names", "doc": "kv_connector of each direct child of the configured top-level connector, before the offloading shorthand"},
         "graph_support": {"type": "str", "values": ["none", "supported", "unsupported", "unknown", "error"], "doc": "the top-level node's `support` (none without a kv_transfer_config)"},
         "top_setup": {"type": "str", "values": ["none", "ok", "error"], "doc": "the top-level node's `setup`"},
         "top_construct": {"type": "str", "values": ["none", "ok", "error"], "doc": "the top-level node's `construct`"},
@@ -177,11 +178,14 @@ def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str
     first_ns, ns_path = _first(node.children, verdicts, "support", "supported")
     after_unknown = False
     if first_ns == "unknown":
+        # Past the first unknown child, the helper either stops (that child
+        # says no) or goes on: it ends at the first later child that is
+        # unsupported or raises. Which of the two that is, is the fact.
         seen = False
         for child in node.children:
             value = verdicts[child.path]["support"]
-            if seen and value == "unsupported":
-                after_unknown = True
+            if seen and value in ("unsupported", "error"):
+                after_unknown = value == "unsupported"
                 break
             seen = seen or child.path == ns_path
     setup, setup_path = _first(node.children, verdicts, "setup", "ok")
@@ -212,7 +216,19 @@ def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str
     return facts, sources
 
 
-def document_facts(document: Mapping[str, Any], top: Node | None, top_verdict: Mapping[str, Any] | None) -> dict[str, Any]:
+def _configured_names(ktc: Any, containers: frozenset[str]) -> tuple[str, list[str]]:
+    if not isinstance(ktc, Mapping):
+        return "", []
+    name = ktc.get("kv_connector")
+    name = name if isinstance(name, str) else ""
+    extra = ktc.get("kv_connector_extra_config") or {}
+    items = extra.get("connectors") if isinstance(extra, Mapping) and name in containers else None
+    children = [c.get("kv_connector") for c in items if isinstance(c, Mapping)] if isinstance(items, list) else []
+    return name, [c if isinstance(c, str) else "" for c in children]
+
+
+def document_facts(document: Mapping[str, Any], top: Node | None, top_verdict: Mapping[str, Any] | None,
+                   containers: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The decision ruleset's facts from the document and the top node's verdict."""
     preference = document.get("disable_hybrid_kv_cache_manager")
     platform = document.get("platform") or {}
@@ -229,7 +245,6 @@ def document_facts(document: Mapping[str, Any], top: Node | None, top_verdict: M
         "speculative_method": _checked_text(method, "/speculative_config/method"),
         "hisparse_config": document.get("hisparse_config") is not None,
         "top_name": top.name or "" if top is not None else "",
-        "direct_child_names": [c.name or "" for c in top.children] if top is not None else [],
         "graph_support": top_verdict["support"] if top_verdict else "none",
         "top_setup": top_verdict["setup"] if top_verdict else "none",
         "top_construct": top_verdict["construct"] if top_verdict else "none",
@@ -238,5 +253,10 @@ def document_facts(document: Mapping[str, Any], top: Node | None, top_verdict: M
         "layer_chunked_local": "chunked_local" in kinds,
         "layer_mamba": "mamba" in kinds,
     }
+    # vLLM configures HiSparse (vllm.py ~L1876) before the offloading shorthand
+    # rewrites the connector (~L2220): those rules read the connector as configured.
+    configured, children = _configured_names(document.get("kv_transfer_config"), containers)
+    facts["configured_top_name"] = _checked_text(configured, "/kv_transfer_config/kv_connector")
+    facts["configured_child_names"] = children
     facts.update(env_facts(document))
     return facts

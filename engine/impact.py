@@ -111,7 +111,7 @@ class Impact:
     def to_dict(self) -> dict[str, Any]:
         return {
             "base": self.base, "head": self.head, "documents": self.documents,
-            "changed": len(self.changes), "unchanged": self.documents - len(self.changes) - len(self.unreadable),
+            "changed": len(self.changes), "unchanged": self.documents - len(self.changes),
             "by_kind": self.counts(), "changes": [c.to_dict() for c in self.changes],
             "unreadable": [{"source": s, "problem": p} for s, p in self.unreadable],
             "rules": {"no_longer_fire": self.dead, "newly_fire": self.new, "removed": self.removed},
@@ -119,18 +119,28 @@ class Impact:
 
 
 def _cause(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
-    """The first step whose rule or value differs: the root of the change."""
-    # Steps are paired by (ruleset, node, step), not position: a rule change may add or drop steps.
-    earlier = {(s[0], s[1], s[2]): s for s in before["steps"]}
-    for a in after["steps"]:
-        b = earlier.get((a[0], a[1], a[2]))
-        if b is None or b != a:
-            return {"ruleset": a[0], "node": a[1], "step": a[2],
-                    "before": {"rule": b[3], "value": b[4]} if b else None, "after": {"rule": a[3], "value": a[4]}}
-    later = {(s[0], s[1], s[2]) for s in after["steps"]}
-    for b in before["steps"]:
-        if (b[0], b[1], b[2]) not in later:
-            return {"ruleset": b[0], "node": b[1], "step": b[2], "before": {"rule": b[3], "value": b[4]}, "after": None}
+    """The first step, in evaluation order, that differs: the root of the change.
+
+    Steps are aligned by (ruleset, node, step): where the two runs first part,
+    a step present on one side only was added or removed by the change.
+    """
+    b_steps, a_steps = before["steps"], after["steps"]
+    b_keys = {s[:3] for s in b_steps}
+    a_keys = {s[:3] for s in a_steps}
+    side = lambda s: {"rule": s[3], "value": s[4]}  # noqa: E731
+    for i in range(max(len(b_steps), len(a_steps))):
+        b = b_steps[i] if i < len(b_steps) else None
+        a = a_steps[i] if i < len(a_steps) else None
+        if b == a:
+            continue
+        if b is not None and b[:3] not in a_keys:
+            return {"ruleset": b[0], "node": b[1], "step": b[2], "before": side(b), "after": None}
+        if a is not None and a[:3] not in b_keys:
+            return {"ruleset": a[0], "node": a[1], "step": a[2], "before": None, "after": side(a)}
+        step = a if a is not None else b
+        other = next((s for s in b_steps if s[:3] == step[:3]), None)
+        return {"ruleset": step[0], "node": step[1], "step": step[2],
+                "before": side(other) if other else None, "after": side(a) if a is not None else None}
     return None
 
 

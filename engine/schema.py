@@ -96,8 +96,21 @@ def _resolve_local(schema: dict[str, Any], ref: str) -> Any:
 
 
 def _type_mismatch(errors: "list[ValidationError]") -> bool:
-    """True when a branch failed only because the instance has another type."""
-    return all(e.validator == "type" and not e.relative_path for e in errors)
+    """True when a branch failed only because the instance has another type
+    (directly, or in every branch of a nested anyOf/oneOf)."""
+    for e in errors:
+        if e.relative_path:
+            return False
+        if e.validator == "type":
+            continue
+        if e.validator in ("anyOf", "oneOf") and e.context:
+            branches: dict[Any, list] = {}
+            for sub in e.context:
+                branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+            if all(_type_mismatch(b) for b in branches.values()):
+                continue
+        return False
+    return True
 
 
 def _expand(error: "ValidationError") -> "list[ValidationError]":

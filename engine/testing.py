@@ -10,6 +10,7 @@ the policy that fired in at least one case.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -152,16 +153,16 @@ def _check(case: Case, decision: Any | None, error: InputError | None) -> tuple[
     out = []
     for key in ("outcome", "hma_enabled"):
         if key in expect and expect[key] != actual[key]:
-            out.append(f"{key}: expected {expect[key]!r}, got {actual[key]!r}")
+            out.append(f"{key}: expected {json.dumps(expect[key])}, got {json.dumps(actual[key])}")
     if "error" in expect:
         want, got = expect["error"], actual["error"]
         if want is None or got is None:
             if want != got:
-                out.append(f"error: expected {want!r}, got {got!r}")
+                out.append(f"error: expected {json.dumps(want)}, got {json.dumps(got)}")
         else:
             for key, value in want.items():
                 if got.get(key) != value:
-                    out.append(f"error.{key}: expected {value!r}, got {got.get(key)!r}")
+                    out.append(f"error.{key}: expected {json.dumps(value)}, got {json.dumps(got.get(key))}")
     if "warnings" in expect and sorted(set(expect["warnings"])) != sorted(set(actual["warnings"])):
         out.append(f"warnings: expected {sorted(set(expect['warnings']))}, got {sorted(set(actual['warnings']))}")
     for rule in expect.get("fired", ()):

@@ -175,8 +175,9 @@ def _constraints(model: PolicyModel) -> dict[str, list[Constraint]]:
         ],
         "decision": [
             (("has_kv_transfer_config", "top_name"), lambda h, n: h or n == ""),
-            (("has_kv_transfer_config", "direct_child_names"), lambda h, n: h or n == []),
-            (("top_name", "direct_child_names"), lambda t, n: t in containers or n == []),
+            (("has_kv_transfer_config", "configured_top_name"), lambda h, n: h or n == ""),
+            (("has_kv_transfer_config", "configured_child_names"), lambda h, n: h or n == []),
+            (("configured_top_name", "configured_child_names"), lambda t, n: t in containers or n == []),
             (("has_kv_transfer_config", "graph_support"), lambda h, g: h == (g != "none")),
             (("has_kv_transfer_config", "top_setup"), lambda h, g: h == (g != "none")),
             (("has_kv_transfer_config", "top_construct"), lambda h, g: h == (g != "none")),

@@ -42,10 +42,14 @@ def _leaves(registered: tuple[str, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def library(registered: tuple[str, ...], containers: frozenset[str]) -> list[dict[str, Any] | None]:
-    """Candidate kv_transfer_config values: leaves, and containers of 0 to 2 leaves."""
+def library(registered: tuple[str, ...], containers: frozenset[str],
+            module_paths: tuple[tuple[str, str], ...] = ()) -> list[dict[str, Any] | None]:
+    """Candidate kv_transfer_config values: leaves, every registry entry by
+    name and by module path, and containers of 0 to 2 leaves."""
     leaves = _leaves(registered)
     out: list[dict[str, Any] | None] = [None] + [dict(x) for x in leaves]
+    out += [{"kv_connector": name, "kv_role": "kv_both"} for name in registered]
+    out += [{"kv_connector": cls, "kv_role": "kv_both", "kv_connector_module_path": module} for module, cls in module_paths]
     for container in sorted(containers):
         for size in range(0, 3):
             for children in itertools.product(leaves, repeat=size):
@@ -129,7 +133,12 @@ def attach_documents(findings: list, evaluator: Evaluator, atoms_by_ruleset: Map
     from dataclasses import replace
 
     model = evaluator.model
-    candidates = library(model.registered_names, model.containers)
+    module_paths = tuple(sorted({
+        (operand_of(rule, "module_path_value"), operand_of(rule, "name"))
+        for rule in model.steps["node"][_class_step(model)].rules
+        if operand_of(rule, "module_path_value") and operand_of(rule, "name")
+    }))
+    candidates = library(model.registered_names, model.containers, module_paths)
     out = []
     for finding in findings:
         if not finding.witness:
@@ -165,6 +174,19 @@ def attach_documents(findings: list, evaluator: Evaluator, atoms_by_ruleset: Map
                 break
         out.append(replace(finding, document=found, reproduced=found is not None))
     return out
+
+
+def operand_of(rule: Any, fact: str) -> Any:
+    """The value ``rule`` requires of ``fact`` by equality, or None."""
+    return next((operand for name, op, operand in rule.when if name == fact and op == "eq"), None)
+
+
+def _class_step(model: Any) -> int:
+    """The index of the node step the registry was included in."""
+    for index, step in enumerate(model.steps["node"]):
+        if any(r.id.startswith("registry.") for r in step.rules):
+            return index
+    return 0
 
 
 def _prepare(document: dict[str, Any]) -> dict[str, Any]:

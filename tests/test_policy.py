@@ -115,7 +115,7 @@ def test_bad_value_close_to_a_valid_one_gets_a_hint(rules):
 def test_contains_on_a_non_list_fact(rules):
     line, column = edit(
         rules / "decision.yaml",
-        "when: {top_name: MultiConnector, direct_child_names: {contains: HiSparseConnector}}",
+        "when: {configured_top_name: MultiConnector, configured_child_names: {contains: HiSparseConnector}}",
         "when: {top_name: {contains: MultiConnector}}",
         "{contains",
     )

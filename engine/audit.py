@@ -1,0 +1,344 @@
+"""Stage 7, audit: walk paths, find each vLLM deployment (``sources``),
+decide it, and build the report model that ``report`` renders.
+
+The report is a pure function of the files, the policy and the tool version:
+it holds no timestamp and no machine-specific path, and it is the same for
+every ``jobs``. Files are examined in a fixed order (arguments in order, each
+directory walked sorted); with ``jobs > 1`` chunks of files go to worker
+processes (spawned, so each one imports the engine and loads its own policy:
+nothing of the parent's rule runtime is shared), and the results are put back
+in that order.
+
+Directories are walked without following symbolic links to directories;
+hidden directories (``.git``, ``.venv``, ...), ``__pycache__`` and
+``node_modules`` are not entered. A file reached through a symbolic link is
+read only when its target is inside the audited paths.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import __version__, load_policy
+from .decision import input_error_decision
+from .declog import input_digest
+from .errors import HMAPolicyError, InputError, Problem
+from .sources import DEFAULT_SOURCE_LIMITS, Deployment, SourceLimits, read_source
+
+__all__ = ["AuditReport", "Entry", "FileResult", "AuditError", "audit", "walk", "progress_bar", "FAIL_ON"]
+
+# Conditions `--fail-on` may name.
+FAIL_ON = ("error", "undetermined", "disabled", "warning", "problem")
+_OUTCOMES = ("enabled", "disabled", "error", "undetermined")
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules"})
+
+
+class AuditError(HMAPolicyError):
+    """The audit could not run (a path does not exist, a worker died)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One deployment and its decision (``Decision.to_dict()``)."""
+
+    deployment: Deployment
+    decision: dict[str, Any]
+    input_digest: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.deployment
+        return {
+            "id": d.id,
+            "file": d.file,
+            "format": d.format,
+            "line": d.line,
+            "name": d.name,
+            "resource": dict(d.resource) if d.resource else None,
+            "origins": dict(d.origins),
+            "notes": [_problem_dict(n) for n in d.notes],
+            "input_digest": self.input_digest,
+            "decision": self.decision,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FileResult:
+    """One file examined: what it was, how many deployments, its problems."""
+
+    file: str
+    format: str | None
+    deployments: int
+    problems: tuple[Problem, ...] = ()
+    skipped: str | None = None
+
+
+def _problem_dict(p: Problem) -> dict[str, Any]:
+    out: dict[str, Any] = {"code": p.code, "message": p.message}
+    if p.file is not None:
+        out["file"] = p.file
+    out["line"] = p.line
+    out["path"] = p.path
+    if p.hint:
+        out["hint"] = p.hint
+    return out
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """Everything an audit found, in a fixed order."""
+
+    paths: tuple[str, ...]
+    policy_source: str
+    policy_digest: str
+    files: tuple[FileResult, ...]
+    entries: tuple[Entry, ...]
+    tool_version: str = __version__
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        return tuple(p for f in self.files for p in f.problems)
+
+    def summary(self) -> dict[str, Any]:
+        outcomes = Counter(e.decision["outcome"] for e in self.entries)
+        stages = Counter(e.decision["errors"][0]["stage"] for e in self.entries if e.decision["errors"])
+        codes: Counter[str] = Counter()
+        for e in self.entries:
+            codes.update({m["code"] for m in e.decision["errors"] + e.decision["warnings"]})
+        examined = [f for f in self.files if f.skipped is None]
+        return {
+            "files": {
+                "seen": len(self.files),
+                "examined": len(examined),
+                "with_deployments": sum(1 for f in self.files if f.deployments),
+                "with_problems": sum(1 for f in self.files if f.problems),
+                "skipped": len(self.files) - len(examined),
+            },
+            "deployments": len(self.entries),
+            "outcomes": {name: outcomes.get(name, 0) for name in _OUTCOMES},
+            "error_stages": {name: stages.get(name, 0) for name in ("input", "config", "connector")},
+            "codes": dict(sorted(codes.items())),
+            "formats": dict(sorted(Counter(e.deployment.format for e in self.entries).items())),
+            "problems": len(self.problems),
+        }
+
+    def failing(self, conditions: Iterable[str]) -> list[str]:
+        """The `--fail-on` conditions this report meets, each with a count."""
+        summary = self.summary()
+        met = []
+        for condition in conditions:
+            if condition in ("error", "undetermined", "disabled"):
+                count = summary["outcomes"][condition]
+            elif condition == "warning":
+                count = sum(1 for e in self.entries if e.decision["warnings"])
+            else:
+                count = summary["problems"]
+            if count:
+                met.append(f"{condition}: {count}")
+        return met
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report (``hma-policy audit --format json``)."""
+        return {
+            "kind": "hma-policy-audit",
+            "version": 1,
+            "tool": {"name": "hma-policy", "version": self.tool_version},
+            "policy": {"source": self.policy_source, "digest": self.policy_digest},
+            "paths": list(self.paths),
+            "summary": self.summary(),
+            "deployments": [e.to_dict() for e in self.entries],
+            "problems": [_problem_dict(p) for p in self.problems],
+            "skipped": [{"file": f.file, "reason": f.skipped} for f in self.files if f.skipped is not None],
+        }
+
+
+# -- walking ----------------------------------------------------------------------
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def walk(paths: Sequence[str]) -> tuple[list[tuple[str, Path]], list[FileResult]]:
+    """The files under ``paths`` as (display path, path), in audit order, and
+    the entries skipped on the way (symbolic links to directories).
+
+    Raises :class:`AuditError` when a path does not exist.
+    """
+    files: list[tuple[str, Path]] = []
+    skipped: list[FileResult] = []
+    seen: set[str] = set()
+    for raw in paths:
+        top = Path(raw)
+        if not top.exists() and not top.is_symlink():
+            raise AuditError([Problem("audit.path", "no such file or directory", file=raw)])
+        if not top.is_dir():
+            found = [(str(top), top)]
+        else:
+            found = []
+            for directory, dirnames, filenames in os.walk(top, followlinks=False):
+                base = Path(directory)
+                kept = []
+                for name in sorted(dirnames):
+                    if (base / name).is_symlink():
+                        skipped.append(FileResult(_posix(base / name), None, 0, skipped="a symbolic link to a directory (not followed)"))
+                    elif not name.startswith(".") and name not in _SKIP_DIRS:
+                        kept.append(name)
+                dirnames[:] = kept
+                found += [(_posix(base / name), base / name) for name in filenames]
+            found.sort(key=lambda item: item[0])  # one order for every file system: by path
+        for display, path in found:
+            key = os.path.normpath(os.path.abspath(path))
+            if key not in seen:
+                seen.add(key)
+                files.append((_posix(Path(display)), path))
+    return files, skipped
+
+
+def _posix(path: Path) -> str:
+    return path.as_posix()
+
+
+def _roots(paths: Sequence[str], extra: Sequence[str]) -> tuple[Path, ...]:
+    roots = []
+    for raw in list(paths) + list(extra):
+        path = Path(raw).resolve()
+        roots.append(path if path.is_dir() else path.parent)
+    return tuple(dict.fromkeys(roots))
+
+
+# -- deciding ----------------------------------------------------------------------
+
+def _located(problem: Problem) -> Problem:
+    """A source problem as a decision error: the line goes into the message
+    (a decision's errors carry a JSON Pointer, not a line)."""
+    message = f"line {problem.line}: {problem.message}" if problem.line else problem.message
+    return Problem(problem.code, message, problem.path, problem.hint)
+
+
+def _examine(policy: Any, display: str, path: Path, roots: tuple[Path, ...], limits: SourceLimits) -> tuple[FileResult, list[Entry]]:
+    """Read and decide one file. Never raises: a fault becomes a file problem."""
+    try:
+        if path.is_symlink() and not _inside(path.resolve(), roots):
+            return FileResult(display, None, 0, (Problem("source.outside_roots", f"`{display}` links to a file outside "
+                                                          "the audited paths; it is not read", file=display),)), []
+        source = read_source(path, display=display, roots=roots, limits=limits)
+        entries = []
+        for deployment in source.deployments:
+            if deployment.problems:
+                decision = input_error_decision([_located(p) for p in deployment.problems], policy.digest)
+            else:
+                try:
+                    decision = policy.decide(deployment.document)
+                except InputError as exc:
+                    decision = input_error_decision(exc.problems, policy.digest)
+            digest = input_digest(deployment.document) if deployment.document is not None else None
+            entries.append(Entry(deployment, decision.to_dict(), digest))
+        return FileResult(display, source.format, len(entries), source.problems, source.skipped), entries
+    except Exception as exc:  # noqa: BLE001 - one file must never stop the audit of the others
+        message = f"the audit of `{display}` failed: {type(exc).__name__}: {exc}"[:500]
+        return FileResult(display, None, 0, (Problem("audit.internal", message, file=display),)), []
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(rules: str | None, roots: tuple[Path, ...], limits: SourceLimits) -> None:
+    _WORKER.update(policy=load_policy(rules), roots=roots, limits=limits)
+
+
+def _worker_chunk(chunk: list[tuple[str, str]]) -> list[tuple[FileResult, list[Entry]]]:
+    return [_examine(_WORKER["policy"], display, Path(path), _WORKER["roots"], _WORKER["limits"]) for display, path in chunk]
+
+
+def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, config_roots: Sequence[str] = (),
+          limits: SourceLimits = DEFAULT_SOURCE_LIMITS,
+          progress: Callable[[int, int], None] | None = None) -> AuditReport:
+    """Audit every deployment under ``paths`` with the rules in ``rules``
+    (None: the bundled rules), using ``jobs`` processes.
+
+    ``config_roots`` are further directories ``--config`` files may be read
+    from. ``progress(done, total)`` is called as files complete. Raises
+    :class:`AuditError` for a missing path and :class:`PolicyError` for
+    invalid rules; nothing in the files makes it raise.
+    """
+    if jobs < 1:
+        raise AuditError([Problem("audit.jobs", f"must be at least 1, got {jobs}", file="--jobs")])
+    policy = load_policy(rules)
+    files, skipped = walk(paths)
+    roots = _roots(paths, config_roots)
+    total = len(files)
+    results: list[tuple[FileResult, list[Entry]]] = []
+    if jobs == 1 or total < 2:
+        for done, (display, path) in enumerate(files, 1):
+            results.append(_examine(policy, display, path, roots, limits))
+            if progress:
+                progress(done, total)
+    else:
+        results = _parallel(files, rules, jobs, roots, limits, progress)
+    file_results = [r for r, _ in results] + skipped
+    entries = tuple(entry for _, found in results for entry in found)
+    return AuditReport(tuple(paths), policy.source, policy.digest, tuple(file_results), entries)
+
+
+def _parallel(files: list[tuple[str, Path]], rules: str | None, jobs: int, roots: tuple[Path, ...], limits: SourceLimits,
+              progress: Callable[[int, int], None] | None) -> list[tuple[FileResult, list[Entry]]]:
+    # Small chunks keep the workers busy to the end; large enough that pickling is not the cost.
+    size = max(1, min(256, len(files) // (jobs * 8) or 1))
+    chunks = [[(d, str(p)) for d, p in files[i:i + size]] for i in range(0, len(files), size)]
+    done_chunks: dict[int, list[tuple[FileResult, list[Entry]]]] = {}
+    done = 0
+    context = multiprocessing.get_context("spawn")
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init,
+                                 initargs=(rules, roots, limits)) as pool:
+            futures = {pool.submit(_worker_chunk, chunk): index for index, chunk in enumerate(chunks)}
+            for future in as_completed(futures):
+                index = futures[future]
+                done_chunks[index] = future.result()
+                done += len(chunks[index])
+                if progress:
+                    progress(done, len(files))
+    except HMAPolicyError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a worker process died (killed, out of memory)
+        raise AuditError([Problem("audit.worker", f"a worker process failed: {type(exc).__name__}: {exc}"[:500],
+                                  hint="run again with --jobs 1 to find the file")]) from None
+    return [result for index in range(len(chunks)) for result in done_chunks[index]]
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal: ``progress(done, total)``.
+    Only for a TTY (:func:`progress_bar` decides); redrawn at most ten times a
+    second, and erased at the end so the report is not interleaved with it."""
+
+    def __init__(self, stream: Any, width: int = 30):
+        self.stream = stream
+        self.width = width
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        import time
+
+        now = time.monotonic()
+        if done < total and now - self._last < 0.1:
+            return
+        self._last = now
+        filled = self.width * done // max(total, 1)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} files")
+        if done >= total:
+            self.stream.write("\r\x1b[K")
+        self.stream.flush()
+
+
+def progress_bar(stream: Any) -> ProgressBar | None:
+    """A progress bar on ``stream`` when it is a terminal, else None."""
+    try:
+        return ProgressBar(stream) if stream.isatty() else None
+    except (AttributeError, ValueError):  # a closed or unusual stream
+        return None

@@ -1,0 +1,549 @@
+"""The decision log: one JSON record per decision, appended and hash-chained,
+and :func:`verify`, which finds where a log was tampered with.
+
+A log is a file of JSON Lines. Each record is written as canonical JSON
+(sorted keys, no spaces, ASCII) and holds::
+
+    v, seq, decision_id, timestamp, tool {name, version}, policy {digest},
+    input {source, digest, document, masked}, outcome, hma_enabled,
+    errors [{code, stage, path}], warnings [codes], reasons, trace, prev, hash
+
+``hash`` is the SHA-256 of the record's canonical JSON without ``hash``;
+``prev`` is the previous record's ``hash`` (64 zeros for the first), and
+``seq`` counts from 0. An edit breaks a record's hash, a deletion leaves a
+gap in ``seq``, a move puts ``seq`` out of order. Removing records from the
+end leaves a valid chain, so a head file next to the log (``FILE.head``:
+the number of records and the last hash) is rewritten, atomically, when a
+writer closes; a log shorter than its head was truncated. A torn tail (a
+last line without its newline, from a crash during a write) is reported, and
+repaired only by :func:`repair`.
+
+``input.digest`` is the SHA-256 of the document's canonical JSON as read,
+before masking. ``input.document`` is the document with the values under
+``kv_connector_extra_config`` replaced by ``"<masked>"`` (MultiConnector
+children stay, their own settings masked in turn); ``input.masked`` lists
+the JSON Pointers masked. Masking is configured with :class:`Masking`.
+
+Each record is flushed and fsync'd before :meth:`DecisionLog.append`
+returns. A writer holds an exclusive lock (``flock``) on the log while open.
+Clocks and ids are injectable (``clock``, ``new_id``) for tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .errors import HMAPolicyError, Problem
+
+try:  # POSIX file locks; without them (Windows) a log has one writer by convention
+    import fcntl
+except ImportError:  # pragma: no cover - not on the platforms CI runs
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["DecisionLog", "Masking", "DEFAULT_MASKING", "NO_MASKING", "LogError", "LogProblem", "Verification",
+           "verify", "repair", "input_digest", "mask", "canonical", "GENESIS"]
+
+FORMAT_VERSION = 1
+GENESIS = "sha256:" + "0" * 64
+MASKED = "<masked>"
+_JSON_STRING_FIELDS = ("kv_transfer_config", "kv-transfer-config")
+_LOCK_TIMEOUT = 10.0
+
+
+class LogError(HMAPolicyError):
+    """The log cannot be opened or written (missing, locked, a torn tail, truncated)."""
+
+
+def _fail(code: str, message: str, hint: str | None = None, file: Any = None) -> LogError:
+    return LogError([Problem(code, message, hint=hint, file=str(file) if file is not None else None)])
+
+
+@dataclass(frozen=True, slots=True)
+class Masking:
+    """What a record must not show. Every value under a field named in
+    ``fields`` is masked, except lists named in ``keep`` (MultiConnector
+    children), whose items are walked like connector configs."""
+
+    fields: tuple[str, ...] = ("kv_connector_extra_config",)
+    keep: tuple[str, ...] = ("connectors",)
+
+
+DEFAULT_MASKING = Masking()
+NO_MASKING = Masking(fields=())
+
+
+def canonical(value: Any) -> bytes:
+    """Canonical JSON bytes: sorted keys, no whitespace, ASCII only."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def input_digest(document: Any) -> str:
+    """The SHA-256 of a document's canonical JSON."""
+    return _sha256(canonical(document))
+
+
+def _escape(part: Any) -> str:
+    return "/" + str(part).replace("~", "~0").replace("/", "~1")
+
+
+def mask(document: Any, masking: Masking = DEFAULT_MASKING) -> tuple[Any, list[str]]:
+    """A copy of ``document`` with masked values, and the pointers masked.
+
+    Iterative (documents may be as deep as the input limits allow). A
+    `kv_transfer_config` given as a JSON string is read so that its extra
+    config can be masked; it is logged as an object.
+    """
+    holder: list[Any] = [None]
+    masked: list[str] = []
+    # (value, container, key, pointer, state): state "mask" hides the value,
+    # "field" is the mapping of a masked field, None copies.
+    stack: list[tuple[Any, Any, Any, str, str | None]] = [(document, holder, 0, "", None)]
+    while stack:
+        value, parent, key, path, state = stack.pop()
+        if state == "mask":
+            parent[key] = MASKED
+            masked.append(path)
+            continue
+        if isinstance(value, Mapping):
+            out: dict[str, Any] = {}
+            parent[key] = out
+            for k, v in value.items():
+                p = path + _escape(k)
+                if state == "field":
+                    if k in masking.keep and isinstance(v, list):
+                        stack.append((v, out, k, p, None))
+                    elif v is not None:
+                        stack.append((v, out, k, p, "mask"))
+                    else:
+                        out[k] = None
+                elif k in masking.fields and v is not None:
+                    stack.append((v, out, k, p, "field" if isinstance(v, Mapping) else "mask"))
+                elif k in _JSON_STRING_FIELDS and isinstance(v, str) and masking.fields:
+                    try:
+                        parsed = json.loads(v)
+                    except (ValueError, RecursionError):
+                        parsed = None
+                    stack.append((parsed, out, k, p, None) if isinstance(parsed, dict) else (v, out, k, p, "mask"))
+                else:
+                    stack.append((v, out, k, p, None))
+        elif isinstance(value, (list, tuple)):
+            items: list[Any] = [None] * len(value)
+            parent[key] = items
+            for index, item in enumerate(value):
+                stack.append((item, items, index, f"{path}/{index}", None))
+        else:
+            parent[key] = value
+    return holder[0], sorted(masked)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _head_path(path: Path) -> Path:
+    return path.with_name(path.name + ".head")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_head(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The head record, or None; and a problem reading it."""
+    head = _head_path(path)
+    try:
+        data = json.loads(head.read_bytes())
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:
+        return None, f"the head file `{head}` cannot be read: {exc}"
+    if not (isinstance(data, dict) and isinstance(data.get("records"), int) and isinstance(data.get("last_hash"), str)):
+        return None, f"the head file `{head}` is not a head record"
+    return data, None
+
+
+def _write_head(path: Path, records: int, last_hash: str) -> None:
+    head = _head_path(path)
+    tmp = head.with_name(head.name + ".tmp")
+    data = canonical({"v": FORMAT_VERSION, "records": records, "last_hash": last_hash}) + b"\n"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, head)
+    try:  # the rename itself is durable once the directory is synced
+        dfd = os.open(head.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def _last_line(fd: int, size: int) -> bytes:
+    """The last newline-terminated line of the file (without its newline)."""
+    end = size - 1  # the final newline
+    block = 65536
+    buffer = b""
+    position = end
+    while position > 0:
+        start = max(0, position - block)
+        os.lseek(fd, start, os.SEEK_SET)
+        buffer = os.read(fd, position - start) + buffer
+        position = start
+        cut = buffer.rfind(b"\n")
+        if cut >= 0:
+            return buffer[cut + 1:]
+    return buffer
+
+
+class DecisionLog:
+    """An open decision log, appended to by :meth:`append`.
+
+    Opening checks the end of the log: a torn tail, or a log shorter than
+    its head, is refused (``hma-policy log verify FILE`` says what is wrong).
+    Use as a context manager, or call :meth:`close`, which writes the head.
+    """
+
+    def __init__(self, path: str | Path, *, masking: Masking = DEFAULT_MASKING,
+                 clock: Callable[[], datetime] | None = None, new_id: Callable[[], str] | None = None,
+                 max_document_bytes: int = 65536, tool_version: str | None = None, lock_timeout: float = _LOCK_TIMEOUT):
+        from . import __version__
+
+        self.path = Path(path)
+        self.masking = masking
+        self.clock = clock or _utc_now
+        self.new_id = new_id or (lambda: str(uuid.uuid4()))
+        self.max_document_bytes = max_document_bytes
+        self.tool_version = tool_version or __version__
+        self.lock_timeout = lock_timeout
+        try:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise _fail("log.open", f"cannot open the decision log: {exc.strerror or exc}", file=self.path) from None
+        try:
+            self._lock()
+            self._seq, self._last = self._tail()
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self._appended = 0
+
+    def _lock(self) -> None:
+        if fcntl is None:  # pragma: no cover
+            return
+        deadline = time.monotonic() + self.lock_timeout
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise _fail("log.locked", "the decision log is locked by another writer", file=self.path) from None
+                time.sleep(0.05)
+
+    def _tail(self) -> tuple[int, str]:
+        """The next seq and the last hash, from the end of the file."""
+        size = os.fstat(self._fd).st_size
+        head, problem = _read_head(self.path)
+        hint = f"run `hma-policy log verify {self.path}`"
+        if problem:
+            raise _fail("log.head_invalid", problem, hint, file=self.path)
+        if size == 0:
+            if head is not None and head["records"] > 0:
+                raise _fail("log.truncated", f"the decision log is empty but its head records {head['records']} record(s)",
+                            hint, file=self.path)
+            return 0, GENESIS
+        os.lseek(self._fd, size - 1, os.SEEK_SET)
+        if os.read(self._fd, 1) != b"\n":
+            raise _fail("log.torn_tail", "the decision log ends in an incomplete record (an interrupted write)",
+                        f"run `hma-policy log verify {self.path} --repair`", file=self.path)
+        try:
+            last = json.loads(_last_line(self._fd, size))
+            seq, last_hash = last["seq"], last["hash"]
+            if not isinstance(seq, int) or not isinstance(last_hash, str):
+                raise ValueError
+        except (ValueError, KeyError, TypeError):
+            raise _fail("log.malformed", "the last record of the decision log is not a decision record", hint,
+                        file=self.path) from None
+        if head is not None and head["records"] > seq + 1:
+            raise _fail("log.truncated", f"the decision log ends at seq {seq} but its head records {head['records']} record(s)",
+                        hint, file=self.path)
+        return seq + 1, last_hash
+
+    def append(self, decision: Any, *, source: str | None = None, document: Any = None,
+               digest: str | None = None) -> dict[str, Any]:
+        """Append the record of one decision (a Decision, or its ``to_dict()``)
+        and make it durable. ``document`` is the input as read; its digest is
+        computed unless ``digest`` is given. Returns the record written."""
+        if self._fd < 0:
+            raise _fail("log.closed", "the decision log is closed", file=self.path)
+        d = decision.to_dict() if hasattr(decision, "to_dict") else decision
+        if digest is None and document is not None:
+            digest = input_digest(document)
+        logged, masked = (None, []) if document is None else mask(document, self.masking)
+        entry: dict[str, Any] = {"source": source, "digest": digest, "document": logged, "masked": masked}
+        if logged is not None and len(canonical(logged)) > self.max_document_bytes:
+            entry.update(document=None, masked=[], omitted=f"the document is larger than {self.max_document_bytes} bytes")
+        record = {
+            "v": FORMAT_VERSION,
+            "seq": self._seq,
+            "decision_id": self.new_id(),
+            "timestamp": _timestamp(self.clock()),
+            "tool": {"name": "hma-policy", "version": self.tool_version},
+            "policy": {"digest": d["policy"]["digest"]},
+            "input": entry,
+            "outcome": d["outcome"],
+            "hma_enabled": d["hma_enabled"],
+            "errors": [{"code": e["code"], "stage": e.get("stage"), "path": e["path"]} for e in d["errors"]],
+            "warnings": [w["code"] for w in d["warnings"]],
+            "reasons": list(d.get("reasons", [])),
+            "trace": list(d["trace"]),
+            "prev": self._last,
+        }
+        record["hash"] = _sha256(canonical(record))
+        try:
+            _write_all(self._fd, canonical(record) + b"\n")
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise _fail("log.write", f"cannot write the decision log: {exc.strerror or exc}", file=self.path) from None
+        self._seq += 1
+        self._last = record["hash"]
+        self._appended += 1
+        return record
+
+    def close(self) -> None:
+        """Write the head (the record count and last hash) and release the log."""
+        if self._fd < 0:
+            return
+        try:
+            if self._appended or not _head_path(self.path).exists():
+                _write_head(self.path, self._seq, self._last)
+        except OSError as exc:
+            raise _fail("log.write", f"cannot write the head file: {exc.strerror or exc}", file=self.path) from None
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> "DecisionLog":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+# -- verification -----------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class LogProblem:
+    """One finding of :func:`verify`; ``line`` is 1-based, ``seq`` the record's own."""
+
+    code: str
+    line: int | None
+    seq: int | None
+    message: str
+
+    def render(self) -> str:
+        where = f"line {self.line}" + (f" (seq {self.seq})" if self.seq is not None else "") if self.line else "log"
+        return f"{where}: {self.code}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """What :func:`verify` found. ``problems[0]`` names the first bad record."""
+
+    path: str
+    records: int
+    problems: tuple[LogProblem, ...]
+    notes: tuple[str, ...] = ()
+    last_hash: str = GENESIS
+    torn_bytes: int = 0
+    repaired: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def first_bad(self) -> LogProblem | None:
+        return self.problems[0] if self.problems else None
+
+    def render(self) -> str:
+        lines = []
+        if self.repaired:
+            lines.append(f"{self.path}: repaired: {self.repaired}")
+        if self.ok:
+            lines.append(f"{self.path}: intact: {self.records} record(s), last hash {self.last_hash}")
+        else:
+            first = self.problems[0]
+            lines.append(f"{self.path}: NOT intact: {len(self.problems)} problem(s); first bad record: {first.render()}")
+            lines += [f"  {p.render()}" for p in self.problems[1:]]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+@dataclass
+class _Line:
+    number: int
+    seq: int | None = None
+    prev: str | None = None
+    hash: str | None = None
+    hash_ok: bool = False
+    problem: LogProblem | None = None
+
+
+def _parse_line(number: int, raw: bytes) -> _Line:
+    line = _Line(number)
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        line.problem = LogProblem("log.malformed", number, None, "the line is not a JSON record")
+        return line
+    if not (isinstance(record, dict) and isinstance(record.get("seq"), int) and isinstance(record.get("prev"), str)
+            and isinstance(record.get("hash"), str)):
+        line.problem = LogProblem("log.malformed", number, None, "the line is not a decision record (seq, prev, hash)")
+        return line
+    line.seq, line.prev, line.hash = record["seq"], record["prev"], record["hash"]
+    claimed = record.pop("hash")
+    line.hash_ok = _sha256(canonical(record)) == claimed
+    return line
+
+
+def verify(path: str | Path) -> Verification:
+    """Check a decision log: every record's hash, the order of ``seq``, the
+    chain of ``prev``, the head, and a torn tail. Reads only. Raises
+    :class:`LogError` when the file cannot be read."""
+    path = Path(path)
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise _fail("log.open", f"cannot read the decision log: {exc.strerror or exc}", file=path) from None
+    lines: list[_Line] = []
+    torn: bytes = b""
+    with handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.endswith(b"\n"):
+                torn = raw
+                break
+            lines.append(_parse_line(number, raw[:-1]))
+    problems: list[LogProblem] = []
+    notes: list[str] = []
+    chain_ok = True
+    previous = GENESIS
+    for index, line in enumerate(lines):
+        if line.problem is not None:
+            problems.append(line.problem)
+            chain_ok = False
+            break
+        if not line.hash_ok:
+            problems.append(LogProblem("log.edited", line.number, line.seq, "the record does not match its hash: it was edited"))
+            chain_ok = False
+            break
+        if line.seq != index:
+            later = {other.seq: other.number for other in lines[index + 1:]}
+            if index in later:
+                message = (f"seq {line.seq} stands where seq {index} belongs, and seq {index} is at line {later[index]}: "
+                           "records were reordered")
+                problems.append(LogProblem("log.reordered", line.number, line.seq, message))
+            elif line.seq > index:  # type: ignore[operator]
+                missing = line.seq - index  # type: ignore[operator]
+                problems.append(LogProblem("log.deleted", line.number, line.seq, f"seq {index}"
+                                           + (f" to {line.seq - 1}" if missing > 1 else "")  # type: ignore[operator]
+                                           + f" {'is' if missing == 1 else 'are'} missing before it: "
+                                           f"{missing} record(s) deleted"))
+            else:
+                problems.append(LogProblem("log.reordered", line.number, line.seq, f"seq {line.seq} appears again after "
+                                           f"seq {index - 1}: a record was copied or moved"))
+            chain_ok = False
+            break
+        if line.prev != previous:
+            problems.append(LogProblem("log.chain", line.number, line.seq, "`prev` is not the hash of the record before it: "
+                                       "the record before it was replaced, or this one was inserted"))
+            chain_ok = False
+            break
+        previous = line.hash  # type: ignore[assignment]
+    complete = len(lines)
+    if torn:
+        problems.append(LogProblem("log.torn_tail", complete + 1, None, f"the last {len(torn)} byte(s) are an incomplete "
+                                   "record (a write was interrupted); `hma-policy log verify --repair` removes them"))
+    head, head_problem = _read_head(path)
+    if head_problem:
+        problems.append(LogProblem("log.head_invalid", None, None, head_problem))
+    elif chain_ok:
+        if head is None:
+            if complete:
+                problems.append(LogProblem("log.head_missing", None, None, f"the head file `{_head_path(path)}` is missing, "
+                                           "so records removed from the end cannot be detected"))
+        elif head["records"] > complete:
+            removed = head["records"] - complete
+            problems.append(LogProblem("log.truncated", complete or None, complete - 1 if complete else None,
+                                       f"the head records {head['records']} record(s) but the log holds {complete}: "
+                                       f"the last {removed} record(s) were removed"))
+        elif head["records"] and lines[head["records"] - 1].hash != head["last_hash"]:
+            at = lines[head["records"] - 1]
+            problems.append(LogProblem("log.head_mismatch", at.number, at.seq, "the record the head ends at has another hash: "
+                                       "the log was rewritten"))
+        elif complete > head["records"]:
+            notes.append(f"{complete - head['records']} record(s) after the head: written after the head was last "
+                         "updated (an interrupted writer); the chain holds them")
+    last = lines[-1].hash if lines and chain_ok else GENESIS
+    return Verification(str(path), complete, tuple(problems), tuple(notes), last or GENESIS, len(torn))
+
+
+def repair(path: str | Path) -> Verification:
+    """Repair a torn tail, and only that: an interrupted last record is
+    completed when it is whole and chains on, else removed; the head is then
+    rewritten. Any other problem is left as it is (and reported)."""
+    path = Path(path)
+    found = verify(path)
+    if not found.torn_bytes:
+        return found
+    others = [p for p in found.problems if p.code != "log.torn_tail"]
+    if others:
+        return found
+    fd = os.open(path, os.O_RDWR)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        os.lseek(fd, size - found.torn_bytes, os.SEEK_SET)
+        tail = os.read(fd, found.torn_bytes)
+        whole = _parse_line(found.records + 1, tail)
+        if whole.problem is None and whole.hash_ok and whole.seq == found.records and whole.prev == found.last_hash:
+            os.lseek(fd, 0, os.SEEK_END)
+            _write_all(fd, b"\n")
+            action = f"completed the last record (seq {whole.seq}), which was whole but lacked its newline"
+            records, last = found.records + 1, whole.hash
+        else:
+            os.ftruncate(fd, size - found.torn_bytes)
+            action = f"removed {found.torn_bytes} byte(s) of an incomplete record after line {found.records}"
+            records, last = found.records, found.last_hash
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _write_head(path, records, last or GENESIS)
+    result = verify(path)
+    return Verification(result.path, result.records, result.problems, result.notes, result.last_hash, result.torn_bytes, action)
