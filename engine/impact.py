@@ -118,29 +118,29 @@ class Impact:
         }
 
 
-def _cause(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
-    """The first step, in evaluation order, that differs: the root of the change.
+def _cause(before: dict[str, Any], after: dict[str, Any], base_steps: set, head_steps: set) -> dict[str, Any] | None:
+    """The first step, in evaluation order, where the two runs part: the root of the change.
 
-    Steps are aligned by (ruleset, node, step): where the two runs first part,
-    a step present on one side only was added or removed by the change.
+    A step that only one policy defines was added or removed by the change
+    (``base_steps``/``head_steps``: the (ruleset, step) names each defines);
+    otherwise the step's rule or value changed.
     """
     b_steps, a_steps = before["steps"], after["steps"]
-    b_keys = {s[:3] for s in b_steps}
-    a_keys = {s[:3] for s in a_steps}
     side = lambda s: {"rule": s[3], "value": s[4]}  # noqa: E731
     for i in range(max(len(b_steps), len(a_steps))):
         b = b_steps[i] if i < len(b_steps) else None
         a = a_steps[i] if i < len(a_steps) else None
         if b == a:
             continue
-        if b is not None and b[:3] not in a_keys:
-            return {"ruleset": b[0], "node": b[1], "step": b[2], "before": side(b), "after": None}
-        if a is not None and a[:3] not in b_keys:
+        if a is not None and (a[0], a[2]) not in base_steps:
             return {"ruleset": a[0], "node": a[1], "step": a[2], "before": None, "after": side(a)}
+        if b is not None and (b[0], b[2]) not in head_steps:
+            return {"ruleset": b[0], "node": b[1], "step": b[2], "before": side(b), "after": None}
         step = a if a is not None else b
         other = next((s for s in b_steps if s[:3] == step[:3]), None)
+        now = next((s for s in a_steps if s[:3] == step[:3]), None)
         return {"ruleset": step[0], "node": step[1], "step": step[2],
-                "before": side(other) if other else None, "after": side(a) if a is not None else None}
+                "before": side(other) if other else None, "after": side(now) if now else None}
     return None
 
 
@@ -148,6 +148,8 @@ def impact(base_policy: Any, head_policy: Any, paths: Iterable[str], *, base_nam
     report = Impact(base=f"{base_name} ({base_policy.digest[:19]})", head=f"{head_name} ({head_policy.digest[:19]})")
     fired_base: set[str] = set()
     fired_head: set[str] = set()
+    base_steps = {(name, s.name) for name, steps in base_policy._model.steps.items() for s in steps}
+    head_steps = {(name, s.name) for name, steps in head_policy._model.steps.items() for s in steps}
     for path in corpus_files(paths):
         source = str(path)
         try:
@@ -167,7 +169,7 @@ def impact(base_policy: Any, head_policy: Any, paths: Iterable[str], *, base_nam
         fired_head.update(after.get("trace", ()))
         keys = ("outcome", "hma_enabled", "error", "warnings")
         if any(before[k] != after[k] for k in keys):
-            report.changes.append(Change(source, before, after, _cause(before, after)))
+            report.changes.append(Change(source, before, after, _cause(before, after, base_steps, head_steps)))
     base_rules = {r.id for steps in base_policy._model.steps.values() for s in steps for r in s.rules}
     head_rules = {r.id for steps in head_policy._model.steps.values() for s in steps for r in s.rules}
     report.dead = sorted((fired_base - fired_head) & head_rules)
