@@ -297,7 +297,7 @@ def test_shadowed_rule_is_named(broken):
     model, report, policy = broken
     (finding,) = _errors(report, "verify.shadowed")
     assert finding.rules == ("model.swa_promoted",)
-    assert (finding.file, finding.path) == ("decision.yaml", "/steps/9/rules/1")
+    assert (finding.file, finding.path) == ("decision.yaml", "/steps/8/rules/1")
     assert finding.message == ("rule `model.swa_promoted` never fires: an earlier rule of step "
                                "`swa_promotion` always wins where it matches")
     # Where it matches, the inserted rule wins:
@@ -347,7 +347,7 @@ def test_rules_check_fails_on_the_broken_copy(background, broken):
     for text in (
         "decision.yaml: verify.conflict: rules `need_disable.platform` and `need_disable.connector` both match (hit policy unique) (at /steps/5)",
         "decision.yaml: verify.gap: no rule of step `hma` matches and it has no default (at /steps/6)",
-        "decision.yaml: verify.shadowed: rule `model.swa_promoted` never fires: an earlier rule of step `swa_promotion` always wins where it matches (at /steps/9/rules/1)",
+        "decision.yaml: verify.shadowed: rule `model.swa_promoted` never fires: an earlier rule of step `swa_promotion` always wins where it matches (at /steps/8/rules/1)",
         "decision.yaml: verify.unreachable: rule `site.contradiction` never matches any reachable combination of facts (at /steps/6/rules/0)",
     ):
         assert text in lines
