@@ -157,25 +157,26 @@ def bench_latency(quick: bool) -> list[dict]:
         text = json.dumps(doc)
         for _ in range(20):
             policy.decide(doc)
-        warm = samples(lambda: policy.decide(doc), warm_n)
+        n = max(30, warm_n // max(1, nodes // 10))  # fewer samples for the big trees
+        warm = samples(lambda: policy.decide(doc), n)
         # Warm over distinct documents of the same shape: the decision cache
         # misses, the step memo answers (a fleet of similar deployments).
-        variants = [json.loads(text) for _ in range(min(warm_n, 2000))]
+        variants = [json.loads(text) for _ in range(min(n, 2000))]
         for i, v in enumerate(variants):
             v["kv_transfer_config"]["engine_id"] = f"e{i}"
-        it = iter(variants * (warm_n // len(variants) + 1))
-        distinct = samples(lambda: policy.decide(next(it)), warm_n)
+        it = iter(variants * (n // len(variants) + 1))
+        distinct = samples(lambda: policy.decide(next(it)), n)
         cold = []
         for _ in range(cold_n):
             fresh = hma_policy.load_policy()
             cold += samples(lambda: fresh.decide(doc), 1)
             fresh.close()
         ktc = doc["kv_transfer_config"]
-        base_supports = samples(lambda: vllm_supports_hma_config(ktc), warm_n)
-        base_block = samples(lambda: vllm_decide(doc), warm_n)
-        parse_json = samples(lambda: json.loads(text), warm_n)
-        parse_orjson = samples(lambda: orjson.loads(text), warm_n) if orjson else []
-        validate = samples(lambda: schema_validator.is_valid(doc), max(50, warm_n // 10))
+        base_supports = samples(lambda: vllm_supports_hma_config(ktc), n)
+        base_block = samples(lambda: vllm_decide(doc), n)
+        parse_json = samples(lambda: json.loads(text), n)
+        parse_orjson = samples(lambda: orjson.loads(text), n) if orjson else []
+        validate = samples(lambda: schema_validator.is_valid(doc), max(20, n // 10))
         rows.append({
             "case": name, "nodes": nodes,
             "warm_p50_us": statistics.median(warm), "warm_p99_us": pct(warm, 0.99),

@@ -149,7 +149,14 @@ class _Compiler:
         return lambda value: any(_is_type(value, kind) for kind in kinds)
 
     def k_enum(self, arg: list, schema: dict) -> Check:
-        return lambda value: any(_equal(value, option) for option in arg)
+        strings = frozenset(option for option in arg if isinstance(option, str))
+        others = [option for option in arg if not isinstance(option, str)]
+
+        def check(value: Any) -> bool:
+            if type(value) is str:
+                return value in strings
+            return any(_equal(value, option) for option in others)
+        return check
 
     def k_const(self, arg: Any, schema: dict) -> Check:
         return lambda value: _equal(value, arg)

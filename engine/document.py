@@ -140,7 +140,10 @@ def _check_values(document: Any, limits: Limits) -> bool:
         value, depth = stack.pop()
         count += 1
         kind = type(value)
-        if kind is dict or isinstance(value, Mapping):
+        if kind is str:
+            if len(value) > max_string:
+                _breach(document, limits, "string")
+        elif kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
             plain = plain and kind is dict
             if depth >= max_depth and value:  # its children would be too deep
                 _breach(document, limits, "depth")
@@ -154,9 +157,6 @@ def _check_values(document: Any, limits: Limits) -> bool:
                 _breach(document, limits, "depth")
             for item in value:
                 stack.append((item, depth + 1))
-        elif kind is str:
-            if len(value) > max_string:
-                _breach(document, limits, "string")
         elif value is None or kind is bool or kind is float:
             pass  # any float, NaN included, is opaque data: none reaches the rule runtime
         elif kind is int or isinstance(value, int) and not isinstance(value, bool):

@@ -45,6 +45,7 @@ def _render(template: str, facts: Mapping[str, Any]) -> str:
 class _Template:
     entries: tuple  # (StepDef, Rule | None, value) per step evaluated
     values: dict[str, Any]
+    reasons: dict[str, str]  # rendered from facts only, so shared by every use
 
 
 @dataclass
@@ -155,7 +156,8 @@ class Evaluator:
             entries.append((step, rule, value))
             if halt_on_error and rule is not None and rule.error:
                 break
-        template = _Template(tuple(entries), {step.name: value for step, _, value in entries})
+        reasons = {step.name: _render(rule.reason, scratch) for step, rule, _ in entries if rule is not None and rule.reason}
+        template = _Template(tuple(entries), {step.name: value for step, _, value in entries}, reasons)
         if key is not None:
             if len(self._templates) >= _MEMO_LIMIT:
                 self._templates.clear()
@@ -173,8 +175,8 @@ class Evaluator:
             if rule is None:
                 continue
             run.fired[step.name] = rule
-            if rule.reason:
-                run.reasons[step.name] = _render(rule.reason, facts)
+            if step.name in template.reasons:
+                run.reasons[step.name] = template.reasons[step.name]
             if rule.warning:
                 run.warnings.append(self._problem(rule.warning, rule, facts, base, "warning"))
             if rule.error:
