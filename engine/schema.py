@@ -147,6 +147,8 @@ def _types(schema: Any, root: dict[str, Any]) -> list[str]:
         return []
     if "$ref" in schema:
         return _types(_resolve_local(root, schema["$ref"]), root)
+    if "anyOf" in schema or "oneOf" in schema:
+        return [t for branch in schema.get("anyOf", schema.get("oneOf")) for t in _types(branch, root)]
     kind = schema.get("type")
     return [kind] if isinstance(kind, str) else list(kind or [])
 
