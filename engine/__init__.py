@@ -15,8 +15,9 @@ Public API: :func:`decide`, :func:`load_policy`, :func:`supports_hma`,
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
@@ -59,6 +60,7 @@ class Policy:
         self._cache: OrderedDict[tuple, Decision | InputError] = OrderedDict()
         self._cache_size = cache_size if memo else 0
         self._cache_lock = threading.Lock()
+        _POLICIES.add(self)
 
     @property
     def digest(self) -> str:
@@ -138,16 +140,33 @@ def load_policy(rules_dir: str | Path | None = None, *, memo: bool = True) -> Po
 
 
 _MAX_KEY = 4096
+_POLICIES: "weakref.WeakSet[Policy]" = weakref.WeakSet()
+
+
+def _reset_cache_locks() -> None:
+    # A fork copies locks as they are: one held by another thread would never
+    # be released in the child.
+    for policy in list(_POLICIES):
+        policy._cache_lock = threading.Lock()
+    global _DEFAULT_LOCK
+    _DEFAULT_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reset_cache_locks)
 
 
 def _cache_key(document: Any, limits: Limits) -> tuple | None:
-    """The JSON text of a plain document (None: do not cache it). Key order is
-    kept: it decides which of two spellings of one key a duplicate error names."""
-    if not isinstance(document, Mapping):
+    """The repr of a plain document (None: do not cache it).
+
+    repr, not JSON: it tells 1 from "1" as a key, True from 1, a tuple from a
+    list, so two documents share an entry only when they are the same data.
+    Key order is kept: it decides which spelling a duplicate error names.
+    """
+    if type(document) is not dict:
         return None
     try:
-        text = json.dumps(document, separators=(",", ":"), allow_nan=True)
-    except (TypeError, ValueError, RecursionError):
+        text = repr(document)
+    except (RecursionError, ValueError):
         return None
     if len(text) > _MAX_KEY:
         # Long documents are keyed by a digest of their text, not the text itself.

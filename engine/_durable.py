@@ -151,10 +151,27 @@ class RuleRuntime:
 _LIVE: "weakref.WeakSet[RuleRuntime]" = weakref.WeakSet()
 
 
-def _after_fork() -> None:
-    # A lock held by another thread at fork time would stay held in the child.
+_FORK_HELD: list[threading.Lock] = []
+
+
+def _before_fork() -> None:
+    # Take every runtime's lock, so that no thread is half-way through a
+    # decision (a live session in the C core) when the process is copied.
+    for runtime in sorted(list(_LIVE), key=id):
+        runtime._lock.acquire()
+        _FORK_HELD.append(runtime._lock)
+
+
+def _after_fork_parent() -> None:
+    while _FORK_HELD:
+        _FORK_HELD.pop().release()
+
+
+def _after_fork_child() -> None:
+    while _FORK_HELD:
+        _FORK_HELD.pop()
     for runtime in list(_LIVE):
         runtime._lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_after_fork)
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent, after_in_child=_after_fork_child)

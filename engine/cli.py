@@ -337,7 +337,7 @@ def _test(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
         covered = len(suite.rules) - len(suite.uncovered)
         reg_covered = sum(r in suite.fired for r in suite.registry_rules)
         lines.append(f"coverage: {suite.coverage:.1f}% of rules ({covered}/{len(suite.rules)}); "
-                     f"registry entries {reg_covered}/{len(suite.registry_rules)}")
+                     f"registry lookups {reg_covered}/{len(suite.registry_rules)}")
         if suite.uncovered:
             lines.append("not exercised: " + ", ".join(suite.uncovered))
     if ran == 0:

@@ -187,7 +187,7 @@ def render(report: Impact) -> str:
         b, a = change.before, change.after
         lines.append(f"{change.source}: {b['outcome']} -> {a['outcome']} (hma_enabled {json.dumps(b['hma_enabled'])} -> {json.dumps(a['hma_enabled'])})")
         if b["error"] != a["error"]:
-            lines.append(f"    error: {b['error']} -> {a['error']}")
+            lines.append(f"    error: {json.dumps(b['error'])} -> {json.dumps(a['error'])}")
         gone = [w for w in b["warnings"] if w not in a["warnings"]]
         added = [w for w in a["warnings"] if w not in b["warnings"]]
         if gone or added:

@@ -296,6 +296,9 @@ def _check_rule(rule: Rule, known: dict[str, dict[str, Any]], file: _File, error
             elif rule.ruleset != "node" and at and not at.startswith("/"):
                 yield _problem(file, "rules.bad_at", f"`at` of rule `{rule.id}` must be a JSON Pointer starting with `/`, not `{at}`",
                                rule.path + f"/{kind}/at")
+    if rule.ruleset == "offloading" and rule.error and rule.error.get("stage", "config") != "config":
+        yield _problem(file, "rules.bad_stage", f"error of rule `{rule.id}` must have stage `config`",
+                       rule.path + "/error/stage", "the offloading shorthand runs inside VllmConfig, before any connector exists")
     if rule.ruleset != "node" and rule.error and "stage" not in rule.error:
         yield _problem(file, "rules.missing_stage", f"error of rule `{rule.id}` needs a `stage` (config or connector)",
                        rule.path + "/error", "config: VllmConfig rejects the configuration; connector: start-up fails")

@@ -28,12 +28,14 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
 class YamlProblem(Exception):
     """A YAML text that cannot be read as JSON data; ``line``/``column`` are 1-based."""
 
-    def __init__(self, message: str, line: int | None = None, column: int | None = None, *, limit: bool = False):
+    def __init__(self, message: str, line: int | None = None, column: int | None = None, *,
+                 limit: bool = False, duplicate: bool = False):
         super().__init__(message)
         self.message = message
         self.line = line
         self.column = column
         self.limit = limit
+        self.duplicate = duplicate
 
 
 class _Resolver(yaml.resolver.Resolver):
@@ -126,7 +128,8 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, 
                     if not isinstance(value, str):
                         raise YamlProblem(f"mapping keys must be strings, got `{event.value}`", mark.line + 1, mark.column + 1)
                     if value in top[0]:
-                        raise YamlProblem(f"key `{value}` appears twice in one mapping", mark.line + 1, mark.column + 1)
+                        raise YamlProblem(f"key `{value}` appears twice in one mapping", mark.line + 1, mark.column + 1,
+                                          duplicate=True)
                     top[2] = value
                     continue
                 _place(stack, value, where, marks, (mark.line + 1, mark.column + 1))

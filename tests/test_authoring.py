@@ -101,7 +101,7 @@ def test_coverage_of_the_bundled_tests_is_complete():
     result = hma("test", "--coverage")
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert f"coverage: 100.0% of rules ({total}/{total}); registry entries {n}/{n}" in lines
+    assert f"coverage: 100.0% of rules ({total}/{total}); registry lookups {n}/{n}" in lines
     assert not any(line.startswith("not exercised") for line in lines)
 
 
@@ -116,7 +116,7 @@ def test_threshold_above_the_achievable_coverage_fails():
     result = hma("test", str(TESTS / "registry.yaml"), "--threshold", "90")
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    match = next(re.fullmatch(r"coverage: ([0-9.]+)% of rules \((\d+)/(\d+)\); registry entries (\d+)/(\d+)", line)
+    match = next(re.fullmatch(r"coverage: ([0-9.]+)% of rules \((\d+)/(\d+)\); registry lookups (\d+)/(\d+)", line)
                  for line in lines if line.startswith("coverage: "))
     assert match, lines
     percent, covered, total = float(match[1]), int(match[2]), int(match[3])
