@@ -108,26 +108,38 @@ class RuleRuntime:
 
     def fire(self, event: dict[str, Any]) -> str:
         """Post one event and return the name of the rule whose action ran."""
-        check_event(event)
-        message = dict(event)
-        message["sid"] = _SESSION
-        message["id"] = _EVENT_ID
-        payload = json.dumps(message, ensure_ascii=False, allow_nan=False)
+        return self.fire_many([event])[0]
+
+    def fire_many(self, events: list[dict[str, Any]]) -> list[str]:
+        """Post independent events in one batch; one rule name per event.
+
+        Every event carries its step's discriminator and every step ends in
+        a catch-all rule, so each event runs exactly one action (events are
+        consumed by their first action): the names come back one per event,
+        in activation order.
+        """
+        messages = []
+        for index, event in enumerate(events, start=1):
+            check_event(event)
+            message = dict(event)
+            message["sid"] = _SESSION
+            message["id"] = str(index)
+            messages.append(message)
+        payload = json.dumps(messages, ensure_ascii=False, allow_nan=False)
         with self._lock:
             if self._closed:
                 raise RuntimeFault("the policy was closed")
             try:
-                code, state = _dre.assert_event(self._handle, payload)
+                code, state = _dre.assert_events(self._handle, payload)
             except Exception as exc:
-                raise RuntimeFault(f"the rule runtime failed to take an event: {exc}") from None
+                raise RuntimeFault(f"the rule runtime failed to take the events: {exc}") from None
             if code != 0:
-                raise RuntimeFault(f"the rule runtime did not handle the event (code {code})")
-            fired: str | None = None
+                raise RuntimeFault(f"the rule runtime did not handle the events (code {code})")
+            fired: list[str] = []
             try:
                 result = _dre.start_action_for_state(self._handle, state)
                 while result:
-                    if fired is None:
-                        fired = _first_key(result[1])
+                    fired.append(_first_key(result[1]))
                     # The actions only record which rule ran: the session state
                     # is never changed, so there is nothing to write back.
                     following = _dre.complete_and_start_action(self._handle, state)
@@ -135,10 +147,10 @@ class RuleRuntime:
             finally:
                 # Deleting a state in which no action ran crashes the C core;
                 # every step has a catch-all rule, so an action always runs.
-                if fired is not None:
+                if fired:
                     _dre.delete_state(self._handle, _SESSION)
-            if fired is None:
-                raise RuntimeFault("no rule ran for the event")
+            if len(fired) != len(events):
+                raise RuntimeFault(f"{len(fired)} rules ran for {len(events)} events")
             return fired
 
     def close(self) -> None:

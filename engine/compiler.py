@@ -26,6 +26,7 @@ class Compiled:
     definition: dict[str, Any]
     rules: dict[str, Rule | None]          # durable rule name -> Rule (None: the step's default)
     step_keys: dict[tuple[str, str], str]  # (ruleset, step) -> discriminator
+    step_of: dict[str, tuple[str, str]]    # durable rule name -> (ruleset, step)
 
 
 def _term(fact: str, op: str, operand: Any) -> dict[str, Any]:
@@ -52,6 +53,7 @@ def compile_policy(model: PolicyModel) -> Compiled:
     definition: dict[str, Any] = {}
     table: dict[str, Rule | None] = {}
     keys: dict[tuple[str, str], str] = {}
+    step_of: dict[str, tuple[str, str]] = {}
     for ruleset, steps in model.steps.items():
         for step in steps:
             key = step_key(step)
@@ -61,7 +63,9 @@ def compile_policy(model: PolicyModel) -> Compiled:
                 terms = [{"t": key}] + [_term(*condition) for condition in rule.when]
                 definition[name] = {"all": [{"m": {"$and": terms}}], "pri": position}
                 table[name] = rule
+                step_of[name] = (ruleset, step.name)
             name = f"r{len(table)}"
             definition[name] = {"all": [{"m": {"t": key}}], "pri": DEFAULT_PRI}
             table[name] = None
-    return Compiled(definition, table, keys)
+            step_of[name] = (ruleset, step.name)
+    return Compiled(definition, table, keys, step_of)

@@ -74,6 +74,19 @@ class Evaluator:
         self._templates: dict[tuple, _Template] = {}
         self._registered = model.registered_names
         steps_named = {name: {s.name for s in steps} for name, steps in model.steps.items()}
+        # Steps of one level read only inputs and earlier levels' facts, so
+        # they can go to the rule runtime in one batch.
+        self._levels: dict[str, list[list[StepDef]]] = {}
+        for name, steps in model.steps.items():
+            level_of: dict[str, int] = {}
+            levels: list[list[StepDef]] = []
+            for step in steps:
+                level = 1 + max((level_of[f] for f in step.reads if f in level_of), default=-1)
+                level_of[step.name] = level
+                while len(levels) <= level:
+                    levels.append([])
+                levels[level].append(step)
+            self._levels[name] = levels
         self._inputs = {
             name: tuple(dict.fromkeys(f for s in steps for f in s.reads if f not in steps_named[name]))
             for name, steps in model.steps.items()
@@ -102,6 +115,56 @@ class Evaluator:
                 self._memo.clear()
             self._memo[memo_key] = name
         return self.compiled.rules[name]
+
+    def _event(self, step: StepDef, facts: Mapping[str, Any]) -> dict[str, Any]:
+        event: dict[str, Any] = {"t": self.compiled.step_keys[(step.ruleset, step.name)]}
+        for fact in step.reads:
+            value = facts[fact]
+            event[fact] = list(value) if isinstance(value, (list, tuple)) else value
+        return event
+
+    def _fire_levels(self, ruleset: str, scratch: dict[str, Any]) -> dict[str, Rule | None]:
+        """The rule each step of ``ruleset`` picks, level by level; each
+        level's unmemoised steps go to the rule runtime in one batch.
+
+        ``scratch`` receives every step's value (later levels read them). A
+        step without a default whose catch-all ran gets None, which the
+        caller turns into a gap.
+        """
+        chosen: dict[str, Rule | None] = {}
+        for level in self._levels[ruleset]:
+            pending: list[tuple[StepDef, dict[str, Any], tuple | None]] = []
+            for step in level:
+                event = self._event(step, scratch)
+                memo_key = None
+                if self.memo_enabled:
+                    memo_key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in event.items())
+                    name = self._memo.get(memo_key)
+                    if name is not None:
+                        chosen[step.name] = self.compiled.rules[name]
+                        continue
+                pending.append((step, event, memo_key))
+            if pending:
+                try:
+                    names = self.runtime.fire_many([event for _, event, _ in pending])
+                except RuntimeFault as exc:
+                    raise EvaluationError([Problem("engine.fault", str(exc))]) from None
+                by_step = {self.compiled.step_of[name][1]: name for name in names}
+                if len(by_step) != len(pending):
+                    raise EvaluationError([Problem("engine.fault", "the rule runtime answered for the wrong steps")])
+                for step, _, memo_key in pending:
+                    name = by_step[step.name]
+                    if memo_key is not None:
+                        if len(self._memo) >= _MEMO_LIMIT:
+                            self._memo.clear()
+                        self._memo[memo_key] = name
+                    chosen[step.name] = self.compiled.rules[name]
+            for step in level:
+                rule = chosen[step.name]
+                if rule is None and step.default is None:
+                    return chosen  # a gap: later steps cannot be asked (the caller raises)
+                scratch[step.name] = step.default if rule is None else rule.value
+        return chosen
 
     def fire_uncached(self, step: StepDef, facts: Mapping[str, Any]) -> Rule | None:
         """The rule the runtime picks for ``facts``, bypassing the memo (for verification)."""
@@ -142,9 +205,10 @@ class Evaluator:
             if cached is not None:
                 return cached
         scratch = dict(facts)
+        chosen = self._fire_levels(ruleset, scratch)
         entries: list[tuple[StepDef, Rule | None, Any]] = []
         for step in self.model.steps[ruleset]:
-            rule = self._fire(step, scratch)
+            rule = chosen.get(step.name)
             if rule is None and step.default is None:
                 # `hma-policy rules verify` proves this unreachable for a checked policy.
                 gap = EvaluationError([Problem("policy.gap", f"no rule of step `{step.name}` matched and it has no default")])
