@@ -89,10 +89,14 @@ class Policy:
                 if isinstance(hit, InputError):
                     raise InputError(hit.problems)
                 return hit
+        spelled: dict[str, str] = {}
         try:
-            result: Decision | InputError = self._evaluator.decide(prepare(document, limits=limits))
+            result: Decision | InputError = self._evaluator.decide(prepare(document, limits=limits, spelled=spelled))
         except InputError as exc:
             result = exc
+        else:
+            if any(key != name for name, key in spelled.items()):
+                result = _respelled(result, spelled)
         if key is not None:
             with self._cache_lock:
                 self._cache[key] = result
@@ -137,6 +141,17 @@ def load_policy(rules_dir: str | Path | None = None, *, memo: bool = True) -> Po
     (sound because rules are pure functions of their facts).
     """
     return Policy(rules_dir, memo=memo)
+
+
+def _respelled(decision: Decision, spelled: dict[str, str]) -> Decision:
+    """The decision with its paths pointing into the document as spelled (kebab-case)."""
+    from dataclasses import replace
+
+    from .document import respell
+
+    fix = lambda items: tuple(replace(m, path=respell(m.path, spelled)) for m in items)  # noqa: E731
+    return replace(decision, errors=fix(decision.errors), warnings=fix(decision.warnings),
+                   connectors=fix(decision.connectors), _steps=[])
 
 
 _MAX_KEY = 4096

@@ -242,12 +242,16 @@ def _count_connectors(document: dict[str, Any], limits: Limits) -> None:
             stack.extend(extra["connectors"])
 
 
-def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
-    """The validated, normalised document, or :class:`InputError` listing every problem."""
+def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS, spelled: dict[str, str] | None = None) -> dict[str, Any]:
+    """The validated, normalised document, or :class:`InputError` listing every problem.
+
+    ``spelled``, when given, receives each top-level name as the document
+    spelled it (kebab-case or not), so that results can point into it.
+    """
     document = from_object(document)
     if not _check_values(document, limits):
         document = _to_plain(document)  # bounded: the walk above checked depth and size
-    spelled: dict[str, str] = {}
+    spelled = {} if spelled is None else spelled
     document = _normalise(document, limits, spelled)
     _check_values(document, limits)  # JSON strings were expanded
     _count_connectors(document, limits)
@@ -261,12 +265,18 @@ def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]
     return document
 
 
-def _respell(problem: Problem, spelled: Mapping[str, str]) -> Problem:
-    head, sep, rest = problem.path[1:].partition("/")
+def respell(path: str, spelled: Mapping[str, str]) -> str:
+    """``path`` with its first segment as the document spelled it."""
+    head, sep, rest = path[1:].partition("/")
     original = spelled.get(head)
-    if not problem.path or original is None or original == head:
-        return problem
-    return Problem(problem.code, problem.message, pointer([original]) + (sep + rest if sep else ""), problem.hint)
+    if not path or original is None or original == head:
+        return path
+    return pointer([original]) + (sep + rest if sep else "")
+
+
+def _respell(problem: Problem, spelled: Mapping[str, str]) -> Problem:
+    path = respell(problem.path, spelled)
+    return problem if path == problem.path else Problem(problem.code, problem.message, path, problem.hint)
 
 
 def _public_fields(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:

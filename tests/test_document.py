@@ -245,8 +245,9 @@ KEBAB_CASES = [
 def test_kebab_case_top_level_keys_behave_like_snake_case(kebab, snake, value, rest):
     by_kebab = decide({**rest, kebab: value})
     by_snake = decide({**rest, snake: value})
-    assert by_kebab == by_snake
-    assert by_kebab.to_dict() == by_snake.to_dict()
+    # The same decision, with its paths pointing into each document as spelled.
+    as_snake = json.loads(json.dumps(by_kebab.to_dict()).replace(f'"/{kebab}', f'"/{snake}'))
+    assert as_snake == by_snake.to_dict()
     if snake != "kv_events_config":  # the only one that plays no role in 0.33.0
         assert by_kebab.to_dict() != decide(rest).to_dict(), "the kebab-case key was ignored"
 
