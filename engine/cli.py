@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from . import __version__, load_policy
 from .decision import Decision, input_error_decision
 from .document import prepare, read_document
-from .errors import HMAPolicyError, InputError, PolicyError
+from .errors import HMAPolicyError, InputError, PolicyError, printable
 
 EXIT_OK, EXIT_REJECTED, EXIT_INVALID = 0, 1, 2
 
@@ -90,7 +90,9 @@ def render_text(decision: Decision, *, source: str = "") -> str:
         out.append("connectors:")
         out += _tree(decision)
     out.append(f"policy: {decision.policy_digest}")
-    return "\n".join(out)
+    # Messages carry user values: escape control characters so no document
+    # can forge lines or move the cursor on the reader's terminal.
+    return "\n".join(printable(line) for line in out)
 
 
 def render_explain(decision: Decision) -> str:
@@ -101,7 +103,7 @@ def render_explain(decision: Decision) -> str:
         facts = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in step.facts)
         out.append(f"  [{step.ruleset}{where}] {step.step} = {json.dumps(step.value)}  <- {rule}" + (f"  ({facts})" if facts else ""))
     out.append("trace: " + " ".join(decision.trace))
-    return "\n".join(out)
+    return "\n".join(printable(line) for line in out)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -425,6 +427,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = {"validate": _validate, "rules": _rules, "test": _test, "diff": _diff, "audit": _audit,
                    "log": _log}.get(args.command, _decide)
         code, text = handler(args, sys.stdin)
+        # A lone surrogate from a document cannot be written as UTF-8: escape it.
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
         try:
             print(text, file=stdout)
             stdout.flush()

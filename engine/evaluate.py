@@ -24,7 +24,11 @@ from .policy import PolicyModel, Rule, StepDef
 __all__ = ["Evaluator", "EvaluationError"]
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_MEMO_LIMIT = 65_536
+# Bounds on the step memo and the ruleset templates: enough for the fact
+# combinations a fleet produces, small enough to keep memory flat over millions
+# of distinct documents (each is cleared when full).
+_MEMO_LIMIT = 16_384
+_TEMPLATE_LIMIT = 4_096
 
 
 class EvaluationError(HMAPolicyError):
@@ -223,7 +227,7 @@ class Evaluator:
         reasons = {step.name: _render(rule.reason, scratch) for step, rule, _ in entries if rule is not None and rule.reason}
         template = _Template(tuple(entries), {step.name: value for step, _, value in entries}, reasons)
         if key is not None:
-            if len(self._templates) >= _MEMO_LIMIT:
+            if len(self._templates) >= _TEMPLATE_LIMIT:
                 self._templates.clear()
             self._templates[key] = template
         return template

@@ -74,6 +74,8 @@ def _int_switch(env: Mapping[str, Any], name: str, default: bool) -> bool:
     value = env[name]
     if isinstance(value, bool):
         return value
+    if isinstance(value, float):  # the schema admits integral floats only (1.0, 1e16)
+        return bool(int(value))
     return bool(int(str(value).strip()))
 
 

@@ -68,7 +68,9 @@ def _scalar(event: yaml.ScalarEvent) -> Any:
         raise YamlProblem(f"the tag `{tag}` is not allowed; only JSON types can be read", mark.line + 1, mark.column + 1)
     node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
     try:
-        return _CONSTRUCTOR.construct_object(node)
+        # The tag's constructor directly: construct_object would remember
+        # every node in the shared constructor, for ever.
+        return _CONSTRUCTOR.yaml_constructors[tag](_CONSTRUCTOR, node)
     except ValueError:  # Python's limit on the digits of an integer
         mark = event.start_mark
         raise YamlProblem("a number has too many digits", mark.line + 1, mark.column + 1, limit=True) from None

@@ -1,0 +1,193 @@
+"""Input limits: each bound of hma_policy.Limits ends in InputError
+``input.limit`` at the JSON Pointer of the offending element, just past the
+bound, and is not hit just below it; at the default bounds too, for the ones
+that are cheap to reach. No limit ends in RecursionError, MemoryError or a
+hang (engine/document.py walks documents iteratively before anything
+recursive sees them).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hma_policy
+from hma_policy import Limits
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULTS = Limits()
+
+
+@pytest.fixture(scope="module")
+def policy():
+    p = hma_policy.load_policy(None)
+    yield p
+    p.close()
+
+
+def C(name="NixlConnector", **extra):
+    return {"kv_connector": name, "kv_role": "kv_both", **extra}
+
+
+def M(*children):
+    return {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {"connectors": list(children)}}
+
+
+def limit_problem(policy, doc, limits=DEFAULTS):
+    with pytest.raises(hma_policy.InputError) as info:
+        policy.decide(doc, limits=limits)
+    problems = info.value.problems
+    assert [p.code for p in problems] == ["input.limit"], problems
+    return problems[0]
+
+
+def nested_metadata(depth):
+    """A document whose deepest value sits ``depth`` levels below the document."""
+    value = 1
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return {"metadata": value}
+
+
+def test_documented_defaults():
+    # README/docs/decision.md: 64 MiB, nesting depth 96, 2,000,000 values,
+    # a 16 MiB string, 10,000 connectors.
+    assert (DEFAULTS.max_bytes, DEFAULTS.max_depth, DEFAULTS.max_values, DEFAULTS.max_string_length,
+            DEFAULTS.max_connectors) == (64 * 1024 * 1024, 96, 2_000_000, 16 * 1024 * 1024, 10_000)
+
+
+def test_depth_bound(policy):
+    policy.decide(nested_metadata(DEFAULTS.max_depth))
+    problem = limit_problem(policy, nested_metadata(DEFAULTS.max_depth + 1))
+    assert problem.path == "/metadata" + "/a" * DEFAULTS.max_depth  # the first value past the bound
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_very_deep_documents_are_refused_without_recursion(policy, depth):
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    problem = limit_problem(policy, {"metadata": value})
+    assert problem.path.startswith("/metadata/0/0")
+
+
+def test_depth_bound_is_configurable(policy):
+    small = Limits(max_depth=5)
+    policy.decide(nested_metadata(5), limits=small)
+    assert limit_problem(policy, nested_metadata(6), small).path == "/metadata/a/a/a/a/a"
+
+
+def test_string_bound(policy):
+    small = Limits(max_string_length=100)
+    policy.decide({"metadata": {"x": "x" * 100}}, limits=small)
+    assert limit_problem(policy, {"metadata": {"x": "x" * 101}}, small).path == "/metadata/x"
+    # Connector names have their own, smaller schema bound (1,024): input.schema, not a limit.
+    with pytest.raises(hma_policy.InputError) as info:
+        policy.decide({"kv_transfer_config": C("N" * 1025)})
+    assert info.value.problems[0].code == "input.schema"
+
+
+def test_string_bound_at_the_default(policy):
+    big = DEFAULTS.max_string_length
+    policy.decide({"metadata": {"x": "x" * big}})
+    assert limit_problem(policy, {"metadata": {"x": "x" * (big + 1)}}).path == "/metadata/x"
+
+
+def test_values_bound(policy):
+    small = Limits(max_values=50)
+    policy.decide({"metadata": {"x": list(range(40))}}, limits=small)
+    problem = limit_problem(policy, {"metadata": {"x": list(range(60))}}, small)
+    assert problem.path == ""
+
+
+def test_values_bound_at_the_default(policy):
+    many = [0] * DEFAULTS.max_values
+    assert limit_problem(policy, {"metadata": {"x": many}}).code == "input.limit"
+
+
+def test_connector_bound(policy):
+    small = Limits(max_connectors=10)
+    assert policy.decide({"kv_transfer_config": M(*[C() for _ in range(9)])}, limits=small).outcome == "enabled"
+    problem = limit_problem(policy, {"kv_transfer_config": M(*[C() for _ in range(10)])}, small)
+    assert problem.path == "/kv_transfer_config"
+
+
+def test_connector_bound_at_the_default(policy):
+    n = DEFAULTS.max_connectors
+    wide = {"kv_transfer_config": M(*[C() for _ in range(n - 1)])}
+    assert policy.decide(wide).outcome == "enabled"
+    nested = {"kv_transfer_config": M(*[M(*[C() for _ in range(99)]) for _ in range(102)])}
+    assert limit_problem(policy, nested).path == "/kv_transfer_config"
+
+
+def test_connector_bound_counts_nested_json_strings(policy):
+    # A kv_transfer_config given as a JSON string is expanded, then bounded.
+    small = Limits(max_connectors=10)
+    doc = {"kv-transfer-config": json.dumps(M(*[C() for _ in range(20)]))}
+    assert limit_problem(policy, doc, small).code == "input.limit"
+
+
+def test_integer_bits(policy):
+    policy.decide({"metadata": {"x": 2**1023}})
+    assert limit_problem(policy, {"metadata": {"x": 2**1024}}).path == "/metadata/x"
+    assert limit_problem(policy, {"metadata": {"x": -(2**1100)}}).path == "/metadata/x"
+
+
+def test_integers_beyond_a_fields_range_are_schema_errors(policy):
+    with pytest.raises(hma_policy.InputError) as info:
+        policy.decide({"kv_transfer_config": C(kv_port=2**63)})
+    assert [(p.code, p.path) for p in info.value.problems] == [("input.schema", "/kv_transfer_config/kv_port")]
+
+
+def test_json_string_fields_are_bounded(policy):
+    small = Limits(max_bytes=1000)
+    doc = {"kv_transfer_config": json.dumps(C(engine_id="e" * 2000))}
+    assert limit_problem(policy, doc, small).path == "/kv_transfer_config"
+
+
+def test_json_string_fields_nested_too_deeply(policy):
+    doc = {"kv_transfer_config": "[" * 100_000 + "]" * 100_000}
+    problem = limit_problem(policy, doc)
+    assert problem.path == "/kv_transfer_config"
+
+
+def run_cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "hma_policy", *args], input=stdin, capture_output=True,
+                          timeout=120, cwd=ROOT)
+
+
+def test_file_size_bound_through_the_cli(tmp_path):
+    path = tmp_path / "big.json"
+    with path.open("wb") as handle:
+        handle.write(b'{"metadata": {"x": "')
+        handle.write(b"x" * DEFAULTS.max_bytes)
+        handle.write(b'"}}')
+    result = run_cli("decide", str(path), "--format", "json")
+    assert result.returncode == 2, result.stderr
+    decision = json.loads(result.stdout)
+    assert [(e["code"], e["stage"], e["path"]) for e in decision["errors"]] == [("input.limit", "input", "")]
+
+
+def test_stdin_size_bound_through_the_cli():
+    result = run_cli("decide", "-", "--format", "json", stdin=b" " * (DEFAULTS.max_bytes + 1))
+    assert result.returncode == 2
+    assert json.loads(result.stdout)["errors"][0]["code"] == "input.limit"
+
+
+@pytest.mark.parametrize("text, what", [
+    (b"[" * 200_000, "JSON"),
+    (b"metadata: " + b"[" * 200_000, "YAML flow"),
+    (b'{"kv_offloading_size": ' + b"9" * 10_000 + b"}", "JSON digits"),
+    (b"kv_offloading_size: " + b"9" * 10_000, "YAML digits"),
+])
+def test_parser_bounds_through_the_cli(tmp_path, text, what):
+    path = tmp_path / ("doc.json" if what.startswith("JSON") else "doc.yaml")
+    path.write_bytes(text)
+    result = run_cli("decide", str(path), "--format", "json")
+    assert result.returncode == 2, (what, result.stderr)
+    assert b"Traceback" not in result.stderr
+    assert json.loads(result.stdout)["errors"][0]["code"] == "input.limit", what
