@@ -362,3 +362,17 @@ def test_many_policies_can_be_loaded_and_closed(rules):
         policy = load_policy(rules)
         assert policy.decide({"kv_transfer_config": EXAMPLE}).outcome == "disabled"
         policy.close()
+
+
+def test_a_failed_reload_leaves_the_loaded_policy_in_service(rules):
+    # Loading builds a new Policy or raises: the one a process holds is untouched.
+    policy = hma_policy.load_policy(rules)
+    document = {"kv_transfer_config": {"kv_connector": "ExampleConnector", "kv_role": "kv_both"}}
+    before = policy.decide(document)
+    edit(rules / "decision.yaml", "  - step: need_disable\n    hit: any\n", "  - step: need_disable\n    hit: bogus\n")
+    with pytest.raises(hma_policy.PolicyError) as info:
+        hma_policy.load_policy(rules)
+    assert [p.code for p in info.value.problems] == ["rules.schema"]
+    assert policy.decide(document) == before
+    assert policy.decide({"kv_transfer_config": None}).outcome == "enabled"
+    policy.close()
