@@ -151,7 +151,7 @@ def _respelled(decision: Decision, spelled: dict[str, str]) -> Decision:
 
     fix = lambda items: tuple(replace(m, path=respell(m.path, spelled)) for m in items)  # noqa: E731
     return replace(decision, errors=fix(decision.errors), warnings=fix(decision.warnings),
-                   connectors=fix(decision.connectors), _steps=[])
+                   connectors=fix(decision.connectors), _steps=list(decision._steps))
 
 
 _MAX_KEY = 4096

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -274,7 +276,7 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     roots = _roots(paths, config_roots)
     total = len(files)
     results: list[tuple[FileResult, list[Entry]]] = []
-    if jobs == 1 or total < 2:
+    if jobs == 1 or total < 2 or not _spawnable():
         for done, (display, path) in enumerate(files, 1):
             results.append(_examine(policy, display, path, roots, limits))
             if progress:
@@ -284,6 +286,14 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     file_results = [r for r, _ in results] + skipped
     entries = tuple(entry for _, found in results for entry in found)
     return AuditReport(tuple(paths), policy.source, policy.digest, tuple(file_results), entries)
+
+
+def _spawnable() -> bool:
+    """Whether spawned workers can start: a spawned process re-imports the
+    parent's main script, which it cannot when that is standard input
+    (`python - < script`). Then the files are examined in this process."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    return main is None or os.path.exists(main)
 
 
 def _parallel(files: list[tuple[str, Path]], rules: str | None, jobs: int, roots: tuple[Path, ...], limits: SourceLimits,
@@ -323,8 +333,6 @@ class ProgressBar:
         self._last = 0.0
 
     def __call__(self, done: int, total: int) -> None:
-        import time
-
         now = time.monotonic()
         if done < total and now - self._last < 0.1:
             return

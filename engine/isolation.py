@@ -287,7 +287,8 @@ class IsolatedPolicy:
     def decide(self, document: Any, *, limits: Limits = DEFAULT_LIMITS) -> Decision:
         """Decide one deployment document in the worker. See :func:`hma_policy.decide`."""
         # Checked here, in pure Python: invalid input never reaches the worker.
-        prepared = prepare(document, limits=limits)
+        spelled: dict[str, str] = {}
+        prepared = prepare(document, limits=limits, spelled=spelled)
         request = {"document": prepared, "limits": {f.name: getattr(limits, f.name) for f in fields(Limits)}}
         with self._lock:
             if self._closed:
@@ -300,7 +301,11 @@ class IsolatedPolicy:
                 worker = self._start()
             answer = self._exchange(worker, request)
         if "decision" in answer:
-            return decode_decision(answer["decision"])
+            decision = decode_decision(answer["decision"])
+            if any(key != name for name, key in spelled.items()):
+                from . import _respelled  # paths point into the document as the caller spelled it
+                decision = _respelled(decision, spelled)
+            return decision
         if "input_error" in answer:
             raise InputError(_problems(answer["input_error"]))
         raise IsolationError(_problems(answer.get("fault") or [{"code": "engine.fault", "message": "no answer", "path": ""}]))

@@ -134,8 +134,10 @@ def _md_code(text: Any) -> str:
 
 
 def _md_text(text: Any) -> str:
+    """Text that Markdown shows as written: the characters that start markup
+    are escaped (`_` inside words, as in kv_role, is no emphasis in CommonMark)."""
     text = _printable(text)
-    for ch in "\\`*_[]<>|#":
+    for ch in "\\`*[]<>|":
         text = text.replace(ch, "\\" + ch)
     return text
 

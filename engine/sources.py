@@ -44,6 +44,7 @@ import json
 import os
 import re
 import shlex
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -254,6 +255,13 @@ def _parse_facts(text: str, ctx: _Ctx, line: int | None, what: str) -> tuple[Any
 
 # -- reading files -------------------------------------------------------------
 
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # let the read report why it cannot be read
+
+
 def _read_bytes(path: Path, display: str, max_bytes: int) -> tuple[bytes | None, Problem | None]:
     try:
         with open(path, "rb") as handle:
@@ -283,12 +291,20 @@ def read_source(path: str | Path, *, display: str | None = None, roots: tuple[Pa
     """
     path = Path(path)
     display = display if display is not None else str(path)
-    raw, problem = _read_bytes(path, display, limits.max_file_bytes)
-    if problem is not None:
-        return SourceFile(display, source_format(path), problems=(problem,))
-    fmt = source_format(path, raw[:256])
+    not_a_source = "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"
+    fmt = source_format(path)
+    if fmt is None and path.suffix:  # decided by the name: a model's weights are never read
+        return SourceFile(display, None, skipped=not_a_source)
+    if not _regular(path):  # a FIFO or a device would block or never end
+        return SourceFile(display, None, skipped="not a regular file")
+    raw, problem = _read_bytes(path, display, limits.max_file_bytes if fmt else 256)
     if fmt is None:
-        return SourceFile(display, None, skipped="not a deployment source (not JSON, YAML, a shell script or a Dockerfile)")
+        fmt = source_format(path, raw or b"")
+        if fmt is None:
+            return SourceFile(display, None, skipped=not_a_source)
+        raw, problem = _read_bytes(path, display, limits.max_file_bytes)
+    if problem is not None:
+        return SourceFile(display, None, problems=(problem,))
     text, problem = _decode(raw, display)
     if problem is not None:
         return SourceFile(display, fmt, problems=(problem,))
@@ -326,8 +342,7 @@ def _yaml_chunks(text: str) -> list[tuple[int, str]]:
     """Split a YAML stream at its document markers: (first line, text) each.
 
     A line starting with `---` always starts a document (YAML forbids it
-    inside any scalar), so the split is exact. Each chunk is padded with
-    blank lines so that the parser's line numbers are the file's.
+    inside any scalar), so the split is exact.
     """
     lines = text.split("\n")
     starts = [0] + [i for i, line in enumerate(lines) if re.match(r"---(?:[ \t]|$)", line) and i > 0]
@@ -343,17 +358,20 @@ def _yaml_chunks(text: str) -> list[tuple[int, str]]:
     return chunks
 
 
-def _parse_problem(ctx: _Ctx, exc: InputError) -> Problem:
+def _parse_problem(ctx: _Ctx, exc: InputError, offset: int = 0) -> Problem:
+    """A parse error located in the file: the line of a document's error is
+    shifted by the lines before the document (``offset``)."""
     first = exc.problems[0]
     hint = first.hint
     if "{{" in ctx.text and first.code == "input.parse":
         hint = "this looks like an unrendered Helm or Go template; audit the output of `helm template` instead"
     line = None
     match = re.search(r"at line (\d+)", first.message)
+    message = first.message
     if match:
-        line = int(match.group(1))
-    return Problem(first.code, first.message.replace("`<document>`", f"`{ctx.display}`"), first.path, hint,
-                   file=ctx.display, line=line)
+        line = int(match.group(1)) + offset
+        message = message[:match.start(1)] + str(line) + message[match.end(1):]
+    return Problem(first.code, message, first.path, hint, file=ctx.display, line=line)
 
 
 def _structured_file(ctx: _Ctx, fmt: str) -> SourceFile:
@@ -375,9 +393,9 @@ def _structured_file(ctx: _Ctx, fmt: str) -> SourceFile:
         problems = []
         for start, body in chunks:
             try:
-                value = parse_text("\n" * start + body, source=source, fmt="yaml")
+                value = parse_text(body, source=source, fmt="yaml")
             except InputError as exc:
-                problems.append(_parse_problem(ctx, exc))
+                problems.append(_parse_problem(ctx, exc, start))
                 continue
             if value is not None:
                 values.append((start, value))
@@ -478,6 +496,12 @@ def _find_vllm(words: list[str]) -> tuple[int, bool] | None:
     return None
 
 
+_DOCKER_VALUE_OPTIONS = frozenset({"-v", "--volume", "-p", "--publish", "--name", "--network", "--gpus", "-w", "--workdir",
+                                   "--mount", "--shm-size", "--ipc", "--runtime", "-u", "--user", "--env-file", "-l",
+                                   "--label", "--device", "--platform", "--cpus", "--memory", "-m", "--hostname", "-h",
+                                   "--restart", "--ulimit", "--log-driver", "--pull", "--entrypoint-args"})
+
+
 def _docker_run(words: list[str]) -> tuple[int, dict[str, str | None]] | None:
     """`docker run ... vllm/vllm-openai[:tag] ARGS`: where the image's
     arguments start (the image's ENTRYPOINT is `vllm serve`), and its -e/--env."""
@@ -497,6 +521,8 @@ def _docker_run(words: list[str]) -> tuple[int, dict[str, str | None]] | None:
                 if w.startswith("--env="):
                     name, eq, value = w[6:].partition("=")
                     env[name] = value if eq else None
+                elif w in _DOCKER_VALUE_OPTIONS:
+                    j += 1  # its value (a volume path may well contain `vllm-openai`) is not the image
                 elif not w.startswith("-") and _VLLM_IMAGE.search(w):
                     return j + 1, env
                 j += 1
@@ -526,6 +552,8 @@ def _config_from_fs(ctx: _Ctx, base: Path, in_image: Callable[[str], Path | None
         if not any(real == root or root in real.parents for root in _ctx.roots):
             return None, shown, _ctx.problem("source.config_outside", f"the config file `{shown}` is outside the audited paths",
                                              hint="audit its directory too, or allow it with --config-root DIR")
+        if not _regular(real):
+            return None, shown, _ctx.problem("source.config_missing", f"the config file `{shown}` is not a regular file")
         raw, problem = _read_bytes(real, shown, _ctx.limits.max_config_bytes)
         if problem is not None:
             return None, shown, problem

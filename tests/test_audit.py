@@ -1,0 +1,310 @@
+"""`hma-policy audit` (engine/audit.py, engine/report.py): the fleet's
+outcomes agree with examples/fleet/EXPECTED.md in every report format, the
+report is the same for every --jobs, the exit status follows the documented
+conventions, and a large, dirty directory is audited to the end."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from hma_policy.audit import AuditError, audit, progress_bar
+from hma_policy.report import render
+
+REPO = Path(__file__).resolve().parents[1]
+FLEET = REPO / "examples" / "fleet"
+
+
+def _expected() -> tuple[dict[str, dict], dict[str, str]]:
+    """The two tables of EXPECTED.md: deployments, and broken files."""
+    deployments, broken = {}, {}
+    for line in (FLEET / "EXPECTED.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| `"):
+            continue
+        key = "examples/fleet/" + cells[0].strip("`")
+        if len(cells) == 2:
+            broken[key] = cells[1]
+            continue
+        _, fmt, outcome, hma, error, warnings, _why = cells
+        deployments[key] = {
+            "format": fmt, "outcome": outcome, "hma_enabled": json.loads(hma),
+            "error": None if error == "—" else tuple(re.fullmatch(r"(\S+) \((\w+)\)", error).groups()),
+            "warnings": [] if warnings == "—" else [w.strip() for w in warnings.split(",")],
+        }
+    return deployments, broken
+
+
+EXPECTED, BROKEN = _expected()
+
+
+def run(*args: str, cwd: Path = REPO, env: dict | None = None) -> tuple[int, str, str]:
+    completed = subprocess.run([sys.executable, "-m", "hma_policy", *args], cwd=cwd, capture_output=True, timeout=300,
+                               env={**os.environ, **(env or {})})
+    out, err = completed.stdout.decode(), completed.stderr.decode()
+    assert "Traceback" not in out + err, out + err
+    return completed.returncode, out, err
+
+
+@pytest.fixture(scope="module")
+def fleet_report():
+    cwd = os.getcwd()
+    os.chdir(REPO)  # ids are the paths as given: examples/fleet/...
+    try:
+        return audit(["examples/fleet"])
+    finally:
+        os.chdir(cwd)
+
+
+def test_the_expected_table_covers_every_format_and_at_least_30_deployments():
+    assert len(EXPECTED) >= 30
+    assert {e["format"] for e in EXPECTED.values()} == {"document", "vllm-config", "shell", "dockerfile", "kubernetes"}
+    assert {e["outcome"] for e in EXPECTED.values()} == {"enabled", "disabled", "error", "undetermined"}
+    assert BROKEN == {"examples/fleet/documents/broken.yaml": "input.parse"}
+
+
+def test_every_deployment_agrees_with_expected_md(fleet_report):
+    found = {e.deployment.id: e for e in fleet_report.entries}
+    assert sorted(found) == sorted(EXPECTED)
+    for key, want in EXPECTED.items():
+        entry = found[key]
+        d = entry.decision
+        error = (d["errors"][0]["code"], d["errors"][0]["stage"]) if d["errors"] else None
+        got = {"format": entry.deployment.format, "outcome": d["outcome"], "hma_enabled": d["hma_enabled"], "error": error,
+               "warnings": [w["code"] for w in d["warnings"]]}
+        assert got == want, key
+
+
+def test_counts_and_the_broken_file(fleet_report):
+    summary = fleet_report.summary()
+    outcomes = {name: sum(1 for e in EXPECTED.values() if e["outcome"] == name) for name in ("enabled", "disabled", "error", "undetermined")}
+    assert summary["deployments"] == len(EXPECTED) == 38
+    assert summary["outcomes"] == outcomes == {"enabled": 18, "disabled": 12, "error": 7, "undetermined": 1}
+    assert summary["files"] == {"seen": 37, "examined": 36, "with_deployments": 35, "with_problems": 1, "skipped": 1}
+    (problem,) = fleet_report.problems
+    assert (problem.file, problem.code, problem.line) == ("examples/fleet/documents/broken.yaml", "input.parse", 6)
+    assert problem.message == ("invalid YAML in `examples/fleet/documents/broken.yaml` at line 6, column 12: "
+                               "mapping values are not allowed in this context")
+
+
+class _Rows(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.rows: dict[str, str] = {}
+        self.problems = 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "tr" and a.get("class") == "deployment":
+            self.rows[a["data-id"]] = a["data-outcome"]
+        if tag == "tr" and a.get("class") == "problem":
+            self.problems += 1
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "md", "html", "policyreport"])
+def test_every_format_shows_each_deployment_with_its_outcome(fleet_report, fmt):
+    text = render(fleet_report, fmt)
+    want = {key: e["outcome"] for key, e in EXPECTED.items()}
+    if fmt == "json":
+        data = json.loads(text)
+        assert {d["id"]: d["decision"]["outcome"] for d in data["deployments"]} == want
+        assert data["summary"]["outcomes"] == fleet_report.summary()["outcomes"]
+        assert [p["file"] for p in data["problems"]] == list(BROKEN)
+        assert data["skipped"] == [{"file": "examples/fleet/EXPECTED.md",
+                                    "reason": "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"}]
+    elif fmt == "text":
+        lines = text.splitlines()
+        assert lines[0].startswith("hma-policy audit of examples/fleet: 38 deployment(s) in 36 file(s) (policy bundled, sha256:")
+        assert lines[1] == "outcomes: enabled 18, disabled 12, error 7, undetermined 1; 1 file problem(s); 1 file(s) skipped (not deployment sources)"
+        for key, outcome in want.items():
+            assert any(line.startswith(f"{key}: {outcome}") for line in lines), key
+        assert "  examples/fleet/documents/broken.yaml:6: input.parse: invalid YAML" in text
+    elif fmt == "md":
+        rows = dict(re.findall(r"^\| `([^`]+)` \| [a-z-]+ \| \*\*(\w+)\*\* \|", text, re.M))
+        assert rows == want
+        assert "| enabled | 18 |" in text and "| `examples/fleet/documents/broken.yaml` | 6 | `input.parse` |" in text
+    elif fmt == "html":
+        parser = _Rows()
+        parser.feed(text)
+        assert parser.rows == want and parser.problems == 1
+    else:
+        data = json.loads(text)
+        assert (data["apiVersion"], data["kind"]) == ("wgpolicyk8s.io/v1alpha2", "PolicyReport")
+        results = {r["properties"]["deployment"]: r for r in data["results"] if "deployment" in r["properties"]}
+        assert {k: r["properties"]["outcome"] for k, r in results.items()} == want
+        for key, e in EXPECTED.items():
+            r = results[key]["result"]
+            if e["outcome"] in ("enabled", "disabled"):
+                assert r == ("warn" if e["warnings"] else "pass"), key
+            elif e["outcome"] == "error" and e["error"][1] != "input":
+                assert r == "fail" and results[key]["rule"] == e["error"][0], key
+            else:
+                assert r == "error", key
+        assert data["summary"] == {"pass": 18, "fail": 6, "warn": 12, "error": 3, "skip": 0}
+        pods = [r for r in data["results"] if r.get("resources")]
+        assert {"apiVersion": "v1", "kind": "Pod", "name": "qwen-decode-canary", "namespace": "inference"} in \
+            [p["resources"][0] for p in pods]
+
+
+def test_the_report_is_the_same_for_every_jobs_and_every_run():
+    code1, out1, err1 = run("audit", "examples/fleet", "--format", "json", "--jobs", "1")
+    code2, out2, err2 = run("audit", "examples/fleet", "--format", "json", "--jobs", "2")
+    code3, out3, _ = run("audit", "examples/fleet", "--format", "json", "--jobs", "3")
+    assert code1 == code2 == code3 == 0
+    assert out1 == out2 == out3
+    assert err1 == err2 == ""  # no progress bar: stderr is not a terminal
+    assert "timestamp" not in out1
+
+
+def test_the_readme_main_command_exits_0_on_a_fleet_with_a_broken_file_and_errors():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "pip install . && hma-policy audit examples/fleet\n" in readme
+    code, out, err = run("audit", "examples/fleet")
+    assert code == 0 and err == ""
+    assert "error 7" in out and "1 file problem(s)" in out
+
+
+def test_fail_on_is_a_ci_gate(tmp_path):
+    code, out, err = run("audit", "examples/fleet", "--fail-on", "error,problem")
+    assert code == 1
+    assert err == "hma-policy: --fail-on met: error: 7; problem: 1\n"
+    assert out.startswith("hma-policy audit of examples/fleet")
+    assert run("audit", "examples/fleet/documents/llama-70b-pd-prefill.json", "--fail-on", "error,undetermined,disabled,warning,problem")[0] == 0
+    code, _, err = run("audit", "examples/fleet", "--fail-on", "errors")
+    assert code == 2
+    assert "argument --fail-on: unknown condition `errors`; choose from error, undetermined, disabled, warning, problem" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["audit", "no/such/dir"], "hma-policy: no/such/dir: audit.path: no such file or directory\n"),
+    (["audit", "examples/fleet", "--jobs", "0"], None),
+    (["audit", "examples/fleet", "-o", "/nonexistent-dir/report.html"],
+     "hma-policy: /nonexistent-dir/report.html: audit.output: cannot write the report: No such file or directory\n"),
+    (["audit", "examples/fleet", "--rules", "no-such-rules"], None),
+])
+def test_usage_and_environment_errors_exit_2(args, message):
+    code, out, err = run(*args)
+    assert code == 2
+    if message:
+        assert err == message
+    assert err
+
+
+def test_output_file_and_decision_log(tmp_path):
+    report, log = tmp_path / "fleet.md", tmp_path / "decisions.jsonl"
+    code, out, err = run("audit", "examples/fleet", "--format", "md", "-o", str(report), "--log", str(log))
+    assert code == 0
+    assert out == (f"wrote {report} (md): 38 deployment(s), enabled 18, disabled 12, error 7, undetermined 1; "
+                   "1 file problem(s)\n")
+    assert report.read_text(encoding="utf-8").startswith("# hma-policy audit\n")
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == 38 and [r["seq"] for r in records] == list(range(38))
+    assert records[0]["input"]["source"] == "examples/fleet/docker/Dockerfile.lmcache:8"
+    code, out, _ = run("log", "verify", str(log))
+    assert code == 0 and out.startswith(f"{log}: intact: 38 record(s)")
+
+
+def test_config_root_lets_a_config_outside_the_audited_paths_be_read(tmp_path):
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "c.yaml").write_text('kv-transfer-config: {"kv_connector": "NixlConnector", "kv_role": "kv_both"}\n')
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "run.sh").write_text("vllm serve m --config ../shared/c.yaml\n")
+    refused = audit([str(tmp_path / "app")])
+    assert refused.entries[0].decision["errors"][0]["code"] == "source.config_outside"
+    allowed = audit([str(tmp_path / "app")], config_roots=[str(tmp_path / "shared")])
+    assert allowed.entries[0].decision["outcome"] == "enabled"
+
+
+def test_walk_skips_hidden_directories_and_does_not_follow_directory_links(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "d.json").write_text('{"kv_transfer_config": null}')
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "d.json").write_text('{"kv_transfer_config": null}')
+    os.symlink(tmp_path / "a", tmp_path / "loop")
+    os.symlink("/etc/hostname", tmp_path / "outside.sh")
+    report = audit([str(tmp_path)])
+    assert [e.deployment.id for e in report.entries] == [f"{tmp_path}/a/d.json"]
+    data = report.to_dict()
+    assert data["skipped"] == [{"file": f"{tmp_path}/loop", "reason": "a symbolic link to a directory (not followed)"}]
+    assert [(p["file"], p["code"]) for p in data["problems"]] == [(f"{tmp_path}/outside.sh", "source.outside_roots")]
+
+
+def test_a_progress_bar_only_on_a_terminal():
+    assert progress_bar(io.StringIO()) is None
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    bar = progress_bar(stream)
+    bar(1, 3)
+    bar(3, 3)
+    assert stream.getvalue() == "\r[##########....................] 1/3 files\r[##############################] 3/3 files\r\x1b[K"
+
+
+def test_a_large_dirty_directory_is_audited_to_the_end(tmp_path):
+    """10,000 generated documents, binary files, broken YAML and JSON, a
+    non-UTF-8 script and an empty Dockerfile: every document is decided and
+    every problem reported."""
+    connectors = ["NixlConnector", "LMCacheConnectorV1", "OffloadingConnector", "MooncakeConnector", "FlexKVConnectorV1"]
+    expected_outcomes = {"enabled": 0, "disabled": 0, "error": 0}
+    for i in range(10_000):
+        name = connectors[i % 5]
+        preference = [None, True, False][i % 3]
+        doc = {"name": f"gen-{i}", "kv_transfer_config": {"kv_connector": name, "kv_role": "kv_both"},
+               "disable_hybrid_kv_cache_manager": preference}
+        supported = name not in ("LMCacheConnectorV1", "FlexKVConnectorV1")
+        outcome = "disabled" if preference is True or (preference is None and not supported) else (
+            "error" if not supported else "enabled")
+        expected_outcomes[outcome] += 1
+        folder = tmp_path / f"batch{i // 500:02d}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"d{i:05d}.{'json' if i % 2 else 'yaml'}").write_text(json.dumps(doc) if i % 2 else
+                                                                          "\n".join(f"{k}: {json.dumps(v)}" for k, v in doc.items()))
+    broken = {
+        "bad/model.bin": (b"\x00\x01\x02" * 1000, None),
+        "bad/weights.yaml": (b"\x89PNG\r\n\x1a\n\x00\x00", "source.binary"),
+        "bad/broken.yaml": (b"kv_transfer_config:\n  kv_connector: [NixlConnector\n", "input.parse"),
+        "bad/broken.json": (b'{"kv_transfer_config": {"kv_connector": "NixlConnector",', "input.parse"),
+        "bad/latin1.sh": (b"vllm serve caf\xe9 --kv-transfer-config '{}'\n", "input.encoding"),
+        "bad/Dockerfile": (b"", None),
+    }
+    for name, (data, _) in broken.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    started = time.monotonic()
+    report = audit([str(tmp_path)], jobs=2)
+    elapsed = time.monotonic() - started
+    summary = report.summary()
+    assert summary["deployments"] == 10_000
+    assert summary["outcomes"] == {**expected_outcomes, "undetermined": 0}
+    problems = {(p.file, p.code) for p in report.problems}
+    assert problems == {(f"{tmp_path}/{name}", code) for name, (_, code) in broken.items() if code}
+    assert summary["files"]["skipped"] == 1  # model.bin
+    assert elapsed < 60, f"{elapsed:.1f} s"
+
+
+def test_a_missing_path_is_an_audit_error():
+    with pytest.raises(AuditError) as info:
+        audit(["/no/such/path"])
+    assert str(info.value) == "/no/such/path: audit.path: no such file or directory"
+
+
+def test_jobs_work_from_a_program_read_from_standard_input():
+    """A spawned worker re-imports the parent's main script; from `python -`
+    there is none to import, so the audit runs in-process instead of failing."""
+    program = ("from hma_policy.audit import audit\n"
+               "print(audit(['examples/fleet'], jobs=2).summary()['outcomes'])\n")
+    completed = subprocess.run([sys.executable, "-"], input=program.encode(), cwd=REPO, capture_output=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr.decode()[-2000:]
+    assert completed.stdout.decode() == "{'enabled': 18, 'disabled': 12, 'error': 7, 'undetermined': 1}\n"

@@ -1,0 +1,330 @@
+"""The decision log (engine/declog.py): records, masking, durability, and
+`log verify` catching each kind of tampering, with repair only on request."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+import hma_policy
+from hma_policy import declog
+from hma_policy.declog import DEFAULT_MASKING, NO_MASKING, DecisionLog, LogError, Masking, mask, repair, verify
+
+REPO = Path(__file__).resolve().parents[1]
+
+DOCUMENTS = [
+    {"name": "prefill", "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_producer",
+                                               "kv_connector_extra_config": {"backends": ["UCX"]}}},
+    {"kv_transfer_config": {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both",
+                            "kv_connector_extra_config": {"lmcache.remote_url": "redis://:pw@cache:6379"}},
+     "model": {"layer_kinds": ["sliding_window", "full_attention"]}},
+    {"kv_transfer_config": {"kv_connector": "ExampleConnector", "kv_role": "kv_both"}, "disable_hybrid_kv_cache_manager": False},
+    {"kv_transfer_config": {"kv_conector": "NixlConnector", "kv_role": "kv_both"}},
+    {"kv-transfer-config": '{"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": '
+                           '{"connectors": [{"kv_connector": "NixlConnector", "kv_role": "kv_both", '
+                           '"kv_connector_extra_config": {"token": "t0p"}}], "secret": "s3"}}'},
+]
+
+
+class Clock:
+    def __init__(self):
+        self.now = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
+
+    def __call__(self):
+        self.now += timedelta(seconds=1)
+        return self.now
+
+
+def decisions():
+    policy = hma_policy.load_policy()
+    out = []
+    for document in DOCUMENTS:
+        try:
+            out.append((policy.decide(document), document))
+        except hma_policy.InputError as exc:
+            from hma_policy.decision import input_error_decision
+            out.append((input_error_decision(exc.problems, policy.digest), document))
+    return out
+
+
+def make_log(path: Path, count: int = 5) -> list[dict]:
+    ids = iter(f"id-{n}" for n in range(100))
+    records = []
+    with DecisionLog(path, clock=Clock(), new_id=lambda: next(ids)) as log:
+        for decision, document in (decisions() * 3)[:count]:
+            records.append(log.append(decision, source="doc.json", document=document))
+    return records
+
+
+def lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines(keepends=True)
+
+
+# -- records ---------------------------------------------------------------------------------------
+
+def test_a_record_holds_the_decision_its_input_and_its_provenance(tmp_path):
+    path = tmp_path / "log.jsonl"
+    first, second, *_ = make_log(path)
+    decision = hma_policy.decide(DOCUMENTS[1])
+    assert second["decision_id"] == "id-1"
+    assert (first["timestamp"], second["timestamp"]) == ("2026-11-29T12:00:01.000000Z", "2026-11-29T12:00:02.000000Z")
+    assert second["tool"] == {"name": "hma-policy", "version": hma_policy.__version__}
+    assert second["policy"] == {"digest": decision.policy_digest}
+    canonical = json.dumps(DOCUMENTS[1], sort_keys=True, separators=(",", ":")).encode()
+    assert second["input"]["digest"] == "sha256:" + hashlib.sha256(canonical).hexdigest()
+    assert second["input"]["source"] == "doc.json"
+    assert (second["outcome"], second["hma_enabled"]) == ("disabled", False)
+    assert second["warnings"] == ["hma.auto_disabled", "model.hybrid_kv_unoptimized"]
+    assert second["reasons"] == list(decision.reasons) and second["trace"] == list(decision.trace)
+    assert (first["seq"], second["seq"], first["prev"], second["prev"]) == (0, 1, declog.GENESIS, first["hash"])
+    # The line is the record's canonical JSON; its hash covers everything but the hash.
+    raw = lines(path)[1]
+    assert raw == declog.canonical(second) + b"\n"
+    body = {k: v for k, v in second.items() if k != "hash"}
+    assert second["hash"] == "sha256:" + hashlib.sha256(declog.canonical(body)).hexdigest()
+
+
+def test_extra_config_values_are_masked_by_default_at_every_depth(tmp_path):
+    records = make_log(tmp_path / "log.jsonl")
+    lm = records[1]["input"]
+    assert lm["document"]["kv_transfer_config"]["kv_connector_extra_config"] == {"lmcache.remote_url": "<masked>"}
+    assert lm["masked"] == ["/kv_transfer_config/kv_connector_extra_config/lmcache.remote_url"]
+    multi = records[4]["input"]
+    # A kv_transfer_config given as JSON text is read so its extra config can be masked; children stay.
+    assert multi["document"]["kv-transfer-config"]["kv_connector_extra_config"] == {
+        "connectors": [{"kv_connector": "NixlConnector", "kv_role": "kv_both", "kv_connector_extra_config": {"token": "<masked>"}}],
+        "secret": "<masked>"}
+    assert multi["masked"] == ["/kv-transfer-config/kv_connector_extra_config/connectors/0/kv_connector_extra_config/token",
+                               "/kv-transfer-config/kv_connector_extra_config/secret"]
+    assert b"pw@cache" not in (tmp_path / "log.jsonl").read_bytes() and b"t0p" not in (tmp_path / "log.jsonl").read_bytes()
+
+
+def test_masking_is_configurable():
+    document = {"kv_transfer_config": {"kv_connector_extra_config": {"k": 1}}, "env": {"HF_TOKEN": "x"}}
+    assert mask(document, NO_MASKING) == (document, [])
+    masked, paths = mask(document, Masking(fields=("kv_connector_extra_config", "env")))
+    assert masked == {"kv_transfer_config": {"kv_connector_extra_config": {"k": "<masked>"}}, "env": {"HF_TOKEN": "<masked>"}}
+    assert paths == ["/env/HF_TOKEN", "/kv_transfer_config/kv_connector_extra_config/k"]
+    assert mask(document, DEFAULT_MASKING)[0]["env"] == {"HF_TOKEN": "x"}
+
+
+def test_each_record_is_flushed_and_fsynced(tmp_path, monkeypatch):
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(declog.os, "fsync", lambda fd: (synced.append(fd), real(fd)))
+    path = tmp_path / "log.jsonl"
+    with DecisionLog(path) as log:
+        fd = log._fd
+        for n in range(3):
+            log.append(hma_policy.decide(DOCUMENTS[0]), document=DOCUMENTS[0])
+            assert synced.count(fd) == n + 1
+            assert len(lines(path)) == n + 1  # on disk before append returns
+    assert verify(path).ok
+
+
+def test_a_second_writer_waits_for_the_lock(tmp_path):
+    path = tmp_path / "log.jsonl"
+    with DecisionLog(path):
+        with pytest.raises(LogError) as info:
+            DecisionLog(path, lock_timeout=0.2)
+    assert str(info.value) == f"{path}: log.locked: the decision log is locked by another writer"
+
+
+# -- verify ------------------------------------------------------------------------------------------
+
+def test_an_untouched_log_is_intact(tmp_path):
+    path = tmp_path / "log.jsonl"
+    records = make_log(path)
+    result = verify(path)
+    assert result.ok and result.records == 5 and result.last_hash == records[-1]["hash"]
+    assert result.render() == f"{path}: intact: 5 record(s), last hash {records[-1]['hash']}"
+    # Appending later continues the chain.
+    with DecisionLog(path) as log:
+        log.append(hma_policy.decide(DOCUMENTS[0]))
+    assert verify(path).records == 6 and verify(path).ok
+
+
+def tamper(path: Path, how: str) -> None:
+    data = lines(path)
+    if how == "edited":
+        record = json.loads(data[2])
+        record["outcome"] = "enabled"
+        data[2] = declog.canonical(record) + b"\n"
+    elif how == "rehashed":  # an edit that recomputes its own hash
+        record = json.loads(data[2])
+        record["outcome"] = "enabled"
+        record.pop("hash")
+        record["hash"] = "sha256:" + hashlib.sha256(declog.canonical(record)).hexdigest()
+        data[2] = declog.canonical(record) + b"\n"
+    elif how == "deleted":
+        del data[2]
+    elif how == "swapped":
+        data[1], data[2] = data[2], data[1]
+    elif how == "truncated":
+        data = data[:3]
+    elif how == "torn":  # a crash while the last record was written: the head, written on close, counts one less
+        last = json.loads(data[-2])
+        Path(str(path) + ".head").write_bytes(declog.canonical({"v": 1, "records": last["seq"] + 1, "last_hash": last["hash"]}))
+        data[-1] = data[-1][:40]
+    elif how == "newline":  # the same crash, one byte before the end
+        last = json.loads(data[-2])
+        Path(str(path) + ".head").write_bytes(declog.canonical({"v": 1, "records": last["seq"] + 1, "last_hash": last["hash"]}))
+        data[-1] = data[-1][:-1]
+    elif how == "cut":  # the last record cut after the head counted it: not a crash
+        data[-1] = data[-1][:40]
+    path.write_bytes(b"".join(data))
+
+
+@pytest.mark.parametrize("how, code, first_bad", [
+    ("edited", "log.edited", "line 3 (seq 2): log.edited: the record does not match its hash: it was edited"),
+    ("rehashed", "log.chain", "line 4 (seq 3): log.chain: `prev` is not the hash of the record before it: "
+                              "the record before it was replaced, or this one was inserted"),
+    ("deleted", "log.deleted", "line 3 (seq 3): log.deleted: seq 2 is missing before it: 1 record(s) deleted"),
+    ("swapped", "log.reordered", "line 2 (seq 2): log.reordered: seq 2 stands where seq 1 belongs, and seq 1 is at line 3: "
+                                 "records were reordered"),
+    ("truncated", "log.truncated", "line 3 (seq 2): log.truncated: the head records 5 record(s) but the log holds 3: "
+                                   "the last 2 record(s) were removed"),
+    ("torn", "log.torn_tail", "line 5: log.torn_tail: the last 40 byte(s) are an incomplete record (a write was interrupted); "
+                              "`hma-policy log verify --repair` removes them"),
+])
+def test_verify_names_the_first_bad_record_for_each_kind_of_tampering(tmp_path, how, code, first_bad):
+    path = tmp_path / "log.jsonl"
+    make_log(path)
+    tamper(path, how)
+    before = path.read_bytes()
+    result = verify(path)
+    assert not result.ok
+    assert result.first_bad.code == code
+    assert result.first_bad.render() == first_bad
+    assert result.render().startswith(f"{path}: NOT intact: ")
+    assert path.read_bytes() == before  # verify only reads
+
+
+def test_a_missing_or_forged_head_is_reported(tmp_path):
+    path = tmp_path / "log.jsonl"
+    make_log(path)
+    head = Path(str(path) + ".head")
+    head.unlink()
+    assert verify(path).first_bad.code == "log.head_missing"
+    head.write_text(json.dumps({"v": 1, "records": 5, "last_hash": "sha256:" + "1" * 64}))
+    assert verify(path).first_bad.code == "log.head_mismatch"
+
+
+def test_a_torn_tail_is_repaired_only_on_request(tmp_path):
+    path = tmp_path / "log.jsonl"
+    make_log(path)
+    tamper(path, "torn")
+    # A writer refuses to append after a torn tail; verify leaves it as it is.
+    with pytest.raises(LogError) as info:
+        DecisionLog(path)
+    assert info.value.problems[0].code == "log.torn_tail"
+    assert info.value.problems[0].hint == f"run `hma-policy log verify {path} --repair`"
+    assert verify(path).first_bad.code == "log.torn_tail"
+    result = repair(path)
+    assert result.ok and result.records == 4
+    assert result.repaired == "removed 40 byte(s) of an incomplete record after line 4"
+    with DecisionLog(path) as log:
+        assert log.append(hma_policy.decide(DOCUMENTS[0]))["seq"] == 4
+    assert verify(path).ok
+
+
+def test_a_whole_last_record_without_its_newline_is_completed(tmp_path):
+    path = tmp_path / "log.jsonl"
+    make_log(path)
+    tamper(path, "newline")
+    assert verify(path).first_bad.code == "log.torn_tail"
+    result = repair(path)
+    assert result.ok and result.records == 5
+    assert result.repaired == "completed the last record (seq 4), which was whole but lacked its newline"
+
+
+def test_a_record_cut_after_the_head_counted_it_is_not_a_crash_and_is_not_repaired(tmp_path):
+    path = tmp_path / "log.jsonl"
+    make_log(path)
+    tamper(path, "cut")
+    before = path.read_bytes()
+    result = repair(path)
+    assert [p.code for p in result.problems] == ["log.torn_tail", "log.truncated"]
+    assert result.repaired is None and path.read_bytes() == before
+
+
+def test_repair_refuses_when_the_log_has_other_problems(tmp_path):
+    path = tmp_path / "log.jsonl"
+    make_log(path)
+    tamper(path, "edited")
+    tamper(path, "torn")
+    before = path.read_bytes()
+    result = repair(path)
+    assert not result.ok and result.repaired is None
+    assert [p.code for p in result.problems] == ["log.edited", "log.torn_tail"]
+    assert path.read_bytes() == before
+
+
+# -- the command line -------------------------------------------------------------------------------
+
+def run(*args: str, cwd: Path = REPO) -> tuple[int, str, str]:
+    completed = subprocess.run([sys.executable, "-m", "hma_policy", *args], cwd=cwd, capture_output=True, timeout=120)
+    out, err = completed.stdout.decode(), completed.stderr.decode()
+    assert "Traceback" not in out + err
+    return completed.returncode, out, err
+
+
+def test_decide_log_and_log_verify(tmp_path):
+    log = tmp_path / "d.jsonl"
+    for name in ("multi-mixed.json", "explicit-enable-unsupported.yaml", "invalid-typo.json"):
+        run("decide", f"examples/{name}", "--log", str(log))
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["input"]["source"], r["outcome"]) for r in records] == [
+        ("examples/multi-mixed.json", "disabled"), ("examples/explicit-enable-unsupported.yaml", "error"),
+        ("examples/invalid-typo.json", "error")]
+    assert records[2]["errors"] == [{"code": "input.schema", "stage": "input", "path": "/kv_transfer_config/kv_buffer_devce"}]
+    code, out, err = run("log", "verify", str(log))
+    assert (code, err) == (0, "") and out.startswith(f"{log}: intact: 3 record(s)")
+    tamper(log, "swapped")
+    code, out, _ = run("log", "verify", str(log))
+    assert code == 1
+    assert out.splitlines()[0] == (f"{log}: NOT intact: 1 problem(s); first bad record: line 2 (seq 2): log.reordered: "
+                                   "seq 2 stands where seq 1 belongs, and seq 1 is at line 3: records were reordered")
+    code, out, _ = run("log", "verify", str(log), "--repair")
+    assert code == 1 and out.splitlines()[-1] == "not repaired: --repair mends only a torn tail, and the log has other problems"
+
+
+def test_log_verify_exit_statuses_for_a_torn_tail_and_a_missing_file(tmp_path):
+    log = tmp_path / "d.jsonl"
+    make_log(log)
+    tamper(log, "torn")
+    assert run("log", "verify", str(log))[0] == 1
+    code, out, _ = run("log", "verify", str(log), "--repair")
+    assert code == 0 and out.splitlines()[0] == f"{log}: repaired: removed 40 byte(s) of an incomplete record after line 4"
+    code, out, err = run("log", "verify", str(tmp_path / "none.jsonl"))
+    assert code == 2 and err == f"hma-policy: {tmp_path / 'none.jsonl'}: log.open: cannot read the decision log: No such file or directory\n"
+
+
+def test_decide_with_a_torn_log_stops_before_deciding(tmp_path):
+    log = tmp_path / "d.jsonl"
+    make_log(log)
+    tamper(log, "torn")
+    before = log.read_bytes()
+    code, out, err = run("decide", "examples/multi-mixed.json", "--log", str(log))
+    assert (code, out) == (2, "")
+    assert err == (f"hma-policy: {log}: log.torn_tail: the decision log ends in an incomplete record (an interrupted write) "
+                   f"(hint: run `hma-policy log verify {log} --repair`)\n")
+    assert log.read_bytes() == before
+
+
+def test_log_mask_on_the_command_line(tmp_path):
+    log = tmp_path / "d.jsonl"
+    run("decide", "examples/nixl-pd-decode.json", "--log", str(log), "--log-mask", "none")
+    run("decide", "examples/nixl-pd-decode.json", "--log", str(log), "--log-mask", "kv_connector_extra_config,env")
+    unmasked, masked = [json.loads(line)["input"] for line in log.read_text().splitlines()]
+    assert unmasked["masked"] == [] and unmasked["document"]["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "10.0.3.17"
+    assert masked["document"]["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "<masked>"
+    assert masked["document"]["kv_transfer_config"]["kv_connector_extra_config"] == {"backends": "<masked>"}
+    assert unmasked["digest"] == masked["digest"]

@@ -1,0 +1,519 @@
+"""Finding deployments in files (engine/sources.py): every format, vLLM's own
+argument handling, the problems a file can have, and that nothing in a file
+is ever executed or imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hma_policy
+from hma_policy.sources import SourceLimits, read_source, source_format
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def only(source):
+    """The one deployment of a file."""
+    assert len(source.deployments) == 1, source
+    return source.deployments[0]
+
+
+def ktc(deployment) -> dict:
+    """The kv_transfer_config of a deployment's document, parsed when given as JSON text."""
+    value = deployment.document["kv_transfer_config"]
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def codes(items) -> list[str]:
+    return [p.code for p in items]
+
+
+NIXL = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
+
+
+# -- formats ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, head, expected", [
+    ("Dockerfile", b"", "dockerfile"), ("Containerfile", b"", "dockerfile"), ("Dockerfile.gpu", b"", "dockerfile"),
+    ("serve.dockerfile", b"", "dockerfile"), ("run.sh", b"", "shell"), ("run.bash", b"", "shell"),
+    ("start", b"#!/usr/bin/env bash\n", "shell"), ("start", b"#!/bin/sh -e\n", "shell"), ("start", b"#!/usr/bin/python3\n", None),
+    ("a.json", b"", "json"), ("a.yaml", b"", "yaml"), ("a.YML", b"", "yaml"), ("notes.md", b"", None), ("model.bin", b"", None),
+])
+def test_the_reader_is_chosen_by_name_or_shebang(name, head, expected):
+    assert source_format(Path(name), head) == expected
+
+
+def test_a_file_that_is_not_a_source_is_skipped_with_its_reason(tmp_path):
+    source = read_source(write(tmp_path / "README.md", "vllm serve x --kv-transfer-config '{}'"))
+    assert source.deployments == () and source.problems == ()
+    assert source.skipped == "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"
+
+
+# -- deployment documents -------------------------------------------------------------------
+
+def test_a_yaml_stream_holds_one_deployment_per_document_with_its_number_and_line(tmp_path):
+    path = write(tmp_path / "docs.yaml", "# two\nname: a\nkv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}\n"
+                                         "---\nname: b\ndisable_hybrid_kv_cache_manager: true\n")
+    source = read_source(path)
+    assert source.format == "document"
+    assert [(d.id, d.line, d.name) for d in source.deployments] == [(f"{path}#1", 1, "a"), (f"{path}#2", 4, "b")]
+    assert source.deployments[1].document == {"name": "b", "disable_hybrid_kv_cache_manager": True}
+
+
+def test_a_misspelt_document_stays_a_document_so_validation_names_the_typo(tmp_path):
+    source = read_source(write(tmp_path / "d.yaml", "kv_transfer_confg: {kv_connector: NixlConnector}\n"))
+    with pytest.raises(hma_policy.InputError) as info:
+        hma_policy.decide(only(source).document)
+    assert info.value.problems[0].hint == "did you mean `kv_transfer_config`?"
+
+
+def test_json_and_yaml_that_describe_no_deployment_are_skipped(tmp_path):
+    assert read_source(write(tmp_path / "package.json", '{"name": 1, "scripts": {}}')).skipped \
+        == "not a deployment document, vLLM config or Kubernetes manifest"
+    # YAML 1.1 reads `on` as a boolean: not JSON data, and nothing about vLLM in it.
+    assert read_source(write(tmp_path / "ci.yaml", "on: push\njobs: {}\n")).skipped == (
+        "mentions no vLLM option, and is not JSON-compatible YAML (invalid YAML in "
+        f"`{tmp_path / 'ci.yaml'}` at line 1, column 1: mapping keys must be strings, got `on`)")
+
+
+def test_a_broken_yaml_file_is_a_located_problem_and_yields_nothing(tmp_path):
+    source = read_source(write(tmp_path / "b.yaml", "name: x\nkv_transfer_config:\n  kv_connector: A\n    kv_role: b\n"))
+    assert source.deployments == ()
+    (problem,) = source.problems
+    assert (problem.code, problem.line) == ("input.parse", 4)
+    assert problem.message.startswith(f"invalid YAML in `{tmp_path / 'b.yaml'}` at line 4")
+
+
+def test_an_unrendered_helm_template_is_named_as_such(tmp_path):
+    source = read_source(write(tmp_path / "templates" / "d.yaml", "spec:\n  replicas: {{ .Values.replicas }}\n"
+                                                                 "  args: [vllm, serve, {{ .Values.model | quote }}\n"))
+    assert source.problems[0].hint == "this looks like an unrendered Helm or Go template; audit the output of `helm template` instead"
+
+
+# -- vLLM config files ----------------------------------------------------------------------------
+
+def test_a_vllm_config_file_is_the_deployment_vllm_serve_config_file(tmp_path):
+    source = read_source(write(tmp_path / "c.yaml", "model: Qwen/Qwen3-8B\ntensor-parallel-size: 2\n"
+                                                    "kv-transfer-config:\n  kv_connector: NixlConnector\n  kv_role: kv_both\n"))
+    d = only(source)
+    assert (source.format, d.name) == ("vllm-config", "Qwen/Qwen3-8B")
+    assert ktc(d) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert d.document["model"] == {"name": "Qwen/Qwen3-8B"}
+    assert dict(d.origins)["kv_transfer_config"] == f"`{tmp_path / 'c.yaml'}`: --kv-transfer-config"
+
+
+def test_false_in_a_config_file_is_an_explicit_enable_only_under_the_dash_spelling(tmp_path):
+    dash = only(read_source(write(tmp_path / "a.yaml", "model: m\ndisable-hybrid-kv-cache-manager: false\n")))
+    assert dash.document["disable_hybrid_kv_cache_manager"] is False
+    assert dict(dash.origins)["disable_hybrid_kv_cache_manager"].endswith("--no-disable-hybrid-kv-cache-manager")
+    underscore = only(read_source(write(tmp_path / "b.yaml", "model: m\ndisable_hybrid_kv_cache_manager: false\n")))
+    assert "disable_hybrid_kv_cache_manager" not in underscore.document
+    (note,) = underscore.notes
+    assert note.code == "source.config_false_dropped"
+    assert note.hint == "write `disable-hybrid-kv-cache-manager: false` for an explicit enable"
+    true = only(read_source(write(tmp_path / "c.yaml", "model: m\ndisable_hybrid_kv_cache_manager: true\n")))
+    assert true.document["disable_hybrid_kv_cache_manager"] is True
+
+
+def test_a_config_file_without_a_model_is_decided_alone_without_complaint(tmp_path):
+    d = only(read_source(write(tmp_path / "c.yaml", f"kv-transfer-config: '{NIXL}'\nport: 8000\n")))
+    assert d.problems == () and "model" not in d.document
+
+
+# -- shell scripts -----------------------------------------------------------------------------------
+
+def test_shell_variables_defaults_exports_and_per_command_environment(tmp_path):
+    script = write(tmp_path / "run.sh", f"""#!/bin/bash
+MODEL=${{MODEL:-org/model}}
+KV='{NIXL}'
+export VLLM_USE_SIMPLE_KV_OFFLOAD=0
+# a comment that isn't closed: don't
+VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0 HF_TOKEN=hf_secret vllm serve $MODEL \\
+   --port 8000 --kv-transfer-config "$KV" >log 2>&1 &
+""")
+    d = only(read_source(script))
+    assert d.id == f"{script}:6"
+    assert d.document["model"] == {"name": "org/model"}
+    assert ktc(d) == json.loads(NIXL)
+    # Only the variables the decision reads are copied: the token never enters a document.
+    assert d.document["env"] == {"VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE": "0", "VLLM_USE_SIMPLE_KV_OFFLOAD": "0"}
+
+
+def test_a_value_the_script_does_not_set_is_reported_not_guessed(tmp_path):
+    d = only(read_source(write(tmp_path / "run.sh", 'vllm serve m --kv-transfer-config "$KV_CONFIG" "$@"\n')))
+    assert d.document is None
+    (problem,) = d.problems
+    assert (problem.code, problem.line, problem.path) == ("source.unresolved", 1, "/kv_transfer_config")
+    assert problem.message == "`--kv-transfer-config` takes its value from `$KV_CONFIG`, which this file does not set"
+    assert codes(d.notes) == ["source.script_arguments"]
+
+
+def test_nothing_in_a_script_is_executed(tmp_path):
+    marker = tmp_path / "executed"
+    script = write(tmp_path / "run.sh", f'vllm serve m --kv-transfer-config "$(touch {marker}; echo {{}})" `touch {marker}`\n'
+                                        f"touch {marker}\n")
+    d = only(read_source(script))
+    assert not marker.exists()
+    assert d.problems[0].message == "`--kv-transfer-config` takes its value from `$(...)`, which this file does not set"
+
+
+def test_heredoc_bodies_comments_and_continuations(tmp_path):
+    script = write(tmp_path / "run.sh", f"""cat > cfg <<'EOF'
+vllm serve not-a-command --kv-transfer-config '{{"kv_connector": "X"}}'
+EOF
+vllm serve real \\
+  --kv-transfer-config '{NIXL}'  # vllm serve in a comment
+""")
+    d = only(read_source(script))
+    assert (d.line, d.name) == (4, "real")
+
+
+def test_the_api_server_module_docker_run_and_sh_c_are_vllm_commands(tmp_path):
+    script = write(tmp_path / "run.sh", f"""python3 -u -m vllm.entrypoints.openai.api_server --model a --kv-transfer-config '{NIXL}'
+docker run --gpus all -e VLLM_USE_SIMPLE_KV_OFFLOAD=1 vllm/vllm-openai:v0.33.0 b --kv-offloading-size 8
+ssh gpu-3 sh -c "vllm serve c --disable-hybrid-kv-cache-manager"
+docker run --entrypoint bash vllm/vllm-openai:v0.33.0 -c true
+python3 proxy.py --port 8000
+""")
+    source = read_source(script)
+    assert [(d.name, d.line) for d in source.deployments] == [("a", 1), ("b", 2), ("c", 3)]
+    a, b, c = source.deployments
+    assert ktc(a)["kv_connector"] == "NixlConnector"
+    assert b.document["kv_offloading_size"] == 8 and b.document["env"] == {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}
+    assert c.document["disable_hybrid_kv_cache_manager"] is True
+
+
+def test_vllm_argument_handling_last_wins_underscores_and_dotted_options(tmp_path):
+    script = write(tmp_path / "run.sh", "vllm serve m --kv_transfer_config '{\"kv_connector\": \"LMCacheConnectorV1\"}' "
+                                        "--kv-transfer-config.kv_connector NixlConnector --kv-transfer-config.kv_role=kv_both "
+                                        "--kv-transfer-config.kv_connector_extra_config.backends+ UCX,LIBFABRIC "
+                                        "--disable-hybrid-kv-cache-manager --no-disable-hybrid-kv-cache-manager\n")
+    d = only(read_source(script))
+    # Dotted options are merged into one JSON value placed last: it replaces the plain one.
+    assert ktc(d) == {"kv_connector": "NixlConnector", "kv_role": "kv_both",
+                      "kv_connector_extra_config": {"backends": ["UCX", "LIBFABRIC"]}}
+    assert d.document["disable_hybrid_kv_cache_manager"] is False
+
+
+def test_a_config_file_is_read_relative_to_the_script_and_the_command_line_wins(tmp_path):
+    write(tmp_path / "cfg" / "base.yaml", f"model: from-config\nkv-transfer-config: '{NIXL}'\n"
+                                          "disable-hybrid-kv-cache-manager: true\n")
+    script = write(tmp_path / "bin" / "run.sh", "vllm serve --config ../cfg/base.yaml --no-disable-hybrid-kv-cache-manager\n")
+    d = only(read_source(script, roots=(tmp_path.resolve(),)))
+    assert d.document["model"] == {"name": "from-config"}
+    assert d.document["disable_hybrid_kv_cache_manager"] is False
+    assert dict(d.origins)["kv_transfer_config"] == f"`{tmp_path / 'bin' / '..' / 'cfg' / 'base.yaml'}`: --kv-transfer-config" \
+        or dict(d.origins)["kv_transfer_config"].endswith("cfg/base.yaml`: --kv-transfer-config")
+
+
+@pytest.mark.parametrize("command, code, message", [
+    ("vllm serve m --config /etc/passwd.yaml", "source.config_missing",
+     "the config file `/etc/passwd.yaml` does not exist (looked for `/etc/passwd.yaml`); vLLM fails to start without it"),
+    ("vllm serve m --config ../outside.yaml", "source.config_outside", None),
+    ("vllm serve m --config a.yaml --config b.yaml", "source.config_multiple",
+     "more than one `--config` file is given; vLLM refuses this"),
+    ("vllm serve m --config cfg.json", "source.config_extension", "`--config cfg.json`: vLLM reads only .yaml or .yml config files"),
+    ("vllm serve m --config", "source.missing_value", "`--config` has no file; vLLM refuses this"),
+    ("vllm serve m --kv-transfer-config", "source.missing_value", "`--kv-transfer-config` has no value; vLLM refuses this"),
+    ("vllm serve m --kv-transfer-confg '{}'", "source.unknown_option", "vLLM rejects the unrecognized argument `--kv-transfer-confg`"),
+    ("vllm serve m --disable-hybrid-kv-cache-manager=true", "source.option_value",
+     "`--disable-hybrid-kv-cache-manager` takes no value; vLLM refuses `--disable-hybrid-kv-cache-manager=true`"),
+])
+def test_command_line_problems_are_input_problems_of_the_deployment(tmp_path, command, code, message):
+    write(tmp_path / "outside.yaml", "model: x\n")
+    d = only(read_source(write(tmp_path / "inside" / "run.sh", command + "\n"), roots=((tmp_path / "inside").resolve(),)))
+    assert d.document is None
+    assert d.problems[0].code == code
+    if message:
+        assert d.problems[0].message == message
+
+
+def test_a_config_outside_the_roots_names_the_way_to_allow_it(tmp_path):
+    write(tmp_path / "shared" / "c.yaml", f"kv-transfer-config: '{NIXL}'\n")
+    script = write(tmp_path / "app" / "run.sh", "vllm serve m --config ../shared/c.yaml\n")
+    refused = only(read_source(script, roots=((tmp_path / "app").resolve(),)))
+    assert refused.problems[0].hint == "audit its directory too, or allow it with --config-root DIR"
+    allowed = only(read_source(script, roots=((tmp_path / "app").resolve(), (tmp_path / "shared").resolve())))
+    assert ktc(allowed)["kv_connector"] == "NixlConnector"
+
+
+def test_a_symlink_cannot_lead_a_config_out_of_the_roots(tmp_path):
+    write(tmp_path / "secret" / "c.yaml", "model: x\n")
+    (tmp_path / "app").mkdir()
+    os.symlink(tmp_path / "secret" / "c.yaml", tmp_path / "app" / "c.yaml")
+    d = only(read_source(write(tmp_path / "app" / "run.sh", "vllm serve m --config c.yaml\n"), roots=((tmp_path / "app").resolve(),)))
+    assert d.problems[0].code == "source.config_outside"
+
+
+def test_notes_config_with_equals_and_abbreviated_options(tmp_path):
+    d = only(read_source(write(tmp_path / "run.sh", f"vllm serve m --config=c.yaml --kv-transfer '{NIXL}'\n")))
+    assert codes(d.notes) == ["source.config_ignored", "source.abbreviated_option"]
+    assert d.notes[0].message == "vLLM reads a config file only from `--config FILE`; `--config=FILE` is accepted and ignored"
+    assert ktc(d)["kv_connector"] == "NixlConnector"
+
+
+def test_real_vllm_options_that_look_alike_are_not_typos(tmp_path):
+    d = only(read_source(write(tmp_path / "run.sh", "vllm serve m --ec-transfer-config '{}' --kv-cache-dtype fp8\n")))
+    assert d.problems == () and d.notes == ()
+
+
+def test_an_unbalanced_quote_is_a_located_file_problem(tmp_path):
+    source = read_source(write(tmp_path / "run.sh", "echo ok\nvllm serve m --kv-transfer-config '{\n"))
+    assert codes(source.problems) == ["source.shell_syntax"]
+    assert source.problems[0].line == 2
+
+
+def test_a_variable_that_doubles_itself_is_bounded(tmp_path):
+    text = "X=ab\n" + "X=$X$X\n" * 40 + 'vllm serve m --kv-transfer-config "$X"\n'
+    d = only(read_source(write(tmp_path / "run.sh", text), limits=SourceLimits(max_variable_length=4096)))
+    assert d.problems[0].code == "source.unresolved"
+
+
+# -- Dockerfiles ----------------------------------------------------------------------------------------
+
+def test_an_image_from_vllm_openai_keeps_its_vllm_serve_entrypoint(tmp_path):
+    dockerfile = write(tmp_path / "Dockerfile", f"""FROM vllm/vllm-openai:v0.33.0
+ENV VLLM_USE_SIMPLE_KV_OFFLOAD=1 OTHER="a b"
+CMD ["org/m", "--kv-transfer-config", {json.dumps(NIXL)}]
+""")
+    d = only(read_source(dockerfile))
+    assert (d.id, d.name) == (f"{dockerfile}:3", "org/m")
+    assert ktc(d)["kv_connector"] == "NixlConnector"
+    assert d.document["env"] == {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}
+
+
+def test_entrypoint_resets_cmd_and_only_the_final_stage_counts(tmp_path):
+    dockerfile = write(tmp_path / "Dockerfile", """FROM vllm/vllm-openai AS serve
+CMD ["a", "--disable-hybrid-kv-cache-manager"]
+FROM serve AS tools
+ENTRYPOINT ["python3", "tool.py"]
+""")
+    assert read_source(dockerfile).deployments == ()
+
+
+def test_shell_form_cmd_expands_env_and_continuations(tmp_path):
+    dockerfile = write(tmp_path / "Dockerfile", """# escape=\\
+FROM python:3.12
+ENV ROLE=kv_both
+CMD vllm serve m \\
+    # a comment inside a continuation
+    --kv-transfer-config "{\\"kv_connector\\":\\"NixlConnector\\",\\"kv_role\\":\\"$ROLE\\"}"
+""")
+    d = only(read_source(dockerfile))
+    assert ktc(d) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+
+
+def test_a_config_inside_the_image_is_found_through_copy(tmp_path):
+    write(tmp_path / "serve.yaml", f"model: m\nkv-transfer-config: '{NIXL}'\n")
+    good = write(tmp_path / "Dockerfile", 'FROM vllm/vllm-openai\nCOPY serve.yaml /etc/vllm/\nCMD ["--config", "/etc/vllm/serve.yaml"]\n')
+    assert ktc(only(read_source(good)))["kv_connector"] == "NixlConnector"
+    bad = write(tmp_path / "Dockerfile.2", 'FROM vllm/vllm-openai\nCMD ["--config", "/etc/vllm/serve.yaml"]\n')
+    d = only(read_source(bad))
+    assert d.problems[0].message == ("`--config /etc/vllm/serve.yaml` names a path inside the image that no COPY "
+                                     "instruction of this Dockerfile provides")
+
+
+# -- Kubernetes -------------------------------------------------------------------------------------------
+
+POD = """apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns}
+spec:
+  containers:
+"""
+
+
+def test_kubernetes_args_with_the_vllm_image_env_and_k8s_expansion(tmp_path):
+    manifest = write(tmp_path / "pod.yaml", POD + f"""    - name: vllm
+      image: docker.io/vllm/vllm-openai:v0.33.0
+      args: [m, --kv-transfer-config, '$(KV)', --port, "$$(not)"]
+      env:
+        - {{name: KV, value: '{NIXL}'}}
+        - {{name: VLLM_USE_SIMPLE_KV_OFFLOAD, value: "1"}}
+    - name: sidecar
+      image: envoyproxy/envoy
+      args: ["--config-path", "/etc/envoy.yaml"]
+""")
+    source = read_source(manifest)
+    d = only(source)
+    assert (source.format, d.id, d.name) == ("kubernetes", f"{manifest}#Pod/ns/p/vllm", "p/vllm")
+    assert dict(d.resource) == {"apiVersion": "v1", "kind": "Pod", "name": "p", "namespace": "ns"}
+    assert ktc(d)["kv_connector"] == "NixlConnector"
+    assert d.document["env"] == {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}
+
+
+def test_a_value_from_a_secret_is_unresolved_when_the_decision_needs_it(tmp_path):
+    manifest = write(tmp_path / "pod.yaml", POD + """    - name: vllm
+      image: vllm/vllm-openai
+      command: ["/bin/sh", "-c", "vllm serve m --kv-transfer-config \\"$KV\\""]
+      env:
+        - {name: KV, valueFrom: {configMapKeyRef: {name: c, key: k}}}
+        - {name: HF_TOKEN, valueFrom: {secretKeyRef: {name: s, key: t}}}
+""")
+    d = only(read_source(manifest))
+    assert d.problems[0].message == "`--kv-transfer-config` takes its value from `$KV`, which this file does not set"
+
+
+def test_a_config_file_comes_from_the_mounted_configmap_in_the_same_manifest(tmp_path):
+    manifest = write(tmp_path / "all.yaml", f"""apiVersion: v1
+kind: ConfigMap
+metadata: {{name: cfg, namespace: ns}}
+data:
+  vllm.yaml: |
+    model: from-configmap
+    kv-transfer-config: '{NIXL}'
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: d, namespace: ns}}
+spec:
+  template:
+    spec:
+      volumes: [{{name: v, configMap: {{name: cfg, items: [{{key: vllm.yaml, path: serve.yaml}}]}}}}]
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai
+          args: [--config, /etc/vllm/serve.yaml]
+          volumeMounts: [{{name: v, mountPath: /etc/vllm}}]
+        - name: other
+          image: vllm/vllm-openai
+          args: [--config, /srv/serve.yaml]
+          volumeMounts: [{{name: v, mountPath: /etc/vllm}}]
+""")
+    good, bad = read_source(manifest).deployments
+    assert good.document["model"] == {"name": "from-configmap"}
+    assert dict(good.origins)["kv_transfer_config"] == "`ConfigMap cfg key vllm.yaml`: --kv-transfer-config"
+    assert bad.problems[0].message == "`--config /srv/serve.yaml` is not in any volume of the container"
+
+
+def test_kubernetes_lists_annotations_and_manifest_errors(tmp_path):
+    manifest = write(tmp_path / "list.yaml", f"""apiVersion: v1
+kind: List
+items:
+  - apiVersion: v1
+    kind: Pod
+    metadata:
+      name: a
+      annotations: {{hma-policy.dev/facts: '{{model: {{layer_kinds: [mamba]}}}}'}}
+    spec:
+      containers:
+        - {{name: c, image: vllm/vllm-openai, args: [m, --kv-transfer-config, '{NIXL}', --port, 8000]}}
+  - apiVersion: v1
+    kind: Pod
+    metadata:
+      name: b
+      annotations: {{hma-policy.dev/facts: '{{kv_transfer_config: {{}}}}'}}
+    spec:
+      containers:
+        - {{name: c, image: vllm/vllm-openai, args: [serve, m]}}
+""")
+    source = read_source(manifest)
+    a, b = source.deployments
+    assert a.problems[0].message == "Pod a, container c: args[4] must be strings; Kubernetes rejects the manifest"
+    assert b.problems[0].message == ("the annotation hma-policy.dev/facts of Pod b may only give model, platform, env; "
+                                     "`kv_transfer_config` must come from the deployment itself")
+    assert codes(source.problems) == ["source.serve_twice"]
+
+
+# -- directives -------------------------------------------------------------------------------------------
+
+def test_a_directive_gives_model_facts_to_the_commands_below_it(tmp_path):
+    script = write(tmp_path / "run.sh", f"""vllm serve before --kv-transfer-config '{NIXL}'
+# hma-policy: {{model: {{layer_kinds: [sliding_window, full_attention]}}}}
+vllm serve after --kv-transfer-config '{NIXL}'
+# hma-policy: {{model: {{layer_kinds: [mamba]}}}}
+vllm serve last --kv-transfer-config '{NIXL}'
+""")
+    before, after, last = read_source(script).deployments
+    assert before.document["model"] == {"name": "before"}
+    assert after.document["model"] == {"layer_kinds": ["sliding_window", "full_attention"], "name": "after"}
+    assert dict(after.origins)["model"] == "line 2: hma-policy directive"
+    assert last.document["model"]["layer_kinds"] == ["mamba"]
+
+
+def test_a_bad_directive_stops_the_deployments_it_would_describe(tmp_path):
+    d = only(read_source(write(tmp_path / "run.sh", "# hma-policy: [not, a, mapping]\nvllm serve m\n")))
+    assert d.problems[0].code == "source.directive"
+    assert d.problems[0].hint == "for example: # hma-policy: {model: {layer_kinds: [sliding_window, full_attention]}}"
+
+
+# -- robustness ---------------------------------------------------------------------------------------------
+
+def test_binary_non_utf8_and_oversized_files_are_problems(tmp_path):
+    assert codes(read_source(write(tmp_path / "a.yaml", b"\x7fELF\x00\x00binary")).problems) == ["source.binary"]
+    assert codes(read_source(write(tmp_path / "b.sh", b"vllm serve \xff\xfe\n")).problems) == ["input.encoding"]
+    big = read_source(write(tmp_path / "c.json", "{}" + " " * 2048), limits=SourceLimits(max_file_bytes=1024))
+    assert big.problems[0].message == f"`{tmp_path / 'c.json'}` is larger than 1024 bytes"
+
+
+def test_a_deeply_nested_yaml_file_is_a_problem_not_a_crash(tmp_path):
+    source = read_source(write(tmp_path / "deep.yaml", "kv_transfer_config: " + "[" * 5000 + "]" * 5000 + "\n"))
+    assert source.deployments == () and source.problems and source.problems[0].code in ("input.limit", "input.parse")
+
+
+def test_a_module_path_in_a_file_is_never_imported(tmp_path, monkeypatch):
+    marker = tmp_path / "imported"
+    write(tmp_path / "pkg" / "evil_connector.py", f"open({str(marker)!r}, 'w').close()\nclass Evil: pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "pkg"))
+    script = write(tmp_path / "run.sh", "vllm serve m --kv-transfer-config "
+                   "'{\"kv_connector\": \"Evil\", \"kv_connector_module_path\": \"evil_connector\", \"kv_role\": \"kv_both\"}'\n")
+    decision = hma_policy.decide(only(read_source(script)).document)
+    assert decision.outcome == "undetermined"
+    assert not marker.exists() and "evil_connector" not in sys.modules
+
+
+SUFFIXES = ["run.sh", "Dockerfile", "d.yaml", "d.json", "k.yaml"]
+TEXT = st.text(alphabet=st.sampled_from(list("vllm serve--kv-transfer-config{}[]:'\"$()`\\\n #=-_.,/abcUCX<>|&;") + ["\x00", "é"]),
+               max_size=300)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(name=st.sampled_from(SUFFIXES), body=TEXT, prefix=st.sampled_from(["", "apiVersion: v1\nkind: Pod\n", "FROM vllm/vllm-openai\nCMD ",
+                                                                          "vllm serve m ", "model: m\n"]))
+def test_reading_any_text_never_raises(tmp_path_factory, name, body, prefix):
+    path = tmp_path_factory.mktemp("fuzz") / name
+    path.write_text(prefix + body, encoding="utf-8", errors="surrogatepass")
+    source = read_source(path)
+    for deployment in source.deployments:
+        if deployment.document is not None:
+            try:
+                hma_policy.decide(deployment.document)
+            except hma_policy.InputError:
+                pass
+
+
+def test_fifos_and_devices_are_never_opened(tmp_path):
+    os.mkfifo(tmp_path / "pipe.yaml")
+    assert read_source(tmp_path / "pipe.yaml").skipped == "not a regular file"
+    assert read_source("/dev/zero").skipped == "not a regular file"
+    os.mkfifo(tmp_path / "cfg.yaml")
+    d = only(read_source(write(tmp_path / "run.sh", "vllm serve m --config cfg.yaml\n")))
+    assert d.problems[0].message == f"the config file `{tmp_path / 'cfg.yaml'}` is not a regular file"
+
+
+def test_files_named_like_no_source_are_not_read(tmp_path, monkeypatch):
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda f, *a, **k: (opened.append(str(f)), real_open(f, *a, **k))[1])
+    assert read_source(write(tmp_path / "model.safetensors", b"\x00" * 4096)).skipped is not None
+    assert opened == []
+
+
+def test_a_script_without_an_extension_is_read_by_its_shebang(tmp_path):
+    d = only(read_source(write(tmp_path / "start-decode", f"#!/usr/bin/env bash\nvllm serve m --kv-transfer-config '{NIXL}'\n")))
+    assert (d.format, d.id) == ("shell", f"{tmp_path / 'start-decode'}:2")
+    assert read_source(write(tmp_path / "notes", "vllm serve m\n")).skipped is not None
