@@ -28,6 +28,10 @@ from .document import prepare, read_document
 from .errors import HMAPolicyError, InputError, PolicyError, printable
 
 EXIT_OK, EXIT_REJECTED, EXIT_INVALID = 0, 1, 2
+# Spelled here rather than imported, so that `decide` does not load the audit
+# and report modules at start-up; tests/test_cli.py holds them equal.
+REPORT_FORMATS = ("text", "json", "md", "html", "policyreport")
+FAIL_ON_CONDITIONS = ("error", "undetermined", "disabled", "warning", "problem")
 
 
 def _exit_code(decision: Decision) -> int:
@@ -152,9 +156,6 @@ def _parser() -> argparse.ArgumentParser:
     add("explain", "show the rules that fired and the facts they read")
     add("validate", "check a deployment document against the schema")
 
-    from .audit import FAIL_ON
-    from .report import FORMATS
-
     audit = sub.add_parser(
         "audit", help="decide every vLLM deployment found in files and directories",
         description="Find vLLM deployments in deployment documents, vLLM --config files, shell scripts, Dockerfiles and "
@@ -162,12 +163,12 @@ def _parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 the audit completed (whatever the outcomes), 1 a --fail-on condition is met, "
                "2 usage, invalid rules, a missing path, or the report or log cannot be written")
     audit.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to audit")
-    audit.add_argument("--format", choices=FORMATS, default="text", help="report format (default: text)")
+    audit.add_argument("--format", choices=REPORT_FORMATS, default="text", help="report format (default: text)")
     audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of standard output")
     audit.add_argument("--jobs", type=_positive, default=1, metavar="N", help="worker processes (default: 1); the report is the same for every N")
     audit.add_argument("--rules", metavar="DIR", help="rules directory (default: the bundled rules)")
     audit.add_argument("--fail-on", type=_conditions, default=(), metavar="LIST",
-                       help=f"exit 1 when any of these is found (comma-separated): {', '.join(FAIL_ON)}")
+                       help=f"exit 1 when any of these is found (comma-separated): {', '.join(FAIL_ON_CONDITIONS)}")
     audit.add_argument("--config-root", action="append", default=[], metavar="DIR",
                        help="a further directory --config files may be read from (default: only the audited paths)")
     _log_options(audit)

@@ -346,3 +346,11 @@ def test_garbage_through_stdin_and_json_output(tmp_path, name):
     assert code in (0, 1, 2)
     assert "internal error" not in err
     Draft202012Validator(DECISION_SCHEMA).validate(json.loads(out))
+
+
+def test_cli_spells_the_audit_choices_as_the_audit_modules_do():
+    # cli.py spells them out so that `decide` starts without importing audit/report.
+    from hma_policy import audit, cli, report
+
+    assert cli.REPORT_FORMATS == report.FORMATS
+    assert cli.FAIL_ON_CONDITIONS == audit.FAIL_ON
