@@ -4,8 +4,9 @@ connector graph drawn, every file problem; no script and nothing fetched from
 the network; text from the audited files stays text.
 
 Chromium is a test requirement: .ci/run installs it from Debian's packages
-(`apt-get install chromium`). Without it these tests fail; they are not
-skipped, because then the HTML report would go unchecked.
+(`apt-get install chromium`). Without it these tests fail under CI (CI=true
+or HMA_POLICY_REQUIRE_CHROMIUM=1, which .ci/run sets), so the report never
+goes unchecked there; elsewhere they are skipped with that reason.
 """
 
 from __future__ import annotations
@@ -30,8 +31,7 @@ CHROMIUM = "/usr/bin/chromium"
 def dump_dom(page: Path, profile: Path) -> str:
     """The DOM after Chromium has loaded ``page`` (no network, fresh profile)."""
     if not (os.path.exists(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        pytest.fail(f"{CHROMIUM} is not installed; the HTML report is tested in headless Chromium. "
-                    ".ci/run installs it (apt-get update && apt-get install -y --no-install-recommends chromium)")
+        _missing()
     completed = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
@@ -88,9 +88,20 @@ def fleet(tmp_path_factory):
     return report.to_dict(), Dom(dump_dom(page, tmp / "profile"))
 
 
+def _missing() -> None:
+    """CI (which installs Chromium) fails without it; elsewhere the test is
+    skipped with this reason, so the README's test command holds on a machine
+    without a browser."""
+    message = (f"{CHROMIUM} is not installed; the HTML report is tested in headless Chromium. "
+               ".ci/run installs it (apt-get update && apt-get install -y --no-install-recommends chromium)")
+    if os.environ.get("CI") or os.environ.get("HMA_POLICY_REQUIRE_CHROMIUM"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def test_chromium_is_the_debian_package_the_ci_installs():
-    assert shutil.which("chromium") == CHROMIUM or os.path.exists(CHROMIUM), \
-        ".ci/run installs chromium (apt-get install -y --no-install-recommends chromium)"
+    if not (shutil.which("chromium") == CHROMIUM or os.path.exists(CHROMIUM)):
+        _missing()
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert "apt-get install -y --no-install-recommends chromium" in ci
 
