@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,28 @@ class Entry:
             "origins": dict(d.origins),
             "notes": [_problem_dict(n) for n in d.notes],
             "input_digest": self.input_digest,
+            "remediation": remediation(self.decision),
             "decision": self.decision,
         }
+
+
+def remediation(decision: dict[str, Any]) -> str | None:
+    """What to change, in one line: the connectors that block HMA and the flag
+    that states the intent (built from the decision, so from the rules)."""
+    blocking = sorted({c["kv_connector"] or "(no kv_connector)" for c in decision["connectors"]
+                       if c["supports_hma"] is False and c["kv_connector"] != "MultiConnector"})
+    if decision["errors"]:
+        hint = decision["errors"][0].get("hint")
+        return hint or None
+    if decision["outcome"] == "disabled" and any(w["code"] == "hma.auto_disabled" for w in decision["warnings"]):
+        names = ", ".join(f"`{n}`" for n in blocking) or "the connector graph"
+        verb = "block" if len(blocking) > 1 else "blocks"
+        return (f"{names} {verb} HMA: use connectors that support it, or pass "
+                "--disable-hybrid-kv-cache-manager to state that HMA is off on purpose")
+    if decision["outcome"] == "undetermined":
+        unknown = [w for w in decision["warnings"] if w["code"] == "connector.capability_unknown"]
+        return unknown[0].get("hint") if unknown else None
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +148,18 @@ class AuditReport:
             "error_stages": {name: stages.get(name, 0) for name in ("input", "config", "connector")},
             "codes": dict(sorted(codes.items())),
             "formats": dict(sorted(Counter(e.deployment.format for e in self.entries).items())),
+            "warnings": sum(len(e.decision["warnings"]) for e in self.entries),
+            "by_connector": _by_connector(self.entries),
+            "by_rule": dict(sorted(Counter(r for e in self.entries for r in e.decision["trace"]).items())),
             "problems": len(self.problems),
         }
+
+    def generated_at(self) -> str:
+        """When the report was made (UTC), or SOURCE_DATE_EPOCH when set, the
+        reproducible-builds convention for byte-identical outputs."""
+        epoch = os.environ.get("SOURCE_DATE_EPOCH")
+        seconds = int(epoch) if epoch and epoch.isdigit() else int(time.time())
+        return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def failing(self, conditions: Iterable[str]) -> list[str]:
         """The `--fail-on` conditions this report meets, each with a count."""
@@ -151,6 +182,7 @@ class AuditReport:
             "kind": "hma-policy-audit",
             "version": 1,
             "tool": {"name": "hma-policy", "version": self.tool_version},
+            "generated_at": self.generated_at(),
             "policy": {"source": self.policy_source, "digest": self.policy_digest},
             "paths": list(self.paths),
             "summary": self.summary(),
@@ -158,6 +190,22 @@ class AuditReport:
             "problems": [_problem_dict(p) for p in self.problems],
             "skipped": [{"file": f.file, "reason": f.skipped} for f in self.files if f.skipped is not None],
         }
+
+
+def _by_connector(entries: Iterable[Entry]) -> dict[str, dict[str, int]]:
+    """Per connector name: how many deployments use it, and its nodes' verdicts."""
+    out: dict[str, dict[str, int]] = {}
+    for entry in entries:
+        seen = set()
+        for node in entry.decision["connectors"]:
+            name = node["kv_connector"] or "(no kv_connector)"
+            row = out.setdefault(name, {"deployments": 0, "supports_hma": 0, "does_not": 0, "unknown": 0})
+            key = {True: "supports_hma", False: "does_not"}.get(node["supports_hma"], "unknown")
+            row[key] += 1
+            if name not in seen:
+                seen.add(name)
+                row["deployments"] += 1
+    return dict(sorted(out.items()))
 
 
 # -- walking ----------------------------------------------------------------------

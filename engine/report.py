@@ -109,6 +109,13 @@ def _text(data: dict[str, Any]) -> str:
                 out.append(f"    from: {_printable(origin)}")
         for note in entry["notes"]:
             out.append(f"  note {note['code']}: {_printable(note['message'])}")
+        if entry.get("remediation") and d["outcome"] != "error":
+            out.append(f"  remediation: {_printable(entry['remediation'])}")
+    summary = data["summary"]
+    if summary.get("by_connector"):
+        out.append("by connector (deployments; nodes that support HMA / do not / unknown):")
+        for name, row in summary["by_connector"].items():
+            out.append(f"  {_printable(name)}: {row['deployments']}; {row['supports_hma']} / {row['does_not']} / {row['unknown']}")
     if data["problems"]:
         out.append("problems:")
         for p in data["problems"]:

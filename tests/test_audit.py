@@ -156,13 +156,32 @@ def test_every_format_shows_each_deployment_with_its_outcome(fleet_report, fmt):
 
 
 def test_the_report_is_the_same_for_every_jobs_and_every_run():
-    code1, out1, err1 = run("audit", "examples/fleet", "--format", "json", "--jobs", "1")
-    code2, out2, err2 = run("audit", "examples/fleet", "--format", "json", "--jobs", "2")
-    code3, out3, _ = run("audit", "examples/fleet", "--format", "json", "--jobs", "3")
+    # The report's only clock reading follows SOURCE_DATE_EPOCH (reproducible builds).
+    epoch = {"SOURCE_DATE_EPOCH": "1764374400"}
+    code1, out1, err1 = run("audit", "examples/fleet", "--format", "json", "--jobs", "1", env=epoch)
+    code2, out2, err2 = run("audit", "examples/fleet", "--format", "json", "--jobs", "2", env=epoch)
+    code3, out3, _ = run("audit", "examples/fleet", "--format", "json", "--jobs", "3", env=epoch)
     assert code1 == code2 == code3 == 0
     assert out1 == out2 == out3
     assert err1 == err2 == ""  # no progress bar: stderr is not a terminal
-    assert "timestamp" not in out1
+    assert json.loads(out1)["generated_at"] == "2025-11-29T00:00:00Z"
+
+
+def test_the_report_records_its_time_breakdowns_and_remediation(fleet_report):
+    data = fleet_report.to_dict()
+    assert data["generated_at"].endswith("Z") and data["tool"]["version"] and data["policy"]["digest"].startswith("sha256:")
+    summary = data["summary"]
+    assert summary["by_connector"]["LMCacheConnectorV1"]["does_not"] >= 1
+    assert summary["by_connector"]["NixlConnector"]["supports_hma"] >= 1
+    assert summary["by_rule"]["hma.auto_disabled"] == summary["codes"]["hma.auto_disabled"]
+    assert summary["warnings"] == sum(len(e["decision"]["warnings"]) for e in data["deployments"])
+    blocked = [e for e in data["deployments"] if e["decision"]["outcome"] == "disabled"
+               and "LMCacheConnectorV1" in {c["kv_connector"] for c in e["decision"]["connectors"]}
+               and any(w["code"] == "hma.auto_disabled" for w in e["decision"]["warnings"])]
+    assert blocked and all("`LMCacheConnectorV1`" in e["remediation"] and "block" in e["remediation"] for e in blocked)
+    # Every deployment that could be read into a document carries its digest.
+    assert all(e["input_digest"] for e in data["deployments"]
+               if not (e["decision"]["errors"] and e["decision"]["errors"][0]["stage"] == "input"))
 
 
 def test_the_readme_main_command_exits_0_on_a_fleet_with_a_broken_file_and_errors():
