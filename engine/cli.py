@@ -44,7 +44,8 @@ def _exit_code(decision: Decision) -> int:
 
 def _tree(decision: Decision) -> list[str]:
     """The connector tree, drawn from the pre-order list and each node's depth."""
-    verdicts = {True: "supports HMA", False: "does not support HMA", None: "unknown"}
+    verdicts = {"supported": "supports HMA", "unsupported": "does not support HMA", "unknown": "unknown",
+                "error": "raises", "unsupported_or_error": "does not support HMA, or raises"}
     items = list(decision.connectors)
     last = []
     for index, node in enumerate(items):
@@ -58,7 +59,8 @@ def _tree(decision: Decision) -> list[str]:
             prefix += "└─ " if is_last else "├─ "
             open_levels.append(is_last)
         name = node.kv_connector if node.kv_connector is not None else "(no kv_connector)"
-        lines.append(f"  {prefix}{name}: {verdicts[node.supports_hma]}  [{node.path}] ({node.rule})")
+        verdict = verdicts.get(node.support or "", {True: "supports HMA", False: "does not support HMA"}.get(node.supports_hma, "unknown"))
+        lines.append(f"  {prefix}{name}: {verdict}  [{node.path}] ({node.rule})")
     return lines
 
 

@@ -44,12 +44,16 @@ class ConnectorVerdict:
     supports_hma: bool | None
     rule: str | None
     depth: int = 0
+    # The node's `support` fact as the rules set it: supported, unsupported,
+    # unknown, error, or unsupported_or_error (supports_hma is null for the last three).
+    support: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "kv_connector": self.kv_connector,
             "supports_hma": self.supports_hma,
+            "support": self.support,
             "rule": self.rule,
         }
 

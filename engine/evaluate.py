@@ -352,7 +352,7 @@ class Evaluator:
             out.connectors.append(ConnectorVerdict(
                 path=node.path, kv_connector=node.name,
                 supports_hma={"supported": True, "unsupported": False}.get(run.facts.get("support")),
-                rule=support_rule.id if support_rule else None, depth=node.depth,
+                rule=support_rule.id if support_rule else None, depth=node.depth, support=run.facts.get("support"),
             ))
             if node is out.top:
                 out.top_reasons = [run.reasons["support"]] if "support" in run.reasons else []

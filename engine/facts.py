@@ -36,8 +36,8 @@ FACTS: dict[str, dict[str, dict[str, Any]]] = {
         "sets_engine_id": {"type": "bool", "doc": "the node's own config has an engine_id key"},
         "connectors": {"type": "str", "values": ["absent", "present"], "doc": "kv_connector_extra_config has a non-null `connectors` key"},
         "children": {"type": "int", "doc": "how many children the node lists"},
-        "first_nonsupported": {"type": "str", "values": ["none", "unsupported", "unknown", "error"], "doc": "support of the first child, in order, that is not `supported`"},
-        "unsupported_after_unknown": {"type": "bool", "doc": "after the first `unknown` child, the first child that is `unsupported` or `error` is `unsupported`"},
+        "first_nonsupported": {"type": "str", "values": ["none", "unsupported", "unknown", "error", "unsupported_or_error"], "doc": "support of the first child, in order, that is not `supported`"},
+        "after_unknown": {"type": "str", "values": ["none", "unsupported", "error", "unsupported_or_error"], "doc": "after the first `unknown` child, support of the first child that is neither `supported` nor `unknown` (none when there is none, or no `unknown` child)"},
         "first_child_setup": {"type": "str", "values": ["ok", "error"], "doc": "setup of the first child, in order, whose setup is not ok"},
         "first_child_construct": {"type": "str", "values": ["ok", "error"], "doc": "construct of the first child, in order, whose construct is not ok"},
         "env_lmcache_use_upstream_mp": {"type": "bool", "doc": "LMCACHE_USE_UPSTREAM_MP is set (non-empty)"},
@@ -53,7 +53,7 @@ FACTS: dict[str, dict[str, dict[str, Any]]] = {
         "top_name": {"type": "str", "doc": "the top-level kv_connector in effect, after the offloading shorthand (\"\" when none)"},
         "configured_top_name": {"type": "str", "doc": "the top-level kv_connector as configured, before the offloading shorthand (\"\" when none)"},
         "configured_child_names": {"type": "names", "doc": "kv_connector of each direct child of the configured top-level connector, before the offloading shorthand"},
-        "graph_support": {"type": "str", "values": ["none", "supported", "unsupported", "unknown", "error"], "doc": "the top-level node's `support` (none without a kv_transfer_config)"},
+        "graph_support": {"type": "str", "values": ["none", "supported", "unsupported", "unknown", "error", "unsupported_or_error"], "doc": "the top-level node's `support` (none without a kv_transfer_config)"},
         "top_setup": {"type": "str", "values": ["none", "ok", "error"], "doc": "the top-level node's `setup`"},
         "top_construct": {"type": "str", "values": ["none", "ok", "error"], "doc": "the top-level node's `construct`"},
         "layer_full_attention": {"type": "bool", "doc": "model.layer_kinds has full_attention"},
@@ -178,18 +178,17 @@ def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str
     extra = config.get("kv_connector_extra_config") or {}
     has_connectors = isinstance(extra, Mapping) and extra.get("connectors") is not None
     first_ns, ns_path = _first(node.children, verdicts, "support", "supported")
-    after_unknown = False
+    after, after_path = "none", None
     if first_ns == "unknown":
-        # Past the first unknown child, the helper either stops (that child
-        # says no) or goes on: it ends at the first later child that is
-        # unsupported or raises. Which of the two that is, is the fact.
-        seen = False
-        for child in node.children:
+        # Past the first unknown child, the helper either stops there (that
+        # child says no) or goes on to the first later child that does not
+        # answer supported-or-unknown. Which answer that child gives is the fact.
+        later = node.children[[c.path for c in node.children].index(ns_path) + 1:]
+        for child in later:
             value = verdicts[child.path]["support"]
-            if seen and value in ("unsupported", "error"):
-                after_unknown = value == "unsupported"
+            if value not in ("supported", "unknown"):
+                after, after_path = value, child.path
                 break
-            seen = seen or child.path == ns_path
     setup, setup_path = _first(node.children, verdicts, "setup", "ok")
     construct, construct_path = _first(node.children, verdicts, "construct", "ok")
     facts = {
@@ -203,7 +202,7 @@ def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str
         "connectors": "present" if has_connectors else "absent",
         "children": len(node.children),
         "first_nonsupported": first_ns,
-        "unsupported_after_unknown": after_unknown,
+        "after_unknown": after,
         "first_child_setup": setup,
         "first_child_construct": construct,
         "env_lmcache_use_upstream_mp": env["env_lmcache_use_upstream_mp"],
@@ -211,6 +210,8 @@ def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str
     sources = {}
     if ns_path is not None:
         sources["first_nonsupported"] = (ns_path, "support")
+    if after_path is not None:
+        sources["after_unknown"] = (after_path, "support")
     if setup_path is not None:
         sources["first_child_setup"] = (setup_path, "setup")
     if construct_path is not None:

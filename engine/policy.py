@@ -26,9 +26,14 @@ RULESETS = ("offloading", "node", "decision")
 # contract between the rule files and evaluate.py.
 CONTRACT: dict[str, dict[str, set[Any] | None]] = {
     "offloading": {"offload_connector": None, "offload_role": None},
-    "node": {"support": {"supported", "unsupported", "unknown", "error"}, "setup": {"ok", "error"}, "construct": {"ok", "error"}},
+    "node": {"support": {"supported", "unsupported", "unknown", "error", "unsupported_or_error"}, "setup": {"ok", "error"}, "construct": {"ok", "error"}},
     "decision": {"hma": {"enabled", "disabled", "unknown", "error"}, "startup": {"ok", "error", "unknown"}},
 }
+# The values that carry an error, which a rule giving one must state with
+# `error:`. Node support has a second one: `unsupported_or_error`, the answer
+# "unsupported, or the helper raises this error" that an external connector of
+# unknown capability leaves open (the engine hands the error on as for `error`).
+ERROR_VALUES: dict[tuple[str, str], tuple[str, ...]] = {("node", "support"): ("error", "unsupported_or_error")}
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Facts whose value "error" carries a Problem that `error: {copy: ...}` can re-raise.
 OPS = {"eq", "ne", "in", "not_in", "lt", "le", "gt", "ge", "contains"}
@@ -302,10 +307,12 @@ def _check_rule(rule: Rule, known: dict[str, dict[str, Any]], file: _File, error
     if rule.ruleset != "node" and rule.error and "stage" not in rule.error:
         yield _problem(file, "rules.missing_stage", f"error of rule `{rule.id}` needs a `stage` (config or connector)",
                        rule.path + "/error", "config: VllmConfig rejects the configuration; connector: start-up fails")
-    if rule.error and rule.value != "error":
-        yield _problem(file, "rules.error_value", f"rule `{rule.id}` raises an error, so its value must be `error`", rule.path + "/value")
-    if rule.value == "error" and not rule.error:
-        yield _problem(file, "rules.error_value", f"rule `{rule.id}` has value `error` but no `error`", rule.path + "/value")
+    carriers = ERROR_VALUES.get((rule.ruleset, rule.step), ("error",))
+    if rule.error and rule.value not in carriers:
+        spelled = " or ".join(f"`{v}`" for v in carriers)
+        yield _problem(file, "rules.error_value", f"rule `{rule.id}` raises an error, so its value must be {spelled}", rule.path + "/value")
+    if rule.value in carriers and not rule.error:
+        yield _problem(file, "rules.error_value", f"rule `{rule.id}` has value `{rule.value}` but no `error`", rule.path + "/value")
 
 
 def read_policy(rules_dir: str | Path | None = None) -> PolicyModel:
@@ -356,7 +363,7 @@ def read_policy(rules_dir: str | Path | None = None) -> PolicyModel:
         known = dict(FACTS[ruleset])
         errorful: set[str] = set()
         if ruleset == "node":
-            errorful |= {"first_nonsupported", "first_child_setup", "first_child_construct"}
+            errorful |= {"first_nonsupported", "after_unknown", "first_child_setup", "first_child_construct"}
         if ruleset == "decision":
             errorful |= {"graph_support", "top_setup", "top_construct"}
         built: list[StepDef] = []

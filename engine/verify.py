@@ -170,8 +170,8 @@ def _constraints(model: PolicyModel) -> dict[str, list[Constraint]]:
             (("children", "first_nonsupported"), lambda k, f: k > 0 or f == "none"),
             (("children", "first_child_setup"), lambda k, s: k > 0 or s == "ok"),
             (("children", "first_child_construct"), lambda k, s: k > 0 or s == "ok"),
-            (("first_nonsupported", "unsupported_after_unknown"), lambda f, a: f == "unknown" or not a),
-            (("children", "unsupported_after_unknown"), lambda k, a: k > 1 or not a),
+            (("first_nonsupported", "after_unknown"), lambda f, a: f == "unknown" or a == "none"),
+            (("children", "after_unknown"), lambda k, a: k > 1 or a == "none"),
         ],
         "decision": [
             (("has_kv_transfer_config", "top_name"), lambda h, n: h or n == ""),

@@ -39,6 +39,9 @@ def _leaves(registered: tuple[str, ...]) -> list[dict[str, Any]]:
         {"kv_connector": "NoSuchConnector", "kv_role": "kv_both", "engine_id": "child"},
         {"kv_connector": "MultiConnector", "kv_role": "kv_both"},
         {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {"connectors": []}},
+        # An unknown external class before a child that raises: "unsupported, or it raises".
+        {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {
+            "connectors": [dict(EXTERNAL), {"kv_connector": "NoSuchConnector", "kv_role": "kv_both"}]}},
     ]
 
 

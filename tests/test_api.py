@@ -135,7 +135,8 @@ def test_to_dict_has_exactly_the_contract_keys(document):
     for error in data["errors"]:
         assert set(error) <= {"code", "stage", "message", "path", "hint"}
     for connector in data["connectors"]:
-        assert set(connector) == {"path", "kv_connector", "supports_hma", "rule"}
+        assert set(connector) == {"path", "kv_connector", "supports_hma", "support", "rule"}
+        assert connector["supports_hma"] == {"supported": True, "unsupported": False}.get(connector["support"])
 
 
 # -- supports_hma ------------------------------------------------------------------

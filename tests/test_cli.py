@@ -97,6 +97,24 @@ def test_decide_text_for_an_error_shows_the_error_and_hint(workdir):
     assert "hint: did you mean `NixlConnector`?" in out
 
 
+def test_decide_text_tree_names_each_open_answer(workdir):
+    # An external class of unknown support before a child that raises leaves
+    # the MultiConnector "unsupported, or it raises" (docs/decision.md).
+    external = {"kv_connector": "MyConnector", "kv_role": "kv_both", "kv_connector_module_path": "my_company.kv.connector"}
+    document = {"kv_transfer_config": {"kv_connector": "MultiConnector", "kv_role": "kv_both",
+                                       "kv_connector_extra_config": {"connectors": [external, {"kv_connector": "NixlConector", "kv_role": "kv_both"}]}}}
+    (workdir / "open.json").write_text(json.dumps(document), encoding="utf-8")
+    code, out, _ = run(workdir, "decide", "open.json")
+    assert code == 1
+    assert out.splitlines()[0] == "open.json: undetermined (cannot be decided from the rules)"
+    tree = out[out.index("connectors:"):].splitlines()[1:4]
+    assert tree == [
+        "  MultiConnector: does not support HMA, or raises  [/kv_transfer_config] (node.support.multi_unknown_then_error)",
+        "  ├─ MyConnector: unknown  [/kv_transfer_config/kv_connector_extra_config/connectors/0] (node.support.class_unknown)",
+        "  └─ NixlConector: raises  [/kv_transfer_config/kv_connector_extra_config/connectors/1] (node.support.class_error)",
+    ]
+
+
 @pytest.mark.parametrize("name", list(DOCUMENTS))
 def test_decide_exit_codes_and_json_contract(workdir, name):
     _, expected_code = DOCUMENTS[name]

@@ -27,14 +27,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import hma_policy
-from hma_policy.document import ALIASES
 
 import reference_model
+from compare import FIELDS, expected, observe
 from strategies import documents
 
 HERE = Path(__file__).resolve().parent
 CASES = json.loads((HERE / "conformance" / "cases.json").read_text(encoding="utf-8"))
-FIELDS = ("outcome", "hma_enabled", "error", "vllm_warnings", "input_problems", "capability_unknown")
 TOP = "/kv_transfer_config"
 V1 = reference_model.V1
 
@@ -51,35 +50,6 @@ def plain_policy():
     policy = hma_policy.load_policy(None, memo=False)
     yield policy
     policy.close()
-
-
-def _snake(path: str) -> str:
-    """Decision paths follow the document's spelling; the model speaks snake_case."""
-    head, sep, rest = path[1:].partition("/")
-    return "/" + ALIASES.get(head, head) + sep + rest if path else path
-
-
-def observe(policy, document) -> tuple:
-    try:
-        d = policy.decide(document)
-    except hma_policy.InputError as exc:
-        return ("error", None, ("input",), (), frozenset((p.code, p.path) for p in exc.problems), ())
-    error = (d.errors[0].stage, d.errors[0].code, _snake(d.errors[0].path)) if d.errors else None
-    return (
-        d.outcome,
-        d.hma_enabled,
-        error,
-        tuple(sorted(w.code for w in d.warnings if w.source == "vllm")),
-        frozenset(),
-        tuple(sorted(_snake(w.path) for w in d.warnings if w.code == "connector.capability_unknown")),
-    )
-
-
-def expected(document) -> tuple:
-    e = reference_model.expect(document)
-    if e.input_problems:
-        return ("error", None, ("input",), (), e.input_problems, ())
-    return (e.outcome, e.hma_enabled, e.error, e.vllm_warnings, frozenset(), e.unknown_paths)
 
 
 def assert_agree(policy, document) -> None:
@@ -125,8 +95,7 @@ def test_reference_model_imports_nothing_from_the_engine():
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(documents())
 def test_engine_agrees_with_reference_model(memo_policy, document):
-    if not in_known_gap(document):
-        assert_agree(memo_policy, document)
+    assert_agree(memo_policy, document)
 
 
 @settings(max_examples=800, deadline=None, derandomize=True, database=None,
@@ -134,31 +103,7 @@ def test_engine_agrees_with_reference_model(memo_policy, document):
 @given(documents(max_nodes=12, max_depth=3))
 def test_engine_agrees_with_reference_model_without_memo(plain_policy, document):
     # memo=False: every step of every node goes through durable-rules.
-    if not in_known_gap(document):
-        assert_agree(plain_policy, document)
-
-
-def in_known_gap(document) -> bool:
-    """A graph with an undeclared external class and a child that fails to
-    build: the known gap (UNKNOWN_THEN_FAILING below), left out of the random
-    comparison so that it stays a test of everything else."""
-    ktc = document.get("kv_transfer_config") if isinstance(document, dict) else None
-    stack, external, failing = [ktc], False, False
-    while stack:
-        node = stack.pop()
-        if not isinstance(node, dict):
-            continue
-        path = node.get("kv_connector_module_path")
-        name = node.get("kv_connector")
-        if path and not str(path).startswith(V1):
-            external = True
-        if name is None or path == "" or "engine_id" in node or (
-                isinstance(name, str) and not path and name not in reference_model.REGISTERED):
-            failing = True
-        extra = node.get("kv_connector_extra_config")
-        if isinstance(extra, dict) and isinstance(extra.get("connectors"), list):
-            stack.extend(extra["connectors"])
-    return external and failing
+    assert_agree(plain_policy, document)
 
 
 # ---------------------------------------------------------------------------
@@ -178,13 +123,10 @@ def M(*children, **extra):
 
 ACME = C("AcmeConnector", kv_connector_module_path="acme.kv.connector")
 
-# Known gap (README "what it does not model", SECURITY.md "Known gaps"): when an
-# undeclared external class leaves a MultiConnector's answer open and a later
-# child fails, the node rules give `unknown` or a definite answer where the
-# reference model runs vLLM once per possible class and finds the first error
-# still open (or certain). Fixing it needs a node value for "unsupported, or
-# raises"; strict, so the day the engine gets it right these must be turned on.
-UNKNOWN_THEN_FAILING = pytest.mark.xfail(strict=True, reason="known gap: an undeclared external class followed by a failing child")
+# An undeclared external class leaves a MultiConnector's answer open; a later
+# child that fails to build makes it "unsupported, or it raises" (node support
+# `unsupported_or_error`), and an error that start-up raises whichever way the
+# class answers is still certain.
 
 
 @pytest.mark.parametrize(
@@ -221,12 +163,12 @@ def test_hisparse_is_configured_before_the_offloading_shorthand(memo_policy, doc
         # unsupported sibling cannot settle the answer, since vLLM may raise first.
         # vLLM runs the helper even when a runtime blocker already turns HMA off.
         pytest.param({"kv_transfer_config": M(ACME, C("NoSuchConnector")), "platform": {"supports_hybrid_kv_cache": False}},
-                     id="unknown-then-unknown-name-on-a-platform-without-hma", marks=UNKNOWN_THEN_FAILING),
+                     id="unknown-then-unknown-name-on-a-platform-without-hma"),
         pytest.param({"kv_transfer_config": M(M(ACME, C("NoSuchConnector")), C("ExampleConnector"))},
-                     id="nested-unknown-then-unknown-name-then-unsupported-sibling", marks=UNKNOWN_THEN_FAILING),
+                     id="nested-unknown-then-unknown-name-then-unsupported-sibling"),
         pytest.param({"kv_transfer_config": M(M(ACME, C("NixlPushConnector", kv_connector_module_path="")),
                                               C("LMCacheConnectorV1"))},
-                     id="nested-unknown-then-empty-module-path-then-unsupported-sibling", marks=UNKNOWN_THEN_FAILING),
+                     id="nested-unknown-then-empty-module-path-then-unsupported-sibling"),
     ],
 )
 def test_an_unknown_child_before_a_failing_one_leaves_the_first_error_unknown(memo_policy, document):
@@ -278,7 +220,6 @@ def test_kv_cache_planning_warns_before_connectors_are_created(memo_policy, ktc)
     assert "model.hybrid_kv_unoptimized" in expected(document)[3]
 
 
-@UNKNOWN_THEN_FAILING
 def test_an_error_every_possible_class_reaches_is_determined(memo_policy):
     # Multi[external, child with engine_id], no preference: whether or not the
     # external class supports HMA, the HMA helper raises nothing (engine_id
