@@ -44,21 +44,27 @@ class RuntimeFault(Exception):
 
 
 def _check_scalar(key: str, value: Any) -> None:
-    if isinstance(value, bool):
+    kind = type(value)
+    if kind is bool:
         return
-    if isinstance(value, int):
+    if kind is str:
+        if len(value) > _MAX_STRING or "\x00" in value:
+            raise RuntimeFault(f"fact `{key}` is not a short NUL-free string")
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise RuntimeFault(f"fact `{key}` is not valid UTF-8") from None
+        return
+    if kind is int:
         if not -_INT_BOUND < value < _INT_BOUND:
             raise RuntimeFault(f"fact `{key}` is out of the integer range")
         return
-    if isinstance(value, str):
-        if len(value) > _MAX_STRING or "\x00" in value:
-            raise RuntimeFault(f"fact `{key}` is not a short NUL-free string")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise RuntimeFault(f"fact `{key}` is not valid UTF-8") from None
-        return
-    raise RuntimeFault(f"fact `{key}` has type {type(value).__name__}, which the rule runtime cannot take safely")
+    raise RuntimeFault(f"fact `{key}` has type {kind.__name__}, which the rule runtime cannot take safely")
+
+
+# Fact names already found to be identifiers (there are a few dozen).
+_GOOD_KEYS: set[str] = set()
 
 
 def check_event(event: dict[str, Any]) -> None:
@@ -66,30 +72,40 @@ def check_event(event: dict[str, Any]) -> None:
     if len(event) > _MAX_PROPERTIES:
         raise RuntimeFault("too many facts in one event")
     for key, value in event.items():
-        if not isinstance(key, str) or not _KEY.match(key) or key in ("sid", "id"):
-            raise RuntimeFault(f"fact name `{key}` is not allowed")
-        if isinstance(value, (list, tuple)):
+        if key not in _GOOD_KEYS:
+            if type(key) is not str or not _KEY.match(key) or key in ("sid", "id"):
+                raise RuntimeFault(f"fact name `{key}` is not allowed")
+            if len(_GOOD_KEYS) < 4096:
+                _GOOD_KEYS.add(key)
+        if type(value) is list or type(value) is tuple:
             if len(value) > _MAX_ITEMS:
                 raise RuntimeFault(f"fact `{key}` has too many items")
             for item in value:
-                if not isinstance(item, str):
+                if type(item) is not str:
                     raise RuntimeFault(f"fact `{key}` must hold strings")
                 _check_scalar(key, item)
         else:
             _check_scalar(key, value)
 
 
-def _first_key(message: str) -> str:
-    """The rule name that keys the activation JSON ``{"r12": {...}}``.
+def _activation(message: str) -> tuple[str, str]:
+    """The rule name and the event id of an activation ``{"r12": {"m": {..., "id": "3"}}}``.
 
-    Rule names are the compiler's own (``r`` and digits), so the name is read
-    without parsing the whole message.
+    Rule names are the compiler's own (``r`` and digits) and ``id`` is the
+    last property of every event this driver posts (a fact may not be named
+    ``id``, and a quote inside a string value is escaped), so both are read
+    without parsing the whole message; anything else is parsed.
     """
     if message.startswith('{"r'):
         end = message.find('"', 2)
-        if end > 2:
-            return message[2:end]
-    return next(iter(json.loads(message)))
+        at = message.rfind('"id": "')
+        if end > 2 and at > 0:
+            close = message.find('"', at + 7)
+            event_id = message[at + 7:close]
+            if event_id.isdigit():
+                return message[2:end], event_id
+    name, body = next(iter(json.loads(message).items()))
+    return name, str(body["m"]["id"])
 
 
 class RuleRuntime:
@@ -111,12 +127,12 @@ class RuleRuntime:
         return self.fire_many([event])[0]
 
     def fire_many(self, events: list[dict[str, Any]]) -> list[str]:
-        """Post independent events in one batch; one rule name per event.
+        """Post independent events in one batch; the name of the rule that
+        ran for each event, in the order of ``events``.
 
         Every event carries its step's discriminator and every step ends in
         a catch-all rule, so each event runs exactly one action (events are
-        consumed by their first action): the names come back one per event,
-        in activation order.
+        consumed by their first action); each activation names its event id.
         """
         messages = []
         for index, event in enumerate(events, start=1):
@@ -135,11 +151,11 @@ class RuleRuntime:
                 raise RuntimeFault(f"the rule runtime failed to take the events: {exc}") from None
             if code != 0:
                 raise RuntimeFault(f"the rule runtime did not handle the events (code {code})")
-            fired: list[str] = []
+            fired: list[tuple[str, str]] = []
             try:
                 result = _dre.start_action_for_state(self._handle, state)
                 while result:
-                    fired.append(_first_key(result[1]))
+                    fired.append(_activation(result[1]))
                     # The actions only record which rule ran: the session state
                     # is never changed, so there is nothing to write back.
                     following = _dre.complete_and_start_action(self._handle, state)
@@ -149,9 +165,15 @@ class RuleRuntime:
                 # every step has a catch-all rule, so an action always runs.
                 if fired:
                     _dre.delete_state(self._handle, _SESSION)
+            names: list[str | None] = [None] * len(events)
+            for name, event_id in fired:
+                index = int(event_id) - 1
+                if not 0 <= index < len(events) or names[index] is not None:
+                    raise RuntimeFault(f"the rule runtime answered event {event_id} of {len(events)} twice or out of range")
+                names[index] = name
             if len(fired) != len(events):
                 raise RuntimeFault(f"{len(fired)} rules ran for {len(events)} events")
-            return fired
+            return names  # type: ignore[return-value]
 
     def close(self) -> None:
         with self._lock:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from ._durable import RuleRuntime, RuntimeFault
 from .compiler import Compiled, compile_policy
 from .decision import ConnectorVerdict, Decision, Message, Step
-from .errors import HMAPolicyError, Problem, suggest
+from .errors import HMAPolicyError, InputError, Problem, suggest
 from .facts import build_graph, document_facts, env_facts, node_facts, offloading_facts
 from .policy import PolicyModel, Rule, StepDef
 
@@ -72,6 +72,16 @@ class Evaluator:
         self.model = model
         self.compiled: Compiled = compile_policy(model)
         self.runtime = RuleRuntime(self.compiled.definition)
+        # The C core builds its structures for a ruleset, and for each step's
+        # rules, on the first event that reaches them (about 1 ms for the
+        # bundled rules). Take that cost here, at load, with one bare event
+        # per step (whatever rules they pick are discarded), so that the
+        # first decision does not pay it.
+        try:
+            self.runtime.fire_many([{"t": key} for key in self.compiled.step_keys.values()])
+        except RuntimeFault as exc:
+            self.runtime.close()
+            raise EvaluationError([Problem("engine.fault", str(exc))]) from None
         self.memo_enabled = memo
         self.closed = False
         self._memo: dict[tuple, str] = {}
@@ -80,7 +90,7 @@ class Evaluator:
         steps_named = {name: {s.name for s in steps} for name, steps in model.steps.items()}
         # Steps of one level read only inputs and earlier levels' facts, so
         # they can go to the rule runtime in one batch.
-        self._levels: dict[str, list[list[StepDef]]] = {}
+        self._levels_of: dict[str, list[list[StepDef]]] = {}
         for name, steps in model.steps.items():
             level_of: dict[str, int] = {}
             levels: list[list[StepDef]] = []
@@ -90,7 +100,7 @@ class Evaluator:
                 while len(levels) <= level:
                     levels.append([])
                 levels[level].append(step)
-            self._levels[name] = levels
+            self._levels_of[name] = levels
         self._inputs = {
             name: tuple(dict.fromkeys(f for s in steps for f in s.reads if f not in steps_named[name]))
             for name, steps in model.steps.items()
@@ -127,48 +137,106 @@ class Evaluator:
             event[fact] = list(value) if isinstance(value, (list, tuple)) else value
         return event
 
-    def _fire_levels(self, ruleset: str, scratch: dict[str, Any]) -> dict[str, Rule | None]:
-        """The rule each step of ``ruleset`` picks, level by level; each
-        level's unmemoised steps go to the rule runtime in one batch.
+    # -- batches of steps -------------------------------------------------
+    # Evaluation is written as generators that yield the events one round
+    # needs and receive the rule each event picked; `_drive` runs several
+    # in lockstep, so that independent work (nodes of one height, the
+    # offloading rules and the configured graph) shares one post to the
+    # rule runtime per round. A round costs about 50 µs in the C core
+    # however many events it carries.
 
-        ``scratch`` receives every step's value (later levels read them). A
+    def _level_job(self, ruleset: str, scratches: list[dict[str, Any]]) -> Iterator:
+        """The rule each step of ``ruleset`` picks, for each of ``scratches``
+        (independent fact sets), one round per level of steps.
+
+        Each scratch receives its steps' values (later levels read them). A
         step without a default whose catch-all ran gets None, which the
-        caller turns into a gap.
+        caller turns into a gap; that scratch's later steps are not asked.
         """
-        chosen: dict[str, Rule | None] = {}
-        for level in self._levels[ruleset]:
+        chosen: list[dict[str, Rule | None]] = [{} for _ in scratches]
+        alive = [True] * len(scratches)
+        rules, memo, memo_on = self.compiled.rules, self._memo, self.memo_enabled
+        for level in self._levels_of[ruleset]:
             pending: list[tuple[StepDef, dict[str, Any], tuple | None]] = []
-            for step in level:
-                event = self._event(step, scratch)
-                memo_key = None
-                if self.memo_enabled:
-                    memo_key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in event.items())
-                    name = self._memo.get(memo_key)
-                    if name is not None:
-                        chosen[step.name] = self.compiled.rules[name]
-                        continue
-                pending.append((step, event, memo_key))
+            waiting: list[tuple[int, StepDef, int]] = []  # (scratch, step, index into pending)
+            posted: dict[tuple, int] = {}
+            for index, scratch in enumerate(scratches):
+                if not alive[index]:
+                    continue
+                for step in level:
+                    event = self._event(step, scratch)
+                    memo_key = None
+                    if memo_on:
+                        # Sound: a step's answer is a pure function of the facts it reads
+                        # (so equal events in one round are posted once, too).
+                        memo_key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in event.items())
+                        name = memo.get(memo_key)
+                        if name is not None:
+                            chosen[index][step.name] = rules[name]
+                            continue
+                        if memo_key in posted:
+                            waiting.append((index, step, posted[memo_key]))
+                            continue
+                        posted[memo_key] = len(pending)
+                    waiting.append((index, step, len(pending)))
+                    pending.append((step, event, memo_key))
             if pending:
-                try:
-                    names = self.runtime.fire_many([event for _, event, _ in pending])
-                except RuntimeFault as exc:
-                    raise EvaluationError([Problem("engine.fault", str(exc))]) from None
-                by_step = {self.compiled.step_of[name][1]: name for name in names}
-                if len(by_step) != len(pending):
-                    raise EvaluationError([Problem("engine.fault", "the rule runtime answered for the wrong steps")])
-                for step, _, memo_key in pending:
-                    name = by_step[step.name]
+                names = yield [event for _, event, _ in pending]
+                for (step, _, memo_key), name in zip(pending, names):
+                    if self.compiled.step_of.get(name) != (ruleset, step.name):
+                        raise EvaluationError([Problem("engine.fault", "the rule runtime answered for the wrong step")])
                     if memo_key is not None:
-                        if len(self._memo) >= _MEMO_LIMIT:
-                            self._memo.clear()
-                        self._memo[memo_key] = name
-                    chosen[step.name] = self.compiled.rules[name]
-            for step in level:
-                rule = chosen[step.name]
-                if rule is None and step.default is None:
-                    return chosen  # a gap: later steps cannot be asked (the caller raises)
-                scratch[step.name] = step.default if rule is None else rule.value
+                        if len(memo) >= _MEMO_LIMIT:
+                            memo.clear()
+                        memo[memo_key] = name
+                for index, step, at in waiting:
+                    chosen[index][step.name] = rules[names[at]]
+            for index, scratch in enumerate(scratches):
+                if not alive[index]:
+                    continue
+                for step in level:
+                    rule = chosen[index][step.name]
+                    if rule is None and step.default is None:
+                        alive[index] = False  # a gap: later steps cannot be asked (the caller raises)
+                        break
+                    scratch[step.name] = step.default if rule is None else rule.value
         return chosen
+
+    def _drive(self, *jobs: Iterator) -> list[Any]:
+        """Run generators in lockstep, one post to the rule runtime per
+        round; each job's return value, or the exception it raised (so that
+        a speculative job cannot fail the others)."""
+        results: list[Any] = [None] * len(jobs)
+        requests: dict[int, list[dict[str, Any]]] = {}
+
+        def advance(index: int, answer: Any) -> None:
+            try:
+                requests[index] = jobs[index].send(answer)
+            except StopIteration as stop:
+                results[index] = stop.value
+            except (EvaluationError, InputError) as exc:
+                results[index] = exc
+
+        for index in range(len(jobs)):
+            advance(index, None)
+        while requests:
+            round_ = list(requests.items())
+            requests.clear()
+            try:
+                names = self.runtime.fire_many([event for _, events in round_ for event in events])
+            except RuntimeFault as exc:
+                raise EvaluationError([Problem("engine.fault", str(exc))]) from None
+            offset = 0
+            for index, events in round_:
+                advance(index, names[offset:offset + len(events)])
+                offset += len(events)
+        return results
+
+    @staticmethod
+    def _result(value: Any) -> Any:
+        if isinstance(value, BaseException):
+            raise value
+        return value
 
     def fire_uncached(self, step: StepDef, facts: Mapping[str, Any]) -> Rule | None:
         """The rule the runtime picks for ``facts``, bypassing the memo (for verification)."""
@@ -193,23 +261,45 @@ class Evaluator:
             rule=rule.id,
         )
 
-    def _template(self, ruleset: str, facts: Mapping[str, Any], halt_on_error: bool) -> "_Template":
-        """The steps' outcome for these input facts: which rule set each fact.
+    def _templates_for(self, ruleset: str, facts_list: list[Mapping[str, Any]], halt_on_error: bool) -> list["_Template"]:
+        return self._result(self._drive(self._template_job(ruleset, facts_list, halt_on_error))[0])
+
+    def _template_job(self, ruleset: str, facts_list: list[Mapping[str, Any]], halt_on_error: bool) -> Iterator:
+        """The steps' outcome for each of these independent input fact sets:
+        which rule set each fact.
 
         Sound to reuse: a ruleset's outcome is a pure function of its input
         facts. Paths and messages are not part of it (they depend on where the
-        node stands), so they are filled in by :meth:`run` each time.
+        node stands), so they are filled in by :meth:`run` each time. The
+        fact sets not seen before are evaluated together, one batch per level.
         """
         inputs = self._inputs[ruleset]
-        key = None
-        if self.memo_enabled:
-            key = (ruleset, halt_on_error) + tuple(
+        out: list[_Template | None] = [None] * len(facts_list)
+        missing: dict[Any, list[int]] = {}
+        for index, facts in enumerate(facts_list):
+            key: Any = (ruleset, halt_on_error) + tuple(
                 tuple(facts[f]) if isinstance(facts[f], list) else facts[f] for f in inputs)
-            cached = self._templates.get(key)
+            cached = self._templates.get(key) if self.memo_enabled else None
             if cached is not None:
-                return cached
-        scratch = dict(facts)
-        chosen = self._fire_levels(ruleset, scratch)
+                out[index] = cached
+            else:
+                missing.setdefault(key if self.memo_enabled else index, []).append(index)
+        if missing:
+            groups = list(missing.items())
+            scratches = [dict(facts_list[indexes[0]]) for _, indexes in groups]
+            chosen = yield from self._level_job(ruleset, scratches)
+            for (key, indexes), scratch, picked in zip(groups, scratches, chosen):
+                template = self._build_template(ruleset, scratch, picked, halt_on_error)
+                if self.memo_enabled:
+                    if len(self._templates) >= _TEMPLATE_LIMIT:
+                        self._templates.clear()
+                    self._templates[key] = template
+                for index in indexes:
+                    out[index] = template
+        return out  # type: ignore[return-value]
+
+    def _build_template(self, ruleset: str, scratch: dict[str, Any], chosen: Mapping[str, Rule | None],
+                        halt_on_error: bool) -> "_Template":
         entries: list[tuple[StepDef, Rule | None, Any]] = []
         for step in self.model.steps[ruleset]:
             rule = chosen.get(step.name)
@@ -225,16 +315,13 @@ class Evaluator:
             if halt_on_error and rule is not None and rule.error:
                 break
         reasons = {step.name: _render(rule.reason, scratch) for step, rule, _ in entries if rule is not None and rule.reason}
-        template = _Template(tuple(entries), {step.name: value for step, _, value in entries}, reasons)
-        if key is not None:
-            if len(self._templates) >= _TEMPLATE_LIMIT:
-                self._templates.clear()
-            self._templates[key] = template
-        return template
+        return _Template(tuple(entries), {step.name: value for step, _, value in entries}, reasons)
 
     def run(self, ruleset: str, facts: dict[str, Any], *, base: str | None = None,
-            inherited: Mapping[str, Message] | None = None, halt_on_error: bool = False) -> _Run:
-        template = self._template(ruleset, facts, halt_on_error)
+            inherited: Mapping[str, Message] | None = None, halt_on_error: bool = False,
+            template: "_Template | None" = None) -> _Run:
+        if template is None:
+            template = self._templates_for(ruleset, [facts], halt_on_error)[0]
         facts.update(template.values)
         run = _Run(facts=facts)
         inherited = inherited or {}
@@ -271,7 +358,14 @@ class Evaluator:
         reasons: list[str] = []
         warnings: list[Message] = []
 
-        offload = self.run("offloading", offloading_facts(document), halt_on_error=True)
+        # The offloading rules may rewrite the connector; the graph as
+        # configured is evaluated beside them (the same rounds), and used
+        # when they do not.
+        offload_facts = offloading_facts(document)
+        configured = document.get("kv_transfer_config")
+        offload_template, speculative = self._drive(self._template_job("offloading", [offload_facts], True),
+                                                    self._graph_job(document, configured))
+        offload = self.run("offloading", offload_facts, halt_on_error=True, template=self._result(offload_template)[0])
         steps += offload.steps
         trace += [r.id for r in offload.fired.values()]
         reasons += offload.reasons.values()
@@ -279,15 +373,15 @@ class Evaluator:
         if offload.halted is not None:
             return Decision("error", None, (offload.halted,), tuple(warnings), (), tuple(trace),
                             self.model.digest, tuple(dict.fromkeys(reasons)), step_data=tuple(steps))
-        ktc = document.get("kv_transfer_config")
         if offload.facts.get("offload_connector", "none") != "none":
             # The offloading ruleset's two steps rewrite the connector and role.
-            ktc = dict(ktc or {})
+            ktc = dict(configured or {})
             ktc["kv_connector"] = offload.facts["offload_connector"]
             if offload.facts.get("offload_role", "none") != "none":
                 ktc["kv_role"] = offload.facts["offload_role"]
-
-        graph = self.graph(document, ktc)
+            graph = self.graph(document, ktc)
+        else:
+            graph = self._result(speculative)
         steps += graph.steps
         trace += graph.trace
         warnings += graph.warnings
@@ -335,31 +429,48 @@ class Evaluator:
         """Evaluate the node rules over the connector graph, children first."""
         if self.closed:
             raise EvaluationError([Problem("engine.closed", "the policy was closed")])
+        return self._result(self._drive(self._graph_job(document, ktc))[0])
+
+    def _graph_job(self, document: Mapping[str, Any], ktc: Mapping[str, Any] | None) -> Iterator:
         env = env_facts(document)
         nodes = build_graph(ktc, self.model.containers)
         out = _Graph(top=nodes[-1] if nodes else None)
+        planned: dict[int, tuple] = {}
+        for group in _by_height(nodes):
+            # Nodes of one height read only their children's verdicts, so their
+            # steps go to the rule runtime together, one batch per level.
+            prepared = [node_facts(node, out.verdicts, env) for node in group]
+            templates = yield from self._template_job("node", [facts for facts, _ in prepared], False)
+            for node, (facts, sources), template in zip(group, prepared, templates):
+                facts.update(template.values)
+                out.verdicts[node.path] = facts
+                planned[id(node)] = (facts, sources, template)
+        # Results (errors handed on, messages, trace) in post-order, as vLLM meets the nodes.
         for node in nodes:
-            facts, sources = node_facts(node, out.verdicts, env)
-            inherited = {fact: out.errors[path][child_fact] for fact, (path, child_fact) in sources.items()
-                         if child_fact in out.errors[path]}
-            run = self.run("node", facts, base=node.path, inherited=inherited)
-            out.steps += run.steps
-            out.trace += [r.id for r in run.fired.values()]
-            out.warnings += run.warnings
-            out.verdicts[node.path] = run.facts
-            out.errors[node.path] = run.errors
-            support_rule = run.fired.get("support")
-            out.connectors.append(ConnectorVerdict(
-                path=node.path, kv_connector=node.name,
-                supports_hma={"supported": True, "unsupported": False}.get(run.facts.get("support")),
-                rule=support_rule.id if support_rule else None, depth=node.depth, support=run.facts.get("support"),
-            ))
-            if node is out.top:
-                out.top_reasons = [run.reasons["support"]] if "support" in run.reasons else []
+            self._node_result(out, node, *planned[id(node)])
         # Listed top-down (pre-order) for reading.
         order = {n.path: i for i, n in enumerate(_preorder(nodes))}
         out.connectors.sort(key=lambda c: order[c.path])
         return out
+
+    def _node_result(self, out: "_Graph", node: Any, facts: dict[str, Any], sources: Mapping[str, tuple[str, str]],
+                     template: "_Template") -> None:
+        inherited = {fact: out.errors[path][child_fact] for fact, (path, child_fact) in sources.items()
+                     if child_fact in out.errors[path]}
+        run = self.run("node", facts, base=node.path, inherited=inherited, template=template)
+        out.steps += run.steps
+        out.trace += [r.id for r in run.fired.values()]
+        out.warnings += run.warnings
+        out.verdicts[node.path] = run.facts
+        out.errors[node.path] = run.errors
+        support_rule = run.fired.get("support")
+        out.connectors.append(ConnectorVerdict(
+            path=node.path, kv_connector=node.name,
+            supports_hma={"supported": True, "unsupported": False}.get(run.facts.get("support")),
+            rule=support_rule.id if support_rule else None, depth=node.depth, support=run.facts.get("support"),
+        ))
+        if node is out.top:
+            out.top_reasons = [run.reasons["support"]] if "support" in run.reasons else []
 
     def close(self) -> None:
         self.closed = True
@@ -377,6 +488,19 @@ class _Graph:
     trace: list[str] = field(default_factory=list)
     warnings: list[Message] = field(default_factory=list)
     top_reasons: list[str] = field(default_factory=list)
+
+
+def _by_height(post: list) -> list[list]:
+    """Nodes grouped by height (leaves first), each group in post-order."""
+    height: dict[int, int] = {}
+    groups: list[list] = []
+    for node in post:
+        h = 1 + max((height[id(c)] for c in node.children), default=-1)
+        height[id(node)] = h
+        while len(groups) <= h:
+            groups.append([])
+        groups[h].append(node)
+    return groups
 
 
 def _preorder(post: list) -> list:

@@ -1,0 +1,133 @@
+"""The rule-runtime driver (engine/_durable.py) and how the evaluator batches
+its posts: answers come back per event, in the order posted; unsafe events
+never reach the C core; independent work shares one post per round."""
+
+from __future__ import annotations
+
+import pytest
+
+import hma_policy
+from hma_policy import _durable
+from hma_policy._durable import RuleRuntime, RuntimeFault, check_event
+
+
+def _step_definition() -> dict:
+    # One step "s": x == 1 -> r0, x == 2 -> r1, anything else -> r2 (the catch-all).
+    return {
+        "r0": {"all": [{"m": {"$and": [{"t": "s"}, {"x": 1}]}}], "pri": 1},
+        "r1": {"all": [{"m": {"$and": [{"t": "s"}, {"x": 2}]}}], "pri": 2},
+        "r2": {"all": [{"m": {"t": "s"}}], "pri": 1_000_000},
+    }
+
+
+@pytest.fixture
+def runtime():
+    rt = RuleRuntime(_step_definition())
+    yield rt
+    rt.close()
+
+
+def test_a_batch_answers_each_event_in_the_order_posted(runtime):
+    events = [{"t": "s", "x": 2}, {"t": "s", "x": 3}, {"t": "s", "x": 1}, {"t": "s", "x": 2}]
+    assert runtime.fire_many(events) == ["r1", "r2", "r0", "r1"]
+    # The session is gone after each batch: the same ids can be posted again.
+    assert runtime.fire_many(events[:1]) == ["r1"]
+
+
+def test_a_string_fact_that_spells_an_event_id_does_not_confuse_the_answer(runtime):
+    tricky = 'a", "id": "7'
+    events = [{"t": "s", "x": 1, "y": tricky}, {"t": "s", "x": 9, "y": tricky}]
+    assert runtime.fire_many(events) == ["r0", "r2"]
+
+
+@pytest.mark.parametrize(
+    "event, message",
+    [
+        ({"t": "s", "x": 1.5}, "fact `x` has type float, which the rule runtime cannot take safely"),
+        ({"t": "s", "x": 2**40}, "fact `x` is out of the integer range"),
+        ({"t": "s", "x": "a\x00b"}, "fact `x` is not a short NUL-free string"),
+        ({"t": "s", "x": "\ud800"}, "fact `x` is not valid UTF-8"),
+        ({"t": "s", "id": "1"}, "fact name `id` is not allowed"),
+        ({"t": "s", "bad key": 1}, "fact name `bad key` is not allowed"),
+        ({"t": "s", "x": ["a", 1]}, "fact `x` must hold strings"),
+        ({"t": "s", **{f"f{i}": True for i in range(64)}}, "too many facts in one event"),
+    ],
+)
+def test_unsafe_events_are_refused_before_the_c_core(runtime, event, message):
+    with pytest.raises(RuntimeFault) as info:
+        runtime.fire_many([{"t": "s", "x": 1}, event])
+    assert str(info.value) == message
+    assert runtime.fire_many([{"t": "s", "x": 1}]) == ["r0"]  # nothing was posted
+
+
+def test_a_closed_runtime_refuses_events(runtime):
+    runtime.close()
+    with pytest.raises(RuntimeFault, match="the policy was closed"):
+        runtime.fire_many([{"t": "s", "x": 1}])
+
+
+def test_check_event_accepts_the_fact_types_of_the_vocabulary():
+    check_event({"t": "node.support", "name": "NixlConnector", "children": 3, "name_set": True,
+                 "configured_child_names": ["A", "B"], "text": "caf\u00e9"})
+
+
+LEAF = {"kv_role": "kv_both"}
+TREE = {"kv_transfer_config": {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {"connectors": [
+    {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {"connectors": [
+        {"kv_connector": n, **LEAF} for n in ("NixlConnector", "OffloadingConnector", "MooncakeConnector", "MooncakeStoreConnector")]}},
+    {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {"connectors": [
+        {"kv_connector": n, **LEAF} for n in ("NixlPullConnector", "NixlPushConnector", "MoRIIOConnector", "HiSparseConnector")]}},
+]}}}
+
+
+def _count_posts(monkeypatch) -> list[int]:
+    sizes: list[int] = []
+    original = _durable.RuleRuntime.fire_many
+
+    def counting(self, events):
+        sizes.append(len(events))
+        return original(self, events)
+    monkeypatch.setattr(_durable.RuleRuntime, "fire_many", counting)
+    return sizes
+
+
+def test_a_cold_decision_posts_one_batch_per_round_not_one_per_node(monkeypatch):
+    policy = hma_policy.load_policy()  # primed at load; nothing of this document is cached
+    sizes = _count_posts(monkeypatch)
+    decision = policy.decide(TREE)
+    policy.close()
+    assert decision.outcome == "enabled"
+    # 11 nodes of 3 heights, 3 node levels each, the offloading rules beside
+    # the leaves, then at most 4 decision levels: at most 13 posts, where one
+    # post per node and level would be 2 + 33 + 4.
+    assert len(sizes) <= 13
+    assert sizes[0] >= 2  # the offloading rules share the first round with the leaves
+
+
+def test_equal_events_of_one_round_are_posted_once(monkeypatch):
+    policy = hma_policy.load_policy()
+    sizes = _count_posts(monkeypatch)
+    names = ("NixlConnector", "OffloadingConnector", "MooncakeConnector")
+    document = {"kv_transfer_config": {"kv_connector": "MultiConnector", "kv_role": "kv_both",
+                                       "kv_connector_extra_config": {"connectors": [{"kv_connector": n, **LEAF} for n in names]}}}
+    decision = policy.decide(document)
+    policy.close()
+    assert [c.support for c in decision.connectors] == ["supported"] * 4
+    # Three leaves whose `resolution` and `setup` read the same facts: those
+    # steps are posted once for all three (beside the offloading rules'
+    # two steps); `class_hma`, `support` and `construct` read the name.
+    assert sizes[:3] == [1 + 1, 1 + 3, 3 + 1 + 3]
+
+
+def test_batched_and_unbatched_evaluation_agree():
+    batched = hma_policy.load_policy()
+    plain = hma_policy.load_policy(memo=False)  # every step of every node posted, none shared
+    try:
+        for document in (TREE, {"kv_transfer_config": TREE["kv_transfer_config"], "kv_offloading_size": 4},
+                         {"kv_transfer_config": TREE["kv_transfer_config"], "disable_hybrid_kv_cache_manager": False}):
+            a, b = batched.decide(document), plain.decide(document)
+            assert a.to_dict() == b.to_dict()
+            assert a.steps == b.steps
+    finally:
+        batched.close()
+        plain.close()
