@@ -17,6 +17,8 @@ read only when its target is inside the audited paths.
 
 from __future__ import annotations
 
+import copy
+import gc
 import multiprocessing
 import os
 import sys
@@ -129,6 +131,14 @@ class AuditReport:
         return tuple(p for f in self.files for p in f.problems)
 
     def summary(self) -> dict[str, Any]:
+        """Counts over the report (computed once: a report is immutable)."""
+        cached = self.__dict__.get("_summary")
+        if cached is None:
+            cached = self._summarise()
+            object.__setattr__(self, "_summary", cached)
+        return copy.deepcopy(cached)
+
+    def _summarise(self) -> dict[str, Any]:
         outcomes = Counter(e.decision["outcome"] for e in self.entries)
         stages = Counter(e.decision["errors"][0]["stage"] for e in self.entries if e.decision["errors"])
         codes: Counter[str] = Counter()
@@ -240,8 +250,20 @@ def walk(paths: Sequence[str]) -> tuple[list[tuple[str, Path]], list[FileResult]
                     elif not name.startswith(".") and name not in _SKIP_DIRS:
                         kept.append(name)
                 dirnames[:] = kept
-                found += [(_posix(base / name), base / name) for name in filenames]
+                # Built once per directory: the display path as
+                # Path(directory, name).as_posix() spells it, and the key
+                # normpath(abspath()) gives (a file name holds no separator).
+                prefix = base.as_posix()
+                prefix = "" if prefix == "." else prefix.rstrip("/") + "/"
+                absolute = os.path.normpath(os.path.abspath(directory))
+                absolute = absolute if absolute.endswith(os.sep) else absolute + os.sep
+                found += [(prefix + name, base / name, absolute + name) for name in filenames]
             found.sort(key=lambda item: item[0])  # one order for every file system: by path
+            for display, path, key in found:
+                if key not in seen:
+                    seen.add(key)
+                    files.append((display, path))
+            continue
         for display, path in found:
             key = os.path.normpath(os.path.abspath(path))
             if key not in seen:
@@ -271,6 +293,23 @@ def _located(problem: Problem) -> Problem:
     return Problem(problem.code, message, problem.path, problem.hint)
 
 
+# Equal documents of a fleet get the same Decision object from the policy's
+# memo; their report dicts are made once (and pickled once per chunk). The
+# dicts are read-only from here on.
+_AS_DICT: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+
+def _as_dict(decision: Any) -> dict[str, Any]:
+    held = _AS_DICT.get(id(decision))
+    if held is not None and held[0] is decision:
+        return held[1]
+    if len(_AS_DICT) >= 4096:
+        _AS_DICT.clear()
+    data = decision.to_dict()
+    _AS_DICT[id(decision)] = (decision, data)
+    return data
+
+
 def _examine(policy: Any, display: str, path: Path, roots: tuple[Path, ...], limits: SourceLimits) -> tuple[FileResult, list[Entry]]:
     """Read and decide one file. Never raises: a fault becomes a file problem."""
     try:
@@ -288,7 +327,7 @@ def _examine(policy: Any, display: str, path: Path, roots: tuple[Path, ...], lim
                 except InputError as exc:
                     decision = input_error_decision(exc.problems, policy.digest)
             digest = input_digest(deployment.document) if deployment.document is not None else None
-            entries.append(Entry(deployment, decision.to_dict(), digest))
+            entries.append(Entry(deployment, _as_dict(decision), digest))
         return FileResult(display, source.format, len(entries), source.problems, source.skipped), entries
     except Exception as exc:  # noqa: BLE001 - one file must never stop the audit of the others
         message = f"the audit of `{display}` failed: {type(exc).__name__}: {exc}"[:500]
@@ -303,7 +342,27 @@ def _worker_init(rules: str | None, roots: tuple[Path, ...], limits: SourceLimit
 
 
 def _worker_chunk(chunk: list[tuple[str, str]]) -> list[tuple[FileResult, list[Entry]]]:
-    return [_examine(_WORKER["policy"], display, Path(path), _WORKER["roots"], _WORKER["limits"]) for display, path in chunk]
+    return _examine_all(_WORKER["policy"], [(display, Path(path)) for display, path in chunk], _WORKER["roots"], _WORKER["limits"])
+
+
+def _examine_all(policy: Any, files: list[tuple[str, Path]], roots: tuple[Path, ...], limits: SourceLimits,
+                 progress: Callable[[int], None] | None = None) -> list[tuple[FileResult, list[Entry]]]:
+    """Examine files in order. The cyclic garbage collector is paused
+    meanwhile: the results are kept anyway, and its full passes over them
+    cost a third of an audit's time; whatever cycles the files made are
+    collected when it resumes."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        results = []
+        for display, path in files:
+            results.append(_examine(policy, display, path, roots, limits))
+            if progress:
+                progress(1)
+        return results
+    finally:
+        if paused:
+            gc.enable()
 
 
 def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, config_roots: Sequence[str] = (),
@@ -325,12 +384,10 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     total = len(files)
     results: list[tuple[FileResult, list[Entry]]] = []
     if jobs == 1 or total < 2 or not _spawnable():
-        for done, (display, path) in enumerate(files, 1):
-            results.append(_examine(policy, display, path, roots, limits))
-            if progress:
-                progress(done, total)
+        counter = _Counter(total, progress)
+        results = _examine_all(policy, files, roots, limits, counter if progress else None)
     else:
-        results = _parallel(files, rules, jobs, roots, limits, progress)
+        results = _parallel(policy, files, rules, jobs, roots, limits, progress)
     file_results = [r for r, _ in results] + skipped
     entries = tuple(entry for _, found in results for entry in found)
     return AuditReport(tuple(paths), policy.source, policy.digest, tuple(file_results), entries)
@@ -344,24 +401,43 @@ def _spawnable() -> bool:
     return main is None or os.path.exists(main)
 
 
-def _parallel(files: list[tuple[str, Path]], rules: str | None, jobs: int, roots: tuple[Path, ...], limits: SourceLimits,
-              progress: Callable[[int, int], None] | None) -> list[tuple[FileResult, list[Entry]]]:
-    # Small chunks keep the workers busy to the end; large enough that pickling is not the cost.
+class _Counter:
+    """Files done so far, reported as progress(done, total)."""
+
+    def __init__(self, total: int, progress: Callable[[int, int], None] | None):
+        self.total, self.done, self.progress = total, 0, progress
+
+    def __call__(self, count: int) -> None:
+        self.done += count
+        if self.progress:
+            self.progress(self.done, self.total)
+
+
+def _parallel(policy: Any, files: list[tuple[str, Path]], rules: str | None, jobs: int, roots: tuple[Path, ...],
+              limits: SourceLimits, progress: Callable[[int, int], None] | None) -> list[tuple[FileResult, list[Entry]]]:
+    """``jobs - 1`` worker processes take chunks from the front, this process
+    takes them from the back (it needs no start-up, and would otherwise wait
+    idle), until they meet."""
+    # Small chunks keep every process busy to the end; large enough that pickling is not the cost.
     size = max(1, min(256, len(files) // (jobs * 8) or 1))
     chunks = [[(d, str(p)) for d, p in files[i:i + size]] for i in range(0, len(files), size)]
     done_chunks: dict[int, list[tuple[FileResult, list[Entry]]]] = {}
-    done = 0
+    counter = _Counter(len(files), progress)
     context = multiprocessing.get_context("spawn")
     try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init,
+        with ProcessPoolExecutor(max_workers=max(1, jobs - 1), mp_context=context, initializer=_worker_init,
                                  initargs=(rules, roots, limits)) as pool:
             futures = {pool.submit(_worker_chunk, chunk): index for index, chunk in enumerate(chunks)}
-            for future in as_completed(futures):
+            by_index = {index: future for future, index in futures.items()}
+            for index in range(len(chunks) - 1, -1, -1):
+                if not by_index[index].cancel():
+                    break  # a worker has it: the rest are taken too
+                done_chunks[index] = _examine_all(policy, [(d, Path(p)) for d, p in chunks[index]], roots, limits)
+                counter(len(chunks[index]))
+            for future in as_completed([f for f, i in futures.items() if i not in done_chunks]):
                 index = futures[future]
                 done_chunks[index] = future.result()
-                done += len(chunks[index])
-                if progress:
-                    progress(done, len(files))
+                counter(len(chunks[index]))
     except HMAPolicyError:
         raise
     except Exception as exc:  # noqa: BLE001 - a worker process died (killed, out of memory)

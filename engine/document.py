@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,15 +104,42 @@ def parse_text(text: str, *, source: str = "<document>", fmt: str | None = None)
     return _yaml_load(text, source=source)
 
 
+def read_limited(handle: Any, max_bytes: int) -> bytes:
+    """At most ``max_bytes + 1`` bytes of a binary file or stream (one more
+    than the limit, so that the caller can tell an oversized input).
+
+    ``read(max_bytes + 1)`` would allocate the whole limit (64 MiB) for every
+    small file; a regular file is read at its size, anything else (a pipe,
+    a file that grows) in bounded chunks.
+    """
+    try:
+        size = os.fstat(handle.fileno()).st_size
+    except (AttributeError, OSError, ValueError):
+        size = 0
+    want = min(size, max_bytes) + 1 if size > 0 else 1 << 16
+    data = handle.read(min(want, max_bytes + 1))
+    if data is None or len(data) < want or len(data) > max_bytes:
+        return data if data is not None else b""
+    chunks = [data]
+    total = len(data)
+    while total <= max_bytes:
+        chunk = handle.read(min(1 << 20, max_bytes + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks) if isinstance(data, bytes) else "".join(chunks)
+
+
 def read_document(path: str | Path, *, limits: Limits = DEFAULT_LIMITS, stdin: Any = None) -> Any:
     """Read a document from a file path, or from ``stdin`` when path is ``-``."""
     source = str(path)
     try:
         if source == "-":
-            raw = (stdin.buffer if hasattr(stdin, "buffer") else stdin).read(limits.max_bytes + 1)
+            raw = read_limited(stdin.buffer if hasattr(stdin, "buffer") else stdin, limits.max_bytes)
         else:
             with open(source, "rb") as handle:
-                raw = handle.read(limits.max_bytes + 1)
+                raw = read_limited(handle, limits.max_bytes)
     except OSError as exc:
         raise _fail("input.read", f"cannot read `{source}`: {exc.strerror or exc}") from None
     if isinstance(raw, str):
@@ -252,8 +280,10 @@ def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS, spelled: dict[str
     if not _check_values(document, limits):
         document = _to_plain(document)  # bounded: the walk above checked depth and size
     spelled = {} if spelled is None else spelled
+    raw = document if isinstance(document, dict) else {}
     document = _normalise(document, limits, spelled)
-    _check_values(document, limits)  # JSON strings were expanded
+    if any(document.get(name) is not raw.get(spelled.get(name, name)) for name in JSON_STRING_FIELDS):
+        _check_values(document, limits)  # JSON strings were expanded
     _count_connectors(document, limits)
     problems = list(iter_problems("deployment", document, default_code="input.schema"))
     size = document.get("kv_offloading_size")

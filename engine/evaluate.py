@@ -18,7 +18,7 @@ from ._durable import RuleRuntime, RuntimeFault
 from .compiler import Compiled, compile_policy
 from .decision import ConnectorVerdict, Decision, Message, Step
 from .errors import HMAPolicyError, InputError, Problem, suggest
-from .facts import build_graph, document_facts, env_facts, node_facts, offloading_facts
+from .facts import FACTS, build_graph, document_facts, env_facts, node_facts, offloading_facts
 from .policy import PolicyModel, Rule, StepDef
 
 __all__ = ["Evaluator", "EvaluationError"]
@@ -29,6 +29,23 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # of distinct documents (each is cleared when full).
 _MEMO_LIMIT = 16_384
 _TEMPLATE_LIMIT = 4_096
+# The decision memo is bounded by the nodes its decisions hold.
+_DECISION_NODE_LIMIT = 16_384
+
+
+def _rendered_facts(steps: Any) -> list[str]:
+    """Facts named in the steps' reasons and messages (and `name`, which a
+    did-you-mean hint reads)."""
+    out: list[str] = []
+    for step in steps:
+        for rule in step.rules:
+            out += _PLACEHOLDER.findall(rule.reason or "")
+            for spec in (rule.error, rule.warning):
+                if spec:
+                    out += _PLACEHOLDER.findall(spec.get("message", ""))
+                    if spec.get("suggest"):
+                        out.append("name")
+    return out
 
 
 class EvaluationError(HMAPolicyError):
@@ -101,10 +118,21 @@ class Evaluator:
                     levels.append([])
                 levels[level].append(step)
             self._levels_of[name] = levels
+        # A ruleset's outcome (its template) is keyed by the facts its rules
+        # read, and by those its reasons and messages name: a reason is
+        # rendered once per template, so a fact it shows must be in the key.
         self._inputs = {
-            name: tuple(dict.fromkeys(f for s in steps for f in s.reads if f not in steps_named[name]))
+            name: tuple(dict.fromkeys(f for f in [*(f for s in steps for f in s.reads), *_rendered_facts(steps)]
+                                      if f not in steps_named[name]))
             for name, steps in model.steps.items()
         }
+        # Positions of list-valued input facts (made tuples in keys).
+        self._list_inputs = {
+            name: tuple(i for i, f in enumerate(inputs) if FACTS[name].get(f, {}).get("type") == "names")
+            for name, inputs in self._inputs.items()
+        }
+        self._decisions: dict[tuple, Decision] = {}
+        self._decision_nodes = 0
 
     # -- one step ---------------------------------------------------------
     def _fire(self, step: StepDef, facts: Mapping[str, Any], *, memo: bool = True) -> Rule | None:
@@ -262,7 +290,7 @@ class Evaluator:
         )
 
     def _templates_for(self, ruleset: str, facts_list: list[Mapping[str, Any]], halt_on_error: bool) -> list["_Template"]:
-        return self._result(self._drive(self._template_job(ruleset, facts_list, halt_on_error))[0])
+        return self._result(self._drive(self._template_job(ruleset, facts_list, halt_on_error))[0])[0]
 
     def _template_job(self, ruleset: str, facts_list: list[Mapping[str, Any]], halt_on_error: bool) -> Iterator:
         """The steps' outcome for each of these independent input fact sets:
@@ -276,9 +304,15 @@ class Evaluator:
         inputs = self._inputs[ruleset]
         out: list[_Template | None] = [None] * len(facts_list)
         missing: dict[Any, list[int]] = {}
+        keys: list[tuple] = []
+        lists = self._list_inputs[ruleset]
         for index, facts in enumerate(facts_list):
-            key: Any = (ruleset, halt_on_error) + tuple(
-                tuple(facts[f]) if isinstance(facts[f], list) else facts[f] for f in inputs)
+            values = list(map(facts.get, inputs))
+            for at in lists:
+                if values[at] is not None:
+                    values[at] = tuple(values[at])
+            key: Any = (ruleset, halt_on_error, *values)
+            keys.append(key)
             cached = self._templates.get(key) if self.memo_enabled else None
             if cached is not None:
                 out[index] = cached
@@ -296,7 +330,7 @@ class Evaluator:
                     self._templates[key] = template
                 for index in indexes:
                     out[index] = template
-        return out  # type: ignore[return-value]
+        return out, keys
 
     def _build_template(self, ruleset: str, scratch: dict[str, Any], chosen: Mapping[str, Rule | None],
                         halt_on_error: bool) -> "_Template":
@@ -353,49 +387,73 @@ class Evaluator:
     def decide(self, document: Mapping[str, Any]) -> Decision:
         if self.closed:
             raise EvaluationError([Problem("engine.closed", "the policy was closed")])
-        trace: list[str] = []
-        steps: list[Step] = []
-        reasons: list[str] = []
-        warnings: list[Message] = []
-
         # The offloading rules may rewrite the connector; the graph as
-        # configured is evaluated beside them (the same rounds), and used
-        # when they do not.
+        # configured is planned beside them (the same rounds), and used when
+        # they do not.
         offload_facts = offloading_facts(document)
         configured = document.get("kv_transfer_config")
-        offload_template, speculative = self._drive(self._template_job("offloading", [offload_facts], True),
-                                                    self._graph_job(document, configured))
-        offload = self.run("offloading", offload_facts, halt_on_error=True, template=self._result(offload_template)[0])
-        steps += offload.steps
-        trace += [r.id for r in offload.fired.values()]
-        reasons += offload.reasons.values()
-        warnings += offload.warnings
-        if offload.halted is not None:
-            return Decision("error", None, (offload.halted,), tuple(warnings), (), tuple(trace),
-                            self.model.digest, tuple(dict.fromkeys(reasons)), step_data=tuple(steps))
-        if offload.facts.get("offload_connector", "none") != "none":
+        offload_job, speculative = self._drive(self._template_job("offloading", [offload_facts], True),
+                                               self._plan_job(document, configured))
+        offload_templates, offload_keys = self._result(offload_job)
+        offload_template = offload_templates[0]
+        if any(rule is not None and rule.error for _, rule, _ in offload_template.entries):
+            return self._offload_error(offload_facts, offload_template)
+        values = offload_template.values
+        if values.get("offload_connector", "none") != "none":
             # The offloading ruleset's two steps rewrite the connector and role.
             ktc = dict(configured or {})
-            ktc["kv_connector"] = offload.facts["offload_connector"]
-            if offload.facts.get("offload_role", "none") != "none":
-                ktc["kv_role"] = offload.facts["offload_role"]
-            graph = self.graph(document, ktc)
+            ktc["kv_connector"] = values["offload_connector"]
+            if values.get("offload_role", "none") != "none":
+                ktc["kv_role"] = values["offload_role"]
+            plan = self._result(self._drive(self._plan_job(document, ktc))[0])
         else:
-            graph = self._result(speculative)
+            plan = self._result(speculative)
+        top = plan.top
+        facts = document_facts(document, top, plan.verdicts.get(top.path) if top else None, self.model.containers)
+        decision_templates, decision_keys = self._result(self._drive(self._template_job("decision", [facts], True))[0])
+        # A decision is a pure function of its templates' keys and the nodes'
+        # paths (messages, copied errors and reasons derive from them), so
+        # documents that differ elsewhere (names of deployments, ports, ids)
+        # share it.
+        memo_key = (offload_keys[0], plan.key, decision_keys[0]) if self.memo_enabled else None
+        if memo_key is not None:
+            hit = self._decisions.get(memo_key)
+            if hit is not None:
+                return hit
+        decision = self._assemble(offload_facts, offload_template, plan, facts, decision_templates[0])
+        if memo_key is not None:
+            self._decision_nodes += len(plan.nodes) + 1
+            if self._decision_nodes > _DECISION_NODE_LIMIT:
+                self._decisions.clear()
+                self._decision_nodes = len(plan.nodes) + 1
+            self._decisions[memo_key] = decision
+        return decision
+
+    def _offload_error(self, facts: dict[str, Any], template: "_Template") -> Decision:
+        offload = self.run("offloading", facts, halt_on_error=True, template=template)
+        return Decision("error", None, (offload.halted,), tuple(offload.warnings), (),
+                        tuple(r.id for r in offload.fired.values()), self.model.digest,
+                        tuple(dict.fromkeys(offload.reasons.values())), step_data=tuple(offload.steps))
+
+    def _assemble(self, offload_facts: dict[str, Any], offload_template: "_Template", plan: "_Plan",
+                  facts: dict[str, Any], decision_template: "_Template") -> Decision:
+        """The Decision from the templates: messages, copied errors, trace."""
+        offload = self.run("offloading", offload_facts, halt_on_error=True, template=offload_template)
+        steps: list[tuple] = list(offload.steps)
+        trace: list[str] = [r.id for r in offload.fired.values()]
+        reasons: list[str] = list(offload.reasons.values())
+        warnings: list[Message] = list(offload.warnings)
+        graph = self._assemble_graph(plan)
         steps += graph.steps
         trace += graph.trace
         warnings += graph.warnings
-        connectors = graph.connectors
-        top = graph.top
-        top_verdict = graph.verdicts.get(top.path) if top else None
         reasons += graph.top_reasons
-
-        facts = document_facts(document, top, top_verdict, self.model.containers)
+        top = graph.top
         inherited = {}
         if top is not None:
             errors = graph.errors[top.path]
             inherited = {k: errors[v] for k, v in (("graph_support", "support"), ("top_setup", "setup"), ("top_construct", "construct")) if v in errors}
-        run = self.run("decision", facts, inherited=inherited, halt_on_error=True)
+        run = self.run("decision", facts, inherited=inherited, halt_on_error=True, template=decision_template)
         steps += run.steps
         trace += [r.id for r in run.fired.values()]
         reasons += run.reasons.values()
@@ -412,13 +470,12 @@ class Evaluator:
             outcome = "undetermined"
         else:
             outcome = "enabled" if hma_enabled else "disabled"
-        # Connectors are listed top-down (pre-order) for reading.
         return Decision(
             outcome=outcome,
             hma_enabled=hma_enabled,
             errors=(error,) if error else (),
             warnings=tuple(warnings),
-            connectors=tuple(connectors),
+            connectors=tuple(graph.connectors),
             trace=tuple(trace),
             policy_digest=self.model.digest,
             step_data=tuple(steps),
@@ -429,27 +486,34 @@ class Evaluator:
         """Evaluate the node rules over the connector graph, children first."""
         if self.closed:
             raise EvaluationError([Problem("engine.closed", "the policy was closed")])
-        return self._result(self._drive(self._graph_job(document, ktc))[0])
+        return self._assemble_graph(self._result(self._drive(self._plan_job(document, ktc))[0]))
 
-    def _graph_job(self, document: Mapping[str, Any], ktc: Mapping[str, Any] | None) -> Iterator:
+    def _plan_job(self, document: Mapping[str, Any], ktc: Mapping[str, Any] | None) -> Iterator:
+        """Each node's facts and template, children first (a generator for _drive)."""
         env = env_facts(document)
         nodes = build_graph(ktc, self.model.containers)
-        out = _Graph(top=nodes[-1] if nodes else None)
-        planned: dict[int, tuple] = {}
+        plan = _Plan(nodes=nodes, top=nodes[-1] if nodes else None)
+        keys: dict[int, tuple] = {}
         for group in _by_height(nodes):
             # Nodes of one height read only their children's verdicts, so their
             # steps go to the rule runtime together, one batch per level.
-            prepared = [node_facts(node, out.verdicts, env) for node in group]
-            templates = yield from self._template_job("node", [facts for facts, _ in prepared], False)
-            for node, (facts, sources), template in zip(group, prepared, templates):
+            prepared = [node_facts(node, plan.verdicts, env) for node in group]
+            templates, group_keys = yield from self._template_job("node", [facts for facts, _ in prepared], False)
+            for node, (facts, sources), template, key in zip(group, prepared, templates, group_keys):
                 facts.update(template.values)
-                out.verdicts[node.path] = facts
-                planned[id(node)] = (facts, sources, template)
+                plan.verdicts[node.path] = facts
+                plan.planned[id(node)] = (facts, sources, template)
+                keys[id(node)] = key
+        plan.key = tuple((node.path, keys[id(node)]) for node in nodes)
+        return plan
+
+    def _assemble_graph(self, plan: "_Plan") -> "_Graph":
+        out = _Graph(top=plan.top)
         # Results (errors handed on, messages, trace) in post-order, as vLLM meets the nodes.
-        for node in nodes:
-            self._node_result(out, node, *planned[id(node)])
+        for node in plan.nodes:
+            self._node_result(out, node, *plan.planned[id(node)])
         # Listed top-down (pre-order) for reading.
-        order = {n.path: i for i, n in enumerate(_preorder(nodes))}
+        order = {n.path: i for i, n in enumerate(_preorder(plan.nodes))}
         out.connectors.sort(key=lambda c: order[c.path])
         return out
 
@@ -475,7 +539,20 @@ class Evaluator:
     def close(self) -> None:
         self.closed = True
         self._memo.clear()
+        self._templates.clear()
+        self._decisions.clear()
         self.runtime.close()
+
+
+@dataclass
+class _Plan:
+    """A graph's nodes with their facts and templates, before any message."""
+
+    nodes: list
+    top: Any
+    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    planned: dict[int, tuple] = field(default_factory=dict)
+    key: tuple = ()
 
 
 @dataclass

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .document import parse_text
+from .document import parse_text, read_limited
 from .errors import InputError, Problem, suggest
 from .schema import load_schema, pointer
 
@@ -265,7 +265,7 @@ def _regular(path: Path) -> bool:
 def _read_bytes(path: Path, display: str, max_bytes: int) -> tuple[bytes | None, Problem | None]:
     try:
         with open(path, "rb") as handle:
-            raw = handle.read(max_bytes + 1)
+            raw = read_limited(handle, max_bytes)
     except OSError as exc:
         return None, Problem("input.read", f"cannot read `{display}`: {exc.strerror or exc}", file=display)
     if len(raw) > max_bytes:

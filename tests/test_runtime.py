@@ -131,3 +131,45 @@ def test_batched_and_unbatched_evaluation_agree():
     finally:
         batched.close()
         plain.close()
+
+
+# -- memos: what may be shared, and what may not --------------------------------
+
+def test_documents_that_differ_only_outside_the_facts_share_one_decision():
+    policy = hma_policy.load_policy()
+    try:
+        a = policy.decide({"name": "a", "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both", "kv_port": 1}})
+        b = policy.decide({"name": "b", "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both", "kv_port": 2}})
+        c = policy.decide({"kv_transfer_config": {"kv_connector": "NixlPullConnector", "kv_role": "kv_both"}})
+        assert a is b  # the decision memo: same facts, same paths
+        assert c is not a and c.trace != a.trace
+    finally:
+        policy.close()
+
+
+def test_a_reason_that_shows_a_fact_no_rule_reads_is_rendered_for_each_document(tmp_path):
+    # Templates are shared by the facts rules read *and* those reasons name:
+    # a reason showing `top_name` (which no bundled rule tests) must not be
+    # reused across connectors.
+    import shutil
+    from pathlib import Path
+
+    rules = tmp_path / "rules"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "rules", rules, ignore=shutil.ignore_patterns("__pycache__"))
+    decision = rules / "decision.yaml"
+    text = decision.read_text(encoding="utf-8")
+    old = "reason: HMA is on by default"
+    assert text.count(old) == 1
+    decision.write_text(text.replace(old, 'reason: "HMA is on by default with {top_name}"'), encoding="utf-8")
+    policy = hma_policy.load_policy(rules)
+    try:
+        assert not any(f == "top_name" for s in policy._model.steps["decision"] for r in s.rules for f, _, _ in r.when)
+        # The same configured connector, replaced by the offloading shorthand
+        # with one of two connectors: only `top_name` tells them apart.
+        base = {"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}, "kv_offloading_size": 4}
+        for env, name in (({}, "OffloadingConnector"), ({"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}, "SimpleCPUOffloadConnector")):
+            d = policy.decide({**base, "env": env})
+            assert d.outcome == "enabled"
+            assert f"HMA is on by default with {name}" in d.reasons
+    finally:
+        policy.close()
