@@ -327,3 +327,17 @@ def test_jobs_work_from_a_program_read_from_standard_input():
     completed = subprocess.run([sys.executable, "-"], input=program.encode(), cwd=REPO, capture_output=True, timeout=300)
     assert completed.returncode == 0, completed.stderr.decode()[-2000:]
     assert completed.stdout.decode() == "{'enabled': 18, 'disabled': 12, 'error': 7, 'undetermined': 1}\n"
+
+
+def test_the_json_report_is_the_standard_librarys_text(fleet_report):
+    # render() writes JSON with orjson when it is installed; the text must be
+    # exactly json.dumps(indent=2, ensure_ascii=False), so that reports do not
+    # depend on which is installed.
+    import json
+
+    from hma_policy.report import render
+
+    data = fleet_report.to_dict()
+    assert render(fleet_report, "json") == json.dumps(data, indent=2, ensure_ascii=False)
+    odd = {"text": "caf\u00e9 \u2028 \x00 \x1f \x7f \"q\" \\", "big": 2**70, "nested": [{}, [], None, True]}
+    assert render(odd, "json") == json.dumps(odd, indent=2, ensure_ascii=False)
