@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .decision import ConnectorVerdict, Decision, Message
+from .decision import Decision
 from .document import DEFAULT_LIMITS, Limits, prepare
 from .errors import ConnectorError, HMAPolicyError, InputError, PolicyError, Problem
-from .evaluate import EvaluationError, Evaluator
+from .evaluate import Evaluator
 from .policy import read_policy
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "InputError",
     "PolicyError",
     "ConnectorError",
+    "HMAPolicyError",
     "__version__",
 ]
 

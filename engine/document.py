@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import yamlsafe
-from .errors import InputError, Problem, suggest
+from .errors import InputError, Problem
 from .schema import iter_problems, load_schema, pointer
 
 __all__ = ["Limits", "read_document", "parse_text", "prepare", "from_object"]

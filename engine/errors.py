@@ -9,7 +9,7 @@ wrong", as jsonschema keeps ValidationError apart from SchemaError.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
 __all__ = [

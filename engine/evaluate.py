@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from ._durable import RuleRuntime, RuntimeFault
 from .compiler import Compiled, compile_policy
-from .decision import ConnectorVerdict, Decision, Message, Step
+from .decision import ConnectorVerdict, Decision, Message
 from .errors import HMAPolicyError, InputError, Problem, suggest
 from .facts import FACTS, build_graph, document_facts, env_facts, node_facts, offloading_facts
 from .policy import PolicyModel, Rule, StepDef

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InputError, Problem
-from .schema import pointer
 
 __all__ = ["FACTS", "Node", "document_facts", "build_graph", "node_facts"]
 

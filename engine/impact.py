@@ -8,7 +8,6 @@ import io
 import json
 import subprocess
 import tarfile
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable

@@ -29,7 +29,6 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from .errors import Problem
 from .evaluate import Evaluator
 from .facts import FACTS
 from .policy import PolicyModel, Rule, StepDef
@@ -202,7 +201,6 @@ def _ruleset(model: PolicyModel, name: str, evaluator: Evaluator | None, report:
     steps = model.steps[name]
     base = FACTS[name]
     atoms = _atoms(steps)
-    step_names = [s.name for s in steps]
     constraints = _constraints(model)[name]
     domains: dict[str, list[Any]] = {}
     for fact in atoms:
@@ -330,7 +328,6 @@ def _rule_findings(model: PolicyModel, stats: dict[str, dict[str, int]], report:
                     fired += 1
                     continue
                 if rec.get("matched:" + rule.id):
-                    winner = None
                     report.findings.append(Finding(
                         "verify.shadowed", "error", ruleset, step.name, (rule.id,),
                         f"rule `{rule.id}` never fires: an earlier rule of step `{step.name}` always wins where it matches",

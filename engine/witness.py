@@ -14,7 +14,6 @@ from typing import Any, Mapping
 from .decision import Decision
 from .errors import InputError
 from .evaluate import EvaluationError, Evaluator
-from .facts import FACTS
 
 __all__ = ["attach_documents", "library"]
 

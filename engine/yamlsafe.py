@@ -12,7 +12,6 @@ object from a tag (only the JSON types).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import yaml

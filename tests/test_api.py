@@ -18,6 +18,7 @@ EXAMPLE = {"kv_connector": "ExampleConnector", "kv_role": "kv_both"}
 PUBLIC = [
     "ConnectorError",
     "Decision",
+    "HMAPolicyError",
     "InputError",
     "Limits",
     "Policy",
