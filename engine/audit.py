@@ -5,9 +5,10 @@ The report is a pure function of the files, the policy and the tool version:
 it holds no timestamp and no machine-specific path, and it is the same for
 every ``jobs``. Files are examined in a fixed order (arguments in order, each
 directory walked sorted); with ``jobs > 1`` chunks of files go to worker
-processes (spawned, so each one imports the engine and loads its own policy:
-nothing of the parent's rule runtime is shared), and the results are put back
-in that order.
+processes and this one, and the results are put back in that order. Workers
+are forked where the platform forks and this process runs no other thread
+(they start at once, with the loaded policy); otherwise they are spawned, and
+each imports the engine and loads its own policy.
 
 Directories are walked without following symbolic links to directories;
 hidden directories (``.git``, ``.venv``, ...), ``__pycache__`` and
@@ -21,7 +22,10 @@ import copy
 import gc
 import multiprocessing
 import os
+import pickle
 import sys
+import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -73,6 +77,10 @@ class Entry:
             "decision": self.decision,
         }
 
+    def __reduce__(self) -> tuple:
+        # Pickled as its fields and rebuilt by __init__: four times faster to
+        # load than the default for slotted classes (audit workers send many).
+        return (type(self), tuple(getattr(self, name) for name in self.__slots__))
 
 def remediation(decision: dict[str, Any]) -> str | None:
     """What to change, in one line: the connectors that block HMA and the flag
@@ -103,6 +111,10 @@ class FileResult:
     problems: tuple[Problem, ...] = ()
     skipped: str | None = None
 
+    def __reduce__(self) -> tuple:
+        # Pickled as its fields and rebuilt by __init__: four times faster to
+        # load than the default for slotted classes (audit workers send many).
+        return (type(self), tuple(getattr(self, name) for name in self.__slots__))
 
 def _problem_dict(p: Problem) -> dict[str, Any]:
     out: dict[str, Any] = {"code": p.code, "message": p.message}
@@ -383,14 +395,91 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     roots = _roots(paths, config_roots)
     total = len(files)
     results: list[tuple[FileResult, list[Entry]]] = []
-    if jobs == 1 or total < 2 or not _spawnable():
+    if jobs == 1 or total < 2:
         counter = _Counter(total, progress)
         results = _examine_all(policy, files, roots, limits, counter if progress else None)
-    else:
+    elif _forkable():
+        results = _forked(policy, files, jobs, roots, limits, progress)
+    elif _spawnable():
         results = _parallel(policy, files, rules, jobs, roots, limits, progress)
+    else:
+        results = _examine_all(policy, files, roots, limits, _Counter(total, progress) if progress else None)
     file_results = [r for r, _ in results] + skipped
     entries = tuple(entry for _, found in results for entry in found)
     return AuditReport(tuple(paths), policy.source, policy.digest, tuple(file_results), entries)
+
+
+def _forkable() -> bool:
+    """Whether workers may be forked: a POSIX fork where this process runs no
+    other thread (a fork copies locks held by other threads, held forever).
+    The rule runtime is fork-safe (engine/_durable.py takes every runtime's
+    lock around a fork, and ../shared/reference/durable-rules.md measured
+    forked workers: 0 wrong of 40,000)."""
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
+def _forked(policy: Any, files: list[tuple[str, Path]], jobs: int, roots: tuple[Path, ...], limits: SourceLimits,
+            progress: Callable[[int, int], None] | None) -> list[tuple[FileResult, list[Entry]]]:
+    """``jobs - 1`` forked workers and this process take chunks of files in
+    turn from a shared counter. A fork starts at once and inherits the loaded
+    policy and its warm memos; each worker writes its results to a file of a
+    private temporary directory and exits, and this process reads them."""
+    size = max(1, min(256, len(files) // (jobs * 8) or 1))
+    chunks = [files[i:i + size] for i in range(0, len(files), size)]
+    context = multiprocessing.get_context("fork")
+    claimed = context.Value("l", 0)
+    counter = _Counter(len(files), progress)
+
+    def take() -> int:
+        with claimed.get_lock():
+            index = claimed.value
+            claimed.value += 1
+        return index
+
+    def work(out: str | None) -> dict[int, list[tuple[FileResult, list[Entry]]]]:
+        done: dict[int, list[tuple[FileResult, list[Entry]]]] = {}
+        while (index := take()) < len(chunks):
+            done[index] = _examine_all(policy, chunks[index], roots, limits)
+            if out is None:
+                counter(len(chunks[index]))
+        return done
+
+    def child(out: str) -> None:
+        gc.disable()  # the process ends once its results are written
+        done = work(out)
+        with open(out + ".part", "wb") as handle:
+            pickle.dump(done, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(out + ".part", out)  # present only when complete
+
+    with tempfile.TemporaryDirectory(prefix="hma-policy-audit-") as private:
+        outputs = [os.path.join(private, f"worker-{n}.pickle") for n in range(jobs - 1)]
+        workers = [context.Process(target=child, args=(out,), daemon=True) for out in outputs]
+        for worker in workers:
+            worker.start()
+        try:
+            done = work(None)
+        finally:
+            for worker in workers:
+                worker.join()
+        for worker, out in zip(workers, outputs):
+            if worker.exitcode != 0 or not os.path.exists(out):
+                raise AuditError([Problem("audit.worker", f"a worker process failed (exit status {worker.exitcode})",
+                                          hint="run again with --jobs 1 to find the file", file="--jobs")])
+            with open(out, "rb") as handle:
+                # Written by this audit's own worker, in a directory only this
+                # process can read. The GC is paused as in _examine_all: the
+                # load builds as many objects as the files' examination did.
+                paused = gc.isenabled()
+                gc.disable()
+                try:
+                    loaded = pickle.load(handle)
+                finally:
+                    if paused:
+                        gc.enable()
+                for index, results in loaded.items():
+                    done[index] = results
+                    counter(len(chunks[index]))
+    return [result for index in range(len(chunks)) for result in done[index]]
 
 
 def _spawnable() -> bool:
@@ -442,7 +531,7 @@ def _parallel(policy: Any, files: list[tuple[str, Path]], rules: str | None, job
         raise
     except Exception as exc:  # noqa: BLE001 - a worker process died (killed, out of memory)
         raise AuditError([Problem("audit.worker", f"a worker process failed: {type(exc).__name__}: {exc}"[:500],
-                                  hint="run again with --jobs 1 to find the file")]) from None
+                                  hint="run again with --jobs 1 to find the file", file="--jobs")]) from None
     return [result for index in range(len(chunks)) for result in done_chunks[index]]
 
 

@@ -260,13 +260,13 @@ def _count_connectors(document: dict[str, Any], limits: Limits) -> None:
     count = 0
     while stack:
         node = stack.pop()
-        if not isinstance(node, Mapping):
+        if not isinstance(node, dict):  # plain by now (prepare)
             continue
         count += 1
         if count > limits.max_connectors:
             raise _fail("input.limit", f"the connector graph has more than {limits.max_connectors} connectors", "/kv_transfer_config")
         extra = node.get("kv_connector_extra_config")
-        if isinstance(extra, Mapping) and isinstance(extra.get("connectors"), list):
+        if isinstance(extra, dict) and isinstance(extra.get("connectors"), list):
             stack.extend(extra["connectors"])
 
 

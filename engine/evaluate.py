@@ -132,6 +132,7 @@ class Evaluator:
             for name, inputs in self._inputs.items()
         }
         self._decisions: dict[tuple, Decision] = {}
+        self._node_runs: dict[tuple, tuple] = {}
         self._decision_nodes = 0
 
     # -- one step ---------------------------------------------------------
@@ -502,7 +503,7 @@ class Evaluator:
             for node, (facts, sources), template, key in zip(group, prepared, templates, group_keys):
                 facts.update(template.values)
                 plan.verdicts[node.path] = facts
-                plan.planned[id(node)] = (facts, sources, template)
+                plan.planned[id(node)] = (facts, sources, template, key)
                 keys[id(node)] = key
         plan.key = tuple((node.path, keys[id(node)]) for node in nodes)
         return plan
@@ -518,21 +519,33 @@ class Evaluator:
         return out
 
     def _node_result(self, out: "_Graph", node: Any, facts: dict[str, Any], sources: Mapping[str, tuple[str, str]],
-                     template: "_Template") -> None:
+                     template: "_Template", key: tuple) -> None:
         inherited = {fact: out.errors[path][child_fact] for fact, (path, child_fact) in sources.items()
                      if child_fact in out.errors[path]}
-        run = self.run("node", facts, base=node.path, inherited=inherited, template=template)
+        # A node's messages, copied errors and verdict are a pure function of
+        # its template key, its path and what it inherits from its children.
+        memo_key = (node.path, key, tuple(inherited.items())) if self.memo_enabled else None
+        done = self._node_runs.get(memo_key) if memo_key is not None else None
+        if done is None:
+            run = self.run("node", facts, base=node.path, inherited=inherited, template=template)
+            support_rule = run.fired.get("support")
+            verdict = ConnectorVerdict(
+                path=node.path, kv_connector=node.name,
+                supports_hma={"supported": True, "unsupported": False}.get(run.facts.get("support")),
+                rule=support_rule.id if support_rule else None, depth=node.depth, support=run.facts.get("support"),
+            )
+            done = (run, verdict, tuple(r.id for r in run.fired.values()))
+            if memo_key is not None:
+                if len(self._node_runs) >= _MEMO_LIMIT:
+                    self._node_runs.clear()
+                self._node_runs[memo_key] = done
+        run, verdict, fired = done
         out.steps += run.steps
-        out.trace += [r.id for r in run.fired.values()]
+        out.trace += fired
         out.warnings += run.warnings
         out.verdicts[node.path] = run.facts
         out.errors[node.path] = run.errors
-        support_rule = run.fired.get("support")
-        out.connectors.append(ConnectorVerdict(
-            path=node.path, kv_connector=node.name,
-            supports_hma={"supported": True, "unsupported": False}.get(run.facts.get("support")),
-            rule=support_rule.id if support_rule else None, depth=node.depth, support=run.facts.get("support"),
-        ))
+        out.connectors.append(verdict)
         if node is out.top:
             out.top_reasons = [run.reasons["support"]] if "support" in run.reasons else []
 
@@ -541,6 +554,7 @@ class Evaluator:
         self._memo.clear()
         self._templates.clear()
         self._decisions.clear()
+        self._node_runs.clear()
         self.runtime.close()
 
 

@@ -1,9 +1,11 @@
 """Stage 3, facts: the fact vocabulary, and the walk that turns a validated
 document into the facts each ruleset reads.
 
-Python only reads values here (as vLLM reads them: env switches with int(),
-field presence, the order of children); what the values mean for HMA is
-decided by the rule files.
+Documents reach this module validated and plain (``document.prepare``:
+dicts and lists only), so objects are tested with ``isinstance(x, dict)``,
+not the much slower ABC check. Python only reads values here (as vLLM reads
+them: env switches with int(), field presence, the order of children); what
+the values mean for HMA is decided by the rule files.
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ def build_graph(ktc: Mapping[str, Any] | None, containers: frozenset[str]) -> li
         stack.append((node, True))
         if node.name in containers:
             extra = node.config.get("kv_connector_extra_config") or {}
-            items = extra.get("connectors") if isinstance(extra, Mapping) else None
+            items = extra.get("connectors") if isinstance(extra, dict) else None
             if isinstance(items, list):
                 base = node.path + "/kv_connector_extra_config/connectors"
                 node.children = [
@@ -175,7 +177,7 @@ def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str
     module = config.get("kv_connector_module_path")
     module_state = "absent" if module is None else ("empty" if module == "" else "set")
     extra = config.get("kv_connector_extra_config") or {}
-    has_connectors = isinstance(extra, Mapping) and extra.get("connectors") is not None
+    has_connectors = isinstance(extra, dict) and extra.get("connectors") is not None
     first_ns, ns_path = _first(node.children, verdicts, "support", "supported")
     after, after_path = "none", None
     if first_ns == "unknown":
@@ -219,13 +221,13 @@ def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str
 
 
 def _configured_names(ktc: Any, containers: frozenset[str]) -> tuple[str, list[str]]:
-    if not isinstance(ktc, Mapping):
+    if not isinstance(ktc, dict):
         return "", []
     name = ktc.get("kv_connector")
     name = name if isinstance(name, str) else ""
     extra = ktc.get("kv_connector_extra_config") or {}
-    items = extra.get("connectors") if isinstance(extra, Mapping) and name in containers else None
-    children = [c.get("kv_connector") for c in items if isinstance(c, Mapping)] if isinstance(items, list) else []
+    items = extra.get("connectors") if isinstance(extra, dict) and name in containers else None
+    children = [c.get("kv_connector") for c in items if isinstance(c, dict)] if isinstance(items, list) else []
     return name, [c if isinstance(c, str) else "" for c in children]
 
 
@@ -237,7 +239,7 @@ def document_facts(document: Mapping[str, Any], top: Node | None, top_verdict: M
     model = document.get("model") or {}
     kinds = set(model.get("layer_kinds") or ())
     spec = document.get("speculative_config") or {}
-    method = spec.get("method") if isinstance(spec, Mapping) else None
+    method = spec.get("method") if isinstance(spec, dict) else None
     facts = {
         "has_kv_transfer_config": top is not None,
         "preference": "none" if preference is None else ("disable" if preference else "enable"),

@@ -341,3 +341,43 @@ def test_the_json_report_is_the_standard_librarys_text(fleet_report):
     assert render(fleet_report, "json") == json.dumps(data, indent=2, ensure_ascii=False)
     odd = {"text": "caf\u00e9 \u2028 \x00 \x1f \x7f \"q\" \\", "big": 2**70, "nested": [{}, [], None, True]}
     assert render(odd, "json") == json.dumps(odd, indent=2, ensure_ascii=False)
+
+
+def test_forked_and_spawned_workers_give_the_report_of_one_process(fleet_report):
+    # From the main thread the workers are forked; from a program running
+    # other threads they are spawned (a fork would copy their held locks).
+    import threading
+
+    def summary_and_ids(report):
+        return report.summary(), [e.deployment.id for e in report.entries], [e.decision for e in report.entries]
+
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        forked = audit(["examples/fleet"], jobs=3)
+        box = {}
+        thread = threading.Thread(target=lambda: box.update(report=audit(["examples/fleet"], jobs=2)))
+        thread.start()
+        thread.join()
+    finally:
+        os.chdir(cwd)
+    assert summary_and_ids(forked) == summary_and_ids(fleet_report)
+    assert summary_and_ids(box["report"]) == summary_and_ids(fleet_report)
+
+
+def test_a_forked_worker_that_dies_is_an_audit_error(monkeypatch):
+    import hma_policy.audit as audit_module
+
+    parent = os.getpid()
+    original = audit_module._examine_all
+
+    def dying(*args, **kwargs):
+        if os.getpid() != parent:
+            os._exit(3)  # as a native crash would end the worker
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(audit_module, "_examine_all", dying)
+    with pytest.raises(AuditError) as info:
+        audit([str(FLEET)], jobs=2)
+    assert str(info.value) == ("--jobs: audit.worker: a worker process failed (exit status 3) "
+                               "(hint: run again with --jobs 1 to find the file)")
