@@ -1,9 +1,9 @@
 """Stage 7, audit: walk paths, find each vLLM deployment (``sources``),
 decide it, and build the report model that ``report`` renders.
 
-The report is a pure function of the files, the policy and the tool version:
-it holds no timestamp and no machine-specific path, and it is the same for
-every ``jobs``. Files are examined in a fixed order (arguments in order, each
+The report is a pure function of the files, the policy and the tool version,
+but for the time it records (``generated_at``; SOURCE_DATE_EPOCH fixes it):
+it holds no machine-specific path, and it is the same for every ``jobs``. Files are examined in a fixed order (arguments in order, each
 directory walked sorted); with ``jobs > 1`` chunks of files go to worker
 processes and this one, and the results are put back in that order. Workers
 are forked where the platform forks and this process runs no other thread
