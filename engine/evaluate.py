@@ -388,6 +388,10 @@ class Evaluator:
     def decide(self, document: Mapping[str, Any]) -> Decision:
         if self.closed:
             raise EvaluationError([Problem("engine.closed", "the policy was closed")])
+        with self.runtime.session():  # one session state for all the rounds of this decision
+            return self._decide(document)
+
+    def _decide(self, document: Mapping[str, Any]) -> Decision:
         # The offloading rules may rewrite the connector; the graph as
         # configured is planned beside them (the same rounds), and used when
         # they do not.
@@ -487,7 +491,8 @@ class Evaluator:
         """Evaluate the node rules over the connector graph, children first."""
         if self.closed:
             raise EvaluationError([Problem("engine.closed", "the policy was closed")])
-        return self._assemble_graph(self._result(self._drive(self._plan_job(document, ktc))[0]))
+        with self.runtime.session():
+            return self._assemble_graph(self._result(self._drive(self._plan_job(document, ktc))[0]))
 
     def _plan_job(self, document: Mapping[str, Any], ktc: Mapping[str, Any] | None) -> Iterator:
         """Each node's facts and template, children first (a generator for _drive)."""

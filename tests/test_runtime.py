@@ -60,6 +60,31 @@ def test_unsafe_events_are_refused_before_the_c_core(runtime, event, message):
     assert runtime.fire_many([{"t": "s", "x": 1}]) == ["r0"]  # nothing was posted
 
 
+def test_a_session_shares_one_state_across_posts(runtime):
+    with runtime.session():
+        assert runtime.fire_many([{"t": "s", "x": 1}, {"t": "s", "x": 2}]) == ["r0", "r1"]
+        assert runtime.fire_many([{"t": "s", "x": 2}]) == ["r1"]  # ids go on: 3, not 1 again
+        with runtime.session():  # nested: the same session
+            assert runtime.fire_many([{"t": "s", "x": 7}]) == ["r2"]
+    assert runtime.fire_many([{"t": "s", "x": 1}]) == ["r0"]  # a fresh state after it
+
+
+def test_a_session_whose_posts_were_all_refused_ends_cleanly(runtime):
+    # No state was created (nothing reached the C core): ending the session
+    # must not delete one, which would crash the process.
+    with runtime.session():
+        with pytest.raises(RuntimeFault):
+            runtime.fire_many([{"t": "s", "x": 1.5}])
+    assert runtime.fire_many([{"t": "s", "x": 1}]) == ["r0"]
+
+
+def test_a_long_session_renews_its_state_before_ids_could_collide(runtime, monkeypatch):
+    monkeypatch.setattr(_durable, "_MAX_STATE_IDS", 5)
+    with runtime.session():
+        for round_ in range(6):
+            assert runtime.fire_many([{"t": "s", "x": 1}, {"t": "s", "x": 2}]) == ["r0", "r1"], round_
+
+
 def test_a_closed_runtime_refuses_events(runtime):
     runtime.close()
     with pytest.raises(RuntimeFault, match="the policy was closed"):
