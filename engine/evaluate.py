@@ -29,8 +29,10 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # of distinct documents (each is cleared when full).
 _MEMO_LIMIT = 16_384
 _TEMPLATE_LIMIT = 4_096
-# The decision memo is bounded by the nodes its decisions hold.
+# The decision memo is bounded by the nodes its decisions hold; the memo of
+# node results (each holding its facts and messages) by its entries.
 _DECISION_NODE_LIMIT = 16_384
+_NODE_RUN_LIMIT = 4_096
 
 
 def _rendered_facts(steps: Any) -> list[str]:
@@ -541,7 +543,7 @@ class Evaluator:
             )
             done = (run, verdict, tuple(r.id for r in run.fired.values()))
             if memo_key is not None:
-                if len(self._node_runs) >= _MEMO_LIMIT:
+                if len(self._node_runs) >= _NODE_RUN_LIMIT:
                     self._node_runs.clear()
                 self._node_runs[memo_key] = done
         run, verdict, fired = done
