@@ -446,10 +446,15 @@ def _forked(policy: Any, files: list[tuple[str, Path]], jobs: int, roots: tuple[
 
     def child(out: str) -> None:
         gc.disable()  # the process ends once its results are written
-        done = work(out)
-        with open(out + ".part", "wb") as handle:
-            pickle.dump(done, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(out + ".part", out)  # present only when complete
+        try:
+            done = work(out)
+            with open(out + ".part", "wb") as handle:
+                pickle.dump(done, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(out + ".part", out)  # present only when complete
+        except BaseException as exc:  # noqa: BLE001 - reported by the parent, never as a traceback
+            with open(out + ".error", "w", encoding="utf-8") as handle:
+                handle.write(f"{type(exc).__name__}: {exc}"[:500])
+            os._exit(2)
 
     with tempfile.TemporaryDirectory(prefix="hma-policy-audit-") as private:
         outputs = [os.path.join(private, f"worker-{n}.pickle") for n in range(jobs - 1)]
@@ -463,7 +468,11 @@ def _forked(policy: Any, files: list[tuple[str, Path]], jobs: int, roots: tuple[
                 worker.join()
         for worker, out in zip(workers, outputs):
             if worker.exitcode != 0 or not os.path.exists(out):
-                raise AuditError([Problem("audit.worker", f"a worker process failed (exit status {worker.exitcode})",
+                reason = f"exit status {worker.exitcode}"
+                if os.path.exists(out + ".error"):
+                    with open(out + ".error", encoding="utf-8") as handle:
+                        reason = handle.read()
+                raise AuditError([Problem("audit.worker", f"a worker process failed ({reason})",
                                           hint="run again with --jobs 1 to find the file", file="--jobs")])
             with open(out, "rb") as handle:
                 # Written by this audit's own worker, in a directory only this

@@ -381,3 +381,22 @@ def test_a_forked_worker_that_dies_is_an_audit_error(monkeypatch):
         audit([str(FLEET)], jobs=2)
     assert str(info.value) == ("--jobs: audit.worker: a worker process failed (exit status 3) "
                                "(hint: run again with --jobs 1 to find the file)")
+
+
+def test_a_forked_worker_that_raises_reports_why_without_a_traceback(monkeypatch, capfd):
+    import hma_policy.audit as audit_module
+
+    parent = os.getpid()
+    original = audit_module._examine_all
+
+    def failing(*args, **kwargs):
+        if os.getpid() != parent:
+            raise OSError(28, "No space left on device")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(audit_module, "_examine_all", failing)
+    with pytest.raises(AuditError) as info:
+        audit([str(FLEET)], jobs=2)
+    assert str(info.value) == ("--jobs: audit.worker: a worker process failed (OSError: [Errno 28] No space left on device) "
+                               "(hint: run again with --jobs 1 to find the file)")
+    assert "Traceback" not in capfd.readouterr().err
