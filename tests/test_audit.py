@@ -365,25 +365,19 @@ def test_forked_and_spawned_workers_give_the_report_of_one_process(fleet_report)
     assert summary_and_ids(box["report"]) == summary_and_ids(fleet_report)
 
 
-def test_a_forked_worker_that_dies_is_an_audit_error(monkeypatch):
-    import hma_policy.audit as audit_module
-
-    parent = os.getpid()
-    original = audit_module._examine_all
-
-    def dying(*args, **kwargs):
-        if os.getpid() != parent:
-            os._exit(3)  # as a native crash would end the worker
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(audit_module, "_examine_all", dying)
-    with pytest.raises(AuditError) as info:
-        audit([str(FLEET)], jobs=2)
-    assert str(info.value) == ("--jobs: audit.worker: a worker process failed (exit status 3) "
-                               "(hint: run again with --jobs 1 to find the file)")
+def _die():
+    os._exit(3)  # as a native crash would end the worker
 
 
-def test_a_forked_worker_that_raises_reports_why_without_a_traceback(monkeypatch, capfd):
+def _raise():
+    raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize("fault, reason", [
+    (_die, "exit status 3"),
+    (_raise, "OSError: [Errno 28] No space left on device"),
+], ids=["dies", "raises"])
+def test_a_forked_worker_that_fails_is_an_audit_error_with_its_reason(monkeypatch, capfd, fault, reason):
     import hma_policy.audit as audit_module
 
     parent = os.getpid()
@@ -391,12 +385,12 @@ def test_a_forked_worker_that_raises_reports_why_without_a_traceback(monkeypatch
 
     def failing(*args, **kwargs):
         if os.getpid() != parent:
-            raise OSError(28, "No space left on device")
+            fault()
         return original(*args, **kwargs)
 
     monkeypatch.setattr(audit_module, "_examine_all", failing)
     with pytest.raises(AuditError) as info:
         audit([str(FLEET)], jobs=2)
-    assert str(info.value) == ("--jobs: audit.worker: a worker process failed (OSError: [Errno 28] No space left on device) "
+    assert str(info.value) == (f"--jobs: audit.worker: a worker process failed ({reason}) "
                                "(hint: run again with --jobs 1 to find the file)")
     assert "Traceback" not in capfd.readouterr().err
