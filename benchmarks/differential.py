@@ -29,18 +29,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import hma_policy  # noqa: E402
 import strategies  # noqa: E402
+from common import rss_kib  # noqa: E402
 from compare import FIELDS, expected, observe  # noqa: E402
-
-
-def rss_kib() -> int:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def diagnose(document: dict, engine: tuple, model: tuple) -> str:

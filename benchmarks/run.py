@@ -29,6 +29,7 @@ from hma_policy.schema import load_schema
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from baseline import vllm_decide, vllm_supports_hma_config  # noqa: E402
+from common import rss_kib  # noqa: E402
 
 try:
     import orjson
@@ -132,14 +133,6 @@ def samples(fn: Callable[[], Any], n: int) -> list[float]:
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]
-
-
-def rss_kib() -> int:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 # -- sections ----------------------------------------------------------------

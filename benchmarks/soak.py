@@ -12,9 +12,14 @@ from __future__ import annotations
 import argparse
 import random
 import resource
+import sys
 import time
+from pathlib import Path
 
 import hma_policy
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 
 NAMES = [
     "NixlConnector", "ExampleConnector", "LMCacheConnectorV1", "OffloadingConnector",
@@ -24,11 +29,8 @@ NAMES = [
 
 
 def rss_kib() -> int:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Current RSS; the peak where /proc is missing.
+    return common.rss_kib() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def tree(rng: random.Random, depth: int) -> dict:

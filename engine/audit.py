@@ -82,6 +82,7 @@ class Entry:
         # load than the default for slotted classes (audit workers send many).
         return (type(self), tuple(getattr(self, name) for name in self.__slots__))
 
+
 def remediation(decision: dict[str, Any]) -> str | None:
     """What to change, in one line: the connectors that block HMA and the flag
     that states the intent (built from the decision, so from the rules)."""
@@ -115,6 +116,7 @@ class FileResult:
         # Pickled as its fields and rebuilt by __init__: four times faster to
         # load than the default for slotted classes (audit workers send many).
         return (type(self), tuple(getattr(self, name) for name in self.__slots__))
+
 
 def _problem_dict(p: Problem) -> dict[str, Any]:
     out: dict[str, Any] = {"code": p.code, "message": p.message}
@@ -436,18 +438,18 @@ def _forked(policy: Any, files: list[tuple[str, Path]], jobs: int, roots: tuple[
             claimed.value += 1
         return index
 
-    def work(out: str | None) -> dict[int, list[tuple[FileResult, list[Entry]]]]:
+    def work(report: bool) -> dict[int, list[tuple[FileResult, list[Entry]]]]:
         done: dict[int, list[tuple[FileResult, list[Entry]]]] = {}
         while (index := take()) < len(chunks):
             done[index] = _examine_all(policy, chunks[index], roots, limits)
-            if out is None:
+            if report:  # only this process reports progress
                 counter(len(chunks[index]))
         return done
 
     def child(out: str) -> None:
         gc.disable()  # the process ends once its results are written
         try:
-            done = work(out)
+            done = work(report=False)
             with open(out + ".part", "wb") as handle:
                 pickle.dump(done, handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(out + ".part", out)  # present only when complete
@@ -462,7 +464,7 @@ def _forked(policy: Any, files: list[tuple[str, Path]], jobs: int, roots: tuple[
         for worker in workers:
             worker.start()
         try:
-            done = work(None)
+            done = work(report=True)
         finally:
             for worker in workers:
                 worker.join()

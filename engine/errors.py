@@ -60,6 +60,7 @@ class Problem:
         # load than the default for slotted classes (audit workers send many).
         return (type(self), tuple(getattr(self, name) for name in self.__slots__))
 
+
 class HMAPolicyError(Exception):
     """Base class of every error this package raises on purpose."""
 

@@ -139,15 +139,11 @@ class Evaluator:
 
     # -- one step ---------------------------------------------------------
     def _fire(self, step: StepDef, facts: Mapping[str, Any], *, memo: bool = True) -> Rule | None:
-        key = self.compiled.step_keys[(step.ruleset, step.name)]
-        event: dict[str, Any] = {"t": key}
-        for fact in step.reads:
-            value = facts[fact]
-            event[fact] = list(value) if isinstance(value, (list, tuple)) else value
+        event = self._event(step, facts)
         memo_key = None
         if memo and self.memo_enabled:
             # Sound: a step's answer is a pure function of the facts it reads.
-            memo_key = (key,) + tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in event.items())
+            memo_key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in event.items())
             name = self._memo.get(memo_key)
             if name is not None:
                 return self.compiled.rules[name]

@@ -108,6 +108,7 @@ class Deployment:
         # load than the default for slotted classes (audit workers send many).
         return (type(self), tuple(getattr(self, name) for name in self.__slots__))
 
+
 @dataclass(frozen=True, slots=True)
 class SourceFile:
     """What reading one file gave: its format, deployments and file-level problems.

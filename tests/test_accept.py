@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hma_policy import accept
-from hma_policy.schema import is_valid, load_schema, validator
+from hma_policy.schema import is_valid, validator
 from hma_policy import yamlsafe
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,6 +15,8 @@ import yaml
 
 from hma_policy.testing import merge_patch
 
+from rulecopy import copy_rules, edit
+
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
 TESTS = RULES / "tests"
@@ -24,17 +26,6 @@ EXAMPLES = REPO / "examples"
 def hma(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hma_policy", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=120)
-
-
-def copy_rules(target: Path) -> Path:
-    shutil.copytree(RULES, target, ignore=shutil.ignore_patterns("__pycache__"))
-    return target
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in {path.name}"
-    path.write_text(text.replace(old, new), encoding="utf-8")
 
 
 def write(path: Path, data: dict) -> Path:

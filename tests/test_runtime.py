@@ -176,16 +176,10 @@ def test_a_reason_that_shows_a_fact_no_rule_reads_is_rendered_for_each_document(
     # Templates are shared by the facts rules read *and* those reasons name:
     # a reason showing `top_name` (which no bundled rule tests) must not be
     # reused across connectors.
-    import shutil
-    from pathlib import Path
+    from rulecopy import copy_rules, edit
 
-    rules = tmp_path / "rules"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "rules", rules, ignore=shutil.ignore_patterns("__pycache__"))
-    decision = rules / "decision.yaml"
-    text = decision.read_text(encoding="utf-8")
-    old = "reason: HMA is on by default"
-    assert text.count(old) == 1
-    decision.write_text(text.replace(old, 'reason: "HMA is on by default with {top_name}"'), encoding="utf-8")
+    rules = copy_rules(tmp_path / "rules")
+    edit(rules / "decision.yaml", "reason: HMA is on by default", 'reason: "HMA is on by default with {top_name}"')
     policy = hma_policy.load_policy(rules)
     try:
         assert not any(f == "top_name" for s in policy._model.steps["decision"] for r in s.rules for f, _, _ in r.when)

@@ -19,7 +19,6 @@ in-process work.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,20 +31,11 @@ from hma_policy.evaluate import EvaluationError, Evaluator
 from hma_policy.policy import read_policy
 from hma_policy.verify import verify
 
+from rulecopy import copy_rules, edit
+
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
 OUTCOMES = {"enabled", "disabled", "error", "undetermined"}
-
-
-def copy_rules(target: Path) -> Path:
-    shutil.copytree(RULES, target, ignore=shutil.ignore_patterns("__pycache__"))
-    return target
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in {path.name}"
-    path.write_text(text.replace(old, new), encoding="utf-8")
 
 
 def break_rules(target: Path) -> Path:
