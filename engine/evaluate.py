@@ -28,7 +28,7 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # combinations a fleet produces, small enough to keep memory flat over millions
 # of distinct documents (each is cleared when full).
 _MEMO_LIMIT = 16_384
-_TEMPLATE_LIMIT = 4_096
+_TEMPLATE_LIMIT = 16_384
 # The decision memo is bounded by the nodes its decisions hold; the memo of
 # node results (each holding its facts and messages) by its entries.
 _DECISION_NODE_LIMIT = 16_384
@@ -300,17 +300,11 @@ class Evaluator:
         node stands), so they are filled in by :meth:`run` each time. The
         fact sets not seen before are evaluated together, one batch per level.
         """
-        inputs = self._inputs[ruleset]
         out: list[_Template | None] = [None] * len(facts_list)
         missing: dict[Any, list[int]] = {}
         keys: list[tuple] = []
-        lists = self._list_inputs[ruleset]
         for index, facts in enumerate(facts_list):
-            values = list(map(facts.get, inputs))
-            for at in lists:
-                if values[at] is not None:
-                    values[at] = tuple(values[at])
-            key: Any = (ruleset, halt_on_error, *values)
+            key = self._template_key(ruleset, facts, halt_on_error)
             keys.append(key)
             cached = self._templates.get(key) if self.memo_enabled else None
             if cached is not None:
@@ -330,6 +324,14 @@ class Evaluator:
                 for index in indexes:
                     out[index] = template
         return out, keys
+
+    def _template_key(self, ruleset: str, facts: Mapping[str, Any], halt_on_error: bool) -> tuple:
+        """The key of a ruleset's outcome: the input facts its steps read or show."""
+        values = list(map(facts.get, self._inputs[ruleset]))
+        for at in self._list_inputs[ruleset]:
+            if values[at] is not None:
+                values[at] = tuple(values[at])
+        return (ruleset, halt_on_error, *values)
 
     def _build_template(self, ruleset: str, scratch: dict[str, Any], chosen: Mapping[str, Rule | None],
                         halt_on_error: bool) -> "_Template":
@@ -390,40 +392,49 @@ class Evaluator:
             return self._decide(document)
 
     def _decide(self, document: Mapping[str, Any]) -> Decision:
-        # The offloading rules may rewrite the connector; the graph as
-        # configured is planned beside them (the same rounds), and used when
-        # they do not.
+        # Templates already held need no round of the rule runtime: look them
+        # up first. Otherwise the offloading rules, which may rewrite the
+        # connector, run beside the graph as configured (the same rounds),
+        # which is used when they do not rewrite it.
         offload_facts = offloading_facts(document)
         configured = document.get("kv_transfer_config")
-        offload_job, speculative = self._drive(self._template_job("offloading", [offload_facts], True),
-                                               self._plan_job(document, configured))
-        offload_templates, offload_keys = self._result(offload_job)
-        offload_template = offload_templates[0]
+        offload_key = self._template_key("offloading", offload_facts, True)
+        offload_template = self._templates.get(offload_key) if self.memo_enabled else None
+        speculative = None
+        if offload_template is None:
+            offload_job, speculative = self._drive(self._template_job("offloading", [offload_facts], True),
+                                                   self._plan_job(document, configured))
+            offload_template = self._result(offload_job)[0][0]
         if any(rule is not None and rule.error for _, rule, _ in offload_template.entries):
             return self._offload_error(offload_facts, offload_template)
         values = offload_template.values
+        ktc = configured
         if values.get("offload_connector", "none") != "none":
             # The offloading ruleset's two steps rewrite the connector and role.
             ktc = dict(configured or {})
             ktc["kv_connector"] = values["offload_connector"]
             if values.get("offload_role", "none") != "none":
                 ktc["kv_role"] = values["offload_role"]
-            plan = self._result(self._drive(self._plan_job(document, ktc))[0])
-        else:
-            plan = self._result(speculative)
+            speculative = None
+        plan = self._cached_plan(document, ktc) if speculative is None and self.memo_enabled else None
+        if plan is None:
+            plan = self._result(speculative if speculative is not None else self._drive(self._plan_job(document, ktc))[0])
         top = plan.top
         facts = document_facts(document, top, plan.verdicts.get(top.path) if top else None, self.model.containers)
-        decision_templates, decision_keys = self._result(self._drive(self._template_job("decision", [facts], True))[0])
+        decision_key = self._template_key("decision", facts, True)
         # A decision is a pure function of its templates' keys and the nodes'
         # paths (messages, copied errors and reasons derive from them), so
         # documents that differ elsewhere (names of deployments, ports, ids)
         # share it.
-        memo_key = (offload_keys[0], plan.key, decision_keys[0]) if self.memo_enabled else None
+        memo_key = (offload_key, plan.key, decision_key) if self.memo_enabled else None
         if memo_key is not None:
             hit = self._decisions.get(memo_key)
             if hit is not None:
                 return hit
-        decision = self._assemble(offload_facts, offload_template, plan, facts, decision_templates[0])
+        decision_template = self._templates.get(decision_key) if self.memo_enabled else None
+        if decision_template is None:
+            decision_template = self._result(self._drive(self._template_job("decision", [facts], True))[0])[0][0]
+        decision = self._assemble(offload_facts, offload_template, plan, facts, decision_template)
         if memo_key is not None:
             self._decision_nodes += len(plan.nodes) + 1
             if self._decision_nodes > _DECISION_NODE_LIMIT:
@@ -491,6 +502,25 @@ class Evaluator:
             raise EvaluationError([Problem("engine.closed", "the policy was closed")])
         with self.runtime.session():
             return self._assemble_graph(self._result(self._drive(self._plan_job(document, ktc))[0]))
+
+    def _cached_plan(self, document: Mapping[str, Any], ktc: Mapping[str, Any] | None) -> "_Plan | None":
+        """The plan :meth:`_plan_job` makes, when every node's template is
+        already held (else None): the same facts and keys, without rounds."""
+        env = env_facts(document)
+        nodes = build_graph(ktc, self.model.containers)
+        plan = _Plan(nodes=nodes, top=nodes[-1] if nodes else None)
+        templates, verdicts, planned = self._templates, plan.verdicts, plan.planned
+        for node in nodes:  # post-order: a node's children are planned before it
+            facts, sources = node_facts(node, verdicts, env)
+            key = self._template_key("node", facts, False)
+            template = templates.get(key)
+            if template is None:
+                return None
+            facts.update(template.values)
+            verdicts[node.path] = facts
+            planned[id(node)] = (facts, sources, template, key)
+        plan.key = tuple((node.path, planned[id(node)][3]) for node in nodes)
+        return plan
 
     def _plan_job(self, document: Mapping[str, Any], ktc: Mapping[str, Any] | None) -> Iterator:
         """Each node's facts and template, children first (a generator for _drive)."""
