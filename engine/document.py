@@ -67,10 +67,14 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# One decoder for every parse: json.loads with a hook builds a new one per call.
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates)
+
+
 def _json_loads(text: str, *, source: str, path: str = "") -> Any:
     """json.loads with duplicate keys, digit limits and deep nesting as InputError."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
+        return _DECODER.decode(text)
     except _DuplicateKey as exc:
         raise _fail("input.duplicate_key", f"key `{exc.args[0]}` appears twice in one object in {source}", path) from None
     except json.JSONDecodeError:

@@ -236,6 +236,8 @@ class _Ctx:
 
 
 def _read_directives(ctx: _Ctx) -> None:
+    if "hma-policy:" not in ctx.text:  # what every directive holds: skips the scan of most files
+        return
     for match in _DIRECTIVE.finditer(ctx.text):
         line = ctx.text.count("\n", 0, match.start()) + 1
         facts, problem = _parse_facts(match.group(1), ctx, line, "an hma-policy directive")
@@ -267,10 +269,31 @@ def _regular(path: Path) -> bool:
         return True  # let the read report why it cannot be read
 
 
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _read_fd(fd: int, max_bytes: int) -> bytes:
+    """At most ``max_bytes + 1`` bytes (one more than the limit, so that the
+    caller can tell an oversized file): the file's size at once, then until
+    the end. With the descriptor, not a file object: an audit reads
+    thousands of small files, and the buffered object costs more than the read."""
+    size = os.fstat(fd).st_size
+    chunk = os.read(fd, min(size, max_bytes) + 1 if size > 0 else 1 << 16)
+    chunks, total = [chunk], len(chunk)
+    while chunk and total <= max_bytes:
+        chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+        chunks.append(chunk)
+        total += len(chunk)
+    return chunks[0] if len(chunks) == 2 and not chunks[1] else b"".join(chunks)
+
+
 def _read_bytes(path: Path, display: str, max_bytes: int) -> tuple[bytes | None, Problem | None]:
     try:
-        with open(path, "rb") as handle:
-            raw = read_limited(handle, max_bytes)
+        fd = os.open(path, _OPEN_FLAGS)
+        try:
+            raw = _read_fd(fd, max_bytes)
+        finally:
+            os.close(fd)
     except OSError as exc:
         return None, Problem("input.read", f"cannot read `{display}`: {exc.strerror or exc}", file=display)
     if len(raw) > max_bytes:
@@ -294,7 +317,7 @@ def read_source(path: str | Path, *, display: str | None = None, roots: tuple[Pa
     ``roots`` are the directories a ``--config`` file may be read from
     (resolved, symlinks included); by default the file's own directory.
     """
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     display = display if display is not None else str(path)
     not_a_source = "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"
     fmt = source_format(path)
@@ -328,6 +351,8 @@ def read_source(path: str | Path, *, display: str | None = None, roots: tuple[Pa
 
 def _unique_ids(found: SourceFile) -> SourceFile:
     """Two deployments on one line (`a && b`) get `/2`, `/3`, ... so every id is unique."""
+    if len(found.deployments) < 2:
+        return found
     seen: dict[str, int] = {}
     out = []
     for deployment in found.deployments:
