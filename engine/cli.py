@@ -17,6 +17,7 @@ cannot be read. Ctrl-C exits with 130. No traceback reaches a user.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -379,11 +380,25 @@ def _diff(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
 
 
 def _audit(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
+    # The report is kept to the end of the command: the cyclic collector's
+    # passes would only rescan it (a third of a large report's rendering).
+    # The audit pauses it while files are examined; the command keeps it
+    # paused until the report is written.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _audit_report(args)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _audit_report(args: argparse.Namespace) -> tuple[int, str]:
     from pathlib import Path
 
     from .audit import AuditError, audit, progress_bar
     from .errors import Problem
-    from .report import render
+    from .report import render, render_bytes
 
     log = _open_log(args) if args.log else None
     try:
@@ -396,21 +411,20 @@ def _audit(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     finally:
         if log is not None:
             log.close()
-    text = render(report, args.format)
     failing = report.failing(args.fail_on)
     if failing:
         print(f"hma-policy: --fail-on met: {'; '.join(failing)}", file=sys.stderr)
     code = EXIT_REJECTED if failing else EXIT_OK
     if args.output:
         try:
-            Path(args.output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+            Path(args.output).write_bytes(render_bytes(report, args.format))
         except OSError as exc:
             raise AuditError([Problem("audit.output", f"cannot write the report: {exc.strerror or exc}", file=args.output)]) from None
         summary = report.summary()
         return code, (f"wrote {args.output} ({args.format}): {summary['deployments']} deployment(s), "
                       + ", ".join(f"{k} {v}" for k, v in summary["outcomes"].items())
                       + f"; {summary['problems']} file problem(s)")
-    return code, text
+    return code, render(report, args.format)
 
 
 def _log(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:

@@ -44,6 +44,20 @@ def render(report: Any, fmt: str) -> str:
     return {"text": _text, "md": _markdown, "html": _html, "policyreport": _policy_report}[fmt](data)
 
 
+def render_bytes(report: Any, fmt: str) -> bytes:
+    """:func:`render` as UTF-8 bytes ending in a newline, for a file: a
+    JSON report is written by orjson as bytes, never decoded to text and
+    encoded again (a 20,000-deployment report is about 45 MB)."""
+    data = report.to_dict() if hasattr(report, "to_dict") else report
+    if fmt == "json" and orjson is not None:
+        try:
+            return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        except TypeError:
+            pass
+    text = render(data, fmt)
+    return (text if text.endswith("\n") else text + "\n").encode("utf-8")
+
+
 def _json_text(data: Any) -> str:
     """``json.dumps(data, indent=2, ensure_ascii=False)``, by orjson when it
     is installed (a 20,000-deployment report takes 0.1 s instead of 1 s).
