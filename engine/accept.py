@@ -47,6 +47,11 @@ def _is_type(value: Any, kind: str) -> bool:
     raise UnsupportedSchema(f"type {kind}")
 
 
+# The exact Python types json.loads gives for each JSON Schema type.
+_EXACT = {"object": (dict,), "array": (list,), "string": (str,), "boolean": (bool,), "null": (type(None),),
+          "integer": (int,), "number": (int, float)}
+
+
 def _equal(a: Any, b: Any) -> bool:
     """JSON equality: 1 == 1.0, but True != 1."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -143,10 +148,22 @@ class _Compiler:
         if all(kind in simple for kind in kinds):
             types = tuple(simple[kind] for kind in kinds)
             return lambda value: isinstance(value, types)
-        if len(kinds) == 1:
-            kind = kinds[0]
-            return lambda value: _is_type(value, kind)
-        return lambda value: any(_is_type(value, kind) for kind in kinds)
+        # The exact types of parsed JSON answer at once; an integral float
+        # (for "integer") and subclasses take the full test.
+        exact = frozenset(t for kind in kinds for t in _EXACT[kind])
+        integral = "integer" in kinds and "number" not in kinds
+
+        def check(value: Any) -> bool:
+            kind = type(value)
+            if kind in exact:
+                return True
+            if kind is float and integral:
+                return value.is_integer()
+            for name in kinds:
+                if _is_type(value, name):
+                    return True
+            return False
+        return check
 
     def k_enum(self, arg: list, schema: dict) -> Check:
         strings = frozenset(option for option in arg if isinstance(option, str))
@@ -239,13 +256,27 @@ class _Compiler:
     def k_exclusiveMaximum(self, arg: Any, schema: dict) -> Check:
         return self._number(lambda value: value < arg)
 
+    # Loops, not any()/all() over a generator: these run for every
+    # connector of every document, and the generator costs more than the test.
     def k_anyOf(self, arg: list, schema: dict) -> Check:
         fns = [self.compile(sub) for sub in arg]
-        return lambda value: any(fn(value) for fn in fns)
+
+        def check(value: Any) -> bool:
+            for fn in fns:
+                if fn(value):
+                    return True
+            return False
+        return check
 
     def k_allOf(self, arg: list, schema: dict) -> Check:
         fns = [self.compile(sub) for sub in arg]
-        return lambda value: all(fn(value) for fn in fns)
+
+        def check(value: Any) -> bool:
+            for fn in fns:
+                if not fn(value):
+                    return False
+            return True
+        return check
 
     def k_oneOf(self, arg: list, schema: dict) -> Check:
         fns = [self.compile(sub) for sub in arg]
