@@ -438,10 +438,14 @@ def _forked(policy: Any, files: list[tuple[str, Path]], jobs: int, roots: tuple[
             claimed.value += 1
         return index
 
-    def work(report: bool) -> dict[int, list[tuple[FileResult, list[Entry]]]]:
+    def work(report: bool, write: Callable[[int, Any], None] | None = None) -> dict[int, list[tuple[FileResult, list[Entry]]]]:
         done: dict[int, list[tuple[FileResult, list[Entry]]]] = {}
         while (index := take()) < len(chunks):
-            done[index] = _examine_all(policy, chunks[index], roots, limits)
+            results = _examine_all(policy, chunks[index], roots, limits)
+            if write is not None:
+                write(index, results)
+            else:
+                done[index] = results
             if report:  # only this process reports progress
                 counter(len(chunks[index]))
         return done
@@ -449,9 +453,12 @@ def _forked(policy: Any, files: list[tuple[str, Path]], jobs: int, roots: tuple[
     def child(out: str) -> None:
         gc.disable()  # the process ends once its results are written
         try:
-            done = work(report=False)
+            # Each chunk's results are written as soon as they are ready, so
+            # that writing them overlaps with the other processes' work.
             with open(out + ".part", "wb") as handle:
-                pickle.dump(done, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                pickler = pickle.Pickler(handle, protocol=pickle.HIGHEST_PROTOCOL)
+                work(report=False, write=lambda index, results: pickler.dump((index, results)))
+                pickler.dump(None)  # the end
             os.replace(out + ".part", out)  # present only when complete
         except BaseException as exc:  # noqa: BLE001 - reported by the parent, never as a traceback
             with open(out + ".error", "w", encoding="utf-8") as handle:
@@ -483,13 +490,14 @@ def _forked(policy: Any, files: list[tuple[str, Path]], jobs: int, roots: tuple[
                 paused = gc.isenabled()
                 gc.disable()
                 try:
-                    loaded = pickle.load(handle)
+                    unpickler = pickle.Unpickler(handle)
+                    while (item := unpickler.load()) is not None:
+                        index, results = item
+                        done[index] = results
+                        counter(len(chunks[index]))
                 finally:
                     if paused:
                         gc.enable()
-                for index, results in loaded.items():
-                    done[index] = results
-                    counter(len(chunks[index]))
     return [result for index in range(len(chunks)) for result in done[index]]
 
 
