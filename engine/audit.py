@@ -39,7 +39,7 @@ from . import __version__, load_policy
 from .decision import input_error_decision
 from .declog import input_digest
 from .errors import HMAPolicyError, InputError, Problem
-from .sources import DEFAULT_SOURCE_LIMITS, Deployment, SourceLimits, read_source
+from .sources import DEFAULT_SOURCE_LIMITS, Deployment, SourceLimits, _read_source
 
 __all__ = ["AuditReport", "Entry", "FileResult", "AuditError", "audit", "walk", "progress_bar", "FAIL_ON"]
 
@@ -244,7 +244,15 @@ def walk(paths: Sequence[str]) -> tuple[list[tuple[str, Path]], list[FileResult]
 
     Raises :class:`AuditError` when a path does not exist.
     """
-    files: list[tuple[str, Path]] = []
+    files, skipped = _walk(paths)
+    return [(display, Path(path)) for display, path, _ in files], skipped
+
+
+def _walk(paths: Sequence[str]) -> tuple[list[tuple[str, str, bool]], list[FileResult]]:
+    """:func:`walk`, each file as (display path, path, plain): plain when the
+    directory listing shows a regular file that is no symbolic link, so that
+    examining it needs no further system call to learn so."""
+    files: list[tuple[str, str, bool]] = []
     skipped: list[FileResult] = []
     seen: set[str] = set()
     for raw in paths:
@@ -252,37 +260,56 @@ def walk(paths: Sequence[str]) -> tuple[list[tuple[str, Path]], list[FileResult]
         if not top.exists() and not top.is_symlink():
             raise AuditError([Problem("audit.path", "no such file or directory", file=raw)])
         if not top.is_dir():
-            found = [(str(top), top)]
-        else:
-            found = []
-            for directory, dirnames, filenames in os.walk(top, followlinks=False):
-                base = Path(directory)
-                kept = []
-                for name in sorted(dirnames):
-                    if (base / name).is_symlink():
-                        skipped.append(FileResult(_posix(base / name), None, 0, skipped="a symbolic link to a directory (not followed)"))
-                    elif not name.startswith(".") and name not in _SKIP_DIRS:
-                        kept.append(name)
-                dirnames[:] = kept
-                # Built once per directory: the display path as
-                # Path(directory, name).as_posix() spells it, and the key
-                # normpath(abspath()) gives (a file name holds no separator).
-                prefix = base.as_posix()
-                prefix = "" if prefix == "." else prefix.rstrip("/") + "/"
-                absolute = os.path.normpath(os.path.abspath(directory))
-                absolute = absolute if absolute.endswith(os.sep) else absolute + os.sep
-                found += [(prefix + name, base / name, absolute + name) for name in filenames]
-            found.sort(key=lambda item: item[0])  # one order for every file system: by path
-            for display, path, key in found:
-                if key not in seen:
-                    seen.add(key)
-                    files.append((display, path))
-            continue
-        for display, path in found:
-            key = os.path.normpath(os.path.abspath(path))
+            key = os.path.normpath(os.path.abspath(top))
             if key not in seen:
                 seen.add(key)
-                files.append((_posix(Path(display)), path))
+                files.append((_posix(top), str(top), False))
+            continue
+        found: list[tuple[str, str, str, bool]] = []
+        # Top-down and depth-first, subdirectories sorted by name (the order
+        # of os.walk), from one listing per directory that also gives each
+        # entry's type.
+        stack = [os.fspath(top)]
+        while stack:
+            directory = stack.pop()
+            try:
+                with os.scandir(directory) as listing:
+                    entries = list(listing)
+            except OSError:
+                continue  # as os.walk: a directory that cannot be listed is passed over
+            subdirectories, names = [], []
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                (subdirectories if is_dir else names).append(entry)
+            base = Path(directory)
+            kept = []
+            for entry in sorted(subdirectories, key=lambda e: e.name):
+                if entry.is_symlink():
+                    skipped.append(FileResult(_posix(base / entry.name), None, 0, skipped="a symbolic link to a directory (not followed)"))
+                elif not entry.name.startswith(".") and entry.name not in _SKIP_DIRS:
+                    kept.append(os.path.join(directory, entry.name))
+            stack.extend(reversed(kept))
+            # Built once per directory: the display path as
+            # Path(directory, name).as_posix() spells it, and the key
+            # normpath(abspath()) gives (a file name holds no separator).
+            prefix = base.as_posix()
+            prefix = "" if prefix == "." else prefix.rstrip("/") + "/"
+            absolute = os.path.normpath(os.path.abspath(directory))
+            absolute = absolute if absolute.endswith(os.sep) else absolute + os.sep
+            for entry in names:
+                try:
+                    plain = entry.is_file(follow_symlinks=False)
+                except OSError:
+                    plain = False
+                found.append((prefix + entry.name, entry.path, absolute + entry.name, plain))
+        found.sort(key=lambda item: item[0])  # one order for every file system: by path
+        for display, path, key, plain in found:
+            if key not in seen:
+                seen.add(key)
+                files.append((display, path, plain))
     return files, skipped
 
 
@@ -324,13 +351,16 @@ def _as_dict(decision: Any) -> dict[str, Any]:
     return data
 
 
-def _examine(policy: Any, display: str, path: Path, roots: tuple[Path, ...], limits: SourceLimits) -> tuple[FileResult, list[Entry]]:
-    """Read and decide one file. Never raises: a fault becomes a file problem."""
+def _examine(policy: Any, display: str, name: str, plain: bool, roots: tuple[Path, ...],
+             limits: SourceLimits) -> tuple[FileResult, list[Entry]]:
+    """Read and decide one file (``plain``: known to be a regular file, not
+    a symbolic link). Never raises: a fault becomes a file problem."""
     try:
-        if path.is_symlink() and not _inside(path.resolve(), roots):
+        path = Path(name)
+        if not plain and path.is_symlink() and not _inside(path.resolve(), roots):
             return FileResult(display, None, 0, (Problem("source.outside_roots", f"`{display}` links to a file outside "
                                                           "the audited paths; it is not read", file=display),)), []
-        source = read_source(path, display=display, roots=roots, limits=limits)
+        source = _read_source(path, display, roots, limits, regular=plain)
         entries = []
         for deployment in source.deployments:
             if deployment.problems:
@@ -355,11 +385,11 @@ def _worker_init(rules: str | None, roots: tuple[Path, ...], limits: SourceLimit
     _WORKER.update(policy=load_policy(rules), roots=roots, limits=limits)
 
 
-def _worker_chunk(chunk: list[tuple[str, str]]) -> list[tuple[FileResult, list[Entry]]]:
-    return _examine_all(_WORKER["policy"], [(display, Path(path)) for display, path in chunk], _WORKER["roots"], _WORKER["limits"])
+def _worker_chunk(chunk: list[tuple[str, str, bool]]) -> list[tuple[FileResult, list[Entry]]]:
+    return _examine_all(_WORKER["policy"], chunk, _WORKER["roots"], _WORKER["limits"])
 
 
-def _examine_all(policy: Any, files: list[tuple[str, Path]], roots: tuple[Path, ...], limits: SourceLimits,
+def _examine_all(policy: Any, files: list[tuple[str, str, bool]], roots: tuple[Path, ...], limits: SourceLimits,
                  progress: Callable[[int], None] | None = None) -> list[tuple[FileResult, list[Entry]]]:
     """Examine files in order. The cyclic garbage collector is paused
     meanwhile: the results are kept anyway, and its full passes over them
@@ -369,8 +399,8 @@ def _examine_all(policy: Any, files: list[tuple[str, Path]], roots: tuple[Path, 
     gc.disable()
     try:
         results = []
-        for display, path in files:
-            results.append(_examine(policy, display, path, roots, limits))
+        for display, path, plain in files:
+            results.append(_examine(policy, display, path, plain, roots, limits))
             if progress:
                 progress(1)
         return results
@@ -393,7 +423,7 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     if jobs < 1:
         raise AuditError([Problem("audit.jobs", f"must be at least 1, got {jobs}", file="--jobs")])
     policy = load_policy(rules)
-    files, skipped = walk(paths)
+    files, skipped = _walk(paths)
     roots = _roots(paths, config_roots)
     total = len(files)
     results: list[tuple[FileResult, list[Entry]]] = []
@@ -420,7 +450,7 @@ def _forkable() -> bool:
     return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
 
 
-def _forked(policy: Any, files: list[tuple[str, Path]], jobs: int, roots: tuple[Path, ...], limits: SourceLimits,
+def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, roots: tuple[Path, ...], limits: SourceLimits,
             progress: Callable[[int, int], None] | None) -> list[tuple[FileResult, list[Entry]]]:
     """``jobs - 1`` forked workers and this process take chunks of files in
     turn from a shared counter. A fork starts at once and inherits the loaded
@@ -521,14 +551,14 @@ class _Counter:
             self.progress(self.done, self.total)
 
 
-def _parallel(policy: Any, files: list[tuple[str, Path]], rules: str | None, jobs: int, roots: tuple[Path, ...],
+def _parallel(policy: Any, files: list[tuple[str, str, bool]], rules: str | None, jobs: int, roots: tuple[Path, ...],
               limits: SourceLimits, progress: Callable[[int, int], None] | None) -> list[tuple[FileResult, list[Entry]]]:
     """``jobs - 1`` worker processes take chunks from the front, this process
     takes them from the back (it needs no start-up, and would otherwise wait
     idle), until they meet."""
     # Small chunks keep every process busy to the end; large enough that pickling is not the cost.
     size = max(1, min(256, len(files) // (jobs * 8) or 1))
-    chunks = [[(d, str(p)) for d, p in files[i:i + size]] for i in range(0, len(files), size)]
+    chunks = [files[i:i + size] for i in range(0, len(files), size)]
     done_chunks: dict[int, list[tuple[FileResult, list[Entry]]]] = {}
     counter = _Counter(len(files), progress)
     context = multiprocessing.get_context("spawn")
@@ -540,7 +570,7 @@ def _parallel(policy: Any, files: list[tuple[str, Path]], rules: str | None, job
             for index in range(len(chunks) - 1, -1, -1):
                 if not by_index[index].cancel():
                     break  # a worker has it: the rest are taken too
-                done_chunks[index] = _examine_all(policy, [(d, Path(p)) for d, p in chunks[index]], roots, limits)
+                done_chunks[index] = _examine_all(policy, chunks[index], roots, limits)
                 counter(len(chunks[index]))
             for future in as_completed([f for f, i in futures.items() if i not in done_chunks]):
                 index = futures[future]

@@ -318,12 +318,18 @@ def read_source(path: str | Path, *, display: str | None = None, roots: tuple[Pa
     (resolved, symlinks included); by default the file's own directory.
     """
     path = path if isinstance(path, Path) else Path(path)
-    display = display if display is not None else str(path)
+    return _read_source(path, display if display is not None else str(path), roots, limits)
+
+
+def _read_source(path: Path, display: str, roots: tuple[Path, ...], limits: SourceLimits, *,
+                 regular: bool = False) -> SourceFile:
+    """:func:`read_source`; ``regular``: the caller knows the file is a
+    regular file (an audit's directory listing tells), so it is not asked again."""
     not_a_source = "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"
     fmt = source_format(path)
     if fmt is None and path.suffix:  # decided by the name: a model's weights are never read
         return SourceFile(display, None, skipped=not_a_source)
-    if not _regular(path):  # a FIFO or a device would block or never end
+    if not regular and not _regular(path):  # a FIFO or a device would block or never end
         return SourceFile(display, None, skipped="not a regular file")
     raw, problem = _read_bytes(path, display, limits.max_file_bytes if fmt else 256)
     if fmt is None:
