@@ -81,9 +81,13 @@ DEFAULT_MASKING = Masking()
 NO_MASKING = Masking(fields=())
 
 
+# One encoder for every digest: json.dumps with options builds one per call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
 def canonical(value: Any) -> bytes:
     """Canonical JSON bytes: sorted keys, no whitespace, ASCII only."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    return _CANONICAL.encode(value).encode("ascii")
 
 
 def _sha256(data: bytes) -> str:
