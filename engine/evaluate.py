@@ -139,16 +139,15 @@ class Evaluator:
 
     # -- one step ---------------------------------------------------------
     def _fire(self, step: StepDef, facts: Mapping[str, Any], *, memo: bool = True) -> Rule | None:
-        event = self._event(step, facts)
         memo_key = None
         if memo and self.memo_enabled:
             # Sound: a step's answer is a pure function of the facts it reads.
-            memo_key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in event.items())
+            memo_key = self._memo_key(step, facts)
             name = self._memo.get(memo_key)
             if name is not None:
                 return self.compiled.rules[name]
         try:
-            name = self.runtime.fire(event)
+            name = self.runtime.fire(self._event(step, facts))
         except RuntimeFault as exc:
             raise EvaluationError([Problem("engine.fault", str(exc))]) from None
         if memo_key is not None:
@@ -156,6 +155,14 @@ class Evaluator:
                 self._memo.clear()
             self._memo[memo_key] = name
         return self.compiled.rules[name]
+
+    def _memo_key(self, step: StepDef, facts: Mapping[str, Any]) -> tuple:
+        """The step and the values of the facts it reads (lists as tuples)."""
+        values = [facts[fact] for fact in step.reads]
+        for index, value in enumerate(values):
+            if isinstance(value, list):
+                values[index] = tuple(value)
+        return (self.compiled.step_keys[(step.ruleset, step.name)], *values)
 
     def _event(self, step: StepDef, facts: Mapping[str, Any]) -> dict[str, Any]:
         event: dict[str, Any] = {"t": self.compiled.step_keys[(step.ruleset, step.name)]}
@@ -191,12 +198,11 @@ class Evaluator:
                 if not alive[index]:
                     continue
                 for step in level:
-                    event = self._event(step, scratch)
                     memo_key = None
                     if memo_on:
                         # Sound: a step's answer is a pure function of the facts it reads
                         # (so equal events in one round are posted once, too).
-                        memo_key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in event.items())
+                        memo_key = self._memo_key(step, scratch)
                         name = memo.get(memo_key)
                         if name is not None:
                             chosen[index][step.name] = rules[name]
@@ -206,7 +212,7 @@ class Evaluator:
                             continue
                         posted[memo_key] = len(pending)
                     waiting.append((index, step, len(pending)))
-                    pending.append((step, event, memo_key))
+                    pending.append((step, self._event(step, scratch), memo_key))
             if pending:
                 names = yield [event for _, event, _ in pending]
                 for (step, _, memo_key), name in zip(pending, names):
