@@ -221,6 +221,11 @@ class _Ctx:
     text: str = ""
     directives: list[tuple[int, Any, Problem | None]] = field(default_factory=list)
 
+    def config_roots(self) -> tuple[Path, ...]:
+        """Where a --config file may be read from: the roots given, else the
+        file's own directory (resolved only here: most files name no config)."""
+        return self.roots or (self.path.resolve().parent,)
+
     def problem(self, code: str, message: str, *, line: int | None = None, path: str = "", hint: str | None = None) -> Problem:
         return Problem(code, message, path, hint, file=self.display, line=line)
 
@@ -342,7 +347,7 @@ def _read_source(path: Path, display: str, roots: tuple[Path, ...], limits: Sour
     text, problem = _decode(raw, display)
     if problem is not None:
         return SourceFile(display, fmt, problems=(problem,))
-    ctx = _Ctx(path, display, roots or (path.resolve().parent,), limits, text)
+    ctx = _Ctx(path, display, roots, limits, text)
     _read_directives(ctx)
     if fmt == "shell":
         deployments, problems = _shell_file(ctx)
@@ -585,7 +590,7 @@ def _config_from_fs(ctx: _Ctx, base: Path, in_image: Callable[[str], Path | None
         except (OSError, RuntimeError):
             return None, shown, _ctx.problem("source.config_missing", f"the config file `{name}` does not exist "
                                              f"(looked for `{shown}`); vLLM fails to start without it")
-        if not any(real == root or root in real.parents for root in _ctx.roots):
+        if not any(real == root or root in real.parents for root in _ctx.config_roots()):
             return None, shown, _ctx.problem("source.config_outside", f"the config file `{shown}` is outside the audited paths",
                                              hint="audit its directory too, or allow it with --config-root DIR")
         if not _regular(real):
