@@ -394,3 +394,38 @@ def test_a_forked_worker_that_fails_is_an_audit_error_with_its_reason(monkeypatc
     assert str(info.value) == (f"--jobs: audit.worker: a worker process failed ({reason}) "
                                "(hint: run again with --jobs 1 to find the file)")
     assert "Traceback" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("stage", ["read", "decide", "digest"])
+def test_a_fault_while_examining_one_file_is_that_files_problem(tmp_path, monkeypatch, stage):
+    # Files go through the stages in batches; a fault in any stage must stay
+    # with its file: the others are decided, in order, as without the fault.
+    import hma_policy
+    from hma_policy import audit as audit_module
+
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(
+            {"name": name, "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError(f"injected {stage} fault")
+
+    if stage == "read":
+        real_read = audit_module._read_source
+        monkeypatch.setattr(audit_module, "_read_source",
+                            lambda path, *a, **k: boom() if path.name == "b.json" else real_read(path, *a, **k))
+    elif stage == "decide":
+        real_decide = hma_policy.Policy.decide
+        monkeypatch.setattr(hma_policy.Policy, "decide",
+                            lambda self, doc, **k: boom() if doc.get("name") == "b" else real_decide(self, doc, **k))
+    else:
+        real_digest = audit_module.input_digest
+        monkeypatch.setattr(audit_module, "input_digest", lambda doc: boom() if doc.get("name") == "b" else real_digest(doc))
+
+    report = audit([str(tmp_path)])
+    assert [e.deployment.name for e in report.entries] == ["a", "c"]
+    assert [e.decision["outcome"] for e in report.entries] == ["enabled", "enabled"]
+    shown = tmp_path.as_posix() + "/b.json"
+    assert [(p.code, p.file, p.message) for p in report.problems] == [
+        ("audit.internal", shown, f"the audit of `{shown}` failed: RuntimeError: injected {stage} fault")]
+    assert [f.file.rsplit("/", 1)[-1] for f in report.files] == ["a.json", "b.json", "c.json"]
