@@ -153,11 +153,29 @@ class AuditReport:
         return copy.deepcopy(cached)
 
     def _summarise(self) -> dict[str, Any]:
-        outcomes = Counter(e.decision["outcome"] for e in self.entries)
-        stages = Counter(e.decision["errors"][0]["stage"] for e in self.entries if e.decision["errors"])
-        codes: Counter[str] = Counter()
+        # Equal decisions share one dict (audit._as_dict): count each
+        # distinct decision once, weighted by how many deployments have it.
+        groups: dict[int, list[Any]] = {}
         for e in self.entries:
-            codes.update({m["code"] for m in e.decision["errors"] + e.decision["warnings"]})
+            group = groups.get(id(e.decision))
+            if group is None:
+                groups[id(e.decision)] = [e.decision, 1]
+            else:
+                group[1] += 1
+        outcomes: Counter[str] = Counter()
+        stages: Counter[str] = Counter()
+        codes: Counter[str] = Counter()
+        rules: Counter[str] = Counter()
+        warnings = 0
+        for decision, count in groups.values():
+            outcomes[decision["outcome"]] += count
+            if decision["errors"]:
+                stages[decision["errors"][0]["stage"]] += count
+            for code in {m["code"] for m in decision["errors"] + decision["warnings"]}:
+                codes[code] += count
+            for rule in decision["trace"]:
+                rules[rule] += count
+            warnings += len(decision["warnings"]) * count
         examined = [f for f in self.files if f.skipped is None]
         return {
             "files": {
@@ -172,9 +190,9 @@ class AuditReport:
             "error_stages": {name: stages.get(name, 0) for name in ("input", "config", "connector")},
             "codes": dict(sorted(codes.items())),
             "formats": dict(sorted(Counter(e.deployment.format for e in self.entries).items())),
-            "warnings": sum(len(e.decision["warnings"]) for e in self.entries),
-            "by_connector": _by_connector(self.entries),
-            "by_rule": dict(sorted(Counter(r for e in self.entries for r in e.decision["trace"]).items())),
+            "warnings": warnings,
+            "by_connector": _by_connector(groups.values()),
+            "by_rule": dict(sorted(rules.items())),
             "problems": len(self.problems),
         }
 
@@ -216,19 +234,23 @@ class AuditReport:
         }
 
 
-def _by_connector(entries: Iterable[Entry]) -> dict[str, dict[str, int]]:
-    """Per connector name: how many deployments use it, and its nodes' verdicts."""
+_VERDICT_KEYS = {True: "supports_hma", False: "does_not"}
+
+
+def _by_connector(decisions: Iterable[list[Any]]) -> dict[str, dict[str, int]]:
+    """Per connector name: how many deployments use it, and its nodes'
+    verdicts; from each distinct decision and its count of deployments."""
     out: dict[str, dict[str, int]] = {}
-    for entry in entries:
+    for decision, count in decisions:
         seen = set()
-        for node in entry.decision["connectors"]:
+        for node in decision["connectors"]:
             name = node["kv_connector"] or "(no kv_connector)"
             row = out.setdefault(name, {"deployments": 0, "supports_hma": 0, "does_not": 0, "unknown": 0})
-            key = {True: "supports_hma", False: "does_not"}.get(node["supports_hma"], "unknown")
-            row[key] += 1
+            key = _VERDICT_KEYS.get(node["supports_hma"], "unknown")
+            row[key] += count
             if name not in seen:
                 seen.add(name)
-                row["deployments"] += 1
+                row["deployments"] += count
     return dict(sorted(out.items()))
 
 
