@@ -86,12 +86,12 @@ class Entry:
 def remediation(decision: dict[str, Any]) -> str | None:
     """What to change, in one line: the connectors that block HMA and the flag
     that states the intent (built from the decision, so from the rules)."""
-    blocking = sorted({c["kv_connector"] or "(no kv_connector)" for c in decision["connectors"]
-                       if c["supports_hma"] is False and c["kv_connector"] != "MultiConnector"})
     if decision["errors"]:
         hint = decision["errors"][0].get("hint")
         return hint or None
     if decision["outcome"] == "disabled" and any(w["code"] == "hma.auto_disabled" for w in decision["warnings"]):
+        blocking = sorted({c["kv_connector"] or "(no kv_connector)" for c in decision["connectors"]
+                           if c["supports_hma"] is False and c["kv_connector"] != "MultiConnector"})
         names = ", ".join(f"`{n}`" for n in blocking) or "the connector graph"
         verb = "block" if len(blocking) > 1 else "blocks"
         return (f"{names} {verb} HMA: use connectors that support it, or pass "
