@@ -274,15 +274,29 @@ def _regular(path: Path) -> bool:
         return True  # let the read report why it cannot be read
 
 
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: opening a FIFO that replaced a file after it was listed
+# returns at once (its reader is then refused below) instead of waiting for a writer.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+# What _read_bytes answers for a file that is not a regular file (a FIFO or a
+# device would block or never end).
+_NOT_REGULAR = Problem("source.not_regular", "not a regular file")
+
+
+class _NotRegular(Exception):
+    pass
 
 
 def _read_fd(fd: int, max_bytes: int) -> bytes:
-    """At most ``max_bytes + 1`` bytes (one more than the limit, so that the
-    caller can tell an oversized file): the file's size at once, then until
-    the end. With the descriptor, not a file object: an audit reads
-    thousands of small files, and the buffered object costs more than the read."""
-    size = os.fstat(fd).st_size
+    """At most ``max_bytes + 1`` bytes of a regular file (one more than the
+    limit, so that the caller can tell an oversized file): the file's size at
+    once, then until the end. With the descriptor, not a file object: an
+    audit reads thousands of small files, and the buffered object costs more
+    than the read. The descriptor, not the path, is checked to be a regular
+    file, so nothing swapped in after a check can make the read block."""
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
+        raise _NotRegular
+    size = status.st_size
     chunk = os.read(fd, min(size, max_bytes) + 1 if size > 0 else 1 << 16)
     chunks, total = [chunk], len(chunk)
     while chunk and total <= max_bytes:
@@ -299,6 +313,8 @@ def _read_bytes(path: Path, display: str, max_bytes: int) -> tuple[bytes | None,
             raw = _read_fd(fd, max_bytes)
         finally:
             os.close(fd)
+    except _NotRegular:
+        return None, _NOT_REGULAR
     except OSError as exc:
         return None, Problem("input.read", f"cannot read `{display}`: {exc.strerror or exc}", file=display)
     if len(raw) > max_bytes:
@@ -337,11 +353,13 @@ def _read_source(path: Path, display: str, roots: tuple[Path, ...], limits: Sour
     if not regular and not _regular(path):  # a FIFO or a device would block or never end
         return SourceFile(display, None, skipped="not a regular file")
     raw, problem = _read_bytes(path, display, limits.max_file_bytes if fmt else 256)
-    if fmt is None:
+    if fmt is None and problem is not _NOT_REGULAR:
         fmt = source_format(path, raw or b"")
         if fmt is None:
             return SourceFile(display, None, skipped=not_a_source)
         raw, problem = _read_bytes(path, display, limits.max_file_bytes)
+    if problem is _NOT_REGULAR:
+        return SourceFile(display, None, skipped="not a regular file")
     if problem is not None:
         return SourceFile(display, None, problems=(problem,))
     text, problem = _decode(raw, display)
@@ -596,6 +614,8 @@ def _config_from_fs(ctx: _Ctx, base: Path, in_image: Callable[[str], Path | None
         if not _regular(real):
             return None, shown, _ctx.problem("source.config_missing", f"the config file `{shown}` is not a regular file")
         raw, problem = _read_bytes(real, shown, _ctx.limits.max_config_bytes)
+        if problem is _NOT_REGULAR:
+            return None, shown, _ctx.problem("source.config_missing", f"the config file `{shown}` is not a regular file")
         if problem is not None:
             return None, shown, problem
         text, problem = _decode(raw, shown)

@@ -429,3 +429,32 @@ def test_a_fault_while_examining_one_file_is_that_files_problem(tmp_path, monkey
     assert [(p.code, p.file, p.message) for p in report.problems] == [
         ("audit.internal", shown, f"the audit of `{shown}` failed: RuntimeError: injected {stage} fault")]
     assert [f.file.rsplit("/", 1)[-1] for f in report.files] == ["a.json", "b.json", "c.json"]
+
+
+def test_a_file_replaced_by_a_fifo_after_the_walk_is_skipped_not_waited_on(tmp_path, monkeypatch):
+    # The walk's listing says which files are plain, and the audit reads them
+    # later: a FIFO swapped in meanwhile must be refused, never block the audit.
+    import signal
+
+    from hma_policy import audit as audit_module
+
+    (tmp_path / "a.json").write_text(json.dumps({"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}))
+    (tmp_path / "b.json").write_text("{}")
+    real_walk = audit_module._walk
+
+    def walk_then_swap(paths):
+        listed = real_walk(paths)
+        os.remove(tmp_path / "b.json")
+        os.mkfifo(tmp_path / "b.json")
+        return listed
+
+    monkeypatch.setattr(audit_module, "_walk", walk_then_swap)
+    previous = signal.signal(signal.SIGALRM, lambda *a: pytest.fail("the audit blocked on a FIFO"))
+    signal.alarm(10)
+    try:
+        report = audit([str(tmp_path)])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert [(f.file.rsplit("/", 1)[-1], f.skipped) for f in report.files] == [("a.json", None), ("b.json", "not a regular file")]
+    assert [e.decision["outcome"] for e in report.entries] == ["enabled"]

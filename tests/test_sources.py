@@ -507,10 +507,13 @@ def test_fifos_and_devices_are_never_opened(tmp_path):
 
 def test_files_named_like_no_source_are_not_read(tmp_path, monkeypatch):
     opened = []
-    real_open = open
+    real_open, real_os_open = open, os.open
     monkeypatch.setattr("builtins.open", lambda f, *a, **k: (opened.append(str(f)), real_open(f, *a, **k))[1])
+    monkeypatch.setattr(os, "open", lambda f, *a, **k: (opened.append(str(f)), real_os_open(f, *a, **k))[1])
     assert read_source(write(tmp_path / "model.safetensors", b"\x00" * 4096)).skipped is not None
     assert opened == []
+    assert read_source(write(tmp_path / "serve.sh", "vllm serve m\n")).format == "shell"
+    assert opened == [str(tmp_path / "serve.sh")]  # the spy sees the reads it guards against
 
 
 def test_a_script_without_an_extension_is_read_by_its_shebang(tmp_path):
