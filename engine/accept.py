@@ -98,18 +98,7 @@ class _Compiler:
             if maker is None:
                 raise UnsupportedSchema(key)
             checks.append(maker(arg, schema))
-        if len(checks) == 1:
-            return checks[0]
-        if len(checks) == 2:
-            first, second = checks
-            return lambda value: first(value) and second(value)
-
-        def check_all(value: Any) -> bool:
-            for check in checks:
-                if not check(value):
-                    return False
-            return True
-        return check_all
+        return _all_of(checks)
 
     def object_check(self, schema: dict) -> Check:
         """properties + additionalProperties + required in one pass (the hot path)."""
@@ -269,14 +258,7 @@ class _Compiler:
         return check
 
     def k_allOf(self, arg: list, schema: dict) -> Check:
-        fns = [self.compile(sub) for sub in arg]
-
-        def check(value: Any) -> bool:
-            for fn in fns:
-                if not fn(value):
-                    return False
-            return True
-        return check
+        return _all_of([self.compile(sub) for sub in arg])
 
     def k_oneOf(self, arg: list, schema: dict) -> Check:
         fns = [self.compile(sub) for sub in arg]
@@ -291,6 +273,22 @@ class _Compiler:
         then = self.compile(schema.get("then", True))
         otherwise = self.compile(schema.get("else", True))
         return lambda value: then(value) if condition(value) else otherwise(value)
+
+
+def _all_of(checks: list[Check]) -> Check:
+    """All of ``checks`` (a loop, not all() over a generator: see k_anyOf)."""
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+        return lambda value: first(value) and second(value)
+
+    def check_all(value: Any) -> bool:
+        for check in checks:
+            if not check(value):
+                return False
+        return True
+    return check_all
 
 
 def compile_schema(schema: dict[str, Any]) -> Check:
