@@ -458,3 +458,29 @@ def test_a_file_replaced_by_a_fifo_after_the_walk_is_skipped_not_waited_on(tmp_p
         signal.signal(signal.SIGALRM, previous)
     assert [(f.file.rsplit("/", 1)[-1], f.skipped) for f in report.files] == [("a.json", None), ("b.json", "not a regular file")]
     assert [e.decision["outcome"] for e in report.entries] == ["enabled"]
+
+
+def test_walk_order_and_what_it_skips(tmp_path):
+    # One order for every file system: each argument's files sorted by their
+    # path; directory links reported top-down in name order; a file named
+    # twice is examined once.
+    from hma_policy.audit import _walk, walk
+
+    for name in ["b/z.json", "b/a/y.json", "a.json", "b/__pycache__/p.json", "b/node_modules/n.json",
+                 "b/.hidden/h.json", "c/x.json", "b/a/b/w.json"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}")
+    os.symlink(tmp_path / "c", tmp_path / "b" / "link")
+    os.symlink(tmp_path / "c", tmp_path / "a-link")
+    os.symlink(tmp_path / "c" / "x.json", tmp_path / "b" / "x-link.json")
+    top = tmp_path.as_posix()
+    files, skipped = walk([str(tmp_path), str(tmp_path / "a.json")])
+    assert [display for display, _ in files] == [
+        f"{top}/a.json", f"{top}/b/a/b/w.json", f"{top}/b/a/y.json", f"{top}/b/x-link.json", f"{top}/b/z.json", f"{top}/c/x.json"]
+    assert all(isinstance(path, Path) and path.as_posix() == display for display, path in files)
+    assert [(f.file, f.skipped) for f in skipped] == [
+        (f"{top}/a-link", "a symbolic link to a directory (not followed)"),
+        (f"{top}/b/link", "a symbolic link to a directory (not followed)")]
+    # A regular file is known plain from the listing; a link is not (the audit checks where it points).
+    assert [(display.rsplit("/", 1)[-1], plain) for display, _, plain in _walk([str(tmp_path)])[0]] == [
+        ("a.json", True), ("w.json", True), ("y.json", True), ("x-link.json", False), ("z.json", True), ("x.json", True)]
