@@ -108,6 +108,22 @@ class _Compiler:
         extra_schema = schema.get("additionalProperties", True)
         extra = None if extra_schema is True else self.compile(extra_schema)
         required = tuple(schema.get("required", ()))
+        if extra is None:
+            # Other keys are free: look up the schema's few properties (an
+            # `if` names one) rather than walk every key of the value.
+            listed = tuple(props.items())
+
+            def check_listed(value: Any) -> bool:
+                if not isinstance(value, dict):
+                    return True
+                for name in required:
+                    if name not in value:
+                        return False
+                for name, fn in listed:
+                    if name in value and not fn(value[name]):
+                        return False
+                return True
+            return check_listed
 
         def check(value: Any) -> bool:
             if not isinstance(value, dict):
@@ -165,6 +181,8 @@ class _Compiler:
         return check
 
     def k_const(self, arg: Any, schema: dict) -> Check:
+        if isinstance(arg, str):  # what _equal answers for a string, without its type tests
+            return lambda value: type(value) is str and value == arg
         return lambda value: _equal(value, arg)
 
     def k_properties(self, arg: dict, schema: dict) -> Check:
