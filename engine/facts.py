@@ -85,14 +85,15 @@ def _is_set(env: Mapping[str, Any], name: str) -> bool:
     return value is not None and value is not False and str(value) != ""
 
 
-def _checked_text(value: Any, path: str) -> str:
-    """A string that may be posted to the rule runtime (valid UTF-8, no controls)."""
+def _checked_text(value: Any, path: str, suffix: str = "") -> str:
+    """A string that may be posted to the rule runtime (valid UTF-8, no
+    controls); ``path + suffix`` locates it (joined only for an error)."""
     if not isinstance(value, str):
         return ""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InputError([Problem("input.encoding", "the string holds an unpaired surrogate", path)]) from None
+        raise InputError([Problem("input.encoding", "the string holds an unpaired surrogate", path + suffix)]) from None
     return value
 
 
@@ -173,12 +174,13 @@ def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str
     """The facts of one node, given its children's verdicts; and, for each
     fact that carries a child's error, the child path to copy it from."""
     config = node.config
-    name = _checked_text(config.get("kv_connector"), node.path + "/kv_connector")
+    name = _checked_text(config.get("kv_connector"), node.path, "/kv_connector")
     module = config.get("kv_connector_module_path")
     module_state = "absent" if module is None else ("empty" if module == "" else "set")
     extra = config.get("kv_connector_extra_config") or {}
     has_connectors = isinstance(extra, dict) and extra.get("connectors") is not None
-    first_ns, ns_path = _first(node.children, verdicts, "support", "supported")
+    children = node.children
+    first_ns, ns_path = _first(children, verdicts, "support", "supported") if children else ("none", None)
     after, after_path = "none", None
     if first_ns == "unknown":
         # Past the first unknown child, the helper either stops there (that
@@ -190,13 +192,13 @@ def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str
             if value not in ("supported", "unknown"):
                 after, after_path = value, child.path
                 break
-    setup, setup_path = _first(node.children, verdicts, "setup", "ok")
-    construct, construct_path = _first(node.children, verdicts, "construct", "ok")
+    setup, setup_path = _first(children, verdicts, "setup", "ok") if children else ("ok", None)
+    construct, construct_path = _first(children, verdicts, "construct", "ok") if children else ("ok", None)
     facts = {
         "name": name,
         "name_set": config.get("kv_connector") is not None,
         "module_path": module_state,
-        "module_path_value": _checked_text(module, node.path + "/kv_connector_module_path"),
+        "module_path_value": _checked_text(module, node.path, "/kv_connector_module_path"),
         "is_child": node.is_child,
         "depth": node.depth,
         "sets_engine_id": node.is_child and "engine_id" in config,
