@@ -28,7 +28,7 @@ try:  # optional: the standard-library path below gives the same text
 except ImportError:  # pragma: no cover - orjson is a declared dependency
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["render", "FORMATS"]
+__all__ = ["render", "render_bytes", "FORMATS"]
 
 FORMATS = ("text", "json", "md", "html", "policyreport")
 OUTCOMES = ("enabled", "disabled", "error", "undetermined")

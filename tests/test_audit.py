@@ -329,11 +329,13 @@ def test_jobs_work_from_a_program_read_from_standard_input():
     assert completed.stdout.decode() == "{'enabled': 18, 'disabled': 12, 'error': 7, 'undetermined': 1}\n"
 
 
-def test_the_json_report_is_the_standard_librarys_text(fleet_report):
+def test_the_json_report_is_the_standard_librarys_text(fleet_report, monkeypatch):
     # render() writes JSON with orjson when it is installed; the text must be
     # exactly json.dumps(indent=2, ensure_ascii=False), so that reports do not
     # depend on which is installed.
     import json
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764374400")  # both readings of the clock agree
 
     from hma_policy.report import render
 
@@ -341,6 +343,21 @@ def test_the_json_report_is_the_standard_librarys_text(fleet_report):
     assert render(fleet_report, "json") == json.dumps(data, indent=2, ensure_ascii=False)
     odd = {"text": "caf\u00e9 \u2028 \x00 \x1f \x7f \"q\" \\", "big": 2**70, "nested": [{}, [], None, True]}
     assert render(odd, "json") == json.dumps(odd, indent=2, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "md", "html", "policyreport"])
+def test_a_report_file_holds_the_rendered_text_and_a_final_newline(fleet_report, fmt, monkeypatch):
+    # `audit -o FILE` writes render_bytes(): a JSON report straight from
+    # orjson, without the detour through text; the bytes are the text's.
+    from hma_policy.report import render, render_bytes
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764374400")  # both readings of the clock agree
+
+    text = render(fleet_report, fmt)
+    assert render_bytes(fleet_report, fmt) == (text if text.endswith("\n") else text + "\n").encode("utf-8")
+    odd = {"text": "caf\u00e9 \u2028 \x00", "big": 2**70}
+    if fmt == "json":
+        assert render_bytes(odd, fmt) == (json.dumps(odd, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def test_forked_and_spawned_workers_give_the_report_of_one_process(fleet_report):
