@@ -136,7 +136,7 @@ class _Compiler:
                 if fn is not None:
                     if not fn(item):
                         return False
-                elif extra is not None and not extra(item):
+                elif not extra(item):  # additionalProperties (None took the path above)
                     return False
             return True
         return check
