@@ -97,8 +97,10 @@ class RandomPicker:
         return options[self.rng.randrange(len(options))]
 
     def weighted(self, pairs: Sequence[tuple[T, int]]) -> T:
+        # Through integer(), which each picker draws in its own way (randint
+        # is randrange(total) here, so seeded runs draw what they drew before).
         total = sum(w for _, w in pairs)
-        mark = self.rng.randrange(total)
+        mark = self.integer(0, total - 1)
         for value, weight in pairs:
             if mark < weight:
                 return value
@@ -120,15 +122,6 @@ class HypothesisPicker(RandomPicker):
 
     def choice(self, options: Sequence[T]) -> T:
         return options[self.draw(st.integers(0, len(options) - 1))]
-
-    def weighted(self, pairs: Sequence[tuple[T, int]]) -> T:
-        total = sum(w for _, w in pairs)
-        mark = self.draw(st.integers(0, total - 1))
-        for value, weight in pairs:
-            if mark < weight:
-                return value
-            mark -= weight
-        raise AssertionError("unreachable")
 
     def integer(self, low: int, high: int) -> int:
         return self.draw(st.integers(low, high))

@@ -116,16 +116,21 @@ def background(broken_dir):
             proc.communicate()
 
 
+def _verified(model, *, witnesses: bool = True):
+    """verify() against an evaluator of its own, closed afterwards."""
+    evaluator = Evaluator(model)
+    try:
+        return verify(model, evaluator, witnesses=witnesses)
+    finally:
+        evaluator.close()
+
+
 @pytest.fixture(scope="module")
 def bundled():
     """The bundled rules, verified in process (no witness search: the bundled
     rules have no error finding, and witnesses do not change the findings)."""
     model = read_policy()
-    evaluator = Evaluator(model)
-    try:
-        yield model, verify(model, evaluator, witnesses=False)
-    finally:
-        evaluator.close()
+    return model, _verified(model, witnesses=False)
 
 
 @pytest.fixture(scope="module")
@@ -133,11 +138,7 @@ def broken(broken_dir):
     """The broken copy, verified in process with counterexample documents, and
     the policy that decides them again."""
     model = read_policy(broken_dir)
-    evaluator = Evaluator(model)
-    try:
-        report = verify(model, evaluator)
-    finally:
-        evaluator.close()
+    report = _verified(model)
     policy = hma_policy.load_policy(broken_dir)
     try:
         yield model, report, policy
@@ -185,11 +186,7 @@ def test_runtime_differential_finds_no_mismatch_on_the_bundled_rules(bundled):
 
 def test_verification_is_deterministic(bundled):
     model, first = bundled
-    evaluator = Evaluator(model)
-    try:
-        again = verify(model, evaluator, witnesses=False)
-    finally:
-        evaluator.close()
+    again = _verified(model, witnesses=False)
     assert again.to_dict() == first.to_dict()
 
 
@@ -313,11 +310,7 @@ def test_registry_conflicts_come_with_documents_too(tmp_path):
     rules = copy_rules(tmp_path / "rules")
     edit(rules / "nodes.yaml", "  - step: class_hma\n    hit: first\n", "  - step: class_hma\n    hit: any\n")
     model = read_policy(rules)
-    evaluator = Evaluator(model)
-    try:
-        report = verify(model, evaluator)
-    finally:
-        evaluator.close()
+    report = _verified(model)
     conflicts = _errors(report, "verify.conflict")
     assert ("registry.DecodeBenchConnector", "node.class.unregistered") in {f.rules for f in conflicts}
     missing = sorted(f.rules for f in conflicts if f.document is None)
