@@ -90,14 +90,7 @@ class Policy:
                 if isinstance(hit, InputError):
                     raise InputError(hit.problems)
                 return hit
-        spelled: dict[str, str] = {}
-        try:
-            result: Decision | InputError = self._evaluator.decide(prepare(document, limits=limits, spelled=spelled))
-        except InputError as exc:
-            result = exc
-        else:
-            if any(key != name for name, key in spelled.items()):
-                result = _respelled(result, spelled)
+        result = self._evaluate(document, limits)
         if key is not None:
             with self._cache_lock:
                 self._cache[key] = result
@@ -105,6 +98,34 @@ class Policy:
                     self._cache.popitem(last=False)
         if isinstance(result, InputError):
             raise result
+        return result
+
+    def _evaluate(self, document: Any, limits: Limits) -> Decision | InputError:
+        """The decision, or the InputError, without the document cache."""
+        checked = self._validated(document, limits)
+        return checked if isinstance(checked, InputError) else self._decided(checked)
+
+    # An audit calls the two halves of _evaluate as two stages, each over a
+    # batch of files (each stage's code stays hot), and skips the document
+    # cache: its documents seldom repeat whole, and equal connector graphs
+    # still share the evaluator's memos.
+    def _validated(self, document: Any, limits: Limits) -> tuple[dict[str, Any], dict[str, str]] | InputError:
+        """The prepared document and its top-level spellings, or the InputError."""
+        spelled: dict[str, str] = {}
+        try:
+            return prepare(document, limits=limits, spelled=spelled), spelled
+        except InputError as exc:
+            return exc
+
+    def _decided(self, checked: tuple[dict[str, Any], dict[str, str]]) -> Decision | InputError:
+        """The decision of a document :meth:`_validated` prepared."""
+        document, spelled = checked
+        try:
+            result = self._evaluator.decide(document)
+        except InputError as exc:  # a fact the runtime cannot take (an unpaired surrogate)
+            return exc
+        if any(key != name for name, key in spelled.items()):
+            result = _respelled(result, spelled)
         return result
 
     def supports_hma(self, kv_transfer_config: Any, *, env: Mapping[str, Any] | None = None) -> bool | None:

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, load_policy
-from .decision import input_error_decision
+from .decision import Decision, input_error_decision
 from .declog import input_digest
+from .document import DEFAULT_LIMITS
 from .errors import HMAPolicyError, InputError, Problem
 from .sources import DEFAULT_SOURCE_LIMITS, Deployment, SourceLimits, _read_source
 
@@ -378,17 +379,24 @@ def _failed(display: str, exc: Exception) -> tuple[FileResult, list[Entry]]:
     return FileResult(display, None, 0, (Problem("audit.internal", message, file=display),)), []
 
 
-def _decide(policy: Any, deployment: Deployment) -> Any:
+def _validated(policy: Any, deployment: Deployment) -> Any:
+    """What the evaluate stage needs: a prepared document, or the decision
+    already known (a source problem or an invalid document)."""
     if deployment.problems:
         return input_error_decision([_located(p) for p in deployment.problems], policy.digest)
-    try:
-        return policy.decide(deployment.document)
-    except InputError as exc:
-        return input_error_decision(exc.problems, policy.digest)
+    checked = policy._validated(deployment.document, DEFAULT_LIMITS)
+    return input_error_decision(checked.problems, policy.digest) if isinstance(checked, InputError) else checked
+
+
+def _decided(policy: Any, checked: Any) -> Any:
+    if isinstance(checked, Decision):
+        return checked
+    result = policy._decided(checked)
+    return input_error_decision(result.problems, policy.digest) if isinstance(result, InputError) else result
 
 
 # Files are examined in batches, one stage at a time over the whole batch
-# (read, then decide, then digest): a stage that runs over many files keeps
+# (read, validate, evaluate, digest): a stage that runs over many files keeps
 # its code and data hot, which makes an audit about a quarter faster than
 # taking each file through every stage in turn.
 _BATCH = 256
@@ -411,10 +419,16 @@ def _examine_batch(policy: Any, files: Sequence[tuple[str, str, bool]], roots: t
             read.append((index, display, _read_source(path, display, roots, limits, regular=plain)))
         except Exception as exc:  # noqa: BLE001 - one file must never stop the audit of the others
             out[index] = _failed(display, exc)
-    decided: list[tuple[int, str, Any, list[Any]]] = []
+    checked: list[tuple[int, str, Any, list[Any]]] = []
     for index, display, source in read:
         try:
-            decided.append((index, display, source, [_as_dict(_decide(policy, d)) for d in source.deployments]))
+            checked.append((index, display, source, [_validated(policy, d) for d in source.deployments]))
+        except Exception as exc:  # noqa: BLE001
+            out[index] = _failed(display, exc)
+    decided: list[tuple[int, str, Any, list[Any]]] = []
+    for index, display, source, inputs in checked:
+        try:
+            decided.append((index, display, source, [_as_dict(_decided(policy, item)) for item in inputs]))
         except Exception as exc:  # noqa: BLE001
             out[index] = _failed(display, exc)
     for index, display, source, decisions in decided:

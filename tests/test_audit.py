@@ -413,7 +413,7 @@ def test_a_forked_worker_that_fails_is_an_audit_error_with_its_reason(monkeypatc
     assert "Traceback" not in capfd.readouterr().err
 
 
-@pytest.mark.parametrize("stage", ["read", "decide", "digest"])
+@pytest.mark.parametrize("stage", ["read", "validate", "evaluate", "digest"])
 def test_a_fault_while_examining_one_file_is_that_files_problem(tmp_path, monkeypatch, stage):
     # Files go through the stages in batches; a fault in any stage must stay
     # with its file: the others are decided, in order, as without the fault.
@@ -431,10 +431,14 @@ def test_a_fault_while_examining_one_file_is_that_files_problem(tmp_path, monkey
         real_read = audit_module._read_source
         monkeypatch.setattr(audit_module, "_read_source",
                             lambda path, *a, **k: boom() if path.name == "b.json" else real_read(path, *a, **k))
-    elif stage == "decide":
-        real_decide = hma_policy.Policy.decide
-        monkeypatch.setattr(hma_policy.Policy, "decide",
-                            lambda self, doc, **k: boom() if doc.get("name") == "b" else real_decide(self, doc, **k))
+    elif stage == "validate":
+        real_validated = hma_policy.Policy._validated
+        monkeypatch.setattr(hma_policy.Policy, "_validated",
+                            lambda self, doc, limits: boom() if doc.get("name") == "b" else real_validated(self, doc, limits))
+    elif stage == "evaluate":
+        real_decided = hma_policy.Policy._decided
+        monkeypatch.setattr(hma_policy.Policy, "_decided",
+                            lambda self, checked: boom() if checked[0].get("name") == "b" else real_decided(self, checked))
     else:
         real_digest = audit_module.input_digest
         monkeypatch.setattr(audit_module, "input_digest", lambda doc: boom() if doc.get("name") == "b" else real_digest(doc))
@@ -501,3 +505,36 @@ def test_walk_order_and_what_it_skips(tmp_path):
     # A regular file is known plain from the listing; a link is not (the audit checks where it points).
     assert [(display.rsplit("/", 1)[-1], plain) for display, _, plain in _walk([str(tmp_path)])[0]] == [
         ("a.json", True), ("w.json", True), ("y.json", True), ("x-link.json", False), ("z.json", True), ("x.json", True)]
+
+
+def test_each_entry_is_what_decide_answers_for_its_document(tmp_path):
+    # The audit validates and evaluates in two stages, without decide()'s
+    # document cache: its answer must still be decide()'s, kebab-case paths,
+    # invalid documents and facts the rule runtime refuses included.
+    import hma_policy
+    from hma_policy.decision import input_error_decision
+    from hma_policy.errors import InputError
+
+    documents = {
+        "kebab": {"kv-transfer-config": {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {
+            "connectors": [{"kv_connector": "NixlConnector", "kv_role": "kv_both"}, {"kv_role": "kv_both"}]}}},
+        "invalid": {"kv_transfer_config": {"kv_connector": 7}, "disable_hybrid_kv_cache_manager": "yes"},
+        "surrogate": {"kv_transfer_config": {"kv_connector": "Nixl\ud800", "kv_role": "kv_both"}},
+        "enabled": {"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}},
+        "disabled": {"kv_transfer_config": {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}},
+    }
+    for name, document in documents.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(document))
+    policy = hma_policy.load_policy()
+    expected = {}
+    for name, document in documents.items():
+        try:
+            expected[name] = policy.decide(document).to_dict()
+        except InputError as exc:
+            expected[name] = input_error_decision(exc.problems, policy.digest).to_dict()
+    report = audit([str(tmp_path)])
+    got = {Path(e.deployment.file).stem: e.decision for e in report.entries}
+    assert got == expected
+    assert got["kebab"]["errors"][0]["path"].startswith("/kv-transfer-config/")
+    assert [got[n]["outcome"] for n in documents] == ["error", "error", "error", "enabled", "disabled"]
+    assert [got[n]["errors"][0]["stage"] for n in ("invalid", "surrogate")] == ["input", "input"]
