@@ -411,12 +411,13 @@ def _examine_batch(policy: Any, files: Sequence[tuple[str, str, bool]], roots: t
     read: list[tuple[int, str, Any]] = []
     for index, (display, name, plain) in enumerate(files):
         try:
-            path = Path(name)
-            if not plain and path.is_symlink() and not _inside(path.resolve(), roots):
-                out[index] = FileResult(display, None, 0, (Problem("source.outside_roots", f"`{display}` links to a file outside "
-                                                                   "the audited paths; it is not read", file=display),)), []
-                continue
-            read.append((index, display, _read_source(path, display, roots, limits, regular=plain)))
+            if not plain:
+                path = Path(name)
+                if path.is_symlink() and not _inside(path.resolve(), roots):
+                    out[index] = FileResult(display, None, 0, (Problem("source.outside_roots", f"`{display}` links to a file "
+                                                                       "outside the audited paths; it is not read", file=display),)), []
+                    continue
+            read.append((index, display, _read_source(name, display, roots, limits, regular=plain)))
         except Exception as exc:  # noqa: BLE001 - one file must never stop the audit of the others
             out[index] = _failed(display, exc)
     checked: list[tuple[int, str, Any, list[Any]]] = []

@@ -130,14 +130,20 @@ class SourceFile:
 _SHELLS = {"sh", "bash", "dash", "ash", "ksh", "zsh", "busybox"}
 
 
-def source_format(path: Path, head: bytes = b"") -> str | None:
+def _suffix(name: str) -> str:
+    """PurePath.suffix of a file name, without building a path object."""
+    at = name.rfind(".")
+    return name[at:] if 0 < at < len(name) - 1 else ""
+
+
+def source_format(path: str | Path, head: bytes = b"") -> str | None:
     """The reader for ``path`` by its name (or shebang): dockerfile, shell,
     json, yaml; None when it is not a deployment source."""
-    name = path.name.lower()
+    name = os.path.basename(path).lower()
     if name in ("dockerfile", "containerfile") or name.startswith(("dockerfile.", "containerfile.")) \
             or name.endswith((".dockerfile", ".containerfile")):
         return "dockerfile"
-    suffix = path.suffix.lower()
+    suffix = _suffix(name)
     if suffix in (".sh", ".bash", ".ksh", ".zsh"):
         return "shell"
     if suffix == ".json":
@@ -214,12 +220,16 @@ def _show(text: str) -> str:
 
 @dataclass
 class _Ctx:
-    path: Path
+    source: str | Path  # the file read (a path object only where one is needed)
     display: str
     roots: tuple[Path, ...]
     limits: SourceLimits
     text: str = ""
     directives: list[tuple[int, Any, Problem | None]] = field(default_factory=list)
+
+    @property
+    def path(self) -> Path:
+        return self.source if isinstance(self.source, Path) else Path(self.source)
 
     def config_roots(self) -> tuple[Path, ...]:
         """Where a --config file may be read from: the roots given, else the
@@ -267,7 +277,7 @@ def _parse_facts(text: str, ctx: _Ctx, line: int | None, what: str) -> tuple[Any
 
 # -- reading files -------------------------------------------------------------
 
-def _regular(path: Path) -> bool:
+def _regular(path: str | Path) -> bool:
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
@@ -306,7 +316,7 @@ def _read_fd(fd: int, max_bytes: int) -> bytes:
     return chunks[0] if len(chunks) == 2 and not chunks[1] else b"".join(chunks)
 
 
-def _read_bytes(path: Path, display: str, max_bytes: int) -> tuple[bytes | None, Problem | None]:
+def _read_bytes(path: str | Path, display: str, max_bytes: int) -> tuple[bytes | None, Problem | None]:
     try:
         fd = os.open(path, _OPEN_FLAGS)
         try:
@@ -342,13 +352,15 @@ def read_source(path: str | Path, *, display: str | None = None, roots: tuple[Pa
     return _read_source(path, display if display is not None else str(path), roots, limits)
 
 
-def _read_source(path: Path, display: str, roots: tuple[Path, ...], limits: SourceLimits, *,
+def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits: SourceLimits, *,
                  regular: bool = False) -> SourceFile:
     """:func:`read_source`; ``regular``: the caller knows the file is a
-    regular file (an audit's directory listing tells), so it is not asked again."""
+    regular file (an audit's directory listing tells), so it is not asked
+    again. An audit passes ``path`` as a string: a path object per file
+    costs more than the file's read."""
     not_a_source = "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"
     fmt = source_format(path)
-    if fmt is None and path.suffix:  # decided by the name: a model's weights are never read
+    if fmt is None and _suffix(os.path.basename(path)):  # decided by the name: a model's weights are never read
         return SourceFile(display, None, skipped=not_a_source)
     if not regular and not _regular(path):  # a FIFO or a device would block or never end
         return SourceFile(display, None, skipped="not a regular file")

@@ -430,7 +430,7 @@ def test_a_fault_while_examining_one_file_is_that_files_problem(tmp_path, monkey
     if stage == "read":
         real_read = audit_module._read_source
         monkeypatch.setattr(audit_module, "_read_source",
-                            lambda path, *a, **k: boom() if path.name == "b.json" else real_read(path, *a, **k))
+                            lambda path, *a, **k: boom() if os.path.basename(path) == "b.json" else real_read(path, *a, **k))
     elif stage == "validate":
         real_validated = hma_policy.Policy._validated
         monkeypatch.setattr(hma_policy.Policy, "_validated",

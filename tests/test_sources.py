@@ -55,6 +55,23 @@ NIXL = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
 ])
 def test_the_reader_is_chosen_by_name_or_shebang(name, head, expected):
     assert source_format(Path(name), head) == expected
+    assert source_format(f"some/dir/{name}", head) == expected  # an audit passes strings
+
+
+@given(st.text(alphabet=".aJ-sonyml_ ", max_size=8))
+def test_a_name_without_a_path_object_has_pathlibs_suffix(name):
+    # An audit reads names as strings; they must be read as pathlib would.
+    from pathlib import PurePosixPath
+
+    from hma_policy.sources import _suffix
+
+    if name in ("", ".", "..") or name.endswith("."):
+        # Not file names; and a trailing dot's suffix changed in Python 3.14
+        # ("." from ""): the reader keeps one answer, no suffix.
+        assert name in ("", ".", "..") or _suffix(name) == ""
+        return
+    assert _suffix(name) == PurePosixPath(name).suffix
+    assert source_format(name) == source_format(PurePosixPath(name))
 
 
 def test_a_file_that_is_not_a_source_is_skipped_with_its_reason(tmp_path):
