@@ -106,8 +106,9 @@ def env_facts(document: Mapping[str, Any]) -> dict[str, bool]:
     }
 
 
-def offloading_facts(document: Mapping[str, Any]) -> dict[str, Any]:
-    env = env_facts(document)
+def offloading_facts(document: Mapping[str, Any], env: Mapping[str, bool] | None = None) -> dict[str, Any]:
+    """The offloading ruleset's facts (``env``: the document's env_facts, when known)."""
+    env = env_facts(document) if env is None else env
     return {
         "kv_offloading_size_set": document.get("kv_offloading_size") is not None,
         "kv_offloading_backend": document.get("kv_offloading_backend") or "native",
@@ -234,8 +235,9 @@ def _configured_names(ktc: Any, containers: frozenset[str]) -> tuple[str, list[s
 
 
 def document_facts(document: Mapping[str, Any], top: Node | None, top_verdict: Mapping[str, Any] | None,
-                   containers: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """The decision ruleset's facts from the document and the top node's verdict."""
+                   containers: frozenset[str] = frozenset(), env: Mapping[str, bool] | None = None) -> dict[str, Any]:
+    """The decision ruleset's facts from the document and the top node's
+    verdict (``env``: the document's env_facts, when known)."""
     preference = document.get("disable_hybrid_kv_cache_manager")
     platform = document.get("platform") or {}
     model = document.get("model") or {}
@@ -264,5 +266,5 @@ def document_facts(document: Mapping[str, Any], top: Node | None, top_verdict: M
     configured, children = _configured_names(document.get("kv_transfer_config"), containers)
     facts["configured_top_name"] = _checked_text(configured, "/kv_transfer_config/kv_connector")
     facts["configured_child_names"] = children
-    facts.update(env_facts(document))
+    facts.update(env_facts(document) if env is None else env)
     return facts
