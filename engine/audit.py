@@ -402,11 +402,20 @@ def _decided(policy: Any, checked: Any) -> Any:
 _BATCH = 256
 
 
-def _examine_batch(policy: Any, files: Sequence[tuple[str, str, bool]], roots: tuple[Path, ...],
-                   limits: SourceLimits) -> list[tuple[FileResult, list[Entry]]]:
+@dataclass(frozen=True)
+class _Settings:
+    """What every process of an audit examines files with."""
+
+    roots: tuple[Path, ...]  # where links and --config files may lead
+    limits: SourceLimits
+    documents: bool = True  # keep each deployment's document in its entry
+
+
+def _examine_batch(policy: Any, files: Sequence[tuple[str, str, bool]], settings: _Settings) -> list[tuple[FileResult, list[Entry]]]:
     """Read and decide files (``plain``: known to be a regular file, not a
     symbolic link). Never raises: a fault in any stage becomes a problem of
     that file, which then has no deployments."""
+    roots, limits, keep = settings.roots, settings.limits, settings.documents
     out: list[Any] = [None] * len(files)
     read: list[tuple[int, str, Any]] = []
     for index, (display, name, plain) in enumerate(files):
@@ -434,7 +443,8 @@ def _examine_batch(policy: Any, files: Sequence[tuple[str, str, bool]], roots: t
             out[index] = _failed(display, exc)
     for index, display, source, decisions in decided:
         try:
-            entries = [Entry(d, decision, input_digest(d.document) if d.document is not None else None)
+            entries = [Entry(d if keep or d.document is None else d.without_document(), decision,
+                             input_digest(d.document) if d.document is not None else None)
                        for d, decision in zip(source.deployments, decisions)]
             out[index] = FileResult(display, source.format, len(entries), source.problems, source.skipped), entries
         except Exception as exc:  # noqa: BLE001
@@ -445,15 +455,15 @@ def _examine_batch(policy: Any, files: Sequence[tuple[str, str, bool]], roots: t
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(rules: str | None, roots: tuple[Path, ...], limits: SourceLimits) -> None:
-    _WORKER.update(policy=load_policy(rules), roots=roots, limits=limits)
+def _worker_init(rules: str | None, settings: _Settings) -> None:
+    _WORKER.update(policy=load_policy(rules), settings=settings)
 
 
 def _worker_chunk(chunk: list[tuple[str, str, bool]]) -> list[tuple[FileResult, list[Entry]]]:
-    return _examine_all(_WORKER["policy"], chunk, _WORKER["roots"], _WORKER["limits"])
+    return _examine_all(_WORKER["policy"], chunk, _WORKER["settings"])
 
 
-def _examine_all(policy: Any, files: list[tuple[str, str, bool]], roots: tuple[Path, ...], limits: SourceLimits,
+def _examine_all(policy: Any, files: list[tuple[str, str, bool]], settings: _Settings,
                  progress: Callable[[int], None] | None = None) -> list[tuple[FileResult, list[Entry]]]:
     """Examine files in order. The cyclic garbage collector is paused
     meanwhile: the results are kept anyway, and its full passes over them
@@ -465,7 +475,7 @@ def _examine_all(policy: Any, files: list[tuple[str, str, bool]], roots: tuple[P
         results = []
         for start in range(0, len(files), _BATCH):
             batch = files[start:start + _BATCH]
-            results += _examine_batch(policy, batch, roots, limits)
+            results += _examine_batch(policy, batch, settings)
             if progress:
                 progress(len(batch))
         return results
@@ -476,12 +486,15 @@ def _examine_all(policy: Any, files: list[tuple[str, str, bool]], roots: tuple[P
 
 def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, config_roots: Sequence[str] = (),
           limits: SourceLimits = DEFAULT_SOURCE_LIMITS,
-          progress: Callable[[int, int], None] | None = None) -> AuditReport:
+          progress: Callable[[int, int], None] | None = None, documents: bool = True) -> AuditReport:
     """Audit every deployment under ``paths`` with the rules in ``rules``
     (None: the bundled rules), using ``jobs`` processes.
 
     ``config_roots`` are further directories ``--config`` files may be read
-    from. ``progress(done, total)`` is called as files complete. Raises
+    from. ``progress(done, total)`` is called as files complete.
+    ``documents=False`` leaves each entry's ``deployment.document`` None once
+    it is decided and digested (a report never shows documents): an audit
+    of a large fleet then holds, and sends between processes, far less. Raises
     :class:`AuditError` for a missing path and :class:`PolicyError` for
     invalid rules; nothing in the files makes it raise.
     """
@@ -489,18 +502,18 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
         raise AuditError([Problem("audit.jobs", f"must be at least 1, got {jobs}", file="--jobs")])
     policy = load_policy(rules)
     files, skipped = _walk(paths)
-    roots = _roots(paths, config_roots)
+    settings = _Settings(_roots(paths, config_roots), limits, documents)
     total = len(files)
     results: list[tuple[FileResult, list[Entry]]] = []
     if jobs == 1 or total < 2:
         counter = _Counter(total, progress)
-        results = _examine_all(policy, files, roots, limits, counter if progress else None)
+        results = _examine_all(policy, files, settings, counter if progress else None)
     elif _forkable():
-        results = _forked(policy, files, jobs, roots, limits, progress)
+        results = _forked(policy, files, jobs, settings, progress)
     elif _spawnable():
-        results = _parallel(policy, files, rules, jobs, roots, limits, progress)
+        results = _parallel(policy, files, rules, jobs, settings, progress)
     else:
-        results = _examine_all(policy, files, roots, limits, _Counter(total, progress) if progress else None)
+        results = _examine_all(policy, files, settings, _Counter(total, progress) if progress else None)
     file_results = [r for r, _ in results] + skipped
     entries = tuple(entry for _, found in results for entry in found)
     return AuditReport(tuple(paths), policy.source, policy.digest, tuple(file_results), entries)
@@ -515,7 +528,7 @@ def _forkable() -> bool:
     return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
 
 
-def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, roots: tuple[Path, ...], limits: SourceLimits,
+def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings: _Settings,
             progress: Callable[[int, int], None] | None) -> list[tuple[FileResult, list[Entry]]]:
     """``jobs - 1`` forked workers and this process take chunks of files in
     turn from a shared counter. A fork starts at once and inherits the loaded
@@ -536,7 +549,7 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, roots: t
     def work(report: bool, write: Callable[[int, Any], None] | None = None) -> dict[int, list[tuple[FileResult, list[Entry]]]]:
         done: dict[int, list[tuple[FileResult, list[Entry]]]] = {}
         while (index := take()) < len(chunks):
-            results = _examine_all(policy, chunks[index], roots, limits)
+            results = _examine_all(policy, chunks[index], settings)
             if write is not None:
                 write(index, results)
             else:
@@ -616,8 +629,8 @@ class _Counter:
             self.progress(self.done, self.total)
 
 
-def _parallel(policy: Any, files: list[tuple[str, str, bool]], rules: str | None, jobs: int, roots: tuple[Path, ...],
-              limits: SourceLimits, progress: Callable[[int, int], None] | None) -> list[tuple[FileResult, list[Entry]]]:
+def _parallel(policy: Any, files: list[tuple[str, str, bool]], rules: str | None, jobs: int, settings: _Settings,
+              progress: Callable[[int, int], None] | None) -> list[tuple[FileResult, list[Entry]]]:
     """``jobs - 1`` worker processes take chunks from the front, this process
     takes them from the back (it needs no start-up, and would otherwise wait
     idle), until they meet."""
@@ -629,13 +642,13 @@ def _parallel(policy: Any, files: list[tuple[str, str, bool]], rules: str | None
     context = multiprocessing.get_context("spawn")
     try:
         with ProcessPoolExecutor(max_workers=max(1, jobs - 1), mp_context=context, initializer=_worker_init,
-                                 initargs=(rules, roots, limits)) as pool:
+                                 initargs=(rules, settings)) as pool:
             futures = {pool.submit(_worker_chunk, chunk): index for index, chunk in enumerate(chunks)}
             by_index = {index: future for future, index in futures.items()}
             for index in range(len(chunks) - 1, -1, -1):
                 if not by_index[index].cancel():
                     break  # a worker has it: the rest are taken too
-                done_chunks[index] = _examine_all(policy, chunks[index], roots, limits)
+                done_chunks[index] = _examine_all(policy, chunks[index], settings)
                 counter(len(chunks[index]))
             for future in as_completed([f for f, i in futures.items() if i not in done_chunks]):
                 index = futures[future]

@@ -402,8 +402,9 @@ def _audit_report(args: argparse.Namespace) -> tuple[int, str]:
 
     log = _open_log(args) if args.log else None
     try:
+        # Only the decision log shows documents: without --log they are let go.
         report = audit(args.paths, rules=args.rules, jobs=args.jobs, config_roots=args.config_root,
-                       progress=progress_bar(sys.stderr))
+                       progress=progress_bar(sys.stderr), documents=log is not None)
         if log is not None:
             for entry in report.entries:
                 log.append(entry.decision, source=entry.deployment.id, document=entry.deployment.document,

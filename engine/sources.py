@@ -108,6 +108,11 @@ class Deployment:
         # load than the default for slotted classes (audit workers send many).
         return (type(self), tuple(getattr(self, name) for name in self.__slots__))
 
+    def without_document(self) -> "Deployment":
+        """This deployment with ``document`` None (an audit that need not keep it)."""
+        return Deployment(self.file, self.format, self.anchor, self.line, self.name, None, self.problems, self.notes,
+                          self.origins, self.resource)
+
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:

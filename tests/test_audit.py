@@ -228,6 +228,8 @@ def test_output_file_and_decision_log(tmp_path):
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(records) == 38 and [r["seq"] for r in records] == list(range(38))
     assert records[0]["input"]["source"] == "examples/fleet/docker/Dockerfile.lmcache:8"
+    # The log shows each decided document (the audit keeps them for it).
+    assert sum(1 for r in records if r["input"]["document"] is not None) == 37
     code, out, _ = run("log", "verify", str(log))
     assert code == 0 and out.startswith(f"{log}: intact: 38 record(s)")
 
@@ -538,3 +540,22 @@ def test_each_entry_is_what_decide_answers_for_its_document(tmp_path):
     assert got["kebab"]["errors"][0]["path"].startswith("/kv-transfer-config/")
     assert [got[n]["outcome"] for n in documents] == ["error", "error", "error", "enabled", "disabled"]
     assert [got[n]["errors"][0]["stage"] for n in ("invalid", "surrogate")] == ["input", "input"]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_audit_that_lets_documents_go_reports_the_same(fleet_report, jobs):
+    # documents=False (the CLI without --log) frees each document once it is
+    # decided and digested: the report is unchanged, only the documents go.
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        lean = audit(["examples/fleet"], jobs=jobs, documents=False)
+    finally:
+        os.chdir(cwd)
+    full, thin = fleet_report.to_dict(), lean.to_dict()
+    full.pop("generated_at"), thin.pop("generated_at")
+    assert thin == full
+    assert [e.deployment.document for e in lean.entries] == [None] * 38
+    assert sum(1 for e in fleet_report.entries if e.deployment.document is not None) == 37
+    from dataclasses import replace
+    assert [e.deployment for e in lean.entries] == [replace(e.deployment, document=None) for e in fleet_report.entries]
