@@ -162,43 +162,73 @@ def _check_values(document: Any, limits: Limits) -> bool:
     """Iteratively check JSON-compatibility and size limits; raise on the first breach.
 
     The walk keeps no paths (it runs on every document); the pointer of a
-    breach is found by a second, slower walk only when there is one.
+    breach is found by a second, slower walk only when there is one. Strings,
+    numbers, booleans and nulls (most values) are checked where their
+    container is read, and never put on the stack.
     """
-    stack: list[tuple[Any, int]] = [(document, 0)]
-    count = 0
+    count = 1
+    max_depth, max_string, max_values = limits.max_depth, limits.max_string_length, limits.max_values
     plain = True
-    max_depth, max_string = limits.max_depth, limits.max_string_length
+    if not _container(document):
+        _check_scalar(document, document, limits)
+        return True
+    stack: list[tuple[Any, int]] = [(document, 0)]
     while stack:
         value, depth = stack.pop()
-        count += 1
         kind = type(value)
-        if kind is str:
-            if len(value) > max_string:
-                _breach(document, limits, "string")
-        elif kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
+        if kind is dict or (kind is not list and kind is not tuple):
             plain = plain and kind is dict
             if depth >= max_depth and value:  # its children would be too deep
                 _breach(document, limits, "depth")
-            for key, item in value.items():
+            for key in value:
                 if type(key) is not str:
                     _breach(document, limits, "key")
-                stack.append((item, depth + 1))
-        elif kind is list or kind is tuple:
+            items = value.values()
+        else:
             plain = plain and kind is list
             if depth >= max_depth and value:
                 _breach(document, limits, "depth")
-            for item in value:
+            items = value
+        count += len(items)
+        if count > max_values:
+            raise _fail("input.limit", f"the document holds more than {max_values} values")
+        for item in items:
+            item_kind = type(item)
+            if item_kind is str:
+                if len(item) > max_string:
+                    _breach(document, limits, "string")
+            elif item_kind is dict or item_kind is list:
                 stack.append((item, depth + 1))
-        elif value is None or kind is bool or kind is float:
-            pass  # any float, NaN included, is opaque data: none reaches the rule runtime
-        elif kind is int or isinstance(value, int) and not isinstance(value, bool):
-            if value.bit_length() > 1024:
-                _breach(document, limits, "int")
-        else:
-            _breach(document, limits, "type")
-        if count > limits.max_values:
-            raise _fail("input.limit", f"the document holds more than {limits.max_values} values")
+            elif item is None or item_kind is bool or item_kind is float:
+                pass
+            elif item_kind is int:
+                if item.bit_length() > 1024:
+                    _breach(document, limits, "int")
+            elif _container(item):
+                stack.append((item, depth + 1))
+            else:
+                _check_scalar(item, document, limits)
     return plain
+
+
+def _container(value: Any) -> bool:
+    kind = type(value)
+    return kind is list or kind is tuple or isinstance(value, Mapping)
+
+
+def _check_scalar(value: Any, document: Any, limits: Limits) -> None:
+    """A value that is not a container: a JSON scalar within the limits, or a breach."""
+    kind = type(value)
+    if kind is str:
+        if len(value) > limits.max_string_length:
+            _breach(document, limits, "string")
+    elif value is None or kind is bool or kind is float:
+        pass  # any float, NaN included, is opaque data: none reaches the rule runtime
+    elif kind is int or isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > 1024:
+            _breach(document, limits, "int")
+    else:
+        _breach(document, limits, "type")
 
 
 def _to_plain(value: Any) -> Any:

@@ -191,3 +191,80 @@ def test_parser_bounds_through_the_cli(tmp_path, text, what):
     assert result.returncode == 2, (what, result.stderr)
     assert b"Traceback" not in result.stderr
     assert json.loads(result.stdout)["errors"][0]["code"] == "input.limit", what
+
+
+# -- the fast walk against a plain statement of the limits --------------------------------------
+
+def _breaches(document, limits):
+    """The kinds of limit a value breaks, and whether it is plain JSON (dicts
+    and lists only): the limits written as a plain recursive walk."""
+    from collections.abc import Mapping
+
+    kinds, state = set(), {"plain": True, "count": 0}
+
+    def walk(value, depth):
+        state["count"] += 1
+        kind = type(value)
+        if kind in (list, tuple) or isinstance(value, Mapping):
+            state["plain"] &= kind in (dict, list)
+            if depth >= limits.max_depth and value:
+                kinds.add("depth")
+            if isinstance(value, Mapping):
+                kinds.update("key" for key in value if type(key) is not str)
+            for item in (value.values() if isinstance(value, Mapping) else value):
+                walk(item, depth + 1)
+        elif kind is str:
+            if len(value) > limits.max_string_length:
+                kinds.add("string")
+        elif value is None or kind in (bool, float):
+            pass
+        elif isinstance(value, int):
+            if value.bit_length() > 1024:
+                kinds.add("int")
+        else:
+            kinds.add("type")
+
+    walk(document, 0)
+    if state["count"] > limits.max_values:
+        kinds.add("values")
+    return kinds, state["plain"]
+
+
+_KIND_OF = {"nested deeper": "depth", "string is longer": "string", "integer is too large": "int",
+            "holds more than": "values", "object keys must be strings": "key", "are not JSON data": "type"}
+
+
+def _values():
+    from hypothesis import strategies as st
+
+    scalars = (st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers(-10, 10) | st.text(max_size=6)
+               | st.just(2**1100) | st.just(frozenset()) | st.just(object()))
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+                        | st.dictionaries(st.text(max_size=2) | st.integers(0, 3), inner, max_size=4), max_leaves=25)
+
+
+def test_the_fast_walk_finds_exactly_the_breaches_of_the_plain_walk():
+    # engine/document.py checks every value of every document in one fast
+    # walk that keeps no paths; whatever it raises must be a breach the plain
+    # statement finds, and it must raise whenever there is one.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from hma_policy.document import _check_values
+    from hma_policy.errors import InputError
+
+    @settings(max_examples=400, deadline=None)
+    @given(_values(), st.integers(1, 4), st.integers(1, 6), st.integers(2, 30))
+    def check(document, depth, string, values):
+        limits = Limits(max_depth=depth, max_string_length=string, max_values=values)
+        kinds, plain = _breaches(document, limits)
+        try:
+            answer = _check_values(document, limits)
+        except InputError as exc:
+            message = exc.problems[0].message
+            found = [kind for text, kind in _KIND_OF.items() if text in message]
+            assert len(found) == 1 and found[0] in kinds, (message, kinds)
+        else:
+            assert not kinds and answer == plain
+
+    check()
