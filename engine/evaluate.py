@@ -50,6 +50,36 @@ def _rendered_facts(steps: Any) -> list[str]:
     return out
 
 
+class _Other:
+    """A string no rule of a step or ruleset names (see Evaluator._classes)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<any other string>"
+
+
+_OTHER = _Other()
+
+
+def _literals(steps: Any, fact: str) -> frozenset | None:
+    """The strings the rules of ``steps`` compare ``fact`` with; None when a
+    rule tests it in another way (an order), so that its value must be kept."""
+    out: set[Any] = set()
+    for step in steps:
+        for rule in step.rules:
+            for name, op, operand in rule.when:
+                if name != fact:
+                    continue
+                if op in ("eq", "ne", "contains"):
+                    out.add(operand)
+                elif op in ("in", "not_in"):
+                    out.update(operand)
+                else:
+                    return None
+    return frozenset(out) if all(type(v) is str for v in out) else None
+
+
 class EvaluationError(HMAPolicyError):
     """The rule runtime failed (an engine fault, never a property of the document)."""
 
@@ -133,6 +163,36 @@ class Evaluator:
             name: tuple(i for i, f in enumerate(inputs) if FACTS[name].get(f, {}).get("type") == "names")
             for name, inputs in self._inputs.items()
         }
+        # A string fact that the rules only compare with literal strings
+        # (eq, ne, in, not_in; `contains` for a list of names) takes the same
+        # rules for every string they do not name: its class (the value when
+        # named, else _OTHER; for a list, the names it holds that are named)
+        # keys the step memo and the templates, so that documents naming
+        # connectors no rule of the step mentions share them. Facts a reason
+        # shows keep their value in template keys (a template holds its
+        # reasons; messages are rendered for each document). The decision
+        # memo and node results keep every value (their steps record them).
+        rendered = {name: {fact for step in steps for rule in step.rules for fact in _PLACEHOLDER.findall(rule.reason or "")}
+                    for name, steps in model.steps.items()}
+        self._classes: dict[str, tuple[tuple[int, frozenset, bool], ...]] = {}
+        for name, inputs in self._inputs.items():
+            classes = []
+            for at, fact in enumerate(inputs):
+                kind = FACTS[name].get(fact, {}).get("type")
+                literals = _literals(model.steps[name], fact) if kind in ("str", "names") else None
+                if literals is not None and fact not in rendered[name]:
+                    classes.append((at + 2, literals, kind == "names"))  # +2: the key starts (ruleset, halt)
+            self._classes[name] = tuple(classes)
+        self._step_classes: dict[str, tuple[tuple[int, frozenset, bool], ...]] = {}
+        for name, steps in model.steps.items():
+            for step in steps:
+                classes = []
+                for at, fact in enumerate(step.reads):
+                    kind = FACTS[name].get(fact, {}).get("type")
+                    literals = _literals([step], fact) if kind in ("str", "names") else None
+                    if literals is not None:
+                        classes.append((at + 1, literals, kind == "names"))  # +1: the key starts with the step
+                self._step_classes[self.compiled.step_keys[(name, step.name)]] = tuple(classes)
         self._decisions: dict[tuple, Decision] = {}
         self._node_runs: dict[tuple, tuple] = {}
         self._decision_nodes = 0
@@ -162,7 +222,9 @@ class Evaluator:
         for index, value in enumerate(values):
             if isinstance(value, list):
                 values[index] = tuple(value)
-        return (self.compiled.step_keys[(step.ruleset, step.name)], *values)
+        key = self.compiled.step_keys[(step.ruleset, step.name)]
+        classes = self._step_classes[key]
+        return _classed((key, *values), classes) if classes else (key, *values)
 
     def _event(self, step: StepDef, facts: Mapping[str, Any]) -> dict[str, Any]:
         event: dict[str, Any] = {"t": self.compiled.step_keys[(step.ruleset, step.name)]}
@@ -311,14 +373,16 @@ class Evaluator:
         out: list[_Template | None] = [None] * len(facts_list)
         missing: dict[Any, list[int]] = {}
         keys: list[tuple] = []
+        classes = self._classes[ruleset]
         for index, facts in enumerate(facts_list):
             key = self._template_key(ruleset, facts, halt_on_error)
             keys.append(key)
-            cached = self._templates.get(key) if self.memo_enabled else None
+            shared = _classed(key, classes) if classes else key
+            cached = self._templates.get(shared) if self.memo_enabled else None
             if cached is not None:
                 out[index] = cached
             else:
-                missing.setdefault(key if self.memo_enabled else index, []).append(index)
+                missing.setdefault(shared if self.memo_enabled else index, []).append(index)
         if missing:
             groups = list(missing.items())
             scratches = [dict(facts_list[indexes[0]]) for _, indexes in groups]
@@ -332,6 +396,11 @@ class Evaluator:
                 for index in indexes:
                     out[index] = template
         return out, keys
+
+    def _template(self, key: tuple) -> "_Template | None":
+        """The template held for an exact key (see _template_key)."""
+        classes = self._classes[key[0]]
+        return self._templates.get(_classed(key, classes) if classes else key)
 
     def _template_key(self, ruleset: str, facts: Mapping[str, Any], halt_on_error: bool) -> tuple:
         """The key of a ruleset's outcome: the input facts its steps read or show."""
@@ -408,7 +477,7 @@ class Evaluator:
         offload_facts = offloading_facts(document, env)
         configured = document.get("kv_transfer_config")
         offload_key = self._template_key("offloading", offload_facts, True)
-        offload_template = self._templates.get(offload_key) if self.memo_enabled else None
+        offload_template = self._template(offload_key) if self.memo_enabled else None
         speculative = None
         if offload_template is None:
             offload_job, speculative = self._drive(self._template_job("offloading", [offload_facts], True),
@@ -440,7 +509,7 @@ class Evaluator:
             hit = self._decisions.get(memo_key)
             if hit is not None:
                 return hit
-        decision_template = self._templates.get(decision_key) if self.memo_enabled else None
+        decision_template = self._template(decision_key) if self.memo_enabled else None
         if decision_template is None:
             decision_template = self._result(self._drive(self._template_job("decision", [facts], True))[0])[0][0]
         decision = self._assemble(offload_facts, offload_template, plan, facts, decision_template)
@@ -518,10 +587,11 @@ class Evaluator:
         nodes = build_graph(ktc, self.model.containers)
         plan = _Plan(nodes=nodes, top=nodes[-1] if nodes else None)
         templates, verdicts, planned = self._templates, plan.verdicts, plan.planned
+        classes = self._classes["node"]
         for node in nodes:  # post-order: a node's children are planned before it
             facts, sources = node_facts(node, verdicts, env)
             key = self._template_key("node", facts, False)
-            template = templates.get(key)
+            template = templates.get(_classed(key, classes) if classes else key)
             if template is None:
                 return None
             facts.update(template.values)
@@ -644,3 +714,18 @@ def _preorder(post: list) -> list:
         out.append(node)
         stack.extend(reversed(node.children))
     return out
+
+
+def _classed(key: tuple, classes: tuple[tuple[int, frozenset, bool], ...]) -> tuple:
+    """``key`` with each classed fact replaced by its class (see Evaluator._classes):
+    a string the rules do not name becomes _OTHER; a list of names, the sorted
+    names of it that they do. Anything else (None, another type) is kept."""
+    values = list(key)
+    for at, literals, names in classes:
+        value = values[at]
+        if names:
+            if type(value) is tuple:
+                values[at] = tuple(sorted(literals.intersection(value)))
+        elif type(value) is str and value not in literals:
+            values[at] = _OTHER
+    return tuple(values)

@@ -140,8 +140,10 @@ def test_equal_events_of_one_round_are_posted_once(monkeypatch):
     assert [c.support for c in decision.connectors] == ["supported"] * 4
     # Three leaves whose `resolution` and `setup` read the same facts: those
     # steps are posted once for all three (beside the offloading rules'
-    # two steps); `class_hma`, `support` and `construct` read the name.
-    assert sizes[:3] == [1 + 1, 1 + 3, 3 + 1 + 3]
+    # two steps). `class_hma` compares the name with each registered name, so
+    # each leaf posts its own; `support` and `construct` compare it only with
+    # MultiConnector, which none of the three is, so they share one event each.
+    assert sizes[:3] == [1 + 1, 1 + 3, 1 + 1 + 1]
 
 
 def test_batched_and_unbatched_evaluation_agree():
@@ -192,3 +194,64 @@ def test_a_reason_that_shows_a_fact_no_rule_reads_is_rendered_for_each_document(
             assert f"HMA is on by default with {name}" in d.reasons
     finally:
         policy.close()
+
+
+def test_names_no_rule_of_a_step_mentions_share_its_templates_but_not_decisions_or_steps():
+    # `hisparse_active` compares the configured children's names only with
+    # HiSparseConnector: two MultiConnectors whose supported children differ
+    # in name share the decision ruleset's template (no new round), yet each
+    # decision lists its own connectors and records its own names.
+    policy = hma_policy.load_policy()
+    evaluator = policy._evaluator
+
+    def multi(*names):
+        return {"kv_transfer_config": {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {
+            "connectors": [{"kv_connector": n, "kv_role": "kv_both"} for n in names]}}}
+
+    try:
+        a = policy.decide(multi("NixlConnector", "MooncakeConnector"))
+        held = {k for k in evaluator._templates if k[0] == "decision"}
+        b = policy.decide(multi("NixlPullConnector", "MoRIIOConnector"))
+        assert {k for k in evaluator._templates if k[0] == "decision"} == held  # the decision template was shared
+        assert a is not b and a.outcome == b.outcome == "enabled"
+        assert [c.kv_connector for c in b.connectors] == ["MultiConnector", "NixlPullConnector", "MoRIIOConnector"]
+        read = {s.step: dict(s.facts) for s in b.steps if s.ruleset == "decision"}
+        assert read["hisparse_active"]["configured_child_names"] == ("NixlPullConnector", "MoRIIOConnector")
+        # A name the step does mention is a class of its own.
+        c = policy.decide({**multi("NixlConnector", "HiSparseConnector"), "platform": {"is_cuda": False}})
+        assert c.outcome == "error" and c.errors[0].code == "hisparse.requires_cuda"
+    finally:
+        policy.close()
+
+
+def test_classed_templates_give_the_decisions_and_steps_of_no_memo():
+    # Many documents through one long-lived policy (its templates shared by
+    # fact classes) against a policy that posts every step of every document.
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from strategies import documents
+
+    shared = hma_policy.load_policy()
+    plain = hma_policy.load_policy(memo=False)
+
+    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(st.lists(documents(max_nodes=8, max_depth=3), min_size=1, max_size=8))
+    def check(batch):
+        for document in batch:
+            try:
+                expected = plain.decide(document)
+            except hma_policy.InputError as exc:
+                with pytest.raises(hma_policy.InputError) as info:
+                    shared.decide(document)
+                assert info.value.problems == exc.problems
+                continue
+            got = shared.decide(document)
+            assert got.to_dict() == expected.to_dict()
+            assert got.steps == expected.steps
+
+    try:
+        check()
+    finally:
+        shared.close()
+        plain.close()
