@@ -195,6 +195,7 @@ class Evaluator:
                 self._step_classes[self.compiled.step_keys[(name, step.name)]] = tuple(classes)
         self._decisions: dict[tuple, Decision] = {}
         self._node_runs: dict[tuple, tuple] = {}
+        self._offload_runs: dict[tuple, _Run] = {}
         self._decision_nodes = 0
 
     # -- one step ---------------------------------------------------------
@@ -512,7 +513,8 @@ class Evaluator:
         decision_template = self._template(decision_key) if self.memo_enabled else None
         if decision_template is None:
             decision_template = self._result(self._drive(self._template_job("decision", [facts], True))[0])[0][0]
-        decision = self._assemble(offload_facts, offload_template, plan, facts, decision_template)
+        decision = self._assemble(offload_facts, offload_template, plan, facts, decision_template,
+                                  offload_key if self.memo_enabled else None)
         if memo_key is not None:
             self._decision_nodes += len(plan.nodes) + 1
             if self._decision_nodes > _DECISION_NODE_LIMIT:
@@ -528,9 +530,17 @@ class Evaluator:
                         tuple(dict.fromkeys(offload.reasons.values())), step_data=tuple(offload.steps))
 
     def _assemble(self, offload_facts: dict[str, Any], offload_template: "_Template", plan: "_Plan",
-                  facts: dict[str, Any], decision_template: "_Template") -> Decision:
+                  facts: dict[str, Any], decision_template: "_Template", offload_key: tuple | None = None) -> Decision:
         """The Decision from the templates: messages, copied errors, trace."""
-        offload = self.run("offloading", offload_facts, halt_on_error=True, template=offload_template)
+        # The offloading ruleset's run is a pure function of its exact key
+        # (its facts are all in it): one per key, shared by the decisions.
+        offload = self._offload_runs.get(offload_key) if offload_key is not None else None
+        if offload is None:
+            offload = self.run("offloading", offload_facts, halt_on_error=True, template=offload_template)
+            if offload_key is not None:
+                if len(self._offload_runs) >= _NODE_RUN_LIMIT:
+                    self._offload_runs.clear()
+                self._offload_runs[offload_key] = offload
         steps: list[tuple] = list(offload.steps)
         trace: list[str] = [r.id for r in offload.fired.values()]
         reasons: list[str] = list(offload.reasons.values())
@@ -591,7 +601,13 @@ class Evaluator:
         for node in nodes:  # post-order: a node's children are planned before it
             facts, sources = node_facts(node, verdicts, env)
             key = self._template_key("node", facts, False)
-            template = templates.get(_classed(key, classes) if classes else key)
+            # A fleet's nodes have few exact keys: each is held beside its
+            # class's key once looked up, which spares classing it again.
+            template = templates.get(key)
+            if template is None and classes:
+                template = templates.get(_classed(key, classes))
+                if template is not None:
+                    templates[key] = template  # bounded with the rest (_TEMPLATE_LIMIT)
             if template is None:
                 return None
             facts.update(template.values)
@@ -666,6 +682,7 @@ class Evaluator:
         self._templates.clear()
         self._decisions.clear()
         self._node_runs.clear()
+        self._offload_runs.clear()
         self.runtime.close()
 
 
