@@ -158,8 +158,10 @@ def read_document(path: str | Path, *, limits: Limits = DEFAULT_LIMITS, stdin: A
     return parse_text(text, source=f"`{source}`", fmt=fmt)
 
 
-def _check_values(document: Any, limits: Limits) -> bool:
-    """Iteratively check JSON-compatibility and size limits; raise on the first breach.
+def _check_values(document: Any, limits: Limits) -> tuple[bool, int]:
+    """Iteratively check JSON-compatibility and size limits; raise on the
+    first breach. Whether the document is plain (dicts and lists only), and
+    how many values it holds.
 
     The walk keeps no paths (it runs on every document); the pointer of a
     breach is found by a second, slower walk only when there is one. Strings,
@@ -171,7 +173,7 @@ def _check_values(document: Any, limits: Limits) -> bool:
     plain = True
     if not _container(document):
         _check_scalar(document, document, limits)
-        return True
+        return True, 1
     stack: list[tuple[Any, int]] = [(document, 0)]
     while stack:
         value, depth = stack.pop()
@@ -208,7 +210,7 @@ def _check_values(document: Any, limits: Limits) -> bool:
                 stack.append((item, depth + 1))
             else:
                 _check_scalar(item, document, limits)
-    return plain
+    return plain, count
 
 
 def _container(value: Any) -> bool:
@@ -311,14 +313,16 @@ def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS, spelled: dict[str
     spelled it (kebab-case or not), so that results can point into it.
     """
     document = from_object(document)
-    if not _check_values(document, limits):
+    plain, values = _check_values(document, limits)
+    if not plain:
         document = _to_plain(document)  # bounded: the walk above checked depth and size
     spelled = {} if spelled is None else spelled
     raw = document if isinstance(document, dict) else {}
     document = _normalise(document, limits, spelled)
     if any(document.get(name) is not raw.get(spelled.get(name, name)) for name in JSON_STRING_FIELDS):
-        _check_values(document, limits)  # JSON strings were expanded
-    _count_connectors(document, limits)
+        _, values = _check_values(document, limits)  # JSON strings were expanded
+    if values > limits.max_connectors:  # else it cannot hold more connectors than that
+        _count_connectors(document, limits)
     problems = list(iter_problems("deployment", document, default_code="input.schema"))
     size = document.get("kv_offloading_size")
     if isinstance(size, float) and not math.isfinite(size):

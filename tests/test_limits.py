@@ -259,12 +259,22 @@ def test_the_fast_walk_finds_exactly_the_breaches_of_the_plain_walk():
         limits = Limits(max_depth=depth, max_string_length=string, max_values=values)
         kinds, plain = _breaches(document, limits)
         try:
-            answer = _check_values(document, limits)
+            answer, count = _check_values(document, limits)
         except InputError as exc:
             message = exc.problems[0].message
             found = [kind for text, kind in _KIND_OF.items() if text in message]
             assert len(found) == 1 and found[0] in kinds, (message, kinds)
         else:
-            assert not kinds and answer == plain
+            assert not kinds and answer == plain and count == state_count(document)
+
+    def state_count(document):
+        from collections.abc import Mapping
+        stack, total = [document], 0
+        while stack:
+            value = stack.pop()
+            total += 1
+            if type(value) in (list, tuple) or isinstance(value, Mapping):
+                stack.extend(value.values() if isinstance(value, Mapping) else value)
+        return total
 
     check()
