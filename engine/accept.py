@@ -19,6 +19,10 @@ __all__ = ["compile_schema", "UnsupportedSchema"]
 
 Check = Callable[[Any], bool]
 
+# The facets a `type` check takes in its own closure (Compiler.typed_check).
+_STRING_FACETS = ("maxLength", "minLength", "pattern")
+_NUMBER_FACETS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
 # Keywords that never affect validity (annotations, and our own x-* extensions).
 _ANNOTATIONS = {"$schema", "$id", "$comment", "title", "description", "default", "examples", "$defs"}
 
@@ -91,8 +95,14 @@ class _Compiler:
         object_keys = {"properties", "additionalProperties", "required"}
         if object_keys & schema.keys():
             checks.append(self.object_check(schema))
+        folded: set[str] = set()
+        if "type" in schema:
+            # The type and the string and number facets in one closure (the
+            # hot path of every scalar property).
+            checks.append(self.typed_check(schema))
+            folded = {"type", *_STRING_FACETS, *_NUMBER_FACETS}
         for key, arg in schema.items():
-            if key in _ANNOTATIONS or key in object_keys or key.startswith("x-") or key in ("then", "else"):
+            if key in _ANNOTATIONS or key in object_keys or key in folded or key.startswith("x-") or key in ("then", "else"):
                 continue
             maker = getattr(self, "k_" + key.lstrip("$"), None)
             if maker is None:
@@ -139,6 +149,42 @@ class _Compiler:
                 elif not extra(item):  # additionalProperties (None took the path above)
                     return False
             return True
+        return check
+
+    def typed_check(self, schema: dict) -> Check:
+        """``type`` with the string facets (maxLength, minLength, pattern) and
+        the number facets (minimum, maximum and the exclusive ones) of the
+        same schema. A value of an exact JSON type is answered in place; any
+        other (an integral float, a subclass) takes the keywords one by one."""
+        kinds = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
+        slow = _all_of([self.k_type(schema["type"], schema)]
+                       + [getattr(self, "k_" + key)(schema[key], schema) for key in (*_STRING_FACETS, *_NUMBER_FACETS)
+                          if key in schema])
+        longest, shortest = schema.get("maxLength"), schema.get("minLength")
+        regex = re.compile(schema["pattern"]) if "pattern" in schema else None
+        low, high = schema.get("minimum"), schema.get("maximum")
+        above, below = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+        strings = "string" in kinds
+        ints = "integer" in kinds or "number" in kinds
+        others = frozenset(t for kind in kinds if kind not in ("string", "integer", "number") for t in _EXACT[kind])
+        if not any(key in schema for key in (*_STRING_FACETS, *_NUMBER_FACETS)) and not ("integer" in kinds and "number" not in kinds):
+            return slow  # a bare type: k_type is already one closure
+
+        def check(value: Any) -> bool:
+            kind = type(value)
+            if kind is str:
+                if not strings:
+                    return False
+                return ((longest is None or len(value) <= longest) and (shortest is None or len(value) >= shortest)
+                        and (regex is None or regex.search(value) is not None))
+            if kind is int:
+                if not ints:
+                    return False
+                return ((low is None or value >= low) and (high is None or value <= high)
+                        and (above is None or value > above) and (below is None or value < below))
+            if kind in others:
+                return True
+            return slow(value)
         return check
 
     # -- keywords ------------------------------------------------------------
