@@ -100,6 +100,15 @@ class _Template:
     values: dict[str, Any]
     reasons: dict[str, str]  # rendered from facts only, so shared by every use
 
+    @property
+    def errs(self) -> bool:
+        """Whether a rule that raises an error was picked."""
+        held = self.__dict__.get("_errs")
+        if held is None:
+            held = any(rule is not None and rule.error for _, rule, _ in self.entries)
+            object.__setattr__(self, "_errs", held)
+        return held
+
 
 @dataclass
 class _Run:
@@ -399,9 +408,18 @@ class Evaluator:
         return out, keys
 
     def _template(self, key: tuple) -> "_Template | None":
-        """The template held for an exact key (see _template_key)."""
+        """The template held for an exact key (see _template_key). An exact
+        key found through its class is held too, so that it is classed once."""
+        templates = self._templates
+        template = templates.get(key)
         classes = self._classes[key[0]]
-        return self._templates.get(_classed(key, classes) if classes else key)
+        if template is None and classes:
+            template = templates.get(_classed(key, classes))
+            if template is not None:
+                if len(templates) >= _TEMPLATE_LIMIT:
+                    templates.clear()
+                templates[key] = template
+        return template
 
     def _template_key(self, ruleset: str, facts: Mapping[str, Any], halt_on_error: bool) -> tuple:
         """The key of a ruleset's outcome: the input facts its steps read or show."""
@@ -484,7 +502,7 @@ class Evaluator:
             offload_job, speculative = self._drive(self._template_job("offloading", [offload_facts], True),
                                                    self._plan_job(env, configured))
             offload_template = self._result(offload_job)[0][0]
-        if any(rule is not None and rule.error for _, rule, _ in offload_template.entries):
+        if offload_template.errs:
             return self._offload_error(offload_facts, offload_template)
         values = offload_template.values
         ktc = configured
@@ -597,17 +615,10 @@ class Evaluator:
         nodes = build_graph(ktc, self.model.containers)
         plan = _Plan(nodes=nodes, top=nodes[-1] if nodes else None)
         templates, verdicts, planned = self._templates, plan.verdicts, plan.planned
-        classes = self._classes["node"]
         for node in nodes:  # post-order: a node's children are planned before it
             facts, sources = node_facts(node, verdicts, env)
             key = self._template_key("node", facts, False)
-            # A fleet's nodes have few exact keys: each is held beside its
-            # class's key once looked up, which spares classing it again.
-            template = templates.get(key)
-            if template is None and classes:
-                template = templates.get(_classed(key, classes))
-                if template is not None:
-                    templates[key] = template  # bounded with the rest (_TEMPLATE_LIMIT)
+            template = templates.get(key) or self._template(key)
             if template is None:
                 return None
             facts.update(template.values)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from .errors import InputError, Problem
@@ -97,13 +98,21 @@ def _checked_text(value: Any, path: str, suffix: str = "") -> str:
     return value
 
 
-def env_facts(document: Mapping[str, Any]) -> dict[str, bool]:
-    env = document.get("env") or {}
+def env_facts(document: Mapping[str, Any]) -> Mapping[str, bool]:
+    """The env switches the rules read (read-only: shared when there is no env)."""
+    env = document.get("env")
+    return _switches(env) if env else _NO_ENV
+
+
+def _switches(env: Mapping[str, Any]) -> dict[str, bool]:
     return {
         "env_allow_chunked_local_attn_with_hybrid_kv_cache": _int_switch(env, "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", True),
         "env_use_simple_kv_offload": _int_switch(env, "VLLM_USE_SIMPLE_KV_OFFLOAD", False),
         "env_lmcache_use_upstream_mp": _is_set(env, "LMCACHE_USE_UPSTREAM_MP"),
     }
+
+
+_NO_ENV: Mapping[str, bool] = MappingProxyType(_switches({}))
 
 
 def offloading_facts(document: Mapping[str, Any], env: Mapping[str, bool] | None = None) -> dict[str, Any]:
