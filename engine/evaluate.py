@@ -99,15 +99,7 @@ class _Template:
     entries: tuple  # (StepDef, Rule | None, value) per step evaluated
     values: dict[str, Any]
     reasons: dict[str, str]  # rendered from facts only, so shared by every use
-
-    @property
-    def errs(self) -> bool:
-        """Whether a rule that raises an error was picked."""
-        held = self.__dict__.get("_errs")
-        if held is None:
-            held = any(rule is not None and rule.error for _, rule, _ in self.entries)
-            object.__setattr__(self, "_errs", held)
-        return held
+    raises: bool = False  # a picked rule raises an error
 
 
 @dataclass
@@ -446,7 +438,8 @@ class Evaluator:
             if halt_on_error and rule is not None and rule.error:
                 break
         reasons = {step.name: _render(rule.reason, scratch) for step, rule, _ in entries if rule is not None and rule.reason}
-        return _Template(tuple(entries), {step.name: value for step, _, value in entries}, reasons)
+        return _Template(tuple(entries), {step.name: value for step, _, value in entries}, reasons,
+                         any(rule is not None and rule.error for _, rule, _ in entries))
 
     def run(self, ruleset: str, facts: dict[str, Any], *, base: str | None = None,
             inherited: Mapping[str, Message] | None = None, halt_on_error: bool = False,
@@ -502,7 +495,7 @@ class Evaluator:
             offload_job, speculative = self._drive(self._template_job("offloading", [offload_facts], True),
                                                    self._plan_job(env, configured))
             offload_template = self._result(offload_job)[0][0]
-        if offload_template.errs:
+        if offload_template.raises:
             return self._offload_error(offload_facts, offload_template)
         values = offload_template.values
         ktc = configured
