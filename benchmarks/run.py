@@ -272,7 +272,7 @@ def audit_stages(files: list[Path]) -> dict[str, float]:
     public API, over every file of the fleet, stage after stage."""
     from hma_policy.audit import Entry
     from hma_policy.declog import input_digest
-    from hma_policy.document import prepare
+    from hma_policy.document import DEFAULT_LIMITS
     from hma_policy.sources import read_source
 
     def per_file(fn: Callable[[Any], Any], items: list) -> tuple[list, float]:
@@ -284,12 +284,14 @@ def audit_stages(files: list[Path]) -> dict[str, float]:
         finally:
             gc.enable()
 
-    sources, read_us = per_file(read_source, files)
+    sources, read_us = per_file(read_source, [str(f) for f in files])  # an audit passes names as strings
     deployments = [s.deployments[0] for s in sources]
     documents = [d.document for d in deployments]
-    _, validate_us = per_file(prepare, documents)
+    # The audit's own two stages (engine/audit.py): validate, then evaluate
+    # without decide()'s document cache.
     policy = hma_policy.load_policy()
-    decisions, decide_us = per_file(policy.decide, documents)
+    checked, validate_us = per_file(lambda d: policy._validated(d, DEFAULT_LIMITS), documents)
+    decisions, evaluate_us = per_file(policy._decided, checked)
     policy.close()
     digests, digest_us = per_file(input_digest, documents)
     _, row_us = per_file(lambda i: Entry(deployments[i], decisions[i].to_dict(), digests[i]).to_dict(), list(range(len(files))))
@@ -303,8 +305,8 @@ def audit_stages(files: list[Path]) -> dict[str, float]:
         except ValueError:  # vLLM refuses the configuration
             return "error"
     _, vllm_us = per_file(vllm_file, files)
-    return {"read_and_classify": read_us, "validate": validate_us, "evaluate": decide_us - validate_us,
-            "digest": digest_us, "report_row": row_us, "total": read_us + decide_us + digest_us + row_us,
+    return {"read_and_classify": read_us, "validate": validate_us, "evaluate": evaluate_us,
+            "digest": digest_us, "report_row": row_us, "total": read_us + validate_us + evaluate_us + digest_us + row_us,
             "jsonschema_alone": jsonschema_us, "read_parse_vllm_check": vllm_us}
 
 
