@@ -27,9 +27,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -139,6 +138,9 @@ class AuditReport:
     files: tuple[FileResult, ...]
     entries: tuple[Entry, ...]
     tool_version: str = __version__
+    # The entries' counts (see _tally), when the audit made them as it went
+    # (each process over its own files); else summary() counts them.
+    tally: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def problems(self) -> tuple[Problem, ...]:
@@ -153,33 +155,7 @@ class AuditReport:
         return copy.deepcopy(cached)
 
     def _summarise(self) -> dict[str, Any]:
-        # Equal decisions share one dict (audit._as_dict): count each
-        # distinct decision once, weighted by how many deployments have it.
-        groups: dict[int, list[Any]] = {}
-        for e in self.entries:
-            group = groups.get(id(e.decision))
-            if group is None:
-                groups[id(e.decision)] = [e.decision, 1]
-            else:
-                group[1] += 1
-        # Plain dicts, not Counters: a Counter's item access costs twice a
-        # dict's, and a fleet's distinct decisions hold ~15 rules each.
-        outcomes: dict[str, int] = {}
-        stages: dict[str, int] = {}
-        codes: dict[str, int] = {}
-        rules: dict[str, int] = {}
-        warnings = 0
-        for decision, count in groups.values():
-            outcome = decision["outcome"]
-            outcomes[outcome] = outcomes.get(outcome, 0) + count
-            if decision["errors"]:
-                stage = decision["errors"][0]["stage"]
-                stages[stage] = stages.get(stage, 0) + count
-            for code in {m["code"] for m in decision["errors"] + decision["warnings"]}:
-                codes[code] = codes.get(code, 0) + count
-            for rule in decision["trace"]:
-                rules[rule] = rules.get(rule, 0) + count
-            warnings += len(decision["warnings"]) * count
+        tally = self.tally if self.tally is not None else _tally(self.entries)
         examined = [f for f in self.files if f.skipped is None]
         return {
             "files": {
@@ -190,13 +166,13 @@ class AuditReport:
                 "skipped": len(self.files) - len(examined),
             },
             "deployments": len(self.entries),
-            "outcomes": {name: outcomes.get(name, 0) for name in _OUTCOMES},
-            "error_stages": {name: stages.get(name, 0) for name in ("input", "config", "connector")},
-            "codes": dict(sorted(codes.items())),
-            "formats": dict(sorted(Counter(e.deployment.format for e in self.entries).items())),
-            "warnings": warnings,
-            "by_connector": _by_connector(groups.values()),
-            "by_rule": dict(sorted(rules.items())),
+            "outcomes": {name: tally["outcomes"].get(name, 0) for name in _OUTCOMES},
+            "error_stages": {name: tally["stages"].get(name, 0) for name in ("input", "config", "connector")},
+            "codes": dict(sorted(tally["codes"].items())),
+            "formats": dict(sorted(tally["formats"].items())),
+            "warnings": tally["warnings"],
+            "by_connector": dict(sorted(tally["connectors"].items())),
+            "by_rule": dict(sorted(tally["rules"].items())),
             "problems": len(self.problems),
         }
 
@@ -241,23 +217,69 @@ class AuditReport:
 _VERDICT_KEYS = {True: "supports_hma", False: "does_not"}
 
 
-def _by_connector(decisions: Iterable[list[Any]]) -> dict[str, dict[str, int]]:
-    """Per connector name: how many deployments use it, and its nodes'
-    verdicts; from each distinct decision and its count of deployments."""
-    out: dict[str, dict[str, int]] = {}
-    for decision, count in decisions:
+def _tally(entries: Iterable[Entry]) -> dict[str, Any]:
+    """The counts a summary is made of, which add up over parts of a report
+    (see _merged): an audit's processes each count their own files."""
+    # Equal decisions share one dict (audit._as_dict): count each distinct
+    # decision once, weighted by how many deployments have it.
+    groups: dict[int, list[Any]] = {}
+    formats: dict[str, int] = {}
+    for e in entries:
+        group = groups.get(id(e.decision))
+        if group is None:
+            groups[id(e.decision)] = [e.decision, 1]
+        else:
+            group[1] += 1
+        formats[e.deployment.format] = formats.get(e.deployment.format, 0) + 1
+    # Plain dicts, not Counters: a Counter's item access costs twice a
+    # dict's, and a fleet's distinct decisions hold ~15 rules each.
+    outcomes: dict[str, int] = {}
+    stages: dict[str, int] = {}
+    codes: dict[str, int] = {}
+    rules: dict[str, int] = {}
+    connectors: dict[str, dict[str, int]] = {}
+    warnings = 0
+    for decision, count in groups.values():
+        outcome = decision["outcome"]
+        outcomes[outcome] = outcomes.get(outcome, 0) + count
+        if decision["errors"]:
+            stage = decision["errors"][0]["stage"]
+            stages[stage] = stages.get(stage, 0) + count
+        for code in {m["code"] for m in decision["errors"] + decision["warnings"]}:
+            codes[code] = codes.get(code, 0) + count
+        for rule in decision["trace"]:
+            rules[rule] = rules.get(rule, 0) + count
+        warnings += len(decision["warnings"]) * count
+        # Per connector name: how many deployments use it, and its nodes' verdicts.
         seen = set()
         for node in decision["connectors"]:
             name = node["kv_connector"] or "(no kv_connector)"
-            row = out.get(name)
+            row = connectors.get(name)
             if row is None:
-                row = out[name] = {"deployments": 0, "supports_hma": 0, "does_not": 0, "unknown": 0}
-            key = _VERDICT_KEYS.get(node["supports_hma"], "unknown")
-            row[key] += count
+                row = connectors[name] = {"deployments": 0, "supports_hma": 0, "does_not": 0, "unknown": 0}
+            row[_VERDICT_KEYS.get(node["supports_hma"], "unknown")] += count
             if name not in seen:
                 seen.add(name)
                 row["deployments"] += count
-    return dict(sorted(out.items()))
+    return {"outcomes": outcomes, "stages": stages, "codes": codes, "rules": rules, "formats": formats,
+            "warnings": warnings, "connectors": connectors}
+
+
+def _merged(tallies: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The tally of the parts' entries together."""
+    out: dict[str, Any] = {"outcomes": {}, "stages": {}, "codes": {}, "rules": {}, "formats": {}, "warnings": 0,
+                           "connectors": {}}
+    for tally in tallies:
+        for part in ("outcomes", "stages", "codes", "rules", "formats"):
+            into = out[part]
+            for key, count in tally[part].items():
+                into[key] = into.get(key, 0) + count
+        out["warnings"] += tally["warnings"]
+        for name, row in tally["connectors"].items():
+            into = out["connectors"].setdefault(name, dict.fromkeys(row, 0))
+            for key, count in row.items():
+                into[key] += count
+    return out
 
 
 # -- walking ----------------------------------------------------------------------
@@ -510,18 +532,19 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     settings = _Settings(_roots(paths, config_roots), limits, documents)
     total = len(files)
     results: list[tuple[FileResult, list[Entry]]] = []
+    tally = None
     if jobs == 1 or total < 2:
         counter = _Counter(total, progress)
         results = _examine_all(policy, files, settings, counter if progress else None)
     elif _forkable():
-        results = _forked(policy, files, jobs, settings, progress)
+        results, tally = _forked(policy, files, jobs, settings, progress)
     elif _spawnable():
         results = _parallel(policy, files, rules, jobs, settings, progress)
     else:
         results = _examine_all(policy, files, settings, _Counter(total, progress) if progress else None)
     file_results = [r for r, _ in results] + skipped
     entries = tuple(entry for _, found in results for entry in found)
-    return AuditReport(tuple(paths), policy.source, policy.digest, tuple(file_results), entries)
+    return AuditReport(tuple(paths), policy.source, policy.digest, tuple(file_results), entries, tally=tally)
 
 
 def _forkable() -> bool:
@@ -534,11 +557,13 @@ def _forkable() -> bool:
 
 
 def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings: _Settings,
-            progress: Callable[[int, int], None] | None) -> list[tuple[FileResult, list[Entry]]]:
+            progress: Callable[[int, int], None] | None) -> tuple[list[tuple[FileResult, list[Entry]]], dict[str, Any]]:
     """``jobs - 1`` forked workers and this process take chunks of files in
     turn from a shared counter. A fork starts at once and inherits the loaded
     policy and its warm memos; each worker writes its results to a file of a
-    private temporary directory and exits, and this process reads them."""
+    private temporary directory and exits, and this process reads them.
+    Each process also counts its own entries for the summary (see _tally),
+    so that counting them all is not left to the end."""
     size = max(1, min(256, len(files) // (jobs * 8) or 1))
     chunks = [files[i:i + size] for i in range(0, len(files), size)]
     context = multiprocessing.get_context("fork")
@@ -570,7 +595,13 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
             # that writing them overlaps with the other processes' work.
             with open(out + ".part", "wb") as handle:
                 pickler = pickle.Pickler(handle, protocol=pickle.HIGHEST_PROTOCOL)
-                work(report=False, write=lambda index, results: pickler.dump((index, results)))
+                mine: list[Entry] = []
+
+                def write(index: int, results: list[tuple[FileResult, list[Entry]]]) -> None:
+                    pickler.dump((index, results))
+                    mine.extend(entry for _, found in results for entry in found)
+                work(report=False, write=write)
+                pickler.dump(_tally(mine))
                 pickler.dump(None)  # the end
             os.replace(out + ".part", out)  # present only when complete
         except BaseException as exc:  # noqa: BLE001 - reported by the parent, never as a traceback
@@ -585,6 +616,7 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
             worker.start()
         try:
             done = work(report=True)
+            tallies = [_tally(entry for index in done for _, found in done[index] for entry in found)]
         finally:
             for worker in workers:
                 worker.join()
@@ -605,13 +637,16 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
                 try:
                     unpickler = pickle.Unpickler(handle)
                     while (item := unpickler.load()) is not None:
+                        if isinstance(item, dict):  # the worker's tally, after its chunks
+                            tallies.append(item)
+                            continue
                         index, results = item
                         done[index] = results
                         counter(len(chunks[index]))
                 finally:
                     if paused:
                         gc.enable()
-    return [result for index in range(len(chunks)) for result in done[index]]
+    return [result for index in range(len(chunks)) for result in done[index]], _merged(tallies)
 
 
 def _spawnable() -> bool:

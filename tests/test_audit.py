@@ -382,6 +382,11 @@ def test_forked_and_spawned_workers_give_the_report_of_one_process(fleet_report)
         os.chdir(cwd)
     assert summary_and_ids(forked) == summary_and_ids(fleet_report)
     assert summary_and_ids(box["report"]) == summary_and_ids(fleet_report)
+    # Forked processes count their own entries as they go: the same summary
+    # as counting them all at the end.
+    from dataclasses import replace
+    assert forked.tally is not None and fleet_report.tally is None
+    assert replace(forked, tally=None).summary() == forked.summary()
 
 
 def _die():
