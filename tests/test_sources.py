@@ -537,3 +537,16 @@ def test_a_script_without_an_extension_is_read_by_its_shebang(tmp_path):
     d = only(read_source(write(tmp_path / "start-decode", f"#!/usr/bin/env bash\nvllm serve m --kv-transfer-config '{NIXL}'\n")))
     assert (d.format, d.id) == ("shell", f"{tmp_path / 'start-decode'}:2")
     assert read_source(write(tmp_path / "notes", "vllm serve m\n")).skipped is not None
+
+
+@pytest.mark.parametrize("raw, text, byte", [
+    (b"\xef\xbb\xbfkv: 1\n", "kv: 1\n", None), (b"kv: 1\n", "kv: 1\n", None), (b"\xef\xbb\xbf\xff", None, 0),
+    (b"a\xffb", None, 1), (b"\xef\xbb", None, 0), (b"", "", None),
+])
+def test_text_is_utf8_with_an_optional_byte_order_mark(raw, text, byte):
+    # As the utf-8-sig codec reads it, offsets of bad bytes counted after the mark.
+    from hma_policy.sources import _decode
+
+    got, problem = _decode(raw, "f")
+    assert got == text
+    assert (problem.message if problem else None) == (None if byte is None else f"`f` is not UTF-8 text (byte {byte})")
