@@ -46,3 +46,13 @@ def expected(document) -> tuple:
     if e.input_problems:
         return ("error", None, ("input",), (), e.input_problems, ())
     return (e.outcome, e.hma_enabled, e.error, e.vllm_warnings, frozenset(), e.unknown_paths)
+
+
+def answer(decider, document) -> tuple:
+    """Everything a decider answers for ``document``: the Decision, its
+    contract dict and its steps; or, for an invalid document, its problems."""
+    try:
+        d = decider.decide(document)
+    except hma_policy.InputError as exc:
+        return ("invalid", exc.problems)
+    return (d, d.to_dict(), d.steps)
