@@ -533,15 +533,21 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     total = len(files)
     results: list[tuple[FileResult, list[Entry]]] = []
     tally = None
-    if jobs == 1 or total < 2:
-        counter = _Counter(total, progress)
-        results = _examine_all(policy, files, settings, counter if progress else None)
-    elif _forkable():
-        results, tally = _forked(policy, files, jobs, settings, progress)
-    elif _spawnable():
-        results = _parallel(policy, files, rules, jobs, settings, progress)
-    else:
-        results = _examine_all(policy, files, settings, _Counter(total, progress) if progress else None)
+    try:
+        if jobs == 1 or total < 2:
+            counter = _Counter(total, progress)
+            results = _examine_all(policy, files, settings, counter if progress else None)
+        elif _forkable():
+            results, tally = _forked(policy, files, jobs, settings, progress)
+        elif _spawnable():
+            results = _parallel(policy, files, rules, jobs, settings, progress)
+        else:
+            results = _examine_all(policy, files, settings, _Counter(total, progress) if progress else None)
+    finally:
+        # The report holds the dicts it needs; the audit's policy and its
+        # decisions need not outlive it in this module.
+        _AS_DICT.clear()
+        policy.close()
     file_results = [r for r, _ in results] + skipped
     entries = tuple(entry for _, found in results for entry in found)
     return AuditReport(tuple(paths), policy.source, policy.digest, tuple(file_results), entries, tally=tally)

@@ -564,3 +564,25 @@ def test_an_audit_that_lets_documents_go_reports_the_same(fleet_report, jobs):
     assert sum(1 for e in fleet_report.entries if e.deployment.document is not None) == 37
     from dataclasses import replace
     assert [e.deployment for e in lean.entries] == [replace(e.deployment, document=None) for e in fleet_report.entries]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_audit_unloads_its_policy_and_keeps_no_decisions(monkeypatch, jobs):
+    # A program may audit again and again: the ruleset an audit loads into
+    # the rule runtime (about 185 KiB each, see durable-rules.md) is unloaded
+    # when it ends, and the module keeps none of its decisions.
+    import hma_policy.audit as audit_module
+
+    loaded = []
+    real_load = audit_module.load_policy
+    monkeypatch.setattr(audit_module, "load_policy", lambda rules: loaded.append(real_load(rules)) or loaded[-1])
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        report = audit(["examples/fleet"], jobs=jobs)
+    finally:
+        os.chdir(cwd)
+    assert len(report.entries) == 38
+    assert [p._evaluator.closed for p in loaded] == [True]
+    assert loaded[0]._evaluator.runtime._closed
+    assert audit_module._AS_DICT == {}
