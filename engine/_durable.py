@@ -131,6 +131,12 @@ class RuleRuntime:
             raise RuntimeFault(f"the rule runtime rejected the compiled rules: {exc}") from None
         self._closed = False
         _LIVE.add(self)
+        # A runtime dropped without close() unloads its ruleset when it is
+        # collected (each costs about 185 KiB of the C core's memory, which
+        # nothing else would free). Not at exit: a daemon thread may still be
+        # in a decision then, and the process's memory goes anyway.
+        self._unload = weakref.finalize(self, _delete_ruleset, self._handle)
+        self._unload.atexit = False
 
     def session(self) -> "_Session":
         """Hold the runtime for several posts (the rounds of one decision):
@@ -210,7 +216,15 @@ class RuleRuntime:
         with self._lock:
             if not self._closed:
                 self._closed = True
+                self._unload.detach()
                 _dre.delete_ruleset(self._handle)
+
+
+def _delete_ruleset(handle: Any) -> None:
+    try:
+        _dre.delete_ruleset(handle)
+    except Exception:  # noqa: BLE001 - a finalizer must not raise; the memory is only lost
+        pass
 
 
 class _Session:

@@ -249,3 +249,24 @@ def test_classed_templates_give_the_decisions_and_steps_of_no_memo():
     finally:
         shared.close()
         plain.close()
+
+
+def test_a_policy_dropped_without_close_unloads_its_ruleset(monkeypatch):
+    # Each ruleset holds about 185 KiB of the C core's memory: a program that
+    # loads policies and forgets close() must not keep them all.
+    import gc
+
+    unloaded = []
+    real = _durable._dre.delete_ruleset
+    monkeypatch.setattr(_durable._dre, "delete_ruleset", lambda handle: unloaded.append(handle) or real(handle))
+    policy = hma_policy.load_policy()
+    assert policy.decide({"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}).outcome == "enabled"
+    handle = policy._evaluator.runtime._handle
+    del policy
+    gc.collect()
+    assert unloaded == [handle]
+    closed = hma_policy.load_policy()
+    closed.close()
+    del closed
+    gc.collect()
+    assert len(unloaded) == 2  # close() unloads once; the finalizer does not again
