@@ -62,6 +62,20 @@ class _Other:
 _OTHER = _Other()
 
 
+def _fact_classes(ruleset: str, facts: Any, steps: Any, offset: int,
+                  keep: Any = frozenset()) -> tuple[tuple[int, frozenset, bool], ...]:
+    """(position in a key, literals, is a list of names) for each of ``facts``
+    that ``steps`` only compare with literal strings; those in ``keep`` keep
+    their values. ``offset``: where the facts start in the key."""
+    out = []
+    for at, fact in enumerate(facts):
+        kind = FACTS[ruleset].get(fact, {}).get("type")
+        literals = _literals(steps, fact) if kind in ("str", "names") and fact not in keep else None
+        if literals is not None:
+            out.append((at + offset, literals, kind == "names"))
+    return tuple(out)
+
+
 def _literals(steps: Any, fact: str) -> frozenset | None:
     """The strings the rules of ``steps`` compare ``fact`` with; None when a
     rule tests it in another way (an order), so that its value must be kept."""
@@ -175,25 +189,11 @@ class Evaluator:
         # memo and node results keep every value (their steps record them).
         rendered = {name: {fact for step in steps for rule in step.rules for fact in _PLACEHOLDER.findall(rule.reason or "")}
                     for name, steps in model.steps.items()}
-        self._classes: dict[str, tuple[tuple[int, frozenset, bool], ...]] = {}
-        for name, inputs in self._inputs.items():
-            classes = []
-            for at, fact in enumerate(inputs):
-                kind = FACTS[name].get(fact, {}).get("type")
-                literals = _literals(model.steps[name], fact) if kind in ("str", "names") else None
-                if literals is not None and fact not in rendered[name]:
-                    classes.append((at + 2, literals, kind == "names"))  # +2: the key starts (ruleset, halt)
-            self._classes[name] = tuple(classes)
-        self._step_classes: dict[str, tuple[tuple[int, frozenset, bool], ...]] = {}
-        for name, steps in model.steps.items():
-            for step in steps:
-                classes = []
-                for at, fact in enumerate(step.reads):
-                    kind = FACTS[name].get(fact, {}).get("type")
-                    literals = _literals([step], fact) if kind in ("str", "names") else None
-                    if literals is not None:
-                        classes.append((at + 1, literals, kind == "names"))  # +1: the key starts with the step
-                self._step_classes[self.compiled.step_keys[(name, step.name)]] = tuple(classes)
+        # +2: a template key starts (ruleset, halt); +1: a step key starts with the step.
+        self._classes = {name: _fact_classes(name, inputs, model.steps[name], 2, rendered[name])
+                         for name, inputs in self._inputs.items()}
+        self._step_classes = {self.compiled.step_keys[(name, step.name)]: _fact_classes(name, step.reads, [step], 1)
+                              for name, steps in model.steps.items() for step in steps}
         self._decisions: dict[tuple, Decision] = {}
         self._node_runs: dict[tuple, tuple] = {}
         self._offload_runs: dict[tuple, _Run] = {}
@@ -375,16 +375,14 @@ class Evaluator:
         out: list[_Template | None] = [None] * len(facts_list)
         missing: dict[Any, list[int]] = {}
         keys: list[tuple] = []
-        classes = self._classes[ruleset]
         for index, facts in enumerate(facts_list):
             key = self._template_key(ruleset, facts, halt_on_error)
             keys.append(key)
-            shared = _classed(key, classes) if classes else key
-            cached = self._templates.get(shared) if self.memo_enabled else None
+            cached = self._template(key) if self.memo_enabled else None
             if cached is not None:
                 out[index] = cached
             else:
-                missing.setdefault(shared if self.memo_enabled else index, []).append(index)
+                missing.setdefault(self._shared_key(key) if self.memo_enabled else index, []).append(index)
         if missing:
             groups = list(missing.items())
             scratches = [dict(facts_list[indexes[0]]) for _, indexes in groups]
@@ -404,14 +402,18 @@ class Evaluator:
         key found through its class is held too, so that it is classed once."""
         templates = self._templates
         template = templates.get(key)
-        classes = self._classes[key[0]]
-        if template is None and classes:
-            template = templates.get(_classed(key, classes))
+        if template is None and self._classes[key[0]]:
+            template = templates.get(self._shared_key(key))
             if template is not None:
                 if len(templates) >= _TEMPLATE_LIMIT:
                     templates.clear()
                 templates[key] = template
         return template
+
+    def _shared_key(self, key: tuple) -> tuple:
+        """The key templates are held under: each classed fact's class."""
+        classes = self._classes[key[0]]
+        return _classed(key, classes) if classes else key
 
     def _template_key(self, ruleset: str, facts: Mapping[str, Any], halt_on_error: bool) -> tuple:
         """The key of a ruleset's outcome: the input facts its steps read or show."""
