@@ -47,7 +47,10 @@ def render(report: Any, fmt: str) -> str:
 def render_bytes(report: Any, fmt: str) -> bytes:
     """:func:`render` as UTF-8 bytes ending in a newline, for a file: a
     JSON report is written by orjson as bytes, never decoded to text and
-    encoded again (a 20,000-deployment report is about 45 MB)."""
+    encoded again (a 20,000-deployment report is about 45 MB). Text that
+    UTF-8 cannot hold (a lone surrogate: a file name in another encoding, a
+    ``\\ud800`` escape in a document) is written as its escape, as the
+    command writes it on standard output."""
     data = report.to_dict() if hasattr(report, "to_dict") else report
     if fmt == "json" and orjson is not None:
         try:
@@ -55,7 +58,7 @@ def render_bytes(report: Any, fmt: str) -> bytes:
         except TypeError:
             pass
     text = render(data, fmt)
-    return (text if text.endswith("\n") else text + "\n").encode("utf-8")
+    return (text if text.endswith("\n") else text + "\n").encode("utf-8", "backslashreplace")
 
 
 def _json_text(data: Any) -> str:

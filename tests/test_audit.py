@@ -586,3 +586,24 @@ def test_an_audit_unloads_its_policy_and_keeps_no_decisions(monkeypatch, jobs):
     assert [p._evaluator.closed for p in loaded] == [True]
     assert loaded[0]._evaluator.runtime._closed
     assert audit_module._AS_DICT == {}
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "md", "html", "policyreport"])
+def test_a_report_file_holds_text_utf8_cannot_as_its_escape(tmp_path, fmt):
+    # A file name in another encoding reaches Python as a lone surrogate
+    # (\udcff), and so does a `\ud800` escape in a document. orjson refuses
+    # both; `-o FILE` used to end in "internal error" (exit 2) where standard
+    # output printed the escapes.
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    document = b'{"name": "dep-\\ud800", "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}'
+    (fleet / os.fsdecode(b"b\xff.json")).write_bytes(document)
+    code, out, err = run("audit", str(fleet), "--format", fmt, "-o", str(tmp_path / "report"))
+    assert (code, err) == (0, ""), err
+    assert out.startswith(f"wrote {tmp_path / 'report'} ({fmt}): 1 deployment(s), enabled 1,")
+    written = (tmp_path / "report").read_bytes().decode("utf-8")  # UTF-8 throughout
+    assert "b\\udcff.json" in written
+    if fmt == "json":
+        report = json.loads(written)
+        assert report["deployments"][0]["name"] == "dep-\ud800"
+        assert report["deployments"][0]["file"].endswith("b\udcff.json")
