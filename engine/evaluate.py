@@ -29,9 +29,10 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # of distinct documents (each is cleared when full).
 _MEMO_LIMIT = 16_384
 _TEMPLATE_LIMIT = 16_384
-# The decision memo is bounded by the nodes its decisions hold; the memo of
-# node results (each holding its facts and messages) by its entries.
-_DECISION_NODE_LIMIT = 16_384
+# The decision memo is bounded by the nodes its decisions hold (~0.9 KiB
+# each: up to ~29 MiB); the memo of node results (each holding its facts and
+# messages) by its entries.
+_DECISION_NODE_LIMIT = 32_768
 _NODE_RUN_LIMIT = 4_096
 
 
@@ -198,6 +199,7 @@ class Evaluator:
         self._decisions: dict[tuple, Decision] = {}
         self._node_runs: dict[tuple, tuple] = {}
         self._offload_runs: dict[tuple, _Run] = {}
+        self._graphs: dict[tuple, _Graph] = {}
         self._decision_nodes = 0
 
     # -- one step ---------------------------------------------------------
@@ -559,7 +561,17 @@ class Evaluator:
         trace: list[str] = [r.id for r in offload.fired.values()]
         reasons: list[str] = list(offload.reasons.values())
         warnings: list[Message] = list(offload.warnings)
-        graph = self._assemble_graph(plan)
+        # The graph's results are a pure function of its plan's key (each
+        # node's path and template key; what a node inherits follows from
+        # its children's), so decisions that differ only elsewhere (the
+        # flags, the model) share them. Read-only from here on.
+        graph = self._graphs.get(plan.key) if offload_key is not None else None
+        if graph is None:
+            graph = self._assemble_graph(plan)
+            if offload_key is not None:
+                if len(self._graphs) >= _NODE_RUN_LIMIT:
+                    self._graphs.clear()
+                self._graphs[plan.key] = graph
         steps += graph.steps
         trace += graph.trace
         warnings += graph.warnings
@@ -690,6 +702,7 @@ class Evaluator:
         self._decisions.clear()
         self._node_runs.clear()
         self._offload_runs.clear()
+        self._graphs.clear()
         self.runtime.close()
 
 
