@@ -61,7 +61,15 @@ class Entry:
     input_digest: str | None
 
     def to_dict(self) -> dict[str, Any]:
+        return self._to_dict({})
+
+    def _to_dict(self, remedies: dict[int, str | None]) -> dict[str, Any]:
+        """:meth:`to_dict`; ``remedies`` holds the remediation of each decision
+        dict by identity (entries with equal decisions share one dict)."""
         d = self.deployment
+        remedy = remedies.get(id(self.decision), remedies)
+        if remedy is remedies:
+            remedy = remedies[id(self.decision)] = remediation(self.decision)
         return {
             "id": d.id,
             "file": d.file,
@@ -72,7 +80,7 @@ class Entry:
             "origins": dict(d.origins),
             "notes": [_problem_dict(n) for n in d.notes],
             "input_digest": self.input_digest,
-            "remediation": remediation(self.decision),
+            "remediation": remedy,
             "decision": self.decision,
         }
 
@@ -200,6 +208,7 @@ class AuditReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (``hma-policy audit --format json``)."""
+        remedies: dict[int, str | None] = {}  # by decision dict: each entry's holds it alive meanwhile
         return {
             "kind": "hma-policy-audit",
             "version": 1,
@@ -208,7 +217,7 @@ class AuditReport:
             "policy": {"source": self.policy_source, "digest": self.policy_digest},
             "paths": list(self.paths),
             "summary": self.summary(),
-            "deployments": [e.to_dict() for e in self.entries],
+            "deployments": [e._to_dict(remedies) for e in self.entries],
             "problems": [_problem_dict(p) for p in self.problems],
             "skipped": [{"file": f.file, "reason": f.skipped} for f in self.files if f.skipped is not None],
         }
@@ -394,7 +403,7 @@ def _as_dict(decision: Any) -> dict[str, Any]:
     held = _AS_DICT.get(id(decision))
     if held is not None and held[0] is decision:
         return held[1]
-    if len(_AS_DICT) >= 4096:
+    if len(_AS_DICT) >= 16384:
         _AS_DICT.clear()
     data = decision.to_dict()
     _AS_DICT[id(decision)] = (decision, data)
