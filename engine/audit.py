@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -314,6 +315,8 @@ def _walk(paths: Sequence[str]) -> tuple[list[tuple[str, str, bool]], list[FileR
     files: list[tuple[str, str, bool]] = []
     skipped: list[FileResult] = []
     seen: set[str] = set()
+    # A file can be met twice only through two paths (`audit deploy deploy/a.yaml`).
+    dedupe = len(paths) > 1
     for raw in paths:
         top = Path(raw)
         if not top.exists() and not top.is_symlink():
@@ -324,7 +327,8 @@ def _walk(paths: Sequence[str]) -> tuple[list[tuple[str, str, bool]], list[FileR
                 seen.add(key)
                 files.append((_posix(top), str(top), False))
             continue
-        found: list[tuple[str, str, str, bool]] = []
+        found: list[tuple[str, str, bool]] = []
+        keys: dict[str, str] = {}  # path -> the key normpath(abspath()) gives, when deduplicating
         # Top-down and depth-first, subdirectories sorted by name (the order
         # of os.walk), from one listing per directory that also gives each
         # entry's type.
@@ -363,12 +367,18 @@ def _walk(paths: Sequence[str]) -> tuple[list[tuple[str, str, bool]], list[FileR
                     plain = entry.is_file(follow_symlinks=False)
                 except OSError:
                     plain = False
-                found.append((prefix + entry.name, entry.path, absolute + entry.name, plain))
-        found.sort(key=lambda item: item[0])  # one order for every file system: by path
-        for display, path, key, plain in found:
+                found.append((prefix + entry.name, entry.path, plain))
+                if dedupe:
+                    keys[entry.path] = absolute + entry.name
+        found.sort(key=itemgetter(0))  # one order for every file system: by display path
+        if not dedupe:
+            files += found
+            continue
+        for item in found:
+            key = keys[item[1]]
             if key not in seen:
                 seen.add(key)
-                files.append((display, path, plain))
+                files.append(item)
     return files, skipped
 
 

@@ -505,6 +505,8 @@ def test_walk_order_and_what_it_skips(tmp_path):
     files, skipped = walk([str(tmp_path), str(tmp_path / "a.json")])
     assert [display for display, _ in files] == [
         f"{top}/a.json", f"{top}/b/a/b/w.json", f"{top}/b/a/y.json", f"{top}/b/x-link.json", f"{top}/b/z.json", f"{top}/c/x.json"]
+    # One path alone (nothing to deduplicate) gives the same order.
+    assert walk([str(tmp_path)])[0] == files
     assert all(isinstance(path, Path) and path.as_posix() == display for display, path in files)
     assert [(f.file, f.skipped) for f in skipped] == [
         (f"{top}/a-link", "a symbolic link to a directory (not followed)"),
