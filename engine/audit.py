@@ -585,15 +585,19 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
             progress: Callable[[int, int], None] | None) -> tuple[list[tuple[FileResult, list[Entry]]], dict[str, Any]]:
     """``jobs - 1`` forked workers and this process take chunks of files in
     turn from a shared counter. A fork starts at once and inherits the loaded
-    policy and its warm memos; each worker writes its results to a file of a
-    private temporary directory and exits, and this process reads them.
-    Each process also counts its own entries for the summary (see _tally),
-    so that counting them all is not left to the end."""
+    policy and its warm memos; each worker appends its results, a chunk at a
+    time, to a file of a private temporary directory, and this process reads
+    them between its own chunks (what is left to read at the end is then
+    about one chunk, not half the fleet's results). Each process also counts
+    its own entries for the summary (see _tally), so that counting them all
+    is not left to the end."""
     size = max(1, min(256, len(files) // (jobs * 8) or 1))
     chunks = [files[i:i + size] for i in range(0, len(files), size)]
     context = multiprocessing.get_context("fork")
     claimed = context.Value("l", 0)
     counter = _Counter(len(files), progress)
+    done: dict[int, list[tuple[FileResult, list[Entry]]]] = {}
+    tallies: list[dict[str, Any]] = []
 
     def take() -> int:
         with claimed.get_lock():
@@ -601,77 +605,110 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
             claimed.value += 1
         return index
 
-    def work(report: bool, write: Callable[[int, Any], None] | None = None) -> dict[int, list[tuple[FileResult, list[Entry]]]]:
-        done: dict[int, list[tuple[FileResult, list[Entry]]]] = {}
-        while (index := take()) < len(chunks):
-            results = _examine_all(policy, chunks[index], settings)
-            if write is not None:
-                write(index, results)
-            else:
-                done[index] = results
-            if report:  # only this process reports progress
-                counter(len(chunks[index]))
-        return done
-
-    def child(out: str) -> None:
+    def child(out: str, ready: Any) -> None:
         gc.disable()  # the process ends once its results are written
         try:
-            # Each chunk's results are written as soon as they are ready, so
-            # that writing them overlaps with the other processes' work.
-            with open(out + ".part", "wb") as handle:
+            with open(out, "wb") as handle:
+                # One pickle stream, a record per chunk, then the tally and
+                # None (the end): equal decisions are written once. `ready`
+                # is how far the file holds whole records.
                 pickler = pickle.Pickler(handle, protocol=pickle.HIGHEST_PROTOCOL)
                 mine: list[Entry] = []
 
-                def write(index: int, results: list[tuple[FileResult, list[Entry]]]) -> None:
-                    pickler.dump((index, results))
+                def record(item: Any) -> None:
+                    pickler.dump(item)
+                    handle.flush()
+                    ready.value = handle.tell()
+                while (index := take()) < len(chunks):
+                    results = _examine_all(policy, chunks[index], settings)
+                    record((index, results))
                     mine.extend(entry for _, found in results for entry in found)
-                work(report=False, write=write)
-                pickler.dump(_tally(mine))
-                pickler.dump(None)  # the end
-            os.replace(out + ".part", out)  # present only when complete
+                record(_tally(mine))
+                record(None)
         except BaseException as exc:  # noqa: BLE001 - reported by the parent, never as a traceback
             with open(out + ".error", "w", encoding="utf-8") as handle:
                 handle.write(f"{type(exc).__name__}: {exc}"[:500])
             os._exit(2)
 
+    def absorb(index: int, results: list[tuple[FileResult, list[Entry]]]) -> None:
+        done[index] = results
+        counter(len(chunks[index]))
+
     with tempfile.TemporaryDirectory(prefix="hma-policy-audit-") as private:
-        outputs = [os.path.join(private, f"worker-{n}.pickle") for n in range(jobs - 1)]
-        workers = [context.Process(target=child, args=(out,), daemon=True) for out in outputs]
+        outputs = [(os.path.join(private, f"worker-{n}.pickle"), context.Value("q", 0)) for n in range(jobs - 1)]
+        workers = [context.Process(target=child, args=out, daemon=True) for out in outputs]
+        readers = [_WorkerFile(out, ready, absorb, tallies) for out, ready in outputs]
         for worker in workers:
             worker.start()
+        own: list[int] = []
+        # The GC is paused as in _examine_all: reading the workers' results
+        # builds as many objects as examining their files did.
+        paused = gc.isenabled()
+        gc.disable()
         try:
-            done = work(report=True)
-            tallies = [_tally(entry for index in done for _, found in done[index] for entry in found)]
+            while (index := take()) < len(chunks):
+                done[index] = _examine_all(policy, chunks[index], settings)
+                own.append(index)
+                counter(len(chunks[index]))
+                for reader in readers:
+                    reader.read()
+            tallies.append(_tally(entry for index in own for _, found in done[index] for entry in found))
+            for worker, reader in zip(workers, readers):
+                worker.join()
+                if worker.exitcode == 0:
+                    reader.read()
+                if worker.exitcode != 0 or not reader.ended:
+                    reason = f"exit status {worker.exitcode}"
+                    if os.path.exists(reader.out + ".error"):
+                        with open(reader.out + ".error", encoding="utf-8") as handle:
+                            reason = handle.read()
+                    raise AuditError([Problem("audit.worker", f"a worker process failed ({reason})",
+                                              hint="run again with --jobs 1 to find the file", file="--jobs")])
         finally:
+            if paused:
+                gc.enable()
             for worker in workers:
                 worker.join()
-        for worker, out in zip(workers, outputs):
-            if worker.exitcode != 0 or not os.path.exists(out):
-                reason = f"exit status {worker.exitcode}"
-                if os.path.exists(out + ".error"):
-                    with open(out + ".error", encoding="utf-8") as handle:
-                        reason = handle.read()
-                raise AuditError([Problem("audit.worker", f"a worker process failed ({reason})",
-                                          hint="run again with --jobs 1 to find the file", file="--jobs")])
-            with open(out, "rb") as handle:
-                # Written by this audit's own worker, in a directory only this
-                # process can read. The GC is paused as in _examine_all: the
-                # load builds as many objects as the files' examination did.
-                paused = gc.isenabled()
-                gc.disable()
-                try:
-                    unpickler = pickle.Unpickler(handle)
-                    while (item := unpickler.load()) is not None:
-                        if isinstance(item, dict):  # the worker's tally, after its chunks
-                            tallies.append(item)
-                            continue
-                        index, results = item
-                        done[index] = results
-                        counter(len(chunks[index]))
-                finally:
-                    if paused:
-                        gc.enable()
+            for reader in readers:
+                reader.close()
     return [result for index in range(len(chunks)) for result in done[index]], _merged(tallies)
+
+
+class _WorkerFile:
+    """The reading side of a forked worker's results file (see _forked):
+    whole records only, up to how far the worker says it has written
+    (``ready``); each chunk's results go to ``absorb``, the worker's tally
+    to ``tallies``. A module-level class: one defined in _forked would hold
+    its results in a reference cycle, kept until a collection."""
+
+    def __init__(self, out: str, ready: Any, absorb: Callable[[int, Any], None], tallies: list[dict[str, Any]]):
+        self.out, self.ready, self.absorb, self.tallies = out, ready, absorb, tallies
+        self.handle: Any = None
+        self.unpickler: Any = None
+        self.ended = False
+
+    def read(self) -> None:
+        if self.ended:
+            return
+        if self.handle is None:
+            if not self.ready.value:
+                return
+            self.handle = open(self.out, "rb")  # written by this audit's own worker, in a private directory
+            self.unpickler = pickle.Unpickler(self.handle)
+        while self.handle.tell() < self.ready.value:
+            item = self.unpickler.load()
+            if item is None:
+                self.ended = True
+                return
+            if isinstance(item, dict):  # the worker's tally, after its chunks
+                self.tallies.append(item)
+                continue
+            self.absorb(*item)
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+        self.unpickler = None  # its memo holds every object read
 
 
 def _spawnable() -> bool:
