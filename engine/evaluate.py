@@ -18,7 +18,7 @@ from ._durable import RuleRuntime, RuntimeFault
 from .compiler import Compiled, compile_policy
 from .decision import ConnectorVerdict, Decision, Message
 from .errors import HMAPolicyError, InputError, Problem, suggest
-from .facts import FACTS, build_graph, document_facts, env_facts, node_facts, offloading_facts
+from .facts import FACTS, build_graph, document_facts, env_facts, graph_signature, node_facts, offloading_facts
 from .policy import PolicyModel, Rule, StepDef
 
 __all__ = ["Evaluator", "EvaluationError"]
@@ -30,9 +30,10 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MEMO_LIMIT = 16_384
 _TEMPLATE_LIMIT = 16_384
 # The decision memo is bounded by the nodes its decisions hold (~0.9 KiB
-# each: up to ~29 MiB); the memo of node results (each holding its facts and
-# messages) by its entries.
-_DECISION_NODE_LIMIT = 32_768
+# each in a fleet: ~22 MiB), and so are the memos of graph plans and results; the
+# memo of node results (each holding its facts and messages) by its entries.
+_DECISION_NODE_LIMIT = 24_576
+_GRAPH_NODE_LIMIT = 8_192
 _NODE_RUN_LIMIT = 4_096
 
 
@@ -196,11 +197,11 @@ class Evaluator:
                          for name, inputs in self._inputs.items()}
         self._step_classes = {self.compiled.step_keys[(name, step.name)]: _fact_classes(name, step.reads, [step], 1)
                               for name, steps in model.steps.items() for step in steps}
-        self._decisions: dict[tuple, Decision] = {}
+        self._decisions: _Bounded = _Bounded(_DECISION_NODE_LIMIT)
         self._node_runs: dict[tuple, tuple] = {}
         self._offload_runs: dict[tuple, _Run] = {}
-        self._graphs: dict[tuple, _Graph] = {}
-        self._decision_nodes = 0
+        self._graphs = _Bounded(_GRAPH_NODE_LIMIT)
+        self._plans = _Bounded(_GRAPH_NODE_LIMIT)
 
     # -- one step ---------------------------------------------------------
     def _fire(self, step: StepDef, facts: Mapping[str, Any], *, memo: bool = True) -> Rule | None:
@@ -532,11 +533,7 @@ class Evaluator:
         decision = self._assemble(offload_facts, offload_template, plan, facts, decision_template,
                                   offload_key if self.memo_enabled else None)
         if memo_key is not None:
-            self._decision_nodes += len(plan.nodes) + 1
-            if self._decision_nodes > _DECISION_NODE_LIMIT:
-                self._decisions.clear()
-                self._decision_nodes = len(plan.nodes) + 1
-            self._decisions[memo_key] = decision
+            self._decisions.put(memo_key, decision, len(plan.nodes) + 1)
         return decision
 
     def _offload_error(self, facts: dict[str, Any], template: "_Template") -> Decision:
@@ -569,9 +566,7 @@ class Evaluator:
         if graph is None:
             graph = self._assemble_graph(plan)
             if offload_key is not None:
-                if len(self._graphs) >= _NODE_RUN_LIMIT:
-                    self._graphs.clear()
-                self._graphs[plan.key] = graph
+                self._graphs.put(plan.key, graph, len(plan.nodes))
         steps += graph.steps
         trace += graph.trace
         warnings += graph.warnings
@@ -619,7 +614,13 @@ class Evaluator:
 
     def _cached_plan(self, env: Mapping[str, bool], ktc: Mapping[str, Any] | None) -> "_Plan | None":
         """The plan :meth:`_plan_job` makes, when every node's template is
-        already held (else None): the same facts and keys, without rounds."""
+        already held (else None): the same facts and keys, without rounds.
+        Plans are held by their graph's signature (see graph_signature):
+        read-only, they serve every equal graph."""
+        signature = graph_signature(ktc, self.model.containers, env)
+        held = self._plans.get(signature) if signature is not None else None
+        if held is not None:
+            return held
         nodes = build_graph(ktc, self.model.containers)
         plan = _Plan(nodes=nodes, top=nodes[-1] if nodes else None)
         templates, verdicts, planned = self._templates, plan.verdicts, plan.planned
@@ -633,6 +634,8 @@ class Evaluator:
             verdicts[node.path] = facts
             planned[id(node)] = (facts, sources, template, key)
         plan.key = tuple((node.path, planned[id(node)][3]) for node in nodes)
+        if signature is not None:
+            self._plans.put(signature, plan, len(nodes) + 1)
         return plan
 
     def _plan_job(self, env: Mapping[str, bool], ktc: Mapping[str, Any] | None) -> Iterator:
@@ -703,7 +706,29 @@ class Evaluator:
         self._node_runs.clear()
         self._offload_runs.clear()
         self._graphs.clear()
+        self._plans.clear()
         self.runtime.close()
+
+
+class _Bounded(dict):
+    """A memo cleared whole when the nodes its values hold pass ``limit``
+    (values differ in size with their graphs, so their count alone bounds
+    nothing)."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit, self.nodes = limit, 0
+
+    def put(self, key: Any, value: Any, nodes: int) -> None:
+        self.nodes += nodes
+        if self.nodes > self.limit:
+            self.clear()
+            self.nodes = nodes
+        self[key] = value
+
+    def clear(self) -> None:
+        super().clear()
+        self.nodes = 0
 
 
 @dataclass

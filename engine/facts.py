@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import InputError, Problem
 
-__all__ = ["FACTS", "Node", "document_facts", "build_graph", "node_facts"]
+__all__ = ["FACTS", "Node", "document_facts", "build_graph", "node_facts", "graph_signature"]
 
 # The fact vocabulary: every fact a rule may read, per ruleset, with its type
 # and (where closed) its values. Step names add the facts their steps set.
@@ -169,6 +169,51 @@ def build_graph(ktc: Mapping[str, Any] | None, containers: frozenset[str]) -> li
                 for child in reversed(node.children):
                     stack.append((child, False))
     return order
+
+
+class _NotText:
+    """Stands in a graph signature for a value that is neither a string nor null."""
+
+    __slots__ = ()
+
+
+_NOT_TEXT = _NotText()
+
+
+def _text_or_null(value: Any) -> Any:
+    return value if value is None or isinstance(value, str) else _NOT_TEXT
+
+
+def graph_signature(ktc: Any, containers: frozenset[str], env: Mapping[str, bool]) -> tuple | None:
+    """A key that determines the connector graph and every node's facts:
+    equal signatures give build_graph() the same shape and names, and
+    node_facts() the same facts (children first, each from its children's
+    verdicts, which the same rules make the same). It holds every value those
+    two read, and no other (not the ports, ids or names of a deployment), so
+    that the evaluator can hold one plan for a fleet's many equal graphs.
+    None (no key) when a node is not an object: the plan is then made anew.
+
+    Kept beside build_graph and node_facts, which it mirrors: a value they
+    come to read must be added here (a test checks that equal
+    signatures have equal facts over random graphs, tests/test_runtime.py).
+    """
+    flag = env["env_lmcache_use_upstream_mp"]
+    if ktc is None:
+        return (flag,)
+    out: list[Any] = [flag]
+    stack: list[tuple[Any, bool]] = [(ktc, False)]
+    while stack:  # pre-order; each node's child count fixes the shape
+        config, is_child = stack.pop()
+        if type(config) is not dict:
+            return None
+        name = config.get("kv_connector")
+        extra = config.get("kv_connector_extra_config") or {}
+        items = extra.get("connectors") if isinstance(extra, dict) else None
+        children = items if isinstance(name, str) and name in containers and isinstance(items, list) else ()
+        out.append((_text_or_null(name), _text_or_null(config.get("kv_connector_module_path")), items is not None,
+                    is_child and "engine_id" in config, len(children)))
+        stack.extend((child, True) for child in reversed(children))
+    return tuple(out)
 
 
 def _first(children: list[Node], verdicts: dict[str, dict[str, Any]], fact: str, ok: str) -> tuple[str, str | None]:

@@ -270,3 +270,49 @@ def test_a_policy_dropped_without_close_unloads_its_ruleset(monkeypatch):
     del closed
     gc.collect()
     assert len(unloaded) == 2  # close() unloads once; the finalizer does not again
+
+
+def test_equal_graph_signatures_have_equal_graphs_and_node_facts():
+    # The evaluator holds one plan per graph signature (facts.graph_signature)
+    # and gives it to every graph with that signature: sound only if the
+    # signature determines the graph's shape and names and each node's facts.
+    # Small random graphs collide often; each also gets a copy that differs
+    # only where no fact reads (ports, ids, roles), which must collide.
+    import random
+
+    from hma_policy.document import prepare
+    from hma_policy.errors import InputError
+    from hma_policy.facts import build_graph, graph_signature, node_facts
+    from strategies import RandomPicker, document
+
+    containers = hma_policy.load_policy()._evaluator.model.containers
+    verdict = {"support": "supported", "setup": "ok", "construct": "ok"}
+
+    def graph(doc):
+        env = {"env_lmcache_use_upstream_mp": bool(doc.get("env", {}).get("LMCACHE_USE_UPSTREAM_MP"))}
+        nodes = build_graph(doc.get("kv_transfer_config"), containers)
+        verdicts = {node.path: verdict for node in nodes}
+        return (graph_signature(doc.get("kv_transfer_config"), containers, env),
+                [(node.path, node.name, node_facts(node, verdicts, env)) for node in nodes])
+
+    rng = random.Random(5)
+    seen: dict = {}
+    collisions = copies = 0
+    for _ in range(3000):
+        try:
+            doc = prepare(document(RandomPicker(rng), max_nodes=3, max_depth=2))
+        except InputError:
+            continue
+        signature, facts = graph(doc)
+        if signature is None:
+            continue
+        if signature in seen:
+            collisions += 1
+            assert seen[signature] == facts, signature
+        seen[signature] = facts
+        ktc = doc.get("kv_transfer_config")
+        if isinstance(ktc, dict):
+            copy = dict(doc, kv_transfer_config=dict(ktc, kv_port=1, engine_id="other", kv_role="kv_consumer"))
+            assert graph(copy) == (signature, facts)
+            copies += 1
+    assert collisions > 1000 and copies > 1000
