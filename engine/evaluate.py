@@ -30,9 +30,14 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MEMO_LIMIT = 16_384
 _TEMPLATE_LIMIT = 16_384
 # The decision memo is bounded by the nodes its decisions hold (~0.9 KiB
-# each in a fleet: ~22 MiB), and so are the memos of graph plans and results; the
-# memo of node results (each holding its facts and messages) by its entries.
+# each in a fleet: ~22 MiB), and so are the memos of graph plans and results;
+# the memo of node results (each holding its facts and messages) by its
+# entries. Sized so that one --jobs 2 process's share of a 20,000-deployment
+# fleet fits (~4,100 decisions, ~2,250 graph signatures, ~12,000 plan nodes):
+# a memo cleared midway makes its entries again. tests/test_memory.py holds
+# the process's growth over 30,000 distinct random graphs under 64 MiB (~50).
 _DECISION_NODE_LIMIT = 24_576
+_PLAN_NODE_LIMIT = 16_384
 _GRAPH_NODE_LIMIT = 8_192
 _NODE_RUN_LIMIT = 4_096
 
@@ -201,7 +206,7 @@ class Evaluator:
         self._node_runs: dict[tuple, tuple] = {}
         self._offload_runs: dict[tuple, _Run] = {}
         self._graphs = _Bounded(_GRAPH_NODE_LIMIT)
-        self._plans = _Bounded(_GRAPH_NODE_LIMIT)
+        self._plans = _Bounded(_PLAN_NODE_LIMIT)
 
     # -- one step ---------------------------------------------------------
     def _fire(self, step: StepDef, facts: Mapping[str, Any], *, memo: bool = True) -> Rule | None:
