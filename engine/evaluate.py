@@ -18,7 +18,8 @@ from ._durable import RuleRuntime, RuntimeFault
 from .compiler import Compiled, compile_policy
 from .decision import ConnectorVerdict, Decision, Message
 from .errors import HMAPolicyError, InputError, Problem, suggest
-from .facts import FACTS, build_graph, document_facts, env_facts, graph_signature, node_facts, offloading_facts
+from .facts import (FACTS, build_graph, document_facts, document_inputs, env_facts, graph_signature, node_facts,
+                    offloading_facts)
 from .policy import PolicyModel, Rule, StepDef
 
 __all__ = ["Evaluator", "EvaluationError"]
@@ -517,21 +518,25 @@ class Evaluator:
             if values.get("offload_role", "none") != "none":
                 ktc["kv_role"] = values["offload_role"]
             speculative = None
-        plan = self._cached_plan(env, ktc) if speculative is None and self.memo_enabled else None
-        if plan is None:
-            plan = self._result(speculative if speculative is not None else self._drive(self._plan_job(env, ktc))[0])
-        top = plan.top
-        facts = document_facts(document, top, plan.verdicts.get(top.path) if top else None, self.model.containers, env)
-        decision_key = self._template_key("decision", facts, True)
-        # A decision is a pure function of its templates' keys and the nodes'
-        # paths (messages, copied errors and reasons derive from them), so
-        # documents that differ elsewhere (names of deployments, ports, ids)
-        # share it.
-        memo_key = (offload_key, plan.key, decision_key) if self.memo_enabled else None
+        inputs = document_inputs(document, self.model.containers, env)
+        # A decision is a pure function of the offloading facts (all in their
+        # exact key), the graph's signature (which fixes its nodes, their
+        # facts and so their templates) and the document's own inputs to the
+        # decision ruleset: messages, copied errors and reasons derive from
+        # them. Documents that differ elsewhere (names of deployments, ports,
+        # ids) share it, found before any fact is built.
+        signature = graph_signature(ktc, self.model.containers, env) if self.memo_enabled else None
+        memo_key = (offload_key, signature, inputs) if signature is not None else None
         if memo_key is not None:
             hit = self._decisions.get(memo_key)
             if hit is not None:
                 return hit
+        plan = self._cached_plan(env, ktc, signature) if speculative is None and self.memo_enabled else None
+        if plan is None:
+            plan = self._result(speculative if speculative is not None else self._drive(self._plan_job(env, ktc))[0])
+        top = plan.top
+        facts = document_facts(document, top, plan.verdicts.get(top.path) if top else None, inputs=inputs)
+        decision_key = self._template_key("decision", facts, True)
         decision_template = self._template(decision_key) if self.memo_enabled else None
         if decision_template is None:
             decision_template = self._result(self._drive(self._template_job("decision", [facts], True))[0])[0][0]
@@ -617,12 +622,11 @@ class Evaluator:
         with self.runtime.session():
             return self._assemble_graph(self._result(self._drive(self._plan_job(env_facts(document), ktc))[0]))
 
-    def _cached_plan(self, env: Mapping[str, bool], ktc: Mapping[str, Any] | None) -> "_Plan | None":
+    def _cached_plan(self, env: Mapping[str, bool], ktc: Mapping[str, Any] | None, signature: tuple | None) -> "_Plan | None":
         """The plan :meth:`_plan_job` makes, when every node's template is
         already held (else None): the same facts and keys, without rounds.
-        Plans are held by their graph's signature (see graph_signature):
-        read-only, they serve every equal graph."""
-        signature = graph_signature(ktc, self.model.containers, env)
+        Plans are held by their graph's ``signature`` (see graph_signature;
+        None: the plan is not held): read-only, they serve every equal graph."""
         held = self._plans.get(signature) if signature is not None else None
         if held is not None:
             return held

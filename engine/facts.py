@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import InputError, Problem
 
-__all__ = ["FACTS", "Node", "document_facts", "build_graph", "node_facts", "graph_signature"]
+__all__ = ["FACTS", "Node", "document_facts", "document_inputs", "build_graph", "node_facts", "graph_signature"]
 
 # The fact vocabulary: every fact a rule may read, per ruleset, with its type
 # and (where closed) its values. Step names add the facts their steps set.
@@ -288,37 +288,67 @@ def _configured_names(ktc: Any, containers: frozenset[str]) -> tuple[str, list[s
     return name, [c if isinstance(c, str) else "" for c in children]
 
 
-def document_facts(document: Mapping[str, Any], top: Node | None, top_verdict: Mapping[str, Any] | None,
-                   containers: frozenset[str] = frozenset(), env: Mapping[str, bool] | None = None) -> dict[str, Any]:
-    """The decision ruleset's facts from the document and the top node's
-    verdict (``env``: the document's env_facts, when known)."""
+def document_inputs(document: Mapping[str, Any], containers: frozenset[str] = frozenset(),
+                    env: Mapping[str, bool] | None = None) -> tuple:
+    """What the decision ruleset's facts take from the document itself, as
+    a tuple (those from the connector graph's verdicts aside): document_facts
+    builds the facts from it, and the evaluator keys its decision memo on it
+    with the graph's signature, so the two cannot disagree."""
     preference = document.get("disable_hybrid_kv_cache_manager")
     platform = document.get("platform") or {}
     model = document.get("model") or {}
     kinds = set(model.get("layer_kinds") or ())
     spec = document.get("speculative_config") or {}
     method = spec.get("method") if isinstance(spec, dict) else None
+    # vLLM configures HiSparse (vllm.py ~L1876) before the offloading shorthand
+    # rewrites the connector (~L2220): those rules read the connector as configured.
+    configured, children = _configured_names(document.get("kv_transfer_config"), containers)
+    env = env_facts(document) if env is None else env
+    return (
+        "none" if preference is None else ("disable" if preference else "enable"),
+        platform.get("supports_hybrid_kv_cache", True),
+        platform.get("is_cuda", True),
+        model.get("attention_chunk_size") is not None,
+        _checked_text(method, "/speculative_config/method"),
+        document.get("hisparse_config") is not None,
+        "full_attention" in kinds,
+        "sliding_window" in kinds,
+        "chunked_local" in kinds,
+        "mamba" in kinds,
+        _checked_text(configured, "/kv_transfer_config/kv_connector"),
+        tuple(children),
+        tuple(env.items()),
+    )
+
+
+def document_facts(document: Mapping[str, Any], top: Node | None, top_verdict: Mapping[str, Any] | None,
+                   containers: frozenset[str] = frozenset(), env: Mapping[str, bool] | None = None,
+                   inputs: tuple | None = None) -> dict[str, Any]:
+    """The decision ruleset's facts from the document (``inputs``: its
+    document_inputs, when known) and the top node's verdict (``env``: the
+    document's env_facts, when known)."""
+    if inputs is None:
+        inputs = document_inputs(document, containers, env)
+    (preference, supports_hybrid, is_cuda, chunked, method, hisparse, full, sliding, chunked_local, mamba,
+     configured, children, switches) = inputs
     facts = {
         "has_kv_transfer_config": top is not None,
-        "preference": "none" if preference is None else ("disable" if preference else "enable"),
-        "platform_supports_hybrid_kv_cache": platform.get("supports_hybrid_kv_cache", True),
-        "platform_is_cuda": platform.get("is_cuda", True),
-        "chunked_local_attention": model.get("attention_chunk_size") is not None,
-        "speculative_method": _checked_text(method, "/speculative_config/method"),
-        "hisparse_config": document.get("hisparse_config") is not None,
+        "preference": preference,
+        "platform_supports_hybrid_kv_cache": supports_hybrid,
+        "platform_is_cuda": is_cuda,
+        "chunked_local_attention": chunked,
+        "speculative_method": method,
+        "hisparse_config": hisparse,
         "top_name": top.name or "" if top is not None else "",
         "graph_support": top_verdict["support"] if top_verdict else "none",
         "top_setup": top_verdict["setup"] if top_verdict else "none",
         "top_construct": top_verdict["construct"] if top_verdict else "none",
-        "layer_full_attention": "full_attention" in kinds,
-        "layer_sliding_window": "sliding_window" in kinds,
-        "layer_chunked_local": "chunked_local" in kinds,
-        "layer_mamba": "mamba" in kinds,
+        "layer_full_attention": full,
+        "layer_sliding_window": sliding,
+        "layer_chunked_local": chunked_local,
+        "layer_mamba": mamba,
+        "configured_top_name": configured,
+        "configured_child_names": list(children),
     }
-    # vLLM configures HiSparse (vllm.py ~L1876) before the offloading shorthand
-    # rewrites the connector (~L2220): those rules read the connector as configured.
-    configured, children = _configured_names(document.get("kv_transfer_config"), containers)
-    facts["configured_top_name"] = _checked_text(configured, "/kv_transfer_config/kv_connector")
-    facts["configured_child_names"] = children
-    facts.update(env_facts(document) if env is None else env)
+    facts.update(switches)
     return facts

@@ -170,6 +170,18 @@ def test_documents_that_differ_only_outside_the_facts_share_one_decision():
         c = policy.decide({"kv_transfer_config": {"kv_connector": "NixlPullConnector", "kv_role": "kv_both"}})
         assert a is b  # the decision memo: same facts, same paths
         assert c is not a and c.trace != a.trace
+        # The memo keys on the graph the rules see and on the document's own
+        # inputs: a model fact, and the connector as configured, which the
+        # offloading shorthand replaces (both graphs are then one
+        # OffloadingConnector) but HiSparse's rules read.
+        layered = policy.decide({"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"},
+                                 "model": {"layer_kinds": ["sliding_window"]}})
+        assert layered is not a and layered.outcome == "enabled"
+        shorthand = {"kv_offloading_size": 4, "platform": {"is_cuda": False}}
+        hisparse = policy.decide({**shorthand, "kv_transfer_config": {"kv_connector": "HiSparseConnector", "kv_role": "kv_both"}})
+        nixl = policy.decide({**shorthand, "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}})
+        assert [e.code for e in hisparse.errors] == ["hisparse.requires_cuda"]
+        assert (nixl.outcome, nixl.errors) == ("enabled", ())
     finally:
         policy.close()
 
