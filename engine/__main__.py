@@ -1,7 +1,5 @@
 """``python -m hma_policy``: the same as the ``hma-policy`` command."""
 
-import sys
+from .cli import run
 
-from .cli import main
-
-sys.exit(main())
+run()

@@ -532,7 +532,8 @@ def _examine_all(policy: Any, files: list[tuple[str, str, bool]], settings: _Set
 
 def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, config_roots: Sequence[str] = (),
           limits: SourceLimits = DEFAULT_SOURCE_LIMITS,
-          progress: Callable[[int, int], None] | None = None, documents: bool = True) -> AuditReport:
+          progress: Callable[[int, int], None] | None = None, documents: bool = True,
+          policy: Any = None) -> AuditReport:
     """Audit every deployment under ``paths`` with the rules in ``rules``
     (None: the bundled rules), using ``jobs`` processes.
 
@@ -540,19 +541,32 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     from. ``progress(done, total)`` is called as files complete.
     ``documents=False`` leaves each entry's ``deployment.document`` None once
     it is decided and digested (a report never shows documents): an audit
-    of a large fleet then holds, and sends between processes, far less. Raises
-    :class:`AuditError` for a missing path and :class:`PolicyError` for
-    invalid rules; nothing in the files makes it raise.
+    of a large fleet then holds, and sends between processes, far less.
+    ``policy``, instead of ``rules``: a policy already loaded to audit with
+    (its memos, warm from earlier audits or decisions, serve this one); the
+    audit leaves it open for the caller to close. Where workers must be
+    spawned rather than forked, each loads the rules again from
+    ``policy.source``. Raises :class:`AuditError` for a missing path or a
+    closed policy and :class:`PolicyError` for invalid rules; nothing in the
+    files makes it raise.
     """
     if jobs < 1:
         raise AuditError([Problem("audit.jobs", f"must be at least 1, got {jobs}", file="--jobs")])
-    policy = load_policy(rules)
-    files, skipped = _walk(paths)
-    settings = _Settings(_roots(paths, config_roots), limits, documents)
-    total = len(files)
+    own = policy is None
+    if own:
+        policy = load_policy(rules)
+    elif rules is not None:
+        raise AuditError([Problem("audit.policy", "give the rules or a loaded policy, not both", file="rules")])
+    elif policy._evaluator.closed:
+        raise AuditError([Problem("audit.policy", "the policy was closed", file="policy")])
+    else:
+        rules = None if policy.source == "bundled" else policy.source  # for spawned workers
     results: list[tuple[FileResult, list[Entry]]] = []
     tally = None
     try:
+        files, skipped = _walk(paths)
+        settings = _Settings(_roots(paths, config_roots), limits, documents)
+        total = len(files)
         if jobs == 1 or total < 2:
             counter = _Counter(total, progress)
             results = _examine_all(policy, files, settings, counter if progress else None)
@@ -566,7 +580,8 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
         # The report holds the dicts it needs; the audit's policy and its
         # decisions need not outlive it in this module.
         _AS_DICT.clear()
-        policy.close()
+        if own:
+            policy.close()
     file_results = [r for r, _ in results] + skipped
     entries = tuple(entry for _, found in results for entry in found)
     return AuditReport(tuple(paths), policy.source, policy.digest, tuple(file_results), entries, tally=tally)

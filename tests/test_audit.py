@@ -632,3 +632,24 @@ def test_an_audit_leaves_nothing_for_the_cycle_collector(jobs):
     finally:
         if paused:
             gc.enable()
+
+
+def test_an_audit_with_a_loaded_policy_uses_it_and_leaves_it_open():
+    import hma_policy
+
+    policy = hma_policy.load_policy()
+    try:
+        first = audit([str(FLEET)], policy=policy, jobs=2)
+        assert policy.decide({"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}).outcome == "enabled"
+        second = audit([str(FLEET)], policy=policy)  # its memos now warm
+        assert first.summary() == second.summary() and first.summary()["outcomes"] == {
+            "enabled": 18, "disabled": 12, "error": 7, "undetermined": 1}
+        assert [e.decision for e in first.entries] == [e.decision for e in second.entries]
+        with pytest.raises(AuditError) as info:
+            audit([str(FLEET)], policy=policy, rules=str(REPO / "rules"))
+        assert str(info.value) == "rules: audit.policy: give the rules or a loaded policy, not both"
+    finally:
+        policy.close()
+    with pytest.raises(AuditError) as info:
+        audit([str(FLEET)], policy=policy)
+    assert str(info.value) == "policy: audit.policy: the policy was closed"

@@ -372,3 +372,39 @@ def test_cli_spells_the_audit_choices_as_the_audit_modules_do():
 
     assert cli.REPORT_FORMATS == report.FORMATS
     assert cli.FAIL_ON_CONDITIONS == audit.FAIL_ON
+
+
+def test_main_in_a_program_returns_the_status_and_frees_what_the_audit_made(tmp_path, monkeypatch, capsys):
+    # The console command ends its process at once after its output (the
+    # cli.run entry point); main() is for programs: it returns the status,
+    # and the policy the audit loaded is unloaded from the rule runtime.
+    from hma_policy import _durable
+    from hma_policy.cli import main
+
+    unloaded = []
+    real = _durable._dre.delete_ruleset
+    monkeypatch.setattr(_durable._dre, "delete_ruleset", lambda handle: unloaded.append(handle) or real(handle))
+    report = tmp_path / "report.json"
+    assert main(["audit", str(REPO / "examples" / "fleet"), "--format", "json", "-o", str(report)]) == 0
+    assert capsys.readouterr().out.startswith(f"wrote {report} (json): 38 deployment(s), enabled 18, disabled 12, error 7,")
+    assert json.loads(report.read_text(encoding="utf-8"))["summary"]["deployments"] == 38
+    assert len(unloaded) == 1
+    assert main(["audit", str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err == f"hma-policy: {tmp_path / 'missing'}: audit.path: no such file or directory\n"
+    assert len(unloaded) == 2  # closed on the way out of a failed audit too
+
+
+def test_the_console_command_writes_everything_before_it_ends(workdir, tmp_path):
+    # cli.run ends the process without the interpreter's teardown: the
+    # output, piped or written to a file, must be whole, and the status kept.
+    report = tmp_path / "fleet.md"
+    completed = subprocess.run([sys.executable, "-m", "hma_policy", "audit", str(REPO / "examples" / "fleet"),
+                                "--format", "md", "-o", str(report), "--fail-on", "error"],
+                               cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 1  # --fail-on met
+    assert completed.stderr == "hma-policy: --fail-on met: error: 7\n"
+    assert completed.stdout.startswith(f"wrote {report} (md): 38 deployment(s)")
+    assert report.read_text(encoding="utf-8").endswith("\n") and "| **undetermined** |" in report.read_text(encoding="utf-8")
+    piped = subprocess.run([sys.executable, "-m", "hma_policy", "audit", str(REPO / "examples" / "fleet"), "--format", "json"],
+                           cwd=workdir, capture_output=True, timeout=300)
+    assert piped.returncode == 0 and json.loads(piped.stdout)["summary"]["deployments"] == 38
