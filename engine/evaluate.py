@@ -518,7 +518,12 @@ class Evaluator:
             if values.get("offload_role", "none") != "none":
                 ktc["kv_role"] = values["offload_role"]
             speculative = None
-        inputs = document_inputs(document, self.model.containers, env)
+        try:
+            inputs: tuple | None = document_inputs(document, self.model.containers, env)
+        except InputError:
+            # A string the runtime cannot take: the graph's facts, built
+            # first, report theirs first (as before this lookup was added).
+            inputs = None
         # A decision is a pure function of the offloading facts (all in their
         # exact key), the graph's signature (which fixes its nodes, their
         # facts and so their templates) and the document's own inputs to the
@@ -526,7 +531,7 @@ class Evaluator:
         # them. Documents that differ elsewhere (names of deployments, ports,
         # ids) share it, found before any fact is built.
         signature = graph_signature(ktc, self.model.containers, env) if self.memo_enabled else None
-        memo_key = (offload_key, signature, inputs) if signature is not None else None
+        memo_key = (offload_key, signature, inputs) if signature is not None and inputs is not None else None
         if memo_key is not None:
             hit = self._decisions.get(memo_key)
             if hit is not None:
@@ -535,7 +540,8 @@ class Evaluator:
         if plan is None:
             plan = self._result(speculative if speculative is not None else self._drive(self._plan_job(env, ktc))[0])
         top = plan.top
-        facts = document_facts(document, top, plan.verdicts.get(top.path) if top else None, inputs=inputs)
+        facts = document_facts(document, top, plan.verdicts.get(top.path) if top else None, self.model.containers, env,
+                               inputs)
         decision_key = self._template_key("decision", facts, True)
         decision_template = self._template(decision_key) if self.memo_enabled else None
         if decision_template is None:

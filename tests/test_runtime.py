@@ -328,3 +328,26 @@ def test_equal_graph_signatures_have_equal_graphs_and_node_facts():
             assert graph(copy) == (signature, facts)
             copies += 1
     assert collisions > 1000 and copies > 1000
+
+
+def test_with_two_strings_the_runtime_refuses_the_graphs_is_reported_first_with_or_without_memos():
+    # The decision memo's key reads the document's own inputs before the
+    # graph's facts are built; an input the runtime refuses (an unpaired
+    # surrogate) must not change which error is reported: the graph's, as
+    # when every step is posted.
+    child = "/kv_transfer_config/kv_connector_extra_config/connectors/0/kv_connector"
+    document = {"kv_transfer_config": {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {
+        "connectors": [{"kv_connector": "Nixl\ud800", "kv_role": "kv_both"}]}}, "speculative_config": {"method": "eagle\ud800"}}
+    for memo in (True, False):
+        policy = hma_policy.load_policy(memo=memo)
+        try:
+            with pytest.raises(hma_policy.InputError) as info:
+                policy.decide(document)
+            assert [(p.code, p.path) for p in info.value.problems] == [("input.encoding", child)]
+            alone = {"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"},
+                     "speculative_config": {"method": "eagle\ud800"}}
+            with pytest.raises(hma_policy.InputError) as info:
+                policy.decide(alone)
+            assert [(p.code, p.path) for p in info.value.problems] == [("input.encoding", "/speculative_config/method")]
+        finally:
+            policy.close()
