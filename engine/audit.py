@@ -502,7 +502,9 @@ _WORKER: dict[str, Any] = {}
 
 
 def _worker_init(rules: str | None, settings: _Settings) -> None:
-    _WORKER.update(policy=load_policy(rules), settings=settings)
+    policy = load_policy(rules)
+    policy._evaluator.widen()  # the process audits one fleet, its collector paused
+    _WORKER.update(policy=policy, settings=settings)
 
 
 def _worker_chunk(chunk: list[tuple[str, str, bool]]) -> list[tuple[FileResult, list[Entry]]]:
@@ -567,15 +569,19 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
         files, skipped = _walk(paths)
         settings = _Settings(_roots(paths, config_roots), limits, documents)
         total = len(files)
-        if jobs == 1 or total < 2:
-            counter = _Counter(total, progress)
-            results = _examine_all(policy, files, settings, counter if progress else None)
-        elif _forkable():
-            results, tally = _forked(policy, files, jobs, settings, progress)
-        elif _spawnable():
-            results = _parallel(policy, files, rules, jobs, settings, progress)
-        else:
-            results = _examine_all(policy, files, settings, _Counter(total, progress) if progress else None)
+        # One fleet, its collector paused while files are examined: the
+        # memos may hold a process's share of a large fleet (forked workers
+        # inherit the bounds, spawned ones widen their own).
+        with policy._evaluator.fleet_bounds():
+            if jobs == 1 or total < 2:
+                counter = _Counter(total, progress)
+                results = _examine_all(policy, files, settings, counter if progress else None)
+            elif _forkable():
+                results, tally = _forked(policy, files, jobs, settings, progress)
+            elif _spawnable():
+                results = _parallel(policy, files, rules, jobs, settings, progress)
+            else:
+                results = _examine_all(policy, files, settings, _Counter(total, progress) if progress else None)
     finally:
         # The report holds the dicts it needs; the audit's policy and its
         # decisions need not outlive it in this module.

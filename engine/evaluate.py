@@ -10,6 +10,7 @@ what a MultiConnector needs are answered by the rules.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -31,15 +32,20 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MEMO_LIMIT = 16_384
 _TEMPLATE_LIMIT = 16_384
 # The decision memo is bounded by the nodes its decisions hold (~0.9 KiB
-# each in a fleet: ~22 MiB), and so are the memos of graph plans and results;
-# the memo of node results (each holding its facts and messages) by its
-# entries. Sized so that one --jobs 2 process's share of a 20,000-deployment
-# fleet fits (~4,100 decisions, ~2,250 graph signatures, ~12,000 plan nodes):
-# a memo cleared midway makes its entries again. tests/test_memory.py holds
-# the process's growth over 30,000 distinct random graphs under 64 MiB (~50).
-_DECISION_NODE_LIMIT = 24_576
-_PLAN_NODE_LIMIT = 16_384
-_GRAPH_NODE_LIMIT = 8_192
+# each in a fleet), and so are the memos of graph plans and results; the
+# memo of node results (each holding its facts and messages) by its entries.
+# Every memo entry is walked by each full pass of the cyclic garbage
+# collector: with the wider bounds below, deciding random distinct documents
+# took 25% longer (collection, not evaluation). So these are the bounds for
+# decisions one at a time (decide()), and an audit, which pauses the
+# collector and decides one fleet, widens them (Evaluator.fleet_bounds).
+_DECISION_NODE_LIMIT = 16_384
+_PLAN_NODE_LIMIT = 4_096
+_GRAPH_NODE_LIMIT = 4_096
+# An audit's: one --jobs 2 process's share of a 20,000-deployment fleet fits
+# (~4,100 decisions, ~2,250 graph signatures, ~12,000 plan nodes); a memo
+# cleared midway makes its entries again.
+_FLEET_LIMITS = {"_decisions": 24_576, "_plans": 16_384, "_graphs": 8_192}
 _NODE_RUN_LIMIT = 4_096
 
 
@@ -712,6 +718,29 @@ class Evaluator:
         out.connectors.append(verdict)
         if node is out.top:
             out.top_reasons = [run.reasons["support"]] if "support" in run.reasons else []
+
+    def widen(self) -> dict[str, int]:
+        """Widen the memo bounds for a batch over one fleet whose cyclic
+        garbage collection is paused (an audit; see _FLEET_LIMITS); the
+        bounds before."""
+        before = {name: getattr(self, name).limit for name in _FLEET_LIMITS}
+        for name, limit in _FLEET_LIMITS.items():
+            getattr(self, name).limit = max(limit, before[name])
+        return before
+
+    @contextmanager
+    def fleet_bounds(self) -> Iterator[None]:
+        """:meth:`widen` meanwhile; after, the bounds before, and a memo
+        past its bound is cleared."""
+        before = self.widen()
+        try:
+            yield
+        finally:
+            for name, limit in before.items():
+                memo = getattr(self, name)
+                memo.limit = limit
+                if memo.nodes > limit:
+                    memo.clear()
 
     def close(self) -> None:
         self.closed = True

@@ -653,3 +653,27 @@ def test_an_audit_with_a_loaded_policy_uses_it_and_leaves_it_open():
     with pytest.raises(AuditError) as info:
         audit([str(FLEET)], policy=policy)
     assert str(info.value) == "policy: audit.policy: the policy was closed"
+
+
+def test_an_audit_widens_the_memo_bounds_only_while_it_runs(monkeypatch):
+    # decide() keeps the memos small (every full pass of the cyclic collector
+    # walks them); an audit, its collector paused, holds a fleet's share.
+    import hma_policy
+    import hma_policy.audit as audit_module
+
+    policy = hma_policy.load_policy()
+    memos = lambda: {name: getattr(policy._evaluator, name).limit for name in ("_decisions", "_plans", "_graphs")}  # noqa: E731
+    narrow, during = memos(), []
+    original = audit_module._examine_all
+
+    def examine(*args, **kwargs):
+        during.append(memos())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(audit_module, "_examine_all", examine)
+    try:
+        audit([str(FLEET)], policy=policy)
+        assert during and all(all(d[name] > narrow[name] for name in narrow) for d in during)
+        assert memos() == narrow
+    finally:
+        policy.close()
