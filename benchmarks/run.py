@@ -311,8 +311,9 @@ def audit_stages(files: list[Path]) -> dict[str, float]:
     # The audit's own two stages (engine/audit.py): validate, then evaluate
     # without decide()'s document cache.
     policy = hma_policy.load_policy()
-    checked, validate_us = per_file(lambda d: policy._validated(d, DEFAULT_LIMITS), documents)
-    decisions, evaluate_us = per_file(policy._decided, checked)
+    with policy._evaluator.fleet_bounds():  # as an audit holds its memos
+        checked, validate_us = per_file(lambda d: policy._validated(d, DEFAULT_LIMITS), documents)
+        decisions, evaluate_us = per_file(policy._decided, checked)
     policy.close()
     digests, digest_us = per_file(input_digest, documents)
     _, row_us = per_file(lambda i: Entry(deployments[i], decisions[i].to_dict(), digests[i]).to_dict(), list(range(len(files))))
