@@ -35,13 +35,16 @@ _TEMPLATE_LIMIT = 16_384
 # each in a fleet), and so are the memos of graph plans and results; the
 # memo of node results (each holding its facts and messages) by its entries.
 # Every memo entry is walked by each full pass of the cyclic garbage
-# collector: with the wider bounds below, deciding random distinct documents
-# took 25% longer (collection, not evaluation). So these are the bounds for
-# decisions one at a time (decide()), and an audit, which pauses the
-# collector and decides one fleet, widens them (Evaluator.fleet_bounds).
+# collector, and a memo of large graphs that seldom repeat is filled and
+# cleared over and over: with the wider bounds below for every decision,
+# random distinct documents (benchmarks/differential.py) took 25% longer.
+# So these are the bounds for decisions one at a time (decide()): plans and
+# graph results for a fleet's common small graphs (an 8-leaf tree is 11
+# nodes); an audit, which pauses the collector and decides one fleet, widens
+# them (Evaluator.fleet_bounds).
 _DECISION_NODE_LIMIT = 16_384
-_PLAN_NODE_LIMIT = 4_096
-_GRAPH_NODE_LIMIT = 4_096
+_PLAN_NODE_LIMIT = 1_024
+_GRAPH_NODE_LIMIT = 1_024
 # An audit's: one --jobs 2 process's share of a 20,000-deployment fleet fits
 # (~4,100 decisions, ~2,250 graph signatures, ~12,000 plan nodes); a memo
 # cleared midway makes its entries again.
