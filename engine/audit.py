@@ -652,6 +652,7 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
             os._exit(2)
 
     def absorb(index: int, results: list[tuple[FileResult, list[Entry]]]) -> None:
+        # A chunk's results, this process's or a worker's.
         done[index] = results
         counter(len(chunks[index]))
 
@@ -668,9 +669,8 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
         gc.disable()
         try:
             while (index := take()) < len(chunks):
-                done[index] = _examine_all(policy, chunks[index], settings)
+                absorb(index, _examine_all(policy, chunks[index], settings))
                 own.append(index)
-                counter(len(chunks[index]))
                 for reader in readers:
                     reader.read()
             tallies.append(_tally(entry for index in own for _, found in done[index] for entry in found))
