@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from operator import itemgetter
@@ -210,6 +210,20 @@ class AuditReport:
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (``hma-policy audit --format json``)."""
         remedies: dict[int, str | None] = {}  # by decision dict: each entry's holds it alive meanwhile
+        return self._report_dict([e._to_dict(remedies) for e in self.entries])
+
+    def iter_deployments(self, size: int = 1024) -> Iterator[list[dict[str, Any]]]:
+        """``to_dict()["deployments"]``, ``size`` at a time, in order: for a
+        writer that streams a large report (report.write) rather than
+        holding every deployment's dict at once."""
+        remedies: dict[int, str | None] = {}
+        entries, size = self.entries, max(1, size)
+        for start in range(0, len(entries), size):
+            yield [e._to_dict(remedies) for e in entries[start:start + size]]
+
+    def _report_dict(self, deployments: Any) -> dict[str, Any]:
+        """The JSON report with ``deployments`` as its deployments (a
+        streaming writer puts a placeholder there)."""
         return {
             "kind": "hma-policy-audit",
             "version": 1,
@@ -218,7 +232,7 @@ class AuditReport:
             "policy": {"source": self.policy_source, "digest": self.policy_digest},
             "paths": list(self.paths),
             "summary": self.summary(),
-            "deployments": [e._to_dict(remedies) for e in self.entries],
+            "deployments": deployments,
             "problems": [_problem_dict(p) for p in self.problems],
             "skipped": [{"file": f.file, "reason": f.skipped} for f in self.files if f.skipped is not None],
         }

@@ -394,11 +394,9 @@ def _audit(args: argparse.Namespace, stdin: Any) -> tuple[int, str, Any]:
 
 
 def _audit_report(args: argparse.Namespace, policy: Any) -> tuple[int, str, Any]:
-    from pathlib import Path
-
     from .audit import AuditError, audit, progress_bar
     from .errors import Problem
-    from .report import render, render_bytes
+    from .report import render, write
 
     log = _open_log(args) if args.log else None
     try:
@@ -418,14 +416,36 @@ def _audit_report(args: argparse.Namespace, policy: Any) -> tuple[int, str, Any]
     code = EXIT_REJECTED if failing else EXIT_OK
     if args.output:
         try:
-            Path(args.output).write_bytes(render_bytes(report, args.format))
+            with open(args.output, "wb") as handle:
+                write(report, args.format, handle)
         except OSError as exc:
             raise AuditError([Problem("audit.output", f"cannot write the report: {exc.strerror or exc}", file=args.output)]) from None
         summary = report.summary()
         return code, (f"wrote {args.output} ({args.format}): {summary['deployments']} deployment(s), "
                       + ", ".join(f"{k} {v}" for k, v in summary["outcomes"].items())
                       + f"; {summary['problems']} file problem(s)"), (report, policy)
+    if args.format == "json":  # written as bytes, a slice at a time (report.write)
+        return code, _Streamed(report, args.format), (report, policy)
     return code, render(report, args.format), (report, policy)
+
+
+class _Streamed:
+    """Output a command writes to standard output's bytes with report.write
+    (a JSON audit report: never whole in memory), rather than as one text."""
+
+    def __init__(self, report: Any, fmt: str):
+        self.report, self.fmt = report, fmt
+
+    def emit(self, stdout: Any) -> None:
+        from .report import render, write
+
+        buffer = getattr(stdout, "buffer", None)
+        if buffer is None:  # a text-only stream (a test's StringIO): the same text, at once
+            print(render(self.report, self.fmt).encode("utf-8", "backslashreplace").decode("utf-8"), file=stdout)
+            return
+        stdout.flush()
+        write(self.report, self.fmt, buffer)
+        buffer.flush()
 
 
 def _log(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
@@ -485,10 +505,12 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
         handler = {"validate": _validate, "rules": _rules, "test": _test, "diff": _diff, "audit": _audit,
                    "log": _log}.get(args.command, _decide)
         code, text, *made = handler(args, sys.stdin)
-        # A lone surrogate from a document cannot be written as UTF-8: escape it.
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
         try:
-            print(text, file=stdout)
+            if isinstance(text, _Streamed):
+                text.emit(stdout)
+            else:
+                # A lone surrogate from a document cannot be written as UTF-8: escape it.
+                print(text.encode("utf-8", "backslashreplace").decode("utf-8"), file=stdout)
             stdout.flush()
         except BrokenPipeError:
             # The reader went away; the exit status still reports the result.

@@ -362,6 +362,52 @@ def test_a_report_file_holds_the_rendered_text_and_a_final_newline(fleet_report,
         assert render_bytes(odd, fmt) == (json.dumps(odd, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+@pytest.mark.parametrize("size", [1, 7, 1024])
+def test_a_json_report_written_a_slice_at_a_time_is_the_bytes_of_the_whole(fleet_report, size, monkeypatch, tmp_path):
+    # report.write streams a JSON report (the CLI's `-o FILE` and standard
+    # output): a slice of deployments at a time, each rendered inside an
+    # object of the same depth and spliced in where the report holds a NUL.
+    from hma_policy import report as report_module
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764374400")
+    monkeypatch.setattr(report_module, "_SLICE", size)
+
+    def written(report):
+        out = io.BytesIO()
+        report_module.write(report, "json", out)
+        return out.getvalue()
+
+    assert written(fleet_report) == report_module.render_bytes(fleet_report, "json")
+    (tmp_path / "empty").mkdir()
+    empty = audit([str(tmp_path / "empty")])
+    assert written(empty) == report_module.render_bytes(empty, "json")
+    assert b'"deployments": [],' in written(empty)
+    # Text orjson refuses (a lone surrogate), in one deployment's slice and
+    # in the report's head (an audited path): written as render_bytes
+    # writes it, the surrogate as its escape.
+    odd = tmp_path / os.fsdecode(b"odd\xff")
+    odd.mkdir()
+    (odd / "a.json").write_bytes(b'{"name": "dep-\\ud800", "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}')
+    for path in (odd / "a.json", odd):
+        report = audit([str(path)])
+        assert written(report) == report_module.render_bytes(report, "json")
+        assert json.loads(written(report).decode("utf-8"))["deployments"][0]["name"] == "dep-\ud800"
+    # Other formats are written whole.
+    out = io.BytesIO()
+    report_module.write(fleet_report, "md", out)
+    assert out.getvalue() == report_module.render_bytes(fleet_report, "md")
+
+
+def test_the_json_report_on_standard_output_is_the_report_file(tmp_path):
+    # `audit --format json` streams to standard output the bytes `-o FILE` holds.
+    env = {"SOURCE_DATE_EPOCH": "1764374400"}
+    code, out, err = run("audit", "examples/fleet", "--format", "json", env=env)
+    assert (code, err) == (0, "")
+    assert run("audit", "examples/fleet", "--format", "json", "-o", str(tmp_path / "r.json"), env=env)[0] == 0
+    assert out.encode("utf-8") == (tmp_path / "r.json").read_bytes()
+    assert len(json.loads(out)["deployments"]) == len(EXPECTED)
+
+
 def test_forked_and_spawned_workers_give_the_report_of_one_process(fleet_report):
     # From the main thread the workers are forked; from a program running
     # other threads they are spawned (a fork would copy their held locks).
