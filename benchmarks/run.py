@@ -15,7 +15,6 @@ import json
 import os
 import platform
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -257,26 +256,26 @@ def bench_audit(quick: bool) -> dict:
         out: dict[str, Any] = {"documents": count, "runs": 1 if quick else 5}
         rates: dict[int, list[float]] = {1: [], 2: []}
         cpu: dict[int, list[float]] = {1: [], 2: []}
+        peak: dict[int, list[int]] = {1: [], 2: []}
         # The median of several runs (one run on a shared machine varies by a
         # third), --jobs 1 and 2 in turn so that a slow spell falls on both.
         for _ in range(out["runs"]):
             for jobs in (1, 2):
                 cmd = [sys.executable, "-m", "hma_policy", "audit", tmp, "--jobs", str(jobs), "--format", "json", "-o", os.devnull]
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                start = time.perf_counter()
-                result = subprocess.run(cmd, capture_output=True, text=True)
-                elapsed = time.perf_counter() - start
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                if "invalid choice: 'audit'" in result.stderr:
+                returncode, elapsed, usage, stderr = _run_measured(cmd)
+                if "invalid choice: 'audit'" in stderr:
                     return {"documents": count, "note": "n/a: this build has no audit command"}
                 rates[jobs].append(count / elapsed)
-                # CPU time of the audit and its workers (each waited for by the audit, so counted here).
-                cpu[jobs].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-                out[f"jobs_{jobs}_exit"] = result.returncode
+                # CPU time of the audit and its workers (each waited for by the audit, so counted
+                # in its usage), and the peak RSS of the largest of those processes.
+                cpu[jobs].append(usage.ru_utime + usage.ru_stime)
+                peak[jobs].append(usage.ru_maxrss)
+                out[f"jobs_{jobs}_exit"] = returncode
         for jobs in (1, 2):
             out[f"jobs_{jobs}_docs_per_s"] = statistics.median(rates[jobs])
             out[f"jobs_{jobs}_docs_per_s_runs"] = rates[jobs]
             out[f"jobs_{jobs}_cpu_s"] = statistics.median(cpu[jobs])
+            out[f"jobs_{jobs}_peak_rss_kib"] = statistics.median(peak[jobs])
         # The floor: reading and parsing the same files, in one process.
         files = sorted(Path(tmp).iterdir())
         start = time.perf_counter()
@@ -285,6 +284,19 @@ def bench_audit(quick: bool) -> dict:
         out["floor_read_parse_docs_per_s"] = count / (time.perf_counter() - start)
         out["stages_us"] = audit_stages(files)
     return out
+
+
+def _run_measured(cmd: list[str]) -> tuple[int, float, Any, str]:
+    """Run ``cmd``: its exit status, wall time, resource usage (its own and
+    its waited-for children's: os.wait4) and standard error."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return process.returncode, elapsed, usage, err.read().decode("utf-8", "replace")
 
 
 def audit_stages(files: list[Path]) -> dict[str, float]:
@@ -417,6 +429,9 @@ def render(r: dict[str, Any]) -> str:
             lines.append(f"  CPU time (the audit and its workers): --jobs 1 {a['jobs_1_cpu_s']:.2f} s, --jobs 2 {a['jobs_2_cpu_s']:.2f} s; "
                          f"on {cpus} CPUs --jobs 2 cannot end in less than {a['jobs_2_cpu_s'] / cpus:.2f} s, "
                          f"a bound of {a['documents'] * cpus / a['jobs_2_cpu_s']:,.0f} docs/s")
+        if "jobs_2_peak_rss_kib" in a:
+            lines.append(f"  peak RSS (the largest of the audit's processes): --jobs 1 {a['jobs_1_peak_rss_kib'] / 1024:.0f} MiB, "
+                         f"--jobs 2 {a['jobs_2_peak_rss_kib'] / 1024:.0f} MiB")
         st = a["stages_us"]
         floor_us = 1e6 / a["floor_read_parse_docs_per_s"]
         lines.append(f"  per file in one process, cold policy: read and classify {st['read_and_classify']:.0f} µs, validate {st['validate']:.0f}, "
