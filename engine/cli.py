@@ -168,7 +168,8 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to audit")
     audit.add_argument("--format", choices=REPORT_FORMATS, default="text", help="report format (default: text)")
     audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of standard output")
-    audit.add_argument("--jobs", type=_positive, default=1, metavar="N", help="worker processes (default: 1); the report is the same for every N")
+    audit.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                       help="processes (default: 1; auto: one per CPU this process may use); the report is the same for every N")
     audit.add_argument("--rules", metavar="DIR", help="rules directory (default: the bundled rules)")
     audit.add_argument("--fail-on", type=_conditions, default=(), metavar="LIST",
                        help=f"exit 1 when any of these is found (comma-separated): {', '.join(FAIL_ON_CONDITIONS)}")
@@ -191,13 +192,21 @@ def _log_options(cmd: argparse.ArgumentParser) -> None:
                      help="fields whose values the log masks, comma-separated, or `none` (default: kv_connector_extra_config)")
 
 
-def _positive(text: str) -> int:
+def _jobs(text: str) -> int:
+    """--jobs: a whole number of at least 1, or `auto`: the CPUs this
+    process may run on (its affinity mask, which containers and taskset
+    narrow; the machine's count where the platform has no mask)."""
+    if text == "auto":
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except (AttributeError, OSError):
+            return max(1, os.cpu_count() or 1)
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got `{text}`") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number or auto, got `{text}`") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+        raise argparse.ArgumentTypeError(f"must be at least 1 (or auto), got {value}")
     return value
 
 

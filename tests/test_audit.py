@@ -218,6 +218,25 @@ def test_usage_and_environment_errors_exit_2(args, message):
     assert err
 
 
+def test_jobs_auto_runs_one_process_per_usable_cpu(monkeypatch):
+    from hma_policy import cli
+
+    monkeypatch.setattr(cli.os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
+    assert cli._parser().parse_args(["audit", "x", "--jobs", "auto"]).jobs == 3
+    monkeypatch.delattr(cli.os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: None)
+    assert cli._parser().parse_args(["audit", "x", "--jobs", "auto"]).jobs == 1
+    code, out, err = run("audit", "examples/fleet", "--jobs", "auto", "--format", "json", env={"SOURCE_DATE_EPOCH": "1764374400"})
+    assert (code, err) == (0, "")
+    assert out == run("audit", "examples/fleet", "--format", "json", env={"SOURCE_DATE_EPOCH": "1764374400"})[1]
+    code, _, err = run("audit", "examples/fleet", "--jobs", "some")
+    assert code == 2
+    assert "argument --jobs: expected a whole number or auto, got `some`" in err
+    code, _, err = run("audit", "examples/fleet", "--jobs", "0")
+    assert code == 2
+    assert "argument --jobs: must be at least 1 (or auto), got 0" in err
+
+
 def test_output_file_and_decision_log(tmp_path):
     report, log = tmp_path / "fleet.md", tmp_path / "decisions.jsonl"
     code, out, err = run("audit", "examples/fleet", "--format", "md", "-o", str(report), "--log", str(log))
