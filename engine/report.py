@@ -66,8 +66,8 @@ def write(report: Any, fmt: str, stream: Any) -> None:
 
     The JSON report of an AuditReport is written a slice of deployments at
     a time: its text (about 2.3 KB a deployment, 46 MB for 20,000) and the
-    dicts it is made from are never all held at once, which takes a third
-    off the peak memory of a 20,000-file audit. The bytes are those of
+    dicts it is made from are never all held at once, which takes a
+    quarter off the peak memory of a 20,000-file audit. The bytes are those of
     render_bytes: the report is rendered with a placeholder for its
     deployments, a NUL byte, which JSON text can only hold escaped (so the
     one raw NUL is the placeholder), and each slice is rendered inside an
