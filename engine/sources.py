@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .document import parse_text, read_limited
+from .document import parse_text
 from .errors import InputError, Problem, suggest
 from .schema import load_schema, pointer
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle  # our own forked children's answers, read back
 import random
 import signal
 import threading
@@ -157,7 +158,6 @@ def test_fork_while_other_threads_decide(sequential):
                 os.close(read_end)
                 signal.alarm(3)
                 try:
-                    import pickle
                     got = (answer(hma_policy, DOCUMENTS[attempt]), answer(shared, DOCUMENTS[attempt]))
                     os.write(write_end, pickle.dumps(got))
                 finally:
@@ -169,7 +169,6 @@ def test_fork_while_other_threads_decide(sequential):
             if status != 0 or not data:
                 hung += 1
                 continue
-            import pickle  # our own child's bytes
             if pickle.loads(data) != (sequential[attempt], sequential[attempt]):
                 wrong += 1
     finally:
