@@ -476,6 +476,12 @@ def run() -> NoReturn:
     """Entry point of the console script (and ``python -m hma_policy``):
     :func:`main` for the process's arguments, then the process ends at once
     (see _finish)."""
+    # A process started with standard output or error closed (`>&-`) has
+    # None there: what would be written to it is lost, as to a reader gone,
+    # and the exit status still tells the outcome.
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
     _finish(_main(None, finish=True))
 
 
@@ -488,7 +494,8 @@ def _finish(code: int) -> NoReturn:
     its data at exit, the exit is the ordinary one."""
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         except (OSError, ValueError):  # a reader gone, a stream closed: nothing more can be written
             pass
     if "coverage" in sys.modules:
@@ -515,12 +522,15 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
                    "log": _log}.get(args.command, _decide)
         code, text, *made = handler(args, sys.stdin)
         try:
-            if isinstance(text, _Streamed):
+            if stdout is None:  # a program's process without standard output: nothing to write to
+                pass
+            elif isinstance(text, _Streamed):
                 text.emit(stdout)
             else:
                 # A lone surrogate from a document cannot be written as UTF-8: escape it.
                 print(text.encode("utf-8", "backslashreplace").decode("utf-8"), file=stdout)
-            stdout.flush()
+            if stdout is not None:
+                stdout.flush()
         except BrokenPipeError:
             # The reader went away; the exit status still reports the result.
             devnull = os.open(os.devnull, os.O_WRONLY)

@@ -408,3 +408,26 @@ def test_the_console_command_writes_everything_before_it_ends(workdir, tmp_path)
     piped = subprocess.run([sys.executable, "-m", "hma_policy", "audit", str(REPO / "examples" / "fleet"), "--format", "json"],
                            cwd=workdir, capture_output=True, timeout=300)
     assert piped.returncode == 0 and json.loads(piped.stdout)["summary"]["deployments"] == 38
+
+
+@pytest.mark.parametrize("closed, args, code, out, err", [
+    (1, ["audit", "examples/fleet", "--format", "json"], 0, None, ""),
+    (1, ["audit", "examples/fleet", "--fail-on", "error"], 1, None, "hma-policy: --fail-on met: error: 7\n"),
+    (1, ["decide", "examples/nixl-pd-decode.json"], 0, None, ""),
+    (2, ["audit", "no/such/dir"], 2, "", None),
+    (2, ["decide", "examples/nixl-pd-decode.json", "--format", "json"], 0, '"outcome": "enabled"', None),
+])
+def test_a_closed_standard_stream_loses_its_output_not_the_exit_status(closed, args, code, out, err):
+    # `hma-policy ... >&-` starts Python with sys.stdout None: the command
+    # ended in a traceback (flushing None) instead of its status. What would
+    # go to the closed stream is lost, and nothing goes to the other instead.
+    import os
+
+    completed = subprocess.run([sys.executable, "-m", "hma_policy", *args], cwd=REPO, capture_output=True, text=True,
+                               timeout=300, preexec_fn=lambda: os.close(closed))
+    assert completed.returncode == code, completed.stderr
+    if closed == 1:
+        assert completed.stderr == err
+    else:
+        assert (completed.stdout == out) if out == "" else (out in completed.stdout), completed.stdout
+        assert "Traceback" not in completed.stdout
