@@ -12,29 +12,16 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import yamlsafe
 from .errors import InputError, Problem
+from .limits import DEFAULT_LIMITS, Limits
 from .schema import iter_problems, load_schema, pointer
 
 __all__ = ["Limits", "read_document", "parse_text", "prepare", "from_object"]
 
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Bounds enforced before any evaluation. All are configurable."""
-
-    max_bytes: int = 64 * 1024 * 1024
-    max_depth: int = 96
-    max_values: int = 2_000_000
-    max_string_length: int = 16 * 1024 * 1024
-    max_connectors: int = 10_000
-
-
-DEFAULT_LIMITS = Limits()
 
 # vLLM's CLI spellings of the top-level names (vllm serve --kv-transfer-config ...).
 ALIASES = {
@@ -75,8 +62,8 @@ def _json_loads(text: str, *, source: str, path: str = "") -> Any:
     """json.loads with duplicate keys, digit limits and deep nesting as InputError."""
     try:
         return _DECODER.decode(text)
-    except _DuplicateKey as exc:
-        raise _fail("input.duplicate_key", f"key `{exc.args[0]}` appears twice in one object in {source}", path) from None
+    except _DuplicateKey as duplicate:
+        raise _fail("input.duplicate_key", f"key `{duplicate.args[0]}` appears twice in one object in {source}", path) from None
     except json.JSONDecodeError:
         raise
     except RecursionError:
@@ -108,9 +95,10 @@ def parse_text(text: str, *, source: str = "<document>", fmt: str | None = None)
     return _yaml_load(text, source=source)
 
 
-def read_limited(handle: Any, max_bytes: int) -> bytes:
+def read_limited(handle: Any, max_bytes: int) -> bytes | str:
     """At most ``max_bytes + 1`` bytes of a binary file or stream (one more
-    than the limit, so that the caller can tell an oversized input).
+    than the limit, so that the caller can tell an oversized input); the
+    text, for a text stream.
 
     ``read(max_bytes + 1)`` would allocate the whole limit (64 MiB) for every
     small file; a regular file is read at its size, anything else (a pipe,
@@ -255,9 +243,12 @@ def _breach(document: Any, limits: Limits, kind: str) -> None:
             for key, _ in items:
                 if kind == "key" and not isinstance(key, str):
                     raise _fail("input.type", f"object keys must be strings, got `{key!r}`"[:200], pointer(path))
-            stack.extend((item, path + (key,), depth + 1) for key, item in reversed(items))
+            items.reverse()
+            stack.extend([(item, path + (key,), depth + 1) for key, item in items])
         elif isinstance(value, (list, tuple)):
-            stack.extend((item, path + (index,), depth + 1) for index, item in reversed(list(enumerate(value))))
+            pairs = list(enumerate(value))
+            pairs.reverse()
+            stack.extend([(item, path + (index,), depth + 1) for index, item in pairs])
         elif kind == "string" and isinstance(value, str) and len(value) > limits.max_string_length:
             raise _fail("input.limit", f"a string is longer than {limits.max_string_length} characters", pointer(path))
         elif kind == "int" and isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:

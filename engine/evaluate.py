@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -22,6 +22,10 @@ from .errors import HMAPolicyError, InputError, Problem, suggest
 from .facts import (FACTS, build_graph, document_facts, document_inputs, env_facts, graph_signature, node_facts,
                     offloading_facts)
 from .policy import PolicyModel, Rule, StepDef
+
+# A job run by Evaluator._drive: it yields the events of its next round,
+# is sent the names of the rules that answered them, and returns its result.
+Job = Generator[list[dict[str, Any]], list[str], Any]
 
 __all__ = ["Evaluator", "EvaluationError"]
 
@@ -111,8 +115,16 @@ def _literals(steps: Any, fact: str) -> frozenset | None:
     return frozenset(out) if all(type(v) is str for v in out) else None
 
 
+# supports_hma of a node, by its `support` fact (None for the others).
+_SUPPORTS_HMA: dict[Any, bool] = {"supported": True, "unsupported": False}
+
+
 class EvaluationError(HMAPolicyError):
     """The rule runtime failed (an engine fault, never a property of the document)."""
+
+    # A policy gap (no rule and no default): the step and the facts it read.
+    step: tuple[str, str] | None = None
+    facts: dict[str, Any] | None = None
 
 
 def _show(value: Any) -> str:
@@ -264,7 +276,7 @@ class Evaluator:
     # shared rounds was measured and dropped: their events repeat, and the
     # 5x more events cost what the 24x fewer posts saved.)
 
-    def _level_job(self, ruleset: str, scratches: list[dict[str, Any]]) -> Iterator:
+    def _level_job(self, ruleset: str, scratches: list[dict[str, Any]]) -> Job:
         """The rule each step of ``ruleset`` picks, for each of ``scratches``
         (independent fact sets), one round per level of steps.
 
@@ -320,7 +332,7 @@ class Evaluator:
                     scratch[step.name] = step.default if rule is None else rule.value
         return chosen
 
-    def _drive(self, *jobs: Iterator) -> list[Any]:
+    def _drive(self, *jobs: Job) -> list[Any]:
         """Run generators in lockstep, one post to the rule runtime per
         round; each job's return value, or the exception it raised (so that
         a speculative job cannot fail the others)."""
@@ -382,7 +394,7 @@ class Evaluator:
     def _templates_for(self, ruleset: str, facts_list: list[Mapping[str, Any]], halt_on_error: bool) -> list["_Template"]:
         return self._result(self._drive(self._template_job(ruleset, facts_list, halt_on_error))[0])[0]
 
-    def _template_job(self, ruleset: str, facts_list: list[Mapping[str, Any]], halt_on_error: bool) -> Iterator:
+    def _template_job(self, ruleset: str, facts_list: list[Mapping[str, Any]], halt_on_error: bool) -> Job:
         """The steps' outcome for each of these independent input fact sets:
         which rule set each fact.
 
@@ -392,7 +404,7 @@ class Evaluator:
         fact sets not seen before are evaluated together, one batch per level.
         """
         out: list[_Template | None] = [None] * len(facts_list)
-        missing: dict[Any, list[int]] = {}
+        missing: dict[Any, list[int]] = {}  # by shared key, or by index without the memo
         keys: list[tuple] = []
         for index, facts in enumerate(facts_list):
             key = self._template_key(ruleset, facts, halt_on_error)
@@ -406,12 +418,12 @@ class Evaluator:
             groups = list(missing.items())
             scratches = [dict(facts_list[indexes[0]]) for _, indexes in groups]
             chosen = yield from self._level_job(ruleset, scratches)
-            for (key, indexes), scratch, picked in zip(groups, scratches, chosen):
+            for (shared, indexes), scratch, picked in zip(groups, scratches, chosen):
                 template = self._build_template(ruleset, scratch, picked, halt_on_error)
                 if self.memo_enabled:
                     if len(self._templates) >= _TEMPLATE_LIMIT:
                         self._templates.clear()
-                    self._templates[key] = template
+                    self._templates[shared] = template
                 for index in indexes:
                     out[index] = template
         return out, keys
@@ -438,8 +450,9 @@ class Evaluator:
         """The key of a ruleset's outcome: the input facts its steps read or show."""
         values = list(map(facts.get, self._inputs[ruleset]))
         for at in self._list_inputs[ruleset]:
-            if values[at] is not None:
-                values[at] = tuple(values[at])
+            value = values[at]
+            if value is not None:
+                values[at] = tuple(value)
         return (ruleset, halt_on_error, *values)
 
     def _build_template(self, ruleset: str, scratch: dict[str, Any], chosen: Mapping[str, Rule | None],
@@ -563,7 +576,9 @@ class Evaluator:
 
     def _offload_error(self, facts: dict[str, Any], template: "_Template") -> Decision:
         offload = self.run("offloading", facts, halt_on_error=True, template=template)
-        return Decision("error", None, (offload.halted,), tuple(offload.warnings), (),
+        # A template that raises halts its run on that error.
+        errors = (offload.halted,) if offload.halted is not None else ()
+        return Decision("error", None, errors, tuple(offload.warnings), (),
                         tuple(r.id for r in offload.fired.values()), self.model.digest,
                         tuple(dict.fromkeys(offload.reasons.values())), step_data=tuple(offload.steps))
 
@@ -662,7 +677,7 @@ class Evaluator:
             self._plans.put(signature, plan, len(nodes) + 1)
         return plan
 
-    def _plan_job(self, env: Mapping[str, bool], ktc: Mapping[str, Any] | None) -> Iterator:
+    def _plan_job(self, env: Mapping[str, bool], ktc: Mapping[str, Any] | None) -> Job:
         """Each node's facts and template, children first (a generator for
         _drive); ``env``: the document's env_facts."""
         nodes = build_graph(ktc, self.model.containers)
@@ -704,7 +719,7 @@ class Evaluator:
             support_rule = run.fired.get("support")
             verdict = ConnectorVerdict(
                 path=node.path, kv_connector=node.name,
-                supports_hma={"supported": True, "unsupported": False}.get(run.facts.get("support")),
+                supports_hma=_SUPPORTS_HMA.get(run.facts.get("support")),
                 rule=support_rule.id if support_rule else None, depth=node.depth, support=run.facts.get("support"),
             )
             done = (run, verdict, tuple(r.id for r in run.fired.values()))

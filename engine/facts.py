@@ -209,10 +209,10 @@ def graph_signature(ktc: Any, containers: frozenset[str], env: Mapping[str, bool
         name = config.get("kv_connector")
         extra = config.get("kv_connector_extra_config") or {}
         items = extra.get("connectors") if isinstance(extra, dict) else None
-        children = items if isinstance(name, str) and name in containers and isinstance(items, list) else ()
+        children: Any = items if isinstance(name, str) and name in containers and isinstance(items, list) else ()
         out.append((_text_or_null(name), _text_or_null(config.get("kv_connector_module_path")), items is not None,
                     is_child and "engine_id" in config, len(children)))
-        stack.extend((child, True) for child in reversed(children))
+        stack.extend([(child, True) for child in reversed(children)])
     return tuple(out)
 
 
@@ -225,7 +225,8 @@ def _first(children: list[Node], verdicts: dict[str, dict[str, Any]], fact: str,
     return (ok if ok != "supported" else "none"), None
 
 
-def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str, bool]) -> tuple[dict[str, Any], dict[str, str]]:
+def node_facts(node: Node, verdicts: dict[str, dict[str, Any]],
+               env: Mapping[str, bool]) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
     """The facts of one node, given its children's verdicts; and, for each
     fact that carries a child's error, the child path to copy it from."""
     config = node.config
@@ -241,7 +242,7 @@ def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str
         # Past the first unknown child, the helper either stops there (that
         # child says no) or goes on to the first later child that does not
         # answer supported-or-unknown. Which answer that child gives is the fact.
-        later = node.children[[c.path for c in node.children].index(ns_path) + 1:]
+        later = node.children[[c.path for c in node.children].index(ns_path) + 1:] if ns_path is not None else []
         for child in later:
             value = verdicts[child.path]["support"]
             if value not in ("supported", "unknown"):
@@ -249,7 +250,7 @@ def node_facts(node: Node, verdicts: dict[str, dict[str, Any]], env: Mapping[str
                 break
     setup, setup_path = _first(children, verdicts, "setup", "ok") if children else ("ok", None)
     construct, construct_path = _first(children, verdicts, "construct", "ok") if children else ("ok", None)
-    facts = {
+    facts: dict[str, Any] = {
         "name": name,
         "name_set": config.get("kv_connector") is not None,
         "module_path": module_state,

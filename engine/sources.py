@@ -47,11 +47,13 @@ import shlex
 import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 from .document import parse_text
 from .errors import InputError, Problem, suggest
+from .limits import DEFAULT_SOURCE_LIMITS, SourceLimits
 from .schema import load_schema, pointer
 
 __all__ = ["Deployment", "SourceFile", "SourceLimits", "read_source", "source_format", "FORMATS"]
@@ -59,22 +61,6 @@ __all__ = ["Deployment", "SourceFile", "SourceLimits", "read_source", "source_fo
 FORMATS = ("document", "vllm-config", "shell", "dockerfile", "kubernetes")
 
 
-@dataclass(frozen=True, slots=True)
-class SourceLimits:
-    """Bounds on what one source file may make the audit read."""
-
-    max_file_bytes: int = 16 * 1024 * 1024
-    # A --config file or ConfigMap entry; vLLM reads one level only (a
-    # `config` key inside a config file is not followed), so depth is 1.
-    max_config_bytes: int = 1024 * 1024
-    max_yaml_documents: int = 10_000
-    max_commands: int = 10_000
-    # Shell variables: `X=$X$X` repeated doubles a value each time.
-    max_variable_length: int = 1024 * 1024
-    max_script_depth: int = 3  # sh -c "... sh -c '...'" nesting
-
-
-DEFAULT_SOURCE_LIMITS = SourceLimits()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,12 +92,16 @@ class Deployment:
     def __reduce__(self) -> tuple:
         # Pickled as its fields and rebuilt by __init__: four times faster to
         # load than the default for slotted classes (audit workers send many).
-        return (type(self), tuple(getattr(self, name) for name in self.__slots__))
+        return (type(self), tuple(getattr(self, name) for name in _DEPLOYMENT_FIELDS))
 
     def without_document(self) -> "Deployment":
         """This deployment with ``document`` None (an audit that need not keep it)."""
         return Deployment(self.file, self.format, self.anchor, self.line, self.name, None, self.problems, self.notes,
                           self.origins, self.resource)
+
+
+# Deployment's fields, in order (its pickled form; a compiled class has no __slots__ to read them from).
+_DEPLOYMENT_FIELDS = tuple(f.name for f in dataclass_fields(Deployment))
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,10 +371,10 @@ def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits
         return SourceFile(display, None, skipped="not a regular file")
     if problem is not None:
         return SourceFile(display, None, problems=(problem,))
-    text, problem = _decode(raw, display)
+    text, problem = _decode(cast(bytes, raw), display)  # read: no problem
     if problem is not None:
         return SourceFile(display, fmt, problems=(problem,))
-    ctx = _Ctx(path, display, roots, limits, text)
+    ctx = _Ctx(path, display, roots, limits, cast(str, text))  # decoded: no problem
     _read_directives(ctx)
     if fmt == "shell":
         deployments, problems = _shell_file(ctx)
@@ -393,7 +383,7 @@ def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits
         deployments, problems = _dockerfile(ctx)
         found = SourceFile(display, "dockerfile", tuple(deployments), tuple(problems))
     else:
-        found = _structured_file(ctx, fmt)
+        found = _structured_file(ctx, cast(str, fmt))  # json or yaml: a format was found
     return _unique_ids(found)
 
 
@@ -407,7 +397,7 @@ def _unique_ids(found: SourceFile) -> SourceFile:
         count = seen.get(deployment.anchor, 0) + 1
         seen[deployment.anchor] = count
         if count > 1:
-            fields = {f: getattr(deployment, f) for f in Deployment.__slots__}
+            fields = {f: getattr(deployment, f) for f in _DEPLOYMENT_FIELDS}
             fields["anchor"] = f"{deployment.anchor}/{count}"
             deployment = Deployment(**fields)
         out.append(deployment)
@@ -637,7 +627,7 @@ def _config_from_fs(ctx: _Ctx, base: Path, in_image: Callable[[str], Path | None
             return None, shown, _ctx.problem("source.config_missing", f"the config file `{shown}` is not a regular file")
         if problem is not None:
             return None, shown, problem
-        text, problem = _decode(raw, shown)
+        text, problem = _decode(cast(bytes, raw), shown)  # read: no problem
         return text, shown, problem
 
     return read
@@ -792,8 +782,8 @@ def _vllm_tokens(inv: _Invocation, ctx: _Ctx) -> tuple[list[_Tok], _Tok | None]:
             nested = {part: nested}
         held = dotted.setdefault(option, ({}, tok.origin))
         _merge(held[0], nested)
-    for option, (value, origin) in dotted.items():
-        out += [_Tok(option, origin), _Tok(json.dumps(value), origin)]
+    for option, (merged, origin) in dotted.items():
+        out += [_Tok(option, origin), _Tok(json.dumps(merged), origin)]
     return out, model
 
 
@@ -832,7 +822,7 @@ def _looks_like_number(text: str) -> bool:
 
 def _read_options(tokens: list[_Tok], inv: _Invocation, ctx: _Ctx) -> dict[str, tuple[Any, str, str]]:
     """argparse over the options the decision needs: the last occurrence wins."""
-    found: dict[str, tuple[Any, str]] = {}
+    found: dict[str, tuple[Any, str, str]] = {}
     i = 0
     while i < len(tokens):
         tok = tokens[i]
@@ -938,8 +928,8 @@ def _deployment(inv: _Invocation, ctx: _Ctx, fmt: str) -> Deployment:
         origins["env"] = origin
     if env:
         document["env"] = env
-    name = inv.name or (model.text if model is not None and not _UNRESOLVED.search(model.text) else None)
-    return Deployment(ctx.display, fmt, inv.anchor, inv.line, name, None if inv.problems else document,
+    called = inv.name or (model.text if model is not None and not _UNRESOLVED.search(model.text) else None)
+    return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if inv.problems else document,
                       tuple(inv.problems), tuple(inv.notes), tuple(sorted(origins.items())), inv.resource)
 
 
@@ -1248,7 +1238,7 @@ def _shell_invocations(script: str, ctx: _Ctx, *, variables: dict[str, str], exp
                 if nested is not None and depth < ctx.limits.max_script_depth:
                     inner_vars = dict(variables)
                     found += _shell_invocations(nested, ctx, variables=inner_vars, exported=dict(exported), first_line=line,
-                                                origin=lambda _l, line=line: origin(line), anchor=lambda _l, line=line: anchor(line),
+                                                origin=lambda _l, line=line: origin(line), anchor=lambda _l, line=line: anchor(line),  # type: ignore[misc]
                                                 depth=depth + 1, problems=problems)
                 continue
             for word in command[:located[0] if located else docker[0]]:  # type: ignore[index]
@@ -1515,18 +1505,18 @@ def _kubernetes(ctx: _Ctx, objects: list[dict[str, Any]], starts: list[int]) -> 
     config_maps: dict[tuple[str, str], dict[str, Any]] = {}
     for obj, _, _ in items:
         if obj.get("kind") == "ConfigMap" and isinstance(obj.get("metadata"), dict):
-            meta = obj["metadata"]
-            data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
-            config_maps[(str(meta.get("namespace") or ""), str(meta.get("name")))] = data
+            held: dict[str, Any] = obj["metadata"]
+            data: dict[str, Any] = obj["data"] if isinstance(obj.get("data"), dict) else {}
+            config_maps[(str(held.get("namespace") or ""), str(held.get("name")))] = data
     out: list[Deployment] = []
     for obj, number, start in items:
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         kind, name = str(obj.get("kind")), str(meta.get("name") or "")
         namespace = str(meta.get("namespace") or "")
         for pod_path, pod, pod_meta in _pod_specs(obj):
             facts_text = _annotation(pod_meta) or _annotation(meta)
-            containers = pod.get("containers")
-            volumes = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)} \
+            containers: list[Any] = pod["containers"]  # a list: _pod_specs found it
+            volumes: dict[Any, dict[str, Any]] = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)} \
                 if isinstance(pod.get("volumes"), list) else {}
             for index, container in enumerate(containers):
                 if not isinstance(container, dict):
@@ -1607,8 +1597,8 @@ def _container_invocations(container: dict[str, Any], ctx: _Ctx, where: str, anc
         if isinstance(item, dict) and isinstance(item.get("name"), str):
             value = item.get("value")
             env[item["name"]] = _k8s_expand(value, env) if isinstance(value, str) else (None if "valueFrom" in item else "")
-    command = container.get("command") if isinstance(container.get("command"), list) else None
-    arguments = container.get("args") if isinstance(container.get("args"), list) else []
+    command: list[Any] | None = container["command"] if isinstance(container.get("command"), list) else None
+    arguments: list[Any] = container["args"] if isinstance(container.get("args"), list) else []
     bad = [f"{k}[{i}]" for k, seq in (("command", command or []), ("args", arguments)) for i, v in enumerate(seq)
            if not isinstance(v, str)]
     argv = [_k8s_expand(str(v), env) for v in (command or [])] + [_k8s_expand(_scalar_text(v), env) for v in arguments]
@@ -1635,7 +1625,7 @@ def _container_invocations(container: dict[str, Any], ctx: _Ctx, where: str, anc
     return found
 
 
-def _config_from_volumes(container: dict[str, Any], volumes: Mapping[str, Any], config_maps: Mapping[tuple[str, str], dict],
+def _config_from_volumes(container: dict[str, Any], volumes: Mapping[Any, Any], config_maps: Mapping[tuple[str, str], dict],
                          namespace: str):
     """A reader of `--config FILE` inside a container: the file is found
     through the container's volumeMounts in a ConfigMap of the same manifest."""
