@@ -445,16 +445,18 @@ class _Streamed:
     def __init__(self, report: Any, fmt: str):
         self.report, self.fmt = report, fmt
 
-    def emit(self, stdout: Any) -> None:
+    def emit(self, stdout: Any) -> str | None:
+        """Written to ``stdout``'s bytes (None), or, for a text-only stream
+        (a test's StringIO), the text to print instead."""
         from .report import render, write
 
         buffer = getattr(stdout, "buffer", None)
-        if buffer is None:  # a text-only stream (a test's StringIO): the same text, at once
-            print(render(self.report, self.fmt).encode("utf-8", "backslashreplace").decode("utf-8"), file=stdout)
-            return
+        if buffer is None:
+            return render(self.report, self.fmt)
         stdout.flush()
         write(self.report, self.fmt, buffer)
         buffer.flush()
+        return None
 
 
 def _log(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
@@ -522,14 +524,13 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
                    "log": _log}.get(args.command, _decide)
         code, text, *made = handler(args, sys.stdin)
         try:
-            if stdout is None:  # a program's process without standard output: nothing to write to
-                pass
-            elif isinstance(text, _Streamed):
-                text.emit(stdout)
-            else:
-                # A lone surrogate from a document cannot be written as UTF-8: escape it.
-                print(text.encode("utf-8", "backslashreplace").decode("utf-8"), file=stdout)
+            # A program's process may have no standard output: nothing to write to.
             if stdout is not None:
+                if isinstance(text, _Streamed):
+                    text = text.emit(stdout)
+                if text is not None:
+                    # A lone surrogate from a document cannot be written as UTF-8: escape it.
+                    print(text.encode("utf-8", "backslashreplace").decode("utf-8"), file=stdout)
                 stdout.flush()
         except BrokenPipeError:
             # The reader went away; the exit status still reports the result.

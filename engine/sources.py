@@ -61,8 +61,6 @@ __all__ = ["Deployment", "SourceFile", "SourceLimits", "read_source", "source_fo
 FORMATS = ("document", "vllm-config", "shell", "dockerfile", "kubernetes")
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class Deployment:
     """One vLLM deployment found in a file, as a deployment document.
