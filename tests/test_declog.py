@@ -328,3 +328,56 @@ def test_log_mask_on_the_command_line(tmp_path):
     assert masked["document"]["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "<masked>"
     assert masked["document"]["kv_transfer_config"]["kv_connector_extra_config"] == {"backends": "<masked>"}
     assert unmasked["digest"] == masked["digest"]
+
+
+# -- canonical JSON: orjson where it writes what the standard encoder writes -------
+
+def _standard_canonical(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+@pytest.mark.parametrize("value", [
+    {"b": [1, True, None, {"z": 2, "a": (3, 4)}], "a": -0},
+    {"n": 2**63, "m": -2**63, "u": 2**64 - 1},
+    {"big": 2**64, "neg": -2**64 - 5},  # past 64 bits: orjson refuses them
+    {"x": 1.5, "y": 1e16, "z": 1e-7, "nan": float("nan"), "inf": float("-inf")},  # floats: written another way
+    {"é": "ü", "emoji": "😀", "surrogate": "\ud800"},  # not ASCII: escaped here
+    {"del": "\x7f", "ctl": "\x00\x1f\n\t\"\\/"},  # DEL: orjson leaves it raw
+    {1: "int key"}, [True, False, None, "", [], {}], "text", 7, None,
+])
+def test_canonical_is_the_standard_encoders_text(value):
+    assert declog.canonical(value) == _standard_canonical(value)
+
+
+def test_canonical_refuses_what_the_standard_encoder_refuses():
+    import dataclasses
+    import datetime
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    # orjson would write these; the canonical form has no spelling for them.
+    for value in ({"when": datetime.date(2026, 1, 1)}, {"p": Point(1)}, {"s": {1, 2}}):
+        with pytest.raises(TypeError):
+            declog.canonical(value)
+    with pytest.raises(TypeError):
+        _standard_canonical({"when": datetime.date(2026, 1, 1)})
+
+
+def test_canonical_is_the_standard_encoders_text_for_generated_values():
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
+                        st.floats(allow_nan=True), st.text(max_size=6))
+    values = st.recursive(scalars, lambda children: st.one_of(
+        st.lists(children, max_size=4), st.lists(children, max_size=3).map(tuple),
+        st.dictionaries(st.text(max_size=4), children, max_size=4)), max_leaves=15)
+
+    @settings(max_examples=1500, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(values)
+    def check(value):
+        assert declog.canonical(value) == _standard_canonical(value)
+    check()
