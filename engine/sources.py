@@ -300,7 +300,12 @@ def _read_fd(fd: int, max_bytes: int) -> bytes:
     if not stat.S_ISREG(status.st_mode):
         raise _NotRegular
     size = status.st_size
-    chunk = os.read(fd, min(size, max_bytes) + 1 if size > 0 else 1 << 16)
+    want = min(size, max_bytes) + 1 if size > 0 else 1 << 16
+    chunk = os.read(fd, want)
+    if 0 < len(chunk) == size < want:
+        # The whole file, at the size it was found to have: one read call a
+        # file, not a second one that would only find its end.
+        return chunk
     chunks, total = [chunk], len(chunk)
     while chunk and total <= max_bytes:
         chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
