@@ -550,3 +550,28 @@ def test_text_is_utf8_with_an_optional_byte_order_mark(raw, text, byte):
     got, problem = _decode(raw, "f")
     assert got == text
     assert (problem.message if problem else None) == (None if byte is None else f"`f` is not UTF-8 text (byte {byte})")
+
+
+def test_deployments_and_source_files_are_frozen_whether_compiled_or_not():
+    # Compiled (pip install .), their __init__ stores the fields directly; as
+    # Python (an editable install), past __setattr__: frozen either way.
+    import dataclasses
+    import pickle
+
+    from hma_policy.sources import Deployment, SourceFile
+
+    deployment = Deployment("a.json", "document", "#2", 3, "web", {"kv_transfer_config": None},
+                            notes=(), origins=(("kv_transfer_config", "line 3"),))
+    found = SourceFile("a.json", "document", (deployment,))
+    assert [f.name for f in dataclasses.fields(Deployment)] == [
+        "file", "format", "anchor", "line", "name", "document", "problems", "notes", "origins", "resource"]
+    assert (deployment.file, deployment.format, deployment.anchor, deployment.line, deployment.name) == (
+        "a.json", "document", "#2", 3, "web")
+    assert deployment.id == "a.json#2" and deployment.origins == (("kv_transfer_config", "line 3"),)
+    assert found.deployments == (deployment,) and found.problems == () and found.skipped is None
+    for instance, name in ((deployment, "name"), (found, "format")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(instance, name, "changed")
+    assert pickle.loads(pickle.dumps(deployment)) == deployment
+    assert deployment.without_document() == dataclasses.replace(deployment, document=None)
+    assert Deployment("a.json", "document") == Deployment("a.json", "document", "", None, None, None, (), (), (), ())
