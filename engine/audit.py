@@ -289,6 +289,13 @@ def _tally(entries: Iterable[Entry]) -> dict[str, Any]:
             "warnings": warnings, "connectors": connectors}
 
 
+def _counted(tally: dict[str, Any], results: list[tuple[FileResult, list[Entry]]]) -> dict[str, Any]:
+    """``tally`` with a chunk's entries counted: each process of an audit
+    counts its chunks as it goes, so that nothing is left to count once the
+    last file is examined, when the other processes would wait for it."""
+    return _merged((tally, _tally(entry for _, found in results for entry in found)))
+
+
 def _merged(tallies: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The tally of the parts' entries together."""
     out: dict[str, Any] = {"outcomes": {}, "stages": {}, "codes": {}, "rules": {}, "formats": {}, "warnings": 0,
@@ -624,8 +631,7 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
     time, to a file of a private temporary directory, and this process reads
     them between its own chunks (what is left to read at the end is then
     about one chunk, not half the fleet's results). Each process also counts
-    its own entries for the summary (see _tally), so that counting them all
-    is not left to the end."""
+    its own entries for the summary, a chunk at a time (see _counted)."""
     size = max(1, min(256, len(files) // (jobs * 8) or 1))
     chunks = [files[i:i + size] for i in range(0, len(files), size)]
     context = multiprocessing.get_context("fork")
@@ -648,7 +654,7 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
                 # None (the end): equal decisions are written once. `ready`
                 # is how far the file holds whole records.
                 pickler = pickle.Pickler(handle, protocol=pickle.HIGHEST_PROTOCOL)
-                mine: list[Entry] = []
+                mine = _tally(())
 
                 def record(item: Any) -> None:
                     pickler.dump(item)
@@ -657,8 +663,8 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
                 while (index := take()) < len(chunks):
                     results = _examine_all(policy, chunks[index], settings)
                     record((index, results))
-                    mine.extend(entry for _, found in results for entry in found)
-                record(_tally(mine))
+                    mine = _counted(mine, results)
+                record(mine)
                 record(None)
         except BaseException as exc:  # noqa: BLE001 - reported by the parent, never as a traceback
             with open(out + ".error", "w", encoding="utf-8") as handle:
@@ -676,18 +682,19 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
         readers = [_WorkerFile(out, ready, absorb, tallies) for out, ready in outputs]
         for worker in workers:
             worker.start()
-        own: list[int] = []
+        own = _tally(())
         # The GC is paused as in _examine_all: reading the workers' results
         # builds as many objects as examining their files did.
         paused = gc.isenabled()
         gc.disable()
         try:
             while (index := take()) < len(chunks):
-                absorb(index, _examine_all(policy, chunks[index], settings))
-                own.append(index)
+                results = _examine_all(policy, chunks[index], settings)
+                absorb(index, results)
+                own = _counted(own, results)
                 for reader in readers:
                     reader.read()
-            tallies.append(_tally(entry for index in own for _, found in done[index] for entry in found))
+            tallies.append(own)
             for worker, reader in zip(workers, readers):
                 worker.join()
                 if worker.exitcode == 0:
