@@ -700,7 +700,9 @@ class Evaluator:
         out = _Graph(top=plan.top)
         # Results (errors handed on, messages, trace) in post-order, as vLLM meets the nodes.
         for node in plan.nodes:
-            self._node_result(out, node, *plan.planned[id(node)])
+            # Unpacked here, not as *args: compiled, that call is a direct one.
+            facts, sources, template, key = plan.planned[id(node)]
+            self._node_result(out, node, facts, sources, template, key)
         # Listed top-down (pre-order) for reading.
         order = {n.path: i for i, n in enumerate(_preorder(plan.nodes))}
         out.connectors.sort(key=lambda c: order[c.path])
