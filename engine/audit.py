@@ -150,6 +150,9 @@ class AuditReport:
     # The entries' counts (see _tally), when the audit made them as it went
     # (each process over its own files); else summary() counts them.
     tally: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    # The JSON text of the deployments, when the audit's processes rendered it
+    # as they went (see _Spool); else report.write() renders them.
+    _rendered: Any = field(default=None, compare=False, repr=False)
 
     @property
     def problems(self) -> tuple[Problem, ...]:
@@ -556,7 +559,7 @@ def _examine_all(policy: Any, files: list[tuple[str, str, bool]], settings: _Set
 def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, config_roots: Sequence[str] = (),
           limits: SourceLimits = DEFAULT_SOURCE_LIMITS,
           progress: Callable[[int, int], None] | None = None, documents: bool = True,
-          policy: Any = None) -> AuditReport:
+          policy: Any = None, prerender: bool = False) -> AuditReport:
     """Audit every deployment under ``paths`` with the rules in ``rules``
     (None: the bundled rules), using ``jobs`` processes.
 
@@ -569,9 +572,12 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     (its memos, warm from earlier audits or decisions, serve this one); the
     audit leaves it open for the caller to close. Where workers must be
     spawned rather than forked, each loads the rules again from
-    ``policy.source``. Raises :class:`AuditError` for a missing path or a
-    closed policy and :class:`PolicyError` for invalid rules; nothing in the
-    files makes it raise.
+    ``policy.source``. ``prerender=True``: the report will be written as
+    JSON (report.write), and forked workers render their deployments' text
+    as they examine the files, rather than one process rendering it all at
+    the end. Raises :class:`AuditError` for a missing path or a closed
+    policy and :class:`PolicyError` for invalid rules; nothing in the files
+    makes it raise.
     """
     if jobs < 1:
         raise AuditError([Problem("audit.jobs", f"must be at least 1, got {jobs}", file="--jobs")])
@@ -585,7 +591,7 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     else:
         rules = None if policy.source == "bundled" else policy.source  # for spawned workers
     results: list[tuple[FileResult, list[Entry]]] = []
-    tally = None
+    tally = rendered = None
     try:
         files, skipped = _walk(paths)
         settings = _Settings(_roots(paths, config_roots), limits, documents)
@@ -598,7 +604,7 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
                 counter = _Counter(total, progress)
                 results = _examine_all(policy, files, settings, counter if progress else None)
             elif _forkable():
-                results, tally = _forked(policy, files, jobs, settings, progress)
+                results, tally, rendered = _forked(policy, files, jobs, settings, progress, prerender)
             elif _spawnable():
                 results = _parallel(policy, files, rules, jobs, settings, progress)
             else:
@@ -611,7 +617,8 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
             policy.close()
     file_results = [r for r, _ in results] + skipped
     entries = tuple(entry for _, found in results for entry in found)
-    return AuditReport(tuple(paths), policy.source, policy.digest, tuple(file_results), entries, tally=tally)
+    return AuditReport(tuple(paths), policy.source, policy.digest, tuple(file_results), entries, tally=tally,
+                       _rendered=rendered)
 
 
 def _forkable() -> bool:
@@ -624,14 +631,16 @@ def _forkable() -> bool:
 
 
 def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings: _Settings,
-            progress: Callable[[int, int], None] | None) -> tuple[list[tuple[FileResult, list[Entry]]], dict[str, Any]]:
+            progress: Callable[[int, int], None] | None,
+            render: bool = False) -> tuple[list[tuple[FileResult, list[Entry]]], dict[str, Any], "_Spool | None"]:
     """``jobs - 1`` forked workers and this process take chunks of files in
     turn from a shared counter. A fork starts at once and inherits the loaded
     policy and its warm memos; each worker appends its results, a chunk at a
     time, to a file of a private temporary directory, and this process reads
     them between its own chunks (what is left to read at the end is then
     about one chunk, not half the fleet's results). Each process also counts
-    its own entries for the summary, a chunk at a time (see _counted)."""
+    its own entries for the summary, a chunk at a time (see _counted), and,
+    with ``render``, renders their JSON text into its spool (see _Spool)."""
     size = max(1, min(256, len(files) // (jobs * 8) or 1))
     chunks = [files[i:i + size] for i in range(0, len(files), size)]
     context = multiprocessing.get_context("fork")
@@ -639,6 +648,9 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
     counter = _Counter(len(files), progress)
     done: dict[int, list[tuple[FileResult, list[Entry]]]] = {}
     tallies: list[dict[str, Any]] = []
+    # Spool 0 is this process's, n + 1 worker n's; opened before the fork.
+    spools = [_Spool.open() for _ in range(jobs)] if render else []
+    parts: dict[int, tuple[int, int, int] | None] = {}
 
     def take() -> int:
         with claimed.get_lock():
@@ -646,7 +658,7 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
             claimed.value += 1
         return index
 
-    def child(out: str, ready: Any) -> None:
+    def child(out: str, ready: Any, number: int) -> None:
         gc.disable()  # the process ends once its results are written
         try:
             with open(out, "wb") as handle:
@@ -662,7 +674,7 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
                     ready.value = handle.tell()
                 while (index := take()) < len(chunks):
                     results = _examine_all(policy, chunks[index], settings)
-                    record((index, results))
+                    record((index, results, spools[number].add(number, results) if spools else None))
                     mine = _counted(mine, results)
                 record(mine)
                 record(None)
@@ -671,15 +683,16 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
                 handle.write(f"{type(exc).__name__}: {exc}"[:500])
             os._exit(2)
 
-    def absorb(index: int, results: list[tuple[FileResult, list[Entry]]]) -> None:
+    def absorb(index: int, results: list[tuple[FileResult, list[Entry]]], part: tuple[int, int, int] | None) -> None:
         # A chunk's results, this process's or a worker's.
         done[index] = results
+        parts[index] = part
         counter(len(chunks[index]))
 
     with tempfile.TemporaryDirectory(prefix="hma-policy-audit-") as private:
-        outputs = [(os.path.join(private, f"worker-{n}.pickle"), context.Value("q", 0)) for n in range(jobs - 1)]
+        outputs = [(os.path.join(private, f"worker-{n}.pickle"), context.Value("q", 0), n + 1) for n in range(jobs - 1)]
         workers = [context.Process(target=child, args=out, daemon=True) for out in outputs]
-        readers = [_WorkerFile(out, ready, absorb, tallies) for out, ready in outputs]
+        readers = [_WorkerFile(out, ready, absorb, tallies) for out, ready, _ in outputs]
         for worker in workers:
             worker.start()
         own = _tally(())
@@ -690,7 +703,7 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
         try:
             while (index := take()) < len(chunks):
                 results = _examine_all(policy, chunks[index], settings)
-                absorb(index, results)
+                absorb(index, results, spools[0].add(0, results) if spools else None)
                 own = _counted(own, results)
                 for reader in readers:
                     reader.read()
@@ -713,7 +726,80 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
                 worker.join()
             for reader in readers:
                 reader.close()
-    return [result for index in range(len(chunks)) for result in done[index]], _merged(tallies)
+    rendered = None
+    if spools:
+        order = [parts[index] for index in range(len(chunks))]
+        if all(part is not None for part in order):
+            rendered = _Spool.joined(spools, order)
+        else:  # a spool could not be written (a full disk): report.write renders them
+            for spool in spools:
+                spool.close()
+    return [result for index in range(len(chunks)) for result in done[index]], _merged(tallies), rendered
+
+
+class _Spool:
+    """The JSON text of a forked audit's deployments, rendered by the process
+    that examined them, a chunk at a time, as it went (the parent would
+    otherwise render it all at the end, with the other CPUs idle). Each
+    process writes its own unlinked temporary file, opened before the fork;
+    the joined spool lists where each chunk's text is, in the report's
+    order, and report.write() copies it. Not kept on the disk: the files
+    are gone when the report is (or the process, which a command ends
+    without freeing anything), and a pickled or copied report has none."""
+
+    def __init__(self, handle: Any, files: list[Any] | None = None, parts: list[Any] | None = None):
+        self.handle, self.files, self.parts, self.size = handle, files, parts, 0
+
+    @classmethod
+    def open(cls) -> "_Spool":
+        return cls(tempfile.TemporaryFile(prefix="hma-policy-report-"))
+
+    @classmethod
+    def joined(cls, spools: list["_Spool"], parts: list[Any]) -> "_Spool":
+        return cls(None, [spool.handle for spool in spools], parts)
+
+    def add(self, number: int, results: list[tuple[FileResult, list[Entry]]]) -> tuple[int, int, int] | None:
+        """Render a chunk's deployments to this spool: (spool number, offset,
+        length) of the text, or None where it could not be written."""
+        from .report import _deployments_json
+
+        remedies: dict[int, str | None] = {}  # by decision dict: the chunk's entries hold them meanwhile
+        items = [entry._to_dict(remedies) for _, found in results for entry in found]
+        text = _deployments_json(items) if items else memoryview(b"")
+        offset = self.size
+        try:
+            written = 0
+            while written < len(text):
+                count = os.pwrite(self.handle.fileno(), text[written:], offset + written)
+                if count <= 0:
+                    return None
+                written += count
+        except OSError:
+            return None
+        self.size += len(text)
+        return number, offset, len(text)
+
+    def __iter__(self) -> Iterator[bytes]:
+        for number, offset, length in self.parts or ():
+            fd, chunks = self.files[number].fileno(), []
+            while length:
+                chunk = os.pread(fd, length, offset)
+                if not chunk:
+                    raise OSError(f"a report spool ended early at byte {offset}")
+                chunks.append(chunk)
+                offset, length = offset + len(chunk), length - len(chunk)
+            yield b"".join(chunks)
+
+    def close(self) -> None:
+        for handle in [self.handle] if self.handle is not None else self.files or ():
+            handle.close()
+
+    def __reduce__(self) -> tuple:
+        return (_no_spool, ())
+
+
+def _no_spool() -> None:
+    return None
 
 
 class _WorkerFile:
@@ -723,7 +809,7 @@ class _WorkerFile:
     to ``tallies``. A module-level class: one defined in _forked would hold
     its results in a reference cycle, kept until a collection."""
 
-    def __init__(self, out: str, ready: Any, absorb: Callable[[int, Any], None], tallies: list[dict[str, Any]]):
+    def __init__(self, out: str, ready: Any, absorb: Callable[..., None], tallies: list[dict[str, Any]]):
         self.out, self.ready, self.absorb, self.tallies = out, ready, absorb, tallies
         self.handle: Any = None
         self.unpickler: Any = None

@@ -416,7 +416,7 @@ def _audit_report(args: argparse.Namespace, policy: Any) -> tuple[int, str, Any]
     try:
         # Only the decision log shows documents: without --log they are let go.
         report = audit(args.paths, policy=policy, jobs=args.jobs, config_roots=args.config_root,
-                       progress=progress_bar(sys.stderr), documents=log is not None)
+                       progress=progress_bar(sys.stderr), documents=log is not None, prerender=args.format == "json")
         if log is not None:
             for entry in report.entries:
                 log.append(entry.decision, source=entry.deployment.id, document=entry.deployment.document,

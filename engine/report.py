@@ -84,18 +84,30 @@ def write(report: Any, fmt: str, stream: Any) -> None:
         return
     stream.write(head)
     opening = b"["
-    for items in report.iter_deployments(_SLICE):
-        # {"": [...]} puts the items two levels deep, as the report's
-        # "deployments" does: written without its first and last lines.
-        try:
-            text = orjson.dumps({"": items}, option=orjson.OPT_INDENT_2)
-        except TypeError:
-            text = json.dumps({"": items}, indent=2, ensure_ascii=False).encode("utf-8", "backslashreplace")
-        stream.write(opening)
-        stream.write(memoryview(text)[len(_SLICE_HEAD):-len(_SLICE_TAIL)])
-        opening = b","
+    # An audit that spread the rendering over its processes (audit(...,
+    # prerender=True)) left the deployments' text; else they are rendered now.
+    rendered = getattr(report, "_rendered", None)
+    parts = iter(rendered) if rendered is not None else map(_deployments_json, report.iter_deployments(_SLICE))
+    for text in parts:
+        if text:
+            stream.write(opening)
+            stream.write(text)
+            opening = b","
     stream.write(b"[]" if opening == b"[" else b"\n  ]")
     stream.write(tail)
+
+
+def _deployments_json(items: list[dict[str, Any]]) -> memoryview:
+    """The text of deployment dicts as the JSON report's ``deployments``
+    holds them, between its brackets: joined by commas, the texts of
+    consecutive lists of deployments are the array's. Rendered inside an
+    object of the same depth, ``{"": items}``, without its first and last
+    lines, so that the indentation is the report's."""
+    try:
+        text = orjson.dumps({"": items}, option=orjson.OPT_INDENT_2)
+    except TypeError:  # text orjson cannot write (a lone surrogate)
+        text = json.dumps({"": items}, indent=2, ensure_ascii=False).encode("utf-8", "backslashreplace")
+    return memoryview(text)[len(_SLICE_HEAD):-len(_SLICE_TAIL)]
 
 
 # Deployments rendered at a time by write(): large enough that a slice

@@ -5,10 +5,13 @@ conventions, and a large, dirty directory is audited to the end."""
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
+import pickle
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -415,6 +418,64 @@ def test_a_json_report_written_a_slice_at_a_time_is_the_bytes_of_the_whole(fleet
     out = io.BytesIO()
     report_module.write(fleet_report, "md", out)
     assert out.getvalue() == report_module.render_bytes(fleet_report, "md")
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_a_json_report_prerendered_by_the_audits_processes_is_the_bytes_of_the_whole(jobs, monkeypatch, tmp_path):
+    # audit(prerender=True) (the CLI's --format json): forked processes render
+    # their chunks' deployments as they go, and write() copies that text. The
+    # fleet holds every format, a broken file, a skipped one and a lone
+    # surrogate, and ends in files that hold no deployment (chunks of them
+    # render to nothing).
+    from hma_policy import audit as audit_module
+    from hma_policy import report as report_module
+
+    if not audit_module._forkable():
+        pytest.skip("prerendering is done by forked workers; this platform spawns them")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764374400")
+    shutil.copytree(FLEET, tmp_path / "fleet")
+    (tmp_path / "fleet" / "odd.json").write_bytes(
+        b'{"name": "dep-\\ud800", "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}')
+
+    for n in range(8):
+        (tmp_path / "fleet" / f"zz-{n}.json").write_text('{"unrelated": true}')
+
+    def written(report):
+        out = io.BytesIO()
+        report_module.write(report, "json", out)
+        return out.getvalue()
+
+    plain = audit([str(tmp_path / "fleet")], jobs=jobs)
+    report = audit([str(tmp_path / "fleet")], jobs=jobs, prerender=True)
+    assert plain._rendered is None and report._rendered is not None
+    assert len(report._rendered.parts) > jobs and any(length == 0 for _, _, length in report._rendered.parts)
+    assert report == plain
+    assert written(report) == written(plain) == report_module.render_bytes(plain, "json")
+    assert written(report) == written(report)  # copied, not consumed
+    # A pickled or copied report has no spool, and renders its deployments.
+    for copied in (pickle.loads(pickle.dumps(report)), copy.deepcopy(report)):
+        assert copied._rendered is None and written(copied) == written(plain)
+    # One process alone renders nothing ahead: there is no other to spread it over.
+    assert audit([str(tmp_path / "fleet")], jobs=1, prerender=True)._rendered is None
+
+
+def test_a_spool_that_cannot_be_written_leaves_the_rendering_to_write(monkeypatch, tmp_path):
+    # A full disk: the spool is let go, and write() renders the deployments.
+    from hma_policy import audit as audit_module
+    from hma_policy import report as report_module
+
+    if not audit_module._forkable():
+        pytest.skip("prerendering is done by forked workers; this platform spawns them")
+
+    def full(*args):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(audit_module.os, "pwrite", full)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764374400")
+    report = audit([str(FLEET)], jobs=2, prerender=True)
+    assert report._rendered is None
+    out = io.BytesIO()
+    report_module.write(report, "json", out)
+    assert out.getvalue() == report_module.render_bytes(audit([str(FLEET)], jobs=2), "json")
 
 
 def test_the_json_report_on_standard_output_is_the_report_file(tmp_path):
