@@ -391,10 +391,10 @@ class Evaluator:
             rule=rule.id,
         )
 
-    def _templates_for(self, ruleset: str, facts_list: list[Mapping[str, Any]], halt_on_error: bool) -> list["_Template"]:
+    def _templates_for(self, ruleset: str, facts_list: list[dict[str, Any]], halt_on_error: bool) -> list["_Template"]:
         return self._result(self._drive(self._template_job(ruleset, facts_list, halt_on_error))[0])[0]
 
-    def _template_job(self, ruleset: str, facts_list: list[Mapping[str, Any]], halt_on_error: bool) -> Job:
+    def _template_job(self, ruleset: str, facts_list: list[dict[str, Any]], halt_on_error: bool) -> Job:
         """The steps' outcome for each of these independent input fact sets:
         which rule set each fact.
 
@@ -446,14 +446,18 @@ class Evaluator:
         classes = self._classes[key[0]]
         return _classed(key, classes) if classes else key
 
-    def _template_key(self, ruleset: str, facts: Mapping[str, Any], halt_on_error: bool) -> tuple:
+    def _template_key(self, ruleset: str, facts: dict[str, Any], halt_on_error: bool) -> tuple:
         """The key of a ruleset's outcome: the input facts its steps read or show."""
-        values = list(map(facts.get, self._inputs[ruleset]))
+        # One list made into a tuple, the facts read from a dict: compiled,
+        # map() over a bound method and a starred tuple are generic calls.
+        values: list[Any] = [ruleset, halt_on_error]
+        for name in self._inputs[ruleset]:
+            values.append(facts.get(name))
         for at in self._list_inputs[ruleset]:
-            value = values[at]
+            value = values[at + 2]
             if value is not None:
-                values[at] = tuple(value)
-        return (ruleset, halt_on_error, *values)
+                values[at + 2] = tuple(value)
+        return tuple(values)
 
     def _build_template(self, ruleset: str, scratch: dict[str, Any], chosen: Mapping[str, Rule | None],
                         halt_on_error: bool) -> "_Template":
