@@ -135,6 +135,16 @@ class Node:
     is_child: bool
     children: list["Node"] = field(default_factory=list)
 
+    def __init__(self, path: str, config: Mapping[str, Any], depth: int, is_child: bool,
+                 children: list["Node"] | None = None) -> None:
+        # Written out: compiled, a dataclass __init__ with a default factory
+        # is the generated Python one, four times the cost of this.
+        self.path = path
+        self.config = config
+        self.depth = depth
+        self.is_child = is_child
+        self.children = [] if children is None else children
+
     @property
     def name(self) -> str | None:
         value = self.config.get("kv_connector")
@@ -289,21 +299,32 @@ def _configured_names(ktc: Any, containers: frozenset[str]) -> tuple[str, list[s
     return name, [c if isinstance(c, str) else "" for c in children]
 
 
+def _as_dict(value: Any) -> dict[str, Any]:
+    """A mapping as a dict (itself when it is one); anything false, {}."""
+    if type(value) is dict:
+        return value
+    return dict(value) if value else {}
+
+
 def document_inputs(document: Mapping[str, Any], containers: frozenset[str] = frozenset(),
                     env: Mapping[str, bool] | None = None) -> tuple:
     """What the decision ruleset's facts take from the document itself, as
     a tuple (those from the connector graph's verdicts aside): document_facts
     builds the facts from it, and the evaluator keys its decision memo on it
     with the graph's signature, so the two cannot disagree."""
-    preference = document.get("disable_hybrid_kv_cache_manager")
-    platform = document.get("platform") or {}
-    model = document.get("model") or {}
+    # Read as dicts (a validated document's objects are; other mappings are
+    # copied): compiled, a dict's get is a direct call, a Mapping's a lookup
+    # of the method by name.
+    doc = _as_dict(document)
+    preference = doc.get("disable_hybrid_kv_cache_manager")
+    platform = _as_dict(doc.get("platform"))
+    model = _as_dict(doc.get("model"))
     kinds = set(model.get("layer_kinds") or ())
-    spec = document.get("speculative_config") or {}
+    spec = doc.get("speculative_config") or {}
     method = spec.get("method") if isinstance(spec, dict) else None
     # vLLM configures HiSparse (vllm.py ~L1876) before the offloading shorthand
     # rewrites the connector (~L2220): those rules read the connector as configured.
-    configured, children = _configured_names(document.get("kv_transfer_config"), containers)
+    configured, children = _configured_names(doc.get("kv_transfer_config"), containers)
     env = env_facts(document) if env is None else env
     return (
         "none" if preference is None else ("disable" if preference else "enable"),
@@ -311,7 +332,7 @@ def document_inputs(document: Mapping[str, Any], containers: frozenset[str] = fr
         platform.get("is_cuda", True),
         model.get("attention_chunk_size") is not None,
         _checked_text(method, "/speculative_config/method"),
-        document.get("hisparse_config") is not None,
+        doc.get("hisparse_config") is not None,
         "full_attention" in kinds,
         "sliding_window" in kinds,
         "chunked_local" in kinds,
