@@ -124,7 +124,7 @@ class Policy:
             result = self._evaluator.decide(document)
         except InputError as exc:  # a fact the runtime cannot take (an unpaired surrogate)
             return exc
-        if any(key != name for name, key in spelled.items()):
+        if any(map(str.__ne__, spelled, spelled.values())):  # a name spelled otherwise (without a frame per name)
             result = _respelled(result, spelled)
         return result
 
