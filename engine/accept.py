@@ -3,8 +3,8 @@
 jsonschema is the validator of record: it produces every error report. It is
 also slow to import (about half of the CLI's start-up) and costs tens to
 hundreds of microseconds per document. This module compiles a schema, once,
-into nested closures that only answer "valid or not" for the keywords the
-bundled schemas use; when the answer is "not valid" the caller asks
+into a tree of check nodes that only answer "valid or not" for the keywords
+the bundled schemas use; when the answer is "not valid" the caller asks
 jsonschema for the located problems. A keyword it does not implement makes
 compilation fail, so a schema edit can never be silently half-checked, and a
 differential test holds the two to the same answers.
@@ -13,11 +13,10 @@ differential test holds the two to the same answers.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Sized
+from typing import Any, Callable, cast
 
 __all__ = ["compile_schema", "UnsupportedSchema"]
-
-Check = Callable[[Any], bool]
 
 # The facets a `type` check takes in its own closure (Compiler.typed_check).
 _STRING_FACETS = ("maxLength", "minLength", "pattern")
@@ -69,292 +68,468 @@ def _equal(a: Any, b: Any) -> bool:
     )
 
 
+class _Check:
+    """A compiled schema: ``ok(value)`` is whether ``value`` is valid against it.
+
+    Nodes, not closures: compiled (mypyc), a node calls its children's
+    ``ok`` through the class's method table, where a closure calls another
+    as any Python callable, with its arguments parsed (the validation of a
+    document is ~100 such calls)."""
+
+    def ok(self, value: Any) -> bool:
+        raise NotImplementedError
+
+
+class _Always(_Check):
+    def ok(self, value: Any) -> bool:
+        return True
+
+
+class _Never(_Check):
+    def ok(self, value: Any) -> bool:
+        return False
+
+
+class _Ref(_Check):
+    """A ``$ref``, resolved once its target is compiled (schemas may recurse)."""
+
+    def __init__(self) -> None:
+        self.target: _Check = _NEVER
+
+    def ok(self, value: Any) -> bool:
+        return self.target.ok(value)
+
+
+class _Both(_Check):
+    def __init__(self, first: _Check, second: _Check):
+        self.first, self.second = first, second
+
+    def ok(self, value: Any) -> bool:
+        return self.first.ok(value) and self.second.ok(value)
+
+
+# Loops, not any()/all() over a generator: these run for every connector of
+# every document, and the generator costs more than the test.
+class _AllOf(_Check):
+    def __init__(self, checks: list[_Check]):
+        self.checks = checks
+
+    def ok(self, value: Any) -> bool:
+        for check in self.checks:
+            if not check.ok(value):
+                return False
+        return True
+
+
+class _AnyOf(_Check):
+    def __init__(self, checks: list[_Check]):
+        self.checks = checks
+
+    def ok(self, value: Any) -> bool:
+        for check in self.checks:
+            if check.ok(value):
+                return True
+        return False
+
+
+class _OneOf(_Check):
+    def __init__(self, checks: list[_Check]):
+        self.checks = checks
+
+    def ok(self, value: Any) -> bool:
+        matched = 0
+        for check in self.checks:
+            if check.ok(value):
+                matched += 1
+        return matched == 1
+
+
+class _Not(_Check):
+    def __init__(self, check: _Check):
+        self.check = check
+
+    def ok(self, value: Any) -> bool:
+        return not self.check.ok(value)
+
+
+class _If(_Check):
+    def __init__(self, condition: _Check, then: _Check, otherwise: _Check):
+        self.condition, self.then, self.otherwise = condition, then, otherwise
+
+    def ok(self, value: Any) -> bool:
+        return self.then.ok(value) if self.condition.ok(value) else self.otherwise.ok(value)
+
+
+class _Listed(_Check):
+    """properties + required, other keys free: the schema's few properties
+    are looked up (an ``if`` names one) rather than every key of the value walked."""
+
+    def __init__(self, required: tuple[str, ...], listed: list[tuple[str, _Check]]):
+        self.required, self.listed = required, listed
+
+    def ok(self, value: Any) -> bool:
+        if not isinstance(value, dict):
+            return True
+        for name in self.required:
+            if name not in value:
+                return False
+        for name, check in self.listed:
+            if name in value and not check.ok(value[name]):
+                return False
+        return True
+
+
+class _Object(_Check):
+    """properties + additionalProperties + required in one pass (the hot path)."""
+
+    def __init__(self, required: tuple[str, ...], props: dict[str, _Check], extra: _Check):
+        self.required, self.props, self.extra = required, props, extra
+
+    def ok(self, value: Any) -> bool:
+        if not isinstance(value, dict):
+            return True
+        for name in self.required:
+            if name not in value:
+                return False
+        props = self.props
+        for key, item in value.items():
+            check = props.get(key)
+            if check is not None:
+                if not check.ok(item):
+                    return False
+            elif not self.extra.ok(item):
+                return False
+        return True
+
+
+# Patterns that exclude only control characters (and DEL): every string of
+# printable characters matches them (str.isprintable is false for any control
+# character), which that method tells in a tenth of the time of the search
+# (the name and module path of every connector take one).
+_MATCHED_BY_PRINTABLE = frozenset({"^[^\\u0000-\\u001f\\u007f]*$", "^[^\\u0000-\\u001f]*$", "^[^\\u0000]*$"})
+
+
+class _Typed(_Check):
+    """``type`` with the string and number facets of the same schema: a value
+    of an exact JSON type is answered in place; any other (an integral
+    float, a subclass) takes the keywords one by one (``slow``)."""
+
+    def __init__(self, schema: dict[str, Any], kinds: list[str], slow: _Check):
+        self.longest: Any = schema.get("maxLength")
+        self.shortest: Any = schema.get("minLength")
+        self.regex: Any = re.compile(schema["pattern"]) if "pattern" in schema else None
+        self.printable = schema.get("pattern") in _MATCHED_BY_PRINTABLE
+        self.low: Any = schema.get("minimum")
+        self.high: Any = schema.get("maximum")
+        self.above: Any = schema.get("exclusiveMinimum")
+        self.below: Any = schema.get("exclusiveMaximum")
+        self.strings = "string" in kinds
+        self.ints = "integer" in kinds or "number" in kinds
+        self.others = frozenset(t for kind in kinds if kind not in ("string", "integer", "number") for t in _EXACT[kind])
+        self.slow = slow
+
+    def ok(self, value: Any) -> bool:
+        kind = type(value)
+        if kind is str:
+            if not self.strings:
+                return False
+            return ((self.longest is None or len(value) <= self.longest)
+                    and (self.shortest is None or len(value) >= self.shortest)
+                    and (self.regex is None or (self.printable and value.isprintable())
+                         or self.regex.search(value) is not None))
+        if kind is int:
+            if not self.ints:
+                return False
+            return ((self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+                    and (self.above is None or value > self.above) and (self.below is None or value < self.below))
+        if kind in self.others:
+            return True
+        return self.slow.ok(value)
+
+
+class _InstanceOf(_Check):
+    def __init__(self, types: tuple[type, ...]):
+        self.types = types
+
+    def ok(self, value: Any) -> bool:
+        return isinstance(value, self.types)
+
+
+class _Type(_Check):
+    """The exact types of parsed JSON answer at once; an integral float (for
+    "integer") and subclasses take the full test."""
+
+    def __init__(self, kinds: list[str]):
+        self.kinds = kinds
+        self.exact = frozenset(t for kind in kinds for t in _EXACT[kind])
+        self.integral = "integer" in kinds and "number" not in kinds
+
+    def ok(self, value: Any) -> bool:
+        kind = type(value)
+        if kind in self.exact:
+            return True
+        if kind is float and self.integral:
+            return bool(value.is_integer())
+        for name in self.kinds:
+            if _is_type(value, name):
+                return True
+        return False
+
+
+class _Enum(_Check):
+    def __init__(self, options: list[Any]):
+        self.strings = frozenset(option for option in options if isinstance(option, str))
+        self.others = [option for option in options if not isinstance(option, str)]
+
+    def ok(self, value: Any) -> bool:
+        if type(value) is str:
+            return value in self.strings
+        for option in self.others:
+            if _equal(value, option):
+                return True
+        return False
+
+
+class _ConstText(_Check):
+    """A string ``const``: what _equal answers for one, without its type tests."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def ok(self, value: Any) -> bool:
+        return type(value) is str and value == self.text
+
+
+class _Const(_Check):
+    def __init__(self, constant: Any):
+        self.constant = constant
+
+    def ok(self, value: Any) -> bool:
+        return _equal(value, self.constant)
+
+
+class _PropertyNames(_Check):
+    def __init__(self, check: _Check):
+        self.check = check
+
+    def ok(self, value: Any) -> bool:
+        if isinstance(value, dict):
+            for key in value:
+                if not self.check.ok(key):
+                    return False
+        return True
+
+
+class _Items(_Check):
+    def __init__(self, check: _Check):
+        self.check = check
+
+    def ok(self, value: Any) -> bool:
+        if isinstance(value, list):
+            for item in value:
+                if not self.check.ok(item):
+                    return False
+        return True
+
+
+class _Size(_Check):
+    """maxProperties, minProperties, maxItems, minItems, maxLength, minLength:
+    the length of a value of ``kind`` within [low, high]."""
+
+    def __init__(self, kind: type, low: int, high: int | None):
+        self.kind, self.low, self.high = kind, low, high
+
+    def ok(self, value: Any) -> bool:
+        if not isinstance(value, self.kind):
+            return True
+        size = len(cast(Sized, value))  # a dict, list or str (the types it is made with)
+        return size >= self.low and (self.high is None or size <= self.high)
+
+
+class _Pattern(_Check):
+    def __init__(self, pattern: str):
+        self.regex = re.compile(pattern)
+
+    def ok(self, value: Any) -> bool:
+        return not isinstance(value, str) or self.regex.search(value) is not None
+
+
+class _Bound(_Check):
+    """minimum, maximum, exclusiveMinimum, exclusiveMaximum: any number (not
+    a bool) against ``bound``; other values pass."""
+
+    def __init__(self, keyword: str, bound: Any):
+        self.keyword, self.bound = keyword, bound
+
+    def ok(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return True
+        keyword = self.keyword
+        if keyword == "minimum":
+            return bool(value >= self.bound)
+        if keyword == "maximum":
+            return bool(value <= self.bound)
+        if keyword == "exclusiveMinimum":
+            return bool(value > self.bound)
+        return bool(value < self.bound)
+
+
+_ALWAYS: _Check = _Always()
+_NEVER: _Check = _Never()
+
+
 class _Compiler:
     def __init__(self, root: dict[str, Any]):
         self.root = root
-        self.refs: dict[str, Check] = {}
+        self.refs: dict[str, _Ref] = {}
 
-    def ref(self, target: str) -> Check:
+    def ref(self, target: str) -> _Check:
         if not target.startswith("#/"):
             raise UnsupportedSchema(f"$ref {target}")
-        if target not in self.refs:
-            holder: list[Check] = []
-            self.refs[target] = lambda value: holder[0](value)  # resolved below (recursive schemas)
+        held = self.refs.get(target)
+        if held is None:
+            held = self.refs[target] = _Ref()  # resolved below (recursive schemas)
             node: Any = self.root
             for raw in target[2:].split("/"):
                 node = node[raw.replace("~1", "/").replace("~0", "~")]
-            holder.append(self.compile(node))
-        return self.refs[target]
+            held.target = self.compile(node)
+        return held
 
-    def compile(self, schema: Any) -> Check:
+    def compile(self, schema: Any) -> _Check:
         if schema is True or schema == {}:
-            return lambda value: True
+            return _ALWAYS
         if schema is False:
-            return lambda value: False
-        checks: list[Check] = []
+            return _NEVER
+        checks: list[_Check] = []
         object_keys = {"properties", "additionalProperties", "required"}
         if object_keys & schema.keys():
             checks.append(self.object_check(schema))
         folded: set[str] = set()
         if "type" in schema:
-            # The type and the string and number facets in one closure (the
-            # hot path of every scalar property).
+            # The type and the string and number facets in one node (the hot
+            # path of every scalar property).
             checks.append(self.typed_check(schema))
             folded = {"type", *_STRING_FACETS, *_NUMBER_FACETS}
         for key, arg in schema.items():
             if key in _ANNOTATIONS or key in object_keys or key in folded or key.startswith("x-") or key in ("then", "else"):
                 continue
-            maker = getattr(self, "k_" + key.lstrip("$"), None)
+            maker = _KEYWORDS.get(key)
             if maker is None:
                 raise UnsupportedSchema(key)
-            checks.append(maker(arg, schema))
+            checks.append(maker(self, arg, schema))
         return _all_of(checks)
 
-    def object_check(self, schema: dict) -> Check:
-        """properties + additionalProperties + required in one pass (the hot path)."""
+    def object_check(self, schema: dict[str, Any]) -> _Check:
         if "patternProperties" in schema:
             raise UnsupportedSchema("patternProperties")
         props = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
         extra_schema = schema.get("additionalProperties", True)
-        extra = None if extra_schema is True else self.compile(extra_schema)
         required = tuple(schema.get("required", ()))
-        if extra is None:
-            # Other keys are free: look up the schema's few properties (an
-            # `if` names one) rather than walk every key of the value.
-            listed = tuple(props.items())
+        if extra_schema is True:
+            return _Listed(required, list(props.items()))
+        return _Object(required, props, self.compile(extra_schema))
 
-            def check_listed(value: Any) -> bool:
-                if not isinstance(value, dict):
-                    return True
-                for name in required:
-                    if name not in value:
-                        return False
-                for name, fn in listed:
-                    if name in value and not fn(value[name]):
-                        return False
-                return True
-            return check_listed
-
-        def check(value: Any) -> bool:
-            if not isinstance(value, dict):
-                return True
-            for name in required:
-                if name not in value:
-                    return False
-            for key, item in value.items():
-                fn = props.get(key)
-                if fn is not None:
-                    if not fn(item):
-                        return False
-                elif not extra(item):  # additionalProperties (None took the path above)
-                    return False
-            return True
-        return check
-
-    def typed_check(self, schema: dict) -> Check:
-        """``type`` with the string facets (maxLength, minLength, pattern) and
-        the number facets (minimum, maximum and the exclusive ones) of the
-        same schema. A value of an exact JSON type is answered in place; any
-        other (an integral float, a subclass) takes the keywords one by one."""
+    def typed_check(self, schema: dict[str, Any]) -> _Check:
         kinds = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
         slow = _all_of([self.k_type(schema["type"], schema)]
-                       + [getattr(self, "k_" + key)(schema[key], schema) for key in (*_STRING_FACETS, *_NUMBER_FACETS)
+                       + [_KEYWORDS[key](self, schema[key], schema) for key in (*_STRING_FACETS, *_NUMBER_FACETS)
                           if key in schema])
-        longest, shortest = schema.get("maxLength"), schema.get("minLength")
-        regex = re.compile(schema["pattern"]) if "pattern" in schema else None
-        low, high = schema.get("minimum"), schema.get("maximum")
-        above, below = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
-        strings = "string" in kinds
-        ints = "integer" in kinds or "number" in kinds
-        others = frozenset(t for kind in kinds if kind not in ("string", "integer", "number") for t in _EXACT[kind])
         if not any(key in schema for key in (*_STRING_FACETS, *_NUMBER_FACETS)) and not ("integer" in kinds and "number" not in kinds):
-            return slow  # a bare type: k_type is already one closure
-
-        def check(value: Any) -> bool:
-            kind = type(value)
-            if kind is str:
-                if not strings:
-                    return False
-                return ((longest is None or len(value) <= longest) and (shortest is None or len(value) >= shortest)
-                        and (regex is None or regex.search(value) is not None))
-            if kind is int:
-                if not ints:
-                    return False
-                return ((low is None or value >= low) and (high is None or value <= high)
-                        and (above is None or value > above) and (below is None or value < below))
-            if kind in others:
-                return True
-            return slow(value)
-        return check
+            return slow  # a bare type: k_type is already one node
+        return _Typed(schema, kinds, slow)
 
     # -- keywords ------------------------------------------------------------
-    def k_ref(self, arg: str, schema: dict) -> Check:
+    def k_ref(self, arg: str, schema: dict[str, Any]) -> _Check:
         return self.ref(arg)
 
-    def k_type(self, arg: Any, schema: dict) -> Check:
+    def k_type(self, arg: Any, schema: dict[str, Any]) -> _Check:
         kinds = [arg] if isinstance(arg, str) else list(arg)
         for kind in kinds:
             _is_type(None, kind)  # unknown type names fail compilation
         simple = {"object": dict, "array": list, "string": str}
         if all(kind in simple for kind in kinds):
-            types = tuple(simple[kind] for kind in kinds)
-            return lambda value: isinstance(value, types)
-        # The exact types of parsed JSON answer at once; an integral float
-        # (for "integer") and subclasses take the full test.
-        exact = frozenset(t for kind in kinds for t in _EXACT[kind])
-        integral = "integer" in kinds and "number" not in kinds
+            return _InstanceOf(tuple(simple[kind] for kind in kinds))
+        return _Type(kinds)
 
-        def check(value: Any) -> bool:
-            kind = type(value)
-            if kind in exact:
-                return True
-            if kind is float and integral:
-                return value.is_integer()
-            for name in kinds:
-                if _is_type(value, name):
-                    return True
-            return False
-        return check
+    def k_enum(self, arg: list[Any], schema: dict[str, Any]) -> _Check:
+        return _Enum(arg)
 
-    def k_enum(self, arg: list, schema: dict) -> Check:
-        strings = frozenset(option for option in arg if isinstance(option, str))
-        others = [option for option in arg if not isinstance(option, str)]
+    def k_const(self, arg: Any, schema: dict[str, Any]) -> _Check:
+        return _ConstText(arg) if isinstance(arg, str) else _Const(arg)
 
-        def check(value: Any) -> bool:
-            if type(value) is str:
-                return value in strings
-            return any(_equal(value, option) for option in others)
-        return check
+    def k_propertyNames(self, arg: Any, schema: dict[str, Any]) -> _Check:
+        return _PropertyNames(self.compile(arg))
 
-    def k_const(self, arg: Any, schema: dict) -> Check:
-        if isinstance(arg, str):  # what _equal answers for a string, without its type tests
-            return lambda value: type(value) is str and value == arg
-        return lambda value: _equal(value, arg)
+    def k_maxProperties(self, arg: int, schema: dict[str, Any]) -> _Check:
+        return _Size(dict, 0, arg)
 
-    def k_properties(self, arg: dict, schema: dict) -> Check:
-        compiled = {name: self.compile(sub) for name, sub in arg.items()}
+    def k_minProperties(self, arg: int, schema: dict[str, Any]) -> _Check:
+        return _Size(dict, arg, None)
 
-        def check(value: Any) -> bool:
-            if not isinstance(value, dict):
-                return True
-            return all(fn(value[name]) for name, fn in compiled.items() if name in value)
-        return check
-
-    def k_additionalProperties(self, arg: Any, schema: dict) -> Check:
-        known = set(schema.get("properties", {}))
-        if "patternProperties" in schema:
-            raise UnsupportedSchema("patternProperties")
-        extra = self.compile(arg)
-
-        def check(value: Any) -> bool:
-            if not isinstance(value, dict):
-                return True
-            return all(extra(item) for key, item in value.items() if key not in known)
-        return check
-
-    def k_propertyNames(self, arg: Any, schema: dict) -> Check:
-        fn = self.compile(arg)
-        return lambda value: not isinstance(value, dict) or all(fn(key) for key in value)
-
-    def k_required(self, arg: list, schema: dict) -> Check:
-        return lambda value: not isinstance(value, dict) or all(name in value for name in arg)
-
-    def k_maxProperties(self, arg: int, schema: dict) -> Check:
-        return lambda value: not isinstance(value, dict) or len(value) <= arg
-
-    def k_minProperties(self, arg: int, schema: dict) -> Check:
-        return lambda value: not isinstance(value, dict) or len(value) >= arg
-
-    def k_items(self, arg: Any, schema: dict) -> Check:
+    def k_items(self, arg: Any, schema: dict[str, Any]) -> _Check:
         if isinstance(arg, list):
             raise UnsupportedSchema("items as a list")
-        fn = self.compile(arg)
+        return _Items(self.compile(arg))
 
-        def check(value: Any) -> bool:
-            if isinstance(value, list):
-                for item in value:
-                    if not fn(item):
-                        return False
-            return True
-        return check
+    def k_maxItems(self, arg: int, schema: dict[str, Any]) -> _Check:
+        return _Size(list, 0, arg)
 
-    def k_maxItems(self, arg: int, schema: dict) -> Check:
-        return lambda value: not isinstance(value, list) or len(value) <= arg
+    def k_minItems(self, arg: int, schema: dict[str, Any]) -> _Check:
+        return _Size(list, arg, None)
 
-    def k_minItems(self, arg: int, schema: dict) -> Check:
-        return lambda value: not isinstance(value, list) or len(value) >= arg
+    def k_maxLength(self, arg: int, schema: dict[str, Any]) -> _Check:
+        return _Size(str, 0, arg)
 
-    def k_maxLength(self, arg: int, schema: dict) -> Check:
-        return lambda value: not isinstance(value, str) or len(value) <= arg
+    def k_minLength(self, arg: int, schema: dict[str, Any]) -> _Check:
+        return _Size(str, arg, None)
 
-    def k_minLength(self, arg: int, schema: dict) -> Check:
-        return lambda value: not isinstance(value, str) or len(value) >= arg
+    def k_pattern(self, arg: str, schema: dict[str, Any]) -> _Check:
+        return _Pattern(arg)
 
-    def k_pattern(self, arg: str, schema: dict) -> Check:
-        regex = re.compile(arg)
-        return lambda value: not isinstance(value, str) or regex.search(value) is not None
+    def k_minimum(self, arg: Any, schema: dict[str, Any]) -> _Check:
+        return _Bound("minimum", arg)
 
-    def _number(self, test: Callable[[Any], bool]) -> Check:
-        return lambda value: isinstance(value, bool) or not isinstance(value, (int, float)) or test(value)
+    def k_maximum(self, arg: Any, schema: dict[str, Any]) -> _Check:
+        return _Bound("maximum", arg)
 
-    def k_minimum(self, arg: Any, schema: dict) -> Check:
-        return self._number(lambda value: value >= arg)
+    def k_exclusiveMinimum(self, arg: Any, schema: dict[str, Any]) -> _Check:
+        return _Bound("exclusiveMinimum", arg)
 
-    def k_maximum(self, arg: Any, schema: dict) -> Check:
-        return self._number(lambda value: value <= arg)
+    def k_exclusiveMaximum(self, arg: Any, schema: dict[str, Any]) -> _Check:
+        return _Bound("exclusiveMaximum", arg)
 
-    def k_exclusiveMinimum(self, arg: Any, schema: dict) -> Check:
-        return self._number(lambda value: value > arg)
+    def k_anyOf(self, arg: list[Any], schema: dict[str, Any]) -> _Check:
+        return _AnyOf([self.compile(sub) for sub in arg])
 
-    def k_exclusiveMaximum(self, arg: Any, schema: dict) -> Check:
-        return self._number(lambda value: value < arg)
-
-    # Loops, not any()/all() over a generator: these run for every
-    # connector of every document, and the generator costs more than the test.
-    def k_anyOf(self, arg: list, schema: dict) -> Check:
-        fns = [self.compile(sub) for sub in arg]
-
-        def check(value: Any) -> bool:
-            for fn in fns:
-                if fn(value):
-                    return True
-            return False
-        return check
-
-    def k_allOf(self, arg: list, schema: dict) -> Check:
+    def k_allOf(self, arg: list[Any], schema: dict[str, Any]) -> _Check:
         return _all_of([self.compile(sub) for sub in arg])
 
-    def k_oneOf(self, arg: list, schema: dict) -> Check:
-        fns = [self.compile(sub) for sub in arg]
-        return lambda value: sum(1 for fn in fns if fn(value)) == 1
+    def k_oneOf(self, arg: list[Any], schema: dict[str, Any]) -> _Check:
+        return _OneOf([self.compile(sub) for sub in arg])
 
-    def k_not(self, arg: Any, schema: dict) -> Check:
-        fn = self.compile(arg)
-        return lambda value: not fn(value)
+    def k_not(self, arg: Any, schema: dict[str, Any]) -> _Check:
+        return _Not(self.compile(arg))
 
-    def k_if(self, arg: Any, schema: dict) -> Check:
-        condition = self.compile(arg)
-        then = self.compile(schema.get("then", True))
-        otherwise = self.compile(schema.get("else", True))
-        return lambda value: then(value) if condition(value) else otherwise(value)
+    def k_if(self, arg: Any, schema: dict[str, Any]) -> _Check:
+        return _If(self.compile(arg), self.compile(schema.get("then", True)), self.compile(schema.get("else", True)))
 
 
-def _all_of(checks: list[Check]) -> Check:
-    """All of ``checks`` (a loop, not all() over a generator: see k_anyOf)."""
+# The keywords a schema may use, each with the method that compiles it
+# (properties, additionalProperties and required: _Compiler.object_check).
+_KEYWORDS: dict[str, Callable[[_Compiler, Any, dict[str, Any]], _Check]] = {
+    name[2:] if name != "k_ref" else "$ref": method
+    for name, method in vars(_Compiler).items() if name.startswith("k_")
+}
+
+
+def _all_of(checks: list[_Check]) -> _Check:
     if len(checks) == 1:
         return checks[0]
     if len(checks) == 2:
-        first, second = checks
-        return lambda value: first(value) and second(value)
-
-    def check_all(value: Any) -> bool:
-        for check in checks:
-            if not check(value):
-                return False
-        return True
-    return check_all
+        return _Both(checks[0], checks[1])
+    return _AllOf(checks)
 
 
-def compile_schema(schema: dict[str, Any]) -> Check:
+def compile_schema(schema: dict[str, Any]) -> Callable[[Any], bool]:
     """A predicate equivalent to jsonschema's is_valid for ``schema``."""
-    return _Compiler(schema).compile(schema)
+    return _Compiler(schema).compile(schema).ok

@@ -105,7 +105,7 @@ class _Text(str):
 
 
 TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"]
-FACETS = {"maxLength": st.integers(0, 4), "minLength": st.integers(0, 4), "pattern": st.sampled_from(["^a", "b$", "^[^\\u0000-\\u001f]*$"]),
+FACETS = {"maxLength": st.integers(0, 4), "minLength": st.integers(0, 4), "pattern": st.sampled_from(["^a", "b$", "^[^\\u0000-\\u001f]*$", "^[^\\u0000-\\u001f\\u007f]*$", "^[^\\u0000]*$"]),
           "minimum": st.integers(-3, 3) | st.floats(-3, 3), "maximum": st.integers(-3, 3), "exclusiveMinimum": st.integers(-3, 3),
           "exclusiveMaximum": st.floats(-3, 3)}
 
@@ -144,3 +144,17 @@ def test_a_type_with_its_facets_agrees_with_jsonschema(schema, data):
                       | st.sampled_from([2.0, -1.0, 1e300, True, [], {}]) | st.text(max_size=5)
                       | st.builds(_Text, st.text(max_size=5)))
     assert accept.compile_schema(schema)(value) == Draft202012Validator(schema).is_valid(value), (schema, value)
+
+
+@pytest.mark.parametrize("pattern", sorted(accept._MATCHED_BY_PRINTABLE))
+def test_a_pattern_of_no_control_characters_agrees_with_jsonschema(pattern):
+    # Such a pattern is answered by str.isprintable() where that is true (a
+    # string of printable characters always matches), else by the search.
+    from jsonschema import Draft202012Validator
+
+    schema = {"type": "string", "pattern": pattern}
+    check, reference = accept.compile_schema(schema), Draft202012Validator(schema)
+    values = ["", "NixlConnector", "my.module:Factory", "é ü 日本", "a\x00b", "\x00", "a\x1fb", "a\x7fb", "tab\there",
+              "abc\n", "\n", "\u2028", "\x85", "\u200b", "\ud800"]
+    assert [check(v) for v in values] == [reference.is_valid(v) for v in values]
+    assert not all(check(v) for v in values)  # the search still refuses what it refuses
