@@ -20,7 +20,7 @@ import orjson
 from . import yamlsafe
 from .errors import InputError, Problem
 from .limits import DEFAULT_LIMITS, Limits
-from .schema import iter_problems, load_schema, pointer
+from .schema import accept_check, iter_problems, load_schema, pointer
 
 __all__ = ["Limits", "read_document", "parse_text", "prepare", "from_object"]
 
@@ -379,7 +379,10 @@ def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS, spelled: dict[str
         _, values = _check_values(document, limits)  # JSON strings were expanded
     if values > limits.max_connectors:  # else it cannot hold more connectors than that
         _count_connectors(document, limits)
-    problems = list(iter_problems("deployment", document, default_code="input.schema"))
+    # The compiled check first, here: the report's generator (jsonschema's,
+    # with every problem located) only for a document it refuses.
+    problems = [] if accept_check("deployment")(document) else list(
+        iter_problems("deployment", document, default_code="input.schema"))
     size = document.get("kv_offloading_size")
     if isinstance(size, float) and not math.isfinite(size):
         problems.append(Problem("input.schema", f"`{size}` is not a finite number", "/kv_offloading_size"))

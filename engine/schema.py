@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # jsonschema is imported when a report is needed, not at star
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError
 
-__all__ = ["load_schema", "validator", "is_valid", "iter_problems", "pointer"]
+__all__ = ["load_schema", "validator", "accept_check", "is_valid", "iter_problems", "pointer"]
 
 SCHEMA_FILES = ("deployment", "rules", "decision")
 
@@ -43,13 +43,16 @@ def validator(name: str) -> "Draft202012Validator":
 
 
 @functools.lru_cache(maxsize=None)
-def _accept(name: str):
+def accept_check(name: str) -> Callable[[Any], bool]:
+    """The fast accept-path check of the named schema (engine/accept.py),
+    compiled once per process: whether an instance is valid; jsonschema
+    reports the problems."""
     return compile_schema(load_schema(name))
 
 
 def is_valid(name: str, instance: Any) -> bool:
     """The fast accept-path answer (engine/accept.py); jsonschema reports the problems."""
-    return _accept(name)(instance)
+    return accept_check(name)(instance)
 
 
 def pointer(parts: Any) -> str:
