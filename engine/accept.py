@@ -13,7 +13,7 @@ differential test holds the two to the same answers.
 from __future__ import annotations
 
 import re
-from collections.abc import Sized
+from collections.abc import Iterable, Sized
 from typing import Any, Callable, cast
 
 __all__ = ["compile_schema", "UnsupportedSchema"]
@@ -121,26 +121,19 @@ class _AllOf(_Check):
         return True
 
 
-class _AnyOf(_Check):
-    def __init__(self, checks: list[_Check]):
-        self.checks = checks
+class _Some(_Check):
+    """anyOf (one of ``checks`` passes, at least) or, ``only_one``, oneOf."""
 
-    def ok(self, value: Any) -> bool:
-        for check in self.checks:
-            if check.ok(value):
-                return True
-        return False
-
-
-class _OneOf(_Check):
-    def __init__(self, checks: list[_Check]):
-        self.checks = checks
+    def __init__(self, checks: list[_Check], only_one: bool):
+        self.checks, self.only_one = checks, only_one
 
     def ok(self, value: Any) -> bool:
         matched = 0
         for check in self.checks:
             if check.ok(value):
-                matched += 1
+                if not self.only_one or matched:
+                    return not self.only_one
+                matched = 1
         return matched == 1
 
 
@@ -167,30 +160,35 @@ class _Listed(_Check):
     def __init__(self, required: tuple[str, ...], listed: list[tuple[str, _Check]]):
         self.required, self.listed = required, listed
 
-    def ok(self, value: Any) -> bool:
-        if not isinstance(value, dict):
-            return True
+    def has_required(self, value: dict[str, Any]) -> bool:
         for name in self.required:
             if name not in value:
                 return False
+        return True
+
+    def ok(self, value: Any) -> bool:
+        if not isinstance(value, dict):
+            return True
+        if not self.has_required(value):
+            return False
         for name, check in self.listed:
             if name in value and not check.ok(value[name]):
                 return False
         return True
 
 
-class _Object(_Check):
+class _Object(_Listed):
     """properties + additionalProperties + required in one pass (the hot path)."""
 
     def __init__(self, required: tuple[str, ...], props: dict[str, _Check], extra: _Check):
-        self.required, self.props, self.extra = required, props, extra
+        super().__init__(required, [])
+        self.props, self.extra = props, extra
 
     def ok(self, value: Any) -> bool:
         if not isinstance(value, dict):
             return True
-        for name in self.required:
-            if name not in value:
-                return False
+        if not self.has_required(value):
+            return False
         props = self.props
         for key, item in value.items():
             check = props.get(key)
@@ -308,25 +306,16 @@ class _Const(_Check):
         return _equal(value, self.constant)
 
 
-class _PropertyNames(_Check):
-    def __init__(self, check: _Check):
-        self.check = check
+class _Every(_Check):
+    """Each item of a value of ``kind`` passes ``check``: an array's items
+    (``items``), an object's keys (``propertyNames``); other values pass."""
+
+    def __init__(self, kind: type, check: _Check):
+        self.kind, self.check = kind, check
 
     def ok(self, value: Any) -> bool:
-        if isinstance(value, dict):
-            for key in value:
-                if not self.check.ok(key):
-                    return False
-        return True
-
-
-class _Items(_Check):
-    def __init__(self, check: _Check):
-        self.check = check
-
-    def ok(self, value: Any) -> bool:
-        if isinstance(value, list):
-            for item in value:
+        if isinstance(value, self.kind):
+            for item in cast(Iterable[Any], value):  # a list or dict (the types it is made with)
                 if not self.check.ok(item):
                     return False
         return True
@@ -413,11 +402,21 @@ class _Compiler:
         for key, arg in schema.items():
             if key in _ANNOTATIONS or key in object_keys or key in folded or key.startswith("x-") or key in ("then", "else"):
                 continue
-            maker = _KEYWORDS.get(key)
-            if maker is None:
-                raise UnsupportedSchema(key)
-            checks.append(maker(self, arg, schema))
+            checks.append(self.keyword(key, arg, schema))
         return _all_of(checks)
+
+    def keyword(self, key: str, arg: Any, schema: dict[str, Any]) -> _Check:
+        """One keyword of ``schema`` (its ``arg``) as a node."""
+        size = _SIZES.get(key)
+        if size is not None:
+            kind, highest = size
+            return _Size(kind, 0, arg) if highest else _Size(kind, arg, None)
+        if key in _NUMBER_FACETS:
+            return _Bound(key, arg)
+        maker = _KEYWORDS.get(key)
+        if maker is None:
+            raise UnsupportedSchema(key)
+        return maker(self, arg, schema)
 
     def object_check(self, schema: dict[str, Any]) -> _Check:
         if "patternProperties" in schema:
@@ -432,7 +431,7 @@ class _Compiler:
     def typed_check(self, schema: dict[str, Any]) -> _Check:
         kinds = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
         slow = _all_of([self.k_type(schema["type"], schema)]
-                       + [_KEYWORDS[key](self, schema[key], schema) for key in (*_STRING_FACETS, *_NUMBER_FACETS)
+                       + [self.keyword(key, schema[key], schema) for key in (*_STRING_FACETS, *_NUMBER_FACETS)
                           if key in schema])
         if not any(key in schema for key in (*_STRING_FACETS, *_NUMBER_FACETS)) and not ("integer" in kinds and "number" not in kinds):
             return slow  # a bare type: k_type is already one node
@@ -458,54 +457,24 @@ class _Compiler:
         return _ConstText(arg) if isinstance(arg, str) else _Const(arg)
 
     def k_propertyNames(self, arg: Any, schema: dict[str, Any]) -> _Check:
-        return _PropertyNames(self.compile(arg))
-
-    def k_maxProperties(self, arg: int, schema: dict[str, Any]) -> _Check:
-        return _Size(dict, 0, arg)
-
-    def k_minProperties(self, arg: int, schema: dict[str, Any]) -> _Check:
-        return _Size(dict, arg, None)
+        return _Every(dict, self.compile(arg))
 
     def k_items(self, arg: Any, schema: dict[str, Any]) -> _Check:
         if isinstance(arg, list):
             raise UnsupportedSchema("items as a list")
-        return _Items(self.compile(arg))
-
-    def k_maxItems(self, arg: int, schema: dict[str, Any]) -> _Check:
-        return _Size(list, 0, arg)
-
-    def k_minItems(self, arg: int, schema: dict[str, Any]) -> _Check:
-        return _Size(list, arg, None)
-
-    def k_maxLength(self, arg: int, schema: dict[str, Any]) -> _Check:
-        return _Size(str, 0, arg)
-
-    def k_minLength(self, arg: int, schema: dict[str, Any]) -> _Check:
-        return _Size(str, arg, None)
+        return _Every(list, self.compile(arg))
 
     def k_pattern(self, arg: str, schema: dict[str, Any]) -> _Check:
         return _Pattern(arg)
 
-    def k_minimum(self, arg: Any, schema: dict[str, Any]) -> _Check:
-        return _Bound("minimum", arg)
-
-    def k_maximum(self, arg: Any, schema: dict[str, Any]) -> _Check:
-        return _Bound("maximum", arg)
-
-    def k_exclusiveMinimum(self, arg: Any, schema: dict[str, Any]) -> _Check:
-        return _Bound("exclusiveMinimum", arg)
-
-    def k_exclusiveMaximum(self, arg: Any, schema: dict[str, Any]) -> _Check:
-        return _Bound("exclusiveMaximum", arg)
-
     def k_anyOf(self, arg: list[Any], schema: dict[str, Any]) -> _Check:
-        return _AnyOf([self.compile(sub) for sub in arg])
+        return _Some([self.compile(sub) for sub in arg], False)
 
     def k_allOf(self, arg: list[Any], schema: dict[str, Any]) -> _Check:
         return _all_of([self.compile(sub) for sub in arg])
 
     def k_oneOf(self, arg: list[Any], schema: dict[str, Any]) -> _Check:
-        return _OneOf([self.compile(sub) for sub in arg])
+        return _Some([self.compile(sub) for sub in arg], True)
 
     def k_not(self, arg: Any, schema: dict[str, Any]) -> _Check:
         return _Not(self.compile(arg))
@@ -514,8 +483,15 @@ class _Compiler:
         return _If(self.compile(arg), self.compile(schema.get("then", True)), self.compile(schema.get("else", True)))
 
 
-# The keywords a schema may use, each with the method that compiles it
-# (properties, additionalProperties and required: _Compiler.object_check).
+# The keywords that bound a length: the type whose length, and whether the
+# bound is the highest (else the lowest).
+_SIZES: dict[str, tuple[type, bool]] = {
+    "maxProperties": (dict, True), "minProperties": (dict, False), "maxItems": (list, True),
+    "minItems": (list, False), "maxLength": (str, True), "minLength": (str, False),
+}
+# The other keywords a schema may use, each with the method that compiles it
+# (properties, additionalProperties and required: _Compiler.object_check; the
+# sizes above and the number bounds: _Compiler.keyword).
 _KEYWORDS: dict[str, Callable[[_Compiler, Any, dict[str, Any]], _Check]] = {
     name[2:] if name != "k_ref" else "$ref": method
     for name, method in vars(_Compiler).items() if name.startswith("k_")

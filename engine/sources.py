@@ -94,16 +94,9 @@ class Deployment:
             _set_fields(self, zip(_DEPLOYMENT_FIELDS, (file, format, anchor, line, name, document, problems, notes,
                                                        origins, resource)))
             return
-        self.file = file  # type: ignore[misc]
-        self.format = format  # type: ignore[misc]
-        self.anchor = anchor  # type: ignore[misc]
-        self.line = line  # type: ignore[misc]
-        self.name = name  # type: ignore[misc]
-        self.document = document  # type: ignore[misc]
-        self.problems = problems  # type: ignore[misc]
-        self.notes = notes  # type: ignore[misc]
-        self.origins = origins  # type: ignore[misc]
-        self.resource = resource  # type: ignore[misc]
+        self.file, self.format, self.anchor, self.line, self.name = file, format, anchor, line, name  # type: ignore[misc]
+        self.document, self.problems, self.notes = document, problems, notes  # type: ignore[misc]
+        self.origins, self.resource = origins, resource  # type: ignore[misc]
 
     @property
     def id(self) -> str:
@@ -161,11 +154,8 @@ class SourceFile:
             _set_fields(self, zip(("file", "format", "deployments", "problems", "skipped"),
                                   (file, format, deployments, problems, skipped)))
             return
-        self.file = file  # type: ignore[misc]
-        self.format = format  # type: ignore[misc]
-        self.deployments = deployments  # type: ignore[misc]
-        self.problems = problems  # type: ignore[misc]
-        self.skipped = skipped  # type: ignore[misc]
+        self.file, self.format, self.deployments = file, format, deployments  # type: ignore[misc]
+        self.problems, self.skipped = problems, skipped  # type: ignore[misc]
 
 
 # -- file formats -----------------------------------------------------------
