@@ -88,7 +88,7 @@ class Entry:
     def __reduce__(self) -> tuple:
         # Pickled as its fields and rebuilt by __init__: four times faster to
         # load than the default for slotted classes (audit workers send many).
-        return (type(self), tuple(getattr(self, name) for name in self.__slots__))
+        return (type(self), (self.deployment, self.decision, self.input_digest))
 
 
 def remediation(decision: dict[str, Any]) -> str | None:
@@ -121,9 +121,7 @@ class FileResult:
     skipped: str | None = None
 
     def __reduce__(self) -> tuple:
-        # Pickled as its fields and rebuilt by __init__: four times faster to
-        # load than the default for slotted classes (audit workers send many).
-        return (type(self), tuple(getattr(self, name) for name in self.__slots__))
+        return (type(self), (self.file, self.format, self.deployments, self.problems, self.skipped))  # as Entry's
 
 
 def _problem_dict(p: Problem) -> dict[str, Any]:

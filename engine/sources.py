@@ -105,7 +105,8 @@ class Deployment:
     def __reduce__(self) -> tuple:
         # Pickled as its fields and rebuilt by __init__: four times faster to
         # load than the default for slotted classes (audit workers send many).
-        return (type(self), tuple(getattr(self, name) for name in _DEPLOYMENT_FIELDS))
+        return (type(self), (self.file, self.format, self.anchor, self.line, self.name, self.document, self.problems,
+                             self.notes, self.origins, self.resource))
 
     def without_document(self) -> "Deployment":
         """This deployment with ``document`` None (an audit that need not keep it)."""
