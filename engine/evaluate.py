@@ -158,6 +158,14 @@ class _Run:
     reasons: dict[str, str] = field(default_factory=dict)
     halted: Message | None = None
 
+    # The __init__s of these three classes are written out: compiled, a
+    # dataclass __init__ with default factories is the generated Python one
+    # (several thousand instructions each, for every new decision).
+    def __init__(self, facts: dict[str, Any]) -> None:
+        self.facts = facts
+        self.errors, self.warnings, self.steps, self.fired, self.reasons = {}, [], [], {}, {}
+        self.halted = None
+
 
 class Evaluator:
     """A compiled policy bound to its own ruleset in the rule runtime."""
@@ -809,6 +817,9 @@ class _Plan:
     planned: dict[int, tuple] = field(default_factory=dict)
     key: tuple = ()
 
+    def __init__(self, nodes: list, top: Any) -> None:  # see _Run
+        self.nodes, self.top, self.verdicts, self.planned, self.key = nodes, top, {}, {}, ()
+
 
 @dataclass
 class _Graph:
@@ -820,6 +831,10 @@ class _Graph:
     trace: list[str] = field(default_factory=list)
     warnings: list[Message] = field(default_factory=list)
     top_reasons: list[str] = field(default_factory=list)
+
+    def __init__(self, top: Any) -> None:  # see _Run
+        self.top, self.verdicts, self.errors, self.connectors = top, {}, {}, []
+        self.steps, self.trace, self.warnings, self.top_reasons = [], [], [], []
 
 
 def _by_height(post: list) -> list[list]:
