@@ -647,7 +647,10 @@ def _forked(policy: Any, files: list[tuple[str, str, bool]], jobs: int, settings
     done: dict[int, list[tuple[FileResult, list[Entry]]]] = {}
     tallies: list[dict[str, Any]] = []
     # Spool 0 is this process's, n + 1 worker n's; opened before the fork.
-    spools = [_Spool.open() for _ in range(jobs)] if render else []
+    try:
+        spools = [_Spool.open() for _ in range(jobs)] if render else []
+    except OSError:  # no temporary file can be made: report.write renders as ever
+        spools = []
     parts: dict[int, tuple[int, int, int] | None] = {}
 
     def take() -> int:

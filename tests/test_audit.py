@@ -459,23 +459,28 @@ def test_a_json_report_prerendered_by_the_audits_processes_is_the_bytes_of_the_w
     assert audit([str(tmp_path / "fleet")], jobs=1, prerender=True)._rendered is None
 
 
-def test_a_spool_that_cannot_be_written_leaves_the_rendering_to_write(monkeypatch, tmp_path):
-    # A full disk: the spool is let go, and write() renders the deployments.
+@pytest.mark.parametrize("fault", ["full disk", "no temporary file"])
+def test_a_spool_that_cannot_be_written_leaves_the_rendering_to_write(fault, monkeypatch, tmp_path):
+    # The spool is let go (or never made), and write() renders the deployments.
     from hma_policy import audit as audit_module
     from hma_policy import report as report_module
 
     if not audit_module._forkable():
         pytest.skip("prerendering is done by forked workers; this platform spawns them")
-
-    def full(*args):
-        raise OSError(28, "No space left on device")
-    monkeypatch.setattr(audit_module.os, "pwrite", full)
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764374400")
+    expected = report_module.render_bytes(audit([str(FLEET)], jobs=2), "json")
+
+    def refused(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    if fault == "full disk":
+        monkeypatch.setattr(audit_module.os, "pwrite", refused)
+    else:
+        monkeypatch.setattr(audit_module.tempfile, "TemporaryFile", refused)
     report = audit([str(FLEET)], jobs=2, prerender=True)
     assert report._rendered is None
     out = io.BytesIO()
     report_module.write(report, "json", out)
-    assert out.getvalue() == report_module.render_bytes(audit([str(FLEET)], jobs=2), "json")
+    assert out.getvalue() == expected
 
 
 def test_the_json_report_on_standard_output_is_the_report_file(tmp_path):
