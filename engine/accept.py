@@ -18,7 +18,7 @@ from typing import Any, Callable, cast
 
 __all__ = ["compile_schema", "UnsupportedSchema"]
 
-# The facets a `type` check takes in its own closure (Compiler.typed_check).
+# The facets a `type` check takes in its own node (_Typed, _Compiler.typed_check).
 _STRING_FACETS = ("maxLength", "minLength", "pattern")
 _NUMBER_FACETS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
