@@ -299,7 +299,7 @@ def _configured_names(ktc: Any, containers: frozenset[str]) -> tuple[str, list[s
     return name, [c if isinstance(c, str) else "" for c in children]
 
 
-def _as_dict(value: Any) -> dict[str, Any]:
+def _dict_or_empty(value: Any) -> dict[str, Any]:
     """A mapping as a dict (itself when it is one); anything false, {}."""
     if type(value) is dict:
         return value
@@ -315,10 +315,10 @@ def document_inputs(document: Mapping[str, Any], containers: frozenset[str] = fr
     # Read as dicts (a validated document's objects are; other mappings are
     # copied): compiled, a dict's get is a direct call, a Mapping's a lookup
     # of the method by name.
-    doc = _as_dict(document)
+    doc = _dict_or_empty(document)
     preference = doc.get("disable_hybrid_kv_cache_manager")
-    platform = _as_dict(doc.get("platform"))
-    model = _as_dict(doc.get("model"))
+    platform = _dict_or_empty(doc.get("platform"))
+    model = _dict_or_empty(doc.get("model"))
     kinds = set(model.get("layer_kinds") or ())
     spec = doc.get("speculative_config") or {}
     method = spec.get("method") if isinstance(spec, dict) else None
