@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import hma_policy
-from hma_policy.schema import load_schema
+from hma_policy.core.schema import load_schema
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -303,10 +303,10 @@ def audit_stages(files: list[Path]) -> dict[str, float]:
     """Where an audit's time goes, in µs a file, in one process with a policy
     just loaded (as each audit process starts): each stage through the
     public API, over every file of the fleet, stage after stage."""
-    from hma_policy.audit import Entry
-    from hma_policy.declog import input_digest
-    from hma_policy.document import DEFAULT_LIMITS
-    from hma_policy.sources import read_source
+    from hma_policy.audit.run import Entry
+    from hma_policy.audit.declog import input_digest
+    from hma_policy.core.input import DEFAULT_LIMITS
+    from hma_policy.audit.sources import read_source
 
     def per_file(fn: Callable[[Any], Any], items: list) -> tuple[list, float]:
         gc.disable()

@@ -23,10 +23,11 @@ import os
 import sys
 from typing import Any, NoReturn, Sequence
 
-from . import __version__, load_policy
-from .decision import Decision, input_error_decision
-from .document import prepare, read_document
-from .errors import HMAPolicyError, InputError, PolicyError, printable
+from .core.policy import load_policy
+from .version import __version__
+from .core.decision import Decision, input_error_decision
+from .core.input import prepare, read_document
+from .core.errors import HMAPolicyError, InputError, PolicyError, printable
 
 EXIT_OK, EXIT_REJECTED, EXIT_INVALID = 0, 1, 2
 # Spelled here rather than imported, so that `decide` does not load the audit
@@ -211,7 +212,7 @@ def _jobs(text: str) -> int:
 
 
 def _conditions(text: str) -> tuple[str, ...]:
-    from .audit import FAIL_ON
+    from .audit.run import FAIL_ON
 
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in FAIL_ON]
@@ -223,7 +224,7 @@ def _conditions(text: str) -> tuple[str, ...]:
 def _open_log(args: argparse.Namespace) -> Any:
     """The decision log named by --log (opened before deciding, so a log
     that cannot be written stops the command before any output)."""
-    from .declog import DEFAULT_MASKING, NO_MASKING, DecisionLog, Masking
+    from .audit.declog import DEFAULT_MASKING, NO_MASKING, DecisionLog, Masking
 
     if args.log_mask is None:
         masking = DEFAULT_MASKING
@@ -276,9 +277,9 @@ def _finding_text(f: Any) -> str:
 
 
 def _rules(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
-    from .evaluate import Evaluator
-    from .policy import read_policy
-    from .verify import verify
+    from .core.evaluate import Evaluator
+    from .core.rules import read_policy
+    from .authoring.verify import verify
 
     try:
         model = read_policy(args.dir)
@@ -316,7 +317,7 @@ def _rules(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
 
 
 def _test(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
-    from .testing import default_test_paths, load_cases, run_cases
+    from .authoring.testing import default_test_paths, load_cases, run_cases
 
     policy = load_policy(args.rules)
     paths = list(args.paths) or default_test_paths(args.rules)
@@ -367,7 +368,7 @@ def _diff(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     import tempfile
     from pathlib import Path
 
-    from .impact import impact, render, rules_from_git
+    from .authoring.impact import impact, render, rules_from_git
 
     with tempfile.TemporaryDirectory(prefix="hma-policy-diff-") as tmp:
         def policy_for(spec: str | None, name: str):
@@ -408,9 +409,9 @@ def _audit(args: argparse.Namespace, stdin: Any) -> tuple[int, str, Any]:
 
 
 def _audit_report(args: argparse.Namespace, policy: Any) -> tuple[int, str, Any]:
-    from .audit import AuditError, audit, progress_bar
-    from .errors import Problem
-    from .report import render, write
+    from .audit.run import AuditError, audit, progress_bar
+    from .core.errors import Problem
+    from .audit.report import render, write
 
     log = _open_log(args) if args.log else None
     try:
@@ -453,7 +454,7 @@ class _Streamed:
     def emit(self, stdout: Any) -> str | None:
         """Written to ``stdout``'s bytes (None), or, for a text-only stream
         (a test's StringIO), the text to print instead."""
-        from .report import render, write
+        from .audit.report import render, write
 
         buffer = getattr(stdout, "buffer", None)
         if buffer is None:
@@ -465,7 +466,7 @@ class _Streamed:
 
 
 def _log(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
-    from .declog import repair, verify
+    from .audit.declog import repair, verify
 
     result = repair(args.file) if args.repair else verify(args.file)
     if args.repair and result.torn_bytes == 0 and result.repaired is None and not result.ok:

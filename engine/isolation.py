@@ -36,9 +36,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from .decision import ConnectorVerdict, Decision, Message, Step
-from .document import DEFAULT_LIMITS, Limits, prepare
-from .errors import HMAPolicyError, InputError, PolicyError, Problem
+from .core.decision import ConnectorVerdict, Decision, Message, Step
+from .core.input import DEFAULT_LIMITS, Limits, prepare
+from .core.errors import HMAPolicyError, InputError, PolicyError, Problem
 
 __all__ = ["IsolatedPolicy", "IsolationError"]
 
@@ -138,7 +138,7 @@ def decode_decision(data: dict[str, Any]) -> Decision:
 
 def _serve() -> None:
     """The worker's loop: one request frame in, one answer frame out."""
-    from . import load_policy  # imported here: the parent never loads the rule runtime
+    from .core.policy import load_policy  # imported here: the parent never loads the rule runtime
 
     requests = sys.stdin.buffer
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
@@ -303,7 +303,7 @@ class IsolatedPolicy:
         if "decision" in answer:
             decision = decode_decision(answer["decision"])
             if any(key != name for name, key in spelled.items()):
-                from . import _respelled  # paths point into the document as the caller spelled it
+                from .core.policy import _respelled  # paths point into the document as the caller spelled it
                 decision = _respelled(decision, spelled)
             return decision
         if "input_error" in answer:

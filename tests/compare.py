@@ -10,7 +10,7 @@ source ``vllm``, and which nodes get ``connector.capability_unknown``.
 from __future__ import annotations
 
 import hma_policy
-from hma_policy.document import ALIASES
+from hma_policy.core.input import ALIASES
 
 import reference_model
 

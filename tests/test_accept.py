@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hma_policy import accept
-from hma_policy.schema import is_valid, validator
-from hma_policy import yamlsafe
+from hma_policy.core import accept as accept
+from hma_policy.core.schema import is_valid, validator
+from hma_policy.core import yamlsafe as yamlsafe
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = json.loads((ROOT / "tests" / "conformance" / "cases.json").read_text())

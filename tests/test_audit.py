@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from hma_policy.audit import AuditError, audit, progress_bar
-from hma_policy.report import render
+from hma_policy.audit.run import AuditError, audit, progress_bar
+from hma_policy.audit.report import render
 
 REPO = Path(__file__).resolve().parents[1]
 FLEET = REPO / "examples" / "fleet"
@@ -346,7 +346,7 @@ def test_a_missing_path_is_an_audit_error():
 def test_jobs_work_from_a_program_read_from_standard_input():
     """A spawned worker re-imports the parent's main script; from `python -`
     there is none to import, so the audit runs in-process instead of failing."""
-    program = ("from hma_policy.audit import audit\n"
+    program = ("from hma_policy.audit.run import audit\n"
                "print(audit(['examples/fleet'], jobs=2).summary()['outcomes'])\n")
     completed = subprocess.run([sys.executable, "-"], input=program.encode(), cwd=REPO, capture_output=True, timeout=300)
     assert completed.returncode == 0, completed.stderr.decode()[-2000:]
@@ -361,7 +361,7 @@ def test_the_json_report_is_the_standard_librarys_text(fleet_report, monkeypatch
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764374400")  # both readings of the clock agree
 
-    from hma_policy.report import render
+    from hma_policy.audit.report import render
 
     data = fleet_report.to_dict()
     assert render(fleet_report, "json") == json.dumps(data, indent=2, ensure_ascii=False)
@@ -373,7 +373,7 @@ def test_the_json_report_is_the_standard_librarys_text(fleet_report, monkeypatch
 def test_a_report_file_holds_the_rendered_text_and_a_final_newline(fleet_report, fmt, monkeypatch):
     # `audit -o FILE` writes render_bytes(): a JSON report straight from
     # orjson, without the detour through text; the bytes are the text's.
-    from hma_policy.report import render, render_bytes
+    from hma_policy.audit.report import render, render_bytes
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764374400")  # both readings of the clock agree
 
@@ -389,7 +389,7 @@ def test_a_json_report_written_a_slice_at_a_time_is_the_bytes_of_the_whole(fleet
     # report.write streams a JSON report (the CLI's `-o FILE` and standard
     # output): a slice of deployments at a time, each rendered inside an
     # object of the same depth and spliced in where the report holds a NUL.
-    from hma_policy import report as report_module
+    from hma_policy.audit import report as report_module
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764374400")
     monkeypatch.setattr(report_module, "_SLICE", size)
@@ -427,8 +427,8 @@ def test_a_json_report_prerendered_by_the_audits_processes_is_the_bytes_of_the_w
     # fleet holds every format, a broken file, a skipped one and a lone
     # surrogate, and ends in files that hold no deployment (chunks of them
     # render to nothing).
-    from hma_policy import audit as audit_module
-    from hma_policy import report as report_module
+    from hma_policy.audit import run as audit_module
+    from hma_policy.audit import report as report_module
 
     if not audit_module._forkable():
         pytest.skip("prerendering is done by forked workers; this platform spawns them")
@@ -462,8 +462,8 @@ def test_a_json_report_prerendered_by_the_audits_processes_is_the_bytes_of_the_w
 @pytest.mark.parametrize("fault", ["full disk", "no temporary file"])
 def test_a_spool_that_cannot_be_written_leaves_the_rendering_to_write(fault, monkeypatch, tmp_path):
     # The spool is let go (or never made), and write() renders the deployments.
-    from hma_policy import audit as audit_module
-    from hma_policy import report as report_module
+    from hma_policy.audit import run as audit_module
+    from hma_policy.audit import report as report_module
 
     if not audit_module._forkable():
         pytest.skip("prerendering is done by forked workers; this platform spawns them")
@@ -533,7 +533,7 @@ def _raise():
     (_raise, "OSError: [Errno 28] No space left on device"),
 ], ids=["dies", "raises"])
 def test_a_forked_worker_that_fails_is_an_audit_error_with_its_reason(monkeypatch, capfd, fault, reason):
-    import hma_policy.audit as audit_module
+    import hma_policy.audit.run as audit_module
 
     parent = os.getpid()
     original = audit_module._examine_all
@@ -556,7 +556,7 @@ def test_a_fault_while_examining_one_file_is_that_files_problem(tmp_path, monkey
     # Files go through the stages in batches; a fault in any stage must stay
     # with its file: the others are decided, in order, as without the fault.
     import hma_policy
-    from hma_policy import audit as audit_module
+    from hma_policy.audit import run as audit_module
 
     for name in ("a", "b", "c"):
         (tmp_path / f"{name}.json").write_text(json.dumps(
@@ -595,7 +595,7 @@ def test_a_file_replaced_by_a_fifo_after_the_walk_is_skipped_not_waited_on(tmp_p
     # later: a FIFO swapped in meanwhile must be refused, never block the audit.
     import signal
 
-    from hma_policy import audit as audit_module
+    from hma_policy.audit import run as audit_module
 
     (tmp_path / "a.json").write_text(json.dumps({"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}))
     (tmp_path / "b.json").write_text("{}")
@@ -623,7 +623,7 @@ def test_walk_order_and_what_it_skips(tmp_path):
     # One order for every file system: each argument's files sorted by their
     # path; directory links reported top-down in name order; a file named
     # twice is examined once.
-    from hma_policy.audit import _walk, walk
+    from hma_policy.audit.run import _walk, walk
 
     for name in ["b/z.json", "b/a/y.json", "a.json", "b/__pycache__/p.json", "b/node_modules/n.json",
                  "b/.hidden/h.json", "c/x.json", "b/a/b/w.json"]:
@@ -652,8 +652,8 @@ def test_each_entry_is_what_decide_answers_for_its_document(tmp_path):
     # document cache: its answer must still be decide()'s, kebab-case paths,
     # invalid documents and facts the rule runtime refuses included.
     import hma_policy
-    from hma_policy.decision import input_error_decision
-    from hma_policy.errors import InputError
+    from hma_policy.core.decision import input_error_decision
+    from hma_policy.core.errors import InputError
 
     documents = {
         "kebab": {"kv-transfer-config": {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {
@@ -704,7 +704,7 @@ def test_an_audit_unloads_its_policy_and_keeps_no_decisions(monkeypatch, jobs):
     # A program may audit again and again: the ruleset an audit loads into
     # the rule runtime (about 185 KiB each, see durable-rules.md) is unloaded
     # when it ends, and the module keeps none of its decisions.
-    import hma_policy.audit as audit_module
+    import hma_policy.audit.run as audit_module
 
     loaded = []
     real_load = audit_module.load_policy
@@ -790,7 +790,7 @@ def test_an_audit_widens_the_memo_bounds_only_while_it_runs(monkeypatch):
     # decide() keeps the memos small (every full pass of the cyclic collector
     # walks them); an audit, its collector paused, holds a fleet's share.
     import hma_policy
-    import hma_policy.audit as audit_module
+    import hma_policy.audit.run as audit_module
 
     policy = hma_policy.load_policy()
     memos = lambda: {name: getattr(policy._evaluator, name).limit for name in ("_decisions", "_plans", "_graphs")}  # noqa: E731

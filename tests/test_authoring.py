@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hma_policy.testing import merge_patch
+from hma_policy.authoring.testing import merge_patch
 
 from rulecopy import copy_rules, edit
 

@@ -368,7 +368,9 @@ def test_garbage_through_stdin_and_json_output(tmp_path, name):
 
 def test_cli_spells_the_audit_choices_as_the_audit_modules_do():
     # cli.py spells them out so that `decide` starts without importing audit/report.
-    from hma_policy import audit, cli, report
+    from hma_policy import cli
+    from hma_policy.audit import run as audit
+    from hma_policy.audit import report as report
 
     assert cli.REPORT_FORMATS == report.FORMATS
     assert cli.FAIL_ON_CONDITIONS == audit.FAIL_ON
@@ -378,7 +380,7 @@ def test_main_in_a_program_returns_the_status_and_frees_what_the_audit_made(tmp_
     # The console command ends its process at once after its output (the
     # cli.run entry point); main() is for programs: it returns the status,
     # and the policy the audit loaded is unloaded from the rule runtime.
-    from hma_policy import _durable
+    from hma_policy.core import _durable as _durable
     from hma_policy.cli import main
 
     unloaded = []

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import hma_policy
-from hma_policy import declog
-from hma_policy.declog import DEFAULT_MASKING, NO_MASKING, DecisionLog, LogError, Masking, mask, repair, verify
+from hma_policy.audit import declog as declog
+from hma_policy.audit.declog import DEFAULT_MASKING, NO_MASKING, DecisionLog, LogError, Masking, mask, repair, verify
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,7 +49,7 @@ def decisions():
         try:
             out.append((policy.decide(document), document))
         except hma_policy.InputError as exc:
-            from hma_policy.decision import input_error_decision
+            from hma_policy.core.decision import input_error_decision
             out.append((input_error_decision(exc.problems, policy.digest), document))
     return out
 

@@ -15,7 +15,7 @@ import pytest
 
 import hma_policy
 from hma_policy import InputError, Limits, decide
-from hma_policy.document import parse_text, read_document
+from hma_policy.core.input import parse_text, read_document
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"

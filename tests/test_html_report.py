@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from hma_policy.audit import audit
-from hma_policy.report import render
+from hma_policy.audit.run import audit
+from hma_policy.audit.report import render
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"

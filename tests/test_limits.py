@@ -250,8 +250,8 @@ def test_the_fast_walk_finds_exactly_the_breaches_of_the_plain_walk():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from hma_policy.document import _check_values
-    from hma_policy.errors import InputError
+    from hma_policy.core.input import _check_values
+    from hma_policy.core.errors import InputError
 
     @settings(max_examples=400, deadline=None)
     @given(_values(), st.integers(1, 4), st.integers(1, 6), st.integers(2, 30))

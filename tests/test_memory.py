@@ -43,7 +43,7 @@ SCRIPT = textwrap.dedent("""
     docs = [document(RandomPicker(rng), max_nodes=20) for _ in range(distinct)]
     if mode == "yaml":
         import yaml
-        from hma_policy.document import parse_text
+        from hma_policy.core.input import parse_text
         texts = [yaml.safe_dump(d) for d in docs]
         for i in range(total):
             if i == warm:

@@ -155,7 +155,7 @@ def test_yaml_tags_never_build_python_objects(canary, attack):
     root, marker = canary
     text = attack.format(marker=marker, canary=CANARY)
     with pytest.raises(hma_policy.InputError) as info:
-        from hma_policy.document import parse_text
+        from hma_policy.core.input import parse_text
         hma_policy.decide(parse_text(text, source="attack.yaml", fmt="yaml"))
     assert info.value.problems[0].code in ("input.parse", "input.type", "input.schema")
     assert not marker.exists()

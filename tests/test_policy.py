@@ -11,7 +11,7 @@ import pytest
 
 import hma_policy
 from hma_policy import PolicyError, load_policy
-from hma_policy.errors import HMAPolicyError
+from hma_policy.core.errors import HMAPolicyError
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"

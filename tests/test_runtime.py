@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import hma_policy
-from hma_policy import _durable
-from hma_policy._durable import RuleRuntime, RuntimeFault, check_event
+from hma_policy.core import _durable as _durable
+from hma_policy.core._durable import RuleRuntime, RuntimeFault, check_event
 
 
 def _step_definition() -> dict:
@@ -292,9 +292,9 @@ def test_equal_graph_signatures_have_equal_graphs_and_node_facts():
     # only where no fact reads (ports, ids, roles), which must collide.
     import random
 
-    from hma_policy.document import prepare
-    from hma_policy.errors import InputError
-    from hma_policy.facts import build_graph, graph_signature, node_facts
+    from hma_policy.core.input import prepare
+    from hma_policy.core.errors import InputError
+    from hma_policy.core.facts import build_graph, graph_signature, node_facts
     from strategies import RandomPicker, document
 
     containers = hma_policy.load_policy()._evaluator.model.containers

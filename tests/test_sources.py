@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hma_policy
-from hma_policy.sources import SourceLimits, read_source, source_format
+from hma_policy.audit.sources import SourceLimits, read_source, source_format
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -63,7 +63,7 @@ def test_a_name_without_a_path_object_has_pathlibs_suffix(name):
     # An audit reads names as strings; they must be read as pathlib would.
     from pathlib import PurePosixPath
 
-    from hma_policy.sources import _suffix
+    from hma_policy.audit.sources import _suffix
 
     if name in ("", ".", "..") or name.endswith("."):
         # Not file names; and a trailing dot's suffix changed in Python 3.14
@@ -545,7 +545,7 @@ def test_a_script_without_an_extension_is_read_by_its_shebang(tmp_path):
 ])
 def test_text_is_utf8_with_an_optional_byte_order_mark(raw, text, byte):
     # As the utf-8-sig codec reads it, offsets of bad bytes counted after the mark.
-    from hma_policy.sources import _decode
+    from hma_policy.audit.sources import _decode
 
     got, problem = _decode(raw, "f")
     assert got == text
@@ -558,7 +558,7 @@ def test_deployments_and_source_files_are_frozen_whether_compiled_or_not():
     import dataclasses
     import pickle
 
-    from hma_policy.sources import Deployment, SourceFile
+    from hma_policy.audit.sources import Deployment, SourceFile
 
     deployment = Deployment("a.json", "document", "#2", 3, "web", {"kv_transfer_config": None},
                             notes=(), origins=(("kv_transfer_config", "line 3"),))

@@ -27,9 +27,9 @@ import pytest
 import yaml
 
 import hma_policy
-from hma_policy.evaluate import EvaluationError, Evaluator
-from hma_policy.policy import read_policy
-from hma_policy.verify import verify
+from hma_policy.core.evaluate import EvaluationError, Evaluator
+from hma_policy.core.rules import read_policy
+from hma_policy.authoring.verify import verify
 
 from rulecopy import copy_rules, edit
 

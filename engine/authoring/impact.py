@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .document import read_document
-from .errors import InputError, PolicyError, Problem
+from ..core.input import read_document
+from ..core.errors import InputError, PolicyError, Problem
 
 __all__ = ["Change", "Impact", "corpus_files", "rules_from_git", "impact"]
 

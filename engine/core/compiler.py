@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .policy import PolicyModel, Rule, StepDef
+from .rules import PolicyModel, Rule, StepDef
 
 __all__ = ["Compiled", "compile_policy", "DEFAULT_PRI"]
 

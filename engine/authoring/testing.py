@@ -16,9 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import yamlsafe
-from .errors import InputError, PolicyError, Problem
-from .schema import iter_problems
+from ..core import yamlsafe
+from ..core.errors import InputError, PolicyError, Problem
+from ..core.schema import iter_problems
 
 __all__ = ["Case", "CaseResult", "Suite", "load_cases", "run_cases", "merge_patch", "default_test_paths"]
 

@@ -21,7 +21,7 @@ from .decision import ConnectorVerdict, Decision, Message
 from .errors import HMAPolicyError, InputError, Problem, suggest
 from .facts import (FACTS, build_graph, document_facts, document_inputs, env_facts, graph_signature, node_facts,
                     offloading_facts)
-from .policy import PolicyModel, Rule, StepDef
+from .rules import PolicyModel, Rule, StepDef
 
 # A job run by Evaluator._drive: it yields the events of its next round,
 # is sent the names of the rules that answered them, and returns its result.

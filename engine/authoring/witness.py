@@ -11,9 +11,9 @@ from __future__ import annotations
 import itertools
 from typing import Any, Mapping
 
-from .decision import Decision
-from .errors import InputError
-from .evaluate import EvaluationError, Evaluator
+from ..core.decision import Decision
+from ..core.errors import InputError
+from ..core.evaluate import EvaluationError, Evaluator
 
 __all__ = ["attach_documents", "library"]
 
@@ -192,5 +192,5 @@ def _class_step(model: Any) -> int:
 
 
 def _prepare(document: dict[str, Any]) -> dict[str, Any]:
-    from .document import prepare
+    from ..core.input import prepare
     return prepare(document)

@@ -34,11 +34,12 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from . import __version__, load_policy
-from .decision import Decision, input_error_decision
+from ..core.policy import load_policy
+from ..version import __version__
+from ..core.decision import Decision, input_error_decision
 from .declog import input_digest
-from .document import DEFAULT_LIMITS
-from .errors import HMAPolicyError, InputError, Problem
+from ..core.input import DEFAULT_LIMITS
+from ..core.errors import HMAPolicyError, InputError, Problem
 from .sources import DEFAULT_SOURCE_LIMITS, Deployment, SourceLimits, _read_source
 
 __all__ = ["AuditReport", "Entry", "FileResult", "AuditError", "audit", "walk", "progress_bar", "FAIL_ON"]

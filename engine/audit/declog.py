@@ -44,7 +44,7 @@ from typing import Any, cast
 
 import orjson
 
-from .errors import HMAPolicyError, Problem
+from ..core.errors import HMAPolicyError, Problem
 
 try:  # POSIX file locks; without them (Windows) a log has one writer by convention
     import fcntl
@@ -274,7 +274,7 @@ class DecisionLog:
     def __init__(self, path: str | Path, *, masking: Masking = DEFAULT_MASKING,
                  clock: Callable[[], datetime] | None = None, new_id: Callable[[], str] | None = None,
                  max_document_bytes: int = 65536, tool_version: str | None = None, lock_timeout: float = _LOCK_TIMEOUT):
-        from . import __version__
+        from ..version import __version__
 
         self.path = Path(path)
         self.masking = masking

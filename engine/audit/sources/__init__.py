@@ -51,10 +51,10 @@ from dataclasses import fields as dataclass_fields
 from pathlib import Path, PurePosixPath
 from typing import Any, Final, cast
 
-from .document import parse_text
-from .errors import InputError, Problem, suggest
-from .limits import DEFAULT_SOURCE_LIMITS, SourceLimits
-from .schema import load_schema, pointer
+from ...core.input import parse_text
+from ...core.errors import InputError, Problem, suggest
+from ...core.limits import DEFAULT_SOURCE_LIMITS, SourceLimits
+from ...core.schema import load_schema, pointer
 
 __all__ = ["Deployment", "SourceFile", "SourceLimits", "read_source", "source_format", "FORMATS"]
 

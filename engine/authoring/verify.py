@@ -29,9 +29,9 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from .evaluate import Evaluator
-from .facts import FACTS
-from .policy import PolicyModel, Rule, StepDef
+from ..core.evaluate import Evaluator
+from ..core.facts import FACTS
+from ..core.rules import PolicyModel, Rule, StepDef
 
 __all__ = ["Finding", "Report", "verify"]
 
