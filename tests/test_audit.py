@@ -570,13 +570,13 @@ def test_a_fault_while_examining_one_file_is_that_files_problem(tmp_path, monkey
         monkeypatch.setattr(audit_module, "_read_source",
                             lambda path, *a, **k: boom() if os.path.basename(path) == "b.json" else real_read(path, *a, **k))
     elif stage == "validate":
-        real_validated = hma_policy.Policy._validated
-        monkeypatch.setattr(hma_policy.Policy, "_validated",
-                            lambda self, doc, limits: boom() if doc.get("name") == "b" else real_validated(self, doc, limits))
+        real_prepare = hma_policy.Policy.prepare
+        monkeypatch.setattr(hma_policy.Policy, "prepare",
+                            lambda self, doc, **kw: boom() if doc.get("name") == "b" else real_prepare(self, doc, **kw))
     elif stage == "evaluate":
-        real_decided = hma_policy.Policy._decided
-        monkeypatch.setattr(hma_policy.Policy, "_decided",
-                            lambda self, checked: boom() if checked[0].get("name") == "b" else real_decided(self, checked))
+        real_decide = hma_policy.Policy.decide_prepared
+        monkeypatch.setattr(hma_policy.Policy, "decide_prepared",
+                            lambda self, prepared: boom() if prepared.document.get("name") == "b" else real_decide(self, prepared))
     else:
         real_digest = audit_module.input_digest
         monkeypatch.setattr(audit_module, "input_digest", lambda doc: boom() if doc.get("name") == "b" else real_digest(doc))
@@ -784,27 +784,3 @@ def test_an_audit_with_a_loaded_policy_uses_it_and_leaves_it_open():
     with pytest.raises(AuditError) as info:
         audit([str(FLEET)], policy=policy)
     assert str(info.value) == "policy: audit.policy: the policy was closed"
-
-
-def test_an_audit_widens_the_memo_bounds_only_while_it_runs(monkeypatch):
-    # decide() keeps the memos small (every full pass of the cyclic collector
-    # walks them); an audit, its collector paused, holds a fleet's share.
-    import hma_policy
-    import hma_policy.audit.run as audit_module
-
-    policy = hma_policy.load_policy()
-    memos = lambda: {name: getattr(policy._evaluator, name).limit for name in ("_decisions", "_plans", "_graphs")}  # noqa: E731
-    narrow, during = memos(), []
-    original = audit_module._examine_all
-
-    def examine(*args, **kwargs):
-        during.append(memos())
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(audit_module, "_examine_all", examine)
-    try:
-        audit([str(FLEET)], policy=policy)
-        assert during and all(all(d[name] > narrow[name] for name in narrow) for d in during)
-        assert memos() == narrow
-    finally:
-        policy.close()

@@ -453,15 +453,19 @@ def _validated(policy: Any, deployment: Deployment) -> Any:
     already known (a source problem or an invalid document)."""
     if deployment.problems:
         return input_error_decision([_located(p) for p in deployment.problems], policy.digest)
-    checked = policy._validated(deployment.document, DEFAULT_LIMITS)
-    return input_error_decision(checked.problems, policy.digest) if isinstance(checked, InputError) else checked
+    try:
+        return policy.prepare(deployment.document)
+    except InputError as exc:
+        return input_error_decision(exc.problems, policy.digest)
 
 
 def _decided(policy: Any, checked: Any) -> Any:
     if isinstance(checked, Decision):
         return checked
-    result = policy._decided(checked)
-    return input_error_decision(result.problems, policy.digest) if isinstance(result, InputError) else result
+    try:
+        return policy.decide_prepared(checked)
+    except InputError as exc:
+        return input_error_decision(exc.problems, policy.digest)
 
 
 # Files are examined in batches, one stage at a time over the whole batch
@@ -526,7 +530,6 @@ _WORKER: dict[str, Any] = {}
 
 def _worker_init(rules: str | None, settings: _Settings) -> None:
     policy = load_policy(rules)
-    policy._evaluator.widen()  # the process audits one fleet, its collector paused
     _WORKER.update(policy=policy, settings=settings)
 
 
@@ -585,7 +588,7 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
         policy = load_policy(rules)
     elif rules is not None:
         raise AuditError([Problem("audit.policy", "give the rules or a loaded policy, not both", file="rules")])
-    elif policy._evaluator.closed:
+    elif policy.closed:
         raise AuditError([Problem("audit.policy", "the policy was closed", file="policy")])
     else:
         rules = None if policy.source == "bundled" else policy.source  # for spawned workers
@@ -598,16 +601,15 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
         # One fleet, its collector paused while files are examined: the
         # memos may hold a process's share of a large fleet (forked workers
         # inherit the bounds, spawned ones widen their own).
-        with policy._evaluator.fleet_bounds():
-            if jobs == 1 or total < 2:
-                counter = _Counter(total, progress)
-                results = _examine_all(policy, files, settings, counter if progress else None)
-            elif _forkable():
-                results, tally, rendered = _forked(policy, files, jobs, settings, progress, prerender)
-            elif _spawnable():
-                results = _parallel(policy, files, rules, jobs, settings, progress)
-            else:
-                results = _examine_all(policy, files, settings, _Counter(total, progress) if progress else None)
+        if jobs == 1 or total < 2:
+            counter = _Counter(total, progress)
+            results = _examine_all(policy, files, settings, counter if progress else None)
+        elif _forkable():
+            results, tally, rendered = _forked(policy, files, jobs, settings, progress, prerender)
+        elif _spawnable():
+            results = _parallel(policy, files, rules, jobs, settings, progress)
+        else:
+            results = _examine_all(policy, files, settings, _Counter(total, progress) if progress else None)
     finally:
         # The report holds the dicts it needs; the audit's policy and its
         # decisions need not outlive it in this module.

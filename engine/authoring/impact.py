@@ -147,8 +147,8 @@ def impact(base_policy: Any, head_policy: Any, paths: Iterable[str], *, base_nam
     report = Impact(base=f"{base_name} ({base_policy.digest[:19]})", head=f"{head_name} ({head_policy.digest[:19]})")
     fired_base: set[str] = set()
     fired_head: set[str] = set()
-    base_steps = {(name, s.name) for name, steps in base_policy._model.steps.items() for s in steps}
-    head_steps = {(name, s.name) for name, steps in head_policy._model.steps.items() for s in steps}
+    base_steps = {(name, s.name) for name, steps in base_policy.model.steps.items() for s in steps}
+    head_steps = {(name, s.name) for name, steps in head_policy.model.steps.items() for s in steps}
     for path in corpus_files(paths):
         source = str(path)
         try:
@@ -169,8 +169,8 @@ def impact(base_policy: Any, head_policy: Any, paths: Iterable[str], *, base_nam
         keys = ("outcome", "hma_enabled", "error", "warnings")
         if any(before[k] != after[k] for k in keys):
             report.changes.append(Change(source, before, after, _cause(before, after, base_steps, head_steps)))
-    base_rules = {r.id for steps in base_policy._model.steps.values() for s in steps for r in s.rules}
-    head_rules = {r.id for steps in head_policy._model.steps.values() for s in steps for r in s.rules}
+    base_rules = {r.id for steps in base_policy.model.steps.values() for s in steps for r in s.rules}
+    head_rules = {r.id for steps in head_policy.model.steps.values() for s in steps for r in s.rules}
     report.dead = sorted((fired_base - fired_head) & head_rules)
     report.new = sorted(fired_head - fired_base)
     report.removed = sorted(base_rules - head_rules)

@@ -176,7 +176,7 @@ def _check(case: Case, decision: Any | None, error: InputError | None) -> tuple[
 
 def run_cases(policy: Any, cases: list[Case]) -> Suite:
     """Run every case against ``policy`` (a hma_policy.Policy)."""
-    model = policy._model
+    model = policy.model
     rules = tuple(r.id for steps in model.steps.values() for s in steps for r in s.rules)
     registry = tuple(r for r in rules if r.startswith("registry."))
     results: list[CaseResult] = []

@@ -9,15 +9,23 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .decision import Decision
 from .input import DEFAULT_LIMITS, Limits, prepare
 from .errors import ConnectorError, InputError, Problem
 from .evaluate import Evaluator
-from .rules import read_policy
+from .rules import PolicyModel, read_policy
 
-__all__ = ["Policy", "load_policy", "decide", "supports_hma"]
+__all__ = ["Policy", "Prepared", "load_policy", "decide", "supports_hma"]
+
+
+class Prepared(NamedTuple):
+    """A validated, normalised deployment document (:meth:`Policy.prepare`),
+    with each top-level name as the caller spelled it (kebab-case or not)."""
+
+    document: dict[str, Any]
+    spelled: dict[str, str]
 
 
 class Policy:
@@ -51,6 +59,29 @@ class Policy:
     def registered_names(self) -> tuple[str, ...]:
         """Connector names the registry makes reachable by name."""
         return self._model.registered_names
+
+    @property
+    def model(self) -> PolicyModel:
+        """The checked rule files: steps per ruleset, the registry's names, the digest."""
+        return self._model
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (a closed policy decides nothing)."""
+        return self._evaluator.closed
+
+    def prepare(self, document: Any, *, limits: Limits = DEFAULT_LIMITS) -> Prepared:
+        """The first half of :meth:`decide`: the validated, normalised document.
+        Raises :class:`InputError` for an invalid one."""
+        spelled: dict[str, str] = {}
+        return Prepared(prepare(document, limits=limits, spelled=spelled), spelled)
+
+    def decide_prepared(self, prepared: Prepared) -> Decision:
+        """The second half of :meth:`decide`, for a document :meth:`prepare` made."""
+        result = self._decided(prepared)
+        if isinstance(result, InputError):
+            raise result
+        return result
 
     def decide(self, document: Any, *, limits: Limits = DEFAULT_LIMITS) -> Decision:
         """Decide one deployment document. See :func:`decide`."""
