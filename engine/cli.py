@@ -277,12 +277,10 @@ def _finding_text(f: Any) -> str:
 
 
 def _rules(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
-    from .core.evaluate import Evaluator
-    from .core.rules import read_policy
     from .authoring.verify import verify
 
     try:
-        model = read_policy(args.dir)
+        policy = load_policy(args.dir)
     except PolicyError as exc:
         if args.format == "json":
             return EXIT_REJECTED, json.dumps({"ok": False, "problems": [
@@ -291,11 +289,11 @@ def _rules(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
         lines = [p.render() for p in exc.problems]
         lines.append(f"{len(exc.problems)} problem(s)")
         return EXIT_REJECTED, "\n".join(lines)
-    evaluator = Evaluator(model)
+    model = policy.model
     try:
-        report = verify(model, evaluator)
+        report = verify(policy)
     finally:
-        evaluator.close()
+        policy.close()
     errors = report.errors
     if args.format == "json":
         data = report.to_dict()

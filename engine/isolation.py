@@ -36,7 +36,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from .core.decision import ConnectorVerdict, Decision, Message, Step
+from .core.decision import ConnectorVerdict, Decision, Message, TrailEntry
 from .core.input import DEFAULT_LIMITS, Limits, prepare
 from .core.errors import HMAPolicyError, InputError, PolicyError, Problem
 
@@ -100,18 +100,18 @@ def _record(obj: Any) -> dict[str, Any]:
     return {f.name: getattr(obj, f.name) for f in fields(obj)}
 
 
-_DECISION_FIELDS = ("outcome", "hma_enabled", "trace", "policy_digest", "reasons")
+_DECISION_FIELDS = ("outcome", "hma_enabled", "trace", "policy_digest", "reasons", "remediation")
 
 
 def encode_decision(decision: Decision) -> dict[str, Any]:
-    """A Decision as JSON data, losslessly: to_dict() drops rule ids, depths and steps."""
+    """A Decision as JSON data, losslessly: to_dict() drops rule ids, depths and the trail."""
     out: dict[str, Any] = {name: getattr(decision, name) for name in _DECISION_FIELDS}
     out["trace"] = list(decision.trace)
     out["reasons"] = list(decision.reasons)
     out["errors"] = [_record(m) for m in decision.errors]
     out["warnings"] = [_record(m) for m in decision.warnings]
     out["connectors"] = [_record(c) for c in decision.connectors]
-    out["steps"] = [{**_record(s), "value": _tagged(s.value), "facts": _tagged(s.facts)} for s in decision.steps]
+    out["trail"] = [_tagged(tuple(entry)) for entry in decision.trail]
     return out
 
 
@@ -122,14 +122,7 @@ def decode_decision(data: dict[str, Any]) -> Decision:
     values["errors"] = tuple(Message(**m) for m in data["errors"])
     values["warnings"] = tuple(Message(**m) for m in data["warnings"])
     values["connectors"] = tuple(ConnectorVerdict(**c) for c in data["connectors"])
-    steps = tuple(Step(**{**s, "value": _untagged(s["value"]), "facts": _untagged(s["facts"])}) for s in data["steps"])
-    # Steps (explain's detail, not compared) are a field of Decision or built
-    # lazily from raw step data; hand them over whichever way it takes them.
-    names = {f.name for f in fields(Decision)}
-    if "steps" in names:
-        values["steps"] = steps
-    elif "_steps" in names and steps:
-        values["_steps"] = [steps]
+    values["trail"] = tuple(TrailEntry(*_untagged(entry)) for entry in data["trail"])
     return Decision(**values)
 
 

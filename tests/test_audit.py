@@ -716,8 +716,8 @@ def test_an_audit_unloads_its_policy_and_keeps_no_decisions(monkeypatch, jobs):
     finally:
         os.chdir(cwd)
     assert len(report.entries) == 38
-    assert [p._evaluator.closed for p in loaded] == [True]
-    assert loaded[0]._evaluator.runtime._closed
+    assert [p.closed for p in loaded] == [True]
+    assert loaded[0]._runtime._closed
     assert audit_module._AS_DICT == {}
 
 

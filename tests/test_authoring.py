@@ -66,7 +66,8 @@ def rule_count() -> int:
     for path in sorted(RULES.glob("*.yaml")):
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         if data["kind"] == "rules":
-            count += sum(1 for step in data["steps"] for rule in step["rules"] if "include" not in rule)
+            steps = data["steps"] + data.get("results", [])
+            count += sum(1 for step in steps for rule in step["rules"] if "include" not in rule)
     return count
 
 

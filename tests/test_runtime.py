@@ -116,39 +116,48 @@ def _count_posts(monkeypatch) -> list[int]:
     return sizes
 
 
-def test_a_cold_decision_posts_one_batch_per_round_not_one_per_node(monkeypatch):
-    policy = hma_policy.load_policy()  # primed at load; nothing of this document is cached
-    sizes = _count_posts(monkeypatch)
-    decision = policy.decide(TREE)
-    policy.close()
-    assert decision.outcome == "enabled"
-    # 11 nodes of 3 heights, 3 node levels each, the offloading rules beside
-    # the leaves, then at most 4 decision levels: at most 13 posts, where one
-    # post per node and level would be 2 + 33 + 4.
-    assert len(sizes) <= 13
-    assert sizes[0] >= 2  # the offloading rules share the first round with the leaves
-
-
-def test_equal_events_of_one_round_are_posted_once(monkeypatch):
+def test_a_decision_after_load_posts_nothing_to_the_rule_runtime(monkeypatch):
+    # load_policy() fills the step table with durable-rules' answer for every
+    # reachable step input: the first decision of an 11-node tree of 8
+    # connectors is table lookups only, as any later one.
     policy = hma_policy.load_policy()
     sizes = _count_posts(monkeypatch)
-    names = ("NixlConnector", "OffloadingConnector", "MooncakeConnector")
-    document = {"kv_transfer_config": {"kv_connector": "MultiConnector", "kv_role": "kv_both",
-                                       "kv_connector_extra_config": {"connectors": [{"kv_connector": n, **LEAF} for n in names]}}}
-    decision = policy.decide(document)
-    policy.close()
-    assert [c.support for c in decision.connectors] == ["supported"] * 4
-    # Three leaves whose `resolution` and `setup` read the same facts: those
-    # steps are posted once for all three (beside the offloading rules'
-    # two steps). `class_hma` compares the name with each registered name, so
-    # each leaf posts its own; `support` and `construct` compare it only with
-    # MultiConnector, which none of the three is, so they share one event each.
-    assert sizes[:3] == [1 + 1, 1 + 3, 1 + 1 + 1]
+    try:
+        decision = policy.decide(TREE)
+        assert decision.outcome == "enabled"
+        assert len(decision.connectors) == 11
+        assert sizes == []
+    finally:
+        policy.close()
 
 
-def test_batched_and_unbatched_evaluation_agree():
+def test_an_input_outside_the_table_is_asked_once_then_kept(tmp_path, monkeypatch):
+    # A list fact tested against more than eight names is walked one name at
+    # a time, so a list holding two of them is outside the table: durable-rules
+    # answers it on the first decision, and the table keeps the answer.
+    from rulecopy import copy_rules, edit
+
+    names = [f"Site{i}Connector" for i in range(9)]
+    rules = copy_rules(tmp_path / "rules")
+    edit(rules / "decision.yaml", "      - id: hisparse.multi_child\n",
+         "".join(f"      - id: site.child_{i}\n        when: {{configured_child_names: {{contains: {n}}}, hisparse_config: true}}\n"
+                 f"        value: true\n" for i, n in enumerate(names)) + "      - id: hisparse.multi_child\n")
+    policy = hma_policy.load_policy(rules)
+    sizes = _count_posts(monkeypatch)
+    document = {"kv_transfer_config": {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {
+        "connectors": [{"kv_connector": n, "kv_role": "kv_both", "kv_connector_module_path": "site.kv"} for n in names[:2]]}}}
+    try:
+        first = policy.decide(document)
+        assert sizes == [1]  # the one step whose input the walk did not reach
+        again = policy.decide(document)
+        assert sizes == [1] and again == first
+    finally:
+        policy.close()
+
+
+def test_table_and_rule_runtime_agree():
     batched = hma_policy.load_policy()
-    plain = hma_policy.load_policy(memo=False)  # every step of every node posted, none shared
+    plain = hma_policy.load_policy(memo=False)  # no table: every step of every node posted
     try:
         for document in (TREE, {"kv_transfer_config": TREE["kv_transfer_config"], "kv_offloading_size": 4},
                          {"kv_transfer_config": TREE["kv_transfer_config"], "disable_hybrid_kv_cache_manager": False}):
@@ -168,15 +177,15 @@ def test_documents_that_differ_only_outside_the_facts_share_one_decision():
         a = policy.decide({"name": "a", "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both", "kv_port": 1}})
         b = policy.decide({"name": "b", "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both", "kv_port": 2}})
         c = policy.decide({"kv_transfer_config": {"kv_connector": "NixlPullConnector", "kv_role": "kv_both"}})
-        assert a is b  # the decision memo: same facts, same paths
-        assert c is not a and c.trace != a.trace
+        assert a == b  # same facts, same paths
+        assert c.trace != a.trace
         # The memo keys on the graph the rules see and on the document's own
         # inputs: a model fact, and the connector as configured, which the
         # offloading shorthand replaces (both graphs are then one
         # OffloadingConnector) but HiSparse's rules read.
         layered = policy.decide({"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"},
                                  "model": {"layer_kinds": ["sliding_window"]}})
-        assert layered is not a and layered.outcome == "enabled"
+        assert layered.outcome == "enabled"
         shorthand = {"kv_offloading_size": 4, "platform": {"is_cuda": False}}
         hisparse = policy.decide({**shorthand, "kv_transfer_config": {"kv_connector": "HiSparseConnector", "kv_role": "kv_both"}})
         nixl = policy.decide({**shorthand, "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}})
@@ -196,7 +205,7 @@ def test_a_reason_that_shows_a_fact_no_rule_reads_is_rendered_for_each_document(
     edit(rules / "decision.yaml", "reason: HMA is on by default", 'reason: "HMA is on by default with {top_name}"')
     policy = hma_policy.load_policy(rules)
     try:
-        assert not any(f == "top_name" for s in policy._model.steps["decision"] for r in s.rules for f, _, _ in r.when)
+        assert not any(f == "top_name" for s in policy.model.steps["decision"] for r in s.rules for f, _, _ in r.when)
         # The same configured connector, replaced by the offloading shorthand
         # with one of two connectors: only `top_name` tells them apart.
         base = {"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}, "kv_offloading_size": 4}
@@ -208,13 +217,12 @@ def test_a_reason_that_shows_a_fact_no_rule_reads_is_rendered_for_each_document(
         policy.close()
 
 
-def test_names_no_rule_of_a_step_mentions_share_its_templates_but_not_decisions_or_steps():
+def test_names_no_rule_of_a_step_mentions_share_a_table_row_but_not_decisions_or_steps():
     # `hisparse_active` compares the configured children's names only with
     # HiSparseConnector: two MultiConnectors whose supported children differ
-    # in name share the decision ruleset's template (no new round), yet each
-    # decision lists its own connectors and records its own names.
+    # in name look up one row of its table, yet each decision lists its own
+    # connectors and records its own names.
     policy = hma_policy.load_policy()
-    evaluator = policy._evaluator
 
     def multi(*names):
         return {"kv_transfer_config": {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {
@@ -222,12 +230,13 @@ def test_names_no_rule_of_a_step_mentions_share_its_templates_but_not_decisions_
 
     try:
         a = policy.decide(multi("NixlConnector", "MooncakeConnector"))
-        def decision_templates():  # the template objects (an exact key may be held beside its class's)
-            return {id(t) for k, t in evaluator._templates.items() if k[0] == "decision"}
-        held = decision_templates()
         b = policy.decide(multi("NixlPullConnector", "MoRIIOConnector"))
-        assert decision_templates() == held  # the decision template was shared, not made again
-        assert a is not b and a.outcome == b.outcome == "enabled"
+        key = policy.table.keys[("decision", "hisparse_active")]
+        assert key({"configured_child_names": ("NixlConnector", "MooncakeConnector"), "hisparse_config": False,
+                    "configured_top_name": "MultiConnector"}) == key(
+                   {"configured_child_names": ("NixlPullConnector", "MoRIIOConnector"), "hisparse_config": False,
+                    "configured_top_name": "MultiConnector"})
+        assert a != b and a.outcome == b.outcome == "enabled"
         assert [c.kv_connector for c in b.connectors] == ["MultiConnector", "NixlPullConnector", "MoRIIOConnector"]
         read = {s.step: dict(s.facts) for s in b.steps if s.ruleset == "decision"}
         assert read["hisparse_active"]["configured_child_names"] == ("NixlPullConnector", "MoRIIOConnector")
@@ -238,9 +247,9 @@ def test_names_no_rule_of_a_step_mentions_share_its_templates_but_not_decisions_
         policy.close()
 
 
-def test_classed_templates_give_the_decisions_and_steps_of_no_memo():
-    # Many documents through one long-lived policy (its templates shared by
-    # fact classes) against a policy that posts every step of every document.
+def test_the_table_gives_the_decisions_and_steps_of_the_rule_runtime():
+    # Many documents through one long-lived policy (its table keyed by fact
+    # classes) against a policy that posts every step of every document.
     from compare import answer
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
@@ -273,7 +282,7 @@ def test_a_policy_dropped_without_close_unloads_its_ruleset(monkeypatch):
     monkeypatch.setattr(_durable._dre, "delete_ruleset", lambda handle: unloaded.append(handle) or real(handle))
     policy = hma_policy.load_policy()
     assert policy.decide({"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}).outcome == "enabled"
-    handle = policy._evaluator.runtime._handle
+    handle = policy._runtime._handle
     del policy
     gc.collect()
     assert unloaded == [handle]
@@ -284,57 +293,9 @@ def test_a_policy_dropped_without_close_unloads_its_ruleset(monkeypatch):
     assert len(unloaded) == 2  # close() unloads once; the finalizer does not again
 
 
-def test_equal_graph_signatures_have_equal_graphs_and_node_facts():
-    # The evaluator holds one plan per graph signature (facts.graph_signature)
-    # and gives it to every graph with that signature: sound only if the
-    # signature determines the graph's shape and names and each node's facts.
-    # Small random graphs collide often; each also gets a copy that differs
-    # only where no fact reads (ports, ids, roles), which must collide.
-    import random
-
-    from hma_policy.core.input import prepare
-    from hma_policy.core.errors import InputError
-    from hma_policy.core.facts import build_graph, graph_signature, node_facts
-    from strategies import RandomPicker, document
-
-    containers = hma_policy.load_policy()._evaluator.model.containers
-    verdict = {"support": "supported", "setup": "ok", "construct": "ok"}
-
-    def graph(doc):
-        env = {"env_lmcache_use_upstream_mp": bool(doc.get("env", {}).get("LMCACHE_USE_UPSTREAM_MP"))}
-        nodes = build_graph(doc.get("kv_transfer_config"), containers)
-        verdicts = {node.path: verdict for node in nodes}
-        return (graph_signature(doc.get("kv_transfer_config"), containers, env),
-                [(node.path, node.name, node_facts(node, verdicts, env)) for node in nodes])
-
-    rng = random.Random(5)
-    seen: dict = {}
-    collisions = copies = 0
-    for _ in range(3000):
-        try:
-            doc = prepare(document(RandomPicker(rng), max_nodes=3, max_depth=2))
-        except InputError:
-            continue
-        signature, facts = graph(doc)
-        if signature is None:
-            continue
-        if signature in seen:
-            collisions += 1
-            assert seen[signature] == facts, signature
-        seen[signature] = facts
-        ktc = doc.get("kv_transfer_config")
-        if isinstance(ktc, dict):
-            copy = dict(doc, kv_transfer_config=dict(ktc, kv_port=1, engine_id="other", kv_role="kv_consumer"))
-            assert graph(copy) == (signature, facts)
-            copies += 1
-    assert collisions > 1000 and copies > 1000
-
-
 def test_with_two_strings_the_runtime_refuses_the_graphs_is_reported_first_with_or_without_memos():
-    # The decision memo's key reads the document's own inputs before the
-    # graph's facts are built; an input the runtime refuses (an unpaired
-    # surrogate) must not change which error is reported: the graph's, as
-    # when every step is posted.
+    # An input the runtime refuses (an unpaired surrogate) is reported where
+    # the facts are read: the graph's first, with or without the table.
     child = "/kv_transfer_config/kv_connector_extra_config/connectors/0/kv_connector"
     document = {"kv_transfer_config": {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {
         "connectors": [{"kv_connector": "Nixl\ud800", "kv_role": "kv_both"}]}}, "speculative_config": {"method": "eagle\ud800"}}

@@ -27,8 +27,8 @@ import pytest
 import yaml
 
 import hma_policy
-from hma_policy.core.evaluate import EvaluationError, Evaluator
-from hma_policy.core.rules import read_policy
+from hma_policy.core.errors import EvaluationError
+from hma_policy.core.table import Row
 from hma_policy.authoring.verify import verify
 
 from rulecopy import copy_rules, edit
@@ -116,29 +116,27 @@ def background(broken_dir):
             proc.communicate()
 
 
-def _verified(model, *, witnesses: bool = True):
-    """verify() against an evaluator of its own, closed afterwards."""
-    evaluator = Evaluator(model)
+def _verified(rules=None, *, witnesses: bool = True):
+    """verify() of a policy of its own, closed afterwards; and its model."""
+    policy = hma_policy.load_policy(rules)
     try:
-        return verify(model, evaluator, witnesses=witnesses)
+        return policy.model, verify(policy, witnesses=witnesses)
     finally:
-        evaluator.close()
+        policy.close()
 
 
 @pytest.fixture(scope="module")
 def bundled():
     """The bundled rules, verified in process (no witness search: the bundled
     rules have no error finding, and witnesses do not change the findings)."""
-    model = read_policy()
-    return model, _verified(model, witnesses=False)
+    return _verified(witnesses=False)
 
 
 @pytest.fixture(scope="module")
 def broken(broken_dir):
     """The broken copy, verified in process with counterexample documents, and
     the policy that decides them again."""
-    model = read_policy(broken_dir)
-    report = _verified(model)
+    model, report = _verified(broken_dir)
     policy = hma_policy.load_policy(broken_dir)
     try:
         yield model, report, policy
@@ -158,7 +156,8 @@ def _rule_count() -> int:
                 lookups = int(entry.get("registered", True)) + int(bool(entry.get("module_path")))
                 count += lookups * (1 + len(entry.get("cases") or ()))
         else:
-            count += sum(1 for step in data["steps"] for rule in step["rules"] if "include" not in rule)
+            steps = data["steps"] + data.get("results", [])
+            count += sum(1 for step in steps for rule in step["rules"] if "include" not in rule)
     return count
 
 
@@ -172,43 +171,46 @@ def test_bundled_rules_verify_clean(bundled):
     assert set(report.outcomes) == OUTCOMES
     assert all(count > 0 for count in report.outcomes.values())
     assert report.runtime_checks > 0
-    assert set(report.combinations) == {"offloading", "node", "decision"}
+    assert set(report.combinations) == {"offloading", "node", "decision", "result"}
     assert all(n > 0 for n in report.combinations.values())
 
 
 def test_runtime_differential_finds_no_mismatch_on_the_bundled_rules(bundled):
-    """durable-rules picks the same rule as the documented first-match semantics
-    for every distinct input of every step."""
+    """The compiled ruleset picks the first rule, in order, of those that
+    durable-rules finds matching, for every distinct input of every step."""
     _, report = bundled
     assert report.runtime_checks > 100
     assert not [f for f in report.findings if f.code == "verify.runtime_mismatch"]
 
 
 def test_verification_is_deterministic(bundled):
-    model, first = bundled
-    again = _verified(model, witnesses=False)
+    _, first = bundled
+    _, again = _verified(witnesses=False)
     assert again.to_dict() == first.to_dict()
 
 
 def test_runtime_differential_can_fail():
-    """The differential is live: a runtime that picks the default for step
+    """The differential is live: a table that gives the default for step
     `hma` where a rule matches is reported as verify.runtime_mismatch."""
-    model = read_policy()
-    evaluator = Evaluator(model)
+    policy = hma_policy.load_policy()
+
+    class WrongTable:
+        keys = policy.table.keys
+
+        def rows(self, ruleset, step):
+            rows = policy.table.rows(ruleset, step)
+            return {k: Row(None, "enabled") for k in rows} if step == "hma" else rows
+
+        def row(self, ruleset, step, facts):
+            return policy.table.row(ruleset, step, facts)
 
     class Wrong:
-        # The evaluator, but for its runtime's answer for step `hma` (a
-        # wrapper: a compiled Evaluator's methods cannot be replaced).
-        def fire_uncached(self, step, facts):
-            return None if step.name == "hma" else evaluator.fire_uncached(step, facts)
-
-        def __getattr__(self, name):
-            return getattr(evaluator, name)
+        model, table = policy.model, WrongTable()
 
     try:
-        report = verify(model, Wrong(), witnesses=False)
+        report = verify(Wrong(), witnesses=False)
     finally:
-        evaluator.close()
+        policy.close()
     mismatches = [f for f in report.errors if f.code == "verify.runtime_mismatch"]
     assert mismatches and {f.step for f in mismatches} == {"hma"}
     assert all(f.rules[1] == "(default)" for f in mismatches)
@@ -313,8 +315,7 @@ def test_registry_conflicts_come_with_documents_too(tmp_path):
     error finding must carry its counterexample (docs/rules.md section 8)."""
     rules = copy_rules(tmp_path / "rules")
     edit(rules / "nodes.yaml", "  - step: class_hma\n    hit: first\n", "  - step: class_hma\n    hit: any\n")
-    model = read_policy(rules)
-    report = _verified(model)
+    _, report = _verified(rules)
     conflicts = _errors(report, "verify.conflict")
     assert ("registry.DecodeBenchConnector", "node.class.unregistered") in {f.rules for f in conflicts}
     missing = sorted(f.rules for f in conflicts if f.document is None)
@@ -351,7 +352,7 @@ def test_rules_verify_json_on_the_bundled_rules(background, bundled):
     code, out, err = finish(background["verify_bundled_json"])
     assert code == 0, err
     data = json.loads(out)
-    assert list(data) == ["ok", "states", "combinations", "runtime_checks", "decision_outcomes", "rules", "findings", "digest"]
+    assert list(data) == ["ok", "combinations", "runtime_checks", "decision_outcomes", "rules", "findings", "digest"]
     assert data["ok"] is True
     assert data["digest"] == hma_policy.load_policy().digest
     assert set(data["decision_outcomes"]) == OUTCOMES
@@ -363,7 +364,7 @@ def test_rules_verify_json_on_the_bundled_rules(background, bundled):
     assert data["findings"], "the bundled rules have order-dependent overlaps (hit policy first)"
     for finding in data["findings"]:
         assert list(finding) == ["code", "severity", "ruleset", "step", "rules", "message", "facts", "document",
-                                 "reproduced", "file", "path"]
+                                 "reproduced", "file", "path", "line"]
         assert (finding["code"], finding["severity"]) == ("verify.order", "info")
         assert finding["reproduced"] in (True, False)
         assert (finding["document"] is not None) == finding["reproduced"]

@@ -56,22 +56,16 @@ class AuditError(HMAPolicyError):
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One deployment and its decision (``Decision.to_dict()``)."""
+    """One deployment, its decision (``Decision.to_dict()``) and what the
+    rules say to change (``Decision.remediation``)."""
 
     deployment: Deployment
     decision: dict[str, Any]
     input_digest: str | None
+    remediation: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return self._to_dict({})
-
-    def _to_dict(self, remedies: dict[int, str | None]) -> dict[str, Any]:
-        """:meth:`to_dict`; ``remedies`` holds the remediation of each decision
-        dict by identity (entries with equal decisions share one dict)."""
         d = self.deployment
-        remedy = remedies.get(id(self.decision), remedies)
-        if remedy is remedies:
-            remedy = remedies[id(self.decision)] = remediation(self.decision)
         return {
             "id": d.id,
             "file": d.file,
@@ -82,33 +76,9 @@ class Entry:
             "origins": dict(d.origins),
             "notes": [_problem_dict(n) for n in d.notes],
             "input_digest": self.input_digest,
-            "remediation": remedy,
+            "remediation": self.remediation,
             "decision": self.decision,
         }
-
-    def __reduce__(self) -> tuple:
-        # Pickled as its fields and rebuilt by __init__: four times faster to
-        # load than the default for slotted classes (audit workers send many).
-        return (type(self), (self.deployment, self.decision, self.input_digest))
-
-
-def remediation(decision: dict[str, Any]) -> str | None:
-    """What to change, in one line: the connectors that block HMA and the flag
-    that states the intent (built from the decision, so from the rules)."""
-    if decision["errors"]:
-        hint = decision["errors"][0].get("hint")
-        return hint or None
-    if decision["outcome"] == "disabled" and any(w["code"] == "hma.auto_disabled" for w in decision["warnings"]):
-        blocking = sorted({c["kv_connector"] or "(no kv_connector)" for c in decision["connectors"]
-                           if c["supports_hma"] is False and c["kv_connector"] != "MultiConnector"})
-        names = ", ".join(f"`{n}`" for n in blocking) or "the connector graph"
-        verb = "block" if len(blocking) > 1 else "blocks"
-        return (f"{names} {verb} HMA: use connectors that support it, or pass "
-                "--disable-hybrid-kv-cache-manager to state that HMA is off on purpose")
-    if decision["outcome"] == "undetermined":
-        unknown = [w for w in decision["warnings"] if w["code"] == "connector.capability_unknown"]
-        return unknown[0].get("hint") if unknown else None
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,17 +181,15 @@ class AuditReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (``hma-policy audit --format json``)."""
-        remedies: dict[int, str | None] = {}  # by decision dict: each entry's holds it alive meanwhile
-        return self._report_dict([e._to_dict(remedies) for e in self.entries])
+        return self._report_dict([e.to_dict() for e in self.entries])
 
     def iter_deployments(self, size: int = 1024) -> Iterator[list[dict[str, Any]]]:
         """``to_dict()["deployments"]``, ``size`` at a time, in order: for a
         writer that streams a large report (report.write) rather than
         holding every deployment's dict at once."""
-        remedies: dict[int, str | None] = {}
         entries, size = self.entries, max(1, size)
         for start in range(0, len(entries), size):
-            yield [e._to_dict(remedies) for e in entries[start:start + size]]
+            yield [e.to_dict() for e in entries[start:start + size]]
 
     def _report_dict(self, deployments: Any) -> dict[str, Any]:
         """The JSON report with ``deployments`` as its deployments (a
@@ -432,15 +400,15 @@ def _located(problem: Problem) -> Problem:
 _AS_DICT: dict[int, tuple[Any, dict[str, Any]]] = {}
 
 
-def _as_dict(decision: Any) -> dict[str, Any]:
+def _as_dict(decision: Any) -> tuple[dict[str, Any], str | None]:
     held = _AS_DICT.get(id(decision))
     if held is not None and held[0] is decision:
-        return held[1]
+        return held[1], decision.remediation
     if len(_AS_DICT) >= 16384:
         _AS_DICT.clear()
     data = decision.to_dict()
     _AS_DICT[id(decision)] = (decision, data)
-    return data
+    return data, decision.remediation
 
 
 def _failed(display: str, exc: Exception) -> tuple[FileResult, list[Entry]]:
@@ -517,8 +485,8 @@ def _examine_batch(policy: Any, files: Sequence[tuple[str, str, bool]], settings
     for index, display, source, decisions in decided:
         try:
             entries = [Entry(d if keep or d.document is None else d.without_document(), decision,
-                             input_digest(d.document) if d.document is not None else None)
-                       for d, decision in zip(source.deployments, decisions)]
+                             input_digest(d.document) if d.document is not None else None, remedy)
+                       for d, (decision, remedy) in zip(source.deployments, decisions)]
             out[index] = FileResult(display, source.format, len(entries), source.problems, source.skipped), entries
         except Exception as exc:  # noqa: BLE001
             out[index] = _failed(display, exc)
@@ -767,8 +735,7 @@ class _Spool:
         length) of the text, or None where it could not be written."""
         from .report import _deployments_json
 
-        remedies: dict[int, str | None] = {}  # by decision dict: the chunk's entries hold them meanwhile
-        items = [entry._to_dict(remedies) for _, found in results for entry in found]
+        items = [entry.to_dict() for _, found in results for entry in found]
         text = _deployments_json(items) if items else memoryview(b"")
         offset = self.size
         try:

@@ -1,71 +1,88 @@
 """Counterexample documents for verification findings.
 
-A finding holds the facts of one combination. This module searches a small
-library of connector graphs (evaluated by the real engine) for a deployment
-document whose evaluation reaches the same facts at the same step, then
-re-runs the decision on it to confirm that it reproduces the finding.
+A finding holds one step input (as the step table keys it). This module
+decides a small library of deployment documents with the real engine and
+looks for one whose evaluation reaches that input at that step. The library
+is made from the policy itself: every connector its registry declares (by
+name and by module path), the names its rules compare, and a name and a
+module path that nothing declares; containers hold none, one or two of a
+few of those leaves.
 """
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from typing import Any, Mapping
 
-from ..core.decision import Decision
-from ..core.errors import InputError
-from ..core.evaluate import EvaluationError, Evaluator
+from ..core.errors import EvaluationError, InputError
+from ..core.policy import Policy
+from ..core.rules import PolicyModel, Rule
+from ..core.table import OTHER
 
 __all__ = ["attach_documents", "library"]
 
-EXTERNAL = {"kv_connector": "MyConnector", "kv_role": "kv_both", "kv_connector_module_path": "my_company.kv.connector"}
+
+def _operand(rule: Rule, fact: str) -> Any:
+    """The value ``rule`` requires of ``fact`` by equality, or None."""
+    return next((operand for name, op, operand in rule.when if name == fact and op == "eq"), None)
 
 
-def _leaves(registered: tuple[str, ...]) -> list[dict[str, Any]]:
-    supported = next((n for n in ("NixlConnector",) if n in registered), registered[0] if registered else "X")
-    unsupported = next((n for n in ("ExampleConnector",) if n in registered), "X")
-    return [
-        {"kv_connector": supported, "kv_role": "kv_both"},
-        {"kv_connector": unsupported, "kv_role": "kv_both"},
-        {"kv_connector": "NoSuchConnector", "kv_role": "kv_both"},
-        dict(EXTERNAL),
-        {"kv_connector": supported, "kv_role": "kv_both", "kv_connector_module_path": ""},
-        {"kv_role": "kv_both"},
-        {"kv_connector": "HiSparseConnector", "kv_role": "kv_both"},
-        {"kv_connector": "LMCacheMPConnector", "kv_role": "kv_both"},
-        {"kv_connector": "UMBPStoreConnector", "kv_role": "kv_both",
-         "kv_connector_module_path": "vllm.distributed.kv_transfer.kv_connector.v1.umbp"},
-        {"kv_connector": supported, "kv_role": "kv_both", "engine_id": "child"},
-        {"kv_connector": "NoSuchConnector", "kv_role": "kv_both", "engine_id": "child"},
-        {"kv_connector": "MultiConnector", "kv_role": "kv_both"},
-        {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {"connectors": []}},
-        # An unknown external class before a child that raises: "unsupported, or it raises".
-        {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {
-            "connectors": [dict(EXTERNAL), {"kv_connector": "NoSuchConnector", "kv_role": "kv_both"}]}},
+def _unused(taken: set[str], stem: str) -> str:
+    name = stem
+    while name in taken:
+        name += "X"
+    return name
+
+
+def _leaves(model: PolicyModel) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every single connector the policy tells apart (first), and a few of them
+    to fill containers with (second)."""
+    registry = [r for step in model.steps["node"] for r in step.rules if r.id.startswith("registry.")]
+    by_name = [r for r in registry if _operand(r, "resolution") == "registry"]
+    by_module = [r for r in registry if _operand(r, "resolution") == "module"]
+    names = {str(_operand(r, "name")) for r in registry} | set(model.registered_names)
+    literals = {operand for steps in model.steps.values() for step in steps for rule in step.rules
+                for fact, op, operand in rule.when if fact in ("name", "top_name", "configured_top_name")
+                or (fact == "configured_child_names" and op == "contains")}
+    unknown = _unused(names | set(model.containers), "UnregisteredConnector")
+    external = {"kv_connector": _unused(names, "ExternalConnector"), "kv_connector_module_path": "external_package.kv"}
+    supported = next((str(_operand(r, "name")) for r in by_name if r.value == "supported" and len(r.when) == 2), None)
+    unsupported = next((str(_operand(r, "name")) for r in by_name if r.value == "unsupported" and len(r.when) == 2), None)
+
+    def leaf(name: str | None, **more: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"kv_role": "kv_both", **more}
+        if name is not None:
+            out["kv_connector"] = name
+        return out
+
+    fill = [leaf(n) for n in (supported, unsupported) if n] + [leaf(unknown), leaf(None, **external)]
+    every = fill + [
+        leaf(supported or unknown, kv_connector_module_path=""),
+        leaf(None),
+        leaf(supported or unknown, engine_id="child"),
+        leaf(unknown, engine_id="child"),
+        *(leaf(str(n)) for n in sorted({*model.registered_names, *(v for v in literals if isinstance(v, str))})),
+        *(leaf(str(_operand(r, "name")), kv_connector_module_path=_operand(r, "module_path_value")) for r in by_module),
     ]
+    # An unknown external class before a child that raises: "unsupported, or it raises".
+    for container in sorted(model.containers):
+        fill.append(leaf(container, kv_connector_extra_config={"connectors": [leaf(None, **external), leaf(unknown)]}))
+    return every, fill
 
 
-def library(registered: tuple[str, ...], containers: frozenset[str],
-            module_paths: tuple[tuple[str, str], ...] = ()) -> list[dict[str, Any] | None]:
-    """Candidate kv_transfer_config values: leaves, every registry entry by
-    name and by module path, and containers of 0 to 2 leaves."""
-    leaves = _leaves(registered)
-    out: list[dict[str, Any] | None] = [None] + [dict(x) for x in leaves]
-    out += [{"kv_connector": name, "kv_role": "kv_both"} for name in registered]
-    out += [{"kv_connector": cls, "kv_role": "kv_both", "kv_connector_module_path": module} for module, cls in module_paths]
-    for container in sorted(containers):
+def library(model: PolicyModel) -> list[dict[str, Any] | None]:
+    """Candidate kv_transfer_config values: no connector, every leaf, and each
+    container holding nothing, an empty list, or one or two filling leaves."""
+    every, fill = _leaves(model)
+    out: list[dict[str, Any] | None] = [None, *every]
+    for container in sorted(model.containers):
+        out.append({"kv_connector": container, "kv_role": "kv_both"})
         for size in range(0, 3):
-            for children in itertools.product(leaves, repeat=size):
+            for children in itertools.product(fill, repeat=size):
                 out.append({"kv_connector": container, "kv_role": "kv_both",
                             "kv_connector_extra_config": {"connectors": [dict(c) for c in children]}})
     return out
-
-
-def _same_class(atoms: Mapping[str, list], fact: str, a: Any, b: Any) -> bool:
-    from .verify import holds
-    conditions = atoms.get(fact)
-    if not conditions:
-        return a == b and type(a) is type(b)
-    return all(holds(op, a, operand) == holds(op, b, operand) for op, operand in conditions)
 
 
 def _base_document(ruleset: str, witness: Mapping[str, Any]) -> dict[str, Any]:
@@ -81,7 +98,7 @@ def _base_document(ruleset: str, witness: Mapping[str, Any]) -> dict[str, Any]:
         env["VLLM_USE_SIMPLE_KV_OFFLOAD"] = "1"
     if witness.get("env_lmcache_use_upstream_mp"):
         env["LMCACHE_USE_UPSTREAM_MP"] = "1"
-    if ruleset == "decision":
+    if ruleset in ("decision", "result"):
         preference = witness.get("preference", "none")
         doc["disable_hybrid_kv_cache_manager"] = {"none": None, "enable": False, "disable": True}[preference]
         platform = {}
@@ -102,7 +119,7 @@ def _base_document(ruleset: str, witness: Mapping[str, Any]) -> dict[str, Any]:
             doc["model"] = model
         method = witness.get("speculative_method")
         if method:
-            doc["speculative_config"] = {"method": method if "\u2039" not in method else "ngram"}
+            doc["speculative_config"] = {"method": method if not method.startswith(OTHER) else "ngram"}
         if witness.get("hisparse_config"):
             doc["hisparse_config"] = {}
         if witness.get("env_allow_chunked_local_attn_with_hybrid_kv_cache") is False:
@@ -112,85 +129,37 @@ def _base_document(ruleset: str, witness: Mapping[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def _step_facts(decision: Decision, ruleset: str, step: str) -> list[tuple[str | None, dict[str, Any]]]:
-    return [(s.node, dict(s.facts)) for s in decision.steps if s.ruleset == ruleset and s.step == step]
+def _reaches(policy: Policy, document: dict[str, Any], finding: Any) -> bool:
+    """Whether deciding ``document`` reaches the finding's input at its step."""
+    key = policy.table.keys[(finding.ruleset, finding.step)]
+    try:
+        decision = policy.decide(document)
+    except EvaluationError as exc:  # a gap stops the engine: it names the step and its facts
+        return finding.code == "verify.gap" and exc.step == (finding.ruleset, finding.step) \
+            and exc.facts is not None and key(exc.facts) == finding.key
+    except InputError:
+        return False
+    return any(entry.ruleset == finding.ruleset and entry.step == finding.step and key(dict(entry.facts)) == finding.key
+               for entry in decision.trail)
 
 
-def _same_facts(facts: Mapping[str, Any], wanted: Mapping[str, Any], atoms: Mapping[str, list]) -> bool:
-    return facts.keys() == wanted.keys() and all(
-        _same_class(atoms, k, _norm(facts[k]), _norm(wanted[k])) for k in wanted
-    )
-
-
-def _reproduces(decision: Decision, finding: Any, atoms: Mapping[str, list]) -> bool:
-    wanted = dict(finding.facts)
-    return any(_same_facts(facts, wanted, atoms) for _, facts in _step_facts(decision, finding.ruleset, finding.step))
-
-
-def _norm(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
-
-
-def attach_documents(findings: list, evaluator: Evaluator, atoms_by_ruleset: Mapping[str, Mapping[str, list]]) -> list:
-    from dataclasses import replace
-
-    model = evaluator.model
-    module_paths = tuple(sorted({
-        (operand_of(rule, "module_path_value"), operand_of(rule, "name"))
-        for rule in model.steps["node"][_class_step(model)].rules
-        if operand_of(rule, "module_path_value") and operand_of(rule, "name")
-    }))
-    candidates = library(model.registered_names, model.containers, module_paths)
+def attach_documents(findings: list, policy: Policy) -> list:
+    """Each finding with a witness, with a document that reproduces it (or
+    ``reproduced=False`` where none of the library's documents does)."""
+    candidates = library(policy.model)
     out = []
     for finding in findings:
         if not finding.witness:
             out.append(finding)
             continue
-        witness = dict(finding.witness)
-        atoms = atoms_by_ruleset[finding.ruleset]
-        base = _base_document(finding.ruleset, witness)
+        base = _base_document(finding.ruleset, dict(finding.witness))
         found = None
-        pool = candidates if finding.ruleset != "offloading" else [None, {"kv_connector": "ExampleConnector", "kv_role": "kv_both"}]
-        # First look for a document reaching exactly these facts, then one
-        # reaching facts that no condition tells apart from them.
-        exact = {k: () for k in dict(finding.facts)}
-        for strict, ktc in itertools.chain(((True, c) for c in pool), ((False, c) for c in pool)):
-            use_atoms = exact if strict else atoms
+        for ktc in candidates:
             document = dict(base)
             if ktc is not None:
                 document["kv_transfer_config"] = ktc
-            try:
-                decision = evaluator.decide(_prepare(document))
-            except EvaluationError as exc:
-                # A gap stops the engine: it reproduces when it names the same step and facts.
-                facts = getattr(exc, "facts", None)
-                if finding.code == "verify.gap" and getattr(exc, "step", None) == (finding.ruleset, finding.step) \
-                        and facts is not None and _same_facts(facts, dict(finding.facts), use_atoms):
-                    found = document
-                    break
-                continue
-            except InputError:
-                continue
-            if _reproduces(decision, finding, use_atoms):
+            if _reaches(policy, document, finding):
                 found = document
                 break
         out.append(replace(finding, document=found, reproduced=found is not None))
     return out
-
-
-def operand_of(rule: Any, fact: str) -> Any:
-    """The value ``rule`` requires of ``fact`` by equality, or None."""
-    return next((operand for name, op, operand in rule.when if name == fact and op == "eq"), None)
-
-
-def _class_step(model: Any) -> int:
-    """The index of the node step the registry was included in."""
-    for index, step in enumerate(model.steps["node"]):
-        if any(r.id.startswith("registry.") for r in step.rules):
-            return index
-    return 0
-
-
-def _prepare(document: dict[str, Any]) -> dict[str, Any]:
-    from ..core.input import prepare
-    return prepare(document)

@@ -1,4 +1,4 @@
-"""Stage 4, compile: the checked policy model into one durable-rules ruleset
+"""Compile: the checked policy model into one durable-rules ruleset
 definition (plain dicts; durable-rules itself is imported only by _durable).
 
 Every step becomes a discriminator ``t`` (ruleset.step); every rule a
@@ -16,7 +16,7 @@ from typing import Any
 
 from .rules import PolicyModel, Rule, StepDef
 
-__all__ = ["Compiled", "compile_policy", "DEFAULT_PRI"]
+__all__ = ["Compiled", "compile_policy", "compile_probe", "DEFAULT_PRI"]
 
 DEFAULT_PRI = 1_000_000
 
@@ -68,4 +68,27 @@ def compile_policy(model: PolicyModel) -> Compiled:
             definition[name] = {"all": [{"m": {"t": key}}], "pri": DEFAULT_PRI}
             table[name] = None
             step_of[name] = (ruleset, step.name)
+    return Compiled(definition, table, keys, step_of)
+
+
+def compile_probe(model: PolicyModel) -> Compiled:
+    """A ruleset that tells, for one input, which rules of its step match:
+    each rule stands alone under its own discriminator (``ruleset.step#N``),
+    with a catch-all. The verifier posts an input once per rule of its step,
+    so that durable-rules, not Python, says where rules overlap."""
+    definition: dict[str, Any] = {}
+    table: dict[str, Rule | None] = {}
+    keys: dict[tuple[str, str], str] = {}
+    step_of: dict[str, tuple[str, str]] = {}
+    for ruleset, steps in model.steps.items():
+        for step in steps:
+            for position, rule in enumerate(step.rules):
+                key = f"{step_key(step)}#{position}"
+                keys[(ruleset, f"{step.name}#{position}")] = key
+                terms = [{"t": key}] + [_term(*condition) for condition in rule.when]
+                matched, other = f"m{len(table)}", f"d{len(table)}"
+                definition[matched] = {"all": [{"m": {"$and": terms}}], "pri": 1}
+                definition[other] = {"all": [{"m": {"t": key}}], "pri": DEFAULT_PRI}
+                table[matched], table[other] = rule, None
+                step_of[matched] = step_of[other] = (ruleset, step.name)
     return Compiled(definition, table, keys, step_of)

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-__all__ = ["Decision", "Message", "ConnectorVerdict", "Step"]
+from .errors import Problem
+
+__all__ = ["Decision", "Message", "ConnectorVerdict", "Step", "TrailEntry", "input_error_decision"]
 
 OUTCOMES = ("enabled", "disabled", "error", "undetermined")
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
-    """An error (``stage`` set) or a warning (``source`` set) of a decision."""
+class Message(Problem):
+    """A Problem raised by a rule of a decision: an error has its ``stage``, a warning its ``source``, both their rule."""
 
-    code: str
-    message: str
-    path: str
     stage: str | None = None
     source: str | None = None
-    hint: str | None = None
     rule: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -58,8 +56,7 @@ class ConnectorVerdict:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """One evaluated step: which rule set which fact, from which facts (for ``explain``)."""
 
     ruleset: str
@@ -70,16 +67,35 @@ class Step:
     facts: tuple[tuple[str, Any], ...]
 
 
+class TrailEntry(NamedTuple):
+    """What a Step is made from: ``facts`` are all of its run's facts, of which
+    the step read ``reads`` (kept whole, and cut only when :attr:`Decision.steps`
+    is asked for, since most decisions are never explained)."""
+
+    ruleset: str
+    step: str
+    node: str | None
+    rule: str | None
+    value: Any
+    reads: tuple[str, ...]
+    facts: tuple[tuple[str, Any], ...]
+
+    def to_step(self) -> Step:
+        facts = dict(self.facts)
+        return Step(self.ruleset, self.step, self.node, self.rule, self.value, tuple((f, facts[f]) for f in self.reads))
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Whether vLLM 0.33.0 runs with the hybrid KV cache manager, and why.
+    """Whether vLLM runs with the hybrid KV cache manager, and why.
 
     ``outcome`` is ``enabled`` or ``disabled`` when vLLM starts with HMA on or
     off, ``error`` when it refuses the configuration (``errors[0]`` is the first
     error vLLM raises), and ``undetermined`` when the answer depends on an
     external connector the rules do not declare. ``hma_enabled`` is vLLM's
     resolved value after config construction (None when the input or config
-    stage failed, or when it is unknown).
+    stage failed, or when it is unknown). ``remediation`` says what to change,
+    in one line, where the rules give it.
     """
 
     outcome: str
@@ -90,21 +106,15 @@ class Decision:
     trace: tuple[str, ...]
     policy_digest: str
     reasons: tuple[str, ...] = ()
-    # (ruleset, step, node, rule, value, facts) per evaluated step; Step
-    # records are built only when asked for (explain, diff), not per decision.
-    step_data: tuple = field(default=(), compare=False, repr=False)
-    _steps: list = field(default_factory=list, compare=False, repr=False)
+    remediation: str | None = None
+    trail: tuple[TrailEntry, ...] = ()
 
     @property
     def steps(self) -> tuple[Step, ...]:
-        """Every evaluated step: which rule set which fact, from which facts (for ``explain``)."""
-        if not self._steps and self.step_data:
-            built = []
-            for ruleset, step, node, rule, value, facts in self.step_data:
-                read = tuple((f, tuple(facts[f]) if isinstance(facts[f], list) else facts[f]) for f in step.reads)
-                built.append(Step(ruleset, step.name, node, rule.id if rule else None, value, read))
-            self._steps.append(tuple(built))
-        return self._steps[0] if self._steps else ()
+        """Every evaluated step of vLLM's decision: which rule set which fact,
+        from which facts (for ``explain``). The trail also holds the result
+        steps that made the outcome and flag from them; these are left out."""
+        return tuple(entry.to_step() for entry in self.trail if entry.ruleset != "result")
 
     @property
     def disable_hybrid_kv_cache_manager(self) -> bool | None:
@@ -128,14 +138,6 @@ class Decision:
 
 def input_error_decision(problems: Any, policy_digest: str) -> Decision:
     """The Decision that stands for an invalid document (stage ``input``)."""
-    return Decision(
-        outcome="error",
-        hma_enabled=None,
-        errors=tuple(
-            Message(code=p.code, message=p.message, path=p.path, stage="input", hint=p.hint) for p in problems
-        ),
-        warnings=(),
-        connectors=(),
-        trace=(),
-        policy_digest=policy_digest,
-    )
+    errors = tuple(Message(code=p.code, message=p.message, path=p.path, stage="input", hint=p.hint) for p in problems)
+    return Decision(outcome="error", hma_enabled=None, errors=errors, warnings=(), connectors=(), trace=(),
+                    policy_digest=policy_digest, remediation=errors[0].hint if errors else None)

@@ -18,6 +18,7 @@ __all__ = [
     "InputError",
     "PolicyError",
     "ConnectorError",
+    "EvaluationError",
     "suggest",
 ]
 
@@ -55,11 +56,6 @@ class Problem:
     def sort_key(self) -> tuple:
         return (self.file or "", self.line or 0, self.column or 0, self.path, self.code, self.message)
 
-    def __reduce__(self) -> tuple:
-        # Pickled as its fields and rebuilt by __init__: four times faster to
-        # load than the default for slotted classes (audit workers send many).
-        return (type(self), tuple(getattr(self, name) for name in self.__slots__))
-
 
 class HMAPolicyError(Exception):
     """Base class of every error this package raises on purpose."""
@@ -86,6 +82,14 @@ class PolicyError(HMAPolicyError):
 
 class ConnectorError(HMAPolicyError, ValueError):
     """:func:`hma_policy.supports_hma` could not answer: vLLM would raise here too."""
+
+
+class EvaluationError(HMAPolicyError):
+    """The rule runtime failed, or the policy has a gap: an engine fault,
+    never a property of the document. A gap names its step and the facts."""
+
+    step: tuple[str, str] | None = None
+    facts: dict | None = None
 
 
 def printable(text: str) -> str:

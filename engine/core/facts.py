@@ -1,72 +1,313 @@
-"""Stage 3, facts: the fact vocabulary, and the walk that turns a validated
-document into the facts each ruleset reads.
+"""Facts: the vocabulary the rules read, and its extraction from a document.
 
-Documents reach this module validated and plain (``document.prepare``:
-dicts and lists only), so objects are tested with ``isinstance(x, dict)``,
-not the much slower ABC check. Python only reads values here (as vLLM reads
-them: env switches with int(), field presence, the order of children); what
-the values mean for HMA is decided by the rule files.
+Every fact a rule may test is declared once, in :data:`DECLARED`: its
+ruleset, type, closed values, meaning, and how it relates to the other facts
+of its ruleset (``empty``/``given``: the graph and the document make some
+combinations impossible, such as a child at depth 0). The rule loader checks
+rules against these declarations, the verifier and the step table enumerate
+the fact space from them, and ``hma-policy rules facts`` prints them for
+authors. Facts that rules set themselves (each step's value) and the
+MultiConnector aggregates (declared in rules/nodes.yaml) join them at load.
+
+:func:`extract` reads a validated document once and returns :class:`Facts`:
+the offloading and decision facts the document holds, and the connector
+graph as nodes in post-order, each with its own facts. Python only reads
+values here, as vLLM reads them (env switches with int(), field presence,
+the order of children); what they mean for HMA is decided by the rules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any
+from collections import namedtuple
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 from .errors import InputError, Problem
 
-__all__ = ["FACTS", "Node", "document_facts", "document_inputs", "build_graph", "node_facts", "graph_signature"]
+__all__ = ["Fact", "Relation", "DECLARED", "GRAPH_FACTS", "UNREACHED", "Facts", "Node", "OffloadingFacts", "NodeFacts",
+           "DocumentFacts", "extract", "declared"]
 
-# The fact vocabulary: every fact a rule may read, per ruleset, with its type
-# and (where closed) its values. Step names add the facts their steps set.
-# Types: bool, int, str, names (a list of strings, tested with `contains`).
-FACTS: dict[str, dict[str, dict[str, Any]]] = {
-    "offloading": {
-        "kv_offloading_size_set": {"type": "bool", "doc": "--kv-offloading-size is set"},
-        "kv_offloading_backend": {"type": "str", "values": ["native", "lmcache"], "doc": "--kv-offloading-backend (default native)"},
-        "env_use_simple_kv_offload": {"type": "bool", "doc": "VLLM_USE_SIMPLE_KV_OFFLOAD read as bool(int())"},
-    },
-    "node": {
-        "name": {"type": "str", "doc": "kv_connector (\"\" when not set)"},
-        "name_set": {"type": "bool", "doc": "kv_connector is set"},
-        "module_path": {"type": "str", "values": ["absent", "empty", "set"], "doc": "kv_connector_module_path: absent (or null), the empty string, or set"},
-        "module_path_value": {"type": "str", "doc": "kv_connector_module_path (\"\" when absent)"},
-        "is_child": {"type": "bool", "doc": "the node is a child of a container connector"},
-        "depth": {"type": "int", "doc": "0 for the top-level connector"},
-        "sets_engine_id": {"type": "bool", "doc": "the node's own config has an engine_id key"},
-        "connectors": {"type": "str", "values": ["absent", "present"], "doc": "kv_connector_extra_config has a non-null `connectors` key"},
-        "children": {"type": "int", "doc": "how many children the node lists"},
-        "first_nonsupported": {"type": "str", "values": ["none", "unsupported", "unknown", "error", "unsupported_or_error"], "doc": "support of the first child, in order, that is not `supported`"},
-        "after_unknown": {"type": "str", "values": ["none", "unsupported", "error", "unsupported_or_error"], "doc": "after the first `unknown` child, support of the first child that is neither `supported` nor `unknown` (none when there is none, or no `unknown` child)"},
-        "first_child_setup": {"type": "str", "values": ["ok", "error"], "doc": "setup of the first child, in order, whose setup is not ok"},
-        "first_child_construct": {"type": "str", "values": ["ok", "error"], "doc": "construct of the first child, in order, whose construct is not ok"},
-        "env_lmcache_use_upstream_mp": {"type": "bool", "doc": "LMCACHE_USE_UPSTREAM_MP is set (non-empty)"},
-    },
-    "decision": {
-        "has_kv_transfer_config": {"type": "bool", "doc": "a kv_transfer_config is configured (after the offloading shorthand)"},
-        "preference": {"type": "str", "values": ["none", "enable", "disable"], "doc": "disable_hybrid_kv_cache_manager: null, false, true"},
-        "platform_supports_hybrid_kv_cache": {"type": "bool", "doc": "current_platform.support_hybrid_kv_cache() (default true)"},
-        "platform_is_cuda": {"type": "bool", "doc": "current_platform.is_cuda() (default true)"},
-        "chunked_local_attention": {"type": "bool", "doc": "model.attention_chunk_size is set"},
-        "speculative_method": {"type": "str", "doc": "speculative_config.method (\"\" when none)"},
-        "hisparse_config": {"type": "bool", "doc": "an explicit hisparse_config is given"},
-        "top_name": {"type": "str", "doc": "the top-level kv_connector in effect, after the offloading shorthand (\"\" when none)"},
-        "configured_top_name": {"type": "str", "doc": "the top-level kv_connector as configured, before the offloading shorthand (\"\" when none)"},
-        "configured_child_names": {"type": "names", "doc": "kv_connector of each direct child of the configured top-level connector, before the offloading shorthand"},
-        "graph_support": {"type": "str", "values": ["none", "supported", "unsupported", "unknown", "error", "unsupported_or_error"], "doc": "the top-level node's `support` (none without a kv_transfer_config)"},
-        "top_setup": {"type": "str", "values": ["none", "ok", "error"], "doc": "the top-level node's `setup`"},
-        "top_construct": {"type": "str", "values": ["none", "ok", "error"], "doc": "the top-level node's `construct`"},
-        "layer_full_attention": {"type": "bool", "doc": "model.layer_kinds has full_attention"},
-        "layer_sliding_window": {"type": "bool", "doc": "model.layer_kinds has sliding_window"},
-        "layer_chunked_local": {"type": "bool", "doc": "model.layer_kinds has chunked_local"},
-        "layer_mamba": {"type": "bool", "doc": "model.layer_kinds has mamba"},
-        "env_allow_chunked_local_attn_with_hybrid_kv_cache": {"type": "bool", "doc": "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE read as bool(int()) (default true)"},
-        "env_use_simple_kv_offload": {"type": "bool", "doc": "VLLM_USE_SIMPLE_KV_OFFLOAD read as bool(int()) (default false)"},
-        "env_lmcache_use_upstream_mp": {"type": "bool", "doc": "LMCACHE_USE_UPSTREAM_MP is set (non-empty)"},
-    },
-}
+
+class Relation(NamedTuple):
+    """A fact's condition on another fact of its ruleset. ``op``: eq, ne, ge,
+    or ``container`` (the fact, a connector name, is one that lists children)."""
+
+    fact: str
+    op: str
+    value: Any = None
+
+
+class Fact(NamedTuple):
+    """One fact a rule may read.
+
+    ``empty`` is the value the fact takes unless every relation in ``given``
+    holds; with ``exact``, it takes another value whenever they hold.
+    """
+
+    name: str
+    ruleset: str  # offloading | node | decision
+    type: str  # bool | int | str | names (a list of strings, tested with `contains`)
+    doc: str
+    values: tuple[Any, ...] | None = None  # the closed vocabulary, if any
+    empty: Any = None
+    given: tuple[Relation, ...] = ()
+    exact: bool = False
+    from_graph: bool = False  # a decision fact the connector graph's evaluation gives, not the document
+
+
+_SET = (Relation("has_kv_transfer_config", "eq", True),)
+
+DECLARED: tuple[Fact, ...] = (
+    # -- the offloading shorthand --------------------------------------------
+    Fact("kv_offloading_size_set", "offloading", "bool", "--kv-offloading-size is set"),
+    Fact("kv_offloading_backend", "offloading", "str", "--kv-offloading-backend (default native)", ("native", "lmcache")),
+    Fact("env_use_simple_kv_offload", "offloading", "bool", "VLLM_USE_SIMPLE_KV_OFFLOAD read as bool(int())"),
+    # -- one node of the connector graph ------------------------------------
+    Fact("name", "node", "str", 'kv_connector ("" when not set)', empty="", given=(Relation("name_set", "eq", True),)),
+    Fact("name_set", "node", "bool", "kv_connector is set"),
+    Fact("module_path", "node", "str", "kv_connector_module_path: absent (or null), the empty string, or set",
+         ("absent", "empty", "set")),
+    Fact("module_path_value", "node", "str", 'kv_connector_module_path ("" when absent)', empty="",
+         given=(Relation("module_path", "eq", "set"),), exact=True),
+    Fact("is_child", "node", "bool", "the node is a child of a container connector", empty=False,
+         given=(Relation("depth", "ge", 1),), exact=True),
+    Fact("depth", "node", "int", "0 for the top-level connector"),
+    Fact("sets_engine_id", "node", "bool", "a child's own config has an engine_id key", empty=False,
+         given=(Relation("is_child", "eq", True),)),
+    Fact("connectors", "node", "str", "kv_connector_extra_config has a non-null `connectors` key", ("absent", "present")),
+    Fact("children", "node", "int", "how many children the node lists (only a container connector lists any)", empty=0,
+         given=(Relation("name", "container"), Relation("connectors", "eq", "present"))),
+    Fact("env_lmcache_use_upstream_mp", "node", "bool", "LMCACHE_USE_UPSTREAM_MP is set (non-empty)"),
+    # -- the decision: the document ------------------------------------------
+    Fact("has_kv_transfer_config", "decision", "bool", "a kv_transfer_config is configured (after the offloading shorthand)",
+         from_graph=True),
+    Fact("preference", "decision", "str", "disable_hybrid_kv_cache_manager: null, false, true", ("none", "enable", "disable")),
+    Fact("platform_supports_hybrid_kv_cache", "decision", "bool", "current_platform.support_hybrid_kv_cache() (default true)"),
+    Fact("platform_is_cuda", "decision", "bool", "current_platform.is_cuda() (default true)"),
+    Fact("chunked_local_attention", "decision", "bool", "model.attention_chunk_size is set"),
+    Fact("speculative_method", "decision", "str", 'speculative_config.method ("" when none)'),
+    Fact("hisparse_config", "decision", "bool", "an explicit hisparse_config is given"),
+    Fact("top_name", "decision", "str",
+         'the top-level kv_connector in effect, after the offloading shorthand ("" when none)', empty="", given=_SET,
+         from_graph=True),
+    Fact("configured_top_name", "decision", "str",
+         'the top-level kv_connector as configured, before the offloading shorthand ("" when none)', empty="", given=_SET),
+    Fact("configured_child_names", "decision", "names",
+         "kv_connector of each direct child of the configured top-level connector, before the offloading shorthand",
+         empty=(), given=(*_SET, Relation("configured_top_name", "container"))),
+    Fact("layer_full_attention", "decision", "bool", "model.layer_kinds has full_attention"),
+    Fact("layer_sliding_window", "decision", "bool", "model.layer_kinds has sliding_window"),
+    Fact("layer_chunked_local", "decision", "bool", "model.layer_kinds has chunked_local"),
+    Fact("layer_mamba", "decision", "bool", "model.layer_kinds has mamba"),
+    Fact("env_allow_chunked_local_attn_with_hybrid_kv_cache", "decision", "bool",
+         "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE read as bool(int()) (default true)"),
+    Fact("env_use_simple_kv_offload", "decision", "bool", "VLLM_USE_SIMPLE_KV_OFFLOAD read as bool(int()) (default false)"),
+    Fact("env_lmcache_use_upstream_mp", "decision", "bool", "LMCACHE_USE_UPSTREAM_MP is set (non-empty)"),
+    # -- the decision: the top-level node's results (see GRAPH_FACTS) --------
+    Fact("graph_support", "decision", "str", "the top-level node's `support` (none without a kv_transfer_config)",
+         ("none", "supported", "unsupported", "unknown", "error", "unsupported_or_error"), "none", _SET, True, True),
+    Fact("top_setup", "decision", "str", "the top-level node's `setup`", ("none", "ok", "error"), "none", _SET, True, True),
+    Fact("top_construct", "decision", "str", "the top-level node's `construct`", ("none", "ok", "error"), "none", _SET, True, True),
+    # -- the result steps: how the evaluation ended --------------------------
+    Fact("error_stage", "result", "str", "the stage of the error that ended the evaluation (none when none did)",
+         ("none", "config", "connector")),
+)
+
+# Decision facts read from the top-level node's step values (and the error
+# each carries); without a connector graph they are `none`.
+GRAPH_FACTS: dict[str, str] = {"graph_support": "support", "top_setup": "setup", "top_construct": "construct"}
+
+# In result steps, a step the evaluation did not reach holds this value.
+UNREACHED = "unreached"
+
+
+def declared(ruleset: str) -> dict[str, Fact]:
+    """The facts declared for a ruleset (the rules add their steps' facts,
+    and the result steps read the decision's too)."""
+    return {f.name: f for f in DECLARED if f.ruleset == ruleset}
+
+
+def _record(name: str, facts: Iterable[Fact]) -> Any:
+    """A record type whose fields are ``facts``, in declared order."""
+    return namedtuple(name, [fact.name for fact in facts])
+
+
+# What extraction gives, as records whose fields are the declared facts in
+# order: immutable and hashable, so that equal facts are one key of the
+# decision memo, and a fact added above is a field here without another edit.
+OffloadingFacts = _record("OffloadingFacts", declared("offloading").values())
+NodeFacts = _record("NodeFacts", declared("node").values())
+DocumentFacts = _record("DocumentFacts", [f for f in declared("decision").values() if not f.from_graph])
+
+
+class Node(NamedTuple):
+    """One connector config of the graph: where it stands, and its own facts.
+
+    ``children`` are indices into the graph's post-order tuple; ``kv_connector``
+    is the name as written (None when it is not a string)."""
+
+    path: str
+    kv_connector: str | None
+    depth: int
+    facts: Any  # NodeFacts
+    children: tuple[int, ...]
+
+
+class Facts(NamedTuple):
+    """Every fact a document gives the rules, read in one pass.
+
+    ``graph`` is the configured connector graph in post-order (the top-level
+    node last). The offloading shorthand may rewrite the top-level connector
+    (:meth:`effective_graph`), so the configured kv_transfer_config is kept."""
+
+    offloading: Any  # OffloadingFacts
+    document: Any  # DocumentFacts
+    graph: tuple[Node, ...]
+    kv_transfer_config: dict[str, Any] | None
+    containers: frozenset[str]
+
+    @property
+    def key(self) -> tuple:
+        """Everything a decision reads: equal keys, equal decisions. A node's
+        path follows from the graph's shape, and its name from its facts."""
+        return (self.offloading, self.document, tuple((node.facts, node.children) for node in self.graph))
+
+    def effective_graph(self, connector: str | None, role: str | None) -> tuple[Node, ...]:
+        """The graph once the offloading shorthand has set the top-level
+        connector (and role) to these (None: the configured graph). As in
+        vLLM, it creates a kv_transfer_config if there is none."""
+        if connector is None:
+            return self.graph
+        rewritten = {**(self.kv_transfer_config or {}), "kv_connector": connector}
+        if role is not None:
+            rewritten["kv_role"] = role
+        return _graph(rewritten, self.containers, self.document.env_lmcache_use_upstream_mp)
+
+
+def extract(document: Mapping[str, Any], containers: frozenset[str]) -> Facts:
+    """The facts of a validated, normalised document (plain dicts and lists).
+
+    Raises :class:`InputError` for a string the rule runtime cannot take (an
+    unpaired surrogate): the graph's first, then the document's."""
+    env = document.get("env") or {}
+    upstream_mp = _is_set(env, "LMCACHE_USE_UPSTREAM_MP")
+    simple_offload = _int_switch(env, "VLLM_USE_SIMPLE_KV_OFFLOAD", False)
+    ktc = document.get("kv_transfer_config")
+    graph = _graph(ktc, containers, upstream_mp)
+    preference = document.get("disable_hybrid_kv_cache_manager")
+    platform = document.get("platform") or {}
+    model = document.get("model") or {}
+    kinds = set(model.get("layer_kinds") or ())
+    spec = document.get("speculative_config") or {}
+    # vLLM configures HiSparse before the offloading shorthand rewrites the
+    # connector: those rules read the connector as configured.
+    configured = ktc.get("kv_connector") if isinstance(ktc, dict) else None
+    children = _children(ktc, containers)
+    offloading = OffloadingFacts(
+        kv_offloading_size_set=document.get("kv_offloading_size") is not None,
+        kv_offloading_backend=document.get("kv_offloading_backend") or "native",
+        env_use_simple_kv_offload=simple_offload,
+    )
+    facts = DocumentFacts(
+        preference="none" if preference is None else ("disable" if preference else "enable"),
+        platform_supports_hybrid_kv_cache=platform.get("supports_hybrid_kv_cache", True),
+        platform_is_cuda=platform.get("is_cuda", True),
+        chunked_local_attention=model.get("attention_chunk_size") is not None,
+        speculative_method=_text(spec.get("method") if isinstance(spec, dict) else None, "/speculative_config/method"),
+        hisparse_config=document.get("hisparse_config") is not None,
+        configured_top_name=_text(configured, "/kv_transfer_config/kv_connector"),
+        configured_child_names=tuple(
+            _text(child.get("kv_connector"), f"/kv_transfer_config/kv_connector_extra_config/connectors/{index}/kv_connector")
+            for index, child in enumerate(children) if isinstance(child, dict)),
+        layer_full_attention="full_attention" in kinds,
+        layer_sliding_window="sliding_window" in kinds,
+        layer_chunked_local="chunked_local" in kinds,
+        layer_mamba="mamba" in kinds,
+        env_allow_chunked_local_attn_with_hybrid_kv_cache=_int_switch(
+            env, "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", True),
+        env_use_simple_kv_offload=simple_offload,
+        env_lmcache_use_upstream_mp=upstream_mp,
+    )
+    return Facts(offloading, facts, graph, ktc if isinstance(ktc, dict) else None, containers)
+
+
+def _graph(ktc: Any, containers: frozenset[str], upstream_mp: bool) -> tuple[Node, ...]:
+    """The nodes of the connector graph in post-order (children before parents).
+
+    Children are read from ``kv_connector_extra_config.connectors`` of nodes
+    named as one of ``containers`` (rules/nodes.yaml), in order."""
+    if not isinstance(ktc, dict):
+        return ()
+    out: list[Node] = []
+    # A depth-first walk without recursion: each frame is a config whose
+    # children are being visited, and the indices of those already in `out`.
+    frames = [_Frame(ktc, "/kv_transfer_config", 0, _children(ktc, containers), [])]
+    while frames:
+        frame = frames[-1]
+        if len(frame.done) < len(frame.items):
+            index = len(frame.done)
+            child = frame.items[index]
+            frames.append(_Frame(child, f"{frame.path}/kv_connector_extra_config/connectors/{index}", frame.depth + 1,
+                                 _children(child, containers), []))
+            frame.done.append(-1)  # filled in when the child's subtree is finished
+            continue
+        frames.pop()
+        out.append(_node(frame.path, frame.config, frame.depth, tuple(frame.done), upstream_mp))
+        if frames:
+            frames[-1].done[-1] = len(out) - 1
+    return tuple(out)
+
+
+class _Frame(NamedTuple):
+    config: Any
+    path: str
+    depth: int
+    items: list[Any]
+    done: list[int]
+
+
+def _node(path: str, config: Any, depth: int, children: tuple[int, ...], upstream_mp: bool) -> Node:
+    config = config if isinstance(config, dict) else {}  # the schema refuses a child that is not an object
+    name = config.get("kv_connector")
+    module = config.get("kv_connector_module_path")
+    extra = config.get("kv_connector_extra_config") or {}
+    facts = NodeFacts(
+        name=_text(name, path + "/kv_connector"),
+        name_set=name is not None,
+        module_path="absent" if module is None else ("empty" if module == "" else "set"),
+        module_path_value=_text(module, path + "/kv_connector_module_path"),
+        is_child=depth > 0,
+        depth=depth,
+        sets_engine_id=depth > 0 and "engine_id" in config,
+        connectors="present" if isinstance(extra, dict) and extra.get("connectors") is not None else "absent",
+        children=len(children),
+        env_lmcache_use_upstream_mp=upstream_mp,
+    )
+    return Node(path, name if isinstance(name, str) else None, depth, facts, children)
+
+
+def _list_of(config: Any) -> list[Any]:
+    """The children list a connector config holds, whatever its name."""
+    extra = config.get("kv_connector_extra_config") if isinstance(config, dict) else None
+    items = extra.get("connectors") if isinstance(extra, dict) else None
+    return items if isinstance(items, list) else []
+
+
+def _children(config: Any, containers: frozenset[str]) -> list[Any]:
+    """The children of a container connector (none for any other)."""
+    name = config.get("kv_connector") if isinstance(config, dict) else None
+    return _list_of(config) if isinstance(name, str) and name in containers else []
+
+
+def _text(value: Any, path: str) -> str:
+    """A string fact the rule runtime can take (valid UTF-8); "" for a non-string."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError([Problem("input.encoding", "the string holds an unpaired surrogate", path)]) from None
+    return value
 
 
 def _int_switch(env: Mapping[str, Any], name: str, default: bool) -> bool:
@@ -84,293 +325,3 @@ def _int_switch(env: Mapping[str, Any], name: str, default: bool) -> bool:
 def _is_set(env: Mapping[str, Any], name: str) -> bool:
     value = env.get(name)
     return value is not None and value is not False and str(value) != ""
-
-
-def _checked_text(value: Any, path: str, suffix: str = "") -> str:
-    """A string that may be posted to the rule runtime (valid UTF-8, no
-    controls); ``path + suffix`` locates it (joined only for an error)."""
-    if not isinstance(value, str):
-        return ""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InputError([Problem("input.encoding", "the string holds an unpaired surrogate", path + suffix)]) from None
-    return value
-
-
-def env_facts(document: Mapping[str, Any]) -> Mapping[str, bool]:
-    """The env switches the rules read (read-only: shared when there is no env)."""
-    env = document.get("env")
-    return _switches(env) if env else _NO_ENV
-
-
-def _switches(env: Mapping[str, Any]) -> dict[str, bool]:
-    return {
-        "env_allow_chunked_local_attn_with_hybrid_kv_cache": _int_switch(env, "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", True),
-        "env_use_simple_kv_offload": _int_switch(env, "VLLM_USE_SIMPLE_KV_OFFLOAD", False),
-        "env_lmcache_use_upstream_mp": _is_set(env, "LMCACHE_USE_UPSTREAM_MP"),
-    }
-
-
-_NO_ENV: Mapping[str, bool] = MappingProxyType(_switches({}))
-
-
-def offloading_facts(document: Mapping[str, Any], env: Mapping[str, bool] | None = None) -> dict[str, Any]:
-    """The offloading ruleset's facts (``env``: the document's env_facts, when known)."""
-    env = env_facts(document) if env is None else env
-    return {
-        "kv_offloading_size_set": document.get("kv_offloading_size") is not None,
-        "kv_offloading_backend": document.get("kv_offloading_backend") or "native",
-        "env_use_simple_kv_offload": env["env_use_simple_kv_offload"],
-    }
-
-
-@dataclass(slots=True)
-class Node:
-    """One connector config in the graph, with its JSON Pointer."""
-
-    path: str
-    config: Mapping[str, Any]
-    depth: int
-    is_child: bool
-    children: list["Node"] = field(default_factory=list)
-
-    def __init__(self, path: str, config: Mapping[str, Any], depth: int, is_child: bool,
-                 children: list["Node"] | None = None) -> None:
-        # Written out: compiled, a dataclass __init__ with a default factory
-        # is the generated Python one, four times the cost of this.
-        self.path = path
-        self.config = config
-        self.depth = depth
-        self.is_child = is_child
-        self.children = [] if children is None else children
-
-    @property
-    def name(self) -> str | None:
-        value = self.config.get("kv_connector")
-        return value if isinstance(value, str) else None
-
-
-def build_graph(ktc: Mapping[str, Any] | None, containers: frozenset[str]) -> list[Node]:
-    """The nodes of the connector graph in post-order (children before parents).
-
-    Children are read from ``kv_connector_extra_config.connectors`` of nodes
-    whose kv_connector is one of ``containers`` (rules/nodes.yaml), in order.
-    """
-    if ktc is None:
-        return []
-    root = Node("/kv_transfer_config", ktc, 0, False)
-    order: list[Node] = []
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        stack.append((node, True))
-        if node.name in containers:
-            extra = node.config.get("kv_connector_extra_config") or {}
-            items = extra.get("connectors") if isinstance(extra, dict) else None
-            if isinstance(items, list):
-                base = node.path + "/kv_connector_extra_config/connectors"
-                node.children = [
-                    Node(f"{base}/{i}", child, node.depth + 1, True) for i, child in enumerate(items)
-                ]
-                for child in reversed(node.children):
-                    stack.append((child, False))
-    return order
-
-
-class _NotText:
-    """Stands in a graph signature for a value that is neither a string nor null."""
-
-    __slots__ = ()
-
-
-_NOT_TEXT = _NotText()
-
-
-def _text_or_null(value: Any) -> Any:
-    return value if value is None or isinstance(value, str) else _NOT_TEXT
-
-
-def graph_signature(ktc: Any, containers: frozenset[str], env: Mapping[str, bool]) -> tuple | None:
-    """A key that determines the connector graph and every node's facts:
-    equal signatures give build_graph() the same shape and names, and
-    node_facts() the same facts (children first, each from its children's
-    verdicts, which the same rules make the same). It holds every value those
-    two read, and no other (not the ports, ids or names of a deployment), so
-    that the evaluator can hold one plan for a fleet's many equal graphs.
-    None (no key) when a node is not an object: the plan is then made anew.
-
-    Kept beside build_graph and node_facts, which it mirrors: a value they
-    come to read must be added here (a test checks that equal
-    signatures have equal facts over random graphs, tests/test_runtime.py).
-    """
-    flag = env["env_lmcache_use_upstream_mp"]
-    if ktc is None:
-        return (flag,)
-    out: list[Any] = [flag]
-    stack: list[tuple[Any, bool]] = [(ktc, False)]
-    while stack:  # pre-order; each node's child count fixes the shape
-        config, is_child = stack.pop()
-        if type(config) is not dict:
-            return None
-        name = config.get("kv_connector")
-        extra = config.get("kv_connector_extra_config") or {}
-        items = extra.get("connectors") if isinstance(extra, dict) else None
-        children: Any = items if isinstance(name, str) and name in containers and isinstance(items, list) else ()
-        out.append((_text_or_null(name), _text_or_null(config.get("kv_connector_module_path")), items is not None,
-                    is_child and "engine_id" in config, len(children)))
-        stack.extend([(child, True) for child in reversed(children)])
-    return tuple(out)
-
-
-def _first(children: list[Node], verdicts: dict[str, dict[str, Any]], fact: str, ok: str) -> tuple[str, str | None]:
-    """The value of ``fact`` of the first child whose value is not ``ok``, and its path."""
-    for child in children:
-        value = verdicts[child.path][fact]
-        if value != ok:
-            return value, child.path
-    return (ok if ok != "supported" else "none"), None
-
-
-def node_facts(node: Node, verdicts: dict[str, dict[str, Any]],
-               env: Mapping[str, bool]) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
-    """The facts of one node, given its children's verdicts; and, for each
-    fact that carries a child's error, the child path to copy it from."""
-    config = node.config
-    name = _checked_text(config.get("kv_connector"), node.path, "/kv_connector")
-    module = config.get("kv_connector_module_path")
-    module_state = "absent" if module is None else ("empty" if module == "" else "set")
-    extra = config.get("kv_connector_extra_config") or {}
-    has_connectors = isinstance(extra, dict) and extra.get("connectors") is not None
-    children = node.children
-    first_ns, ns_path = _first(children, verdicts, "support", "supported") if children else ("none", None)
-    after, after_path = "none", None
-    if first_ns == "unknown":
-        # Past the first unknown child, the helper either stops there (that
-        # child says no) or goes on to the first later child that does not
-        # answer supported-or-unknown. Which answer that child gives is the fact.
-        later = node.children[[c.path for c in node.children].index(ns_path) + 1:] if ns_path is not None else []
-        for child in later:
-            value = verdicts[child.path]["support"]
-            if value not in ("supported", "unknown"):
-                after, after_path = value, child.path
-                break
-    setup, setup_path = _first(children, verdicts, "setup", "ok") if children else ("ok", None)
-    construct, construct_path = _first(children, verdicts, "construct", "ok") if children else ("ok", None)
-    facts: dict[str, Any] = {
-        "name": name,
-        "name_set": config.get("kv_connector") is not None,
-        "module_path": module_state,
-        "module_path_value": _checked_text(module, node.path, "/kv_connector_module_path"),
-        "is_child": node.is_child,
-        "depth": node.depth,
-        "sets_engine_id": node.is_child and "engine_id" in config,
-        "connectors": "present" if has_connectors else "absent",
-        "children": len(node.children),
-        "first_nonsupported": first_ns,
-        "after_unknown": after,
-        "first_child_setup": setup,
-        "first_child_construct": construct,
-        "env_lmcache_use_upstream_mp": env["env_lmcache_use_upstream_mp"],
-    }
-    sources = {}
-    if ns_path is not None:
-        sources["first_nonsupported"] = (ns_path, "support")
-    if after_path is not None:
-        sources["after_unknown"] = (after_path, "support")
-    if setup_path is not None:
-        sources["first_child_setup"] = (setup_path, "setup")
-    if construct_path is not None:
-        sources["first_child_construct"] = (construct_path, "construct")
-    return facts, sources
-
-
-def _configured_names(ktc: Any, containers: frozenset[str]) -> tuple[str, list[str]]:
-    if not isinstance(ktc, dict):
-        return "", []
-    name = ktc.get("kv_connector")
-    name = name if isinstance(name, str) else ""
-    extra = ktc.get("kv_connector_extra_config") or {}
-    items = extra.get("connectors") if isinstance(extra, dict) and name in containers else None
-    children = [c.get("kv_connector") for c in items if isinstance(c, dict)] if isinstance(items, list) else []
-    return name, [c if isinstance(c, str) else "" for c in children]
-
-
-def _dict_or_empty(value: Any) -> dict[str, Any]:
-    """A mapping as a dict (itself when it is one); anything false, {}."""
-    if type(value) is dict:
-        return value
-    return dict(value) if value else {}
-
-
-def document_inputs(document: Mapping[str, Any], containers: frozenset[str] = frozenset(),
-                    env: Mapping[str, bool] | None = None) -> tuple:
-    """What the decision ruleset's facts take from the document itself, as
-    a tuple (those from the connector graph's verdicts aside): document_facts
-    builds the facts from it, and the evaluator keys its decision memo on it
-    with the graph's signature, so the two cannot disagree."""
-    # Read as dicts (a validated document's objects are; other mappings are
-    # copied): compiled, a dict's get is a direct call, a Mapping's a lookup
-    # of the method by name.
-    doc = _dict_or_empty(document)
-    preference = doc.get("disable_hybrid_kv_cache_manager")
-    platform = _dict_or_empty(doc.get("platform"))
-    model = _dict_or_empty(doc.get("model"))
-    kinds = set(model.get("layer_kinds") or ())
-    spec = doc.get("speculative_config") or {}
-    method = spec.get("method") if isinstance(spec, dict) else None
-    # vLLM configures HiSparse (vllm.py ~L1876) before the offloading shorthand
-    # rewrites the connector (~L2220): those rules read the connector as configured.
-    configured, children = _configured_names(doc.get("kv_transfer_config"), containers)
-    env = env_facts(document) if env is None else env
-    return (
-        "none" if preference is None else ("disable" if preference else "enable"),
-        platform.get("supports_hybrid_kv_cache", True),
-        platform.get("is_cuda", True),
-        model.get("attention_chunk_size") is not None,
-        _checked_text(method, "/speculative_config/method"),
-        doc.get("hisparse_config") is not None,
-        "full_attention" in kinds,
-        "sliding_window" in kinds,
-        "chunked_local" in kinds,
-        "mamba" in kinds,
-        _checked_text(configured, "/kv_transfer_config/kv_connector"),
-        tuple(children),
-        tuple(env.items()),
-    )
-
-
-def document_facts(document: Mapping[str, Any], top: Node | None, top_verdict: Mapping[str, Any] | None,
-                   containers: frozenset[str] = frozenset(), env: Mapping[str, bool] | None = None,
-                   inputs: tuple | None = None) -> dict[str, Any]:
-    """The decision ruleset's facts from the document (``inputs``: its
-    document_inputs, when known) and the top node's verdict (``env``: the
-    document's env_facts, when known)."""
-    if inputs is None:
-        inputs = document_inputs(document, containers, env)
-    (preference, supports_hybrid, is_cuda, chunked, method, hisparse, full, sliding, chunked_local, mamba,
-     configured, children, switches) = inputs
-    facts = {
-        "has_kv_transfer_config": top is not None,
-        "preference": preference,
-        "platform_supports_hybrid_kv_cache": supports_hybrid,
-        "platform_is_cuda": is_cuda,
-        "chunked_local_attention": chunked,
-        "speculative_method": method,
-        "hisparse_config": hisparse,
-        "top_name": top.name or "" if top is not None else "",
-        "graph_support": top_verdict["support"] if top_verdict else "none",
-        "top_setup": top_verdict["setup"] if top_verdict else "none",
-        "top_construct": top_verdict["construct"] if top_verdict else "none",
-        "layer_full_attention": full,
-        "layer_sliding_window": sliding,
-        "layer_chunked_local": chunked_local,
-        "layer_mamba": mamba,
-        "configured_top_name": configured,
-        "configured_child_names": list(children),
-    }
-    facts.update(switches)
-    return facts
