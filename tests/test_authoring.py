@@ -15,7 +15,7 @@ import yaml
 
 from hma_policy.authoring.testing import merge_patch
 
-from rulecopy import copy_rules, edit
+from rulecopy import copy_rules, edit, lmcache_supported
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
@@ -268,10 +268,7 @@ def documented_examples() -> list[str]:
 @pytest.fixture(scope="module")
 def flipped(tmp_path_factory):
     """A copy in which LMCacheConnectorV1 inherits SupportsHMA."""
-    rules = copy_rules(tmp_path_factory.mktemp("diff") / "flipped")
-    edit(rules / "connectors.yaml", "  LMCacheConnectorV1:\n    supports_hma: false\n",
-         "  LMCacheConnectorV1:\n    supports_hma: true\n")
-    return rules
+    return lmcache_supported(tmp_path_factory.mktemp("diff") / "flipped")
 
 
 # Worked out from examples/README.md (recorded outcomes) and vLLM's rule that a

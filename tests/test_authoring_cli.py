@@ -19,7 +19,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 import hma_policy
-from rulecopy import copy_rules, edit
+from rulecopy import copy_rules, edit, lmcache_supported
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
@@ -127,10 +127,7 @@ def test_test_files_from_standard_input(tmp_path):
 
 @pytest.fixture(scope="module")
 def flipped(tmp_path_factory):
-    rules = copy_rules(tmp_path_factory.mktemp("au") / "flipped")
-    edit(rules / "connectors.yaml", "  LMCacheConnectorV1:\n    supports_hma: false\n",
-         "  LMCacheConnectorV1:\n    supports_hma: true\n")
-    return rules
+    return lmcache_supported(tmp_path_factory.mktemp("au") / "flipped")
 
 
 def test_diff_reports_every_deployment_audit_finds(flipped):
