@@ -23,16 +23,18 @@ import os
 import sys
 from typing import Any, NoReturn, Sequence
 
-from .core.policy import load_policy
 from .version import __version__
 from .core.decision import Decision, input_error_decision
 from .core.input import prepare, read_document
 from .core.errors import HMAPolicyError, InputError, PolicyError, printable
+from .clisupport import COLOR_CHOICES, Console, InvalidRules, UsageError, console, label, load
+from .policyref import PolicyRefError, opened
 
 EXIT_OK, EXIT_REJECTED, EXIT_INVALID = 0, 1, 2
 # Spelled here rather than imported, so that `decide` does not load the audit
 # and report modules at start-up; tests/test_cli.py holds them equal.
-REPORT_FORMATS = ("text", "json", "md", "html", "policyreport")
+REPORT_FORMATS = ("text", "json", "md", "html", "policyreport", "sarif", "github", "junit")
+SCHEMAS = ("deployment", "rules", "tests", "decision")
 FAIL_ON_CONDITIONS = ("error", "undetermined", "disabled", "warning", "problem")
 
 
@@ -66,7 +68,8 @@ def _tree(decision: Decision) -> list[str]:
     return lines
 
 
-def render_text(decision: Decision, *, source: str = "") -> str:
+def render_text(decision: Decision, *, source: str = "", policy: str | None = None) -> str:
+    """A decision as text; ``policy``: how the command was told the policy's name."""
     out = []
     summary = {
         "enabled": "HMA enabled",
@@ -97,7 +100,7 @@ def render_text(decision: Decision, *, source: str = "") -> str:
     if decision.connectors:
         out.append("connectors:")
         out += _tree(decision)
-    out.append(f"policy: {decision.policy_digest}")
+    out.append(f"policy: {decision.policy_digest}" + (f" ({policy})" if policy else ""))
     # Messages carry user values: escape control characters so no document
     # can forge lines or move the cursor on the reader's terminal.
     return "\n".join(printable(line) for line in out)
@@ -114,54 +117,82 @@ def render_explain(decision: Decision) -> str:
     return "\n".join(printable(line) for line in out)
 
 
+POLICY_HELP = "the policy: a rules directory, git:REV[:PATH], or bundled (the default)"
+
+
 def _parser() -> argparse.ArgumentParser:
+    # --quiet and --color may come before the command or after it: each
+    # command takes them too, without a default of its own (which would
+    # overwrite the one given before the command).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="no notes on standard error (the policy used, files written, progress); results and errors still")
+    common.add_argument("--color", choices=COLOR_CHOICES, default=argparse.SUPPRESS,
+                        help="colour: auto (on a terminal, unless NO_COLOR is set), always, never")
     parser = argparse.ArgumentParser(
-        prog="hma-policy",
+        prog="hma-policy", parents=[common],
         description="Decide whether vLLM 0.33.0 enables its hybrid KV cache manager (HMA) for a deployment.",
         epilog="exit status: 0 enabled/disabled, 1 rejected by vLLM or undetermined, 2 invalid input, rules or usage",
     )
     parser.add_argument("--version", action="version", version=f"hma-policy {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, help_text: str) -> argparse.ArgumentParser:
-        cmd = sub.add_parser(name, help=help_text, description=help_text)
-        cmd.add_argument("file", metavar="FILE", help="deployment document (JSON or YAML), or - for standard input")
-        cmd.add_argument("--rules", metavar="DIR", help="rules directory (default: the bundled rules)")
-        return cmd
+    def command(parent: Any, name: str, help_text: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return parent.add_parser(name, help=help_text, description=kwargs.pop("description", help_text),
+                                 parents=[common], **kwargs)
 
-    rules = sub.add_parser("rules", help="check and verify rule files", description="check and verify rule files")
+    def policy_option(cmd: argparse.ArgumentParser) -> None:
+        cmd.add_argument("--rules", metavar="POLICY", help=POLICY_HELP)
+
+    rules = command(sub, "rules", "check, verify and copy rule files")
     rules_sub = rules.add_subparsers(dest="rules_command", required=True, metavar="SUBCOMMAND")
-    check = rules_sub.add_parser("check", help="validate the rule files and prove them free of gaps, conflicts and dead rules")
-    check.add_argument("dir", nargs="?", metavar="DIR", help="rules directory (default: the bundled rules)")
-    check.add_argument("--format", choices=("text", "json"), default="text")
-    verify = rules_sub.add_parser("verify", help="exhaustive verification report, with counterexample documents")
-    verify.add_argument("dir", nargs="?", metavar="DIR", help="rules directory (default: the bundled rules)")
-    verify.add_argument("--format", choices=("text", "json"), default="text")
+    check = command(rules_sub, "check", "validate the rule files and prove them free of gaps, conflicts and dead rules")
+    verify = command(rules_sub, "verify", "exhaustive verification report, with counterexample documents")
+    for cmd in (check, verify):
+        cmd.add_argument("dir", nargs="?", metavar="DIR", help="the rules directory (an older spelling of --rules)")
+        policy_option(cmd)
+    check.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text")
+    verify.add_argument("--format", choices=("text", "concise", "json"), default="text")
+    init = command(rules_sub, "init", "write a copy of the bundled rules and their tests, to edit",
+                   description="Write a copy of the bundled rules (rule files, tests/, and the JSON Schemas their "
+                               "yaml-language-server headers name, in schemas/) into DIR, atomically.")
+    init.add_argument("target", metavar="DIR", help="where to write the copy (must be empty or absent)")
+    init.add_argument("--force", action="store_true", help="write into a DIR that is not empty, replacing the files of the copy")
 
-    test = sub.add_parser("test", help="run policy tests (YAML cases) against the rules, with coverage",
-                          description="run policy tests (YAML cases) against the rules, with coverage")
-    test.add_argument("paths", nargs="*", metavar="PATH", help="test files or directories (default: the tests/ folder of the rules)")
-    test.add_argument("--rules", metavar="DIR", help="rules directory (default: the bundled rules)")
+    test = command(sub, "test", "run policy tests (YAML cases) against the rules, with coverage")
+    test.add_argument("paths", nargs="*", metavar="PATH",
+                      help="test files or directories, - for standard input (default: the tests/ folder of the rules)")
+    policy_option(test)
     test.add_argument("--coverage", action="store_true", help="list the rules no test exercised")
     test.add_argument("--threshold", type=float, metavar="N", help="fail when rule coverage is below N percent")
-    test.add_argument("--format", choices=("text", "json"), default="text")
+    test.add_argument("--format", choices=("text", "concise", "json", "sarif", "github", "junit"), default="text")
     test.add_argument("-v", "--verbose", action="store_true", help="print passing cases too")
 
-    diff = sub.add_parser("diff", help="the impact of a rule change over a corpus of documents",
-                          description="the impact of a rule change over a corpus of documents")
-    diff.add_argument("--base", required=True, metavar="RULES_A", help="rules before: a directory, or git:REV[:PATH]")
-    diff.add_argument("--head", metavar="RULES_B", help="rules after: a directory, or git:REV[:PATH] (default: the bundled rules)")
-    diff.add_argument("corpus", nargs="+", metavar="CORPUS", help="document files or directories")
+    diff = command(sub, "diff", "the impact of a rule change over every deployment a corpus holds",
+                   description="Decide every deployment `hma-policy audit` finds in CORPUS under two policies, and "
+                               "report what changes and why. Given one policy only, it is compared with the bundled rules.")
+    diff.add_argument("--base", metavar="POLICY", help="the policy before the change (default: the bundled rules)")
+    diff.add_argument("--head", "--rules", dest="head", metavar="POLICY", help="the policy after the change (default: the bundled rules)")
+    diff.add_argument("corpus", nargs="+", metavar="CORPUS", help="files or directories, as for audit")
+    diff.add_argument("--config-root", action="append", default=[], metavar="DIR",
+                      help="a further directory --config files may be read from (as for audit)")
     diff.add_argument("--format", choices=("text", "json"), default="text")
 
-    decide = add("decide", "decide one deployment document")
+    decide = command(sub, "decide", "decide deployment documents")
+    decide.add_argument("file", nargs="+", metavar="FILE", help="deployment documents (JSON or YAML), - for standard input")
+    policy_option(decide)
     decide.add_argument("--format", choices=("text", "json"), default="text")
     _log_options(decide)
-    add("explain", "show the rules that fired and the facts they read")
-    add("validate", "check a deployment document against the schema")
+    explain = command(sub, "explain", "show the rules that fired and the facts they read")
+    explain.add_argument("file", metavar="FILE", help="deployment document (JSON or YAML), or - for standard input")
+    policy_option(explain)
+    explain.add_argument("--format", choices=("text", "json"), default="text")
+    validate = command(sub, "validate", "check a deployment document against the schema")
+    validate.add_argument("file", metavar="FILE", help="deployment document (JSON or YAML), or - for standard input")
+    policy_option(validate)
 
-    audit = sub.add_parser(
-        "audit", help="decide every vLLM deployment found in files and directories",
+    audit = command(
+        sub, "audit", "decide every vLLM deployment found in files and directories",
         description="Find vLLM deployments in deployment documents, vLLM --config files, shell scripts, Dockerfiles and "
                     "Kubernetes manifests, decide each one, and report. Nothing found is executed or imported.",
         epilog="exit status: 0 the audit completed (whatever the outcomes), 1 a --fail-on condition is met, "
@@ -171,17 +202,24 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of standard output")
     audit.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                        help="processes (default: 1; auto: one per CPU this process may use); the report is the same for every N")
-    audit.add_argument("--rules", metavar="DIR", help="rules directory (default: the bundled rules)")
+    policy_option(audit)
     audit.add_argument("--fail-on", type=_conditions, default=(), metavar="LIST",
                        help=f"exit 1 when any of these is found (comma-separated): {', '.join(FAIL_ON_CONDITIONS)}")
     audit.add_argument("--config-root", action="append", default=[], metavar="DIR",
                        help="a further directory --config files may be read from (default: only the audited paths)")
     _log_options(audit)
 
-    log = sub.add_parser("log", help="work with decision logs", description="work with decision logs")
+    schema = command(sub, "schema", "print a JSON Schema (for editors and validators)")
+    schema.add_argument("name", nargs="?", choices=SCHEMAS, metavar="NAME",
+                        help=f"one of {', '.join(SCHEMAS)} (default: list them, with their $id)")
+    completion = command(sub, "completion", "print the shell completion script",
+                         description="Print the completion script for SHELL; for bash: "
+                                     "eval \"$(hma-policy completion bash)\" in ~/.bashrc")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), metavar="SHELL", help="bash, zsh or fish")
+
+    log = command(sub, "log", "work with decision logs")
     log_sub = log.add_subparsers(dest="log_command", required=True, metavar="SUBCOMMAND")
-    log_verify = log_sub.add_parser("verify", help="check a decision log for edits, deletions, reordering, truncation and a torn tail",
-                                    description="check a decision log for edits, deletions, reordering, truncation and a torn tail")
+    log_verify = command(log_sub, "verify", "check a decision log for edits, deletions, reordering, truncation and a torn tail")
     log_verify.add_argument("file", metavar="FILE", help="the decision log")
     log_verify.add_argument("--repair", action="store_true", help="repair a torn tail (and nothing else)")
     return parser
@@ -235,25 +273,48 @@ def _open_log(args: argparse.Namespace) -> Any:
     return DecisionLog(args.log, masking=masking)
 
 
+def _explain_dict(decision: Decision) -> dict[str, Any]:
+    """``explain --format json``: the decision's JSON and every step."""
+    steps = [{"ruleset": s.ruleset, "node": s.node, "step": s.step, "value": s.value, "rule": s.rule,
+              "facts": dict(s.facts)} for s in decision.steps]
+    return {**decision.to_dict(), "steps": steps}
+
+
 def _decide(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
-    policy = load_policy(args.rules)
+    """decide (FILE...) and explain (FILE): the worst exit status of the files."""
+    files = args.file if isinstance(args.file, list) else [args.file]
+    with opened(args.rules) as ref:
+        policy = load(ref)
     log = _open_log(args) if getattr(args, "log", None) else None
-    document = None
+    fmt = getattr(args, "format", "text")
+    if fmt == "json":
+        args.console.note(f"policy {label(ref, policy.digest)}")
+    codes, texts, data = [], [], []
     try:
-        document = read_document(args.file, stdin=stdin)
-        decision = policy.decide(document)
-    except InputError as exc:
-        decision = input_error_decision(exc.problems, policy.digest)
-    if log is not None:
-        with log:
-            log.append(decision, source=args.file, document=document)
-    if getattr(args, "format", "text") == "json":
-        text = json.dumps(decision.to_dict(), indent=2, ensure_ascii=False)
-    elif args.command == "explain":
-        text = render_explain(decision) if decision.steps else render_text(decision, source=args.file)
-    else:
-        text = render_text(decision, source=args.file)
-    return _exit_code(decision), text
+        for file in files:
+            document = None
+            try:
+                document = read_document(file, stdin=stdin)
+                decision = policy.decide(document)
+            except InputError as exc:
+                decision = input_error_decision(exc.problems, policy.digest)
+            if log is not None:
+                log.append(decision, source=file, document=document)
+            codes.append(_exit_code(decision))
+            if fmt == "json":
+                data.append(_explain_dict(decision) if args.command == "explain" else decision.to_dict())
+            elif args.command == "explain" and decision.steps:
+                texts.append(render_explain(decision) + f"\npolicy: {decision.policy_digest} ({ref.name})")
+            else:
+                texts.append(render_text(decision, source=file, policy=ref.name))
+    finally:
+        if log is not None:
+            log.close()
+    if fmt == "json":
+        # One document: its decision, as always; several: a list of {file, decision}.
+        value: Any = data[0] if len(files) == 1 else [{"file": f, "decision": d} for f, d in zip(files, data)]
+        return max(codes), json.dumps(value, indent=2, ensure_ascii=False)
+    return max(codes), "\n\n".join(texts)
 
 
 def _validate(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
@@ -264,153 +325,34 @@ def _validate(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     return EXIT_OK, f"{args.file}: valid"
 
 
-def _finding_text(f: Any) -> str:
-    where = f"{f.file}: " if f.file else ""
-    text = f"{where}{f.code}: {f.message} (at {f.path})" if f.path else f"{where}{f.code}: {f.message}"
-    if f.facts:
-        text += "\n    facts: " + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in f.facts)
-    if f.document is not None:
-        text += "\n    counterexample: " + json.dumps(f.document, ensure_ascii=False, sort_keys=True)
-    elif f.reproduced is False:
-        text += "\n    counterexample: none of the witness documents reaches these facts"
-    return text
-
-
-def _rules(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
-    from .authoring.verify import verify
-
-    try:
-        policy = load_policy(args.dir)
-    except PolicyError as exc:
-        if args.format == "json":
-            return EXIT_REJECTED, json.dumps({"ok": False, "problems": [
-                {"code": p.code, "message": p.message, "file": p.file, "line": p.line, "column": p.column,
-                 "path": p.path, "hint": p.hint} for p in exc.problems]}, indent=2)
-        lines = [p.render() for p in exc.problems]
-        lines.append(f"{len(exc.problems)} problem(s)")
-        return EXIT_REJECTED, "\n".join(lines)
-    model = policy.model
-    try:
-        report = verify(policy)
-    finally:
-        policy.close()
-    errors = report.errors
-    if args.format == "json":
-        data = report.to_dict()
-        data["digest"] = model.digest
-        return (EXIT_REJECTED if errors else EXIT_OK), json.dumps(data, indent=2, ensure_ascii=False, default=list)
-    shown = report.findings if args.rules_command == "verify" else errors
-    lines = [_finding_text(f) for f in shown]
-    summary = (
-        f"{'ok' if not errors else 'FAILED'}: {model.source} ({model.digest[:19]}): "
-        f"{report.rules_fired}/{report.rules_total} rules fire; "
-        f"{sum(report.combinations.values())} reachable step inputs checked "
-        f"({', '.join(f'{k} {v}' for k, v in report.combinations.items())}); "
-        f"{report.runtime_checks} checked against durable-rules; "
-        f"decision outcomes reachable: {', '.join(sorted(report.outcomes))}; "
-        f"{len(errors)} error(s), {len(report.findings) - len(errors)} order-dependent overlap(s) resolved by hit policy first"
-    )
-    lines.append(summary)
-    return (EXIT_REJECTED if errors else EXIT_OK), "\n".join(lines)
-
-
-def _test(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
-    from .authoring.testing import default_test_paths, load_cases, run_cases
-
-    policy = load_policy(args.rules)
-    paths = list(args.paths) or default_test_paths(args.rules)
-    for path in args.paths:
-        from pathlib import Path
-        if not Path(path).exists():
-            return EXIT_INVALID, f"hma-policy: no such test file or directory: `{path}`"
-    try:
-        cases = load_cases(paths)
-    except PolicyError as exc:
-        return EXIT_INVALID, "\n".join(p.render() for p in exc.problems)
-    suite = run_cases(policy, cases)
-    below = args.threshold is not None and suite.coverage < args.threshold
-    ran = suite.passed + suite.failed
-    code = EXIT_REJECTED if (suite.failed or below or ran == 0) else EXIT_OK
-    if args.format == "json":
-        return code, json.dumps({
-            "passed": suite.passed, "failed": suite.failed, "skipped": suite.skipped,
-            "coverage": round(suite.coverage, 2), "rules": len(suite.rules), "uncovered": suite.uncovered,
-            "registry": {"total": len(suite.registry_rules), "uncovered": [r for r in suite.registry_rules if r not in suite.fired]},
-            "cases": [{"id": r.case.id, "passed": r.passed, "skipped": r.skipped, "mismatches": r.mismatches} for r in suite.results],
-        }, indent=2)
-    lines = []
-    for result in suite.results:
-        if result.skipped:
-            lines.append(f"SKIP {result.case.id} ({result.case.skip})")
-        elif not result.passed:
-            lines.append(f"FAIL {result.case.id}")
-            lines += [f"    {m}" for m in result.mismatches]
-        elif args.verbose:
-            lines.append(f"PASS {result.case.id}")
-    if args.coverage or below:
-        covered = len(suite.rules) - len(suite.uncovered)
-        reg_covered = sum(r in suite.fired for r in suite.registry_rules)
-        lines.append(f"coverage: {suite.coverage:.1f}% of rules ({covered}/{len(suite.rules)}); "
-                     f"registry lookups {reg_covered}/{len(suite.registry_rules)}")
-        if suite.uncovered:
-            lines.append("not exercised: " + ", ".join(suite.uncovered))
-    if ran == 0:
-        lines.append("no test ran")
-    if below:
-        lines.append(f"coverage {suite.coverage:.1f}% is below the threshold {args.threshold:g}%")
-    lines.append(f"{suite.passed} passed, {suite.failed} failed" + (f", {suite.skipped} skipped" if suite.skipped else ""))
-    return code, "\n".join(lines)
-
-
-def _diff(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
-    import tempfile
-    from pathlib import Path
-
-    from .authoring.impact import impact, render, rules_from_git
-
-    with tempfile.TemporaryDirectory(prefix="hma-policy-diff-") as tmp:
-        def policy_for(spec: str | None, name: str):
-            if spec is None:
-                return load_policy(None)
-            if spec.startswith("git:"):
-                return load_policy(rules_from_git(spec, Path(tmp) / name))
-            return load_policy(spec)
-
-        base = policy_for(args.base, "base")
-        head = policy_for(args.head, "head")
-        for path in args.corpus:
-            if not Path(path).exists():
-                return EXIT_INVALID, f"hma-policy: no such file or directory: `{path}`"
-        report = impact(base, head, args.corpus, base_name=args.base, head_name=args.head or "bundled")
-    if args.format == "json":
-        return EXIT_OK, json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
-    return EXIT_OK, render(report)
-
-
 def _audit(args: argparse.Namespace, stdin: Any) -> tuple[int, str, Any]:
     """The audit command: its exit status, its output, and what it made
     (the report, the policy), which the console command leaves to the
     process's end rather than freeing (see _finish)."""
     # Loaded here, not by audit(): a console command leaves it (and its
     # memos) to the process's end; main() closes it.
-    policy = load_policy(args.rules)
-    try:
-        return _audit_report(args, policy)
-    finally:
-        if not args.finish:
-            policy.close()
+    with opened(args.rules) as ref:
+        policy = load(ref)
+        try:
+            return _audit_report(args, policy, ref)
+        finally:
+            if not args.finish:
+                policy.close()
 
 
-def _audit_report(args: argparse.Namespace, policy: Any) -> tuple[int, str, Any]:
+def _audit_report(args: argparse.Namespace, policy: Any, ref: Any) -> tuple[int, str, Any]:
     from .audit.run import AuditError, audit, progress_bar
     from .core.errors import Problem
     from .audit.report import render, write
 
+    if args.format == "github":  # every other report names the policy it was made with
+        args.console.note(f"policy {label(ref, policy.digest)}")
     log = _open_log(args) if args.log else None
     try:
         # Only the decision log shows documents: without --log they are let go.
         report = audit(args.paths, policy=policy, jobs=args.jobs, config_roots=args.config_root,
-                       progress=progress_bar(sys.stderr), documents=log is not None, prerender=args.format == "json")
+                       progress=None if args.console.quiet else progress_bar(sys.stderr),
+                       documents=log is not None, prerender=args.format == "json")
         if log is not None:
             for entry in report.entries:
                 log.append(entry.decision, source=entry.deployment.id, document=entry.deployment.document,
@@ -429,9 +371,10 @@ def _audit_report(args: argparse.Namespace, policy: Any) -> tuple[int, str, Any]
         except OSError as exc:
             raise AuditError([Problem("audit.output", f"cannot write the report: {exc.strerror or exc}", file=args.output)]) from None
         summary = report.summary()
-        return code, (f"wrote {args.output} ({args.format}): {summary['deployments']} deployment(s), "
-                      + ", ".join(f"{k} {v}" for k, v in summary["outcomes"].items())
-                      + f"; {summary['problems']} file problem(s)"), (report, policy)
+        args.console.note(f"wrote {args.output} ({args.format}): {summary['deployments']} deployment(s), "
+                          + ", ".join(f"{k} {v}" for k, v in summary["outcomes"].items())
+                          + f"; {summary['problems']} file problem(s)")
+        return code, None, (report, policy)
     if args.format == "json":  # written as bytes, a slice at a time (report.write)
         return code, _Streamed(report, args.format), (report, policy)
     return code, render(report, args.format), (report, policy)
@@ -509,9 +452,16 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
     command's output, while what the command made is still held."""
     stdout, stderr = sys.stdout, sys.stderr
     paused = False
+    con = Console()
     try:
-        args = _parser().parse_args(argv)
+        parser = _parser()
+        if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions (hma-policy completion SHELL)
+            import argcomplete
+
+            argcomplete.autocomplete(parser)
+        args = parser.parse_args(argv)
         args.finish = finish
+        args.console = con = console(args)
         # An audit's report and memos are kept to the end of the command: the
         # cyclic collector's passes would only rescan them (a third of a large
         # report's rendering). The audit pauses it while files are examined;
@@ -519,8 +469,12 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
         paused = args.command == "audit" and gc.isenabled()
         if paused:
             gc.disable()
-        handler = {"validate": _validate, "rules": _rules, "test": _test, "diff": _diff, "audit": _audit,
-                   "log": _log}.get(args.command, _decide)
+        if args.command in ("rules", "test", "diff", "schema", "completion"):  # the authoring commands
+            from .authoring import commands
+
+            handler = getattr(commands, args.command)
+        else:
+            handler = {"validate": _validate, "audit": _audit, "log": _log}.get(args.command, _decide)
         code, text, *made = handler(args, sys.stdin)
         try:
             # A program's process may have no standard output: nothing to write to.
@@ -540,6 +494,19 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
         return code
     except SystemExit as exc:  # argparse: --help, --version, usage errors (exit 2)
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_INVALID
+    except UsageError as exc:
+        print(f"hma-policy: error: {exc}", file=stderr)
+        return EXIT_INVALID
+    except PolicyRefError as exc:  # --rules names nothing: a usage error
+        for problem in exc.problems:
+            print(f"hma-policy: {problem.render()}", file=stderr)
+        return EXIT_INVALID
+    except InvalidRules as exc:
+        from .authoring.commands import problem_lines
+
+        print(f"hma-policy: the rules are invalid ({exc.ref.name}):", file=stderr)
+        print("\n".join(problem_lines(exc.problems, exc.ref, style=con.err, indent="  ")), file=stderr)
+        return EXIT_INVALID
     except PolicyError as exc:
         if all(p.code == "rules.git" for p in exc.problems):
             print(f"hma-policy: cannot read the rules from git: {exc.problems[0].message}", file=stderr)

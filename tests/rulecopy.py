@@ -14,6 +14,14 @@ def copy_rules(target: Path) -> Path:
     return target
 
 
+def lmcache_supported(target: Path) -> Path:
+    """A copy of rules/ at ``target`` in which LMCacheConnectorV1 inherits SupportsHMA."""
+    copy_rules(target)
+    edit(target / "connectors.yaml", "  LMCacheConnectorV1:\n    supports_hma: false\n",
+         "  LMCacheConnectorV1:\n    supports_hma: true\n")
+    return target
+
+
 def edit(path: Path, old: str, new: str) -> None:
     """Replace the one occurrence of ``old`` in ``path`` by ``new``."""
     text = path.read_text(encoding="utf-8")

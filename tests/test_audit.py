@@ -244,7 +244,8 @@ def test_output_file_and_decision_log(tmp_path):
     report, log = tmp_path / "fleet.md", tmp_path / "decisions.jsonl"
     code, out, err = run("audit", "examples/fleet", "--format", "md", "-o", str(report), "--log", str(log))
     assert code == 0
-    assert out == (f"wrote {report} (md): 38 deployment(s), enabled 18, disabled 12, error 7, undetermined 1; "
+    assert out == ""  # the report went to the file; what was written is a note on standard error
+    assert err == (f"hma-policy: wrote {report} (md): 38 deployment(s), enabled 18, disabled 12, error 7, undetermined 1; "
                    "1 file problem(s)\n")
     assert report.read_text(encoding="utf-8").startswith("# hma-policy audit\n")
     records = [json.loads(line) for line in log.read_text().splitlines()]
@@ -732,8 +733,8 @@ def test_a_report_file_holds_text_utf8_cannot_as_its_escape(tmp_path, fmt):
     document = b'{"name": "dep-\\ud800", "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}'
     (fleet / os.fsdecode(b"b\xff.json")).write_bytes(document)
     code, out, err = run("audit", str(fleet), "--format", fmt, "-o", str(tmp_path / "report"))
-    assert (code, err) == (0, ""), err
-    assert out.startswith(f"wrote {tmp_path / 'report'} ({fmt}): 1 deployment(s), enabled 1,")
+    assert (code, out) == (0, ""), out  # the report went to the file: what was written is a note
+    assert err.startswith(f"hma-policy: wrote {tmp_path / 'report'} ({fmt}): 1 deployment(s), enabled 1,")
     written = (tmp_path / "report").read_bytes().decode("utf-8")  # UTF-8 throughout
     assert "b\\udcff.json" in written
     if fmt == "json":

@@ -15,7 +15,7 @@ import yaml
 
 from hma_policy.authoring.testing import merge_patch
 
-from rulecopy import copy_rules, edit
+from rulecopy import copy_rules, edit, lmcache_supported
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
@@ -135,7 +135,7 @@ def test_a_failing_case_shows_expected_and_actual(tmp_path):
     result = hma("test", str(tests))
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    start = lines.index("FAIL site.yaml > ExampleConnector is not enabled")
+    start = lines.index(f"FAIL site.yaml > ExampleConnector is not enabled  ({tests}:3)")
     detail = lines[start + 1:start + 6]
     assert all(line.startswith("    ") for line in detail), lines
     detail = [line.strip() for line in detail]
@@ -174,9 +174,10 @@ def test_a_skip_needs_a_reason(tmp_path, skip):
     })
     result = hma("test", str(tests))
     assert result.returncode == 2
-    assert "tests.schema" in result.stdout
-    assert "/cases/0/skip" in result.stdout
-    assert "passed" not in result.stdout
+    assert result.stdout == ""  # an invalid test file is an error: on standard error, with its line
+    assert f"{tests}:5:9: tests.schema: " in result.stderr
+    assert "/cases/0/skip" in result.stderr
+    assert "passed" not in result.stderr
 
 
 def test_merge_patch_null_deletes_a_key(tmp_path):
@@ -246,7 +247,8 @@ def test_test_json_output(tmp_path):
     assert data["rules"] == rule_count()
     assert data["registry"] == {"total": registry_rule_count(), "uncovered": []}
     assert len(data["cases"]) == run
-    assert all(list(c) == ["id", "passed", "skipped", "mismatches"] for c in data["cases"])
+    assert all(list(c) == ["id", "file", "line", "passed", "skipped", "skip", "mismatches"] for c in data["cases"])
+    assert all(re.fullmatch(r"rules/tests/(decision|registry)\.yaml", c["file"]) and c["line"] > 1 for c in data["cases"])
     assert all(c["passed"] and not c["mismatches"] for c in data["cases"])
     assert all(re.fullmatch(r"(decision|registry)\.yaml > .+", c["id"]) for c in data["cases"])
 
@@ -267,10 +269,7 @@ def documented_examples() -> list[str]:
 @pytest.fixture(scope="module")
 def flipped(tmp_path_factory):
     """A copy in which LMCacheConnectorV1 inherits SupportsHMA."""
-    rules = copy_rules(tmp_path_factory.mktemp("diff") / "flipped")
-    edit(rules / "connectors.yaml", "  LMCacheConnectorV1:\n    supports_hma: false\n",
-         "  LMCacheConnectorV1:\n    supports_hma: true\n")
-    return rules
+    return lmcache_supported(tmp_path_factory.mktemp("diff") / "flipped")
 
 
 # Worked out from examples/README.md (recorded outcomes) and vLLM's rule that a

@@ -85,7 +85,7 @@ def test_decide_text_shows_outcome_reasons_and_connector_tree(workdir):
     assert tree[1].startswith("  ├─ NixlConnector: supports HMA  [/kv_transfer_config/kv_connector_extra_config/connectors/0]")
     assert tree[2].startswith("  └─ ExampleConnector: does not support HMA  [/kv_transfer_config/kv_connector_extra_config/connectors/1]")
     assert "hma.auto_disabled" in out
-    assert re.search(r"^policy: sha256:[0-9a-f]{64}$", out, re.M)
+    assert re.search(r"^policy: sha256:[0-9a-f]{64} \(bundled\)$", out, re.M)
 
 
 def test_decide_text_for_an_error_shows_the_error_and_hint(workdir):
@@ -221,8 +221,10 @@ def test_broken_rules_dir_lists_problems_with_file_line_col(workdir):
     assert code == 2
     assert out == ""
     assert "the rules are invalid" in err
+    # Each file is named from the current directory (myrules/...), not from the rules folder.
     listed = re.findall(r"^\s+(\S+\.yaml):(\d+):(\d+): (rules\.\w+): ", err, re.M)
-    assert [(f, c) for f, _, _, c in listed] == [("decision.yaml", "rules.unknown_fact"), ("nodes.yaml", "rules.unknown_fact")]
+    assert [(f, c) for f, _, _, c in listed] == [("myrules/decision.yaml", "rules.unknown_fact"),
+                                                  ("myrules/nodes.yaml", "rules.unknown_fact")]
     assert "did you mean `preference`?" in err
     assert "did you mean `is_child`?" in err
 
@@ -388,7 +390,9 @@ def test_main_in_a_program_returns_the_status_and_frees_what_the_audit_made(tmp_
     monkeypatch.setattr(_durable._dre, "delete_ruleset", lambda handle: unloaded.append(handle) or real(handle))
     report = tmp_path / "report.json"
     assert main(["audit", str(REPO / "examples" / "fleet"), "--format", "json", "-o", str(report)]) == 0
-    assert capsys.readouterr().out.startswith(f"wrote {report} (json): 38 deployment(s), enabled 18, disabled 12, error 7,")
+    written = capsys.readouterr()
+    assert written.out == ""  # the report went to the file; what was written is a note
+    assert f"hma-policy: wrote {report} (json): 38 deployment(s), enabled 18, disabled 12, error 7," in written.err
     assert json.loads(report.read_text(encoding="utf-8"))["summary"]["deployments"] == 38
     assert len(unloaded) == 1
     assert main(["audit", str(tmp_path / "missing")]) == 2
@@ -404,8 +408,9 @@ def test_the_console_command_writes_everything_before_it_ends(workdir, tmp_path)
                                 "--format", "md", "-o", str(report), "--fail-on", "error"],
                                cwd=workdir, capture_output=True, text=True, timeout=300)
     assert completed.returncode == 1  # --fail-on met
-    assert completed.stderr == "hma-policy: --fail-on met: error: 7\n"
-    assert completed.stdout.startswith(f"wrote {report} (md): 38 deployment(s)")
+    assert "hma-policy: --fail-on met: error: 7" in completed.stderr.splitlines()
+    assert completed.stdout == ""
+    assert completed.stderr.splitlines()[-1].startswith(f"hma-policy: wrote {report} (md): 38 deployment(s)")
     assert report.read_text(encoding="utf-8").endswith("\n") and "| **undetermined** |" in report.read_text(encoding="utf-8")
     piped = subprocess.run([sys.executable, "-m", "hma_policy", "audit", str(REPO / "examples" / "fleet"), "--format", "json"],
                            cwd=workdir, capture_output=True, timeout=300)
@@ -413,7 +418,7 @@ def test_the_console_command_writes_everything_before_it_ends(workdir, tmp_path)
 
 
 @pytest.mark.parametrize("closed, args, code, out, err", [
-    (1, ["audit", "examples/fleet", "--format", "json"], 0, None, ""),
+    (1, ["audit", "examples/fleet", "--format", "json", "--quiet"], 0, None, ""),
     (1, ["audit", "examples/fleet", "--fail-on", "error"], 1, None, "hma-policy: --fail-on met: error: 7\n"),
     (1, ["decide", "examples/nixl-pd-decode.json"], 0, None, ""),
     (2, ["audit", "no/such/dir"], 2, "", None),

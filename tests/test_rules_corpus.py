@@ -216,7 +216,8 @@ def test_rules_check_json_reports_exactly_the_expected_problems(case, runs):
     assert result["returncode"] == 1, result["stderr"][-2000:]
     assert result["stderr"] == ""
     data = json.loads(result["stdout"])
-    assert list(data) == ["ok", "problems"]
+    assert list(data) == ["ok", "policy", "rules_dir", "problems"]
+    assert data["policy"] == str(dirs[case])
     assert data["ok"] is False
     want = expected(case, dirs[case])
     got = [{key: p[key] for key in KEYS} for p in data["problems"]]

@@ -19,6 +19,7 @@ in-process work.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -324,7 +325,7 @@ def test_registry_conflicts_come_with_documents_too(tmp_path):
 
 # -- the command line ---------------------------------------------------------------------
 
-def test_rules_check_fails_on_the_broken_copy(background, broken):
+def test_rules_check_fails_on_the_broken_copy(background, broken, broken_dir):
     code, out, err = finish(background["check_broken"])
     assert code == 1, err
     assert err == ""
@@ -338,7 +339,9 @@ def test_rules_check_fails_on_the_broken_copy(background, broken):
         "decision.yaml: verify.shadowed: rule `model.swa_promoted` never fires: an earlier rule of step `swa_promotion` always wins where it matches (at /steps/8/rules/1)",
         "decision.yaml: verify.unreachable: rule `site.contradiction` never matches any reachable combination of facts (at /steps/6/rules/0)",
     ):
-        assert text in lines
+        # Each finding names its file from the current directory, with the line of its JSON Pointer.
+        file, rest = text.split(": ", 1)
+        assert any(re.fullmatch(re.escape(str(broken_dir / file)) + r":\d+:\d+: " + re.escape(rest), line) for line in lines), text
     # `rules check` shows errors only, and every conflict and gap with its document.
     assert "verify.order" not in out
     counterexamples = [json.loads(line.split("counterexample: ", 1)[1]) for line in lines if line.startswith("    counterexample: {")]
@@ -352,7 +355,8 @@ def test_rules_verify_json_on_the_bundled_rules(background, bundled):
     code, out, err = finish(background["verify_bundled_json"])
     assert code == 0, err
     data = json.loads(out)
-    assert list(data) == ["ok", "combinations", "runtime_checks", "decision_outcomes", "rules", "findings", "digest"]
+    assert list(data) == ["ok", "combinations", "runtime_checks", "decision_outcomes", "rules", "findings", "digest",
+                          "policy", "rules_dir"]
     assert data["ok"] is True
     assert data["digest"] == hma_policy.load_policy().digest
     assert set(data["decision_outcomes"]) == OUTCOMES
@@ -363,8 +367,9 @@ def test_rules_verify_json_on_the_bundled_rules(background, bundled):
     assert data["combinations"] == report.combinations
     assert data["findings"], "the bundled rules have order-dependent overlaps (hit policy first)"
     for finding in data["findings"]:
-        assert list(finding) == ["code", "severity", "ruleset", "step", "rules", "message", "facts", "document",
-                                 "reproduced", "file", "path", "line"]
+        assert list(finding)[:11] == ["code", "severity", "ruleset", "step", "rules", "message", "facts", "document",
+                                      "reproduced", "file", "path"]
+        assert isinstance(finding["line"], int) and isinstance(finding["column"], int)  # located from the path
         assert (finding["code"], finding["severity"]) == ("verify.order", "info")
         assert finding["reproduced"] in (True, False)
         assert (finding["document"] is not None) == finding["reproduced"]

@@ -1,4 +1,5 @@
-"""Renderers of an audit report: text, json, md, html and policyreport.
+"""Renderers of an audit report: text, json, md, html and policyreport (and
+the CI formats sarif, github and junit, in ci_formats.py).
 
 Each renderer reads only the JSON report (``AuditReport.to_dict()``), so
 everything a rendering shows is in the JSON too, and a saved JSON report can
@@ -30,7 +31,7 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 
 __all__ = ["render", "render_bytes", "write", "FORMATS"]
 
-FORMATS = ("text", "json", "md", "html", "policyreport")
+FORMATS = ("text", "json", "md", "html", "policyreport", "sarif", "github", "junit")
 OUTCOMES = ("enabled", "disabled", "error", "undetermined")
 _VERDICT = {True: "supports HMA", False: "does not support HMA", None: "unknown"}
 _CHILDREN = "/kv_connector_extra_config/connectors/"
@@ -41,6 +42,10 @@ def render(report: Any, fmt: str) -> str:
     data = report.to_dict() if hasattr(report, "to_dict") else report
     if fmt == "json":
         return _json_text(data)
+    if fmt in ("sarif", "github", "junit"):  # the CI formats: their own module
+        from .ci_formats import render as render_ci
+
+        return render_ci(data, fmt)
     return {"text": _text, "md": _markdown, "html": _html, "policyreport": _policy_report}[fmt](data)
 
 

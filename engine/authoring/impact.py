@@ -1,5 +1,13 @@
-"""Impact of a rule change (``hma-policy diff``): decide a corpus of documents
-under two policies and report what changes, and which rule is responsible.
+"""Impact of a rule change (``hma-policy diff``): decide every deployment of a
+corpus under two policies and report what changes, and which rule is
+responsible.
+
+The deployments are those ``hma-policy audit`` finds (documents, vLLM config
+files, shell scripts, Dockerfiles, Kubernetes manifests): the corpus is
+audited once under each policy, and the two audits' entries are paired by
+file, line and Kubernetes resource. A deployment that cannot be read (a file
+problem, or a command line whose values the file does not hold) is listed as
+not decided, never counted as unchanged.
 """
 
 from __future__ import annotations
@@ -12,24 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..core.input import read_document
 from ..core.errors import InputError, PolicyError, Problem
 
-__all__ = ["Change", "Impact", "corpus_files", "rules_from_git", "impact"]
-
-DOCUMENT_SUFFIXES = (".json", ".yaml", ".yml")
-
-
-def corpus_files(paths: Iterable[str]) -> list[Path]:
-    """Document files under ``paths`` (directories are walked, sorted)."""
-    out: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            out += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in DOCUMENT_SUFFIXES)
-        else:
-            out.append(path)
-    return out
+__all__ = ["Change", "Impact", "rules_from_git", "impact"]
 
 
 def rules_from_git(spec: str, workdir: Path) -> Path:
@@ -52,19 +45,27 @@ def rules_from_git(spec: str, workdir: Path) -> Path:
     return workdir / sub
 
 
-def _summary(decision: Any, error: InputError | None) -> dict[str, Any]:
-    if error is not None:
-        first = error.problems[0]
-        return {"outcome": "error", "hma_enabled": None, "error": f"input:{first.code}", "warnings": [], "steps": ()}
-    d = decision.to_dict()
-    first = d["errors"][0] if d["errors"] else None
+def _summary(decision: dict[str, Any]) -> dict[str, Any]:
+    """What a change is judged on, from a decision's JSON (``Decision.to_dict()``)."""
+    first = decision["errors"][0] if decision["errors"] else None
     return {
-        "outcome": d["outcome"], "hma_enabled": d["hma_enabled"],
+        "outcome": decision["outcome"], "hma_enabled": decision["hma_enabled"],
         "error": f"{first['stage']}:{first['code']}" if first else None,
-        "warnings": sorted({w["code"] for w in d["warnings"]}),
-        "steps": tuple((s.ruleset, s.node, s.step, s.rule, s.value) for s in decision.steps),
-        "trace": tuple(d["trace"]),
+        "warnings": sorted({w["code"] for w in decision["warnings"]}),
+        "steps": (),
+        "trace": tuple(decision["trace"]),
     }
+
+
+def _steps(policy: Any, document: Any) -> tuple[tuple[Any, ...], ...]:
+    """The steps of ``document``'s decision under ``policy``, in evaluation
+    order (an audit's report keeps only the trace; a change's cause needs
+    every step)."""
+    try:
+        decision = policy.decide(document)
+    except InputError:
+        return ()
+    return tuple((s.ruleset, s.node, s.step, s.rule, s.value) for s in decision.steps)
 
 
 @dataclass
@@ -143,32 +144,49 @@ def _cause(before: dict[str, Any], after: dict[str, Any], base_steps: set, head_
     return None
 
 
-def impact(base_policy: Any, head_policy: Any, paths: Iterable[str], *, base_name: str, head_name: str) -> Impact:
+def _key(entry: Any) -> tuple[Any, ...]:
+    d = entry.deployment
+    return (d.file, d.line, d.resource, d.id)
+
+
+def impact(base_policy: Any, head_policy: Any, paths: Iterable[str], *, base_name: str, head_name: str,
+           config_roots: Iterable[str] = ()) -> Impact:
+    """Audit ``paths`` under both policies (loaded, left open) and compare
+    every deployment's decision."""
+    from ..audit.run import audit
+
+    paths, config_roots = list(paths), list(config_roots)
     report = Impact(base=f"{base_name} ({base_policy.digest[:19]})", head=f"{head_name} ({head_policy.digest[:19]})")
+    before_audit = audit(paths, policy=base_policy, config_roots=config_roots)
+    after_audit = audit(paths, policy=head_policy, config_roots=config_roots)
+    for result in before_audit.files:
+        for problem in result.problems:
+            report.unreadable.append((result.file, f"{problem.code}: {problem.message}"))
     fired_base: set[str] = set()
     fired_head: set[str] = set()
     base_steps = {(name, s.name) for name, steps in base_policy.model.steps.items() for s in steps}
     head_steps = {(name, s.name) for name, steps in head_policy.model.steps.items() for s in steps}
-    for path in corpus_files(paths):
-        source = str(path)
-        try:
-            document = read_document(path)
-        except InputError as exc:
-            report.unreadable.append((source, exc.problems[0].render()))
+    heads = {_key(entry): entry for entry in after_audit.entries}
+    for entry in before_audit.entries:
+        source = entry.deployment.id
+        other = heads.pop(_key(entry), None)
+        if other is None:
+            report.unreadable.append((source, "found under the base policy only"))
+            continue
+        document = entry.deployment.document
+        if document is None:  # the file does not hold the deployment's values: nothing was decided
+            first = entry.decision["errors"][0] if entry.decision["errors"] else None
+            report.unreadable.append((source, f"{first['code']}: {first['message']}" if first else "cannot be read"))
             continue
         report.documents += 1
-        sides = []
-        for policy in (base_policy, head_policy):
-            try:
-                sides.append(_summary(policy.decide(document), None))
-            except InputError as exc:
-                sides.append(_summary(None, exc))
-        before, after = sides
-        fired_base.update(before.get("trace", ()))
-        fired_head.update(after.get("trace", ()))
+        before, after = _summary(entry.decision), _summary(other.decision)
+        fired_base.update(before["trace"])
+        fired_head.update(after["trace"])
         keys = ("outcome", "hma_enabled", "error", "warnings")
         if any(before[k] != after[k] for k in keys):
+            before["steps"], after["steps"] = _steps(base_policy, document), _steps(head_policy, document)
             report.changes.append(Change(source, before, after, _cause(before, after, base_steps, head_steps)))
+    report.unreadable += [(entry.deployment.id, "found under the head policy only") for entry in heads.values()]
     base_rules = {r.id for steps in base_policy.model.steps.values() for s in steps for r in s.rules}
     head_rules = {r.id for steps in head_policy.model.steps.values() for s in steps for r in s.rules}
     report.dead = sorted((fired_base - fired_head) & head_rules)

@@ -5,6 +5,11 @@ or a JSON merge patch (RFC 7386) over a named base document, and what the
 decision must be: outcome, hma_enabled, the first error, the exact set of
 warning codes, and rules that must (not) fire. Coverage counts the rules of
 the policy that fired in at least one case.
+
+Every problem of a test file is located (file, line, column). An expectation
+that names a rule id, an error code or a warning code the policy does not
+define could never fail (``not_fired: [a typo]``) or never pass: it is an
+error (:func:`check_names`), with a did-you-mean.
 """
 
 from __future__ import annotations
@@ -17,10 +22,18 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..core import yamlsafe
-from ..core.errors import InputError, PolicyError, Problem
-from ..core.schema import iter_problems
+from ..core.errors import InputError, PolicyError, Problem, suggest
+from ..core.schema import iter_problems, load_schema
+from .diagnostics import locate
 
-__all__ = ["Case", "CaseResult", "Suite", "load_cases", "run_cases", "merge_patch", "default_test_paths"]
+__all__ = ["Case", "CaseResult", "Suite", "load_cases", "check_names", "run_cases", "merge_patch", "default_test_paths",
+           "INPUT_CODES"]
+
+# The error codes of stage `input`, which the engine raises before any rule
+# runs (docs/decision.md lists them; tests/test_authoring.py holds the two
+# equal). The deployment schema's `x-code` annotations add their own.
+INPUT_CODES = ("input.schema", "input.parse", "input.duplicate_key", "input.type", "input.encoding", "input.read",
+               "input.limit")
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -38,15 +51,27 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 @dataclass(frozen=True)
 class Case:
-    file: str
+    file: str  # the test file's name
     name: str
     document: Any
     expect: dict[str, Any]
     skip: str | None = None
+    path: str = ""  # the test file as given (or found in a directory given)
+    index: int = 0  # its position in the file's `cases`
+    # Where each value of the file is (JSON Pointer -> line, column), shared by its cases.
+    marks: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def id(self) -> str:
         return f"{self.file} > {self.name}"
+
+    def locate(self, pointer: str) -> tuple[int | None, int | None]:
+        """The line and column of ``pointer`` (the nearest located ancestor)."""
+        return locate(self.marks, pointer)
+
+    @property
+    def line(self) -> int | None:
+        return self.locate(f"/cases/{self.index}")[0]
 
 
 @dataclass
@@ -104,21 +129,37 @@ def _files(paths: Iterable[Any]) -> list[Any]:
     return out
 
 
-def load_cases(paths: Iterable[Any]) -> list[Case]:
-    """Read and validate test files; raises PolicyError listing every problem."""
+def _located(code: str, message: str, pointer: str, file: str, marks: dict[str, tuple[int, int]],
+             hint: str | None = None) -> Problem:
+    line, column = locate(marks, pointer)
+    return Problem(code, message, pointer, hint, file=file, line=line, column=column)
+
+
+def _read_text(path: Any, stdin: Any) -> str:
+    if str(path) == "-":
+        raw = (stdin.buffer if hasattr(stdin, "buffer") else stdin).read()
+        return raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
+    return path.read_text("utf-8")
+
+
+def load_cases(paths: Iterable[Any], *, stdin: Any = None) -> list[Case]:
+    """Read and validate test files (``-``: the one read from ``stdin``);
+    raises PolicyError listing every problem, each with its line."""
     cases: list[Case] = []
     problems: list[Problem] = []
     for path in _files(paths):
         name = getattr(path, "name", str(path))
+        where = str(path)
         try:
-            data, _ = yamlsafe.load(path.read_text("utf-8"))
+            data, marks = yamlsafe.load(_read_text(path, stdin), marks=True)
         except (OSError, UnicodeDecodeError) as exc:
-            problems.append(Problem("tests.read", f"cannot read test file: {exc}", file=str(path)))
+            problems.append(Problem("tests.read", f"cannot read test file: {exc}", file=where))
             continue
         except yamlsafe.YamlProblem as exc:
-            problems.append(Problem("tests.parse", f"invalid YAML: {exc.message}", file=str(path), line=exc.line, column=exc.column))
+            problems.append(Problem("tests.parse", f"invalid YAML: {exc.message}", file=where, line=exc.line, column=exc.column))
             continue
-        found = [Problem(p.code, p.message, p.path, p.hint, file=str(path)) for p in iter_problems("tests", data, default_code="tests.schema")]
+        found = [_located(p.code, p.message, p.path, where, marks, p.hint)
+                 for p in iter_problems("tests", data, default_code="tests.schema")]
         if found:
             problems += found
             continue
@@ -126,16 +167,63 @@ def load_cases(paths: Iterable[Any]) -> list[Case]:
         for index, raw in enumerate(data["cases"]):
             if "base" in raw:
                 if raw["base"] not in bases:
-                    problems.append(Problem("tests.unknown_base", f"case `{raw['name']}` patches unknown base `{raw['base']}`",
-                                            f"/cases/{index}/base", file=str(path)))
+                    problems.append(_located("tests.unknown_base", f"case `{raw['name']}` patches unknown base `{raw['base']}`",
+                                             f"/cases/{index}/base", where, marks, suggest(raw["base"], bases)))
                     continue
                 document = merge_patch(bases[raw["base"]], raw.get("patch") or {})
             else:
                 document = raw["document"]
-            cases.append(Case(name, raw["name"], document, raw["expect"], raw.get("skip")))
+            cases.append(Case(name, raw["name"], document, raw["expect"], raw.get("skip"), where, index, marks))
     if problems:
         raise PolicyError(problems)
     return cases
+
+
+def _schema_codes(node: Any) -> set[str]:
+    """The `x-code` annotations of a schema: codes the schema check raises."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("x-code"), str):
+                out.add(item["x-code"])
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+    return out
+
+
+def check_names(model: Any, cases: Iterable[Case]) -> list[Problem]:
+    """Problems for every rule id, error code and warning code that a case's
+    expectation names and the policy (``model``, a PolicyModel) does not
+    define: such an expectation tests nothing. Error codes are those of
+    the rules' errors and the engine's input stage; warning codes those of
+    the rules' warnings."""
+    rules = [r for steps in model.steps.values() for s in steps for r in s.rules]
+    known = {
+        "rule": {r.id for r in rules},
+        "error": {r.error["code"] for r in rules if r.error and "code" in r.error}
+        | set(INPUT_CODES) | _schema_codes(load_schema("deployment")),
+        "warning": {r.warning["code"] for r in rules if r.warning and "code" in r.warning},
+    }
+    problems: list[Problem] = []
+    for case in cases:
+        base = f"/cases/{case.index}/expect"
+        named: list[tuple[str, str, str]] = []  # (kind, name, pointer)
+        for key in ("fired", "not_fired"):
+            named += [("rule", name, f"{base}/{key}/{i}") for i, name in enumerate(case.expect.get(key, ()))]
+        error = case.expect.get("error")
+        if isinstance(error, dict) and "code" in error:
+            named.append(("error", error["code"], f"{base}/error/code"))
+        named += [("warning", name, f"{base}/warnings/{i}") for i, name in enumerate(case.expect.get("warnings", ()))]
+        for kind, name, pointer in named:
+            if name not in known[kind]:
+                what = {"rule": "rule id", "error": "error code", "warning": "warning code"}[kind]
+                problems.append(_located(f"tests.unknown_{kind}",
+                                         f"case `{case.name}` expects {what} `{name}`, which the policy does not define",
+                                         pointer, case.path, case.marks, suggest(name, sorted(known[kind]))))
+    return problems
 
 
 def _check(case: Case, decision: Any | None, error: InputError | None) -> tuple[list[str], tuple[str, ...]]:

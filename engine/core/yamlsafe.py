@@ -138,6 +138,12 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, 
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = str(getattr(exc, "problem", None) or str(exc).splitlines()[0])
+        # PyYAML's context names the construct the problem broke and where it
+        # starts ("while parsing a flow mapping" at the `{` never closed):
+        # often the real mistake, lines before the problem's own mark.
+        context, start = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+        if context and start is not None and getattr(exc, "problem", None):
+            problem += f" ({context} at line {start.line + 1}, column {start.column + 1})"
         raise YamlProblem(problem, mark.line + 1 if mark else None, mark.column + 1 if mark else None,
                           limit="nesting depth" in problem) from None
     finally:

@@ -1,0 +1,81 @@
+"""What every command of the command line shares: where notes go, colour,
+and loading the policy a reference names.
+
+Results go to standard output, errors and notes to standard error; ``--quiet``
+drops the notes (which policy was used, what was written) and the progress
+bar, never a result or an error. Colour: ``--color auto`` (the default) uses
+it on a terminal unless ``NO_COLOR`` is set to a non-empty value
+(no-color.org); ``always`` and ``never`` decide regardless.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, NamedTuple
+
+from .authoring.diagnostics import PLAIN, Style
+from .core.errors import HMAPolicyError, PolicyError
+from .policyref import PolicyRef
+
+__all__ = ["Console", "InvalidRules", "UsageError", "console", "load", "label"]
+
+COLOR_CHOICES = ("auto", "always", "never")
+
+
+def _colour(choice: str, stream: Any) -> Style:
+    if choice == "always":
+        return Style.coloured()
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return PLAIN
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return Style.coloured() if isatty is not None and isatty() and os.environ.get("TERM") != "dumb" else PLAIN
+    except (OSError, ValueError):
+        return PLAIN
+
+
+class Console(NamedTuple):
+    """A command's streams: its styles, and whether notes are shown."""
+
+    quiet: bool = False
+    out: Style = PLAIN  # for what goes to standard output
+    err: Style = PLAIN  # for what goes to standard error
+
+    def note(self, text: str) -> None:
+        """A note on standard error (not under --quiet)."""
+        if not self.quiet and sys.stderr is not None:
+            print(f"hma-policy: {text}", file=sys.stderr)
+
+
+def console(args: Any) -> Console:
+    choice = getattr(args, "color", None) or "auto"
+    return Console(bool(getattr(args, "quiet", False)), _colour(choice, sys.stdout), _colour(choice, sys.stderr))
+
+
+class UsageError(Exception):
+    """The command cannot run as given (exit status 2), with a one-line reason."""
+
+
+class InvalidRules(HMAPolicyError):
+    """The rules a reference names are invalid (``problems``), with the
+    reference, so that their files can be named from the current directory."""
+
+    def __init__(self, problems: Any, ref: PolicyRef):
+        super().__init__(problems)
+        self.ref = ref
+
+
+def load(ref: PolicyRef) -> Any:
+    """The Policy ``ref`` names; InvalidRules when its rules are invalid."""
+    from .core.policy import load_policy
+
+    try:
+        return load_policy(ref.directory)
+    except PolicyError as exc:
+        raise InvalidRules(exc.problems, ref) from None
+
+
+def label(ref: PolicyRef, digest: str) -> str:
+    """How a note names a policy: ``NAME (sha256:0123456789ab)``."""
+    return f"{ref.name} ({digest[:19]})"
