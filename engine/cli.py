@@ -27,6 +27,7 @@ from .version import __version__
 from .core.decision import Decision, input_error_decision
 from .core.input import prepare, read_document
 from .core.errors import HMAPolicyError, InputError, PolicyError, printable
+from .core.schema import SCHEMAS
 from .clisupport import COLOR_CHOICES, Console, InvalidRules, UsageError, console, label, load
 from .policyref import PolicyRefError, opened
 
@@ -34,7 +35,6 @@ EXIT_OK, EXIT_REJECTED, EXIT_INVALID = 0, 1, 2
 # Spelled here rather than imported, so that `decide` does not load the audit
 # and report modules at start-up; tests/test_cli.py holds them equal.
 REPORT_FORMATS = ("text", "json", "md", "html", "policyreport", "sarif", "github", "junit")
-SCHEMAS = ("deployment", "rules", "tests", "decision")
 FAIL_ON_CONDITIONS = ("error", "undetermined", "disabled", "warning", "problem")
 
 

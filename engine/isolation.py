@@ -296,8 +296,8 @@ class IsolatedPolicy:
         if "decision" in answer:
             decision = decode_decision(answer["decision"])
             if any(key != name for name, key in spelled.items()):
-                from .core.policy import _respelled  # paths point into the document as the caller spelled it
-                decision = _respelled(decision, spelled)
+                from .core.policy import respelled  # paths point into the document as the caller spelled it
+                decision = respelled(decision, spelled)
             return decision
         if "input_error" in answer:
             raise InputError(_problems(answer["input_error"]))

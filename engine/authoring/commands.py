@@ -322,7 +322,7 @@ def diff(args: Any, stdin: Any) -> tuple[int, str]:
 # -- schema, completion ------------------------------------------------------------------------
 
 def schema(args: Any, stdin: Any) -> tuple[int, str]:
-    from ..cli import SCHEMAS
+    from ..core.schema import SCHEMAS
 
     folder = resources.files("hma_policy.schemas")
     if args.name is None:

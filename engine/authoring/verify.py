@@ -47,6 +47,7 @@ class Finding:
     file: str = ""
     path: str = ""
     line: int | None = None
+    column: int | None = None
     witness: tuple[tuple[str, Any], ...] = ()
     reproduced: bool | None = None
     key: tuple = ()  # the step input, as the table keys it
@@ -56,7 +57,7 @@ class Finding:
             "code": self.code, "severity": self.severity, "ruleset": self.ruleset, "step": self.step,
             "rules": list(self.rules), "message": self.message, "facts": dict(self.facts),
             "document": self.document, "reproduced": self.reproduced, "file": self.file, "path": self.path,
-            "line": self.line,
+            "line": self.line, "column": self.column,
         }
 
 
@@ -167,7 +168,7 @@ def _step_findings(step: StepDef, key: StepKey, k: tuple, state: State, row: Row
             return
         report.reported.add((code, step.ruleset, step.name, rules))
         report.findings.append(Finding(code, severity, step.ruleset, step.name, rules, message, _facts_of(key, k),
-                                       None, step.file, step.path, step.line,
+                                       None, step.file, step.path, step.line, step.column,
                                        tuple(sorted(state.witness.items(), key=lambda kv: kv[0])), key=k))
 
     first = matched[0] if matched else None
@@ -206,10 +207,10 @@ def _rule_findings(steps: dict[str, tuple[StepDef, ...]], won: set[str], matched
                     report.findings.append(Finding(
                         "verify.shadowed", "error", ruleset, step.name, (rule.id,),
                         f"rule `{rule.id}` never fires: an earlier rule of step `{step.name}` always wins where it matches",
-                        file=rule.file, path=rule.path, line=rule.line))
+                        file=rule.file, path=rule.path, line=rule.line, column=rule.column))
                 else:
                     report.findings.append(Finding(
                         "verify.unreachable", "error", ruleset, step.name, (rule.id,),
                         f"rule `{rule.id}` never matches any reachable combination of facts",
-                        file=rule.file, path=rule.path, line=rule.line))
+                        file=rule.file, path=rule.path, line=rule.line, column=rule.column))
     report.rules_total, report.rules_fired = total, fired

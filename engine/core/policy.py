@@ -26,7 +26,7 @@ from .input import DEFAULT_LIMITS, Limits, prepare, respell
 from .rules import PolicyModel, Rule, read_policy
 from .table import StepTable
 
-__all__ = ["Policy", "Prepared", "load_policy", "decide", "supports_hma"]
+__all__ = ["Policy", "Prepared", "load_policy", "decide", "supports_hma", "respelled"]
 
 
 class Prepared(NamedTuple):
@@ -101,7 +101,7 @@ class Policy:
         document, spelled = prepared
         decision = self._evaluator.decide(extract(document, self._model.containers))
         if any(name != as_written for name, as_written in spelled.items()):
-            decision = _respelled(decision, spelled)
+            decision = respelled(decision, spelled)
         return decision
 
     def decide(self, document: Any, *, limits: Limits = DEFAULT_LIMITS) -> Decision:
@@ -167,7 +167,7 @@ def load_policy(rules_dir: str | Path | None = None, *, memo: bool = True) -> Po
     return Policy(rules_dir, memo=memo)
 
 
-def _respelled(decision: Decision, spelled: dict[str, str]) -> Decision:
+def respelled(decision: Decision, spelled: dict[str, str]) -> Decision:
     """The decision with its paths pointing into the document as spelled (kebab-case)."""
     def fix(items: Any) -> Any:
         return tuple(replace(m, path=respell(m.path, spelled)) for m in items)

@@ -65,6 +65,7 @@ class Rule:
     file: str = ""
     path: str = ""
     line: int | None = None
+    column: int | None = None
 
     @property
     def reads(self) -> tuple[str, ...]:
@@ -85,6 +86,7 @@ class StepDef:
     path: str = ""
     hit: str = "first"
     line: int | None = None
+    column: int | None = None
     reads: tuple[str, ...] = ()  # every fact a rule of this step reads (filled in by __post_init__)
 
     def __post_init__(self) -> None:
@@ -266,12 +268,12 @@ def _registry_rules(file: _File) -> tuple[list[Rule], dict[str, str]]:
                     id=f"registry.{name}{suffix}.{case['id']}", ruleset="node", step="class_hma",
                     when=keys + _conditions(case["when"]), value=value,
                     reason=f"`{name}` {'supports' if case['supports_hma'] else 'does not support'} HMA here: {case.get('note') or case['id']}",
-                    file=file.name, path=path, line=file.locate(path)[0],
+                    file=file.name, path=path, line=file.locate(path)[0], column=file.locate(path)[1],
                 ))
             rules.append(Rule(
                 id=f"registry.{name}{suffix}", ruleset="node", step="class_hma", when=keys, value=verdict,
                 reason=f"`{name}` {'inherits' if entry['supports_hma'] else 'does not inherit'} SupportsHMA (registry)",
-                file=file.name, path=base, line=file.locate(base)[0],
+                file=file.name, path=base, line=file.locate(base)[0], column=file.locate(base)[1],
             ))
     registered = {name: file.name for name, entry in connectors.items() if entry.get("registered", True)}
     return rules, registered
@@ -473,6 +475,7 @@ def _build_steps(file: _File, ruleset: str, raw_steps: list[Any], known: dict[st
                 id=raw["id"], ruleset=ruleset, step=name, when=_conditions(raw["when"]), value=raw["value"],
                 error=raw.get("error"), warning=raw.get("warning"), reason=raw.get("reason"),
                 remediation=raw.get("remediation"), file=file.name, path=r_path, line=file.locate(r_path)[0],
+                column=file.locate(r_path)[1],
             ))
         for rule in rules:
             rule_file = file if rule.file == file.name else next(f for f in good if f.name == rule.file)
@@ -486,7 +489,7 @@ def _build_steps(file: _File, ruleset: str, raw_steps: list[Any], known: dict[st
                                      f"step `{name}` reads {len(read)} facts; at most {MAX_STEP_FACTS} are allowed", s_path,
                                      "durable-rules crashes on events with more than 252 properties"))
         step = StepDef(ruleset, name, raw_step.get("default"), tuple(rules), raw_step.get("description", ""),
-                       file.name, s_path, raw_step.get("hit", "first"), file.locate(s_path)[0])
+                       file.name, s_path, raw_step.get("hit", "first"), *file.locate(s_path))
         known[name] = _step_fact(step, ruleset)
         if any(v in ERROR_VALUES.get((ruleset, name), ("error",)) for v in step.values):
             errorful.add(name)

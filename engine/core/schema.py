@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # jsonschema is imported when a report is needed, not at star
 
 __all__ = ["load_schema", "validator", "accept_check", "is_valid", "iter_problems", "pointer"]
 
-SCHEMA_FILES = ("deployment", "rules", "decision")
+# Every bundled schema, by the name `hma-policy schema NAME` takes.
+SCHEMAS = ("deployment", "rules", "tests", "decision")
 
 
 @functools.lru_cache(maxsize=None)
