@@ -478,3 +478,14 @@ def test_a_rules_path_outside_the_repository_is_refused():
     assert (result.returncode, result.stderr) == (
         2, "hma-policy: cannot read the rules from git: `../rules` is not a path inside the repository\n")
 
+
+def test_a_fifo_given_as_a_test_file_is_refused_not_waited_on(tmp_path):
+    # `hma-policy test FIFO` opened it and waited for a writer forever.
+    import os
+
+    fifo = tmp_path / "cases.yaml"
+    os.mkfifo(fifo)
+    result = hma("test", str(fifo))
+    assert (result.returncode, result.stderr) == (2, "")
+    assert result.stdout.startswith(f"{fifo}: tests.read: cannot read test file: ")
+    assert "a FIFO, not a regular file" in result.stdout

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from ..core import yamlsafe
 from ..core.errors import InputError, PolicyError, Problem
 from ..core.schema import iter_problems
+from ..fileio import open_regular
 
 __all__ = ["Case", "CaseResult", "Suite", "load_cases", "run_cases", "merge_patch", "default_test_paths"]
 
@@ -104,6 +105,13 @@ def _files(paths: Iterable[Any]) -> list[Any]:
     return out
 
 
+def _read_text(path: Any) -> str:
+    if isinstance(path, Path):  # a file the user named: a FIFO or a device would block, or never end
+        with open_regular(path) as handle:
+            return handle.read().decode("utf-8")
+    return path.read_text("utf-8")  # a bundled test file (importlib.resources)
+
+
 def load_cases(paths: Iterable[Any]) -> list[Case]:
     """Read and validate test files; raises PolicyError listing every problem."""
     cases: list[Case] = []
@@ -111,7 +119,7 @@ def load_cases(paths: Iterable[Any]) -> list[Case]:
     for path in _files(paths):
         name = getattr(path, "name", str(path))
         try:
-            data, _ = yamlsafe.load(path.read_text("utf-8"))
+            data, _ = yamlsafe.load(_read_text(path))
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(Problem("tests.read", f"cannot read test file: {exc}", file=str(path)))
             continue
