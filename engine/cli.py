@@ -11,7 +11,9 @@ met; 2 usage, invalid rules, a path that does not exist, a report or decision
 log that cannot be written, or internal fault.
 ``log verify``: 0 the log is intact (or its torn tail was repaired with
 ``--repair``); 1 tampering or a torn tail was found; 2 usage, or the log
-cannot be read. Ctrl-C exits with 130. No traceback reaches a user.
+cannot be read. Every command: 2 when its output cannot be written (a full
+disk); SIGINT (Ctrl-C) exits 130 and SIGTERM 143, saying so, with any file
+being written left as it was (fileio.py). No traceback reaches a user.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .version import __version__
 from .core.decision import Decision, input_error_decision
 from .core.input import prepare, read_document
 from .core.errors import HMAPolicyError, InputError, PolicyError, printable
+from .fileio import Interrupted, interrupt_on_signals
 
 EXIT_OK, EXIT_REJECTED, EXIT_INVALID = 0, 1, 2
 # Spelled here rather than imported, so that `decide` does not load the audit
@@ -407,6 +410,7 @@ def _audit_report(args: argparse.Namespace, policy: Any) -> tuple[int, str, Any]
     from .audit.run import AuditError, audit, progress_bar
     from .core.errors import Problem
     from .audit.report import render, write
+    from .fileio import atomic_write
 
     log = _open_log(args) if args.log else None
     try:
@@ -426,7 +430,7 @@ def _audit_report(args: argparse.Namespace, policy: Any) -> tuple[int, str, Any]
     code = EXIT_REJECTED if failing else EXIT_OK
     if args.output:
         try:
-            with open(args.output, "wb") as handle:
+            with atomic_write(args.output) as handle:
                 write(report, args.format, handle)
         except OSError as exc:
             raise AuditError([Problem("audit.output", f"cannot write the report: {exc.strerror or exc}", file=args.output)]) from None
@@ -523,20 +527,24 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
             gc.disable()
         handler = {"validate": _validate, "rules": _rules, "test": _test, "diff": _diff, "audit": _audit,
                    "log": _log}.get(args.command, _decide)
-        code, text, *made = handler(args, sys.stdin)
-        try:
-            # A program's process may have no standard output: nothing to write to.
-            if stdout is not None:
-                if isinstance(text, _Streamed):
-                    text = text.emit(stdout)
-                if text is not None:
-                    # A lone surrogate from a document cannot be written as UTF-8: escape it.
-                    print(text.encode("utf-8", "backslashreplace").decode("utf-8"), file=stdout)
-                stdout.flush()
-        except BrokenPipeError:
-            # The reader went away; the exit status still reports the result.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, stdout.fileno())
+        with interrupt_on_signals():
+            code, text, *made = handler(args, sys.stdin)
+            try:
+                # A program's process may have no standard output: nothing to write to.
+                if stdout is not None:
+                    if isinstance(text, _Streamed):
+                        text = text.emit(stdout)
+                    if text is not None:
+                        # A lone surrogate from a document cannot be written as UTF-8: escape it.
+                        print(text.encode("utf-8", "backslashreplace").decode("utf-8"), file=stdout)
+                    stdout.flush()
+            except BrokenPipeError:
+                # The reader went away; the exit status still reports the result.
+                _discard(stdout)
+            except OSError as exc:  # a full disk, /dev/full: said, not an internal error
+                _discard(stdout)
+                print(f"hma-policy: cannot write the output: {exc.strerror or exc}", file=stderr)
+                code = EXIT_INVALID
         if finish:
             _finish(code)  # `made` is still held: never freed
         return code
@@ -553,6 +561,12 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
     except HMAPolicyError as exc:
         print(f"hma-policy: {exc}", file=stderr)
         return EXIT_INVALID
+    except Interrupted as exc:
+        # Raised by the handler, reported here: a handler that printed could
+        # re-enter the stream it interrupted.
+        kept = "".join(f"; `{path}` was not written and is as it was" for path in exc.unwritten)
+        print(f"hma-policy: interrupted by {exc.name}{kept}", file=stderr)
+        return exc.exit_status
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
@@ -561,6 +575,18 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
     finally:
         if paused:
             gc.enable()
+
+
+def _discard(stdout: Any) -> None:
+    """Send what is left in standard output's buffer (and anything later) to
+    the null device, so that no later flush fails again."""
+    try:
+        fileno = stdout.fileno()
+    except (OSError, ValueError):  # not a file (a program's StringIO): nothing is flushed later
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fileno)
+    os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover
