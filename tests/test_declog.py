@@ -657,3 +657,15 @@ def test_a_writer_waiting_while_a_repair_replaces_the_log_appends_to_the_new_one
     assert path.stat().st_ino != old_inode
     result = verify(path)
     assert result.ok and result.records == 5, result.render()
+
+
+def test_a_source_named_in_another_encoding_is_logged_as_its_bytes(tmp_path):
+    # The old writer logged `caf\udce9.json`: a lone surrogate, which JSON readers refuse.
+    import os as _os
+
+    path = tmp_path / "log.jsonl"
+    with DecisionLog(path) as log:
+        log.append(hma_policy.decide(DOCUMENTS[0]), source=_os.fsdecode(b"caf\xe9.json"), document=DOCUMENTS[0])
+    assert b'"source":"caf\\\\xe9.json"' in path.read_bytes()
+    assert json.loads(lines(path)[0])["input"]["source"] == "caf\\xe9.json"
+    assert verify(path).ok

@@ -60,7 +60,7 @@ from typing import Any, cast
 import orjson
 
 from ..core.errors import HMAPolicyError, Problem
-from ..fileio import NotRegularFile, atomic_write, deferred_signals, open_regular
+from ..fileio import NotRegularFile, atomic_write, deferred_signals, escape_name, open_regular
 
 try:  # POSIX file locks; without them (Windows) a log has one writer by convention
     import fcntl
@@ -414,7 +414,9 @@ class DecisionLog:
                digest: str | None = None) -> dict[str, Any]:
         """Append the record of one decision (a Decision, or its ``to_dict()``)
         and make it durable. ``document`` is the input as read; its digest is
-        computed unless ``digest`` is given. Returns the record written."""
+        computed unless ``digest`` is given. ``source`` names the input (a
+        file name that is not UTF-8 is written as fileio.escape_name writes
+        it). Returns the record written."""
         with self._mutex:
             self._guard()
             self._busy = True
@@ -430,6 +432,7 @@ class DecisionLog:
         if digest is None and document is not None:
             digest = input_digest(document)
         logged, masked = (None, []) if document is None else mask(document, self.masking)
+        source = escape_name(source) if isinstance(source, str) else source
         entry: dict[str, Any] = {"source": source, "digest": digest, "document": logged, "masked": masked}
         if logged is not None and len(canonical(logged)) > self.max_document_bytes:
             entry.update(document=None, masked=[], omitted=f"the document is larger than {self.max_document_bytes} bytes")
