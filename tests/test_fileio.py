@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import errno
-import io
 import os
 import signal
 import stat
@@ -102,7 +101,7 @@ def test_a_full_disk_at_the_fsync_leaves_the_old_file(tmp_path, monkeypatch):
 def test_a_device_is_written_in_place_and_a_directory_refused(tmp_path):
     with atomic_write(os.devnull) as stream:
         stream.write(b"gone")
-    assert Path(os.devnull).is_char_device()
+    assert Path(os.devnull).is_char_device()  # written to, not renamed over (as root, a rename would succeed)
     with pytest.raises(OSError) as info:
         with atomic_write("/dev/full") as stream:
             stream.write(b"x")
