@@ -11,7 +11,9 @@ met; 2 usage, invalid rules, a path that does not exist, a report or decision
 log that cannot be written, or internal fault.
 ``log verify``: 0 the log is intact (or its torn tail was repaired with
 ``--repair``); 1 tampering or a torn tail was found; 2 usage, or the log
-cannot be read. Ctrl-C exits with 130. No traceback reaches a user.
+cannot be read. Every command: 2 when its output cannot be written (a full
+disk); SIGINT (Ctrl-C) exits 130 and SIGTERM 143, saying so, with any file
+being written left as it was (fileio.py). No traceback reaches a user.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .core.input import prepare, read_document
 from .core.errors import HMAPolicyError, InputError, PolicyError, printable
 from .core.schema import SCHEMAS
 from .clisupport import COLOR_CHOICES, Console, InvalidRules, UsageError, console, label, load
+from .fileio import Interrupted, interrupt_on_signals
 from .policyref import PolicyRefError, opened
 
 EXIT_OK, EXIT_REJECTED, EXIT_INVALID = 0, 1, 2
@@ -344,6 +347,7 @@ def _audit_report(args: argparse.Namespace, policy: Any, ref: Any) -> tuple[int,
     from .audit.run import AuditError, audit, progress_bar
     from .core.errors import Problem
     from .audit.report import render, write
+    from .fileio import atomic_write
 
     if args.format == "github":  # every other report names the policy it was made with
         args.console.note(f"policy {label(ref, policy.digest)}")
@@ -366,7 +370,7 @@ def _audit_report(args: argparse.Namespace, policy: Any, ref: Any) -> tuple[int,
     code = EXIT_REJECTED if failing else EXIT_OK
     if args.output:
         try:
-            with open(args.output, "wb") as handle:
+            with atomic_write(args.output) as handle:
                 write(report, args.format, handle)
         except OSError as exc:
             raise AuditError([Problem("audit.output", f"cannot write the report: {exc.strerror or exc}", file=args.output)]) from None
@@ -475,20 +479,24 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
             handler = getattr(commands, args.command)
         else:
             handler = {"validate": _validate, "audit": _audit, "log": _log}.get(args.command, _decide)
-        code, text, *made = handler(args, sys.stdin)
-        try:
-            # A program's process may have no standard output: nothing to write to.
-            if stdout is not None:
-                if isinstance(text, _Streamed):
-                    text = text.emit(stdout)
-                if text is not None:
-                    # A lone surrogate from a document cannot be written as UTF-8: escape it.
-                    print(text.encode("utf-8", "backslashreplace").decode("utf-8"), file=stdout)
-                stdout.flush()
-        except BrokenPipeError:
-            # The reader went away; the exit status still reports the result.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, stdout.fileno())
+        with interrupt_on_signals():
+            code, text, *made = handler(args, sys.stdin)
+            try:
+                # A program's process may have no standard output: nothing to write to.
+                if stdout is not None:
+                    if isinstance(text, _Streamed):
+                        text = text.emit(stdout)
+                    if text is not None:
+                        # A lone surrogate from a document cannot be written as UTF-8: escape it.
+                        print(text.encode("utf-8", "backslashreplace").decode("utf-8"), file=stdout)
+                    stdout.flush()
+            except BrokenPipeError:
+                # The reader went away; the exit status still reports the result.
+                _discard(stdout)
+            except OSError as exc:  # a full disk, /dev/full: said, not an internal error
+                _discard(stdout)
+                print(f"hma-policy: cannot write the output: {exc.strerror or exc}", file=stderr)
+                code = EXIT_INVALID
         if finish:
             _finish(code)  # `made` is still held: never freed
         return code
@@ -518,6 +526,12 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
     except HMAPolicyError as exc:
         print(f"hma-policy: {exc}", file=stderr)
         return EXIT_INVALID
+    except Interrupted as exc:
+        # Raised by the handler, reported here: a handler that printed could
+        # re-enter the stream it interrupted.
+        kept = "".join(f"; `{path}` was not written and is as it was" for path in exc.unwritten)
+        print(f"hma-policy: interrupted by {exc.name}{kept}", file=stderr)
+        return exc.exit_status
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
@@ -526,6 +540,18 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
     finally:
         if paused:
             gc.enable()
+
+
+def _discard(stdout: Any) -> None:
+    """Send what is left in standard output's buffer (and anything later) to
+    the null device, so that no later flush fails again."""
+    try:
+        fileno = stdout.fileno()
+    except (OSError, ValueError):  # not a file (a program's StringIO): nothing is flushed later
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fileno)
+    os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

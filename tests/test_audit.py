@@ -727,7 +727,9 @@ def test_a_report_file_holds_text_utf8_cannot_as_its_escape(tmp_path, fmt):
     # A file name in another encoding reaches Python as a lone surrogate
     # (\udcff), and so does a `\ud800` escape in a document. orjson refuses
     # both; `-o FILE` used to end in "internal error" (exit 2) where standard
-    # output printed the escapes.
+    # output printed the escapes. The file name's undecodable byte is
+    # written as `\xff` (JSON: "b\\xff.json"), no longer as a lone surrogate
+    # JSON readers refuse; the document's escape stays what it was.
     fleet = tmp_path / "fleet"
     fleet.mkdir()
     document = b'{"name": "dep-\\ud800", "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}'
@@ -736,11 +738,13 @@ def test_a_report_file_holds_text_utf8_cannot_as_its_escape(tmp_path, fmt):
     assert (code, out) == (0, ""), out  # the report went to the file: what was written is a note
     assert err.startswith(f"hma-policy: wrote {tmp_path / 'report'} ({fmt}): 1 deployment(s), enabled 1,")
     written = (tmp_path / "report").read_bytes().decode("utf-8")  # UTF-8 throughout
-    assert "b\\udcff.json" in written
+    shown = "b\\\\xff.json" if fmt in ("json", "policyreport") else "b\\xff.json"  # JSON escapes the backslash
+    assert shown in written and "udcff" not in written
     if fmt == "json":
         report = json.loads(written)
         assert report["deployments"][0]["name"] == "dep-\ud800"
-        assert report["deployments"][0]["file"].endswith("b\udcff.json")
+        assert report["deployments"][0]["file"] == str(fleet / "b\\xff.json")
+        assert report["deployments"][0]["id"] == str(fleet / "b\\xff.json")
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -453,3 +453,39 @@ def test_diff_names_a_removed_step_as_the_cause(site_rules):
         "examples/multi-mixed.json": {"ruleset": "decision", "node": None, "step": "site_connector",
                                       "before": {"rule": "site.forbidden_connector.child", "value": "error"}, "after": None},
     }
+
+
+# -- git revisions are never git options (issue 20, item 3) ----------------------------------------
+
+@pytest.mark.parametrize("spec", ["git:--output={victim}:HEAD", "git:--output={victim}", "git:HEAD:--output={victim}"])
+def test_a_revision_or_path_spelled_as_an_option_is_not_one(tmp_path, spec):
+    # `git:--output=FILE:HEAD` ran `git archive --format=tar --output=FILE HEAD -- rules`: git wrote a
+    # tar over a file of the user's choosing. Now the revision is resolved with
+    # `git rev-parse --verify --end-of-options REV^{commit}` and nothing user-given precedes
+    # `--end-of-options`: no such commit, exit 2, and the file is untouched.
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n", encoding="utf-8")
+    given = spec.format(victim=victim)
+    result = hma("diff", "--base", given, "examples/multi-mixed.json")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith("hma-policy: cannot read the rules from git: cannot read `")
+    assert victim.read_text(encoding="utf-8") == "precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim.txt"]
+
+
+def test_a_rules_path_outside_the_repository_is_refused():
+    result = hma("diff", "--base", "git:HEAD:../rules", "examples/multi-mixed.json")
+    assert (result.returncode, result.stderr) == (
+        2, "hma-policy: cannot read the rules from git: `../rules` is not a path inside the repository\n")
+
+
+def test_a_fifo_given_as_a_test_file_is_refused_not_waited_on(tmp_path):
+    # `hma-policy test FIFO` opened it and waited for a writer forever.
+    import os
+
+    fifo = tmp_path / "cases.yaml"
+    os.mkfifo(fifo)
+    result = hma("test", str(fifo))
+    assert (result.returncode, result.stderr) == (2, "")
+    assert result.stdout.startswith(f"{fifo}: tests.read: cannot read test file: ")
+    assert "a FIFO, not a regular file" in result.stdout

@@ -438,3 +438,39 @@ def test_a_closed_standard_stream_loses_its_output_not_the_exit_status(closed, a
     else:
         assert (completed.stdout == out) if out == "" else (out in completed.stdout), completed.stdout
         assert "Traceback" not in completed.stdout
+
+
+# -- FIFOs, devices and a closed standard input (issue 20, items 10 and 11) --------------------------
+
+@pytest.mark.parametrize("command", ["decide", "validate", "explain"])
+def test_a_fifo_or_a_device_is_refused_not_waited_on(tmp_path, command):
+    # The old command opened the FIFO and waited for a writer forever (and read /dev/zero to the limit).
+    import os
+
+    fifo = tmp_path / "doc.json"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a FIFO"), ("/dev/zero", "a character device")):
+        code, out, err = run(tmp_path, command, path)  # run() gives up after 60 s
+        message = f"cannot read `{path}`: it is {kind}, not a regular file"
+        hint = "give a FIFO's or a device's content on standard input: `-`"
+        assert code == 2
+        if command == "validate":
+            assert (out, err) == (f"/: input.not_regular: {message} (hint: {hint})\n", "")
+        else:
+            assert f"  - input.not_regular [input] at /: {message}\n    hint: {hint}\n" in out
+
+
+def test_standard_input_may_still_be_a_pipe(workdir):
+    code, out, _ = run(workdir, "decide", "-", stdin=json.dumps(DOCUMENTS["enabled"][0]).encode())
+    assert code == 0 and out.startswith("-: enabled")
+
+
+def test_a_closed_standard_input_is_an_input_error_not_an_internal_one(workdir):
+    # `hma-policy decide - <&-`: the old command ended in "internal error: AttributeError".
+    import os
+
+    completed = subprocess.run([sys.executable, "-m", "hma_policy", "decide", "-", "--format", "json"], cwd=workdir,
+                               capture_output=True, text=True, timeout=60, preexec_fn=lambda: os.close(0))
+    assert (completed.returncode, completed.stderr) == (2, "")
+    errors = json.loads(completed.stdout)["errors"]
+    assert [(e["code"], e["message"]) for e in errors] == [("input.read", "cannot read standard input: it is closed")]

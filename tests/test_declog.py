@@ -129,12 +129,29 @@ def test_each_record_is_flushed_and_fsynced(tmp_path, monkeypatch):
     assert verify(path).ok
 
 
+def hold_lock(path: Path, seconds: float) -> subprocess.Popen:
+    """Another process that opens the log to write, says so, and holds it for ``seconds``."""
+    code = ("import sys, time; from hma_policy.audit.declog import DecisionLog\n"
+            f"log = DecisionLog({str(path)!r}); print('held', flush=True); time.sleep({seconds}); log.close(); "
+            "print('released', flush=True)")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "held\n"
+    return holder
+
+
 def test_a_second_writer_waits_for_the_lock(tmp_path):
     path = tmp_path / "log.jsonl"
-    with DecisionLog(path):
+    holder = hold_lock(path, 1.0)
+    try:
         with pytest.raises(LogError) as info:
             DecisionLog(path, lock_timeout=0.2)
-    assert str(info.value) == f"{path}: log.locked: the decision log is locked by another writer"
+        assert str(info.value) == f"{path}: log.locked: the decision log is locked by another writer"
+        with DecisionLog(path, lock_timeout=30) as log:  # waits for the other process to close it
+            assert holder.stdout.readline() == "released\n"
+            log.append(hma_policy.decide(DOCUMENTS[0]))
+    finally:
+        holder.wait(timeout=30)
+    assert verify(path).ok and verify(path).records == 1
 
 
 # -- verify ------------------------------------------------------------------------------------------
@@ -381,3 +398,274 @@ def test_canonical_is_the_standard_encoders_text_for_generated_values():
     def check(value):
         assert declog.canonical(value) == _standard_canonical(value)
     check()
+
+
+# -- tamper evidence: the exact bytes of each line (issue 20, item 6) -------------------------------
+
+def forge(path: Path, index: int, edit) -> None:
+    """Replace line ``index`` of the log by ``edit(line)`` (bytes, without its newline)."""
+    data = lines(path)
+    data[index] = edit(data[index][:-1]) + b"\n"
+    path.write_bytes(b"".join(data))
+
+
+@pytest.mark.parametrize("how, code, message", [
+    # A forged key before the real one: the old verify parsed the line (last key wins) and called it intact,
+    # while first-wins readers and grep saw "enabled".
+    ("forged key first", "log.duplicate_key", "line 2: log.duplicate_key: key `outcome` appears twice in one object"),
+    ("CRLF", "log.noncanonical", "line 2: log.noncanonical: the line ends in CR LF; the tool ends lines in LF"),
+    ("BOM", "log.noncanonical", "line 1: log.noncanonical: the line starts with a byte order mark, which the tool never writes"),
+    ("whitespace", "log.noncanonical", "line 2 (seq 1): log.noncanonical: the line is not its record's canonical JSON "
+                                       "(sorted keys, no whitespace, no needless escapes): it was rewritten"),
+    ("escape", "log.noncanonical", "line 2 (seq 1): log.noncanonical: the line is not its record's canonical JSON "
+                                   "(sorted keys, no whitespace, no needless escapes): it was rewritten"),
+    ("raw UTF-8", "log.noncanonical", "line 2: log.noncanonical: the line holds bytes that are not ASCII; the tool escapes them"),
+    ("seq true", "log.malformed", "line 1: log.malformed: the line is not a decision record: "
+                                  "`seq` is not a whole number of 0 or more"),
+    ("seq negative", "log.malformed", "line 1: log.malformed: the line is not a decision record: "
+                                      "`seq` is not a whole number of 0 or more"),
+    ("hma_enabled a string", "log.malformed", "line 2 (seq 1): log.malformed: the line is not a decision record: "
+                                              "`hma_enabled` is not true, false or null"),
+    ("a field added", "log.malformed", "line 2 (seq 1): log.malformed: the line is not a decision record: "
+                                       "it has a field `verdict` a decision record does not have"),
+    ("200k deep", "log.limit", "line 2: log.limit: the line is nested too deeply to be a record"),
+])
+def test_verify_refuses_every_encoding_but_the_canonical_one(tmp_path, how, code, message):
+    path = tmp_path / "log.jsonl"
+    make_log(path)
+    edits = {
+        "forged key first": (1, lambda raw: raw.replace(b'{"decision_id"', b'{"outcome":"enabled","decision_id"', 1)),
+        "CRLF": (1, lambda raw: raw + b"\r"),
+        "BOM": (0, lambda raw: b"\xef\xbb\xbf" + raw),
+        "whitespace": (1, lambda raw: raw.replace(b'","', b'", "', 1)),
+        "escape": (1, lambda raw: raw.replace(b'"outcome"', b'"\\u006futcome"', 1)),
+        "raw UTF-8": (1, lambda raw: raw.replace(b'"doc.json"', '"dóc.json"'.encode(), 1)),
+        "seq true": (0, lambda raw: raw.replace(b'"seq":0', b'"seq":true', 1)),
+        "seq negative": (0, lambda raw: raw.replace(b'"seq":0', b'"seq":-1', 1)),
+        "hma_enabled a string": (1, lambda raw: raw.replace(b'"hma_enabled":false', b'"hma_enabled":"false"', 1)),
+        "a field added": (1, lambda raw: raw[:-1] + b',"verdict":"enabled"}'),
+        "200k deep": (1, lambda raw: b"[" * 200_000 + b"]" * 200_000),
+    }
+    index, edit = edits[how]
+    forge(path, index, edit)
+    result = verify(path)
+    assert not result.ok
+    assert result.first_bad.code == code
+    assert result.first_bad.render() == message
+
+
+def test_a_forged_key_before_the_real_one_was_intact_for_the_old_verify(tmp_path):
+    # What the old verify did, kept as the reason for the test above: json.loads keeps the last of
+    # repeated keys, so the record it hashed was the real one, and every first-wins reader saw the forgery.
+    path = tmp_path / "log.jsonl"
+    make_log(path)
+    forge(path, 1, lambda raw: raw.replace(b'{"decision_id"', b'{"outcome":"enabled","decision_id"', 1))
+    forged = lines(path)[1]
+    assert json.loads(forged)["outcome"] == "disabled" and b'"outcome":"enabled"' in forged
+    assert verify(path).first_bad.code == "log.duplicate_key"
+
+
+def test_a_log_written_by_the_earlier_build_still_verifies():
+    # tests/declog/README.md: written by the build of f2d9ee6 (a Latin-1 file name, a lone surrogate,
+    # a float, masked and unmasked documents, an audit). Its lines are canonical, so they verify as they did.
+    result = verify(REPO / "tests" / "declog" / "written-by-f2d9ee6.jsonl")
+    assert (result.ok, result.records) == (True, 12), result.render()
+    assert result.last_hash == "sha256:a5741dbcc60044c39a8987db0419ac859d2485c16f7fc8c373a7519667c131e0"
+
+
+def test_a_log_written_now_verifies_and_its_lines_are_canonical(tmp_path):
+    path = tmp_path / "log.jsonl"
+    records = make_log(path, 15)
+    assert [line[:-1] for line in lines(path)] == [declog.canonical(record) for record in records]
+    assert verify(path).ok
+
+
+def test_a_line_is_bounded_and_a_device_or_fifo_is_refused(tmp_path, monkeypatch):
+    path = tmp_path / "log.jsonl"
+    make_log(path)
+    monkeypatch.setattr(declog, "MAX_LINE_BYTES", 4096)
+    forge(path, 2, lambda raw: raw.replace(b'"doc.json"', b'"' + b"x" * 5000 + b'"', 1))
+    result = verify(path)
+    assert result.first_bad.render() == "line 3: log.limit: the line is longer than 4096 bytes"
+    path.write_bytes(b"x" * 10_000)  # no newline at all: not read whole, not taken for a torn tail
+    assert verify(path).first_bad.render() == "line 1: log.limit: the line is longer than 4096 bytes"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for special, kind in ((fifo, "a FIFO"), (Path("/dev/zero"), "a character device")):
+        with pytest.raises(LogError) as info:
+            verify(special)
+        assert str(info.value) == f"{special}: log.not_regular: cannot read the decision log: it is {kind}, not a regular file"
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_log_verify_of_a_fifo_or_a_device_exits_2_at_once(tmp_path, special):
+    # The old command blocked on a FIFO forever, and read /dev/zero until memory ran out.
+    if special == "fifo":
+        special = str(tmp_path / "fifo")
+        os.mkfifo(special)
+    completed = subprocess.run([sys.executable, "-m", "hma_policy", "log", "verify", special], capture_output=True,
+                               text=True, timeout=60)
+    assert (completed.returncode, completed.stdout) == (2, "")
+    assert completed.stderr.startswith(f"hma-policy: {special}: log.not_regular: cannot read the decision log: it is ")
+
+
+def test_decide_log_after_a_200k_deep_last_line_is_a_located_log_error(tmp_path):
+    log = tmp_path / "d.jsonl"
+    make_log(log)
+    with open(log, "ab") as handle:
+        offset = handle.tell()
+        handle.write(b"[" * 200_000 + b"]" * 200_000 + b"\n")
+    before = log.read_bytes()
+    code, out, err = run("decide", "examples/multi-mixed.json", "--log", str(log))
+    assert (code, out) == (2, "")
+    assert err == (f"hma-policy: {log}: log.limit: the last record of the decision log (the line at byte {offset}): "
+                   f"the line is nested too deeply to be a record (hint: run `hma-policy log verify {log}`)\n")
+    assert log.read_bytes() == before
+    code, out, _ = run("log", "verify", str(log))
+    assert code == 1 and out.splitlines()[0].endswith("first bad record: line 6: log.limit: the line is nested too "
+                                                      "deeply to be a record")
+
+
+def test_a_head_with_a_repeated_key_or_a_negative_count_is_invalid(tmp_path):
+    path = tmp_path / "log.jsonl"
+    records = make_log(path)
+    head = Path(str(path) + ".head")
+    for text in ('{"v":1,"records":5,"records":2,"last_hash":"%s"}', '{"v":1,"records":-1,"last_hash":"%s"}',
+                 '{"v":true,"records":5,"last_hash":"%s"}'):
+        head.write_text(text % records[-1]["hash"])
+        assert verify(path).first_bad.render() == f"log: log.head_invalid: the head file `{head}` is not a head record"
+
+
+# -- the writer: its lock, re-entered from a signal handler (issue 20, item 8) -----------------------
+
+def test_a_signal_handler_opening_the_log_it_interrupted_is_refused_at_once(tmp_path):
+    # flock counts open files, not processes: the old writer made a handler's second DecisionLog on
+    # the same file wait out the lock timeout (10 s) for a lock its own process held.
+    import signal
+    import time
+
+    path = tmp_path / "log.jsonl"
+    seen = []
+
+    def handler(signum, frame):
+        started = time.monotonic()
+        try:
+            DecisionLog(path)
+        except LogError as exc:
+            seen.append((exc.problems[0].code, exc.problems[0].message, time.monotonic() - started))
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        with DecisionLog(path) as log:
+            signal.setitimer(signal.ITIMER_REAL, 0.05)
+            deadline = time.monotonic() + 30
+            while not seen and time.monotonic() < deadline:
+                time.sleep(0.01)
+            log.append(hma_policy.decide(DOCUMENTS[0]))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert [(code, message) for code, message, _ in seen] == [
+        ("log.locked", "the decision log is already open to write in this process")]
+    assert seen[0][2] < 1.0
+    assert verify(path).ok and verify(path).records == 1
+    with DecisionLog(path, lock_timeout=0.5):  # released on close
+        pass
+
+
+def test_a_signal_handler_appending_in_the_middle_of_an_append_is_refused(tmp_path):
+    # The old writer let the handler write a whole record with the seq the interrupted append was
+    # about to use: two records with seq 0, and a log that no longer verified.
+    import signal
+
+    path = tmp_path / "log.jsonl"
+    refused = []
+
+    def handler(signum, frame):
+        try:
+            log.append(hma_policy.decide(DOCUMENTS[2]), source="from the handler")
+        except LogError as exc:
+            refused.append(str(exc))
+
+    def new_id():  # called inside append, before the record is written
+        signal.raise_signal(signal.SIGALRM)
+        return "id-main"
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        with DecisionLog(path, new_id=new_id) as log:
+            log.append(hma_policy.decide(DOCUMENTS[0]), source="main")
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert refused == [f"{path}: log.locked: the decision log was written to while a record was being written "
+                       "(from a signal handler?); the record being written is kept, this one is not"]
+    assert [json.loads(line)["input"]["source"] for line in lines(path)] == ["main"]
+    assert verify(path).ok
+
+
+def test_appends_from_threads_each_get_their_own_seq(tmp_path):
+    import threading
+
+    path = tmp_path / "log.jsonl"
+    decision = hma_policy.decide(DOCUMENTS[0])
+    with DecisionLog(path) as log:
+        threads = [threading.Thread(target=lambda: [log.append(decision) for _ in range(20)]) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    result = verify(path)
+    assert result.ok and result.records == 80
+
+
+# -- repair: written atomically ---------------------------------------------------------------------
+
+def test_a_repair_that_fails_midway_leaves_the_log_as_it_was(tmp_path, monkeypatch):
+    # The old repair truncated the log in place before its fsync: a failure there (a full disk, an I/O
+    # error) had already changed it. The repaired log is now written beside it and renamed.
+    path = tmp_path / "log.jsonl"
+    make_log(path)
+    tamper(path, "torn")
+    before = path.read_bytes()
+
+    def failing(fd):
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr(os, "fsync", failing)
+    with pytest.raises(OSError):
+        repair(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.jsonl", "log.jsonl.head"]
+    monkeypatch.undo()
+    assert repair(path).ok
+
+
+def test_a_writer_waiting_while_a_repair_replaces_the_log_appends_to_the_new_one(tmp_path):
+    path = tmp_path / "log.jsonl"
+    make_log(path)
+    tamper(path, "torn")
+    old_inode = path.stat().st_ino
+    # The repairer takes the lock itself, on a descriptor of its own, and repairs with the lock
+    # step switched off (flock would wait on its own descriptor).
+    code = ("import sys, time, fcntl, os; from hma_policy.audit import declog\n"
+            f"fd = os.open({str(path)!r}, os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True)\n"
+            "time.sleep(1.0); declog.fcntl = None; print(declog.repair(" + repr(str(path)) + ").repaired, flush=True)")
+    # A writer waits for the lock another process holds; meanwhile that process repairs the log
+    # (renaming a new file over it); the writer then appends to the new file, not the old inode.
+    repairer = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert repairer.stdout.readline() == "held\n"
+    with DecisionLog(path, lock_timeout=30) as log:
+        log.append(hma_policy.decide(DOCUMENTS[0]))
+    assert repairer.wait(timeout=30) == 0
+    assert path.stat().st_ino != old_inode
+    result = verify(path)
+    assert result.ok and result.records == 5, result.render()
+
+
+def test_a_source_named_in_another_encoding_is_logged_as_its_bytes(tmp_path):
+    # The old writer logged `caf\udce9.json`: a lone surrogate, which JSON readers refuse.
+    import os as _os
+
+    path = tmp_path / "log.jsonl"
+    with DecisionLog(path) as log:
+        log.append(hma_policy.decide(DOCUMENTS[0]), source=_os.fsdecode(b"caf\xe9.json"), document=DOCUMENTS[0])
+    assert b'"source":"caf\\\\xe9.json"' in path.read_bytes()
+    assert json.loads(lines(path)[0])["input"]["source"] == "caf\\xe9.json"
+    assert verify(path).ok

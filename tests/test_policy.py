@@ -376,3 +376,34 @@ def test_a_failed_reload_leaves_the_loaded_policy_in_service(rules):
     assert policy.decide(document) == before
     assert policy.decide({"kv_transfer_config": None}).outcome == "enabled"
     policy.close()
+
+
+# -- symbolic links in a rules directory (issue 20, item 11) ---------------------------------------
+
+def test_a_link_that_leaves_the_rules_directory_is_refused_unread(rules, tmp_path):
+    # The old loader followed the link and quoted the target in its error: `root:x:0:0:root:/root:...`.
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n", encoding="utf-8")
+    (rules / "zz.yaml").symlink_to(secret)
+    problem = only_problem(rules)
+    assert located(problem) == ("rules.read", "zz.yaml", None, None, f"is a symbolic link to `{secret}`, outside the rules "
+                                "directory; rule files are read only from inside it", None)
+    assert "root:x" not in problem.render()
+
+
+def test_a_link_to_a_directory_outside_or_to_nothing_outside_is_refused_too(rules, tmp_path):
+    (rules / "elsewhere.yaml").symlink_to(tmp_path)
+    assert only_problem(rules).message.startswith(f"is a symbolic link to `{tmp_path}`, outside the rules directory")
+    (rules / "elsewhere.yaml").unlink()
+    (rules / "dangling.yaml").symlink_to(tmp_path / "gone.yaml")
+    assert only_problem(rules).file == "dangling.yaml"
+
+
+def test_a_link_inside_the_rules_directory_is_read_as_before(rules):
+    (rules / "decision.yaml").rename(rules / "decision.real")
+    (rules / "decision.yaml").symlink_to("decision.real")
+    assert load_policy(rules).digest == load_policy(RULES).digest
+    # The directory itself may be reached through a link.
+    link = rules.parent / "linked-rules"
+    link.symlink_to(rules)
+    assert load_policy(link).digest == load_policy(RULES).digest

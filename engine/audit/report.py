@@ -39,7 +39,7 @@ _CHILDREN = "/kv_connector_extra_config/connectors/"
 
 def render(report: Any, fmt: str) -> str:
     """The report (an AuditReport or its ``to_dict()``) in ``fmt``."""
-    data = report.to_dict() if hasattr(report, "to_dict") else report
+    data = _names_escaped(report.to_dict() if hasattr(report, "to_dict") else report)
     if fmt == "json":
         return _json_text(data)
     if fmt in ("sarif", "github", "junit"):  # the CI formats: their own module
@@ -52,17 +52,18 @@ def render(report: Any, fmt: str) -> str:
 def render_bytes(report: Any, fmt: str) -> bytes:
     """:func:`render` as UTF-8 bytes ending in a newline, for a file: a
     JSON report is written by orjson as bytes, never decoded to text and
-    encoded again (a 20,000-deployment report is about 45 MB). Text that
-    UTF-8 cannot hold (a lone surrogate: a file name in another encoding, a
-    ``\\ud800`` escape in a document) is written as its escape, as the
-    command writes it on standard output."""
+    encoded again (a 20,000-deployment report is about 45 MB). A file name
+    in another encoding shows its undecodable bytes as ``\\xHH``
+    (_names_escaped); other text UTF-8 cannot hold (a ``\\ud800`` escape in
+    a document) is written as its escape, as the command writes it on
+    standard output."""
     data = report.to_dict() if hasattr(report, "to_dict") else report
     if fmt == "json" and orjson is not None:
         try:
             return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
         except TypeError:
             pass
-    text = render(data, fmt)
+    text = render(data, fmt)  # file names escaped (_names_escaped)
     return (text if text.endswith("\n") else text + "\n").encode("utf-8", "backslashreplace")
 
 
@@ -111,7 +112,7 @@ def _deployments_json(items: list[dict[str, Any]]) -> memoryview:
     try:
         text = orjson.dumps({"": items}, option=orjson.OPT_INDENT_2)
     except TypeError:  # text orjson cannot write (a lone surrogate)
-        text = json.dumps({"": items}, indent=2, ensure_ascii=False).encode("utf-8", "backslashreplace")
+        text = json.dumps(_names_escaped({"": items}), indent=2, ensure_ascii=False).encode("utf-8", "backslashreplace")
     return memoryview(text)[len(_SLICE_HEAD):-len(_SLICE_TAIL)]
 
 
@@ -122,6 +123,41 @@ _SLICE = 1024
 # What {"": [items]} renders around the items (orjson and json alike).
 _SLICE_HEAD = b'{\n  "": ['
 _SLICE_TAIL = b"\n  ]\n}"
+
+
+def _names_escaped(data: Any) -> Any:
+    """``data`` with every string (keys too) as fileio.escape_name writes it:
+    a file name that is not UTF-8, which Python holds with lone surrogates,
+    shows each byte UTF-8 could not decode as ``\\xHH``, in every format
+    (in JSON, the string ``"caf\\\\xe9.json"``), not as a surrogate that
+    UTF-8 cannot write and JSON readers refuse. A copy, made only when some
+    string needs it: ``data`` itself when orjson can write it, for orjson
+    refuses any lone surrogate."""
+    if orjson is not None:
+        try:
+            orjson.dumps(data)
+            return data
+        except TypeError:
+            pass
+    from ..fileio import escape_name
+
+    holder: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(data, holder, 0)]
+    while stack:  # iterative: a report holds documents' values, as deep as the input limits allow
+        value, parent, key = stack.pop()
+        if isinstance(value, dict):
+            copy: Any = {}
+            for k, v in value.items():
+                k = escape_name(k) if isinstance(k, str) else k
+                copy[k] = None  # in order now; the value is set when its turn comes
+                stack.append((v, copy, k))
+        elif isinstance(value, (list, tuple)):
+            copy = [None] * len(value)
+            stack.extend((item, copy, index) for index, item in enumerate(value))
+        else:
+            copy = escape_name(value) if isinstance(value, str) else value
+        parent[key] = copy
+    return holder[0]
 
 
 def _json_text(data: Any) -> str:

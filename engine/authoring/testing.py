@@ -24,6 +24,7 @@ from typing import Any, Iterable
 from ..core import yamlsafe
 from ..core.errors import InputError, PolicyError, Problem, suggest
 from ..core.schema import iter_problems, load_schema
+from ..fileio import open_regular
 from .diagnostics import locate
 
 __all__ = ["Case", "CaseResult", "Suite", "load_cases", "check_names", "run_cases", "merge_patch", "default_test_paths",
@@ -139,7 +140,10 @@ def _read_text(path: Any, stdin: Any) -> str:
     if str(path) == "-":
         raw = (stdin.buffer if hasattr(stdin, "buffer") else stdin).read()
         return raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
-    return path.read_text("utf-8")
+    if isinstance(path, Path):  # a file the user named: a FIFO or a device would block, or never end
+        with open_regular(path) as handle:
+            return handle.read().decode("utf-8")
+    return path.read_text("utf-8")  # a bundled test file (importlib.resources)
 
 
 def load_cases(paths: Iterable[Any], *, stdin: Any = None) -> list[Case]:

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from . import yamlsafe
+from ..fileio import NotRegularFile, open_regular
 from .errors import InputError, Problem
 from .limits import DEFAULT_LIMITS, Limits
 from .schema import accept_check, iter_problems, load_schema, pointer
@@ -193,10 +194,16 @@ def read_document(path: str | Path, *, limits: Limits = DEFAULT_LIMITS, stdin: A
     source = str(path)
     try:
         if source == "-":
+            if stdin is None:  # a process started with standard input closed (`<&-`)
+                raise _fail("input.read", "cannot read standard input: it is closed")
             raw = read_limited(stdin.buffer if hasattr(stdin, "buffer") else stdin, limits.max_bytes)
         else:
-            with open(source, "rb") as handle:
+            # Only a regular file: a FIFO or a device would block, or never end.
+            with open_regular(source) as handle:
                 raw = read_limited(handle, limits.max_bytes)
+    except NotRegularFile as exc:
+        raise _fail("input.not_regular", f"cannot read `{source}`: it is {exc.strerror}",
+                    hint="give a FIFO's or a device's content on standard input: `-`") from None
     except OSError as exc:
         raise _fail("input.read", f"cannot read `{source}`: {exc.strerror or exc}") from None
     if isinstance(raw, str):

@@ -11,6 +11,7 @@ which the step table, the evaluator and the verifier work.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -183,8 +184,18 @@ def _read_sources(rules_dir: str | Path | None) -> tuple[list[_File], str]:
         if not root.is_dir():
             raise PolicyError([Problem("rules.read", f"`{rules_dir}` is not a directory", file=str(rules_dir))])
     files = []
+    inside = os.path.realpath(root) if rules_dir is not None else None
     for entry in sorted(root.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith((".yaml", ".yml")) or not entry.is_file():
+        if not entry.name.endswith((".yaml", ".yml")):
+            continue
+        if inside is not None and entry.is_symlink():
+            # A link can name any file of the machine: one that leaves the
+            # directory is refused unread, so that no error quotes its content.
+            target = os.path.realpath(entry)
+            if os.path.commonpath([inside, target]) != inside:
+                raise PolicyError([Problem("rules.read", f"is a symbolic link to `{target}`, outside the rules directory; "
+                                           "rule files are read only from inside it", file=entry.name)])
+        if not entry.is_file():
             continue
         try:
             raw = entry.read_bytes()
