@@ -36,14 +36,15 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import shutil
 import signal
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any
 
-__all__ = ["atomic_write", "open_regular", "NotRegularFile", "Interrupted", "interrupt_on_signals",
+__all__ = ["atomic_write", "write_tree", "open_regular", "NotRegularFile", "Interrupted", "interrupt_on_signals",
            "deferred_signals", "escape_name", "kind_of"]
 
 
@@ -255,3 +256,44 @@ def escape_name(text: str) -> str:
     if text.isascii() or not any("\udc80" <= ch <= "\udcff" for ch in text):
         return text
     return "".join(f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch for ch in text)
+
+
+def write_tree(target: str | os.PathLike[str], files: Mapping[str, bytes], *, into_existing: bool = False) -> None:
+    """Write ``files`` (relative POSIX path -> bytes) under ``target``.
+
+    ``target`` absent or empty: the whole folder is written beside it and
+    renamed into place, so that it appears complete or not at all.
+    ``into_existing``: each file is written atomically into the existing
+    folder (its other files stay)."""
+    root = os.fspath(target)
+    if into_existing:
+        for name, data in files.items():
+            path = os.path.join(root, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with atomic_write(path) as stream:
+                stream.write(data)
+        return
+    parent = os.path.dirname(os.path.abspath(root))
+    os.makedirs(parent, exist_ok=True)
+    # Not mkdtemp, whose folder is private (0700): the copy gets the mode any
+    # new folder of the user's gets (their umask).
+    staging = os.path.join(parent, f".{os.path.basename(root)}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    os.mkdir(staging)
+    try:
+        for name, data in files.items():
+            path = os.path.join(staging, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "xb") as stream:
+                stream.write(data)
+                stream.flush()
+                os.fsync(stream.fileno())
+        for folder in sorted({os.path.dirname(os.path.join(staging, n)) for n in files}, key=len, reverse=True):
+            _sync_directory(folder)
+        with deferred_signals():
+            if os.path.isdir(root):  # empty (the caller checked): replaced by the staged folder
+                os.rmdir(root)
+            os.rename(staging, root)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _sync_directory(parent)

@@ -352,14 +352,20 @@ def test_rules_init_refuses_a_folder_that_is_not_empty(tmp_path):
 
 
 def test_write_tree_leaves_nothing_when_it_fails(tmp_path, monkeypatch):
-    from hma_policy.authoring import files
+    from hma_policy import fileio
 
-    def boom(path, data):
-        raise OSError(28, "No space left on device")
+    real_fsync = fileio.os.fsync
+    calls = []
 
-    monkeypatch.setattr(files, "_write_new", boom)
+    def boom(fd):
+        calls.append(fd)
+        if len(calls) == 2:  # the second file of the tree: the disk is full
+            raise OSError(28, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(fileio.os, "fsync", boom)
     with pytest.raises(OSError):
-        files.write_tree(tmp_path / "copy", {"a.yaml": b"x", "tests/b.yaml": b"y"})
+        fileio.write_tree(tmp_path / "copy", {"a.yaml": b"x", "tests/b.yaml": b"y"})
     assert list(tmp_path.iterdir()) == []
 
 

@@ -471,6 +471,6 @@ def test_a_closed_standard_input_is_an_input_error_not_an_internal_one(workdir):
 
     completed = subprocess.run([sys.executable, "-m", "hma_policy", "decide", "-", "--format", "json"], cwd=workdir,
                                capture_output=True, text=True, timeout=60, preexec_fn=lambda: os.close(0))
-    assert (completed.returncode, completed.stderr) == (2, "")
+    assert (completed.returncode, completed.stderr) == (2, "hma-policy: policy bundled (" + hma_policy.load_policy().digest[:19] + ")\n")
     errors = json.loads(completed.stdout)["errors"]
     assert [(e["code"], e["message"]) for e in errors] == [("input.read", "cannot read standard input: it is closed")]

@@ -173,7 +173,7 @@ def bundle() -> dict[str, bytes]:
 
 
 def _init(args: Any) -> tuple[int, None]:
-    from .files import write_tree
+    from ..fileio import write_tree
 
     target = Path(args.target)
     if target.exists() and not target.is_dir():

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from ..core import yamlsafe
+from ..fileio import open_regular
 from ..core.errors import Problem, printable
 
 __all__ = ["Diagnostic", "Sources", "locate", "display_path", "bundled_rules_dir", "from_problem", "render", "Style"]
@@ -97,6 +98,15 @@ def locate(marks: dict[str, tuple[int, int]], pointer: str) -> tuple[int | None,
         pointer = pointer.rsplit("/", 1)[0]
 
 
+def _text(file: str) -> str | None:
+    """A regular file's text (a FIFO or a device would block: none)."""
+    try:
+        with open_regular(file) as handle:
+            return handle.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
 class Sources:
     """The files diagnostics point into, each read once: their lines for
     snippets, and their YAML marks to locate a JSON Pointer."""
@@ -107,11 +117,8 @@ class Sources:
 
     def line(self, file: str, number: int) -> str | None:
         if file not in self._lines:
-            try:
-                with open(file, encoding="utf-8") as handle:
-                    self._lines[file] = handle.read().splitlines()
-            except (OSError, UnicodeDecodeError, ValueError):
-                self._lines[file] = None
+            text = _text(file)
+            self._lines[file] = text.splitlines() if text is not None else None
         lines = self._lines[file]
         return lines[number - 1] if lines is not None and 0 < number <= len(lines) else None
 
@@ -119,10 +126,10 @@ class Sources:
         """The line and column of ``pointer`` in the YAML ``file`` (its
         nearest located ancestor), or (None, None)."""
         if file not in self._marks:
+            text = _text(file)
             try:
-                with open(file, encoding="utf-8") as handle:
-                    self._marks[file] = yamlsafe.load(handle.read(), marks=True)[1]
-            except (OSError, UnicodeDecodeError, ValueError, yamlsafe.YamlProblem):
+                self._marks[file] = yamlsafe.load(text, marks=True)[1] if text is not None else None
+            except yamlsafe.YamlProblem:
                 self._marks[file] = None
         marks = self._marks[file]
         return locate(marks, pointer) if marks is not None else (None, None)
