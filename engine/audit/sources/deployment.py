@@ -33,6 +33,10 @@ class Deployment:
     notes: tuple[Problem, ...] = ()
     origins: tuple[tuple[str, str], ...] = ()
     resource: tuple[tuple[str, str], ...] = ()   # a Kubernetes object reference (apiVersion, kind, name, namespace)
+    container: str | None = None      # the container that runs the launch
+    role: str | None = None           # prefill, decode, leader, worker, ... where the object names one
+    merged_from: tuple[str, ...] = ()  # the other files merged to make the launch (base config, patch, values), in order
+    release: str | None = None        # the vLLM release an image tag pins (`vllm/vllm-openai:v0.23.0` -> 0.23.0)
 
     @property
     def id(self) -> str:
@@ -71,3 +75,4 @@ class SourceFile:
     deployments: tuple[Deployment, ...] = ()
     problems: tuple[Problem, ...] = ()
     skipped: str | None = None
+    notes: tuple[Problem, ...] = ()   # things a reader should know that are not problems (`source.unrecognized`)

@@ -11,30 +11,13 @@ from ...core.input import parse_text
 from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import classify, mentions_vllm
-from .kubernetes import kubernetes
+from .helm import chart_values
+from .manifests import manifest_file
+from .marks import Lines
+from .marks import yaml_chunks as _yaml_chunks
 from .vllm_config import vllm_config_file
 
 __all__ = ["structured_file"]
-
-
-def _yaml_chunks(text: str) -> list[tuple[int, str]]:
-    """Split a YAML stream at its document markers: (first line, text) each.
-
-    A line starting with `---` always starts a document (YAML forbids it
-    inside any scalar), so the split is exact.
-    """
-    lines = text.split("\n")
-    starts = [0] + [i for i, line in enumerate(lines) if re.match(r"---(?:[ \t]|$)", line) and i > 0]
-    chunks = []
-    for index, start in enumerate(starts):
-        end = starts[index + 1] if index + 1 < len(starts) else len(lines)
-        body = "\n".join(lines[start:end])
-        chunks.append((start, body))
-    # Directives (%YAML) and comments before the first marker belong to the first document.
-    if len(chunks) > 1 and all(not l.strip() or l.lstrip().startswith(("#", "%")) for l in chunks[0][1].split("\n")):
-        first = chunks.pop(0)
-        chunks[0] = (first[0], first[1] + "\n" + chunks[0][1])
-    return chunks
 
 
 def _parse_problem(ctx: Ctx, exc: InputError, offset: int = 0) -> Problem:
@@ -58,6 +41,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
     if fmt == "json":
         try:
             values = [(0, parse_text(ctx.text, source=source, fmt="json"))]
+            texts = [ctx.text]
         except InputError as exc:
             if not mentions_vllm(ctx.text):
                 return SourceFile(ctx.display, None, skipped=f"mentions no vLLM option, and is not valid JSON "
@@ -69,6 +53,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             return SourceFile(ctx.display, None, problems=(ctx.problem(
                 "input.limit", f"`{ctx.display}` holds more than {ctx.limits.max_yaml_documents} YAML documents"),))
         values = []
+        texts: list[str] = []
         problems = []
         for start, body in chunks:
             try:
@@ -78,6 +63,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 continue
             if value is not None:
                 values.append((start, value))
+                texts.append(body)
         if problems:
             # A broken document hides what the file is: report the file, decide nothing from it. A
             # YAML file that never mentions vLLM (a CI workflow with `on:`) is skipped, not reported.
@@ -87,9 +73,11 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             return SourceFile(ctx.display, None, problems=tuple(problems))
     kinds = [classify(value, single=len(values) == 1 and fmt == "yaml") for _, value in values]
     if "kubernetes" in kinds:
-        deployments, problems = kubernetes(ctx, [v for (s, v), k in zip(values, kinds) if k == "kubernetes"],
-                                            [s for (s, v), k in zip(values, kinds) if k == "kubernetes"])
-        return SourceFile(ctx.display, "kubernetes", tuple(deployments), tuple(problems))
+        return manifest_file(ctx, [(s, v, t) for (s, v), t, k in zip(values, texts, kinds) if k == "kubernetes"])
+    if fmt == "yaml" and len(values) == 1:
+        chart = chart_values(ctx, values[0][1], Lines(texts[0], values[0][0] + 1))
+        if chart is not None:
+            return chart
     if kinds == ["vllm-config"]:
         return SourceFile(ctx.display, "vllm-config", (vllm_config_file(ctx, values[0][1]),))
     documents = [(start, value) for (start, value), kind in zip(values, kinds) if kind == "document"]

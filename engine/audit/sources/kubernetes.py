@@ -1,86 +1,131 @@
 """Kubernetes manifests: the containers of any object (Pods, Deployments,
-StatefulSets, Jobs, LeaderWorkerSets, ``helm template`` output, ...), from
-``command``/``args``, ``sh -c`` scripts or a vLLM image's entrypoint, with
-the container's ``env``; a ``--config`` file is found through the
-container's volume mounts in a ConfigMap of the same manifest."""
+StatefulSets, Jobs, LeaderWorkerSets, DisaggregatedSets, StormServices,
+RayClusters, ``helm template`` output, ...), from ``command``/``args``,
+``sh -c`` scripts or a vLLM image's entrypoint, with the container's ``env``;
+a ``--config`` file is found through the container's volume mounts in a
+ConfigMap of the same manifest.
+
+Container discovery is shared: :func:`pod_launches` reads one pod spec,
+whichever reader found it (this module for plain objects; kserve, dynamo,
+kustomize, helm and llm-d-benchmark readers for the pod specs their
+controllers or charts make). Each launch reports the line of its
+container's ``- name:``, its object, container and role (``prefill``,
+``decode``, ``leader``, ``worker``: from the role the object gives the pod
+template, else from a role label), and the vLLM release its image tag pins.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...core.command import Arg, ConfigFile, find_vllm, scalar_text, unresolved
 from ...core.errors import Problem
-from ...core.schema import pointer
 from .context import FACTS_ANNOTATION, Ctx, parse_facts
 from .deployment import Deployment
 from .launch import Invocation, deployment, refuse
+from .marks import NO_LINES, Lines, release_of
 from .shell import VLLM_IMAGE, argv_invocations
 
-__all__ = ["kubernetes"]
+__all__ = ["kubernetes", "Site", "pod_launches", "pod_templates", "config_maps_of", "labels_of"]
 
 
-def kubernetes(ctx: Ctx, objects: list[dict[str, Any]], starts: list[int]) -> tuple[list[Deployment], list[Problem]]:
+@dataclass(frozen=True)
+class Site:
+    """Where a pod spec is: its object (kind, name, namespace, apiVersion),
+    the role the object gives it, the other files merged to make it, and the
+    format to report."""
+
+    kind: str
+    name: str
+    namespace: str = ""
+    api: str = ""
+    role: str | None = None
+    merged_from: tuple[str, ...] = ()
+    format: str = "kubernetes"
+
+    def resource(self) -> tuple[tuple[str, str], ...]:
+        return (("apiVersion", self.api), ("kind", self.kind), ("name", self.name), ("namespace", self.namespace))
+
+
+def kubernetes(ctx: Ctx, objects: list[dict[str, Any]], starts: list[int],
+               texts: list[str] | None = None) -> tuple[list[Deployment], list[Problem]]:
+    """The launches of a manifest's objects (``starts``: each document's
+    first line, 0-based; ``texts``: each document's text, for lines)."""
     problems: list[Problem] = []
-    items: list[tuple[dict[str, Any], int, int]] = []   # object, document number, first line
-    for number, (obj, start) in enumerate(zip(objects, starts), 1):
+    items: list[tuple[dict[str, Any], Lines, tuple]] = []   # object, its lines, its path in the document
+    for index, (obj, start) in enumerate(zip(objects, starts)):
+        lines = Lines(texts[index], start + 1) if texts else NO_LINES
         if str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list):
-            items += [(item, number, start) for item in obj["items"] if isinstance(item, dict)]
+            items += [(item, lines, ("items", i)) for i, item in enumerate(obj["items"]) if isinstance(item, dict)]
         else:
-            items.append((obj, number, start))
+            items.append((obj, lines, ()))
+    config_maps = config_maps_of(obj for obj, _, _ in items)
+    out: list[Deployment] = []
+    for obj, lines, base in items:
+        meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+        site = Site(str(obj.get("kind")), str(meta.get("name") or ""), str(meta.get("namespace") or ""),
+                    str(obj.get("apiVersion")))
+        templates = list(pod_templates(obj))
+        names = [str(c.get("name")) for _, pod, _, _ in templates for c in pod["containers"] if isinstance(c, dict)]
+        for path, pod, pod_meta, role in templates:
+            # The role is in the id only where it tells containers of one name apart (DisaggregatedSet roles).
+            out += pod_launches(ctx, pod, pod_meta, replace(site, role=role), lines, base + path, config_maps, problems,
+                                object_meta=meta, qualify=len(names) != len(set(names)))
+    return out, problems
+
+
+def config_maps_of(objects: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """The data of each ConfigMap among ``objects``, by (namespace, name)."""
     config_maps: dict[tuple[str, str], dict[str, Any]] = {}
-    for obj, _, _ in items:
+    for obj in objects:
         if obj.get("kind") == "ConfigMap" and isinstance(obj.get("metadata"), dict):
             held: dict[str, Any] = obj["metadata"]
             data: dict[str, Any] = obj["data"] if isinstance(obj.get("data"), dict) else {}
             config_maps[(str(held.get("namespace") or ""), str(held.get("name")))] = data
-    out: list[Deployment] = []
-    for obj, number, start in items:
-        meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-        kind, name = str(obj.get("kind")), str(meta.get("name") or "")
-        namespace = str(meta.get("namespace") or "")
-        for pod_path, pod, pod_meta in _pod_specs(obj):
-            facts_text = _annotation(pod_meta) or _annotation(meta)
-            containers: list[Any] = pod["containers"]  # a list: _pod_specs found it
-            volumes: dict[Any, dict[str, Any]] = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)} \
-                if isinstance(pod.get("volumes"), list) else {}
-            for index, container in enumerate(containers):
-                if not isinstance(container, dict):
-                    continue
-                cname = str(container.get("name") or index)
-                where = f"{kind} {namespace + '/' if namespace else ''}{name}, container {cname}"
-                anchor = f"#{kind}/{name}/{cname}" if not namespace else f"#{kind}/{namespace}/{name}/{cname}"
-                located = _container_invocations(container, ctx, where, anchor, start + 1, problems)
-                if not located:
-                    continue
-                for inv in located:
-                    inv.name = f"{name}/{cname}" if name else cname
-                    inv.resource = (("apiVersion", str(obj.get("apiVersion"))), ("kind", kind), ("name", name),
-                                    ("namespace", namespace))
-                    inv.config_reader = _config_from_volumes(container, volumes, config_maps, namespace, ctx)
-                    if facts_text is not None:
-                        facts, problem = parse_facts(facts_text, ctx, None, f"the annotation {FACTS_ANNOTATION} of {kind} {name}")
-                        inv.facts, inv.facts_problem = facts, problem
-                        inv.facts_origin = f"{kind} {name}: annotation {FACTS_ANNOTATION}"
-                    else:
-                        facts, problem, line = ctx.facts_for(start + 1)
-                        inv.facts, inv.facts_problem = facts, problem
-                        inv.facts_origin = f"line {line}: hma-policy directive" if line else ""
-                    out.append(deployment(inv, ctx, "kubernetes"))
-    return out, problems
+    return config_maps
 
 
-def _annotation(meta: Any) -> str | None:
-    if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
-        value = meta["annotations"].get(FACTS_ANNOTATION)
-        return value if isinstance(value, str) else None
-    return None
+def labels_of(meta: Any, key: str = "labels") -> dict[str, Any]:
+    held = meta.get(key) if isinstance(meta, dict) else None
+    return held if isinstance(held, dict) else {}
 
 
-def _pod_specs(obj: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], Any]]:
-    """Every mapping holding a `containers` list of containers, with the pod
-    template's metadata (its sibling), at any depth (bounded)."""
+# The roles a pod template label may name, as this report names them.
+_ROLE_LABELS = ("llm-d.ai/role", "lmcache.ai/pd-role", "role")
+_ROLE_WORDS = {"prefill": "prefill", "prefiller": "prefill", "decode": "decode", "decoder": "decode",
+               "leader": "leader", "worker": "worker"}
+# Path keys that say which role a pod template has: LeaderWorkerSet, RayCluster.
+_ROLE_KEYS = {"leaderTemplate": "leader", "workerTemplate": "worker", "headGroupSpec": "leader",
+              "workerGroupSpecs": "worker"}
+
+
+def pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any], Any, str | None]]:
+    """Every pod spec of an object (a mapping holding a `containers` list of
+    containers, at any depth, bounded), with its template's metadata and the
+    role the object gives it: the `name` of a `roles[]` entry (StormService,
+    DisaggregatedSet), a LeaderWorkerSet's leader or worker template, a
+    RayCluster's head or worker group; else a role label of the template."""
+    for path, pod, meta in _pod_specs(obj):
+        role = None
+        holder: Any = obj
+        for index, part in enumerate(path):
+            if part == "roles" and index + 1 < len(path) and isinstance(holder, dict) \
+                    and isinstance(holder.get("roles"), list):
+                entry = holder["roles"][path[index + 1]]
+                role = str(entry.get("name")) if isinstance(entry, dict) and entry.get("name") else role
+            elif part in _ROLE_KEYS and role is None:
+                role = _ROLE_KEYS[part]
+            holder = holder[part] if isinstance(holder, (dict, list)) else None
+        if role is None:
+            labels = {**labels_of(meta, "annotations"), **labels_of(meta)}
+            role = next((_ROLE_WORDS.get(str(labels[k]), str(labels[k])) for k in _ROLE_LABELS if k in labels), None)
+        yield path, pod, meta, role
+
+
+def _pod_specs(obj: dict[str, Any]) -> list[tuple[tuple, dict[str, Any], Any]]:
     stack: list[tuple[Any, tuple, Any, int]] = [(obj, (), None, 0)]
     found = []
     while stack:
@@ -92,15 +137,76 @@ def _pod_specs(obj: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], Any]]
             if isinstance(containers, list) and any(isinstance(c, dict) and ("image" in c or "command" in c or "args" in c)
                                                     for c in containers):
                 meta = parent.get("metadata") if isinstance(parent, dict) and path and path[-1] == "spec" else None
-                found.append((pointer(path), value, meta))
+                found.append((path, value, meta))
             for key, item in value.items():
                 if key != "containers":
                     stack.append((item, path + (key,), value, depth + 1))
         elif isinstance(value, list):
             for index, item in enumerate(value):
                 stack.append((item, path + (index,), value, depth + 1))
-    found.sort(key=lambda f: f[0])
-    yield from found
+    found.sort(key=lambda f: tuple(str(p).zfill(8) if isinstance(p, int) else p for p in f[0]))
+    return found
+
+
+# The LMCache operator's mutating webhook (LMCache operator samples): a pod
+# template so labelled gets `--kv-transfer-config` appended at admission,
+# from the engine's `<name>-connection` ConfigMap, unless it has one.
+_INJECT_LABEL, _ENGINE_ANNOTATION, _CONTAINER_ANNOTATION = \
+    "lmcache.ai/lmcache-inject", "lmcache.ai/lmcache-engine", "lmcache.ai/lmcache-container"
+
+
+def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines: Lines, path: tuple,
+                 config_maps: Mapping[tuple[str, str], dict[str, Any]], problems: list[Problem], *,
+                 object_meta: Any = None, env: Mapping[str, str | None] | None = None,
+                 line: int | None = None, qualify: bool = True) -> list[Deployment]:
+    """The launches of one pod spec at ``path`` of its document. ``env``:
+    variables every container has before its own (a controller's);
+    ``line``: where a pod spec built by a reader (not in the file as such)
+    is reported; ``qualify``: the role is part of the launch's id."""
+    facts_text = _annotation(pod_meta) or _annotation(object_meta)
+    containers: list[Any] = pod["containers"] if isinstance(pod.get("containers"), list) else []
+    volumes: dict[Any, dict[str, Any]] = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)} \
+        if isinstance(pod.get("volumes"), list) else {}
+    injected = str(labels_of(pod_meta).get(_INJECT_LABEL, "")).lower() == "true"
+    inject_into = labels_of(pod_meta, "annotations").get(_CONTAINER_ANNOTATION)
+    out = []
+    for index, container in enumerate(containers):
+        if not isinstance(container, dict):
+            continue
+        cname = str(container.get("name") or index)
+        shown = f"{site.kind} {site.namespace + '/' if site.namespace else ''}{site.name}"
+        where = f"{shown}{f' ({site.role})' if site.role else ''}, container {cname}"
+        parts = [p for p in (site.kind, site.namespace, site.name, site.role if qualify else None, cname) if p]
+        at = line or lines.first((*path, "containers", index, "name"), (*path, "containers", index))
+        located = _container_invocations(container, ctx, where, "#" + "/".join(parts), at, problems, env or {})
+        for inv in located:
+            inv.name = f"{site.name}/{cname}" if site.name else cname
+            inv.resource = site.resource()
+            inv.container, inv.role, inv.merged_from = cname, site.role, site.merged_from
+            inv.release = release_of(str(container.get("image") or ""))
+            inv.config_reader = _config_from_volumes(container, volumes, config_maps, site.namespace, ctx)
+            if injected and (cname == inject_into or (inject_into is None and index == 0)) \
+                    and not any(re.match(r"--kv[-_]transfer[-_]config", a.text) for a in inv.argv):
+                engine = labels_of(pod_meta, "annotations").get(_ENGINE_ANNOTATION, "")
+                inv.problems.append(ctx.problem(
+                    "source.unresolved", f"{where}: the LMCache operator's webhook appends `--kv-transfer-config` at "
+                    f"admission (label {_INJECT_LABEL}) from the ConfigMap `{engine}-connection`, which is not in "
+                    "the audited files", line=at, hint="audit the pod as admitted (kubectl get pod -o yaml)"))
+            if facts_text is not None:
+                facts, problem = parse_facts(facts_text, ctx, None, f"the annotation {FACTS_ANNOTATION} of {site.kind} {site.name}")
+                inv.facts, inv.facts_problem = facts, problem
+                inv.facts_origin = f"{site.kind} {site.name}: annotation {FACTS_ANNOTATION}"
+            else:
+                facts, problem, directive = ctx.facts_for(at)
+                inv.facts, inv.facts_problem = facts, problem
+                inv.facts_origin = f"line {directive}: hma-policy directive" if directive else ""
+            out.append(deployment(inv, ctx, site.format))
+    return out
+
+
+def _annotation(meta: Any) -> str | None:
+    value = labels_of(meta, "annotations").get(FACTS_ANNOTATION)
+    return value if isinstance(value, str) else None
 
 
 def _k8s_expand(text: str, env: Mapping[str, str | None]) -> str:
@@ -117,9 +223,9 @@ def _k8s_expand(text: str, env: Mapping[str, str | None]) -> str:
     return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)", sub, text)
 
 
-def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anchor: str, line: int,
-                           problems: list[Problem]) -> list[Invocation]:
-    env: dict[str, str | None] = {}
+def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anchor: str, line: int | None,
+                           problems: list[Problem], outer: Mapping[str, str | None]) -> list[Invocation]:
+    env: dict[str, str | None] = dict(outer)
     for item in container.get("env") or [] if isinstance(container.get("env"), list) else []:
         if isinstance(item, dict) and isinstance(item.get("name"), str):
             value = item.get("value")
@@ -137,12 +243,12 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
         else:
             if argv[:1] == ["serve"]:
                 problems.append(ctx.problem("source.serve_twice", f"{where}: the vllm/vllm-openai image already runs "
-                                            "`vllm serve`; `serve` in args is taken as the model"))
+                                            "`vllm serve`; `serve` in args is taken as the model", line=line))
             argv = ["vllm", "serve"] + argv
     shell_env = {k: Arg(v if v is not None else unresolved(f"${k}"), f"{where}: env") for k, v in env.items()}
     found = argv_invocations(argv, ctx, env=shell_env, line=line, origin=where, anchor=anchor, problems=problems)
     for inv in found:
-        inv.line = None
+        inv.line = line
         if bad:
             inv.problems.append(ctx.problem("source.kubernetes", f"{where}: {', '.join(bad)} must be strings; "
                                             "Kubernetes rejects the manifest"))

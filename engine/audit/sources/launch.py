@@ -44,6 +44,10 @@ class Invocation:
     require_model: bool = True
     problems: list[Problem] = field(default_factory=list)
     notes: list[Problem] = field(default_factory=list)
+    container: str | None = None
+    role: str | None = None
+    merged_from: tuple[str, ...] = ()
+    release: str | None = None
 
 
 def refuse(problem: Problem) -> InputError:
@@ -90,7 +94,8 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     model = result.model
     called = inv.name or (model.text if model is not None and not has_unresolved(model.text) else None)
     return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
-                      tuple(problems), tuple(inv.notes) + result.notes, tuple(sorted(origins.items())), inv.resource)
+                      tuple(problems), tuple(inv.notes) + result.notes, tuple(sorted(origins.items())), inv.resource,
+                      inv.container, inv.role, inv.merged_from, inv.release)
 
 
 def config_from_fs(ctx: Ctx, base: Path, in_image: Callable[[str], Path | None] | None = None) -> ConfigReader:

@@ -1,0 +1,68 @@
+"""A file of Kubernetes-like objects, each read by the reader of its kind:
+kustomize overlays (kustomize.py), KServe LLMInferenceServices (kserve.py),
+NVIDIA Dynamo graphs (dynamo.py), production-stack VLLMRuntimes
+(production_stack.py), and every other object's pod templates
+(kubernetes.py). A kustomize patch file is read with its base
+(kustomize.py). Objects a controller only merges into others
+(LLMInferenceServiceConfig) are no launches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.errors import Problem
+from .context import Ctx
+from .deployment import Deployment, SourceFile
+from .dynamo import GRAPH_KIND, dynamo_graphs
+from .kserve import CONFIG_KIND, SERVICE_KIND, llm_inference_services
+from .kubernetes import kubernetes
+from .kustomize import is_kustomization, kustomization, patch_file
+from .marks import Lines
+from .production_stack import RUNTIME_KIND, vllm_runtimes
+
+__all__ = ["manifest_file"]
+
+
+def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], str]]) -> SourceFile:
+    """``documents``: (first line, 0-based; object; its text) of each object document."""
+    plain: list[tuple[int, dict[str, Any], str]] = []
+    services, graphs, runtimes, configs = [], [], [], []
+    out: list[Deployment] = []
+    problems: list[Problem] = []
+    fmt = "kubernetes"
+    for start, obj, text in documents:
+        kind, lines = obj.get("kind"), Lines(text, start + 1)
+        if is_kustomization(obj):
+            found, found_problems = kustomization(ctx, obj, lines)
+            out += found
+            problems += found_problems
+            fmt = "kustomize"
+        elif kind == SERVICE_KIND:
+            services.append((obj, lines))
+        elif kind == CONFIG_KIND:
+            configs.append(obj)
+        elif kind == GRAPH_KIND:
+            graphs.append((obj, lines))
+        elif kind == RUNTIME_KIND:
+            runtimes.append((obj, lines))
+        else:
+            plain.append((start, obj, text))
+    for reader, items, name in ((llm_inference_services, services, "kserve"), (dynamo_graphs, graphs, "dynamo"),
+                                (vllm_runtimes, runtimes, "production-stack-crd")):
+        if items:
+            found, found_problems = reader(ctx, items, configs) if reader is llm_inference_services \
+                else reader(ctx, items)  # type: ignore[operator]
+            out += found
+            problems += found_problems
+            fmt = name
+    if plain:
+        patched = patch_file(ctx, plain)
+        if patched is not None:
+            found, found_problems = patched
+            fmt = "kustomize"
+        else:
+            found, found_problems = kubernetes(ctx, [o for _, o, _ in plain], [s for s, _, _ in plain],
+                                               [t for _, _, t in plain])
+        out += found
+        problems += found_problems
+    return SourceFile(ctx.display, fmt, tuple(out), tuple(problems))
