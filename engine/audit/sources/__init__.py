@@ -35,6 +35,7 @@ from .detect import basename, source_format, suffix
 from .dockerfile import dockerfile
 from .document import structured_file
 from .files import NOT_REGULAR, decode, read_bytes
+from .llmdbench import env_file, is_env_file
 from .files import regular as is_regular
 from .shell import shell_file
 
@@ -108,7 +109,11 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
     read_directives(ctx)
     if fmt == "shell":
         deployments, problems = shell_file(ctx)
-        found = SourceFile(ctx.display, "shell", tuple(deployments), tuple(problems))
+        fmt_shown = "shell"
+        if is_env_file(ctx.text):  # an llm-d-benchmark env file: its arguments are in variables
+            more, more_problems = env_file(ctx)
+            deployments, problems, fmt_shown = deployments + more, problems + more_problems, "llmdbench-env"
+        found = SourceFile(ctx.display, fmt_shown, tuple(deployments), tuple(problems))
     elif fmt == "dockerfile":
         deployments, problems = dockerfile(ctx)
         found = SourceFile(ctx.display, "dockerfile", tuple(deployments), tuple(problems))

@@ -12,6 +12,7 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import classify, mentions_vllm
 from .helm import chart_values
+from .helm_template import chart_template, in_chart
 from .manifests import manifest_file
 from .marks import Lines
 from .marks import yaml_chunks as _yaml_chunks
@@ -70,6 +71,11 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             if not mentions_vllm(ctx.text):
                 return SourceFile(ctx.display, None, skipped=f"mentions no vLLM option, and is not JSON-compatible YAML "
                                                              f"({problems[0].message})")
+            if "{{" in ctx.text:  # an unrendered template: one problem for the file, and what the chart's own lines say
+                found = chart_template(ctx) if ctx.fs and in_chart(ctx) else []
+                if found:
+                    return SourceFile(ctx.display, "helm-template", tuple(found))
+                problems = problems[:1]
             return SourceFile(ctx.display, None, problems=tuple(problems))
     kinds = [classify(value, single=len(values) == 1 and fmt == "yaml") for _, value in values]
     if "kubernetes" in kinds:

@@ -163,7 +163,7 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
         target = entry["target"]
         base = _find(bases, target.get("kind"), target.get("name"))
         inner = lines.inner("patches", index, "patch")
-        line = inner.at(touched[0], "value") or lines.at("patches", index)
+        line = inner.key(touched[0], "value") or lines.at("patches", index)
         if base is None:
             problems.append(ctx.problem("source.unresolved", f"the patch of {target.get('kind')} {target.get('name')} "
                                         "applies to a base that is not in the audited paths", line=line))
