@@ -147,6 +147,7 @@ def _depth(path: str) -> int:
 def _outcome_line(summary: dict[str, Any]) -> str:
     outcomes = ", ".join(f"{name} {summary['outcomes'][name]}" for name in OUTCOMES)
     extra = f"; {summary['problems']} file problem(s)" if summary["problems"] else ""
+    extra += f"; {summary['notes']} note(s)" if summary.get("notes") else ""
     skipped = summary["files"]["skipped"]
     return f"outcomes: {outcomes}{extra}" + (f"; {skipped} file(s) skipped (not deployment sources)" if skipped else "")
 
@@ -217,6 +218,11 @@ def _text(data: dict[str, Any]) -> str:
             out.append(f"  {_printable(where)}: {p['code']}: {_printable(p['message'])}")
             if p.get("hint"):
                 out.append(f"    hint: {_printable(p['hint'])}")
+    if data.get("notes"):
+        out.append("notes (files that mention a KV option but start no vLLM the audit recognises):")
+        for n in data["notes"]:
+            where = n.get("file", "") + (f":{n['line']}" if n.get("line") else "")
+            out.append(f"  {_printable(where)}: {n['code']}: {_printable(n['message'])}")
     return "\n".join(out)
 
 
@@ -285,6 +291,11 @@ def _markdown(data: dict[str, Any]) -> str:
         out += ["## File problems", "", "| File | Line | Code | Problem |", "|---|---:|---|---|"]
         for p in data["problems"]:
             out.append(f"| {_md_code(p.get('file', ''))} | {p.get('line') or ''} | {_md_code(p['code'])} | {_md_text(p['message'])} |")
+        out.append("")
+    if data.get("notes"):
+        out += ["## Notes", "", "| File | Line | Code | Note |", "|---|---:|---|---|"]
+        for n in data["notes"]:
+            out.append(f"| {_md_code(n.get('file', ''))} | {n.get('line') or ''} | {_md_code(n['code'])} | {_md_text(n['message'])} |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -422,6 +433,13 @@ def _html(data: dict[str, Any]) -> str:
             parts.append(f'<tr class="problem"><td><code>{_e(p.get("file", ""))}</code></td><td>{p.get("line") or ""}</td>'
                          f'<td><code>{_e(p["code"])}</code></td><td>{_e(p["message"])}{hint}</td></tr>')
         parts.append("</tbody></table>")
+    if data.get("notes"):
+        parts += ["<h2>Notes</h2>", '<table id="notes"><thead><tr><th>File</th><th>Line</th><th>Code</th>'
+                  "<th>Note</th></tr></thead><tbody>"]
+        for n in data["notes"]:
+            parts.append(f'<tr class="note"><td><code>{_e(n.get("file", ""))}</code></td><td>{n.get("line") or ""}</td>'
+                         f'<td><code>{_e(n["code"])}</code></td><td>{_e(n["message"])}</td></tr>')
+        parts.append("</tbody></table>")
     parts.append(f'<p class="muted">Policy digest <code>{_e(data["policy"]["digest"])}</code>. '
                  "The same files, rules and hma-policy version give the same report.</p></body></html>")
     return "\n".join(parts) + "\n"
@@ -483,6 +501,12 @@ def _policy_report(data: dict[str, Any]) -> str:
             "policy": "hma-policy", "rule": p["code"], "result": "error", "scored": True, "severity": "medium",
             "category": "vLLM hybrid KV cache manager", "source": "hma-policy", "message": _printable(p["message"]),
             "properties": {"file": p.get("file", ""), "line": str(p.get("line") or ""), "policy_digest": digest},
+        })
+    for n in data.get("notes") or []:  # not a finding: reported as skipped, with why
+        results.append({
+            "policy": "hma-policy", "rule": n["code"], "result": "skip", "scored": False, "severity": "info",
+            "category": "vLLM hybrid KV cache manager", "source": "hma-policy", "message": _printable(n["message"]),
+            "properties": {"file": n.get("file", ""), "line": str(n.get("line") or ""), "policy_digest": digest},
         })
     summary = {key: sum(1 for r in results if r["result"] == key) for key in ("pass", "fail", "warn", "error", "skip")}
     document = {

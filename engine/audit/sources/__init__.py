@@ -38,6 +38,7 @@ from .files import NOT_REGULAR, decode, read_bytes
 from .llmdbench import env_file, is_env_file
 from .files import regular as is_regular
 from .shell import shell_file
+from .unrecognized import DOCUMENT_SUFFIXES, with_unrecognized
 
 __all__ = ["Deployment", "SourceFile", "SourceLimits", "DEFAULT_SOURCE_LIMITS", "read_source", "find_deployments",
            "source_format", "FORMATS"]
@@ -85,6 +86,8 @@ def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits
     costs more than the file's read."""
     fmt = source_format(path)
     if fmt is None and suffix(basename(path)):  # decided by the name: a model's weights are never read
+        if suffix(basename(path)).lower() in DOCUMENT_SUFFIXES:
+            return _document_note(path, display, regular, limits)
         return SourceFile(display, None, skipped=_NOT_A_SOURCE)
     if not regular and not is_regular(path):  # a FIFO or a device would block or never end
         return SourceFile(display, None, skipped="not a regular file")
@@ -104,6 +107,16 @@ def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits
     return _examine(Ctx(path, display, roots, limits, cast(str, text)), cast(str, fmt))
 
 
+def _document_note(path: str | Path, display: str, plain: bool, limits: SourceLimits) -> SourceFile:
+    """A documentation or template file: no deployment source, but noted when it mentions a KV option."""
+    skipped = SourceFile(display, None, skipped=_NOT_A_SOURCE)
+    if not plain and not is_regular(path):
+        return skipped
+    raw, problem = read_bytes(path, display, limits.max_file_bytes)
+    text, problem = decode(raw, display) if raw is not None and problem is None else (None, problem)
+    return with_unrecognized(skipped, text) if text is not None else skipped
+
+
 def _examine(ctx: Ctx, fmt: str) -> SourceFile:
     """The deployments of a file's text, by the reader of its format."""
     read_directives(ctx)
@@ -119,7 +132,7 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
         found = SourceFile(ctx.display, "dockerfile", tuple(deployments), tuple(problems))
     else:
         found = structured_file(ctx, fmt)  # json or yaml
-    return _unique_ids(found)
+    return with_unrecognized(_unique_ids(found), ctx.text)
 
 
 def _unique_ids(found: SourceFile) -> SourceFile:
@@ -134,4 +147,4 @@ def _unique_ids(found: SourceFile) -> SourceFile:
         if count > 1:
             deployment = deployment.replace(anchor=f"{deployment.anchor}/{count}")
         out.append(deployment)
-    return SourceFile(found.file, found.format, tuple(out), found.problems, found.skipped)
+    return SourceFile(found.file, found.format, tuple(out), found.problems, found.skipped, found.notes)

@@ -30,8 +30,8 @@ def chart_values(ctx: Ctx, values: Any, lines: Lines) -> SourceFile | None:
     if not isinstance(values, dict):
         return None
     if is_stack_values(values):
-        found, problems = stack_values(ctx, values, lines)
-        return SourceFile(ctx.display, "helm-values", tuple(found), tuple(problems))
+        found, problems, notes = stack_values(ctx, values, lines)
+        return SourceFile(ctx.display, "helm-values", tuple(found), tuple(problems), notes=tuple(notes))
     if is_scenario(values):
         found, problems = scenario_file(ctx, values, lines)
         return SourceFile(ctx.display, "llmdbench-scenario", tuple(found), tuple(problems))

@@ -29,6 +29,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], str]]) ->
     services, graphs, runtimes, configs = [], [], [], []
     out: list[Deployment] = []
     problems: list[Problem] = []
+    notes: list[Problem] = []
     fmt = "kubernetes"
     for start, obj, text in documents:
         kind, lines = obj.get("kind"), Lines(text, start + 1)
@@ -41,6 +42,10 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], str]]) ->
             services.append((obj, lines))
         elif kind == CONFIG_KIND:
             configs.append(obj)
+            notes.append(ctx.problem("source.unrecognized", f"{CONFIG_KIND} `{(obj.get('metadata') or {}).get('name')}` "
+                                     "is merged by KServe's controller into the LLMInferenceServices that name it "
+                                     "(baseRefs, or a well-known preset); it is no launch on its own",
+                                     line=lines.at() or start + 1))
         elif kind == GRAPH_KIND:
             graphs.append((obj, lines))
         elif kind == RUNTIME_KIND:
@@ -65,4 +70,4 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], str]]) ->
                                                [t for _, _, t in plain])
         out += found
         problems += found_problems
-    return SourceFile(ctx.display, fmt, tuple(out), tuple(problems))
+    return SourceFile(ctx.display, fmt, tuple(out), tuple(problems), notes=tuple(notes))

@@ -56,13 +56,21 @@ def _kv_config(lmcache: dict[str, Any], legacy: bool) -> str:
     return json.dumps(config)
 
 
-def stack_values(ctx: Ctx, values: dict[str, Any], lines: Lines) -> tuple[list[Deployment], list[Problem]]:
+def stack_values(ctx: Ctx, values: dict[str, Any], lines: Lines) -> tuple[list[Deployment], list[Problem], list[Problem]]:
+    """The launches of a values file, its problems, and notes on the entries the chart renders nothing for."""
     engine = _dict(values.get("servingEngineSpec"))
     problems: list[Problem] = []
+    notes: list[Problem] = []
     out: list[Deployment] = []
     if engine.get("enableEngine") is False:
-        return out, problems
+        notes.append(ctx.problem("source.unrecognized", "servingEngineSpec.enableEngine is false: the chart renders "
+                                 "no vLLM Deployment", line=lines.at("servingEngineSpec", "enableEngine")))
+        return out, problems, notes
     for index, entry in enumerate(engine["modelSpec"]):
+        if isinstance(entry, dict) and entry.get("enabled") is False:
+            notes.append(ctx.problem("source.unrecognized", f"modelSpec `{entry.get('name')}` has `enabled: false`: "
+                                     "the chart renders no Deployment for it", line=lines.at(
+                                         "servingEngineSpec", "modelSpec", index, "enabled")))
         if not isinstance(entry, dict) or entry.get("enabled") is False:
             continue
         name = str(entry.get("name") or index)
@@ -90,7 +98,7 @@ def stack_values(ctx: Ctx, values: dict[str, Any], lines: Lines) -> tuple[list[D
                     "<release-namespace>", "ray.io/v1" if ray else "apps/v1", role, format="helm-values")
         line = lines.first(("servingEngineSpec", "modelSpec", index, "name"), ("servingEngineSpec", "modelSpec", index))
         out += pod_launches(ctx, {"containers": [container]}, None, site, lines, (), {}, problems, line=line)
-    return out, problems
+    return out, problems, notes
 
 
 def vllm_runtimes(ctx: Ctx, runtimes: list[tuple[dict[str, Any], Lines]]) -> tuple[list[Deployment], list[Problem]]:
