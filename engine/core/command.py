@@ -132,7 +132,9 @@ _FLAG_OPTIONS = {
 }
 # Every option the decision reads.
 DECISION_OPTIONS = tuple(_VALUE_OPTIONS) + tuple(_FLAG_OPTIONS)
-_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server"})
+# `python -m dynamo.vllm` is NVIDIA Dynamo's vLLM worker: it takes vLLM's engine arguments (its own
+# --connector defaults are read where the Dynamo release is known: audit/sources/dynamo.py).
+_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "dynamo.vllm"})
 
 
 # -- unresolved values ------------------------------------------------------------------

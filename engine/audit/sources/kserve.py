@@ -232,7 +232,9 @@ def _rendered(pod: dict[str, Any], spec: dict[str, Any], meta: dict[str, Any], o
     # the shell string there): _uneval puts its text where the eval reads it.
     functions = {"kvTransferConfig": lambda *a: "",
                  "shutdownTimeout": lambda *a: unresolved("{{ shutdownTimeout }}"),
-                 "ChildName": lambda *a: unresolved("{{ ChildName }}")}
+                 # kmeta.ChildName: the parent's name and the suffix (shortened past 63 characters with a hash).
+                 "ChildName": lambda parent="", suffix="": f"{parent}{suffix}" if isinstance(parent, str) and parent
+                 and len(f"{parent}{suffix}") <= 63 else unresolved("{{ ChildName }}")}
 
     def text(value: Any) -> Any:
         return render(value, data, functions) if isinstance(value, str) and "{{" in value else value
