@@ -93,8 +93,9 @@ def labels_of(meta: Any, key: str = "labels") -> dict[str, Any]:
     return held if isinstance(held, dict) else {}
 
 
-# The roles a pod template label may name, as this report names them.
-_ROLE_LABELS = ("llm-d.ai/role", "lmcache.ai/pd-role", "role")
+# The roles a pod template label may name, as this report names them; the `app` label and the
+# object's own name count only when they are a role word (`app: prefill`, Deployment `decode`).
+_ROLE_LABELS = ("llm-d.ai/role", "lmcache.ai/pd-role", "role", "app")
 _ROLE_WORDS = {"prefill": "prefill", "prefiller": "prefill", "decode": "decode", "decoder": "decode",
                "leader": "leader", "worker": "worker"}
 # Path keys that say which role a pod template has: LeaderWorkerSet, RayCluster.
@@ -120,9 +121,18 @@ def pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any], 
                 role = _ROLE_KEYS[part]
             holder = holder[part] if isinstance(holder, (dict, list)) else None
         if role is None:
-            labels = {**labels_of(meta, "annotations"), **labels_of(meta)}
-            role = next((_ROLE_WORDS.get(str(labels[k]), str(labels[k])) for k in _ROLE_LABELS if k in labels), None)
+            role = _labelled_role(obj, meta)
         yield path, pod, meta, role
+
+
+def _labelled_role(obj: dict[str, Any], meta: Any) -> str | None:
+    labels = {**labels_of(meta, "annotations"), **labels_of(meta)}
+    for key in _ROLE_LABELS:
+        value = str(labels.get(key, ""))
+        if value and (key != "app" or value in _ROLE_WORDS):
+            return _ROLE_WORDS.get(value, value)
+    last = str(labels_of(obj, "metadata").get("name", "")).rsplit("-", 1)[-1]
+    return _ROLE_WORDS[last] if last in ("prefill", "prefiller", "decode", "decoder") else None
 
 
 def _pod_specs(obj: dict[str, Any]) -> list[tuple[tuple, dict[str, Any], Any]]:

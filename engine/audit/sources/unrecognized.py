@@ -28,8 +28,6 @@ def with_unrecognized(found: SourceFile, text: str) -> SourceFile:
     """``found`` with the note, when it has no launch and ``text`` mentions a KV option."""
     if found.deployments or any(n.code == "source.unrecognized" for n in found.notes):
         return found
-    if found.problems and "{{" not in text:  # the file's problem says why nothing was read
-        return found
     match = _KV.search(text)
     if match is None:
         return found
