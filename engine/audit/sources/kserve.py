@@ -203,11 +203,15 @@ def llm_inference_services(ctx: Ctx, services: list[tuple[dict[str, Any], Lines]
             found = pod_launches(ctx, rendered, None, Site(site.kind, name, namespace, site.api, role, merged_from, "kserve"),
                                  lines, ("spec", *path), {}, problems, line=line)
             if missing:
-                found = [d.replace(document=None, problems=d.problems + (ctx.problem(
+                problem = ctx.problem(
                     "source.unresolved", f"{SERVICE_KIND} {name}: the LLMInferenceServiceConfig "
                     + ", ".join(f"`{m}`" for m in missing) + " it is merged with is not in the audited paths",
-                    line=line, hint="audit KServe's config/llmisvcconfig presets and the service's baseRefs too"),))
-                         for d in found]
+                    line=line, hint="audit KServe's config/llmisvcconfig presets and the service's baseRefs too")
+                # Without its preset the container may show no command at all: the launch is still there.
+                found = [d.replace(document=None, problems=d.problems + (problem,)) for d in found] or [Deployment(
+                    ctx.display, "kserve", "#" + "/".join(p for p in (SERVICE_KIND, namespace, name, role, "main") if p),
+                    line, f"{name}/main", None, (problem,), resource=site.resource(), container="main", role=role,
+                    merged_from=merged_from)]
             out += found
     return out, problems
 
