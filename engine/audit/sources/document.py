@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ...core import yamlsafe
 from ...core.errors import InputError, Problem
 from ...core.input import parse_text
 from .context import Ctx
@@ -42,7 +43,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
     if fmt == "json":
         try:
             values = [(0, parse_text(ctx.text, source=source, fmt="json"))]
-            texts = [ctx.text]
+            lines = [Lines(ctx.text, 1)]
         except InputError as exc:
             if not mentions_vllm(ctx.text):
                 return SourceFile(ctx.display, None, skipped=f"mentions no vLLM option, and is not valid JSON "
@@ -54,17 +55,21 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             return SourceFile(ctx.display, None, problems=(ctx.problem(
                 "input.limit", f"`{ctx.display}` holds more than {ctx.limits.max_yaml_documents} YAML documents"),))
         values = []
-        texts: list[str] = []
+        lines: list[Lines] = []
         problems = []
         for start, body in chunks:
             try:
-                value = parse_text(body, source=source, fmt="yaml")
-            except InputError as exc:
-                problems.append(_parse_problem(ctx, exc, start))
+                # With the line of every value, which the readers report: one parse, not a second one for lines.
+                value, where = yamlsafe.load(body, marks=True)
+            except yamlsafe.YamlProblem:
+                try:
+                    parse_text(body, source=source, fmt="yaml")  # the same refusal, as the located input error
+                except InputError as exc:
+                    problems.append(_parse_problem(ctx, exc, start))
                 continue
             if value is not None:
                 values.append((start, value))
-                texts.append(body)
+                lines.append(Lines(body, start + 1, where))
         if problems:
             # A broken document hides what the file is: report the file, decide nothing from it. A
             # YAML file that never mentions vLLM (a CI workflow with `on:`) is skipped, not reported.
@@ -79,9 +84,9 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             return SourceFile(ctx.display, None, problems=tuple(problems))
     kinds = [classify(value, single=len(values) == 1 and fmt == "yaml") for _, value in values]
     if "kubernetes" in kinds:
-        return manifest_file(ctx, [(s, v, t) for (s, v), t, k in zip(values, texts, kinds) if k == "kubernetes"])
+        return manifest_file(ctx, [(s, v, t) for (s, v), t, k in zip(values, lines, kinds) if k == "kubernetes"])
     if fmt == "yaml" and len(values) == 1:
-        chart = chart_values(ctx, values[0][1], Lines(texts[0], values[0][0] + 1))
+        chart = chart_values(ctx, values[0][1], lines[0])
         if chart is not None:
             return chart
     if kinds == ["vllm-config"]:

@@ -51,13 +51,13 @@ class Site:
 
 
 def kubernetes(ctx: Ctx, objects: list[dict[str, Any]], starts: list[int],
-               texts: list[str] | None = None) -> tuple[list[Deployment], list[Problem]]:
+               lines_of: list[Lines] | None = None) -> tuple[list[Deployment], list[Problem]]:
     """The launches of a manifest's objects (``starts``: each document's
-    first line, 0-based; ``texts``: each document's text, for lines)."""
+    first line, 0-based; ``lines_of``: each document's lines)."""
     problems: list[Problem] = []
     items: list[tuple[dict[str, Any], Lines, tuple]] = []   # object, its lines, its path in the document
     for index, (obj, start) in enumerate(zip(objects, starts)):
-        lines = Lines(texts[index], start + 1) if texts else NO_LINES
+        lines = lines_of[index] if lines_of else NO_LINES
         if str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list):
             items += [(item, lines, ("items", i)) for i, item in enumerate(obj["items"]) if isinstance(item, dict)]
         else:

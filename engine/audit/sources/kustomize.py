@@ -18,6 +18,7 @@ The ``images:`` transformer names the image a placeholder stands for."""
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,16 @@ def is_kustomization(obj: dict[str, Any]) -> bool:
 
 
 def _kustomization_in(ctx: Ctx, folder: Path) -> Companion | None:
+    # One listing of the folder, not a failed lookup per name: every manifest of a fleet asks.
+    try:
+        names = set(os.listdir(folder))
+    except OSError:
+        return None
     for name in _NAMES:
-        found = read_companion(ctx, folder / name)
-        if found is not None:
-            return found
+        if name in names:
+            found = read_companion(ctx, folder / name)
+            if found is not None:
+                return found
     return None
 
 
@@ -85,7 +92,7 @@ def _find(objects: list[tuple[dict[str, Any], str]], kind: Any, name: Any) -> tu
     return None
 
 
-def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], str]]) -> tuple[list[Deployment], list[Problem]] | None:
+def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> tuple[list[Deployment], list[Problem]] | None:
     """The launches of a strategic-merge patch file, or None when no
     kustomization beside it names it as a patch."""
     if not ctx.fs:
@@ -104,8 +111,7 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], str]]) -> tu
     bases = _base_objects(ctx, folder, kust)
     out: list[Deployment] = []
     problems: list[Problem] = []
-    for start, patch, text in documents:
-        lines = Lines(text, start + 1)
+    for _, patch, lines in documents:
         meta = patch.get("metadata") if isinstance(patch.get("metadata"), dict) else {}
         base = _find(bases, patch.get("kind"), meta.get("name"))
         obj = strategic_merge(copy.deepcopy(base[0]), patch) if base else patch

@@ -23,16 +23,16 @@ from .production_stack import RUNTIME_KIND, vllm_runtimes
 __all__ = ["manifest_file"]
 
 
-def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], str]]) -> SourceFile:
-    """``documents``: (first line, 0-based; object; its text) of each object document."""
-    plain: list[tuple[int, dict[str, Any], str]] = []
+def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> SourceFile:
+    """``documents``: (first line, 0-based; object; its lines) of each object document."""
+    plain: list[tuple[int, dict[str, Any], Lines]] = []
     services, graphs, runtimes, configs = [], [], [], []
     out: list[Deployment] = []
     problems: list[Problem] = []
     notes: list[Problem] = []
     fmt = "kubernetes"
-    for start, obj, text in documents:
-        kind, lines = obj.get("kind"), Lines(text, start + 1)
+    for start, obj, lines in documents:
+        kind = obj.get("kind")
         if is_kustomization(obj):
             found, found_problems = kustomization(ctx, obj, lines)
             out += found
@@ -51,7 +51,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], str]]) ->
         elif kind == RUNTIME_KIND:
             runtimes.append((obj, lines))
         else:
-            plain.append((start, obj, text))
+            plain.append((start, obj, lines))
     for reader, items, name in ((llm_inference_services, services, "kserve"), (dynamo_graphs, graphs, "dynamo"),
                                 (vllm_runtimes, runtimes, "production-stack-crd")):
         if items:

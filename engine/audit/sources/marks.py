@@ -18,9 +18,9 @@ class Lines:
     text held in a string of another document): ``first`` is the file's line
     of the text's first line."""
 
-    def __init__(self, text: str, first: int) -> None:
+    def __init__(self, text: str, first: int, where: dict[str, tuple[int, int]] | None = None) -> None:
         self._text, self._first = text, first
-        self._where: dict[str, tuple[int, int]] | None = None
+        self._where = where  # the marks, when the caller parsed the text with them
 
     def _marks(self) -> dict[str, tuple[int, int]]:
         if self._where is None:
