@@ -278,3 +278,30 @@ def test_documentation_that_mentions_a_kv_option_is_noted_and_in_memory_text_rea
     text = (CORPUS / "llm-d__llm-d/guides/tiered-prefix-cache/modelserver/gpu/vllm/base/patch-vllm.yaml").read_text()
     (d,) = find_deployments("patch-vllm.yaml", text).deployments
     assert d.format == "kubernetes"  # no kustomization can be looked up for text in memory
+
+
+@pytest.mark.parametrize("text", [
+    # found by mutating corpus files: names that are mappings, metadata that is a list
+    "apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: s}\nspec:\n"
+    "  template: {containers: [{name: {a: 1}, image: vllm/vllm-openai}, {name: [1], args: [m]}]}\n",
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  volumes: [{name: {a: 1}}, {name: [2]}]\n"
+    "  containers: [{name: c, image: vllm/vllm-openai, args: [m]}]\n",
+    "apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceServiceConfig\nmetadata: [x]\nspec: {}\n",
+    "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: g}\n"
+    "spec: {services: {W: {extraPodSpec: {mainContainer: {command: x, args: [1]}}}}, envs: [1]}\n",
+    "apiVersion: production-stack.vllm.ai/v1alpha1\nkind: VLLMRuntime\nmetadata: {name: r}\n"
+    "spec: {vllmConfig: {extraArgs: 7, env: {}}, lmCacheConfig: {enabled: true}, deploymentConfig: {image: []}}\n",
+    "servingEngineSpec: {modelSpec: [1, {name: a, vllmConfig: [], lmcacheConfig: {enabled: true}, env: 3}]}\n",
+    "scenario: [{decode: {vllm: {customCommand: 5, additionalFlags: {}}, extraEnvVars: 1}, vllmCommon: []}]\n",
+])
+def test_malformed_objects_are_read_without_a_fault(text):
+    found = find_deployments("objects.yaml", text)
+    assert all(d.file == "objects.yaml" for d in found.deployments)
+
+
+def test_a_kustomization_with_malformed_resources_leaves_its_patch_unresolved(tmp_path):
+    (tmp_path / "kustomization.yaml").write_text("resources: true\npatches: [{path: patch.yaml}]\n")
+    shutil.copy(CORPUS / "llm-d__llm-d/guides/tiered-prefix-cache/modelserver/gpu/vllm/base/patch-vllm.yaml",
+                tmp_path / "patch.yaml")
+    (d,) = read_source(tmp_path / "patch.yaml").deployments
+    assert "the base (none)" in d.problems[0].message

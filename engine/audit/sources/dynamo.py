@@ -116,7 +116,7 @@ def dynamo_graphs(ctx: Ctx, graphs: list[tuple[dict[str, Any], Lines]]) -> tuple
             role = service.get("subComponentType") or (
                 "prefill" if "--is-prefill-worker" in words or str(name).startswith("Prefill") else "decode")
             container = {"name": main.get("name") or "main", "image": main.get("image"), "command": argv,
-                         "env": envs + [e for e in main.get("env") or [] if isinstance(e, dict)]}
+                         "env": envs + [e for e in main["env"] if isinstance(e, dict)] if isinstance(main.get("env"), list) else envs}
             site = Site(GRAPH_KIND, str(meta.get("name") or ""), str(meta.get("namespace") or ""),
                         str(graph.get("apiVersion")), str(role), format="dynamo")
             line = lines.key("spec", "services", name) or lines.at()

@@ -51,9 +51,9 @@ def strategic_merge(base: Any, patch: Any, key: str = "") -> Any:
         return out
     if key in _MERGE_BY_NAME and isinstance(base, list) and isinstance(patch, list):
         out_list = list(base)
-        names = {item.get("name"): i for i, item in enumerate(out_list) if isinstance(item, dict) and "name" in item}
+        names = {item["name"]: i for i, item in enumerate(out_list) if isinstance(item, dict) and isinstance(item.get("name"), str)}
         for item in patch:
-            if isinstance(item, dict) and item.get("name") in names:
+            if isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"] in names:
                 index = names[item["name"]]
                 out_list[index] = strategic_merge(out_list[index], item)
             else:

@@ -175,7 +175,8 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
     is reported; ``qualify``: the role is part of the launch's id."""
     facts_text = _annotation(pod_meta) or _annotation(object_meta)
     containers: list[Any] = pod["containers"] if isinstance(pod.get("containers"), list) else []
-    volumes: dict[Any, dict[str, Any]] = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)} \
+    volumes: dict[Any, dict[str, Any]] = {v["name"]: v for v in pod.get("volumes") or []
+                                          if isinstance(v, dict) and isinstance(v.get("name"), str)} \
         if isinstance(pod.get("volumes"), list) else {}
     injected = str(labels_of(pod_meta).get(_INJECT_LABEL, "")).lower() == "true"
     inject_into = labels_of(pod_meta, "annotations").get(_CONTAINER_ANNOTATION)

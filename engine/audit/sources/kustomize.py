@@ -109,6 +109,7 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
     if ctx.path.name not in {str(p).removeprefix("./") for p in named}:
         return None
     bases = _base_objects(ctx, folder, kust)
+    resources = ", ".join(str(r) for r in kust["resources"]) if isinstance(kust.get("resources"), list) else "none"
     out: list[Deployment] = []
     problems: list[Problem] = []
     for _, patch, lines in documents:
@@ -129,7 +130,7 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
                     d = d.replace(document=None, problems=d.problems + (ctx.problem(
                         "source.unresolved", f"{site.kind} {site.name}, container {d.container}: the patch gives no "
                         f"`{missing}`; kustomize takes it from the base "
-                        f"({', '.join(str(r) for r in kust.get('resources') or [])}), which is not in the audited paths",
+                        f"({resources}), which is not in the audited paths",
                         line=d.line, hint="audit the kustomize base too, or the output of `kustomize build`"),))
                 out.append(d)
     return out, problems
@@ -140,7 +141,7 @@ def _containers_at(obj: dict[str, Any], path: tuple) -> dict[str, dict[str, Any]
     for part in path:
         pod = pod[part] if isinstance(pod, dict) and part in pod else None
     containers = pod.get("containers") if isinstance(pod, dict) else None
-    return {str(c.get("name")): c for c in containers or [] if isinstance(c, dict)}
+    return {str(c.get("name")): c for c in containers if isinstance(c, dict)} if isinstance(containers, list) else {}
 
 
 def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[Deployment], list[Problem]]:

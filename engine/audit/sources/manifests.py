@@ -42,7 +42,8 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             services.append((obj, lines))
         elif kind == CONFIG_KIND:
             configs.append(obj)
-            notes.append(ctx.problem("source.unrecognized", f"{CONFIG_KIND} `{(obj.get('metadata') or {}).get('name')}` "
+            meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+            notes.append(ctx.problem("source.unrecognized", f"{CONFIG_KIND} `{meta.get('name')}` "
                                      "is merged by KServe's controller into the LLMInferenceServices that name it "
                                      "(baseRefs, or a well-known preset); it is no launch on its own",
                                      line=lines.at() or start + 1))

@@ -108,7 +108,7 @@ def vllm_runtimes(ctx: Ctx, runtimes: list[tuple[dict[str, Any], Lines]]) -> tup
         meta, spec = _dict(runtime.get("metadata")), _dict(runtime.get("spec"))
         model, vllm, lmcache = _dict(spec.get("model")), _dict(spec.get("vllmConfig")), _dict(spec.get("lmCacheConfig"))
         args = [str(model.get("modelURL") or ""), "--host", "0.0.0.0", "--port", str(vllm.get("port") or 8000)]
-        args += [str(a) for a in vllm.get("extraArgs") or [] if isinstance(vllm.get("extraArgs"), list)]
+        args += [str(a) for a in vllm["extraArgs"]] if isinstance(vllm.get("extraArgs"), list) else []
         if lmcache.get("enabled") is True:
             name = "LMCacheConnectorV1" if vllm.get("v1") else "LMCacheConnector"
             args += ["--kv-transfer-config", json.dumps({"kv_connector": name, "kv_role": "kv_both"})]
