@@ -305,3 +305,28 @@ def test_a_kustomization_with_malformed_resources_leaves_its_patch_unresolved(tm
                 tmp_path / "patch.yaml")
     (d,) = read_source(tmp_path / "patch.yaml").deployments
     assert "the base (none)" in d.problems[0].message
+
+
+# -- llm-d ModelService (tests/k8s_samples, provenance in its PROVENANCE.md) -------------------
+
+SAMPLES = Path(__file__).resolve().parent / "k8s_samples"
+
+
+def test_a_model_service_merges_its_base_config_deployment():
+    found = read_source(SAMPLES / "llm-d-model-service/facebook-nixl/msvc.yaml", roots=(SAMPLES,))
+    decode, prefill = found.deployments
+    assert [(d.role, d.line, d.format) for d in (decode, prefill)] == [("decode", 25, "modelservice"),
+                                                                      ("prefill", 38, "modelservice")]
+    # the service's args come before the base config's: the model, then the base's --kv-transfer-config
+    assert decode.document["model"] == {"name": "facebook/opt-125m"}
+    assert ktc(decode) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert [Path(p).name for p in decode.merged_from] == ["baseconfig.yaml"]
+
+
+def test_a_model_service_base_config_alone_is_noted_and_without_it_the_service_is_unresolved(tmp_path):
+    base = read_source(SAMPLES / "llm-d-model-service/facebook-nixl/baseconfig.yaml", roots=(SAMPLES,))
+    assert base.deployments == () and "ModelService base config" in base.notes[0].message
+    shutil.copy(SAMPLES / "llm-d-model-service/facebook-nixl/msvc.yaml", tmp_path / "msvc.yaml")
+    decode, _ = read_source(tmp_path / "msvc.yaml").deployments
+    assert decode.problems[0].code == "source.unresolved"
+    assert "`facebook-base-config-nixl` is not in the audited paths" in decode.problems[0].message

@@ -59,7 +59,9 @@ def render(text: str, data: Mapping[str, Any], functions: Mapping[str, Callable[
                 stack.append((False, True))  # not read: its body renders nothing here
         elif all(active for active, _ in stack):
             value = _evaluate(body, data, functions)
-            out.append(value if isinstance(value, str) else ("" if value is None else _text(value)))
+            # A value the data does not hold is not guessed (Go would print `<no value>`).
+            out.append(value if isinstance(value, str) else (unresolved("{{ " + body[:40] + " }}") if value is None
+                                                             else _text(value)))
     if all(active for active, _ in stack):
         out.append(text[position:])
     return "".join(out)

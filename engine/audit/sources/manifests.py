@@ -18,6 +18,7 @@ from .kserve import CONFIG_KIND, SERVICE_KIND, llm_inference_services
 from .kubernetes import kubernetes
 from .kustomize import is_kustomization, kustomization, patch_file
 from .marks import Lines
+from .modelservice import is_base_config, is_model_service, model_services
 from .production_stack import RUNTIME_KIND, vllm_runtimes
 
 __all__ = ["manifest_file"]
@@ -27,6 +28,8 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
     """``documents``: (first line, 0-based; object; its lines) of each object document."""
     plain: list[tuple[int, dict[str, Any], Lines]] = []
     services, graphs, runtimes, configs = [], [], [], []
+    model_service_objects: list[tuple[dict[str, Any], Lines]] = []
+    config_maps = [obj for _, obj, _ in documents if obj.get("kind") == "ConfigMap"]
     out: list[Deployment] = []
     problems: list[Problem] = []
     notes: list[Problem] = []
@@ -47,6 +50,13 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
                                      "is merged by KServe's controller into the LLMInferenceServices that name it "
                                      "(baseRefs, or a well-known preset); it is no launch on its own",
                                      line=lines.at() or start + 1))
+        elif is_model_service(obj):
+            model_service_objects.append((obj, lines))
+        elif is_base_config(obj):
+            meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+            notes.append(ctx.problem("source.unrecognized", f"ConfigMap `{meta.get('name')}` is an llm-d ModelService "
+                                     "base config: the controller merges it into the ModelServices that name it; it is "
+                                     "no launch on its own", line=lines.at() or start + 1))
         elif kind == GRAPH_KIND:
             graphs.append((obj, lines))
         elif kind == RUNTIME_KIND:
@@ -61,6 +71,11 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             out += found
             problems += found_problems
             fmt = name
+    if model_service_objects:
+        found, found_problems = model_services(ctx, model_service_objects, config_maps)
+        out += found
+        problems += found_problems
+        fmt = "modelservice"
     if plain:
         patched = patch_file(ctx, plain)
         if patched is not None:
