@@ -330,3 +330,24 @@ def test_a_model_service_base_config_alone_is_noted_and_without_it_the_service_i
     decode, _ = read_source(tmp_path / "msvc.yaml").deployments
     assert decode.problems[0].code == "source.unresolved"
     assert "`facebook-base-config-nixl` is not in the audited paths" in decode.problems[0].message
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "html", "policyreport", "json"])
+def test_every_report_format_shows_where_a_launch_is(fmt):
+    from hma_policy.audit.report import render
+    from hma_policy.audit.run import audit
+
+    report = audit([str(CORPUS / "kserve__kserve/docs/samples/llmisvc/opt-125m-cpu"),
+                    str(CORPUS / "kserve__kserve/config/llmisvcconfig")])
+    text = render(report, fmt)
+    if fmt == "json":
+        entry = next(d for d in json.loads(text)["deployments"] if d["role"] == "prefill")
+        assert (entry["line"], entry["container"], entry["release"]) == (34, "main", "0.23.0")
+        assert [Path(p).name for p in entry["merged_from"]] == ["config-llm-prefill-template.yaml",
+                                                               "config-llm-decode-template.yaml"]
+    elif fmt == "policyreport":
+        props = next(r["properties"] for r in json.loads(text)["results"] if r["properties"].get("role") == "prefill")
+        assert (props["line"], props["container"], props["release"]) == ("34", "main", "0.23.0")
+    else:
+        assert "LLMInferenceService facebook-opt-125m-pd · container main · role prefill" in text.replace("&#x27;", "'")
+        assert "image pins vLLM 0.23.0" in text

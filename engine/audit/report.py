@@ -184,6 +184,21 @@ def _first_error(decision: dict[str, Any]) -> dict[str, Any] | None:
 
 # -- text -----------------------------------------------------------------------
 
+def _place(entry: dict[str, Any]) -> str:
+    """Where a launch is: file and line, its object, container and role, the
+    files merged to make it, and the vLLM release its image pins."""
+    parts = [entry["file"] + (f":{entry['line']}" if entry.get("line") else "")]
+    r = entry.get("resource")
+    if r:
+        parts.append(f"{r.get('kind')} {r['namespace'] + '/' if r.get('namespace') else ''}{r.get('name')}")
+    parts += [f"{key} {entry[key]}" for key in ("container", "role") if entry.get(key)]
+    if entry.get("merged_from"):
+        parts.append("merged from " + ", ".join(entry["merged_from"]))
+    if entry.get("release"):
+        parts.append(f"image pins vLLM {entry['release']}")
+    return " · ".join(parts)
+
+
 def _text(data: dict[str, Any]) -> str:
     out = [_headline(data), _outcome_line(data["summary"])]
     for entry in data["deployments"]:
@@ -194,6 +209,7 @@ def _text(data: dict[str, Any]) -> str:
         if d["warnings"]:
             head += "  warnings: " + ", ".join(w["code"] for w in d["warnings"])
         out.append(head)
+        out.append(f"  at {_printable(_place(entry))}")
         for error in d["errors"]:
             out.append(f"  error {error['code']} [{error['stage']}] at {error['path'] or '/'}: {_printable(error['message'])}")
             if error.get("hint"):
@@ -259,14 +275,15 @@ def _markdown(data: dict[str, Any]) -> str:
                f"{s['problems']} file problem(s); {s['files']['skipped']} file(s) skipped.")
     out += ["", "| Outcome | Deployments |", "|---|---:|"]
     out += [f"| {name} | {s['outcomes'][name]} |" for name in OUTCOMES]
-    out += ["", "## Deployments", "", "| Deployment | Format | Outcome | hma_enabled | Error | Warnings |", "|---|---|---|---|---|---|"]
+    out += ["", "## Deployments", "", "| Deployment | Format | Outcome | hma_enabled | Error | Warnings | Where |",
+            "|---|---|---|---|---|---|---|"]
     for entry in data["deployments"]:
         d = entry["decision"]
         error = _first_error(d)
         error_text = f"{_md_code(error['code'])} ({error['stage']})" if error else ""
         warnings = ", ".join(_md_code(w["code"]) for w in d["warnings"])
         out.append(f"| {_md_code(entry['id'])} | {entry['format']} | **{d['outcome']}** | {json.dumps(d['hma_enabled'])} "
-                   f"| {error_text} | {warnings} |")
+                   f"| {error_text} | {warnings} | {_md_text(_place(entry))} |")
     graphs = [e for e in data["deployments"] if e["decision"]["connectors"]]
     if graphs:
         out += ["", "## Connector graphs", ""]
@@ -415,6 +432,7 @@ def _html(data: dict[str, Any]) -> str:
         if d["connectors"]:
             body.append('<p>connector rules:</p><ul class="rules">' + "".join(
                 f'<li><code>{_e(c["path"])}</code>: {_e(c["rule"])}</li>' for c in d["connectors"]) + "</ul>")
+        body.append(f'<p class="muted">at {_e(_place(entry))}</p>')
         if entry["origins"]:
             body.append('<p class="muted">read from: ' + "; ".join(f"<code>{_e(k)}</code> ← {_e(v)}"
                                                                  for k, v in entry["origins"].items()) + "</p>")
@@ -480,6 +498,8 @@ def _result(entry: dict[str, Any], digest: str) -> dict[str, Any]:
             "hma_enabled": json.dumps(d["hma_enabled"]),
             "policy_digest": digest,
             "input_digest": entry["input_digest"] or "",
+            **{key: str(entry[key]) for key in ("line", "container", "role", "release") if entry.get(key)},
+            **({"merged_from": ", ".join(entry["merged_from"])} if entry.get("merged_from") else {}),
         },
     }
     if result in ("fail", "error", "warn"):
