@@ -63,20 +63,19 @@ def strategic_merge(base: Any, patch: Any, key: str = "") -> Any:
 
 
 def _workloads(spec: dict[str, Any]) -> list[tuple[tuple[str, ...], str | None]]:
-    """(path of the pod spec, role) of each workload of a merged spec."""
-    prefill = isinstance(spec.get("prefill"), dict)
+    """(path of the pod spec, role) of each workload of a merged spec: the
+    main template (decode when there is a prefill), its LeaderWorkerSet
+    workers, and the same for ``spec.prefill``."""
+    prefill = spec.get("prefill") if isinstance(spec.get("prefill"), dict) else None
     out: list[tuple[tuple[str, ...], str | None]] = []
-    for base, part in ((("prefill",), "prefill"),) if prefill else ():
-        held = spec["prefill"]
-        worker = isinstance(held.get("worker"), dict)
-        out.append((base + ("template",), f"{part}-leader" if worker else part))
-        if worker:
-            out.append((base + ("worker",), f"{part}-worker"))
-    worker = isinstance(spec.get("worker"), dict)
-    main = "decode" if prefill else None
-    out.insert(0, (("template",), (f"{main}-leader" if main else "leader") if worker else main))
-    if worker:
-        out.insert(1, (("worker",), f"{main}-worker" if main else "worker"))
+    for base, name, held in (((), "decode" if prefill else None, spec), (("prefill",), "prefill", prefill)):
+        if held is None:
+            continue
+        if isinstance(held.get("worker"), dict):
+            out += [(base + ("template",), f"{name}-leader" if name else "leader"),
+                    (base + ("worker",), f"{name}-worker" if name else "worker")]
+        else:
+            out.append((base + ("template",), name))
     return out
 
 

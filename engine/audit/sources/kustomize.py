@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -161,8 +162,7 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
         if not isinstance(ops, list):
             continue
         touched = [j for j, op in enumerate(ops) if isinstance(op, dict) and op.get("op") in ("add", "replace")
-                   and str(op.get("path", "")).split("/")[-1] in ("command", "args", "0", "1", "2")
-                   and "/containers/" in str(op.get("path", "")) and ("/command" in str(op["path"]) or "/args" in str(op["path"]))]
+                   and re.search(r"/containers/\d+/(?:command|args)(?:/|$)", str(op.get("path", "")))]
         if not touched:
             continue
         if bases is None:

@@ -1,7 +1,7 @@
 """A file of Kubernetes-like objects, each read by the reader of its kind:
 kustomize overlays (kustomize.py), KServe LLMInferenceServices (kserve.py),
 NVIDIA Dynamo graphs (dynamo.py), production-stack VLLMRuntimes
-(production_stack.py), and every other object's pod templates
+(production_stack.py), llm-d ModelServices (modelservice.py), and every other object's pod templates
 (kubernetes.py). A kustomize patch file is read with its base
 (kustomize.py). Objects a controller only merges into others
 (LLMInferenceServiceConfig) are no launches."""
@@ -27,8 +27,11 @@ __all__ = ["manifest_file"]
 def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> SourceFile:
     """``documents``: (first line, 0-based; object; its lines) of each object document."""
     plain: list[tuple[int, dict[str, Any], Lines]] = []
-    services, graphs, runtimes, configs = [], [], [], []
+    services: list[tuple[dict[str, Any], Lines]] = []
+    graphs: list[tuple[dict[str, Any], Lines]] = []
+    runtimes: list[tuple[dict[str, Any], Lines]] = []
     model_service_objects: list[tuple[dict[str, Any], Lines]] = []
+    configs: list[dict[str, Any]] = []
     config_maps = [obj for _, obj, _ in documents if obj.get("kind") == "ConfigMap"]
     out: list[Deployment] = []
     problems: list[Problem] = []
@@ -63,19 +66,16 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             runtimes.append((obj, lines))
         else:
             plain.append((start, obj, lines))
-    for reader, items, name in ((llm_inference_services, services, "kserve"), (dynamo_graphs, graphs, "dynamo"),
-                                (vllm_runtimes, runtimes, "production-stack-crd")):
+    readers = ((services, "kserve", lambda: llm_inference_services(ctx, services, configs)),
+               (graphs, "dynamo", lambda: dynamo_graphs(ctx, graphs)),
+               (runtimes, "production-stack-crd", lambda: vllm_runtimes(ctx, runtimes)),
+               (model_service_objects, "modelservice", lambda: model_services(ctx, model_service_objects, config_maps)))
+    for items, name, read in readers:
         if items:
-            found, found_problems = reader(ctx, items, configs) if reader is llm_inference_services \
-                else reader(ctx, items)  # type: ignore[operator]
+            found, found_problems = read()
             out += found
             problems += found_problems
             fmt = name
-    if model_service_objects:
-        found, found_problems = model_services(ctx, model_service_objects, config_maps)
-        out += found
-        problems += found_problems
-        fmt = "modelservice"
     if plain:
         patched = patch_file(ctx, plain)
         if patched is not None:
