@@ -564,7 +564,8 @@ def test_deployments_and_source_files_are_frozen_whether_compiled_or_not():
                             notes=(), origins=(("kv_transfer_config", "line 3"),))
     found = SourceFile("a.json", "document", (deployment,))
     assert [f.name for f in dataclasses.fields(Deployment)] == [
-        "file", "format", "anchor", "line", "name", "document", "problems", "notes", "origins", "resource"]
+        "file", "format", "anchor", "line", "name", "document", "problems", "notes", "origins", "resource",
+        "container", "role", "merged_from", "release"]
     assert (deployment.file, deployment.format, deployment.anchor, deployment.line, deployment.name) == (
         "a.json", "document", "#2", 3, "web")
     assert deployment.id == "a.json#2" and deployment.origins == (("kv_transfer_config", "line 3"),)
@@ -575,3 +576,18 @@ def test_deployments_and_source_files_are_frozen_whether_compiled_or_not():
     assert pickle.loads(pickle.dumps(deployment)) == deployment
     assert deployment.without_document() == dataclasses.replace(deployment, document=None)
     assert Deployment("a.json", "document") == Deployment("a.json", "document", "", None, None, None, (), (), (), ())
+
+
+def test_find_deployments_reads_text_in_memory_and_nothing_from_the_file_system(tmp_path, monkeypatch):
+    from hma_policy.audit.sources import find_deployments
+
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "c.yaml", f"kv-transfer-config: '{NIXL}'\n")  # there, but text in memory has no directory
+    source = find_deployments("run.sh", f"vllm serve m --kv-transfer-config '{NIXL}'\nvllm serve n --config c.yaml\n")
+    first, second = source.deployments
+    assert (source.format, first.id, ktc(first)["kv_connector"]) == ("shell", "run.sh:1", "NixlConnector")
+    assert second.problems[0].message == "`--config c.yaml` cannot be located from this file"
+    pod = find_deployments("object.json", json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "containers": [{"name": "c", "image": "vllm/vllm-openai", "args": ["m", "--kv-transfer-config", NIXL]}]}}))
+    assert [d.id for d in pod.deployments] == ["object.json#Pod/p/c"]
+    assert find_deployments("notes.md", "vllm serve m").skipped is not None

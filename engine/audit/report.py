@@ -188,6 +188,7 @@ def _depth(path: str) -> int:
 def _outcome_line(summary: dict[str, Any]) -> str:
     outcomes = ", ".join(f"{name} {summary['outcomes'][name]}" for name in OUTCOMES)
     extra = f"; {summary['problems']} file problem(s)" if summary["problems"] else ""
+    extra += f"; {summary['notes']} note(s)" if summary.get("notes") else ""
     skipped = summary["files"]["skipped"]
     return f"outcomes: {outcomes}{extra}" + (f"; {skipped} file(s) skipped (not deployment sources)" if skipped else "")
 
@@ -224,6 +225,21 @@ def _first_error(decision: dict[str, Any]) -> dict[str, Any] | None:
 
 # -- text -----------------------------------------------------------------------
 
+def _place(entry: dict[str, Any]) -> str:
+    """Where a launch is: file and line, its object, container and role, the
+    files merged to make it, and the vLLM release its image pins."""
+    parts = [entry["file"] + (f":{entry['line']}" if entry.get("line") else "")]
+    r = entry.get("resource")
+    if r:
+        parts.append(f"{r.get('kind')} {r['namespace'] + '/' if r.get('namespace') else ''}{r.get('name')}")
+    parts += [f"{key} {entry[key]}" for key in ("container", "role") if entry.get(key)]
+    if entry.get("merged_from"):
+        parts.append("merged from " + ", ".join(entry["merged_from"]))
+    if entry.get("release"):
+        parts.append(f"image pins vLLM {entry['release']}")
+    return " · ".join(parts)
+
+
 def _text(data: dict[str, Any]) -> str:
     out = [_headline(data), _outcome_line(data["summary"])]
     for entry in data["deployments"]:
@@ -234,6 +250,7 @@ def _text(data: dict[str, Any]) -> str:
         if d["warnings"]:
             head += "  warnings: " + ", ".join(w["code"] for w in d["warnings"])
         out.append(head)
+        out.append(f"  at {_printable(_place(entry))}")
         for error in d["errors"]:
             out.append(f"  error {error['code']} [{error['stage']}] at {error['path'] or '/'}: {_printable(error['message'])}")
             if error.get("hint"):
@@ -258,6 +275,11 @@ def _text(data: dict[str, Any]) -> str:
             out.append(f"  {_printable(where)}: {p['code']}: {_printable(p['message'])}")
             if p.get("hint"):
                 out.append(f"    hint: {_printable(p['hint'])}")
+    if data.get("notes"):
+        out.append("notes (files that mention a KV option but start no vLLM the audit recognises):")
+        for n in data["notes"]:
+            where = n.get("file", "") + (f":{n['line']}" if n.get("line") else "")
+            out.append(f"  {_printable(where)}: {n['code']}: {_printable(n['message'])}")
     return "\n".join(out)
 
 
@@ -294,14 +316,15 @@ def _markdown(data: dict[str, Any]) -> str:
                f"{s['problems']} file problem(s); {s['files']['skipped']} file(s) skipped.")
     out += ["", "| Outcome | Deployments |", "|---|---:|"]
     out += [f"| {name} | {s['outcomes'][name]} |" for name in OUTCOMES]
-    out += ["", "## Deployments", "", "| Deployment | Format | Outcome | hma_enabled | Error | Warnings |", "|---|---|---|---|---|---|"]
+    out += ["", "## Deployments", "", "| Deployment | Format | Outcome | hma_enabled | Error | Warnings | Where |",
+            "|---|---|---|---|---|---|---|"]
     for entry in data["deployments"]:
         d = entry["decision"]
         error = _first_error(d)
         error_text = f"{_md_code(error['code'])} ({error['stage']})" if error else ""
         warnings = ", ".join(_md_code(w["code"]) for w in d["warnings"])
         out.append(f"| {_md_code(entry['id'])} | {entry['format']} | **{d['outcome']}** | {json.dumps(d['hma_enabled'])} "
-                   f"| {error_text} | {warnings} |")
+                   f"| {error_text} | {warnings} | {_md_text(_place(entry))} |")
     graphs = [e for e in data["deployments"] if e["decision"]["connectors"]]
     if graphs:
         out += ["", "## Connector graphs", ""]
@@ -326,6 +349,11 @@ def _markdown(data: dict[str, Any]) -> str:
         out += ["## File problems", "", "| File | Line | Code | Problem |", "|---|---:|---|---|"]
         for p in data["problems"]:
             out.append(f"| {_md_code(p.get('file', ''))} | {p.get('line') or ''} | {_md_code(p['code'])} | {_md_text(p['message'])} |")
+        out.append("")
+    if data.get("notes"):
+        out += ["## Notes", "", "| File | Line | Code | Note |", "|---|---:|---|---|"]
+        for n in data["notes"]:
+            out.append(f"| {_md_code(n.get('file', ''))} | {n.get('line') or ''} | {_md_code(n['code'])} | {_md_text(n['message'])} |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -445,6 +473,7 @@ def _html(data: dict[str, Any]) -> str:
         if d["connectors"]:
             body.append('<p>connector rules:</p><ul class="rules">' + "".join(
                 f'<li><code>{_e(c["path"])}</code>: {_e(c["rule"])}</li>' for c in d["connectors"]) + "</ul>")
+        body.append(f'<p class="muted">at {_e(_place(entry))}</p>')
         if entry["origins"]:
             body.append('<p class="muted">read from: ' + "; ".join(f"<code>{_e(k)}</code> ← {_e(v)}"
                                                                  for k, v in entry["origins"].items()) + "</p>")
@@ -462,6 +491,13 @@ def _html(data: dict[str, Any]) -> str:
             hint = f'<br><span class="muted">hint: {_e(p["hint"])}</span>' if p.get("hint") else ""
             parts.append(f'<tr class="problem"><td><code>{_e(p.get("file", ""))}</code></td><td>{p.get("line") or ""}</td>'
                          f'<td><code>{_e(p["code"])}</code></td><td>{_e(p["message"])}{hint}</td></tr>')
+        parts.append("</tbody></table>")
+    if data.get("notes"):
+        parts += ["<h2>Notes</h2>", '<table id="notes"><thead><tr><th>File</th><th>Line</th><th>Code</th>'
+                  "<th>Note</th></tr></thead><tbody>"]
+        for n in data["notes"]:
+            parts.append(f'<tr class="note"><td><code>{_e(n.get("file", ""))}</code></td><td>{n.get("line") or ""}</td>'
+                         f'<td><code>{_e(n["code"])}</code></td><td>{_e(n["message"])}</td></tr>')
         parts.append("</tbody></table>")
     parts.append(f'<p class="muted">Policy digest <code>{_e(data["policy"]["digest"])}</code>. '
                  "The same files, rules and hma-policy version give the same report.</p></body></html>")
@@ -503,6 +539,8 @@ def _result(entry: dict[str, Any], digest: str) -> dict[str, Any]:
             "hma_enabled": json.dumps(d["hma_enabled"]),
             "policy_digest": digest,
             "input_digest": entry["input_digest"] or "",
+            **{key: str(entry[key]) for key in ("line", "container", "role", "release") if entry.get(key)},
+            **({"merged_from": ", ".join(entry["merged_from"])} if entry.get("merged_from") else {}),
         },
     }
     if result in ("fail", "error", "warn"):
@@ -524,6 +562,12 @@ def _policy_report(data: dict[str, Any]) -> str:
             "policy": "hma-policy", "rule": p["code"], "result": "error", "scored": True, "severity": "medium",
             "category": "vLLM hybrid KV cache manager", "source": "hma-policy", "message": _printable(p["message"]),
             "properties": {"file": p.get("file", ""), "line": str(p.get("line") or ""), "policy_digest": digest},
+        })
+    for n in data.get("notes") or []:  # not a finding: reported as skipped, with why
+        results.append({
+            "policy": "hma-policy", "rule": n["code"], "result": "skip", "scored": False, "severity": "info",
+            "category": "vLLM hybrid KV cache manager", "source": "hma-policy", "message": _printable(n["message"]),
+            "properties": {"file": n.get("file", ""), "line": str(n.get("line") or ""), "policy_digest": digest},
         })
     summary = {key: sum(1 for r in results if r["result"] == key) for key in ("pass", "fail", "warn", "error", "skip")}
     document = {

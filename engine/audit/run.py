@@ -73,6 +73,10 @@ class Entry:
             "line": d.line,
             "name": d.name,
             "resource": dict(d.resource) if d.resource else None,
+            "container": d.container,
+            "role": d.role,
+            "merged_from": list(d.merged_from),
+            "release": d.release,
             "origins": dict(d.origins),
             "notes": [_problem_dict(n) for n in d.notes],
             "input_digest": self.input_digest,
@@ -90,9 +94,10 @@ class FileResult:
     deployments: int
     problems: tuple[Problem, ...] = ()
     skipped: str | None = None
+    notes: tuple[Problem, ...] = ()
 
     def __reduce__(self) -> tuple:
-        return (type(self), (self.file, self.format, self.deployments, self.problems, self.skipped))  # as Entry's
+        return (type(self), (self.file, self.format, self.deployments, self.problems, self.skipped, self.notes))  # as Entry's
 
 
 def _problem_dict(p: Problem) -> dict[str, Any]:
@@ -127,6 +132,11 @@ class AuditReport:
     def problems(self) -> tuple[Problem, ...]:
         return tuple(p for f in self.files for p in f.problems)
 
+    @property
+    def notes(self) -> tuple[Problem, ...]:
+        """The files' notes (`source.unrecognized`): not problems."""
+        return tuple(n for f in self.files for n in f.notes)
+
     def summary(self) -> dict[str, Any]:
         """Counts over the report (computed once: a report is immutable)."""
         cached = self.__dict__.get("_summary")
@@ -155,6 +165,7 @@ class AuditReport:
             "by_connector": dict(sorted(tally["connectors"].items())),
             "by_rule": dict(sorted(tally["rules"].items())),
             "problems": len(self.problems),
+            "notes": len(self.notes),
         }
 
     def generated_at(self) -> str:
@@ -204,6 +215,7 @@ class AuditReport:
             "summary": self.summary(),
             "deployments": deployments,
             "problems": [_problem_dict(p) for p in self.problems],
+            "notes": [_problem_dict(n) for n in self.notes],
             "skipped": [{"file": f.file, "reason": f.skipped} for f in self.files if f.skipped is not None],
         }
 
@@ -487,7 +499,8 @@ def _examine_batch(policy: Any, files: Sequence[tuple[str, str, bool]], settings
             entries = [Entry(d if keep or d.document is None else d.without_document(), decision,
                              input_digest(d.document) if d.document is not None else None, remedy)
                        for d, (decision, remedy) in zip(source.deployments, decisions)]
-            out[index] = FileResult(display, source.format, len(entries), source.problems, source.skipped), entries
+            out[index] = FileResult(display, source.format, len(entries), source.problems, source.skipped,
+                                    source.notes), entries
         except Exception as exc:  # noqa: BLE001
             out[index] = _failed(display, exc)
     return out

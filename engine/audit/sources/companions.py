@@ -1,0 +1,98 @@
+"""Other files a launch is made from: a kustomize base, a Helm chart's
+values, the LLMInferenceServiceConfig a service names. They are read only
+inside the audited paths (symbolic links resolved), within the size limit,
+and never executed; one that is not there leaves the launch unresolved."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, cast
+
+from ...core.errors import InputError
+from ...core.input import parse_text
+from .context import Ctx
+from .files import decode, read_bytes, regular
+from .marks import Lines, yaml_chunks
+
+__all__ = ["Companion", "read_companion", "shown", "objects_of_kind"]
+
+
+class Companion:
+    """One YAML file read for another: its documents (value, lines), in order."""
+
+    def __init__(self, path: Path, display: str, documents: list[tuple[Any, Lines]]) -> None:
+        self.path, self.display, self.documents = path, display, documents
+
+
+def shown(ctx: Ctx, path: Path) -> str:
+    """How a companion file is named in a report: as the audited file is (relative or absolute)."""
+    if os.path.isabs(ctx.display):
+        return str(path)
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def _inside(ctx: Ctx, real: Path) -> bool:
+    return any(real == root or root in real.parents for root in ctx.config_roots())
+
+
+def read_companion(ctx: Ctx, path: Path) -> Companion | None:
+    """A YAML file inside the audited paths, or None (missing, outside, not
+    YAML, too large). Never raises."""
+    if not ctx.fs:
+        return None
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    if not _inside(ctx, real) or not regular(real):
+        return None
+    raw, problem = read_bytes(real, str(path), ctx.limits.max_file_bytes)
+    if problem is not None or raw is None:
+        return None
+    text, problem = decode(cast(bytes, raw), str(path))
+    if problem is not None or text is None:
+        return None
+    documents = []
+    for start, body in yaml_chunks(text):
+        try:
+            value = parse_text(body, source=str(path), fmt="yaml")
+        except InputError:
+            return None
+        if value is not None:
+            documents.append((value, Lines(body, start + 1)))
+    return Companion(path, shown(ctx, path), documents)
+
+
+# Objects of a kind found in the audited paths, per process: (roots, kind) -> name -> companions.
+_INDEX: dict[tuple[tuple[Path, ...], str], dict[str, list[tuple[Companion, int]]]] = {}
+
+
+def objects_of_kind(ctx: Ctx, kind: str) -> dict[str, list[tuple[Companion, int]]]:
+    """Every object of ``kind`` in the YAML files of the audited paths, by
+    name: (file, document index). Walked once per process and kind."""
+    roots = ctx.config_roots()
+    key = (roots, kind)
+    if key in _INDEX:
+        return _INDEX[key]
+    found: dict[str, list[tuple[Companion, int]]] = {}
+    marker = f"kind: {kind}"
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                if not name.endswith((".yaml", ".yml")):
+                    continue
+                path = Path(folder) / name
+                head, _ = read_bytes(path, str(path), ctx.limits.max_file_bytes)  # a FIFO is refused, never waited on
+                if head is None or marker.encode() not in head:
+                    continue
+                companion = read_companion(ctx, path)
+                for index, (value, _) in enumerate(companion.documents if companion else []):
+                    if isinstance(value, dict) and value.get("kind") == kind and isinstance(value.get("metadata"), dict):
+                        found.setdefault(str(value["metadata"].get("name")), []).append((companion, index))  # type: ignore[arg-type]
+    _INDEX[key] = found
+    return found

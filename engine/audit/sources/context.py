@@ -1,0 +1,85 @@
+"""The file being read, as every reader sees it: its name, where a
+``--config`` file may be read from, its limits, and the facts its
+``# hma-policy:`` directives give.
+
+What a command line cannot say (the model's layer kinds, the platform) may be
+given by a directive comment, ``# hma-policy: {model: {layer_kinds: [...]}}``,
+which applies to the deployments below it in the file, or on a Kubernetes
+object by the annotation ``hma-policy.dev/facts``. Only ``model``,
+``platform`` and ``env`` may be given this way.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ...core.errors import InputError, Problem, suggest
+from ...core.input import parse_text
+from ...core.limits import SourceLimits
+
+__all__ = ["Ctx", "RUNTIME_FACTS", "FACTS_ANNOTATION", "parse_facts", "read_directives"]
+
+RUNTIME_FACTS = ("model", "platform", "env")
+FACTS_ANNOTATION = "hma-policy.dev/facts"
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*hma-policy:[ \t]*(.*?)[ \t]*$", re.M)
+
+
+class Ctx:
+    """One file being read. ``source`` is its path (a string where no path
+    object is needed); ``fs``: whether a ``--config`` file may be read from
+    the file system (False for text given in memory)."""
+
+    def __init__(self, source: str | Path, display: str, roots: tuple[Path, ...], limits: SourceLimits,
+                 text: str = "", *, fs: bool = True) -> None:
+        self.source, self.display, self.roots, self.limits, self.text = source, display, roots, limits, text
+        self.fs = fs
+        self.directives: list[tuple[int, Any, Problem | None]] = []
+
+    @property
+    def path(self) -> Path:
+        return self.source if isinstance(self.source, Path) else Path(self.source)
+
+    def config_roots(self) -> tuple[Path, ...]:
+        """Where a --config file may be read from: the roots given, else the
+        file's own directory (resolved only here: most files name no config)."""
+        return self.roots or (self.path.resolve().parent,)
+
+    def problem(self, code: str, message: str, *, line: int | None = None, path: str = "", hint: str | None = None) -> Problem:
+        return Problem(code, message, path, hint, file=self.display, line=line)
+
+    def facts_for(self, line: int | None) -> tuple[Any, Problem | None, int | None]:
+        """The directive above ``line`` (or the first one when the line is unknown)."""
+        chosen = None
+        for item in self.directives:
+            if line is None or item[0] <= line:
+                chosen = item
+            if line is None:
+                break
+        return (chosen[1], chosen[2], chosen[0]) if chosen else (None, None, None)
+
+
+def read_directives(ctx: Ctx) -> None:
+    if "hma-policy:" not in ctx.text:  # what every directive holds: skips the scan of most files
+        return
+    for match in _DIRECTIVE.finditer(ctx.text):
+        line = ctx.text.count("\n", 0, match.start()) + 1
+        facts, problem = parse_facts(match.group(1), ctx, line, "an hma-policy directive")
+        ctx.directives.append((line, facts, problem))
+
+
+def parse_facts(text: str, ctx: Ctx, line: int | None, what: str) -> tuple[Any, Problem | None]:
+    try:
+        value = parse_text(text, source=what, fmt="yaml") if text else None
+    except InputError as exc:
+        return None, ctx.problem("source.directive", f"{what} is not valid YAML: {exc.problems[0].message}", line=line)
+    if not isinstance(value, dict) or not value:
+        return None, ctx.problem("source.directive", f"{what} must be a mapping of {', '.join(RUNTIME_FACTS)}", line=line,
+                                 hint="for example: # hma-policy: {model: {layer_kinds: [sliding_window, full_attention]}}")
+    unknown = [k for k in value if k not in RUNTIME_FACTS]
+    if unknown:
+        return None, ctx.problem("source.directive", f"{what} may only give {', '.join(RUNTIME_FACTS)}; "
+                                 f"`{unknown[0]}` must come from the deployment itself", line=line,
+                                 hint=suggest(str(unknown[0]), RUNTIME_FACTS))
+    return value, None

@@ -1,0 +1,78 @@
+"""What reading a file gives: its deployments (:class:`Deployment`) and
+the file's own problems (:class:`SourceFile`), as immutable values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
+from typing import Any
+
+from ...core.errors import Problem
+
+__all__ = ["Deployment", "SourceFile"]
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """One vLLM deployment found in a file, as a deployment document.
+
+    ``document`` is None when ``problems`` prevent building it. ``problems``
+    are input-stage problems (the deployment is decided as an input error);
+    ``notes`` are things a reader should know that do not stop the decision.
+    ``origins`` maps each top-level document field to where its value came
+    from (``line 12: --kv-transfer-config``).
+    """
+
+    file: str
+    format: str
+    anchor: str = ""          # appended to ``file`` to make ``id``: ":12" (a line) or "#Deployment/x/vllm"
+    line: int | None = None
+    name: str | None = None
+    document: dict[str, Any] | None = None
+    problems: tuple[Problem, ...] = ()
+    notes: tuple[Problem, ...] = ()
+    origins: tuple[tuple[str, str], ...] = ()
+    resource: tuple[tuple[str, str], ...] = ()   # a Kubernetes object reference (apiVersion, kind, name, namespace)
+    container: str | None = None      # the container that runs the launch
+    role: str | None = None           # prefill, decode, leader, worker, ... where the object names one
+    merged_from: tuple[str, ...] = ()  # the other files merged to make the launch (base config, patch, values), in order
+    release: str | None = None        # the vLLM release an image tag pins (`vllm/vllm-openai:v0.23.0` -> 0.23.0)
+
+    @property
+    def id(self) -> str:
+        return self.file + self.anchor
+
+    def __reduce__(self) -> tuple:
+        # Pickled as its fields and rebuilt by __init__: four times faster to
+        # load than the default for slotted classes (audit workers send many).
+        return (type(self), tuple(getattr(self, name) for name in _FIELDS))
+
+    def without_document(self) -> "Deployment":
+        """This deployment with ``document`` None (an audit that need not keep it)."""
+        return self.replace(document=None)
+
+    def replace(self, **changes: Any) -> "Deployment":
+        values = {name: getattr(self, name) for name in _FIELDS}
+        values.update(changes)
+        return Deployment(**values)
+
+
+# Deployment's fields, in order (its pickled form).
+_FIELDS = tuple(f.name for f in dataclass_fields(Deployment))
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """What reading one file gave: its format, deployments and file-level problems.
+
+    A file-level problem (unreadable, binary, broken YAML) means no deployment
+    could be identified in (part of) the file. ``skipped`` gives the reason
+    a file was not examined further.
+    """
+
+    file: str
+    format: str | None
+    deployments: tuple[Deployment, ...] = ()
+    problems: tuple[Problem, ...] = ()
+    skipped: str | None = None
+    notes: tuple[Problem, ...] = ()   # things a reader should know that are not problems (`source.unrecognized`)

@@ -1,0 +1,90 @@
+"""Reading a file safely: regular files only, within a size limit, as UTF-8.
+
+Nothing here blocks: a FIFO or a device (which would block or never end) is
+refused by the descriptor it was opened as, not by a check of the path that
+something could swap after the check.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ...core.errors import Problem
+
+__all__ = ["regular", "read_bytes", "decode", "NOT_REGULAR"]
+
+
+def regular(path: str | Path) -> bool:
+    """Whether ``path`` is a regular file (True when it cannot be asked: the read then says why)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # let the read report why it cannot be read
+
+
+# O_NONBLOCK: opening a FIFO that replaced a file after it was listed
+# returns at once (its reader is then refused below) instead of waiting for a writer.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+# What read_bytes answers for a file that is not a regular file (a FIFO or a
+# device would block or never end).
+NOT_REGULAR = Problem("source.not_regular", "not a regular file")
+
+
+class _NotRegular(Exception):
+    pass
+
+
+def _read_fd(fd: int, max_bytes: int) -> bytes:
+    """At most ``max_bytes + 1`` bytes of a regular file (one more than the
+    limit, so that the caller can tell an oversized file): the file's size at
+    once, then until the end. With the descriptor, not a file object: an
+    audit reads thousands of small files, and the buffered object costs more
+    than the read. The descriptor, not the path, is checked to be a regular
+    file, so nothing swapped in after a check can make the read block."""
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
+        raise _NotRegular
+    size = status.st_size
+    want = min(size, max_bytes) + 1 if size > 0 else 1 << 16
+    chunk = os.read(fd, want)
+    if 0 < len(chunk) == size < want:
+        # The whole file, at the size it was found to have: one read call a
+        # file, not a second one that would only find its end.
+        return chunk
+    chunks, total = [chunk], len(chunk)
+    while chunk and total <= max_bytes:
+        chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+        chunks.append(chunk)
+        total += len(chunk)
+    return chunks[0] if len(chunks) == 2 and not chunks[1] else b"".join(chunks)
+
+
+def read_bytes(path: str | Path, display: str, max_bytes: int) -> tuple[bytes | None, Problem | None]:
+    """The bytes of a regular file, or why not (:data:`NOT_REGULAR`, a read error, the size limit)."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+        try:
+            raw = _read_fd(fd, max_bytes)
+        finally:
+            os.close(fd)
+    except _NotRegular:
+        return None, NOT_REGULAR
+    except OSError as exc:
+        return None, Problem("input.read", f"cannot read `{display}`: {exc.strerror or exc}", file=display)
+    if len(raw) > max_bytes:
+        return None, Problem("input.limit", f"`{display}` is larger than {max_bytes} bytes", file=display)
+    return raw, None
+
+
+def decode(raw: bytes, display: str) -> tuple[str | None, Problem | None]:
+    """UTF-8 text with an optional byte-order mark; a binary file (a NUL in its first 8 KiB) is refused."""
+    if b"\x00" in raw[:8192]:
+        return None, Problem("source.binary", f"`{display}` is a binary file, not text", file=display)
+    try:
+        # utf-8-sig, with the byte-order mark taken off here: that codec is
+        # written in Python, the plain one is not (error offsets are the same).
+        return (raw[3:] if raw[:3] == b"\xef\xbb\xbf" else raw).decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, Problem("input.encoding", f"`{display}` is not UTF-8 text (byte {exc.start})", file=display)

@@ -1,0 +1,111 @@
+"""Unrendered Helm chart templates (``templates/*.yaml`` with ``{{ ... }}``),
+read without Helm where the vLLM command is written in the template itself
+(the aibrix regression chart): lines that are only template actions (``{{-
+if ... }}``, ``{{- include ... | nindent 8 }}``, ``{{- end }}``) are left
+out, and each inline ``{{ .Values.x }}`` stands for a value the audit does
+not know (unresolved: a launch is decided only when the decision does not
+read it). A container whose ``command`` or ``args`` a template action builds
+(``{{- range .Values.extraArgs }}``) is not read: its arguments come from
+the chart's values, and the launch is found at the values file or in the
+output of ``helm template``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...core.command import unresolved
+from ...core.errors import InputError, Problem
+from ...core.input import parse_text
+from .context import Ctx
+from .deployment import Deployment
+from .kubernetes import Site, pod_launches, pod_templates
+from .marks import Lines, yaml_chunks
+
+__all__ = ["in_chart", "chart_template"]
+
+_COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.S)
+_ACTION = re.compile(r"\{\{-?.*?-?\}\}")
+_PLACEHOLDER = re.compile(r"HELMVALUE(\d+)X")
+
+
+def in_chart(ctx: Ctx) -> bool:
+    """Whether the file is a template of a Helm chart (in a `templates` folder)."""
+    return ctx.path.parent.name == "templates"
+
+
+def chart_template(ctx: Ctx) -> list[Deployment]:
+    """The launches written in a chart template; none when its commands are built from values."""
+    text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), ctx.text)
+    expressions: list[str] = []
+    action_lines: set[int] = set()
+    rows = []
+    for number, row in enumerate(text.split("\n"), 1):
+        if _ACTION.search(row) and not _ACTION.sub("", row).strip():
+            action_lines.add(number)
+            rows.append("")
+            continue
+
+        def hold(match: re.Match) -> str:
+            expressions.append(match.group(0))
+            return f"HELMVALUE{len(expressions) - 1}X"
+        rows.append(_ACTION.sub(hold, row))
+    out: list[Deployment] = []
+    problems: list[Problem] = []
+    for start, body in yaml_chunks("\n".join(rows)):
+        try:
+            obj = parse_text(body, source=ctx.display, fmt="yaml")
+        except InputError:
+            return []
+        if not isinstance(obj, dict):
+            continue
+        lines = Lines(body, start + 1)
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        for path, pod, pod_meta, role in pod_templates(obj):
+            literal = [c for i, c in enumerate(pod["containers"])
+                       if isinstance(c, dict) and not _built(lines, path + ("containers", i), c, action_lines, rows)]
+            if not literal:
+                continue
+            held = _values(dict(pod, containers=literal), expressions)
+            site = Site(str(obj.get("kind")), _values(str(meta.get("name") or ""), expressions),
+                        _values(str(meta.get("namespace") or ""), expressions), str(obj.get("apiVersion")), role,
+                        format="helm-template")
+            for container in literal:
+                index = pod["containers"].index(container)
+                line = lines.first((*path, "containers", index, "name"), (*path, "containers", index))
+                for d in pod_launches(ctx, dict(held, containers=[held["containers"][literal.index(container)]]),
+                                      pod_meta, site, lines, path, {}, problems, line=line):
+                    out.append(d.replace(notes=d.notes + (ctx.problem(
+                        "source.template", "read from an unrendered Helm template: values written `{{ ... }}` are "
+                        "not known, and template conditions are not evaluated", line=line,
+                        hint="audit the output of `helm template` for the exact command"),)))
+    return out
+
+
+def _built(lines: Lines, path: tuple, container: dict[str, Any], action_lines: set[int], rows: list[str]) -> bool:
+    """Whether a template action falls among the lines of the container's
+    command or args: from the key to the next line indented no deeper."""
+    for key in ("command", "args"):
+        line = lines.key(*path, key) if key in container else None
+        if line is None:
+            continue
+        indent = len(rows[line - 1]) - len(rows[line - 1].lstrip())
+        end = line + 1
+        while end <= len(rows) and (not rows[end - 1].strip() or end in action_lines
+                                    or len(rows[end - 1]) - len(rows[end - 1].lstrip()) > indent
+                                    or rows[end - 1].lstrip().startswith("- ") and len(rows[end - 1]) - len(rows[end - 1].lstrip()) == indent):
+            end += 1
+        if any(line < at < end for at in action_lines):
+            return True
+    return False
+
+
+def _values(value: Any, expressions: list[str]) -> Any:
+    """A value with each template expression as an unresolved marker."""
+    if isinstance(value, str):
+        return _PLACEHOLDER.sub(lambda m: unresolved(expressions[int(m.group(1))]), value)
+    if isinstance(value, list):
+        return [_values(v, expressions) for v in value]
+    if isinstance(value, dict):
+        return {k: _values(v, expressions) for k, v in value.items()}
+    return value

@@ -1,0 +1,310 @@
+"""Kubernetes manifests: the containers of any object (Pods, Deployments,
+StatefulSets, Jobs, LeaderWorkerSets, DisaggregatedSets, StormServices,
+RayClusters, ``helm template`` output, ...), from ``command``/``args``,
+``sh -c`` scripts or a vLLM image's entrypoint, with the container's ``env``;
+a ``--config`` file is found through the container's volume mounts in a
+ConfigMap of the same manifest.
+
+Container discovery is shared: :func:`pod_launches` reads one pod spec,
+whichever reader found it (this module for plain objects; kserve, dynamo,
+kustomize, helm and llm-d-benchmark readers for the pod specs their
+controllers or charts make). Each launch reports the line of its
+container's ``- name:``, its object, container and role (``prefill``,
+``decode``, ``leader``, ``worker``: from the role the object gives the pod
+template, else from a role label), and the vLLM release its image tag pins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ...core.command import Arg, ConfigFile, find_vllm, scalar_text, unresolved
+from ...core.errors import Problem
+from .context import FACTS_ANNOTATION, Ctx, parse_facts
+from .deployment import Deployment
+from .launch import Invocation, deployment, refuse
+from .marks import NO_LINES, Lines, release_of
+from .shell import VLLM_IMAGE, argv_invocations
+
+__all__ = ["kubernetes", "Site", "pod_launches", "pod_templates", "config_maps_of", "labels_of"]
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a pod spec is: its object (kind, name, namespace, apiVersion),
+    the role the object gives it, the other files merged to make it, and the
+    format to report."""
+
+    kind: str
+    name: str
+    namespace: str = ""
+    api: str = ""
+    role: str | None = None
+    merged_from: tuple[str, ...] = ()
+    format: str = "kubernetes"
+
+    def resource(self) -> tuple[tuple[str, str], ...]:
+        return (("apiVersion", self.api), ("kind", self.kind), ("name", self.name), ("namespace", self.namespace))
+
+
+def kubernetes(ctx: Ctx, objects: list[dict[str, Any]], starts: list[int],
+               lines_of: list[Lines] | None = None) -> tuple[list[Deployment], list[Problem]]:
+    """The launches of a manifest's objects (``starts``: each document's
+    first line, 0-based; ``lines_of``: each document's lines)."""
+    problems: list[Problem] = []
+    items: list[tuple[dict[str, Any], Lines, tuple]] = []   # object, its lines, its path in the document
+    for index, (obj, start) in enumerate(zip(objects, starts)):
+        lines = lines_of[index] if lines_of else NO_LINES
+        if str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list):
+            items += [(item, lines, ("items", i)) for i, item in enumerate(obj["items"]) if isinstance(item, dict)]
+        else:
+            items.append((obj, lines, ()))
+    config_maps = config_maps_of(obj for obj, _, _ in items)
+    out: list[Deployment] = []
+    for obj, lines, base in items:
+        meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+        site = Site(str(obj.get("kind")), str(meta.get("name") or ""), str(meta.get("namespace") or ""),
+                    str(obj.get("apiVersion")))
+        templates = list(pod_templates(obj))
+        names = [str(c.get("name")) for _, pod, _, _ in templates for c in pod["containers"] if isinstance(c, dict)]
+        for path, pod, pod_meta, role in templates:
+            # The role is in the id only where it tells containers of one name apart (DisaggregatedSet roles).
+            out += pod_launches(ctx, pod, pod_meta, replace(site, role=role), lines, base + path, config_maps, problems,
+                                object_meta=meta, qualify=len(names) != len(set(names)))
+    return out, problems
+
+
+def config_maps_of(objects: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """The data of each ConfigMap among ``objects``, by (namespace, name)."""
+    config_maps: dict[tuple[str, str], dict[str, Any]] = {}
+    for obj in objects:
+        if obj.get("kind") == "ConfigMap" and isinstance(obj.get("metadata"), dict):
+            held: dict[str, Any] = obj["metadata"]
+            data: dict[str, Any] = obj["data"] if isinstance(obj.get("data"), dict) else {}
+            config_maps[(str(held.get("namespace") or ""), str(held.get("name")))] = data
+    return config_maps
+
+
+def labels_of(meta: Any, key: str = "labels") -> dict[str, Any]:
+    held = meta.get(key) if isinstance(meta, dict) else None
+    return held if isinstance(held, dict) else {}
+
+
+# The roles a pod template label may name, as this report names them; the `app` label and the
+# object's own name count only when they are a role word (`app: prefill`, Deployment `decode`).
+_ROLE_LABELS = ("llm-d.ai/role", "lmcache.ai/pd-role", "role", "app")
+_ROLE_WORDS = {"prefill": "prefill", "prefiller": "prefill", "decode": "decode", "decoder": "decode",
+               "leader": "leader", "worker": "worker"}
+# Path keys that say which role a pod template has: LeaderWorkerSet, RayCluster.
+_ROLE_KEYS = {"leaderTemplate": "leader", "workerTemplate": "worker", "headGroupSpec": "leader",
+              "workerGroupSpecs": "worker"}
+
+
+def pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any], Any, str | None]]:
+    """Every pod spec of an object (a mapping holding a `containers` list of
+    containers, at any depth, bounded), with its template's metadata and the
+    role the object gives it: the `name` of a `roles[]` entry (StormService,
+    DisaggregatedSet), a LeaderWorkerSet's leader or worker template, a
+    RayCluster's head or worker group; else a role label of the template."""
+    for path, pod, meta in _pod_specs(obj):
+        role = None
+        holder: Any = obj
+        for index, part in enumerate(path):
+            if part == "roles" and index + 1 < len(path) and isinstance(holder, dict) \
+                    and isinstance(holder.get("roles"), list):
+                entry = holder["roles"][path[index + 1]]
+                role = str(entry.get("name")) if isinstance(entry, dict) and entry.get("name") else role
+            elif part in _ROLE_KEYS and role is None:
+                role = _ROLE_KEYS[part]
+            holder = holder[part] if isinstance(holder, (dict, list)) else None
+        if role is None:
+            role = _labelled_role(obj, meta)
+        yield path, pod, meta, role
+
+
+def _labelled_role(obj: dict[str, Any], meta: Any) -> str | None:
+    labels = {**labels_of(meta, "annotations"), **labels_of(meta)}
+    for key in _ROLE_LABELS:
+        value = str(labels.get(key, ""))
+        if value and (key != "app" or value in _ROLE_WORDS):
+            return _ROLE_WORDS.get(value, value)
+    last = str(labels_of(obj, "metadata").get("name", "")).rsplit("-", 1)[-1]
+    return _ROLE_WORDS[last] if last in ("prefill", "prefiller", "decode", "decoder") else None
+
+
+def _pod_specs(obj: dict[str, Any]) -> list[tuple[tuple, dict[str, Any], Any]]:
+    stack: list[tuple[Any, tuple, Any, int]] = [(obj, (), None, 0)]
+    found = []
+    while stack:
+        value, path, parent, depth = stack.pop()
+        if depth > 64:
+            continue
+        if isinstance(value, dict):
+            containers = value.get("containers")
+            if isinstance(containers, list) and any(isinstance(c, dict) and ("image" in c or "command" in c or "args" in c)
+                                                    for c in containers):
+                meta = parent.get("metadata") if isinstance(parent, dict) and path and path[-1] == "spec" else None
+                found.append((path, value, meta))
+            for key, item in value.items():
+                if key != "containers":
+                    stack.append((item, path + (key,), value, depth + 1))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                stack.append((item, path + (index,), value, depth + 1))
+    found.sort(key=lambda f: tuple(str(p).zfill(8) if isinstance(p, int) else p for p in f[0]))
+    return found
+
+
+# The LMCache operator's mutating webhook (LMCache operator samples): a pod
+# template so labelled gets `--kv-transfer-config` appended at admission,
+# from the engine's `<name>-connection` ConfigMap, unless it has one.
+_INJECT_LABEL, _ENGINE_ANNOTATION, _CONTAINER_ANNOTATION = \
+    "lmcache.ai/lmcache-inject", "lmcache.ai/lmcache-engine", "lmcache.ai/lmcache-container"
+
+
+def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines: Lines, path: tuple,
+                 config_maps: Mapping[tuple[str, str], dict[str, Any]], problems: list[Problem], *,
+                 object_meta: Any = None, env: Mapping[str, str | None] | None = None,
+                 line: int | None = None, qualify: bool = True) -> list[Deployment]:
+    """The launches of one pod spec at ``path`` of its document. ``env``:
+    variables every container has before its own (a controller's);
+    ``line``: where a pod spec built by a reader (not in the file as such)
+    is reported; ``qualify``: the role is part of the launch's id."""
+    facts_text = _annotation(pod_meta) or _annotation(object_meta)
+    containers: list[Any] = pod["containers"] if isinstance(pod.get("containers"), list) else []
+    volumes: dict[Any, dict[str, Any]] = {v["name"]: v for v in pod.get("volumes") or []
+                                          if isinstance(v, dict) and isinstance(v.get("name"), str)} \
+        if isinstance(pod.get("volumes"), list) else {}
+    injected = str(labels_of(pod_meta).get(_INJECT_LABEL, "")).lower() == "true"
+    inject_into = labels_of(pod_meta, "annotations").get(_CONTAINER_ANNOTATION)
+    out = []
+    for index, container in enumerate(containers):
+        if not isinstance(container, dict):
+            continue
+        cname = str(container.get("name") or index)
+        shown = f"{site.kind} {site.namespace + '/' if site.namespace else ''}{site.name}"
+        where = f"{shown}{f' ({site.role})' if site.role else ''}, container {cname}"
+        parts = [p for p in (site.kind, site.namespace, site.name, site.role if qualify else None, cname) if p]
+        at = line or lines.first((*path, "containers", index, "name"), (*path, "containers", index))
+        located = _container_invocations(container, ctx, where, "#" + "/".join(parts), at, problems, env or {})
+        for inv in located:
+            inv.name = f"{site.name}/{cname}" if site.name else cname
+            inv.resource = site.resource()
+            inv.container, inv.role, inv.merged_from = cname, site.role, site.merged_from
+            inv.release = release_of(str(container.get("image") or ""))
+            inv.config_reader = _config_from_volumes(container, volumes, config_maps, site.namespace, ctx)
+            if injected and (cname == inject_into or (inject_into is None and index == 0)) \
+                    and not any(re.match(r"--kv[-_]transfer[-_]config", a.text) for a in inv.argv):
+                engine = labels_of(pod_meta, "annotations").get(_ENGINE_ANNOTATION, "")
+                inv.problems.append(ctx.problem(
+                    "source.unresolved", f"{where}: the LMCache operator's webhook appends `--kv-transfer-config` at "
+                    f"admission (label {_INJECT_LABEL}) from the ConfigMap `{engine}-connection`, which is not in "
+                    "the audited files", line=at, hint="audit the pod as admitted (kubectl get pod -o yaml)"))
+            if facts_text is not None:
+                facts, problem = parse_facts(facts_text, ctx, None, f"the annotation {FACTS_ANNOTATION} of {site.kind} {site.name}")
+                inv.facts, inv.facts_problem = facts, problem
+                inv.facts_origin = f"{site.kind} {site.name}: annotation {FACTS_ANNOTATION}"
+            else:
+                facts, problem, directive = ctx.facts_for(at)
+                inv.facts, inv.facts_problem = facts, problem
+                inv.facts_origin = f"line {directive}: hma-policy directive" if directive else ""
+            out.append(deployment(inv, ctx, site.format))
+    return out
+
+
+def _annotation(meta: Any) -> str | None:
+    value = labels_of(meta, "annotations").get(FACTS_ANNOTATION)
+    return value if isinstance(value, str) else None
+
+
+def _k8s_expand(text: str, env: Mapping[str, str | None]) -> str:
+    """Kubernetes' $(VAR) in command and args: replaced from the container's
+    env; `$$` escapes; an undefined reference stays as written."""
+    def sub(m: re.Match) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        name = m.group(1)
+        if name not in env:
+            return m.group(0)
+        value = env[name]
+        return value if value is not None else unresolved(f"$({name})")
+    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)", sub, text)
+
+
+def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anchor: str, line: int | None,
+                           problems: list[Problem], outer: Mapping[str, str | None]) -> list[Invocation]:
+    env: dict[str, str | None] = dict(outer)
+    for item in container.get("env") or [] if isinstance(container.get("env"), list) else []:
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            value = item.get("value")
+            env[item["name"]] = _k8s_expand(value, env) if isinstance(value, str) else (None if "valueFrom" in item else "")
+    command: list[Any] | None = container["command"] if isinstance(container.get("command"), list) else None
+    arguments: list[Any] = container["args"] if isinstance(container.get("args"), list) else []
+    bad = [f"{k}[{i}]" for k, seq in (("command", command or []), ("args", arguments)) for i, v in enumerate(seq)
+           if not isinstance(v, str)]
+    argv = [_k8s_expand(str(v), env) for v in (command or [])] + [_k8s_expand(scalar_text(v), env) for v in arguments]
+    image = str(container.get("image") or "")
+    if command is None:
+        if not VLLM_IMAGE.search(image.split("@")[0]):
+            if find_vllm(argv) is None:
+                return []
+        else:
+            if argv[:1] == ["serve"]:
+                problems.append(ctx.problem("source.serve_twice", f"{where}: the vllm/vllm-openai image already runs "
+                                            "`vllm serve`; `serve` in args is taken as the model", line=line))
+            argv = ["vllm", "serve"] + argv
+    shell_env = {k: Arg(v if v is not None else unresolved(f"${k}"), f"{where}: env") for k, v in env.items()}
+    found = argv_invocations(argv, ctx, env=shell_env, line=line, origin=where, anchor=anchor, problems=problems)
+    for inv in found:
+        inv.line = line
+        if bad:
+            inv.problems.append(ctx.problem("source.kubernetes", f"{where}: {', '.join(bad)} must be strings; "
+                                            "Kubernetes rejects the manifest"))
+    if len(found) > 1:  # several commands in one container script: tell them apart
+        for number, inv in enumerate(found, 1):
+            inv.anchor = f"{anchor}/{number}"
+    return found
+
+
+def _config_from_volumes(container: dict[str, Any], volumes: Mapping[Any, Any], config_maps: Mapping[tuple[str, str], dict],
+                         namespace: str, ctx: Ctx):
+    """A reader of `--config FILE` inside a container: the file is found
+    through the container's volumeMounts in a ConfigMap of the same manifest."""
+
+    def read(name: str) -> ConfigFile:
+        mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, dict)] \
+            if isinstance(container.get("volumeMounts"), list) else []
+        best = None
+        for mount in mounts:
+            mount_path = str(mount.get("mountPath") or "").rstrip("/")
+            if name == mount_path or name.startswith(mount_path + "/"):
+                if best is None or len(mount_path) > len(str(best.get("mountPath")).rstrip("/")):
+                    best = mount
+        if best is None or not name.startswith("/"):
+            raise refuse(ctx.problem("source.config_unresolved", f"`--config {name}` is not in any volume of the container"))
+        volume = volumes.get(best.get("name"))
+        config_map = volume.get("configMap") if isinstance(volume, dict) else None
+        if not isinstance(config_map, dict):
+            raise refuse(ctx.problem("source.config_unresolved", f"`--config {name}` is in volume `{best.get('name')}`, "
+                                     "which is not a ConfigMap the audit can read"))
+        mount_path = str(best.get("mountPath")).rstrip("/")
+        relative = best.get("subPath") if name == mount_path and best.get("subPath") else name[len(mount_path):].lstrip("/")
+        key = relative
+        if isinstance(config_map.get("items"), list):
+            key = next((i.get("key") for i in config_map["items"] if isinstance(i, dict) and i.get("path") == relative), None)
+        data = config_maps.get((namespace, str(config_map.get("name"))))
+        shown = f"ConfigMap {config_map.get('name')} key {key}"
+        if data is None:
+            raise refuse(ctx.problem("source.config_unresolved", f"`--config {name}` comes from ConfigMap "
+                                     f"`{config_map.get('name')}`, which is not in this file"))
+        if key is None or not isinstance(data.get(key), str):
+            raise refuse(ctx.problem("source.config_missing", f"`--config {name}`: ConfigMap `{config_map.get('name')}` "
+                                     f"has no key `{key}`; vLLM fails to start without the file"))
+        if len(data[key].encode("utf-8", "surrogatepass")) > ctx.limits.max_config_bytes:
+            raise refuse(ctx.problem("input.limit", f"{shown} is larger than {ctx.limits.max_config_bytes} bytes"))
+        return ConfigFile(data[key], shown)
+
+    return read

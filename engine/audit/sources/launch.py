@@ -1,0 +1,138 @@
+"""A vLLM launch found in a file, and the deployment it makes.
+
+Each reader (shell, Dockerfile, Kubernetes, ...) finds launches: the
+command's words with where each came from, its environment, and how a
+``--config`` file named in it is found. :func:`deployment` then reads the
+command as vLLM does (:func:`hma_policy.core.command.read_command`) and adds
+what the file's directives say about the model and platform.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from ...core.command import Arg, ConfigFile, has_unresolved, read_command
+from ...core.errors import InputError, Problem
+from .context import RUNTIME_FACTS, Ctx
+from .deployment import Deployment
+from .files import NOT_REGULAR, decode, read_bytes, regular
+
+__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "refuse"]
+
+ConfigReader = Callable[[str], "str | ConfigFile"]
+
+
+@dataclass
+class Invocation:
+    """A vLLM server command found in a file, before its options are read."""
+
+    argv: list[Arg]             # the command's words, from the program (`vllm serve ...`, `python3 -m ...`)
+    line: int | None
+    env: dict[str, Arg]         # the command's environment: name -> value and where it was set
+    anchor: str
+    name: str | None = None
+    resource: tuple[tuple[str, str], ...] = ()
+    config_reader: ConfigReader | None = None
+    facts: Any = None
+    facts_origin: str = ""
+    facts_problem: Problem | None = None
+    # Alone, a config file is run as `vllm serve MODEL --config FILE`: the model may come from elsewhere.
+    require_model: bool = True
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[Problem] = field(default_factory=list)
+    container: str | None = None
+    role: str | None = None
+    merged_from: tuple[str, ...] = ()
+    release: str | None = None
+
+
+def refuse(problem: Problem) -> InputError:
+    """The exception a config reader raises to refuse a file."""
+    return InputError([problem])
+
+
+def apply_facts(invocations: list[Invocation], ctx: Ctx) -> None:
+    """Each launch's facts: the directive above its line, unless it has its own."""
+    for inv in invocations:
+        if inv.facts is None and inv.facts_problem is None:
+            facts, problem, line = ctx.facts_for(inv.line)
+            inv.facts, inv.facts_problem = facts, problem
+            inv.facts_origin = f"line {line}: hma-policy directive" if line else ""
+
+
+def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
+    """The deployment document of one vLLM command, or its input problems."""
+    result = read_command(inv.argv, env=inv.env, read_config=inv.config_reader, file=ctx.display, line=inv.line,
+                          require_model=inv.require_model)
+    problems = inv.problems + list(result.problems)
+    if inv.facts_problem is not None:
+        problems.append(inv.facts_problem)
+    read = result.document or {}
+    facts = inv.facts if isinstance(inv.facts, dict) else {}
+    # Where each field came from: a directive's model wins over the command's, the command's env over a directive's.
+    origins = {key: inv.facts_origin for key in RUNTIME_FACTS if key in facts}
+    origins.update((k, v) for k, v in result.origins if not (k == "model" and "model" in facts))
+    document: dict[str, Any] = {}
+    if inv.name:
+        document["name"] = inv.name
+    document.update((k, v) for k, v in read.items() if k not in ("model", "env"))
+    for key in RUNTIME_FACTS:
+        if key in facts:
+            document[key] = facts[key]
+    if "model" in read:
+        model_doc = dict(facts["model"]) if isinstance(facts.get("model"), dict) else {}
+        model_doc["name"] = read["model"]["name"]  # the command's model wins over a directive's
+        document["model"] = model_doc
+    if "env" in read:
+        env: dict[str, Any] = dict(facts["env"]) if isinstance(facts.get("env"), dict) else {}
+        env.update(read["env"])
+        document["env"] = env
+    model = result.model
+    called = inv.name or (model.text if model is not None and not has_unresolved(model.text) else None)
+    return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
+                      tuple(problems), tuple(inv.notes) + result.notes, tuple(sorted(origins.items())), inv.resource,
+                      inv.container, inv.role, inv.merged_from, inv.release)
+
+
+def config_from_fs(ctx: Ctx, base: Path, in_image: Callable[[str], Path | None] | None = None) -> ConfigReader:
+    """A reader of `--config FILE` for a file on disk: a relative name is
+    read relative to ``base`` (the file's directory); the file must be inside
+    the audited roots (symlinks resolved) and within the size limit. For a
+    Dockerfile, ``in_image`` maps a path inside the image to the build
+    context through the COPY instructions."""
+
+    def read(name: str) -> ConfigFile:
+        target = in_image(name) if in_image else None
+        if target is None:
+            if in_image is not None and name.startswith("/"):
+                raise refuse(ctx.problem("source.config_unresolved", f"`--config {name}` names a path inside the "
+                                         "image that no COPY instruction of this Dockerfile provides"))
+            target = Path(name) if os.path.isabs(name) else base / name
+        if not ctx.fs:
+            raise refuse(ctx.problem("source.config_unresolved", f"`--config {name}` cannot be located from this file"))
+        shown = os.path.normpath(target)
+        try:
+            real = target.resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise refuse(ctx.problem("source.config_missing", f"the config file `{name}` does not exist "
+                                     f"(looked for `{shown}`); vLLM fails to start without it")) from None
+        if not any(real == root or root in real.parents for root in ctx.config_roots()):
+            raise refuse(ctx.problem("source.config_outside", f"the config file `{shown}` is outside the audited paths",
+                                     hint="audit its directory too, or allow it with --config-root DIR"))
+        if not regular(real):
+            raise refuse(ctx.problem("source.config_missing", f"the config file `{shown}` is not a regular file"))
+        raw, problem = read_bytes(real, shown, ctx.limits.max_config_bytes)
+        if problem is NOT_REGULAR:
+            raise refuse(ctx.problem("source.config_missing", f"the config file `{shown}` is not a regular file"))
+        if problem is not None:
+            raise refuse(problem)
+        text, problem = decode(cast(bytes, raw), shown)  # read: no problem
+        if problem is not None:
+            raise refuse(problem)
+        return ConfigFile(cast(str, text), shown)
+
+    return read

@@ -1,0 +1,89 @@
+"""A file of Kubernetes-like objects, each read by the reader of its kind:
+kustomize overlays (kustomize.py), KServe LLMInferenceServices (kserve.py),
+NVIDIA Dynamo graphs (dynamo.py), production-stack VLLMRuntimes
+(production_stack.py), llm-d ModelServices (modelservice.py), and every other object's pod templates
+(kubernetes.py). A kustomize patch file is read with its base
+(kustomize.py). Objects a controller only merges into others
+(LLMInferenceServiceConfig) are no launches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.errors import Problem
+from .context import Ctx
+from .deployment import Deployment, SourceFile
+from .dynamo import GRAPH_KIND, dynamo_graphs
+from .kserve import CONFIG_KIND, SERVICE_KIND, llm_inference_services
+from .kubernetes import kubernetes
+from .kustomize import is_kustomization, kustomization, patch_file
+from .marks import Lines
+from .modelservice import is_base_config, is_model_service, model_services
+from .production_stack import RUNTIME_KIND, vllm_runtimes
+
+__all__ = ["manifest_file"]
+
+
+def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> SourceFile:
+    """``documents``: (first line, 0-based; object; its lines) of each object document."""
+    plain: list[tuple[int, dict[str, Any], Lines]] = []
+    services: list[tuple[dict[str, Any], Lines]] = []
+    graphs: list[tuple[dict[str, Any], Lines]] = []
+    runtimes: list[tuple[dict[str, Any], Lines]] = []
+    model_service_objects: list[tuple[dict[str, Any], Lines]] = []
+    configs: list[dict[str, Any]] = []
+    config_maps = [obj for _, obj, _ in documents if obj.get("kind") == "ConfigMap"]
+    out: list[Deployment] = []
+    problems: list[Problem] = []
+    notes: list[Problem] = []
+    fmt = "kubernetes"
+    for start, obj, lines in documents:
+        kind = obj.get("kind")
+        if is_kustomization(obj):
+            found, found_problems = kustomization(ctx, obj, lines)
+            out += found
+            problems += found_problems
+            fmt = "kustomize"
+        elif kind == SERVICE_KIND:
+            services.append((obj, lines))
+        elif kind == CONFIG_KIND:
+            configs.append(obj)
+            meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+            notes.append(ctx.problem("source.unrecognized", f"{CONFIG_KIND} `{meta.get('name')}` "
+                                     "is merged by KServe's controller into the LLMInferenceServices that name it "
+                                     "(baseRefs, or a well-known preset); it is no launch on its own",
+                                     line=lines.at() or start + 1))
+        elif is_model_service(obj):
+            model_service_objects.append((obj, lines))
+        elif is_base_config(obj):
+            meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+            notes.append(ctx.problem("source.unrecognized", f"ConfigMap `{meta.get('name')}` is an llm-d ModelService "
+                                     "base config: the controller merges it into the ModelServices that name it; it is "
+                                     "no launch on its own", line=lines.at() or start + 1))
+        elif kind == GRAPH_KIND:
+            graphs.append((obj, lines))
+        elif kind == RUNTIME_KIND:
+            runtimes.append((obj, lines))
+        else:
+            plain.append((start, obj, lines))
+    readers = ((services, "kserve", lambda: llm_inference_services(ctx, services, configs)),
+               (graphs, "dynamo", lambda: dynamo_graphs(ctx, graphs)),
+               (runtimes, "production-stack-crd", lambda: vllm_runtimes(ctx, runtimes)),
+               (model_service_objects, "modelservice", lambda: model_services(ctx, model_service_objects, config_maps)))
+    for items, name, read in readers:
+        if items:
+            found, found_problems = read()
+            out += found
+            problems += found_problems
+            fmt = name
+    if plain:
+        patched = patch_file(ctx, plain)
+        if patched is not None:
+            found, found_problems = patched
+            fmt = "kustomize"
+        else:
+            found, found_problems = kubernetes(ctx, [o for _, o, _ in plain], [s for s, _, _ in plain],
+                                               [t for _, _, t in plain])
+        out += found
+        problems += found_problems
+    return SourceFile(ctx.display, fmt, tuple(out), tuple(problems), notes=tuple(notes))

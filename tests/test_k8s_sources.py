@@ -1,0 +1,353 @@
+"""The Kubernetes-family readers (audit/sources: kubernetes, kserve, dynamo,
+kustomize, helm, helm_template, production_stack, llmdbench), each tested on
+real files of the fleet corpus (tests/fleet_corpus, provenance in its
+PROVENANCE.md); trimmed copies are made in tmp_path where a test needs a file
+without its companions."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hma_policy.audit.sources import find_deployments, read_source
+from hma_policy.audit.sources.dynamo import dynamo_vllm_argv
+from hma_policy.audit.sources.gotemplate import render
+from hma_policy.audit.sources.kserve import kv_transfer_config, strategic_merge
+from hma_policy.audit.sources.marks import release_of
+
+CORPUS = Path(__file__).resolve().parent / "fleet_corpus"
+
+
+def read(relative: str, roots: tuple[Path, ...] = (CORPUS,)):
+    return read_source(CORPUS / relative, roots=roots)
+
+
+def ktc(deployment) -> dict:
+    assert deployment.document is not None, deployment.problems
+    return json.loads(deployment.document["kv_transfer_config"]) if isinstance(
+        deployment.document["kv_transfer_config"], str) else deployment.document["kv_transfer_config"]
+
+
+def by_role(found) -> dict:
+    return {d.role: d for d in found.deployments}
+
+
+# -- plain Kubernetes objects ------------------------------------------------------------------
+
+def test_a_container_launch_reports_its_name_line_container_and_release():
+    found = read("vllm-project__production-stack/src/gateway_inference_extension/configs/vllm/gpu-deployment.yaml")
+    (d,) = found.deployments
+    assert (d.line, d.container, d.format) == (16, "vllm", "kubernetes")
+    assert dict(d.resource)["kind"] == "Deployment"
+
+
+def test_disaggregatedset_roles_name_their_launches_and_ids():
+    found = read("llm-d__llm-d/guides/pd-disaggregation/modelserver/gpu/vllm/base/disaggregatedset.yaml")
+    prefill, decode = found.deployments
+    assert [(d.role, d.line, d.container) for d in (prefill, decode)] == [("prefill", 55, "modelserver"),
+                                                                         ("decode", 192, "modelserver")]
+    assert prefill.id.endswith("#DisaggregatedSet/pd-disagg-vllm/prefill/modelserver")
+    assert ktc(prefill)["kv_role"] == "kv_producer"
+
+
+def test_the_lmcache_webhook_injection_is_unresolved_not_enabled():
+    (d,) = read("LMCache__LMCache/operator/config/samples/vllm_lmcache_deployment.yaml").deployments
+    assert d.document is None and d.line == 60
+    problem = d.problems[0]
+    assert problem.code == "source.unresolved"
+    assert "webhook appends `--kv-transfer-config`" in problem.message and "`my-cache-connection`" in problem.message
+
+
+def test_pd_webhook_roles_come_from_the_pd_role_annotation():
+    found = read("LMCache__LMCache/operator/config/samples/vllm_pd_disaggregation.yaml")
+    assert [(d.role, d.problems[0].code) for d in found.deployments] == [("prefill", "source.unresolved"),
+                                                                       ("decode", "source.unresolved")]
+
+
+# -- production-stack --------------------------------------------------------------------------
+
+def test_production_stack_values_make_the_charts_lmcache_connector_per_model_spec():
+    found = read("vllm-project__production-stack/tutorials/assets/values-16-disagg-prefill.yaml")
+    assert found.format == "helm-values"
+    prefill, decode = found.deployments
+    assert (prefill.line, prefill.role, prefill.container) == (8, "prefill", "vllm")
+    assert dict(prefill.resource)["name"] == "<release>-llama-prefill-deployment-vllm"
+    assert ktc(prefill) == {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_producer",
+                            "kv_connector_extra_config": {"discard_partial_chunks": False, "lmcache_rpc_port": "sender"}}
+    assert (decode.line, ktc(decode)["kv_role"]) == (37, "kv_consumer")
+
+
+def test_production_stack_lmcache_config_comes_after_extra_args_and_defaults_to_kv_both():
+    (d,) = read("vllm-project__production-stack/tutorials/assets/values-14-vllm-v1.yaml").deployments
+    assert ktc(d) == {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+
+
+def test_production_stack_ray_path_is_a_raycluster_head():
+    (d,) = read("vllm-project__production-stack/tutorials/assets/"
+                "values-15-a-minimal-pipeline-parallel-example-raycluster.yaml").deployments
+    assert (dict(d.resource)["kind"], d.container, d.role) == ("RayCluster", "vllm-ray-head", "leader")
+    assert "kv_transfer_config" not in d.document
+
+
+def test_a_disabled_model_spec_renders_nothing_and_is_noted():
+    found = read("vllm-project__production-stack/helm/values.yaml")
+    assert found.deployments == ()
+    assert [(n.code, n.line) for n in found.notes] == [("source.unrecognized", 29)]
+
+
+def test_vllmruntime_uses_the_v1_connector_when_v1_is_set():
+    (d,) = read("vllm-project__production-stack/operator/config/samples/"
+                "production-stack_v1alpha1_vllmruntime.yaml").deployments
+    assert (d.format, d.line) == ("production-stack-crd", 9)
+    assert ktc(d) == {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+
+
+# -- KServe ------------------------------------------------------------------------------------
+
+def test_kserve_merges_the_preset_and_reads_vllm_additional_args_through_eval():
+    found = read("kserve__kserve/docs/samples/llmisvc/single-node-gpu/llm-inference-service-pd-qwen2-7b-gpu.yaml")
+    roles = by_role(found)
+    assert (roles["decode"].line, roles["prefill"].line) == (34, 91)
+    assert ktc(roles["decode"]) == {"kv_connector": "NixlConnector", "kv_role": "kv_consumer"}
+    assert ktc(roles["prefill"])["kv_role"] == "kv_producer"
+    assert [Path(p).name for p in roles["prefill"].merged_from] == ["config-llm-prefill-template.yaml",
+                                                                   "config-llm-decode-template.yaml"]
+
+
+def test_kserve_base_ref_replaces_the_command():
+    (d,) = read("kserve__kserve/docs/samples/llmisvc/e2e-gpt-oss/inference_default.yaml").deployments
+    assert d.document is not None and "kv_transfer_config" not in d.document
+    assert [Path(p).name for p in d.merged_from] == ["config-llm-template.yaml", "llmisvc_config_default.yaml"]
+
+
+def test_kserve_data_parallel_workers_are_launches():
+    found = read("kserve__kserve/docs/samples/llmisvc/dp-ep/deepseek-r1-gpu-rdma-roce/"
+                 "llm-inference-service-dp-ep-deepseek-r1-pd-gpu-p-deepep-ht-d-pplx.yaml")
+    assert sorted(by_role(found)) == ["decode-leader", "decode-worker", "prefill-leader", "prefill-worker"]
+
+
+def test_kserve_without_its_presets_is_unresolved(tmp_path):
+    sample = "kserve__kserve/docs/samples/llmisvc/single-node-gpu/llm-inference-service-qwen2-7b-gpu.yaml"
+    copy = tmp_path / "svc.yaml"
+    shutil.copy(CORPUS / sample, copy)
+    (d,) = read_source(copy).deployments
+    assert d.problems[0].code == "source.unresolved"
+    assert "`kserve-config-llm-template`" in d.problems[0].message
+
+
+def test_kserve_release_hint_from_the_image_and_the_workload_field_problem():
+    found = read("kserve__kserve/docs/samples/llmisvc/opt-125m-cpu/llm-inference-service-pd-facebook-opt-125m-cpu.yaml")
+    assert {d.release for d in found.deployments} == {"0.23.0"}
+    offloading = read("kserve__kserve/docs/samples/llmisvc/kv-cache-offloading/"
+                      "llm-inference-service-kv-cache-offloading.yaml")
+    assert [p.code for p in offloading.problems] == ["source.kserve"]
+
+
+def test_a_kserve_config_is_no_launch_and_is_noted():
+    found = read("kserve__kserve/config/llmisvcconfig/config-llm-template.yaml")
+    assert found.deployments == () and [n.code for n in found.notes] == ["source.unrecognized"]
+
+
+def test_kserve_offloading_config_and_strategic_merge():
+    assert json.loads(kv_transfer_config({"cpu": "10Gi", "secondary": [{}]}).split(" ", 1)[1].strip("'")) == {
+        "kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": {
+            "spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": 10 * 2**30,
+            "secondary_tiers": [{"type": "fs", "root_dir": "/mnt/kv-cache-0"}]}}
+    base = {"containers": [{"name": "main", "command": ["a"], "args": ["x"], "env": [{"name": "A", "value": "1"}]}]}
+    patch = {"containers": [{"name": "main", "args": ["y"], "env": [{"name": "B", "value": "2"}]}]}
+    assert strategic_merge(base, patch) == {"containers": [{"name": "main", "command": ["a"], "args": ["y"], "env": [
+        {"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}]}
+
+
+def test_go_template_conditions_values_and_functions():
+    data = {"Spec": {"parallelism": {"tensor": 2}, "model": {"name": "m"}}, "GlobalConfig": {}}
+    text = "{{ .Spec.Model.Name }}{{- if .Spec.Parallelism.Tensor }} --tp {{ .Spec.Parallelism.Tensor }}{{- end }}" \
+           "{{ if .GlobalConfig.EnableTLS }} --tls{{ else }} --plain{{ end }} {{ f `x` }}"
+    assert render(text, data, {"f": lambda v: v.upper()}) == "m --tp 2 --plain X"
+
+
+# -- NVIDIA Dynamo -----------------------------------------------------------------------------
+
+def test_dynamo_vllm_default_and_listed_connectors():
+    found = read("ai-dynamo__dynamo/components/backends/vllm/deploy/disagg_kvbm.yaml")
+    decode, prefill = by_role(found)["decode"], by_role(found)["prefill"]
+    assert (decode.line, prefill.line, decode.release) == (17, 42, None)
+    assert ktc(decode) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert ktc(prefill)["kv_connector"] == "PdConnector"
+    assert [c["kv_connector"] for c in ktc(prefill)["kv_connector_extra_config"]["connectors"]] == \
+        ["DynamoConnector", "NixlConnector"]
+    assert dynamo_vllm_argv(["--model", "m", "--connector", "none"]) == ["vllm", "serve", "--model", "m"]
+
+
+def test_dynamo_serve_reads_the_graph_config_env():
+    found = read("vllm-project__aibrix/test/regression/v0.4.0/dynamo/disagg.yaml")
+    assert [(d.role, d.line) for d in found.deployments] == [("decode", 81), ("prefill", 114)]
+    assert ktc(found.deployments[0]) == {"kv_connector": "DynamoNixlConnector"}
+
+
+# -- kustomize ---------------------------------------------------------------------------------
+
+def test_a_patch_without_args_is_unresolved_when_its_base_is_not_audited():
+    (d,) = read("llm-d__llm-d/guides/tiered-prefix-cache/modelserver/gpu/vllm/base/patch-vllm.yaml").deployments
+    assert (d.format, d.line, d.role) == ("kustomize", 10, "decode")
+    assert d.problems[0].code == "source.unresolved" and "the patch gives no `args`" in d.problems[0].message
+
+
+def test_a_patch_with_command_and_args_decides_alone():
+    (d,) = read("llm-d__llm-d/guides/pd-disaggregation/modelserver/gpu/vllm/base/patch-decode.yaml").deployments
+    assert ktc(d) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+
+
+def test_json6902_overlays_apply_to_their_base():
+    offloading = read("llm-d__llm-d/guides/tiered-prefix-cache/cpu/manifests/vllm/offloading-connector/kustomization.yaml")
+    (d,) = offloading.deployments
+    assert (offloading.format, d.line) == ("kustomize", 12)
+    assert ktc(d)["kv_connector"] == "OffloadingConnector"
+    assert [Path(p).name for p in d.merged_from] == ["deployment.yaml"]
+    lmcache = read("llm-d__llm-d/guides/tiered-prefix-cache/cpu/manifests/vllm/lmcache-connector/kustomization.yaml")
+    (d,) = lmcache.deployments
+    assert (d.line, ktc(d)["kv_connector"]) == (13, "LMCacheConnectorV1")
+
+
+# -- Helm templates, llm-d-modelservice and vLLM chart values ----------------------------------
+
+def test_an_aibrix_chart_template_is_read_where_the_command_is_literal():
+    found = read("vllm-project__aibrix/test/regression/v0.4.0/templates/vllm-disaggregated.yaml")
+    assert found.format == "helm-template"
+    assert [(d.role, d.line) for d in found.deployments] == [("prefill", 49), ("decode", 129)]
+    assert found.deployments[0].notes[-1].code == "source.template"
+
+
+def test_a_template_that_builds_its_args_from_values_is_one_problem_and_a_note():
+    found = read("vllm-project__production-stack/helm/templates/deployment-vllm-multi.yaml")
+    assert found.deployments == ()
+    assert len(found.problems) == 1 and "helm template" in found.problems[0].hint
+    assert [n.code for n in found.notes] == ["source.unrecognized"]
+
+
+def test_llm_d_modelservice_values_run_vllm_serve_with_the_container_args():
+    found = read("llm-d-incubation__llm-d-modelservice/examples/values-pd.yaml")
+    assert [(d.role, d.line) for d in found.deployments] == [("decode", 31), ("prefill", 70)]
+
+
+def test_the_vllm_chart_values_command():
+    (d,) = read("vllm-project__vllm/examples/online_serving/chart-helm/values.yaml").deployments
+    assert (d.line, d.format) == (11, "helm-values")
+
+
+# -- llm-d-benchmark ---------------------------------------------------------------------------
+
+def test_a_scenario_custom_command_with_accelerator_fragments():
+    found = read("llm-d__llm-d-benchmark/config/scenarios/guides/pd-disaggregation.yaml")
+    assert [(d.role, d.line) for d in found.deployments] == [("prefill", 315), ("decode", 406)]
+    assert ktc(found.deployments[0]) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+
+
+def test_a_scenario_takes_kubelet_env_substitution_from_extra_env_vars():
+    (d,) = read("llm-d__llm-d-benchmark/config/scenarios/guides/tiered-prefix-cache.yaml").deployments
+    assert ktc(d)["kv_connector_extra_config"] == {"cpu_bytes_to_use": 214748364800}
+
+
+def test_a_scenario_without_a_custom_command_appends_kv_transfer():
+    (d,) = read("llm-d__llm-d-benchmark/config/scenarios/cicd/ocp-keda.yaml").deployments
+    assert (d.line, ktc(d)) == (137, {"kv_connector": "NixlConnector", "kv_role": "kv_both"})
+
+
+def test_the_legacy_env_file_extra_args():
+    found = read("llm-d__llm-d-benchmark/docs/tutorials/kubecon/scenarios/pd-disaggregation.sh")
+    assert found.format == "llmdbench-env"
+    assert [(d.role, d.line, dict(d.resource)["namespace"]) for d in found.deployments] == [
+        ("prefill", 39, "ai-workloads"), ("decode", 68, "ai-workloads")]
+
+
+# -- shared ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("image, release", [("docker.io/vllm/vllm-openai:v0.23.0", "0.23.0"),
+                                            ("vllm/vllm-openai-cpu:0.9.2", "0.9.2"), ("vllm/vllm-openai:latest", None),
+                                            ("lmcache/vllm-openai:v0.3.9", None)])
+def test_release_hint_from_image_tags(image, release):
+    assert release_of(image) == release
+
+
+def test_documentation_that_mentions_a_kv_option_is_noted_and_in_memory_text_reads_nothing_from_disk():
+    found = read("vllm-project__aibrix/python/aibrix_kvcache/integration/vllm/README.md")
+    assert (found.deployments, [n.line for n in found.notes]) == ((), [29])
+    text = (CORPUS / "llm-d__llm-d/guides/tiered-prefix-cache/modelserver/gpu/vllm/base/patch-vllm.yaml").read_text()
+    (d,) = find_deployments("patch-vllm.yaml", text).deployments
+    assert d.format == "kubernetes"  # no kustomization can be looked up for text in memory
+
+
+@pytest.mark.parametrize("text", [
+    # found by mutating corpus files: names that are mappings, metadata that is a list
+    "apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: s}\nspec:\n"
+    "  template: {containers: [{name: {a: 1}, image: vllm/vllm-openai}, {name: [1], args: [m]}]}\n",
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  volumes: [{name: {a: 1}}, {name: [2]}]\n"
+    "  containers: [{name: c, image: vllm/vllm-openai, args: [m]}]\n",
+    "apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceServiceConfig\nmetadata: [x]\nspec: {}\n",
+    "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: g}\n"
+    "spec: {services: {W: {extraPodSpec: {mainContainer: {command: x, args: [1]}}}}, envs: [1]}\n",
+    "apiVersion: production-stack.vllm.ai/v1alpha1\nkind: VLLMRuntime\nmetadata: {name: r}\n"
+    "spec: {vllmConfig: {extraArgs: 7, env: {}}, lmCacheConfig: {enabled: true}, deploymentConfig: {image: []}}\n",
+    "servingEngineSpec: {modelSpec: [1, {name: a, vllmConfig: [], lmcacheConfig: {enabled: true}, env: 3}]}\n",
+    "scenario: [{decode: {vllm: {customCommand: 5, additionalFlags: {}}, extraEnvVars: 1}, vllmCommon: []}]\n",
+])
+def test_malformed_objects_are_read_without_a_fault(text):
+    found = find_deployments("objects.yaml", text)
+    assert all(d.file == "objects.yaml" for d in found.deployments)
+
+
+def test_a_kustomization_with_malformed_resources_leaves_its_patch_unresolved(tmp_path):
+    (tmp_path / "kustomization.yaml").write_text("resources: true\npatches: [{path: patch.yaml}]\n")
+    shutil.copy(CORPUS / "llm-d__llm-d/guides/tiered-prefix-cache/modelserver/gpu/vllm/base/patch-vllm.yaml",
+                tmp_path / "patch.yaml")
+    (d,) = read_source(tmp_path / "patch.yaml").deployments
+    assert "the base (none)" in d.problems[0].message
+
+
+# -- llm-d ModelService (tests/k8s_samples, provenance in its PROVENANCE.md) -------------------
+
+SAMPLES = Path(__file__).resolve().parent / "k8s_samples"
+
+
+def test_a_model_service_merges_its_base_config_deployment():
+    found = read_source(SAMPLES / "llm-d-model-service/facebook-nixl/msvc.yaml", roots=(SAMPLES,))
+    decode, prefill = found.deployments
+    assert [(d.role, d.line, d.format) for d in (decode, prefill)] == [("decode", 25, "modelservice"),
+                                                                      ("prefill", 38, "modelservice")]
+    # the service's args come before the base config's: the model, then the base's --kv-transfer-config
+    assert decode.document["model"] == {"name": "facebook/opt-125m"}
+    assert ktc(decode) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert [Path(p).name for p in decode.merged_from] == ["baseconfig.yaml"]
+
+
+def test_a_model_service_base_config_alone_is_noted_and_without_it_the_service_is_unresolved(tmp_path):
+    base = read_source(SAMPLES / "llm-d-model-service/facebook-nixl/baseconfig.yaml", roots=(SAMPLES,))
+    assert base.deployments == () and "ModelService base config" in base.notes[0].message
+    shutil.copy(SAMPLES / "llm-d-model-service/facebook-nixl/msvc.yaml", tmp_path / "msvc.yaml")
+    decode, _ = read_source(tmp_path / "msvc.yaml").deployments
+    assert decode.problems[0].code == "source.unresolved"
+    assert "`facebook-base-config-nixl` is not in the audited paths" in decode.problems[0].message
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "html", "policyreport", "json"])
+def test_every_report_format_shows_where_a_launch_is(fmt):
+    from hma_policy.audit.report import render
+    from hma_policy.audit.run import audit
+
+    report = audit([str(CORPUS / "kserve__kserve/docs/samples/llmisvc/opt-125m-cpu"),
+                    str(CORPUS / "kserve__kserve/config/llmisvcconfig")])
+    text = render(report, fmt)
+    if fmt == "json":
+        entry = next(d for d in json.loads(text)["deployments"] if d["role"] == "prefill")
+        assert (entry["line"], entry["container"], entry["release"]) == (34, "main", "0.23.0")
+        assert [Path(p).name for p in entry["merged_from"]] == ["config-llm-prefill-template.yaml",
+                                                               "config-llm-decode-template.yaml"]
+    elif fmt == "policyreport":
+        props = next(r["properties"] for r in json.loads(text)["results"] if r["properties"].get("role") == "prefill")
+        assert (props["line"], props["container"], props["release"]) == ("34", "main", "0.23.0")
+    else:
+        assert "LLMInferenceService facebook-opt-125m-pd · container main · role prefill" in text.replace("&#x27;", "'")
+        assert "image pins vLLM 0.23.0" in text
