@@ -17,11 +17,12 @@ from __future__ import annotations
 from .core.decision import Decision
 from .core.errors import ConnectorError, HMAPolicyError, InputError, PolicyError
 from .core.limits import Limits
-from .core.policy import Policy, decide, load_policy, supports_hma
+from .core.policy import Policy, decide, decide_command, load_policy, supports_hma
 from .version import __version__
 
 __all__ = [
     "decide",
+    "decide_command",
     "load_policy",
     "supports_hma",
     "Policy",

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -40,9 +42,10 @@ from typing import Any, NamedTuple
 from .errors import InputError, Problem, suggest
 from .input import parse_text
 from .schema import load_schema, pointer
+from ..fileio import open_regular
 
 __all__ = ["Arg", "ConfigFile", "CommandResult", "VllmOptions", "DEFAULT_OPTIONS", "read_command", "find_vllm",
-           "unresolved", "has_unresolved", "show", "ENV_NAMES", "DECISION_OPTIONS"]
+           "unresolved", "has_unresolved", "show", "ENV_NAMES", "DECISION_OPTIONS", "command_document"]
 
 
 class Arg(NamedTuple):
@@ -251,9 +254,13 @@ def _read(reading: _Reading, args: list[Arg], serve: bool, env: Mapping[str, str
             continue
         if isinstance(value, str) and has_unresolved(value):
             refs = ", ".join(f"`{m}`" for m in unresolved_names(value))
-            reading.fail("source.unresolved", f"`{option}` takes its value from {refs}, which this file does not set",
-                         path=pointer([field_name]),
-                         hint="the audit reads files and never runs them; write the value in the file")
+            if reading.file is None:  # a launcher's command, not a file
+                reading.fail("source.unresolved", f"`{option}` takes its value from {refs}, which is not set",
+                             path=pointer([field_name]), hint="give its value in `env`, or write it in the command")
+            else:
+                reading.fail("source.unresolved", f"`{option}` takes its value from {refs}, which this file does not set",
+                             path=pointer([field_name]),
+                             hint="the audit reads files and never runs them; write the value in the file")
             continue
         document[field_name] = _number(value) if field_name == "kv_offloading_size" else value
         origins[field_name] = f"{origin}: {option}"
@@ -548,3 +555,67 @@ def _number(text: str) -> Any:
         return int(text) if re.fullmatch(r"[+-]?\d+", text.strip()) else float(text)
     except ValueError:
         return text
+
+
+# -- a launcher's command ------------------------------------------------------------------
+
+# A command line is a few kilobytes; this bounds what one call may make the
+# shell-word reader walk.
+MAX_COMMAND_BYTES = 1 << 20
+_REFERENCE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*)|(\([^)]*\)))")
+
+
+def command_document(argv: str | Sequence[str], *, env: Mapping[str, str] | None = None,
+                     cwd: str | os.PathLike[str] | None = None,
+                     config_root: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The deployment document of a command a launcher holds (see
+    :func:`hma_policy.decide_command`); :class:`InputError` when there is none."""
+    if argv is None or (isinstance(argv, (str, list, tuple)) and not argv):
+        raise InputError([Problem("input.empty", "the command is empty", hint="give `vllm serve MODEL ...`")])
+    if isinstance(argv, str):
+        words = _shell_words(argv, env or {})
+    elif isinstance(argv, (list, tuple)) and all(isinstance(w, str) for w in argv):
+        words = list(argv)
+    else:
+        raise InputError([Problem("input.type", "a command is a list of strings or one shell string")])
+    base = os.path.realpath(os.fspath(cwd) if cwd is not None else os.getcwd())
+    root = os.path.realpath(os.fspath(config_root)) if config_root is not None else base
+    result = read_command(words, env=env, read_config=lambda name: _config_file(name, base, root))
+    if result.problems:
+        raise InputError(result.problems)
+    assert result.document is not None
+    return result.document
+
+
+def _shell_words(text: str, env: Mapping[str, str]) -> list[str]:
+    """``text`` split into words as a POSIX shell would, ``$NAME`` taken from
+    ``env`` (a name ``env`` lacks, or ``$(...)``, stays unresolved)."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
+        raise InputError([Problem("input.limit", f"the command is longer than {MAX_COMMAND_BYTES} bytes")])
+    try:
+        words = shlex.split(text, posix=True)
+    except ValueError as exc:
+        raise InputError([Problem("input.parse", f"the command cannot be split into words: {exc}")]) from None
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if name is not None and name in env:
+            return env[name]
+        return unresolved(match.group(0))
+
+    return [_REFERENCE.sub(value, word) for word in words]
+
+
+def _config_file(name: str, base: str, root: str) -> ConfigFile:
+    """A ``--config`` file read relative to ``base``, only inside ``root``."""
+    path = os.path.realpath(os.path.join(base, name))
+    if os.path.commonpath([path, root]) != root:
+        raise InputError([Problem("source.config_outside", f"`{name}` is outside `{root}`, where config files may be read",
+                                  hint="pass config_root= to allow another directory")])
+    try:
+        with open_regular(path) as handle:
+            return ConfigFile(handle.read(MAX_COMMAND_BYTES + 1).decode("utf-8"), name)
+    except FileNotFoundError:
+        raise InputError([Problem("source.config_missing", f"`{name}` does not exist")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError([Problem("source.config_unreadable", f"`{name}` cannot be read: {exc}")]) from None

@@ -10,8 +10,9 @@ over the connector graph, answered by the table).
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -21,12 +22,13 @@ from .compiler import Compiled, compile_policy
 from .decision import Decision
 from .errors import ConnectorError, EvaluationError, InputError, Problem
 from .evaluate import Evaluator
+from .command import command_document
 from .facts import extract
 from .input import DEFAULT_LIMITS, Limits, prepare, respell
 from .rules import PolicyModel, Rule, read_policy
 from .table import StepTable
 
-__all__ = ["Policy", "Prepared", "load_policy", "decide", "supports_hma", "respelled"]
+__all__ = ["Policy", "Prepared", "load_policy", "decide", "decide_command", "supports_hma", "respelled"]
 
 
 class Prepared(NamedTuple):
@@ -107,6 +109,12 @@ class Policy:
     def decide(self, document: Any, *, limits: Limits = DEFAULT_LIMITS) -> Decision:
         """Decide one deployment document. See :func:`decide`."""
         return self.decide_prepared(self.prepare(document, limits=limits))
+
+    def decide_command(self, argv: str | Sequence[str], *, env: Mapping[str, str] | None = None,
+                       cwd: str | os.PathLike[str] | None = None, config_root: str | os.PathLike[str] | None = None,
+                       limits: Limits = DEFAULT_LIMITS) -> Decision:
+        """See :func:`decide_command`."""
+        return self.decide(command_document(argv, env=env, cwd=cwd, config_root=config_root), limits=limits)
 
     def supports_hma(self, kv_transfer_config: Any, *, env: Mapping[str, Any] | None = None) -> bool | None:
         """See :func:`supports_hma`."""
@@ -205,6 +213,30 @@ def decide(document: Any, *, policy: Policy | None = None, limits: Limits = DEFA
     Pointer) when the document is invalid; nothing else for any document.
     """
     return (policy or _default_policy()).decide(document, limits=limits)
+
+
+def decide_command(argv: str | Sequence[str], *, env: Mapping[str, str] | None = None, policy: Policy | None = None,
+                   cwd: str | os.PathLike[str] | None = None, config_root: str | os.PathLike[str] | None = None,
+                   limits: Limits = DEFAULT_LIMITS) -> Decision:
+    """Decide the deployment a ``vllm serve`` command line starts.
+
+    ``argv`` is the command's words (``["vllm", "serve", "Qwen/Qwen3-8B",
+    "--kv-transfer-config", "{...}"]``, or ``python -m
+    vllm.entrypoints.openai.api_server ...``), or one shell string, split
+    as a POSIX shell would (quotes, escapes; ``$NAME`` is taken from ``env``).
+    vLLM's own argument handling is reproduced: ``--config FILE`` first (the
+    command line wins), ``--no-`` and ``=`` forms, dotted options
+    (``--kv-transfer-config.kv_role kv_both``), the last occurrence winning.
+    ``env``: the environment vLLM would run with (only the variables the
+    decision reads are used). A ``--config`` file is read relative to
+    ``cwd`` (default: the current directory) and only inside ``config_root``
+    (default: ``cwd``). Nothing named in the command is run or imported.
+
+    Raises :class:`InputError` when the command does not start vLLM's
+    server, names a value that is not known (``$KV`` without ``env``), or
+    vLLM would refuse it (an unknown option, a missing value).
+    """
+    return (policy or _default_policy()).decide_command(argv, env=env, cwd=cwd, config_root=config_root, limits=limits)
 
 
 def supports_hma(kv_transfer_config: Any, *, policy: Policy | None = None, env: Mapping[str, Any] | None = None) -> bool | None:
