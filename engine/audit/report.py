@@ -83,7 +83,7 @@ def write(report: Any, fmt: str, stream: Any) -> None:
         stream.write(render_bytes(report, fmt))
         return
     try:
-        head, tail = orjson.dumps(report._report_dict(orjson.Fragment(b"\x00")),
+        head, tail = orjson.dumps(report.report_dict(orjson.Fragment(b"\x00")),
                                   option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).split(b"\x00")
     except TypeError:  # text orjson cannot write (a lone surrogate): the whole report as render_bytes writes it
         stream.write(render_bytes(report, fmt))
@@ -92,8 +92,8 @@ def write(report: Any, fmt: str, stream: Any) -> None:
     opening = b"["
     # An audit that spread the rendering over its processes (audit(...,
     # prerender=True)) left the deployments' text; else they are rendered now.
-    rendered = getattr(report, "_rendered", None)
-    parts = iter(rendered) if rendered is not None else map(_deployments_json, report.iter_deployments(_SLICE))
+    rendered = getattr(report, "rendered", None)
+    parts = iter(rendered) if rendered is not None else map(deployments_json, report.iter_deployments(_SLICE))
     for text in parts:
         if text:
             stream.write(opening)
@@ -103,7 +103,7 @@ def write(report: Any, fmt: str, stream: Any) -> None:
     stream.write(tail)
 
 
-def _deployments_json(items: list[dict[str, Any]]) -> memoryview:
+def deployments_json(items: list[dict[str, Any]]) -> memoryview:
     """The text of deployment dicts as the JSON report's ``deployments``
     holds them, between its brackets: joined by commas, the texts of
     consecutive lists of deployments are the array's. Rendered inside an
