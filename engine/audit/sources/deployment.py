@@ -8,6 +8,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from ...core.errors import Problem
+from .release import ReleaseHint
 
 __all__ = ["Deployment", "SourceFile"]
 
@@ -33,6 +34,10 @@ class Deployment:
     notes: tuple[Problem, ...] = ()
     origins: tuple[tuple[str, str], ...] = ()
     resource: tuple[tuple[str, str], ...] = ()   # a Kubernetes object reference (apiVersion, kind, name, namespace)
+    container: str | None = None                 # the container (Kubernetes, compose service) that runs it
+    role: str | None = None                      # prefill, decode, leader, worker, ... where the object says
+    chain: tuple[str, ...] = ()                  # the files merged to make it, in order: the file, a --config file, ...
+    release: ReleaseHint | None = None           # the vLLM release that deploys it, where the file tells
 
     @property
     def id(self) -> str:

@@ -16,6 +16,7 @@ from ...core.schema import pointer
 from .context import FACTS_ANNOTATION, Ctx, parse_facts
 from .deployment import Deployment
 from .launch import Invocation, deployment, refuse
+from .release import from_image
 from .shell import VLLM_IMAGE, argv_invocations
 
 __all__ = ["kubernetes"]
@@ -54,10 +55,14 @@ def kubernetes(ctx: Ctx, objects: list[dict[str, Any]], starts: list[int]) -> tu
                 located = _container_invocations(container, ctx, where, anchor, start + 1, problems)
                 if not located:
                     continue
+                image = container.get("image")
                 for inv in located:
                     inv.name = f"{name}/{cname}" if name else cname
                     inv.resource = (("apiVersion", str(obj.get("apiVersion"))), ("kind", kind), ("name", name),
                                     ("namespace", namespace))
+                    inv.container = cname
+                    inv.role = _role(pod_meta, meta, pod_path)
+                    inv.release = from_image(image) if isinstance(image, str) and image else None
                     inv.config_reader = _config_from_volumes(container, volumes, config_maps, namespace, ctx)
                     if facts_text is not None:
                         facts, problem = parse_facts(facts_text, ctx, None, f"the annotation {FACTS_ANNOTATION} of {kind} {name}")
@@ -69,6 +74,28 @@ def kubernetes(ctx: Ctx, objects: list[dict[str, Any]], starts: list[int]) -> tu
                         inv.facts_origin = f"line {line}: hma-policy directive" if line else ""
                     out.append(deployment(inv, ctx, "kubernetes"))
     return out, problems
+
+
+_ROLE_WORDS = frozenset({"prefill", "decode", "prefiller", "decoder", "leader", "worker", "both", "aggregated"})
+
+
+def _role(pod_meta: Any, meta: Any, pod_path: str) -> str | None:
+    """The role the object gives its pods: a `role` label (`llm-d.ai/role: prefill`, ...), a component
+    label naming one, or the template it sits in (a LeaderWorkerSet's leader and worker templates)."""
+    for held in (pod_meta, meta):
+        labels = held.get("labels") if isinstance(held, dict) else None
+        if not isinstance(labels, dict):
+            continue
+        for key, value in labels.items():
+            if isinstance(key, str) and isinstance(value, str) and (key == "role" or key.endswith(("/role", ".role"))):
+                return value
+        component = labels.get("app.kubernetes.io/component")
+        if isinstance(component, str) and component.lower() in _ROLE_WORDS:
+            return component
+    for template, role in (("/leaderTemplate/", "leader"), ("/workerTemplate/", "worker")):
+        if template in pod_path + "/":
+            return role
+    return None
 
 
 def _annotation(meta: Any) -> str | None:
