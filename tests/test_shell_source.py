@@ -38,9 +38,9 @@ def codes(items) -> list[str]:
 
 
 def cpu_seconds(function, *args) -> float:
-    """The least CPU time of three runs: the fairest figure on a busy machine."""
+    """The least CPU time of five runs: the fairest figure on a busy machine."""
     best = float("inf")
-    for _ in range(3):
+    for _ in range(5):
         start = time.process_time()
         function(*args)
         best = min(best, time.process_time() - start)
@@ -48,10 +48,13 @@ def cpu_seconds(function, *args) -> float:
 
 
 def linear_ratio(make, size: int, tmp_path: Path, name: str = "run.sh") -> float:
-    """CPU time to read a file made by ``make(size * 2)`` over ``make(size)``: about 2 when reading is linear."""
+    """CPU time to read a file made by ``make(size * 2)`` over ``make(size)``:
+    about 2 when reading is linear, 4 when it is quadratic. The least of
+    three measurements: noise on a shared machine only ever adds time, and
+    a quadratic reader cannot show a linear ratio in any of them."""
     small, large = write(tmp_path / "small" / name, make(size)), write(tmp_path / "large" / name, make(size * 2))
     read_source(small)  # imports, caches
-    return cpu_seconds(read_source, large) / max(cpu_seconds(read_source, small), 1e-3)
+    return min(cpu_seconds(read_source, large) / max(cpu_seconds(read_source, small), 1e-3) for _ in range(3))
 
 
 # -- linear time and bounded expansion (issue 20, defect 1) ------------------------------------------
@@ -282,3 +285,43 @@ def test_shell_syntax_errors_are_located_and_reading_goes_on(tmp_path):
 def test_deep_or_unterminated_text_is_a_problem_not_a_crash(tmp_path, text):
     source = read_source(write(tmp_path / "run.sh", text + "\n"))
     assert source.deployments == () and all(p.code in ("source.shell_syntax", "source.limit") for p in source.problems)
+
+
+def test_a_command_built_up_in_a_variable_and_evaled_is_placed_where_it_is_written(tmp_path):
+    # The shape of vLLM's tests/v1/kv_connector/nixl_integration/run_multi_connector_accuracy_test.sh:
+    # a JSON config squeezed by `tr`, a command line in a variable, optional extra arguments, `eval "$CMD &"`.
+    script = write(tmp_path / "run.sh", """KV='{
+  "kv_connector": "NixlConnector",
+  "kv_role": "kv_both"
+}'
+KV=$(echo "$KV" | tr -d '[:space:]')
+run() {
+  local kv_config=$1
+  BASE_CMD="CUDA_VISIBLE_DEVICES=0 vllm serve $MODEL \\
+    --kv-transfer-config '$kv_config'"
+  if [[ -n "$EXTRA" ]]; then
+    for arg in $EXTRA; do
+      BASE_CMD="${BASE_CMD} $arg"
+    done
+  fi
+  eval "$BASE_CMD &"
+}
+run "$KV"
+""")
+    d = only(read_source(script))
+    assert (d.line, ktc(d)) == (8, {"kv_connector": "NixlConnector", "kv_role": "kv_both"})
+    assert [n.code for n in d.notes] == ["source.unresolved_unused", "source.unresolved_arguments"]
+
+
+def test_a_dynamo_vllm_worker_takes_vllm_engine_arguments(tmp_path):
+    # ai-dynamo/dynamo examples/backends/vllm/launch/disagg_flexkv.sh
+    d = only(read_source(write(tmp_path / "run.sh", "CUDA_VISIBLE_DEVICES=0 python -m dynamo.vllm --model Qwen/Qwen3-0.6B "
+                                                    "--disable-hybrid-kv-cache-manager --kv-transfer-config "
+                                                    f"'{NIXL}' &\n")))
+    assert (d.name, d.document["disable_hybrid_kv_cache_manager"]) == ("Qwen/Qwen3-0.6B", True)
+
+
+def test_an_expansion_where_a_reserved_word_may_stand_is_a_word(tmp_path):
+    # `if` whose body starts with an expansion: once an uncaught AttributeError.
+    script = write(tmp_path / "run.sh", f"if true; then\n  $SMI_BIN --query\nfi\nvllm serve m --kv-transfer-config '{NIXL}'\n")
+    assert only(read_source(script)).line == 4

@@ -79,6 +79,10 @@ class Entry:
             "line": d.line,
             "name": d.name,
             "resource": dict(d.resource) if d.resource else None,
+            "container": d.container,
+            "role": d.role,
+            "chain": list(d.chain),
+            "release_hint": {"version": d.release.version, "origin": d.release.origin} if d.release else None,
             "origins": dict(d.origins),
             "notes": [_problem_dict(n) for n in d.notes],
             "input_digest": self.input_digest,
@@ -120,9 +124,11 @@ class FileResult:
     deployments: int
     problems: tuple[Problem, ...] = ()
     skipped: str | None = None
+    notes: tuple[Problem, ...] = ()  # a file that mentions vLLM's KV options but yields no launch
 
     def __reduce__(self) -> tuple:
-        return (type(self), (self.file, self.format, self.deployments, self.problems, self.skipped))  # as Entry's
+        return (type(self), (self.file, self.format, self.deployments, self.problems, self.skipped,  # as Entry's
+                             self.notes))
 
 
 def _problem_dict(p: Problem) -> dict[str, Any]:
@@ -157,6 +163,11 @@ class AuditReport:
     def problems(self) -> tuple[Problem, ...]:
         return tuple(p for f in self.files for p in f.problems)
 
+    @property
+    def notes(self) -> tuple[Problem, ...]:
+        """Notes on files: a file that mentions vLLM's KV options but yields no launch."""
+        return tuple(n for f in self.files for n in f.notes)
+
     def summary(self) -> dict[str, Any]:
         """Counts over the report (computed once: a report is immutable)."""
         cached = self.__dict__.get("_summary")
@@ -185,6 +196,7 @@ class AuditReport:
             "by_connector": dict(sorted(tally["connectors"].items())),
             "by_rule": dict(sorted(tally["rules"].items())),
             "problems": len(self.problems),
+            "notes": len(self.notes),
         }
 
     def generated_at(self) -> str:
@@ -236,6 +248,7 @@ class AuditReport:
             "summary": self.summary(),
             "deployments": deployments,
             "problems": [_problem_dict(p) for p in self.problems],
+            "notes": [_problem_dict(n) for n in self.notes],
             "skipped": [{"file": f.file, "reason": f.skipped} for f in self.files if f.skipped is not None],
         }
 
@@ -499,7 +512,8 @@ def _examine_batch(policy: Any, files: Sequence[tuple[str, str, bool]], settings
                     out[index] = FileResult(display, None, 0, (Problem("source.outside_roots", f"`{display}` links to a file "
                                                                        "outside the audited paths; it is not read", file=display),)), []
                     continue
-            read.append((index, display, _read_source(name, display, roots, limits, regular=plain)))
+            read.append((index, display, _read_source(name, display, roots, limits, regular=plain,
+                                                      known=getattr(policy, "registered_names", ()))))
         except Exception as exc:  # noqa: BLE001 - one file must never stop the audit of the others
             out[index] = _failed(display, exc)
     checked: list[tuple[int, str, Any, list[Any]]] = []
@@ -519,7 +533,8 @@ def _examine_batch(policy: Any, files: Sequence[tuple[str, str, bool]], settings
             entries = [Entry(d if keep or d.document is None else d.without_document(), decision,
                              input_digest(d.document) if d.document is not None else None)
                        for d, decision in zip(source.deployments, decisions)]
-            out[index] = FileResult(display, source.format, len(entries), source.problems, source.skipped), entries
+            out[index] = FileResult(display, source.format, len(entries), source.problems, source.skipped,
+                                    source.notes), entries
         except Exception as exc:  # noqa: BLE001
             out[index] = _failed(display, exc)
     return out

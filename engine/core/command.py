@@ -133,7 +133,9 @@ _FLAG_OPTIONS = {
 }
 # Every option the decision reads.
 DECISION_OPTIONS = tuple(_VALUE_OPTIONS) + tuple(_FLAG_OPTIONS)
-_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server"})
+# Modules run with `python -m` that start a vLLM engine from vLLM's own arguments: the OpenAI server, and
+# NVIDIA Dynamo's vLLM worker (which takes vLLM's engine arguments, the model by `--model`).
+_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "dynamo.vllm"})
 
 
 # -- unresolved values ------------------------------------------------------------------
@@ -319,39 +321,47 @@ def _unread_json(field_name: str, value: str) -> tuple[str, list[tuple[str, str]
     where each was (a JSON Pointer in the option, and the string). None when
     one of them is read, or the value is not JSON.
 
-    What the decision reads comes from the document's schema: a string the
-    schema constrains (an enum, a pattern, a type other than string) is
-    read; a string it does not constrain, or a key it does not know, is not.
+    What the decision reads comes from the document's schema. Inside a JSON
+    string, an unresolved value is read where the schema constrains the
+    string's text (an enum, a pattern); elsewhere the value is a string
+    whatever it holds (the schema accepts it, or refuses any string). A
+    value written bare (``"port": $PORT``) is read unless the schema knows
+    nothing of its key (a key of ``kv_connector_extra_config``).
     """
     try:
-        parsed = json.loads(value, strict=False)  # a marker is a control character inside a JSON string
-    except ValueError:
+        parsed = json.loads(_quote_bare_markers(value), strict=False)  # markers are control characters
+    except (ValueError, RecursionError):
         return None
     unread: list[tuple[str, str]] = []
-
-    def walk(node: Any, schema: Any, path: list[Any]) -> Any:
-        if isinstance(node, str):
-            if not has_unresolved(node):
-                return node
-            if _constrained(schema):
-                raise _Read
-            unread.append((pointer(path), node))
-            return show(node, None)
-        if isinstance(node, dict):
-            properties = _schema_properties(schema)
-            if any(has_unresolved(k) for k in node):
-                raise _Read
-            return {k: walk(v, properties.get(k), path + [k]) for k, v in node.items()}
-        if isinstance(node, list):
-            items = _schema_items(schema)
-            return [walk(v, items, path + [i]) for i, v in enumerate(node)]
-        return node
-
     try:
-        shown = walk(parsed, _SCHEMA["properties"].get(field_name), [])
+        shown = _walk_unread(parsed, _SCHEMA["properties"].get(field_name), [], unread)
     except (_Read, RecursionError):
         return None
     return json.dumps(shown), unread
+
+
+def _walk_unread(node: Any, schema: Any, path: list[Any], unread: list[tuple[str, str]]) -> Any:
+    """``node`` with each unresolved string the decision does not read shown
+    as written (and listed in ``unread``); raises _Read at one it reads."""
+    if isinstance(node, str):
+        if not has_unresolved(node):
+            return node
+        bare = node.startswith(_BARE)
+        if bare:
+            node = node[len(_BARE):]
+        if (schema is not None) if bare else _constrained(schema):
+            raise _Read
+        unread.append((pointer(path), node))
+        return show(node, None)
+    if isinstance(node, dict):
+        properties = _schema_properties(schema)
+        if any(has_unresolved(k) for k in node):
+            raise _Read
+        return {k: _walk_unread(v, properties.get(k), path + [k], unread) for k, v in node.items()}
+    if isinstance(node, list):
+        items = _schema_items(schema)
+        return [_walk_unread(v, items, path + [i], unread) for i, v in enumerate(node)]
+    return node
 
 
 def _schema_parts(schema: Any) -> list[dict[str, Any]]:
@@ -386,14 +396,42 @@ def _schema_items(schema: Any) -> Any:
 
 
 def _constrained(schema: Any) -> bool:
-    """Whether the schema reads a string's value (not only that it is one)."""
-    for part in _schema_parts(schema):
-        if any(key in part for key in ("enum", "const", "pattern")):
-            return True
-        kind = part.get("type")
-        if kind is not None and "string" not in (kind if isinstance(kind, list) else [kind]):
-            return True
-    return False
+    """Whether the schema reads a string's text (not only that it is a string)."""
+    return any(key in part for part in _schema_parts(schema) for key in ("enum", "const", "pattern"))
+
+
+# What marks a value written bare in JSON (outside a string) once it is quoted to be parsed.
+_BARE = "\x02"
+
+
+def _quote_bare_markers(text: str) -> str:
+    """JSON text with each unresolved marker outside a string made a string (marked as bare)."""
+    if "\x00" not in text:
+        return text
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_string = False
+    start = 0
+    while i < n:
+        c = text[i]
+        if in_string:
+            if c == "\\":
+                i += 2
+                continue
+            if c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c == "\x00":
+            end = text.find("\x00", i + 1)
+            if end < 0:
+                break
+            out += [text[start:i], '"', _BARE, text[i:end + 1], '"']
+            i = start = end + 1
+            continue
+        i += 1
+    out.append(text[start:])
+    return "".join(out)
 
 
 _SCRIPT_ARGUMENT = re.compile(r"\$(?:[@*]|[0-9]+|\{[0-9]+\}|\{[@*]\})")

@@ -68,7 +68,10 @@ class SourceFile:
 
     A file-level problem (unreadable, binary, broken YAML) means no deployment
     could be identified in (part of) the file. ``skipped`` gives the reason
-    a file was not examined further.
+    a file was not examined further. ``notes`` are things a reader should
+    know about the file: a file that mentions a vLLM KV option or connector
+    but yields no launch (``source.unrecognized``), so that no launch is
+    missed silently.
     """
 
     file: str
@@ -76,3 +79,4 @@ class SourceFile:
     deployments: tuple[Deployment, ...] = ()
     problems: tuple[Problem, ...] = ()
     skipped: str | None = None
+    notes: tuple[Problem, ...] = ()

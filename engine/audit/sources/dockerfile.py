@@ -142,18 +142,19 @@ def _raw_words(text: str, escape: str) -> list[str]:
     return words
 
 
-class _Words:
+class DockerWords:
     """Docker's own word splitting and substitution (ENV, ARG, FROM, COPY,
     WORKDIR): blanks separate words, quotes group, ``$VAR``, ``${VAR}``,
     ``${VAR:-word}`` and ``${VAR:+word}`` are substituted outside single
-    quotes, an unset variable is empty. Each word is bounded."""
+    quotes, an unset variable is empty (with ``scope`` None nothing is
+    substituted: compose's command strings). Each word is bounded."""
 
     def __init__(self, ctx: Ctx, problems: list[Problem], escape: str = "\\"):
         self.ctx, self.problems, self.escape = ctx, problems, escape
         self.limited = False
         self.length = 0  # of the word being made
 
-    def split(self, text: str, scope: Mapping[str, str], line: int) -> list[str]:
+    def split(self, text: str, scope: Mapping[str, str] | None, line: int) -> list[str]:
         words: list[str] = []
         current: list[str] = []
         started = False
@@ -181,22 +182,22 @@ class _Words:
                     if text[i] == esc and i + 1 < n and text[i + 1] in ('"', "$", esc):
                         current.append(text[i + 1])
                         i += 2
-                    elif text[i] == "$":
+                    elif text[i] == "$" and scope is not None:
                         i = self.substitute(text, i, scope, current, line)
-                    else:
-                        j = i
+                    else:  # a run of plain characters (at least the one here)
+                        j = i + 1
                         while j < n and text[j] not in ('"', "$", esc):
                             j += 1
-                        current.append(text[i:max(j, i + 1)])
-                        i = max(j, i + 1)
+                        current.append(text[i:j])
+                        i = j
                 i += 1
             elif c == esc:
                 current.append(text[i + 1:i + 2])
                 i += 2
-            elif c == "$":
+            elif c == "$" and scope is not None:
                 i = self.substitute(text, i, scope, current, line)
             else:
-                j = i
+                j = i + 1
                 while j < n and text[j] not in " \t\n'\"$" and text[j] != esc:
                     j += 1
                 current.append(text[i:j])
@@ -306,7 +307,7 @@ def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
     problems: list[Problem] = []
     stages: list[_Stage] = []
     args: dict[str, str] = {}
-    words = _Words(ctx, problems)
+    words = DockerWords(ctx, problems)
     for ins in _instructions(ctx.text, problems, ctx):
         line, instruction, rest = ins.line, ins.name, ins.rest
         if instruction == "ARG":
@@ -385,13 +386,13 @@ def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
     release = stage.pins[-1] if stage.pins else stage.base
     for inv in invocations:
         inv.config_reader = reader
-        inv.release = release
+        inv.release = inv.release or release  # a pin in CMD's own script, else the stage's
         inv.image = stage.image
     apply_facts(invocations, ctx)
     return [deployment(inv, ctx, "dockerfile") for inv in invocations], problems
 
 
-def _copy(ctx: Ctx, stage: _Stage, stages: list[_Stage], ins: _Instruction, words: _Words, scope: Mapping[str, str]) -> None:
+def _copy(ctx: Ctx, stage: _Stage, stages: list[_Stage], ins: _Instruction, words: DockerWords, scope: Mapping[str, str]) -> None:
     """COPY/ADD: which image paths it fills, from the build context, another stage, or a here-document."""
     heredoc_words = {h.word for h in ins.heredocs}
     raw = [w for w in _raw_words(ins.rest, words.escape) if w not in heredoc_words]
@@ -421,7 +422,7 @@ def _copy(ctx: Ctx, stage: _Stage, stages: list[_Stage], ins: _Instruction, word
             stage.files[target] = _Made(src, None, src)
 
 
-def _substituted(body: str, scope: Mapping[str, str], words: _Words, line: int) -> str:
+def _substituted(body: str, scope: Mapping[str, str], words: DockerWords, line: int) -> str:
     """An unquoted here-document's body with ARG and ENV values substituted (its words and blanks kept)."""
     out: list[str] = []
     i, n = 0, len(body)

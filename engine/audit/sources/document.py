@@ -58,6 +58,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
     if fmt == "json":
         try:
             values = [(0, parse_text(ctx.text, source=source, fmt="json"))]
+            chunks = [(0, ctx.text)]
         except InputError as exc:
             if not mentions_vllm(ctx.text):
                 return SourceFile(ctx.display, None, skipped=f"mentions no vLLM option, and is not valid JSON "
@@ -87,8 +88,10 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             return SourceFile(ctx.display, None, problems=tuple(problems))
     kinds = [classify(value, single=len(values) == 1 and fmt == "yaml") for _, value in values]
     if "kubernetes" in kinds:
+        texts = dict(chunks)
         deployments, problems = kubernetes(ctx, [v for (s, v), k in zip(values, kinds) if k == "kubernetes"],
-                                            [s for (s, v), k in zip(values, kinds) if k == "kubernetes"])
+                                           [s for (s, v), k in zip(values, kinds) if k == "kubernetes"],
+                                           [texts.get(s, ctx.text) for (s, v), k in zip(values, kinds) if k == "kubernetes"])
         return SourceFile(ctx.display, "kubernetes", tuple(deployments), tuple(problems))
     if kinds == ["vllm-config"]:
         return SourceFile(ctx.display, "vllm-config", (vllm_config_file(ctx, values[0][1]),))

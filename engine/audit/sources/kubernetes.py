@@ -2,78 +2,164 @@
 StatefulSets, Jobs, LeaderWorkerSets, ``helm template`` output, ...), from
 ``command``/``args``, ``sh -c`` scripts or a vLLM image's entrypoint, with
 the container's ``env``; a ``--config`` file is found through the
-container's volume mounts in a ConfigMap of the same manifest."""
+container's volume mounts in a ConfigMap of the same manifest.
+
+To read a new kind (a CRD that keeps its pods in its own fields), register
+a reader of its pod templates with :func:`pod_reader`; the containers it
+yields are read as every other container. Each launch is placed at its
+container's line, with its object, container and role."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, NamedTuple
 
 from ...core.command import Arg, ConfigFile, find_vllm, scalar_text, unresolved
 from ...core.errors import Problem
 from ...core.schema import pointer
+from ...core.yamlsafe import YamlProblem
+from ...core.yamlsafe import load as load_yaml
 from .context import FACTS_ANNOTATION, Ctx, parse_facts
 from .deployment import Deployment
 from .launch import Invocation, deployment, refuse
 from .release import from_image
 from .shell import VLLM_IMAGE, argv_invocations
 
-__all__ = ["kubernetes"]
+__all__ = ["kubernetes", "KubeObject", "PodSite", "POD_READERS", "pod_reader", "generic_pods"]
 
 
-def kubernetes(ctx: Ctx, objects: list[dict[str, Any]], starts: list[int]) -> tuple[list[Deployment], list[Problem]]:
-    problems: list[Problem] = []
-    items: list[tuple[dict[str, Any], int, int]] = []   # object, document number, first line
-    for number, (obj, start) in enumerate(zip(objects, starts), 1):
+class KubeObject(NamedTuple):
+    """One object of a manifest, with where it sits in the file."""
+
+    value: dict[str, Any]
+    kind: str
+    name: str
+    namespace: str
+    meta: dict[str, Any]
+    start: int        # the line before its document's first line
+    text: str         # its YAML document's text (for the lines of its containers)
+    prefix: str       # its JSON Pointer in that document ("" or /items/N of a List)
+
+
+class PodSite(NamedTuple):
+    """A pod template found in an object: its JSON Pointer, its spec (a
+    mapping with a `containers` list), the template's metadata, and the role
+    the object gives its pods (None: read from the labels)."""
+
+    path: str
+    spec: dict[str, Any]
+    meta: Any
+    role: str | None = None
+
+
+# The readers of the kinds that keep their pods where the generic search
+# would not find them or would not know their role (CRDs). A reader yields
+# the object's pod templates; every kind without one is searched for
+# `containers` lists at any depth (Pods, Deployments, StatefulSets, Jobs,
+# LeaderWorkerSets, ...). Each container is then read alike.
+POD_READERS: dict[str, Callable[[KubeObject], Iterable[PodSite]]] = {}
+
+
+def pod_reader(kind: str) -> Callable[[Callable[[KubeObject], Iterable[PodSite]]], Callable[[KubeObject], Iterable[PodSite]]]:
+    """Register the reader of a kind's pod templates."""
+    def register(reader: Callable[[KubeObject], Iterable[PodSite]]) -> Callable[[KubeObject], Iterable[PodSite]]:
+        POD_READERS[kind] = reader
+        return reader
+    return register
+
+
+def generic_pods(obj: KubeObject) -> Iterator[PodSite]:
+    for path, spec, meta in _pod_specs(obj.value):
+        yield PodSite(path, spec, meta)
+
+
+class _Manifest:
+    """What the readers of one file share: its ConfigMaps (for --config), and the lines of its objects."""
+
+    def __init__(self, ctx: Ctx, items: list[KubeObject]):
+        self.ctx = ctx
+        self.problems: list[Problem] = []
+        self.config_maps: dict[tuple[str, str], dict[str, Any]] = {}
+        for obj in items:
+            if obj.kind == "ConfigMap":
+                data = obj.value["data"] if isinstance(obj.value.get("data"), dict) else {}
+                self.config_maps[(obj.namespace, obj.name)] = data
+        self._marks: dict[str, dict[str, tuple[int, int]]] = {}
+
+    def line(self, obj: KubeObject, path: str) -> int | None:
+        """The line of the value at ``path`` in ``obj`` (its document parsed again for marks, only when needed)."""
+        marks = self._marks.get(obj.text)
+        if marks is None:
+            try:
+                marks = load_yaml(obj.text, marks=True)[1]
+            except YamlProblem:
+                marks = {}
+            self._marks[obj.text] = marks
+        mark = marks.get(obj.prefix + path)
+        return obj.start + mark[0] if mark else None
+
+
+def kubernetes(ctx: Ctx, objects: list[dict[str, Any]], starts: list[int], texts: list[str] | None = None
+               ) -> tuple[list[Deployment], list[Problem]]:
+    items: list[KubeObject] = []
+    for obj, start, text in zip(objects, starts, texts or [""] * len(objects)):
         if str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list):
-            items += [(item, number, start) for item in obj["items"] if isinstance(item, dict)]
+            items += [_object(item, start, text, f"/items/{i}") for i, item in enumerate(obj["items"]) if isinstance(item, dict)]
         else:
-            items.append((obj, number, start))
-    config_maps: dict[tuple[str, str], dict[str, Any]] = {}
-    for obj, _, _ in items:
-        if obj.get("kind") == "ConfigMap" and isinstance(obj.get("metadata"), dict):
-            held: dict[str, Any] = obj["metadata"]
-            data: dict[str, Any] = obj["data"] if isinstance(obj.get("data"), dict) else {}
-            config_maps[(str(held.get("namespace") or ""), str(held.get("name")))] = data
+            items.append(_object(obj, start, text, ""))
+    manifest = _Manifest(ctx, items)
     out: list[Deployment] = []
-    for obj, number, start in items:
-        meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-        kind, name = str(obj.get("kind")), str(meta.get("name") or "")
-        namespace = str(meta.get("namespace") or "")
-        for pod_path, pod, pod_meta in _pod_specs(obj):
-            facts_text = _annotation(pod_meta) or _annotation(meta)
-            containers: list[Any] = pod["containers"]  # a list: _pod_specs found it
-            volumes: dict[Any, dict[str, Any]] = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)} \
-                if isinstance(pod.get("volumes"), list) else {}
-            for index, container in enumerate(containers):
-                if not isinstance(container, dict):
-                    continue
-                cname = str(container.get("name") or index)
-                where = f"{kind} {namespace + '/' if namespace else ''}{name}, container {cname}"
-                anchor = f"#{kind}/{name}/{cname}" if not namespace else f"#{kind}/{namespace}/{name}/{cname}"
-                located = _container_invocations(container, ctx, where, anchor, start + 1, problems)
-                if not located:
-                    continue
-                image = container.get("image")
-                for inv in located:
-                    inv.name = f"{name}/{cname}" if name else cname
-                    inv.resource = (("apiVersion", str(obj.get("apiVersion"))), ("kind", kind), ("name", name),
-                                    ("namespace", namespace))
-                    inv.container = cname
-                    inv.role = _role(pod_meta, meta, pod_path)
-                    inv.release = from_image(image) if isinstance(image, str) and image else None
-                    inv.config_reader = _config_from_volumes(container, volumes, config_maps, namespace, ctx)
-                    if facts_text is not None:
-                        facts, problem = parse_facts(facts_text, ctx, None, f"the annotation {FACTS_ANNOTATION} of {kind} {name}")
-                        inv.facts, inv.facts_problem = facts, problem
-                        inv.facts_origin = f"{kind} {name}: annotation {FACTS_ANNOTATION}"
-                    else:
-                        facts, problem, line = ctx.facts_for(start + 1)
-                        inv.facts, inv.facts_problem = facts, problem
-                        inv.facts_origin = f"line {line}: hma-policy directive" if line else ""
-                    out.append(deployment(inv, ctx, "kubernetes"))
-    return out, problems
+    for obj in items:
+        for site in POD_READERS.get(obj.kind, generic_pods)(obj):
+            out += _pod_deployments(manifest, obj, site)
+    return out, manifest.problems
+
+
+def _object(value: dict[str, Any], start: int, text: str, prefix: str) -> KubeObject:
+    meta: dict[str, Any] = value["metadata"] if isinstance(value.get("metadata"), dict) else {}
+    return KubeObject(value, str(value.get("kind")), str(meta.get("name") or ""), str(meta.get("namespace") or ""),
+                      meta, start, text, prefix)
+
+
+def _pod_deployments(manifest: _Manifest, obj: KubeObject, site: PodSite) -> list[Deployment]:
+    """The vLLM launches of one pod template's containers."""
+    ctx, kind, name, namespace = manifest.ctx, obj.kind, obj.name, obj.namespace
+    facts_text = _annotation(site.meta) or _annotation(obj.meta)
+    containers: list[Any] = site.spec["containers"]
+    volumes: dict[Any, dict[str, Any]] = {v.get("name"): v for v in site.spec.get("volumes") or [] if isinstance(v, dict)} \
+        if isinstance(site.spec.get("volumes"), list) else {}
+    out: list[Deployment] = []
+    for index, container in enumerate(containers):
+        if not isinstance(container, dict):
+            continue
+        cname = str(container.get("name") or index)
+        where = f"{kind} {namespace + '/' if namespace else ''}{name}, container {cname}"
+        anchor = f"#{kind}/{name}/{cname}" if not namespace else f"#{kind}/{namespace}/{name}/{cname}"
+        located = _container_invocations(container, ctx, where, anchor, obj.start + 1, manifest.problems)
+        if not located:
+            continue
+        line = manifest.line(obj, f"{site.path}/containers/{index}")
+        image = container.get("image")
+        for inv in located:
+            inv.line = line
+            inv.name = f"{name}/{cname}" if name else cname
+            inv.resource = (("apiVersion", str(obj.value.get("apiVersion"))), ("kind", kind), ("name", name),
+                            ("namespace", namespace))
+            inv.container = cname
+            inv.role = site.role or _role(site.meta, obj.meta, site.path)
+            inv.release = inv.release or (from_image(image) if isinstance(image, str) and image else None)
+            inv.config_reader = _config_from_volumes(container, volumes, manifest.config_maps, namespace, ctx)
+            if facts_text is not None:
+                facts, problem = parse_facts(facts_text, ctx, None, f"the annotation {FACTS_ANNOTATION} of {kind} {name}")
+                inv.facts, inv.facts_problem = facts, problem
+                inv.facts_origin = f"{kind} {name}: annotation {FACTS_ANNOTATION}"
+            else:
+                facts, problem, at = ctx.facts_for(obj.start + 1)
+                inv.facts, inv.facts_problem = facts, problem
+                inv.facts_origin = f"line {at}: hma-policy directive" if at else ""
+            out.append(deployment(inv, ctx, "kubernetes"))
+    return out
 
 
 _ROLE_WORDS = frozenset({"prefill", "decode", "prefiller", "decoder", "leader", "worker", "both", "aggregated"})
@@ -169,7 +255,6 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
     shell_env = {k: Arg(v if v is not None else unresolved(f"${k}"), f"{where}: env") for k, v in env.items()}
     found = argv_invocations(argv, ctx, env=shell_env, line=line, origin=where, anchor=anchor, problems=problems)
     for inv in found:
-        inv.line = None
         if bad:
             inv.problems.append(ctx.problem("source.kubernetes", f"{where}: {', '.join(bad)} must be strings; "
                                             "Kubernetes rejects the manifest"))

@@ -64,6 +64,7 @@ class _Var(NamedTuple):
     value: str | None   # None: unset (shadows a value further out)
     exported: bool
     epoch: int          # when it was set: a run-time change later makes it unknown
+    line: int = 0       # where it was set (a launch in a text it holds, run by eval, is placed there)
 
 
 _UNSET = _Var(None, False, 0)
@@ -109,7 +110,7 @@ class _Scope:
                 if exported_only and not var.exported:
                     return None
                 if var.value is not None and barrier is not None and var.epoch < barrier[0]:
-                    return _Var(unresolved("$" + name, barrier[1]), var.exported, var.epoch)
+                    return _Var(unresolved("$" + name, barrier[1]), var.exported, var.epoch, var.line)
                 return var
             if scope.view:
                 exported_only = True
@@ -315,16 +316,48 @@ class _Expander:
         return out
 
     def substitution(self, part: Sub) -> str:
-        """$(cat <<EOF ... EOF) is the here-document's text; any other substitution is unknown."""
+        """The text a few substitutions give, written out (never run):
+        `$(cat <<EOF ... EOF)`, `$(echo WORDS)` and `$(printf '%s' WORD)`,
+        each optionally through `| tr -d SET`. Any other is unknown."""
         if part.kind == "command" and part.body is not None and len(part.body.items) == 1:
             pipelines = part.body.items[0].pipelines
-            if len(pipelines) == 1 and len(pipelines[0].commands) == 1:
-                command = pipelines[0].commands[0]
-                if isinstance(command, Simple) and [w.literal() for w in command.words] == ["cat"]:
-                    stdin = _stdin(self.run, self.scope, command.redirects, self.line)
-                    if stdin is not None:
-                        return stdin.rstrip("\n")
+            commands = pipelines[0].commands if len(pipelines) == 1 else []
+            if 1 <= len(commands) <= 2 and all(isinstance(c, Simple) for c in commands):
+                text = self.output(commands[0])  # type: ignore[arg-type]
+                if text is not None and len(commands) == 2:
+                    text = self.deleted(commands[1], text)  # type: ignore[arg-type]
+                if text is not None:
+                    return text.rstrip("\n")
         return unresolved(part.raw)
+
+    def output(self, command: Simple) -> str | None:
+        if not command.words:
+            return None
+        head = command.words[0].literal()
+        if head == "cat" and len(command.words) == 1:
+            return _stdin(self.run, self.scope, command.redirects, self.line)
+        if command.redirects:
+            return None
+        fields = [f for w in command.words[1:] for f in self.fields(w)]
+        if head == "echo" and not any(f.startswith("-") and f != "-n" for f in fields[:1]):
+            newline = fields[:1] != ["-n"]
+            return " ".join(fields[0 if newline else 1:]) + ("\n" if newline else "")
+        if head == "printf" and fields[:1] in (["%s"], ["%s\\n"]) and len(fields) == 2:
+            return fields[1] + ("\n" if fields[0].endswith("n") else "")
+        return None
+
+    def deleted(self, command: Simple, text: str) -> str | None:
+        """`tr -d SET`: the characters of SET (literal, \\n \\t \\r, [:space:], [:blank:]) removed."""
+        fields = [f for w in command.words for f in self.fields(w)]
+        if len(fields) != 3 or fields[:2] != ["tr", "-d"] or command.redirects:
+            return None
+        spec = fields[2]
+        for name, chars in (("[:space:]", " \t\n\r\v\f"), ("[:blank:]", " \t")):
+            spec = spec.replace(name, chars)
+        spec = spec.replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "\r")
+        if "[" in spec or "-" in spec[1:-1] or "\\" in spec or has_unresolved(spec):
+            return None  # ranges, classes and escapes not read here
+        return text.translate({ord(c): None for c in spec if c != "\x00"})
 
     def charge(self, value: str) -> None:
         if not self.run.spend(len(value), self.line):
@@ -363,6 +396,19 @@ class _Expander:
         return var.value
 
 
+def _common_start(values: list[str | None], unknown: str) -> str:
+    """What several paths agree a value starts with, then ``unknown``: a
+    command line built up on some paths (`CMD="$CMD $arg"`) keeps its known
+    start. Unset on a path, or no common start: ``unknown`` alone."""
+    if any(v is None for v in values):
+        return unknown
+    start = posixpath.commonprefix(values)  # type: ignore[type-var]
+    if start.count("\x00") % 2:  # never half a marker
+        start = start[:start.rfind("\x00")]
+    rests = [v[len(start):] for v in values if len(v) > len(start)]  # type: ignore[arg-type]
+    return start + (" " if start and rests and all(r[:1].isspace() for r in rests) else "") + unknown
+
+
 def _split(text: str, ifs: str) -> tuple[bool, list[str], bool] | None:
     """Field splitting of an unquoted expansion's text: (starts with a
     separator, the fields, ends with one); None for empty text."""
@@ -392,7 +438,7 @@ def _assign(run: _Run, scope: _Scope, name: str, value: str, *, exported: bool |
         frame = scope.frame_scope()
         if frame is not None:
             frame.locals.add(name)
-    scope.vars[name] = _Var(value, exported, run.next_epoch())
+    scope.vars[name] = _Var(value, exported, run.next_epoch(), line or 0)
 
 
 def _allexport(scope: _Scope) -> bool:
@@ -559,17 +605,20 @@ class _Interpreter:
             for name, fn in path.funcs.items():
                 scope.funcs[name] = fn
         for name in names:
-            values = {(v.value, v.exported) if v is not None else None for v in (p.lookup(name) for p in live)}
+            found = [p.lookup(name) for p in live]
+            values = {(v.value, v.exported) if v is not None else None for v in found}
+            line = min((v.line for v in found if v is not None and v.line), default=0)
             if len(values) == 1:
                 (value,) = values
                 if value is None:
                     scope.vars[name] = _UNSET
                 else:
-                    scope.vars[name] = _Var(value[0], value[1], self.run.next_epoch())
+                    scope.vars[name] = _Var(value[0], value[1], self.run.next_epoch(), line)
             else:
                 exported = any(v is not None and v[1] for v in values)
-                scope.vars[name] = _Var(unresolved("$" + name, f"is set differently on the paths through {where}"),
-                                        exported, self.run.next_epoch())
+                merged = _common_start([v.value if v is not None else None for v in found],
+                                       unresolved("$" + name, f"is set differently on the paths through {where}"))
+                scope.vars[name] = _Var(merged, exported, self.run.next_epoch(), line)
         frame = scope.frame_scope()
         if frame is not None:
             for path in live:
@@ -731,7 +780,13 @@ class _Interpreter:
             self.source(args, scope, line)
             return
         if name == "eval":
-            self.eval(" ".join(args), scope, line)
+            # A launch in the text is placed where the text was written: `CMD="vllm serve ..."; eval "$CMD"`.
+            at = line
+            first = command.words[1].parts[0] if len(command.words) > 1 and command.words[1].parts else None
+            if isinstance(first, Param) and first.op is None and self.place.fixed is None:
+                var = scope.lookup(first.name)
+                at = var.line if var is not None and var.line else line
+            self.eval(" ".join(args), scope, line, at)
             return
         if name == "exit" or (name == "return" and scope.frame_scope() is not None):
             scope.terminated = True
@@ -863,13 +918,12 @@ class _Interpreter:
         except InputError:  # refused (missing, outside the audited paths, too large): not read
             return None
 
-    def eval(self, text: str, scope: _Scope, line: int) -> None:
+    def eval(self, text: str, scope: _Scope, line: int, at: int) -> None:
         if _only_markers(text):
             _clobber(self.run, scope, f"may be set by `eval` of a text this file does not give (line {line})")
             return
-        self.nested_text(Script(text, line, False), scope, line, share=True)
-        if has_unresolved(text):
-            _clobber(self.run, scope, f"may be set by `eval` at line {line}, whose text is not all known")
+        # An unknown part of the text is read as one word, as in any command line (`vllm serve $ARGS`).
+        self.nested_text(Script(text, at, False), scope, at, share=True)
 
     def nested_text(self, script: Script, scope: _Scope, line: int, *, positional: list[str] | None = None,
                     share: bool = False, fresh: bool = False) -> None:
@@ -1164,8 +1218,10 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
     nested = _nested_script(argv) if argv and argv[0].rsplit("/", 1)[-1] in SHELLS else None
     if nested is not None:
         script, rest = nested
-        found, _ = run_script(script, ctx, env=env, first_line=line or 1, origin=lambda _l: origin,
-                              anchor=lambda _l: anchor, problems=problems, fixed=True, positional=rest[1:])
+        found, run = run_script(script, ctx, env=env, first_line=line or 1, origin=lambda _l: origin,
+                                anchor=lambda _l: anchor, problems=problems, fixed=True, positional=rest[1:])
+        for inv in found:  # `pip install vllm==X && vllm serve`: the release installed over the image
+            inv.release = release_at(run, inv)
         return found
     located = find_vllm(argv)
     if located is None:

@@ -646,8 +646,8 @@ class _Parser:
         word = token.word
         if word is not None and len(word.parts) == 1:
             part = word.parts[0]
-            if not part.quoted and part.text in words:  # type: ignore[union-attr]
-                return part.text  # type: ignore[union-attr]
+            if type(part) is Lit and not part.quoted and part.text in words:
+                return part.text
         return None
 
     def expect_reserved(self, word: str, opened: str, line: int) -> None:
