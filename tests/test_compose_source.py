@@ -4,24 +4,8 @@ each launch's place (issue 17)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from hma_policy.audit.sources import find_deployments, read_source, source_format
-
-NIXL = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
-LMCACHE = '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def ktc(deployment) -> dict:
-    value = deployment.document["kv_transfer_config"]
-    return json.loads(value) if isinstance(value, str) else value
+from sourcefiles import LMCACHE, NIXL, ktc, write
 
 
 # Trimmed from vllm-project/aibrix deployment/standalone/docker-compose.yml at

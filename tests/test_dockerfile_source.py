@@ -5,30 +5,11 @@ COPY --from, and the release its image or a pip pin names."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from hma_policy.audit.sources import SourceLimits, read_source
-
-NIXL = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
-LMCACHE = '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def only(source):
-    assert len(source.deployments) == 1, source
-    return source.deployments[0]
-
-
-def ktc(deployment) -> dict:
-    value = deployment.document["kv_transfer_config"]
-    return json.loads(value) if isinstance(value, str) else value
+from sourcefiles import LMCACHE, NIXL, ktc, only, write
 
 
 CMD_DISABLE = f'CMD ["m", "--kv-transfer-config", {json.dumps(LMCACHE)}, "--disable-hybrid-kv-cache-manager"]\n'
@@ -59,13 +40,13 @@ B
 
 
 def test_copy_of_a_here_document_makes_the_config_file_a_later_config_reads(tmp_path):
-    dockerfile = write(tmp_path / "Dockerfile", f"""FROM vllm/vllm-openai:v0.33.0
+    dockerfile = write(tmp_path / "Dockerfile", """FROM vllm/vllm-openai:v0.33.0
 ENV ROLE=kv_producer
 COPY <<EOF /app/cfg.yaml
-kv-transfer-config: '{{"kv_connector": "NixlConnector", "kv_role": "$ROLE"}}'
+kv-transfer-config: '{"kv_connector": "NixlConnector", "kv_role": "$ROLE"}'
 EOF
 COPY <<'EOF' /app/raw.yaml
-kv-transfer-config: '{{"kv_connector": "NixlConnector", "kv_role": "$ROLE"}}'
+kv-transfer-config: '{"kv_connector": "NixlConnector", "kv_role": "$ROLE"}'
 EOF
 CMD ["m", "--config", "/app/cfg.yaml"]
 """)

@@ -5,36 +5,13 @@ the shlex-based reader it replaced."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import pytest
 
 from hma_policy.audit.sources import SourceLimits, read_source
-
-NIXL = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
-LMCACHE = '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def only(source):
-    assert len(source.deployments) == 1, source
-    return source.deployments[0]
-
-
-def ktc(deployment) -> dict:
-    value = deployment.document["kv_transfer_config"]
-    return json.loads(value) if isinstance(value, str) else value
-
-
-def codes(items) -> list[str]:
-    return [p.code for p in items]
+from sourcefiles import LMCACHE, NIXL, ktc, only, write
 
 
 def cpu_seconds(function, *args) -> float:
@@ -86,7 +63,7 @@ def test_where_a_value_outgrows_its_bound_is_a_located_problem(tmp_path):
 
 @pytest.mark.slow
 def test_a_16_mib_script_is_read_in_linear_time(tmp_path):
-    block = (f"MODEL=${{MODEL:-org/m}}\nif [ -n \"$X\" ]; then echo \"x $MODEL\" > /dev/null 2>&1; fi\n"
+    block = ("MODEL=${MODEL:-org/m}\nif [ -n \"$X\" ]; then echo \"x $MODEL\" > /dev/null 2>&1; fi\n"
              "for i in a b; do export V=$i; done\ncat > f.json <<EOF\n{\"a\": \"$MODEL\"}\nEOF\n"
              "echo " + "w" * 2000 + "\n")
     launch = f"vllm serve $MODEL --kv-transfer-config '{NIXL}' &\n"

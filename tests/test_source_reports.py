@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -14,14 +13,7 @@ import hma_policy
 from hma_policy.audit.report import render
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
-
-NIXL = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+from sourcefiles import NIXL, write
 
 
 LWS = f"""apiVersion: leaderworkerset.x-k8s.io/v1
@@ -124,7 +116,7 @@ def test_every_report_format_shows_places_releases_and_file_notes(small_fleet):
     leader = by_id["lws.yaml#LeaderWorkerSet/serving/pd/leader"]
     assert (leader["container"], leader["role"]) == ("leader", "prefill")
     assert data["summary"]["notes"] == 1
-    assert data["notes"] == [{"code": "source.unrecognized", "message": "mentions `NixlConnector` at line 2, no vLLM "
+    assert data["notes"] == [{"code": "source.unrecognized", "message": "mentions `kvConnector` at line 2, no vLLM "
                               "launch recognised", "file": "chart/values.yaml", "line": 2, "path": "",
                               "hint": "if this file deploys vLLM in a way the audit does not read, say so in an issue; "
                                       "see docs/audit-formats.md for what is read"}]
@@ -132,7 +124,7 @@ def test_every_report_format_shows_places_releases_and_file_notes(small_fleet):
     assert "1 file note(s)" in text.splitlines()[1]
     assert "  place: container leader, role prefill" in text
     assert "  vllm release: 0.22.0 (pip pin vllm==0.22.0 at line 1)" in text
-    assert "  chart/values.yaml:2: source.unrecognized: mentions `NixlConnector` at line 2" in text
+    assert "  chart/values.yaml:2: source.unrecognized: mentions `kvConnector` at line 2" in text
     md = render(small_fleet, "md")
     assert "| `lws.yaml#LeaderWorkerSet/serving/pd/leader` | 10 | container leader, role prefill | 0.21.0 (image tag " in md
     assert "## File notes" in md and "| `chart/values.yaml` | 2 | `source.unrecognized` |" in md

@@ -306,6 +306,7 @@ class _Stage:
 def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
     problems: list[Problem] = []
     stages: list[_Stage] = []
+    named: dict[str, _Stage] = {}  # by name (AS NAME), for FROM NAME and COPY --from=NAME
     args: dict[str, str] = {}
     words = DockerWords(ctx, problems)
     for ins in _instructions(ctx.text, problems, ctx):
@@ -321,7 +322,7 @@ def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
             found = [w for w in words.split(rest, args, line) if not w.startswith("--")]
             image = found[0] if found else ""
             name = found[2] if len(found) >= 3 and found[1].lower() == "as" else None
-            parent = next((s for s in stages if s.name and s.name == image), None)
+            parent = named.get(image)
             stage = _Stage(line, name, image)
             if parent is not None:  # FROM an earlier stage inherits its configuration
                 stage.env, stage.files, stage.pins = dict(parent.env), dict(parent.files), list(parent.pins)
@@ -331,6 +332,8 @@ def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
                 stage.vllm_image = bool(VLLM_IMAGE.search(image.split("@")[0]))  # its ENTRYPOINT ["vllm", "serve"]
                 stage.base = from_image(image) if image and image.lower() != "scratch" else None
             stages.append(stage)
+            if name:
+                named[name] = stage
             continue
         if not stages:
             continue
@@ -357,7 +360,7 @@ def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
             form = _exec_form(rest)
             stage.cmd = (form if form is not None else rest, line)
         elif instruction in ("COPY", "ADD"):
-            _copy(ctx, stage, stages, ins, words, scope)
+            _copy(ctx, stage, named, ins, words, scope)
         elif instruction == "RUN":
             _run(ctx, stage, ins, scope, problems)
     if not stages:
@@ -392,7 +395,8 @@ def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
     return [deployment(inv, ctx, "dockerfile") for inv in invocations], problems
 
 
-def _copy(ctx: Ctx, stage: _Stage, stages: list[_Stage], ins: _Instruction, words: DockerWords, scope: Mapping[str, str]) -> None:
+def _copy(ctx: Ctx, stage: _Stage, named: Mapping[str, _Stage], ins: _Instruction, words: DockerWords,
+          scope: Mapping[str, str]) -> None:
     """COPY/ADD: which image paths it fills, from the build context, another stage, or a here-document."""
     heredoc_words = {h.word for h in ins.heredocs}
     raw = [w for w in _raw_words(ins.rest, words.escape) if w not in heredoc_words]
@@ -412,7 +416,8 @@ def _copy(ctx: Ctx, stage: _Stage, stages: list[_Stage], ins: _Instruction, word
     for src in sources:
         target = stage.path(posixpath.join(dest, PurePosixPath(src).name) if many else dest)
         if from_stage is not None:
-            other = next((s for s in stages[:-1] if s.name == from_stage), None)
+            other = named.get(from_stage)
+            other = other if other is not stage else None
             made = other.files.get(other.path(src)) if other is not None else None
             if made is not None:
                 stage.files[target] = made

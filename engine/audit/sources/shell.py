@@ -31,7 +31,6 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from ...core.command import ENV_NAMES, Arg, ConfigFile, find_vllm, has_unresolved, show, unresolved

@@ -307,12 +307,7 @@ class _Parser:
                     parts.append(self.array())
                 continue
             if c == "'":
-                end = s.find("'", self.i + 1)
-                if end < 0:
-                    raise ShellSyntaxError("a single quote is not closed", line, at_end=True)
-                parts.append(Lit(s[self.i + 1:end], True))
-                self.line += s.count("\n", self.i, end)
-                self.i = end + 1
+                parts.append(self.single_quoted(line))
             elif c == '"':
                 self.i += 1
                 parts += self.double_quoted()
@@ -337,6 +332,16 @@ class _Parser:
             else:
                 break
         return Word(tuple(parts), line)
+
+    def single_quoted(self, line: int) -> Lit:
+        """'...': its text as written (``line``: where the word started, for the error)."""
+        end = self.s.find("'", self.i + 1)
+        if end < 0:
+            raise ShellSyntaxError("a single quote is not closed", line, at_end=True)
+        text = self.s[self.i + 1:end]
+        self.line += text.count("\n")
+        self.i = end + 1
+        return Lit(text, True)
 
     def marker(self) -> Lit:
         """An unresolved marker (only in text made by an expansion, e.g. for
@@ -372,28 +377,39 @@ class _Parser:
         return Array(tuple(words))
 
     def double_quoted(self) -> list[Part]:
+        """The text of "...", after its opening quote."""
+        parts = self.quoted_text(closing='"', plain=_DQ_PLAIN, escaped=('"', "\\", "$", "`"))
+        return parts or [Lit("", True)]  # "" is an empty word, not none
+
+    def quoted_text(self, *, closing: str | None, plain: re.Pattern[str], escaped: tuple[str, ...]) -> list[Part]:
+        """Text read as inside double quotes, up to ``closing`` (None: the
+        end of the text, a here-document's body): ``$`` expansions and
+        backquotes are read, a backslash escapes only the characters of
+        ``escaped`` and a newline."""
         s, n = self.s, self.n
         start_line = self.line
         parts: list[Part] = []
         while True:
             if self.i >= n:
+                if closing is None:
+                    return parts
                 raise ShellSyntaxError("a double quote is not closed", start_line, at_end=True)
             c = s[self.i]
-            match = _DQ_PLAIN.match(s, self.i)
+            match = plain.match(s, self.i)
             if match:
                 parts.append(Lit(match.group(), True))
                 self.line += match.group().count("\n")
                 self.i = match.end()
                 continue
-            if c == '"':
+            if c == closing:
                 self.i += 1
-                return parts or [Lit("", True)]  # "" is an empty word, not none
+                return parts
             if c == "\\":
                 nxt = s[self.i + 1] if self.i + 1 < n else ""
                 if nxt == "\n":
                     self.line += 1
                     self.i += 2
-                elif nxt in ('"', "\\", "$", "`"):
+                elif nxt in escaped:
                     parts.append(Lit(nxt, True))
                     self.i += 2
                 else:
@@ -412,15 +428,7 @@ class _Parser:
         if nxt == "(":
             if s.startswith("$((", i):
                 return self.arithmetic(quoted)
-            self.i += 2
-            line = self.line
-            self.enter()
-            body = self.command_list(closing=")")
-            token = self.take()
-            if token.value != ")":
-                raise ShellSyntaxError("`$(` is not closed", line, at_end=token.kind == "eof")
-            self.leave()
-            return Sub("command", body, quoted, "$(...)")
+            return Sub("command", self.substituted("$("), quoted, "$(...)")
         if nxt == "{":
             return self.brace_parameter(quoted)
         if nxt == "'" and not quoted:
@@ -516,12 +524,7 @@ class _Parser:
                 self.i += 1
                 return Word(tuple(parts), line)
             if c == "'":
-                end = s.find("'", self.i + 1)
-                if end < 0:
-                    raise ShellSyntaxError("a single quote is not closed", self.line, at_end=True)
-                parts.append(Lit(s[self.i + 1:end], True))
-                self.line += s.count("\n", self.i, end)
-                self.i = end + 1
+                parts.append(self.single_quoted(self.line))
             elif c == '"':
                 self.i += 1
                 parts += self.double_quoted()
@@ -601,16 +604,19 @@ class _Parser:
         return Sub("backtick", None, quoted, "`...`")
 
     def process_substitution(self) -> Sub:
-        self.i += 1  # < or >; command_list reads from the parenthesis
-        self.i += 1
+        return Sub("process", self.substituted(self.s[self.i] + "("), False, "<(...)")
+
+    def substituted(self, opening: str) -> CommandList:
+        """The commands of $( ... ) or <( ... ), from the opening (two characters) to its parenthesis."""
+        self.i += 2
         line = self.line
         self.enter()
         body = self.command_list(closing=")")
         token = self.take()
         if token.value != ")":
-            raise ShellSyntaxError("`<(` is not closed", line, at_end=token.kind == "eof")
+            raise ShellSyntaxError(f"`{opening}` is not closed", line, at_end=token.kind == "eof")
         self.leave()
-        return Sub("process", body, False, "<(...)")
+        return body
 
     # -- here-documents -----------------------------------------------------------------------------
     def _read_heredocs(self) -> None:
@@ -989,32 +995,7 @@ def parse_heredoc_text(text: str, first_line: int) -> tuple[Part, ...]:
     backquotes and ``\\`` escapes (before ``$ ` \\`` and newline) are read;
     quotes are literal."""
     parser = _Parser(text, first_line)
-    s, n = text, len(text)
-    parts: list[Part] = []
     try:
-        while parser.i < n:
-            c = s[parser.i]
-            match = _HEREDOC_PLAIN.match(s, parser.i)
-            if match:
-                parts.append(Lit(match.group(), True))
-                parser.i = match.end()
-                continue
-            if c == "\\":
-                nxt = s[parser.i + 1] if parser.i + 1 < n else ""
-                if nxt == "\n":
-                    parser.i += 2
-                elif nxt in ("$", "`", "\\"):
-                    parts.append(Lit(nxt, True))
-                    parser.i += 2
-                else:
-                    parts.append(Lit("\\", True))
-                    parser.i += 1
-            elif c == "$":
-                parts.append(parser.dollar(quoted=True))
-            elif c == "`":
-                parts.append(parser.backtick(quoted=True))
-            else:
-                parts.append(parser.marker())
-    except ShellSyntaxError:
-        parts.append(Lit(s[parser.i:], True))
-    return tuple(parts)
+        return tuple(parser.quoted_text(closing=None, plain=_HEREDOC_PLAIN, escaped=("$", "`", "\\")))
+    except ShellSyntaxError:  # an unclosed $( or ${ in the body: the rest as written
+        return (Lit(text, True),)
