@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 
 from ...core.command import ENV_NAMES, Arg, ConfigFile, find_vllm, has_unresolved, show, unresolved
 from ...core.errors import InputError, Problem
+from ...core.limits import DEFAULT_SOURCE_LIMITS
 from .context import Ctx
 from .deployment import Deployment
 from .detect import SHELLS
@@ -44,7 +45,7 @@ from .shell_syntax import (AndOr, Arith, Array, Case, CommandList, FunctionDef, 
                            Redirect, ShellSyntaxError, Simple, Sub, Subshell, Word, parse_body, parse_heredoc_text,
                            parse_script)
 
-__all__ = ["shell_file", "argv_invocations", "run_script", "VLLM_IMAGE", "Script"]
+__all__ = ["shell_file", "argv_invocations", "run_script", "command_words", "VLLM_IMAGE", "Script"]
 
 VLLM_IMAGE = re.compile(r"(^|/)vllm-openai(?:[:@]|$)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -1226,6 +1227,30 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
     if located is None:
         return []
     return [Invocation([Arg(a, origin) for a in argv], line, dict(env), anchor)]
+
+
+def command_words(text: str) -> list[str]:
+    """The words of one shell command line given as text (`vllm serve m
+    --kv-transfer-config '{...}'`), quotes removed, as the shell splits
+    them; a variable or substitution is an unresolved marker, which
+    :func:`hma_policy.core.command.read_command` reports by name. Nothing
+    is run. Raises ValueError when the text is not one simple command."""
+    items = list(parse_script(text.replace("\x00", "\ufffd")))
+    if len(items) != 1 or isinstance(items[0], ShellSyntaxError):
+        first = next((i for i in items if isinstance(i, ShellSyntaxError)), None)
+        raise ValueError(first.message if first is not None else "expected one command")
+    pipelines = items[0].pipelines
+    if items[0].background or len(pipelines) != 1 or len(pipelines[0].commands) != 1 \
+            or not isinstance(pipelines[0].commands[0], Simple):
+        raise ValueError("expected one command, without ;, &&, ||, | or &")
+    command = pipelines[0].commands[0]
+    ctx = Ctx("<command>", "<command>", (), DEFAULT_SOURCE_LIMITS, text, fs=False)
+    run = _Run(ctx, [], _BUDGET_FACTOR * len(text) + 128 * ctx.limits.max_variable_length)
+    expander = _Expander(run, _Scope(None), command.line)
+    try:
+        return [field for word in command.words for field in expander.fields(word)]
+    except _Stop:
+        raise ValueError("the command expands to more than the audit reads") from None
 
 
 def shell_file(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
