@@ -302,3 +302,18 @@ def test_an_expansion_where_a_reserved_word_may_stand_is_a_word(tmp_path):
     # `if` whose body starts with an expansion: once an uncaught AttributeError.
     script = write(tmp_path / "run.sh", f"if true; then\n  $SMI_BIN --query\nfi\nvllm serve m --kv-transfer-config '{NIXL}'\n")
     assert only(read_source(script)).line == 4
+
+
+def test_a_function_never_called_by_name_is_read_once_with_unknown_arguments(tmp_path):
+    write(tmp_path / "lib.sh", f"serve_lib() {{ vllm serve lib --kv-transfer-config '{NIXL}'; }}\n")
+    script = write(tmp_path / "run.sh", f"""source ./lib.sh
+prefill() {{
+  vllm serve m --kv-transfer-config '{NIXL}' --port "$1"
+}}
+serve_lib
+"$@"
+""")
+    # prefill is run as "$1": read at the end; serve_lib's launch is lib.sh's own.
+    d = only(read_source(script))
+    assert (d.line, d.name) == (3, "m")
+    assert [n.code for n in d.notes] == ["source.unresolved_unused"]

@@ -135,3 +135,28 @@ def test_every_report_format_shows_places_releases_and_file_notes(small_fleet):
     assert [(r["rule"], r["properties"]["file"]) for r in skipped] == [("source.unrecognized", "chart/values.yaml")]
     assert any(r["properties"].get("role") == "prefill" and r["properties"]["vllm_release"].startswith("0.21.0")
                for r in report["results"])
+
+
+def test_a_container_running_a_script_from_a_configmap_is_read(tmp_path):
+    manifest = write(tmp_path / "pod.yaml", f"""apiVersion: v1
+kind: ConfigMap
+metadata: {{name: scripts}}
+data:
+  start.sh: |
+    #!/bin/bash
+    KV='{NIXL}'
+    exec vllm serve m --kv-transfer-config "$KV"
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: p}}
+spec:
+  volumes: [{{name: s, configMap: {{name: scripts}}}}]
+  containers:
+    - name: vllm
+      image: vllm/vllm-openai:v0.33.0
+      command: [bash, /opt/start.sh]
+      volumeMounts: [{{name: s, mountPath: /opt}}]
+""")
+    (d,) = read_source(manifest).deployments
+    assert (d.line, d.container, json.loads(d.document["kv_transfer_config"])["kv_connector"]) == (16, "vllm", "NixlConnector")

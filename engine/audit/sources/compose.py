@@ -248,7 +248,9 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
         argv = command
     chain = list(dotenv)
     env = _environment(ctx, service, variables, where, chain, problems)
-    found = argv_invocations(argv, ctx, env=env, line=line, origin=where, anchor=f"#services/{name}", problems=problems)
+    reader = _mounted(ctx, service, variables, where)
+    found = argv_invocations(argv, ctx, env=env, line=line, origin=where, anchor=f"#services/{name}", problems=problems,
+                             read_file=reader)
     container = service.get("container_name") if isinstance(service.get("container_name"), str) else name
     labels = service.get("labels")
     role = None
@@ -261,7 +263,7 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
         inv.name, inv.container, inv.role, inv.chain = name, str(container), role, tuple(chain)
         inv.image = image or None
         inv.release = inv.release or (from_image(image) if image else None)
-        inv.config_reader = _mounted(ctx, service, variables, where)
+        inv.config_reader = reader
         if len(found) > 1:
             inv.anchor = f"#services/{name}/{number}"
     apply_facts(found, ctx)

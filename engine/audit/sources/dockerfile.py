@@ -383,9 +383,9 @@ def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
         argv = list(entry[0] if entry else []) + list(cmd[0] if cmd and isinstance(cmd[0], list) else [])
         if entry is not None and cmd is not None and isinstance(cmd[0], str):
             argv += ["/bin/sh", "-c", cmd[0]]
-    invocations = argv_invocations(argv, ctx, env=dict(stage.env), line=line, origin=f"line {line}", anchor=f":{line}",
-                                   problems=problems)
     reader = _in_image(ctx, stage)
+    invocations = argv_invocations(argv, ctx, env=dict(stage.env), line=line, origin=f"line {line}", anchor=f":{line}",
+                                   problems=problems, read_file=reader)
     release = stage.pins[-1] if stage.pins else stage.base
     for inv in invocations:
         inv.config_reader = reader

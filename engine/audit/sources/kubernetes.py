@@ -136,7 +136,8 @@ def _pod_deployments(manifest: _Manifest, obj: KubeObject, site: PodSite) -> lis
         cname = str(container.get("name") or index)
         where = f"{kind} {namespace + '/' if namespace else ''}{name}, container {cname}"
         anchor = f"#{kind}/{name}/{cname}" if not namespace else f"#{kind}/{namespace}/{name}/{cname}"
-        located = _container_invocations(container, ctx, where, anchor, obj.start + 1, manifest.problems)
+        reader = _config_from_volumes(container, volumes, manifest.config_maps, namespace, ctx)
+        located = _container_invocations(container, ctx, where, anchor, obj.start + 1, manifest.problems, reader)
         if not located:
             continue
         line = manifest.line(obj, f"{site.path}/containers/{index}")
@@ -149,7 +150,7 @@ def _pod_deployments(manifest: _Manifest, obj: KubeObject, site: PodSite) -> lis
             inv.container = cname
             inv.role = site.role or _role(site.meta, obj.meta, site.path)
             inv.release = inv.release or (from_image(image) if isinstance(image, str) and image else None)
-            inv.config_reader = _config_from_volumes(container, volumes, manifest.config_maps, namespace, ctx)
+            inv.config_reader = reader
             if facts_text is not None:
                 facts, problem = parse_facts(facts_text, ctx, None, f"the annotation {FACTS_ANNOTATION} of {kind} {name}")
                 inv.facts, inv.facts_problem = facts, problem
@@ -231,7 +232,7 @@ def _k8s_expand(text: str, env: Mapping[str, str | None]) -> str:
 
 
 def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anchor: str, line: int,
-                           problems: list[Problem]) -> list[Invocation]:
+                           problems: list[Problem], read_file: Callable[[str], ConfigFile]) -> list[Invocation]:
     env: dict[str, str | None] = {}
     for item in container.get("env") or [] if isinstance(container.get("env"), list) else []:
         if isinstance(item, dict) and isinstance(item.get("name"), str):
@@ -253,7 +254,8 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
                                             "`vllm serve`; `serve` in args is taken as the model"))
             argv = ["vllm", "serve"] + argv
     shell_env = {k: Arg(v if v is not None else unresolved(f"${k}"), f"{where}: env") for k, v in env.items()}
-    found = argv_invocations(argv, ctx, env=shell_env, line=line, origin=where, anchor=anchor, problems=problems)
+    found = argv_invocations(argv, ctx, env=shell_env, line=line, origin=where, anchor=anchor, problems=problems,
+                             read_file=read_file)
     for inv in found:
         if bad:
             inv.problems.append(ctx.problem("source.kubernetes", f"{where}: {', '.join(bad)} must be strings; "

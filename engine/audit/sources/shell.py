@@ -188,6 +188,11 @@ class _Run:
     syntax_errors: int = 0
     collect: bool = True    # launches are collected (not while reading a sourced file)
     sourcing: tuple[str, ...] = ()
+    # Functions in the order they were defined, with where their text is; which were called;
+    # which came from a sourced file (their launches are that file's).
+    defined: list[tuple[FunctionDef, "_Place"]] = field(default_factory=list)
+    called: set[int] = field(default_factory=set)
+    foreign: set[int] = field(default_factory=set)
 
     def next_epoch(self) -> int:
         self.epoch += 1
@@ -513,6 +518,9 @@ class _Interpreter:
             self.run_case(command, scope)
         elif isinstance(command, FunctionDef):
             scope.funcs[command.name] = command
+            self.run.defined.append((command, self.place))
+            if not self.run.collect:
+                self.run.foreign.add(id(command))
         elif isinstance(command, Arith):
             names = {n for match in _ARITH_ASSIGNED.finditer(command.text) for n in match.groups() if n}
             _runtime(self.run, scope, sorted(names), f"is set by `((...))` at line {self.place.line(command.line)}")
@@ -862,17 +870,23 @@ class _Interpreter:
             self.run.files.setdefault(_normal(path), []).append(
                 (self.run.sequence, Script(text, previous.line if previous else body_line, in_file and previous is None)))
 
-    def call(self, function: FunctionDef, args: list[str], scope: _Scope, line: int) -> None:
-        if self.run.nesting >= _MAX_NESTING:
-            _clobber(self.run, scope, f"may be set by `{function.name}`, called more than {_MAX_NESTING} calls deep "
+    def call(self, function: FunctionDef, args: list[str] | None, scope: _Scope, line: int) -> None:
+        """A function run with ``args`` (None: arguments not known)."""
+        run = self.run
+        if run.nesting >= _MAX_NESTING:
+            _clobber(run, scope, f"may be set by `{function.name}`, called more than {_MAX_NESTING} calls deep "
                      f"at line {line}")
             return
-        frame = _Scope(scope, frame=True, positional=list(args))
-        self.run.nesting += 1
+        run.called.add(id(function))
+        frame = _Scope(scope, frame=True, positional=list(args) if args is not None else None)
+        collect = run.collect
+        run.collect = collect and id(function) not in run.foreign
+        run.nesting += 1
         try:
             self.run_command(function.body, frame)
         finally:
-            self.run.nesting -= 1
+            run.nesting -= 1
+            run.collect = collect
         # What the function set that was not local is the caller's now.
         for name, var in frame.vars.items():
             if name not in frame.locals:
@@ -1207,15 +1221,30 @@ def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, ori
             interpreter.run_and_or(item, scope)
             if scope.terminated:
                 break
+        # A function the script never calls by name (one called as "$1", or kept for later) is read
+        # once, at the end, with its arguments unknown: its launches are not missed.
+        for function, at in run.defined:
+            if id(function) not in run.called and id(function) not in run.foreign:
+                _Interpreter(run, at).call(function, None, _Scope(scope), function.line)
     except _Stop:
         pass
     return run.found, run
 
 
 def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: int | None, origin: str,
-                     anchor: str, problems: list[Problem]) -> list[Invocation]:
-    """The vLLM command of a container's argv: directly, or inside `sh -c SCRIPT`."""
-    nested = _nested_script(argv) if argv and argv[0].rsplit("/", 1)[-1] in SHELLS else None
+                     anchor: str, problems: list[Problem],
+                     read_file: Callable[[str], ConfigFile] | None = None) -> list[Invocation]:
+    """The vLLM command of a container's argv: directly, inside `sh -c SCRIPT`,
+    or in a script file the container runs (`bash /scripts/start.sh`) that
+    ``read_file`` finds (a ConfigMap, a file the Dockerfile makes)."""
+    shell = bool(argv) and argv[0].rsplit("/", 1)[-1] in SHELLS
+    nested = _nested_script(argv) if shell else None
+    if nested is None and shell and read_file is not None:
+        operands = [a for a in argv[1:] if not a.startswith("-")]
+        try:
+            nested = (read_file(operands[0]).text, [operands[0]] + operands[1:]) if operands else None
+        except InputError:  # not a file the audit can read: not a launch it can see
+            nested = None
     if nested is not None:
         script, rest = nested
         found, run = run_script(script, ctx, env=env, first_line=line or 1, origin=lambda _l: origin,
