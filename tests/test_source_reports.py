@@ -68,6 +68,8 @@ docker run vllm/vllm-openai:v0.21.0 b --kv-transfer-config '{NIXL}'
 """)
     a, b = read_source(script).deployments
     assert a.release == ("0.22.0", "pip pin vllm==0.22.0 at line 1")
+    uv = write(tmp_path / "uv.sh", 'uv pip install --system "vllm[flashinfer]==0.23.1" lmcache\nvllm serve m\n')
+    assert read_source(uv).deployments[0].release == ("0.23.1", "pip pin vllm==0.23.1 at line 1")
     assert b.release == ("0.24.0", "line 3: hma-policy directive")
     annotated = write(tmp_path / "pod.yaml", LWS.replace("metadata: {name: pd, namespace: serving}",
                                                           "metadata: {name: pd, namespace: serving, annotations: "
