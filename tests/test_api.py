@@ -25,6 +25,7 @@ PUBLIC = [
     "PolicyError",
     "__version__",
     "decide",
+    "decide_command",
     "load_policy",
     "supports_hma",
 ]

@@ -124,3 +124,19 @@ def test_with_a_releases_option_list_every_unknown_option_is_refused_and_prefixe
 def test_any_argv_gives_a_result_never_an_exception(argv):
     result = read_command(argv)
     assert result.document is not None or result.problems
+
+
+def test_a_command_given_as_shell_text_is_split_as_the_shell_splits_it():
+    from hma_policy.audit.sources.shell import command_words
+
+    words = command_words(f"VLLM_USE_SIMPLE_KV_OFFLOAD=1 vllm serve m --kv-transfer-config '{NIXL}' --port \"$PORT\"")
+    assert words[:5] == ["VLLM_USE_SIMPLE_KV_OFFLOAD=1", "vllm", "serve", "m", "--kv-transfer-config"]
+    result = read_command(words)
+    assert json.loads(result.document["kv_transfer_config"]) == json.loads(NIXL)
+    assert [n.message for n in result.notes] == [
+        "`--port` takes its value from `$PORT`, which this file does not set; the decision does not read it"]
+    unknown = read_command(command_words('vllm serve m --kv-transfer-config "$KV"'))
+    assert unknown.problems[0].message == "`--kv-transfer-config` takes its value from `$KV`, which this file does not set"
+    for text in ("vllm serve a; vllm serve b", "vllm serve 'm", "a | b", ""):
+        with pytest.raises(ValueError):
+            command_words(text)

@@ -254,9 +254,6 @@ ALLOWED_WRITES = {
     ("engine/policyref.py", "opened", "tempfile.TemporaryDirectory"): "rules extracted from git, removed after the command",
     ("engine/audit/declog.py", "DecisionLog._open", "os.open"):
         "the decision log is appended to, not replaced: a record per write, fsync'd, its head written atomically",
-    ("engine/audit/run.py", "_forked", "tempfile.TemporaryDirectory"): "the audit's private directory for its workers",
-    ("engine/audit/run.py", "_forked.child", "open"): "a worker's results, in that private directory",
-    ("engine/audit/run.py", "_Spool.open", "tempfile.TemporaryFile"): "an unnamed spool of rendered text",
     ("engine/authoring/impact.py", "rules_from_git", ".extractall"): "into that temporary directory",
     ("engine/isolation.py", "_serve", "os.fdopen"): "the worker's answers, on a duplicate of its standard output (a pipe)",
 }

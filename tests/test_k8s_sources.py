@@ -16,7 +16,7 @@ from hma_policy.audit.sources import find_deployments, read_source
 from hma_policy.audit.sources.dynamo import dynamo_vllm_argv
 from hma_policy.audit.sources.gotemplate import render
 from hma_policy.audit.sources.kserve import kv_transfer_config, strategic_merge
-from hma_policy.audit.sources.marks import release_of
+from hma_policy.audit.sources.release import from_image
 
 CORPUS = Path(__file__).resolve().parent / "fleet_corpus"
 
@@ -113,14 +113,14 @@ def test_kserve_merges_the_preset_and_reads_vllm_additional_args_through_eval():
     assert (roles["decode"].line, roles["prefill"].line) == (34, 91)
     assert ktc(roles["decode"]) == {"kv_connector": "NixlConnector", "kv_role": "kv_consumer"}
     assert ktc(roles["prefill"])["kv_role"] == "kv_producer"
-    assert [Path(p).name for p in roles["prefill"].merged_from] == ["config-llm-prefill-template.yaml",
+    assert [Path(p).name for p in roles["prefill"].chain[1:]] == ["config-llm-prefill-template.yaml",
                                                                    "config-llm-decode-template.yaml"]
 
 
 def test_kserve_base_ref_replaces_the_command():
     (d,) = read("kserve__kserve/docs/samples/llmisvc/e2e-gpt-oss/inference_default.yaml").deployments
     assert d.document is not None and "kv_transfer_config" not in d.document
-    assert [Path(p).name for p in d.merged_from] == ["config-llm-template.yaml", "llmisvc_config_default.yaml"]
+    assert [Path(p).name for p in d.chain[1:]] == ["config-llm-template.yaml", "llmisvc_config_default.yaml"]
 
 
 def test_kserve_data_parallel_workers_are_launches():
@@ -140,7 +140,7 @@ def test_kserve_without_its_presets_is_unresolved(tmp_path):
 
 def test_kserve_release_hint_from_the_image_and_the_workload_field_problem():
     found = read("kserve__kserve/docs/samples/llmisvc/opt-125m-cpu/llm-inference-service-pd-facebook-opt-125m-cpu.yaml")
-    assert {d.release for d in found.deployments} == {"0.23.0"}
+    assert {d.release.version for d in found.deployments} == {"0.23.0"}
     offloading = read("kserve__kserve/docs/samples/llmisvc/kv-cache-offloading/"
                       "llm-inference-service-kv-cache-offloading.yaml")
     assert [p.code for p in offloading.problems] == ["source.kserve"]
@@ -174,7 +174,7 @@ def test_go_template_conditions_values_and_functions():
 def test_dynamo_vllm_default_and_listed_connectors():
     found = read("ai-dynamo__dynamo/components/backends/vllm/deploy/disagg_kvbm.yaml")
     decode, prefill = by_role(found)["decode"], by_role(found)["prefill"]
-    assert (decode.line, prefill.line, decode.release) == (17, 42, None)
+    assert (decode.line, prefill.line, decode.release.version) == (17, 42, None)  # Dynamo's image: no vLLM release
     assert ktc(decode) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
     assert ktc(prefill)["kv_connector"] == "PdConnector"
     assert [c["kv_connector"] for c in ktc(prefill)["kv_connector_extra_config"]["connectors"]] == \
@@ -206,7 +206,7 @@ def test_json6902_overlays_apply_to_their_base():
     (d,) = offloading.deployments
     assert (offloading.format, d.line) == ("kustomize", 12)
     assert ktc(d)["kv_connector"] == "OffloadingConnector"
-    assert [Path(p).name for p in d.merged_from] == ["deployment.yaml"]
+    assert [Path(p).name for p in d.chain[1:]] == ["deployment.yaml"]
     lmcache = read("llm-d__llm-d/guides/tiered-prefix-cache/cpu/manifests/vllm/lmcache-connector/kustomization.yaml")
     (d,) = lmcache.deployments
     assert (d.line, ktc(d)["kv_connector"]) == (13, "LMCacheConnectorV1")
@@ -269,7 +269,7 @@ def test_the_legacy_env_file_extra_args():
                                             ("vllm/vllm-openai-cpu:0.9.2", "0.9.2"), ("vllm/vllm-openai:latest", None),
                                             ("lmcache/vllm-openai:v0.3.9", None)])
 def test_release_hint_from_image_tags(image, release):
-    assert release_of(image) == release
+    assert from_image(image).version == release
 
 
 def test_documentation_that_mentions_a_kv_option_is_noted_and_in_memory_text_reads_nothing_from_disk():
@@ -320,12 +320,13 @@ def test_a_model_service_merges_its_base_config_deployment():
     # the service's args come before the base config's: the model, then the base's --kv-transfer-config
     assert decode.document["model"] == {"name": "facebook/opt-125m"}
     assert ktc(decode) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
-    assert [Path(p).name for p in decode.merged_from] == ["baseconfig.yaml"]
+    assert [Path(p).name for p in decode.chain[1:]] == ["baseconfig.yaml"]
 
 
 def test_a_model_service_base_config_alone_is_noted_and_without_it_the_service_is_unresolved(tmp_path):
     base = read_source(SAMPLES / "llm-d-model-service/facebook-nixl/baseconfig.yaml", roots=(SAMPLES,))
-    assert base.deployments == () and "ModelService base config" in base.notes[0].message
+    # the base config alone starts nothing, but mentions a KV option: noted
+    assert base.deployments == () and [(n.code, n.line) for n in base.notes] == [("source.unrecognized", 42)]
     shutil.copy(SAMPLES / "llm-d-model-service/facebook-nixl/msvc.yaml", tmp_path / "msvc.yaml")
     decode, _ = read_source(tmp_path / "msvc.yaml").deployments
     assert decode.problems[0].code == "source.unresolved"
@@ -342,12 +343,13 @@ def test_every_report_format_shows_where_a_launch_is(fmt):
     text = render(report, fmt)
     if fmt == "json":
         entry = next(d for d in json.loads(text)["deployments"] if d["role"] == "prefill")
-        assert (entry["line"], entry["container"], entry["release"]) == (34, "main", "0.23.0")
-        assert [Path(p).name for p in entry["merged_from"]] == ["config-llm-prefill-template.yaml",
+        assert (entry["line"], entry["container"], entry["release_hint"]["version"]) == (34, "main", "0.23.0")
+        assert [Path(p).name for p in entry["chain"][1:]] == ["config-llm-prefill-template.yaml",
                                                                "config-llm-decode-template.yaml"]
     elif fmt == "policyreport":
         props = next(r["properties"] for r in json.loads(text)["results"] if r["properties"].get("role") == "prefill")
-        assert (props["line"], props["container"], props["release"]) == ("34", "main", "0.23.0")
+        assert (props["line"], props["container"]) == ("34", "main")
+        assert props["vllm_release"].startswith("0.23.0 (image tag ")
     else:
         assert "LLMInferenceService facebook-opt-125m-pd · container main · role prefill" in text.replace("&#x27;", "'")
-        assert "image pins vLLM 0.23.0" in text
+        assert "0.23.0 (image tag docker.io/vllm/vllm-openai-cpu:v0.23.0)" in text

@@ -15,34 +15,7 @@ from hypothesis import strategies as st
 
 import hma_policy
 from hma_policy.audit.sources import SourceLimits, read_source, source_format
-
-
-def write(path: Path, text: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
-
-
-def only(source):
-    """The one deployment of a file."""
-    assert len(source.deployments) == 1, source
-    return source.deployments[0]
-
-
-def ktc(deployment) -> dict:
-    """The kv_transfer_config of a deployment's document, parsed when given as JSON text."""
-    value = deployment.document["kv_transfer_config"]
-    return json.loads(value) if isinstance(value, str) else value
-
-
-def codes(items) -> list[str]:
-    return [p.code for p in items]
-
-
-NIXL = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
+from sourcefiles import NIXL, codes, ktc, only, write
 
 
 # -- formats ---------------------------------------------------------------------------------
@@ -565,7 +538,7 @@ def test_deployments_and_source_files_are_frozen_whether_compiled_or_not():
     found = SourceFile("a.json", "document", (deployment,))
     assert [f.name for f in dataclasses.fields(Deployment)] == [
         "file", "format", "anchor", "line", "name", "document", "problems", "notes", "origins", "resource",
-        "container", "role", "merged_from", "release"]
+        "container", "role", "chain", "release"]
     assert (deployment.file, deployment.format, deployment.anchor, deployment.line, deployment.name) == (
         "a.json", "document", "#2", 3, "web")
     assert deployment.id == "a.json#2" and deployment.origins == (("kv_transfer_config", "line 3"),)

@@ -188,7 +188,7 @@ def _depth(path: str) -> int:
 def _outcome_line(summary: dict[str, Any]) -> str:
     outcomes = ", ".join(f"{name} {summary['outcomes'][name]}" for name in OUTCOMES)
     extra = f"; {summary['problems']} file problem(s)" if summary["problems"] else ""
-    extra += f"; {summary['notes']} note(s)" if summary.get("notes") else ""
+    extra += f"; {summary['notes']} file note(s)" if summary.get("notes") else ""
     skipped = summary["files"]["skipped"]
     return f"outcomes: {outcomes}{extra}" + (f"; {skipped} file(s) skipped (not deployment sources)" if skipped else "")
 
@@ -223,20 +223,25 @@ def _first_error(decision: dict[str, Any]) -> dict[str, Any] | None:
     return decision["errors"][0] if decision["errors"] else None
 
 
+def _release(entry: dict[str, Any]) -> str:
+    hint = entry.get("release_hint")
+    if not hint:
+        return ""
+    return f"{hint['version']} ({hint['origin']})" if hint["version"] else f"unknown ({hint['origin']})"
+
+
 # -- text -----------------------------------------------------------------------
 
 def _place(entry: dict[str, Any]) -> str:
-    """Where a launch is: file and line, its object, container and role, the
-    files merged to make it, and the vLLM release its image pins."""
+    """Where a launch is: file and line, its object, container and role, and
+    the files merged to make it."""
     parts = [entry["file"] + (f":{entry['line']}" if entry.get("line") else "")]
     r = entry.get("resource")
     if r:
         parts.append(f"{r.get('kind')} {r['namespace'] + '/' if r.get('namespace') else ''}{r.get('name')}")
     parts += [f"{key} {entry[key]}" for key in ("container", "role") if entry.get(key)]
-    if entry.get("merged_from"):
-        parts.append("merged from " + ", ".join(entry["merged_from"]))
-    if entry.get("release"):
-        parts.append(f"image pins vLLM {entry['release']}")
+    if len(entry.get("chain") or ()) > 1:
+        parts.append("from " + " + ".join(entry["chain"]))
     return " · ".join(parts)
 
 
@@ -261,6 +266,8 @@ def _text(data: dict[str, Any]) -> str:
                 out.append(f"    from: {_printable(origin)}")
         for note in entry["notes"]:
             out.append(f"  note {note['code']}: {_printable(note['message'])}")
+        if _release(entry):
+            out.append(f"  vllm release: {_printable(_release(entry))}")
         if entry.get("remediation") and d["outcome"] != "error":
             out.append(f"  remediation: {_printable(entry['remediation'])}")
     summary = data["summary"]
@@ -276,7 +283,7 @@ def _text(data: dict[str, Any]) -> str:
             if p.get("hint"):
                 out.append(f"    hint: {_printable(p['hint'])}")
     if data.get("notes"):
-        out.append("notes (files that mention a KV option but start no vLLM the audit recognises):")
+        out.append("file notes:")
         for n in data["notes"]:
             where = n.get("file", "") + (f":{n['line']}" if n.get("line") else "")
             out.append(f"  {_printable(where)}: {n['code']}: {_printable(n['message'])}")
@@ -313,7 +320,8 @@ def _markdown(data: dict[str, Any]) -> str:
                f"({_md_code(data['policy']['digest'])}) · hma-policy {data['tool']['version']}")
     out.append("")
     out.append(f"{s['deployments']} deployment(s) in {s['files']['examined']} file(s); "
-               f"{s['problems']} file problem(s); {s['files']['skipped']} file(s) skipped.")
+               f"{s['problems']} file problem(s); {s['files']['skipped']} file(s) skipped"
+               + (f"; {s['notes']} file note(s)." if s.get("notes") else "."))
     out += ["", "| Outcome | Deployments |", "|---|---:|"]
     out += [f"| {name} | {s['outcomes'][name]} |" for name in OUTCOMES]
     out += ["", "## Deployments", "", "| Deployment | Format | Outcome | hma_enabled | Error | Warnings | Where |",
@@ -345,13 +353,20 @@ def _markdown(data: dict[str, Any]) -> str:
             for note in entry["notes"]:
                 out.append(f"- {_md_code(entry['id'])}: note {_md_code(note['code'])}: {_md_text(note['message'])}")
         out.append("")
+    placed = [e for e in data["deployments"] if _place(e) or _release(e)]
+    if placed:
+        out += ["## Where each launch comes from", "", "| Deployment | Line | Place | vLLM release |", "|---|---:|---|---|"]
+        for entry in placed:
+            out.append(f"| {_md_code(entry['id'])} | {entry.get('line') or ''} | {_md_text(_place(entry))} "
+                       f"| {_md_text(_release(entry))} |")
+        out.append("")
     if data["problems"]:
         out += ["## File problems", "", "| File | Line | Code | Problem |", "|---|---:|---|---|"]
         for p in data["problems"]:
             out.append(f"| {_md_code(p.get('file', ''))} | {p.get('line') or ''} | {_md_code(p['code'])} | {_md_text(p['message'])} |")
         out.append("")
     if data.get("notes"):
-        out += ["## Notes", "", "| File | Line | Code | Note |", "|---|---:|---|---|"]
+        out += ["## File notes", "", "| File | Line | Code | Note |", "|---|---:|---|---|"]
         for n in data["notes"]:
             out.append(f"| {_md_code(n.get('file', ''))} | {n.get('line') or ''} | {_md_code(n['code'])} | {_md_text(n['message'])} |")
         out.append("")
@@ -367,7 +382,7 @@ h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem}
 code{font:13px ui-monospace,Menlo,Consolas,monospace;background:#f3f3f3;padding:0 .2em;border-radius:3px}
 table{border-collapse:collapse;width:100%;margin:.5rem 0;table-layout:fixed}
 #deployments col.id{width:22%}#deployments col.fmt{width:7%}#deployments col.out{width:8%}#deployments col.hma{width:9%}
-#deployments col.tree{width:24%}#problems col.file{width:30%}#problems col.line{width:5%}#problems col.code{width:12%}th,td{border-bottom:1px solid #ddd;padding:.35rem .5rem;text-align:left;vertical-align:top}
+#deployments col.tree{width:24%}#problems col.file,#notes col.file{width:30%}#problems col.line,#notes col.line{width:5%}#problems col.code,#notes col.code{width:12%}th,td{border-bottom:1px solid #ddd;padding:.35rem .5rem;text-align:left;vertical-align:top}
 th{background:#fafafa}.outcome{font-weight:600;white-space:nowrap}
 .enabled{color:#2e7d32}.disabled{color:#b26a00}.error{color:#c62828}.undetermined{color:#6a1b9a}
 details{margin:.2rem 0}summary{cursor:pointer}
@@ -451,7 +466,8 @@ def _html(data: dict[str, Any]) -> str:
              f'<code>{_e(data["policy"]["source"])}</code> (<code>{_e(data["policy"]["digest"])}</code>) · '
              f'hma-policy {_e(data["tool"]["version"])}</p>',
              f'<p id="summary">{s["deployments"]} deployment(s) in {s["files"]["examined"]} file(s); '
-             f'{s["problems"]} file problem(s); {s["files"]["skipped"]} file(s) skipped.</p>',
+             f'{s["problems"]} file problem(s); {s["files"]["skipped"]} file(s) skipped'
+             + (f'; {s["notes"]} file note(s).</p>' if s.get("notes") else ".</p>"),
              _chart(s),
              "<h2>Deployments</h2>",
              '<table id="deployments"><colgroup><col class="id"><col class="fmt"><col class="out"><col class="hma">'
@@ -477,6 +493,8 @@ def _html(data: dict[str, Any]) -> str:
         if entry["origins"]:
             body.append('<p class="muted">read from: ' + "; ".join(f"<code>{_e(k)}</code> ← {_e(v)}"
                                                                  for k, v in entry["origins"].items()) + "</p>")
+        if _release(entry):
+            body.append(f'<p class="muted release">vLLM release: {_e(_release(entry))}</p>')
         parts.append(f'<tr class="deployment" data-outcome="{d["outcome"]}" data-id="{_e(entry["id"])}">'
                      f'<td><code>{_e(entry["id"])}</code></td><td>{_e(entry["format"])}</td>'
                      f'<td class="outcome {d["outcome"]}">{d["outcome"]}</td><td>{json.dumps(d["hma_enabled"])}</td>'
@@ -493,10 +511,11 @@ def _html(data: dict[str, Any]) -> str:
                          f'<td><code>{_e(p["code"])}</code></td><td>{_e(p["message"])}{hint}</td></tr>')
         parts.append("</tbody></table>")
     if data.get("notes"):
-        parts += ["<h2>Notes</h2>", '<table id="notes"><thead><tr><th>File</th><th>Line</th><th>Code</th>'
+        parts += ["<h2>File notes</h2>", '<table id="notes"><colgroup><col class="file"><col class="line">'
+                  '<col class="code"><col></colgroup><thead><tr><th>File</th><th>Line</th><th>Code</th>'
                   "<th>Note</th></tr></thead><tbody>"]
         for n in data["notes"]:
-            parts.append(f'<tr class="note"><td><code>{_e(n.get("file", ""))}</code></td><td>{n.get("line") or ""}</td>'
+            parts.append(f'<tr class="file-note"><td><code>{_e(n.get("file", ""))}</code></td><td>{n.get("line") or ""}</td>'
                          f'<td><code>{_e(n["code"])}</code></td><td>{_e(n["message"])}</td></tr>')
         parts.append("</tbody></table>")
     parts.append(f'<p class="muted">Policy digest <code>{_e(data["policy"]["digest"])}</code>. '
@@ -539,10 +558,15 @@ def _result(entry: dict[str, Any], digest: str) -> dict[str, Any]:
             "hma_enabled": json.dumps(d["hma_enabled"]),
             "policy_digest": digest,
             "input_digest": entry["input_digest"] or "",
-            **{key: str(entry[key]) for key in ("line", "container", "role", "release") if entry.get(key)},
-            **({"merged_from": ", ".join(entry["merged_from"])} if entry.get("merged_from") else {}),
+            **({"line": str(entry["line"])} if entry.get("line") else {}),
+            **({"chain": ", ".join(entry["chain"])} if len(entry.get("chain") or ()) > 1 else {}),
         },
     }
+    for key in ("container", "role"):
+        if entry.get(key):
+            out["properties"][key] = _printable(entry[key])
+    if entry.get("release_hint"):
+        out["properties"]["vllm_release"] = _printable(_release(entry))
     if result in ("fail", "error", "warn"):
         out["severity"] = {"fail": "high", "error": "medium", "warn": "low"}[result]
     if entry["resource"]:
@@ -563,9 +587,10 @@ def _policy_report(data: dict[str, Any]) -> str:
             "category": "vLLM hybrid KV cache manager", "source": "hma-policy", "message": _printable(p["message"]),
             "properties": {"file": p.get("file", ""), "line": str(p.get("line") or ""), "policy_digest": digest},
         })
-    for n in data.get("notes") or []:  # not a finding: reported as skipped, with why
+    for n in data.get("notes") or ():
+        # A file that mentions vLLM's KV options but yields no launch: the policy was not applied to it.
         results.append({
-            "policy": "hma-policy", "rule": n["code"], "result": "skip", "scored": False, "severity": "info",
+            "policy": "hma-policy", "rule": n["code"], "result": "skip", "scored": False,
             "category": "vLLM hybrid KV cache manager", "source": "hma-policy", "message": _printable(n["message"]),
             "properties": {"file": n.get("file", ""), "line": str(n.get("line") or ""), "policy_digest": digest},
         })

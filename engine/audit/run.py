@@ -49,6 +49,7 @@ class Settings(NamedTuple):
     limits: SourceLimits
     documents: bool  # keep each deployment's document in its entry (the decision log shows them)
     prerender: bool  # render each chunk's deployments as the JSON report holds them
+    known: tuple[str, ...]  # connector names whose mention in a file with no launch is noted
 
 
 class Chunk(NamedTuple):
@@ -86,10 +87,10 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     if policy is not None and policy.closed:
         raise AuditError([Problem("audit.policy", "the policy was closed", file="policy")])
     files, skipped = walk(paths)
-    settings = Settings(roots(paths, config_roots), limits, documents, prerender)
     chunks = [files[i:i + CHUNK] for i in range(0, len(files), CHUNK)]
     own = policy is None
     policy = policy if policy is not None else load_policy(rules)
+    settings = Settings(roots(paths, config_roots), limits, documents, prerender, policy.registered_names)
     source = None if policy.source == "bundled" else policy.source
     done = 0
     parts: list[Chunk] = []
@@ -215,7 +216,7 @@ def _read(display: str, name: str, plain: bool, settings: Settings) -> Any:
         if path.is_symlink() and not inside(path.resolve(strict=False), settings.roots):
             return FileResult(display, None, 0, (Problem("source.outside_roots", f"`{display}` links to a file "
                                                          "outside the audited paths; it is not read", file=display),))
-    return read_source(name, display=display, roots=settings.roots, limits=settings.limits)
+    return read_source(name, display=display, roots=settings.roots, limits=settings.limits, known=settings.known)
 
 
 def _prepare(policy: Policy, deployment: Deployment) -> Any:

@@ -106,6 +106,7 @@ class CommandResult:
     problems: tuple[Problem, ...] = ()
     notes: tuple[Problem, ...] = ()
     origins: tuple[tuple[str, str], ...] = ()
+    configs: tuple[str, ...] = ()   # the --config file read, as read_config named it
 
 
 # -- the document's vocabulary ---------------------------------------------------------
@@ -135,22 +136,26 @@ _FLAG_OPTIONS = {
 }
 # Every option the decision reads.
 DECISION_OPTIONS = tuple(_VALUE_OPTIONS) + tuple(_FLAG_OPTIONS)
-# `python -m dynamo.vllm` is NVIDIA Dynamo's vLLM worker: it takes vLLM's engine arguments (its own
-# --connector defaults are read where the Dynamo release is known: audit/sources/dynamo.py).
+# Modules run with `python -m` that start a vLLM engine from vLLM's own arguments: the OpenAI server, and
+# NVIDIA Dynamo's vLLM worker (which takes vLLM's engine arguments, the model by `--model`).
 _API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "dynamo.vllm"})
 
 
 # -- unresolved values ------------------------------------------------------------------
 
 # An unresolved reference, kept in the text so that an option whose value
-# holds one is reported instead of decided. NUL never occurs in a command
-# line (argv strings cannot hold it), so the marker cannot be forged.
-_UNRESOLVED = re.compile("\x00([^\x00]*)\x00")
+# holds one is reported instead of decided: NUL, the name as written, then
+# optionally SOH and why it is not known. NUL never occurs in a command line
+# (argv strings cannot hold it), so a marker cannot be forged by one.
+_UNRESOLVED = re.compile("\x00([^\x00\x01]*)(?:\x01([^\x00]*))?\x00")
 
 
-def unresolved(name: str) -> str:
-    """The marker of a value not known, shown as ``name`` (``$KV``, ``$(...)``)."""
-    return f"\x00{name}\x00"
+def unresolved(name: str, reason: str | None = None) -> str:
+    """The marker of a value not known, shown as ``name`` (``$KV``,
+    ``$(...)``); ``reason`` completes "which ..." ("is set at run time by
+    `read` at line 3") where "this file does not set" would not be true."""
+    name = name.replace("\x00", "").replace("\x01", "")
+    return f"\x00{name}\x01{reason}\x00" if reason else f"\x00{name}\x00"
 
 
 def has_unresolved(text: str) -> bool:
@@ -159,13 +164,27 @@ def has_unresolved(text: str) -> bool:
 
 def unresolved_names(text: str) -> list[str]:
     """The references in ``text``, each once, in order."""
-    return list(dict.fromkeys(_UNRESOLVED.findall(text)))
+    return list(dict.fromkeys(m.group(1) for m in _UNRESOLVED.finditer(text)))
 
 
-def show(text: str) -> str:
-    """A value for a message: unresolved references shown as written, at most 120 characters."""
+def _references(text: str, *, whole: bool = False) -> str:
+    """The references of ``text`` for a message, "`$KV`, which this file does
+    not set", or with the reasons they carry; ``whole``: the whole text shown
+    (a path that holds one)."""
+    found = dict.fromkeys((m.group(1), m.group(2)) for m in _UNRESOLVED.finditer(text))
+    reasons = [f"`{name}` {reason}" if whole else reason for name, reason in found if reason]
+    if whole:
+        return f"`{show(text)}`, " + ("; ".join(f"where {r}" for r in reasons) if reasons else "which this file does not set")
+    if not reasons:
+        return ", ".join(f"`{name}`" for name, _ in found) + ", which this file does not set"
+    return ", ".join(f"`{name}` (which {reason or 'this file does not set'})" for name, reason in found)
+
+
+def show(text: str, limit: int | None = 120) -> str:
+    """A value for a message: unresolved references shown as written, at
+    most ``limit`` characters (None: all of it)."""
     text = _UNRESOLVED.sub(lambda m: m.group(1), text)
-    return text if len(text) <= 120 else text[:117] + "..."
+    return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
 
 
 # -- finding vLLM in a command ------------------------------------------------------------
@@ -175,14 +194,18 @@ def find_vllm(words: Sequence[str]) -> tuple[int, bool] | None:
     they start with the ``serve`` subcommand: ``vllm serve ...`` gives the
     index of ``serve``; ``python -m vllm.entrypoints.openai.api_server ...``
     the index after the module. None when the words run no vLLM server."""
+    python = False  # a python interpreter came before
     for i, word in enumerate(words):
         base = word.rsplit("/", 1)[-1]
         if base == "vllm" and i + 1 < len(words) and words[i + 1] == "serve":
             return i + 1, True
-        if word == "-m" and i + 1 < len(words) and words[i + 1] in _API_SERVER_MODULES \
-                and any(re.fullmatch(r"python[0-9.]*", w.rsplit("/", 1)[-1]) for w in words[:i]):
+        if word == "-m" and python and i + 1 < len(words) and words[i + 1] in _API_SERVER_MODULES:
             return i + 2, False
+        python = python or bool(_PYTHON.fullmatch(base))
     return None
+
+
+_PYTHON = re.compile(r"python[0-9.]*")
 
 
 # -- reading a command --------------------------------------------------------------------
@@ -199,6 +222,7 @@ class _Reading:
     require_model: bool
     problems: list[Problem] = field(default_factory=list)
     notes: list[Problem] = field(default_factory=list)
+    configs: list[str] = field(default_factory=list)
 
     def problem(self, code: str, message: str, *, path: str = "", hint: str | None = None) -> Problem:
         return Problem(code, message, path, hint, file=self.file, line=self.line)
@@ -243,7 +267,7 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
 
 def _read(reading: _Reading, args: list[Arg], serve: bool, env: Mapping[str, str | Arg]) -> CommandResult:
     tokens, model = _vllm_tokens(reading, args, serve)
-    found = _read_options(reading, tokens)
+    found, loose = _read_options(reading, tokens)
     document: dict[str, Any] = {}
     origins: dict[str, str] = {}
     if model is None and "model" in found:  # `--model` from a config file, or for the api_server entry point
@@ -253,20 +277,26 @@ def _read(reading: _Reading, args: list[Arg], serve: bool, env: Mapping[str, str
         if field_name == "model":
             continue
         if isinstance(value, str) and has_unresolved(value):
-            refs = ", ".join(f"`{m}`" for m in unresolved_names(value))
-            if reading.file is None:  # a launcher's command, not a file
-                reading.fail("source.unresolved", f"`{option}` takes its value from {refs}, which is not set",
-                             path=pointer([field_name]), hint="give its value in `env`, or write it in the command")
-            else:
-                reading.fail("source.unresolved", f"`{option}` takes its value from {refs}, which this file does not set",
+            unread = _unread_json(field_name, value) if _VALUE_OPTIONS[option][1] == "json" else None
+            if unread is None:
+                reading.fail("source.unresolved", f"`{option}` takes its value from {_references(value)}",
                              path=pointer([field_name]),
-                             hint="the audit reads files and never runs them; write the value in the file")
-            continue
+                             hint="give its value in `env`, or write it in the command" if reading.file is None
+                             else "the audit reads files and never runs them; write the value in the file")
+                continue
+            value, unread_at = unread
+            held = "; ".join(f"{_references(text)} at `{at}`" for at, text in unread_at)
+            reading.note("source.unresolved_unused", f"`{option}` holds {held}; the decision does not read "
+                         + ("that value" if len(unread_at) == 1 else "those values"), path=pointer([field_name]))
         document[field_name] = _number(value) if field_name == "kv_offloading_size" else value
         origins[field_name] = f"{origin}: {option}"
-    if model is not None and not has_unresolved(model.text):
+    if model is not None and has_unresolved(model.text):
+        reading.note("source.unresolved_unused", f"the model is {_references(model.text, whole=True)}; "
+                     "the decision does not read the model's name")
+    elif model is not None:
         document["model"] = {"name": model.text}
         origins["model"] = model.origin
+    _loose_notes(reading, loose)
     command_env: dict[str, Any] = {}
     for name, item in sorted(env.items()):
         if name not in ENV_NAMES:
@@ -274,14 +304,164 @@ def _read(reading: _Reading, args: list[Arg], serve: bool, env: Mapping[str, str
         value, origin = (item.text, item.origin) if isinstance(item, Arg) else (item, "environment")
         if has_unresolved(value):
             reading.fail("source.unresolved", f"the environment variable `{name}` takes its value from "
-                         f"`{show(value)}`, which this file does not set", path=pointer(["env", name]))
+                         f"{_references(value, whole=True)}", path=pointer(["env", name]))
             continue
         command_env[name] = value
         origins["env"] = origin
     if command_env:
         document["env"] = command_env
     return CommandResult(None if reading.problems else document, model, tuple(reading.problems), tuple(reading.notes),
-                         tuple(origins.items()))
+                         tuple(origins.items()), tuple(reading.configs))
+
+
+class _Read(Exception):
+    """An unresolved value where the decision reads it."""
+
+
+def _unread_json(field_name: str, value: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """A JSON option whose unresolved values all sit where the decision
+    does not read them (an engine_id, a proxy address in
+    kv_connector_extra_config): the value with each shown as written, and
+    where each was (a JSON Pointer in the option, and the string). None when
+    one of them is read, or the value is not JSON.
+
+    What the decision reads comes from the document's schema. Inside a JSON
+    string, an unresolved value is read where the schema constrains the
+    string's text (an enum, a pattern); elsewhere the value is a string
+    whatever it holds (the schema accepts it, or refuses any string). A
+    value written bare (``"port": $PORT``) is read unless the schema knows
+    nothing of its key (a key of ``kv_connector_extra_config``).
+    """
+    try:
+        parsed = json.loads(_quote_bare_markers(value), strict=False)  # markers are control characters
+    except (ValueError, RecursionError):
+        return None
+    unread: list[tuple[str, str]] = []
+    try:
+        shown = _walk_unread(parsed, _SCHEMA["properties"].get(field_name), [], unread)
+    except (_Read, RecursionError):
+        return None
+    return json.dumps(shown), unread
+
+
+def _walk_unread(node: Any, schema: Any, path: list[Any], unread: list[tuple[str, str]]) -> Any:
+    """``node`` with each unresolved string the decision does not read shown
+    as written (and listed in ``unread``); raises _Read at one it reads."""
+    if isinstance(node, str):
+        if not has_unresolved(node):
+            return node
+        bare = node.startswith(_BARE)
+        if bare:
+            node = node[len(_BARE):]
+        if (schema is not None) if bare else _constrained(schema):
+            raise _Read
+        unread.append((pointer(path), node))
+        return show(node, None)
+    if isinstance(node, dict):
+        properties = _schema_properties(schema)
+        if any(has_unresolved(k) for k in node):
+            raise _Read
+        return {k: _walk_unread(v, properties.get(k), path + [k], unread) for k, v in node.items()}
+    if isinstance(node, list):
+        items = _schema_items(schema)
+        return [_walk_unread(v, items, path + [i], unread) for i, v in enumerate(node)]
+    return node
+
+
+def _schema_parts(schema: Any) -> list[dict[str, Any]]:
+    """A schema and every schema that applies with it ($ref, allOf, the then of an if)."""
+    out: list[dict[str, Any]] = []
+    stack = [schema]
+    seen: set[int] = set()
+    while stack:
+        part = stack.pop()
+        if not isinstance(part, dict) or id(part) in seen:
+            continue
+        seen.add(id(part))
+        out.append(part)
+        if isinstance(part.get("$ref"), str) and part["$ref"].startswith("#/$defs/"):
+            stack.append(_SCHEMA.get("$defs", {}).get(part["$ref"][len("#/$defs/"):]))
+        stack += [part.get("then"), part.get("else")]
+        for key in ("allOf", "anyOf", "oneOf"):
+            stack += part.get(key) or []
+    return out
+
+
+def _schema_properties(schema: Any) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    for part in _schema_parts(schema):
+        for key, sub in (part.get("properties") or {}).items():
+            properties.setdefault(key, sub)
+    return properties
+
+
+def _schema_items(schema: Any) -> Any:
+    return next((part["items"] for part in _schema_parts(schema) if "items" in part), None)
+
+
+def _constrained(schema: Any) -> bool:
+    """Whether the schema reads a string's text (not only that it is a string)."""
+    return any(key in part for part in _schema_parts(schema) for key in ("enum", "const", "pattern"))
+
+
+# What marks a value written bare in JSON (outside a string) once it is quoted to be parsed.
+_BARE = "\x02"
+
+
+def _quote_bare_markers(text: str) -> str:
+    """JSON text with each unresolved marker outside a string made a string (marked as bare)."""
+    if "\x00" not in text:
+        return text
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_string = False
+    start = 0
+    while i < n:
+        c = text[i]
+        if in_string:
+            if c == "\\":
+                i += 2
+                continue
+            if c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c == "\x00":
+            end = text.find("\x00", i + 1)
+            if end < 0:
+                break
+            out += [text[start:i], '"', _BARE, text[i:end + 1], '"']
+            i = start = end + 1
+            continue
+        i += 1
+    out.append(text[start:])
+    return "".join(out)
+
+
+_SCRIPT_ARGUMENT = re.compile(r"\$(?:[@*]|[0-9]+|\{[0-9]+\}|\{[@*]\})")
+
+
+def _loose_notes(reading: _Reading, loose: list[tuple[str | None, Arg]]) -> None:
+    """Notes for the unresolved values the decision does not read."""
+    script_arguments = False
+    for option, word in loose:
+        names = unresolved_names(word.text)
+        if option is not None:
+            reading.note("source.unresolved_unused", f"`{option}` takes its value from {_references(word.text)}; "
+                         "the decision does not read it")
+        elif len(names) == 1 and _UNRESOLVED.fullmatch(word.text):
+            # A whole word from a variable: it may hold any number of arguments, options included.
+            if _SCRIPT_ARGUMENT.fullmatch(names[0]):
+                if not script_arguments:
+                    reading.note("source.script_arguments", "the command also takes the script's own arguments "
+                                 "(`$@`); only the options written here are read")
+                script_arguments = True
+            else:
+                reading.note("source.unresolved_arguments", f"the command also takes {_references(word.text)}; "
+                             "only the options written here are read, and it may hold others")
+        else:
+            reading.note("source.unresolved_unused", f"the argument {_references(word.text, whole=True)}; "
+                         "the decision does not read it")
 
 
 def _vllm_tokens(reading: _Reading, args: list[Arg], serve: bool) -> tuple[list[Arg], Arg | None]:
@@ -383,7 +563,7 @@ def _merge_dotted(reading: _Reading, normal: list[Arg]) -> list[Arg]:
 
 def _pull_config(reading: _Reading, name: str) -> list[Arg]:
     if has_unresolved(name):
-        reading.fail("source.unresolved", f"the `--config` file is `{show(name)}`, which this file does not set")
+        reading.fail("source.unresolved", f"the `--config` file is {_references(name, whole=True)}")
         return []
     if name.split(".")[-1] not in ("yaml", "yml"):
         reading.fail("source.config_extension", f"`--config {name}`: vLLM reads only .yaml or .yml config files")
@@ -399,6 +579,7 @@ def _pull_config(reading: _Reading, name: str) -> list[Arg]:
                                         line=reading.line))
         return []
     text, shown = (got.text, got.shown) if isinstance(got, ConfigFile) else (got, name)
+    reading.configs.append(shown)
     try:
         config = parse_text(text or "", source=f"`{shown}`", fmt="yaml")
     except InputError as exc:
@@ -474,42 +655,55 @@ def _looks_like_number(text: str) -> bool:
     return bool(re.fullmatch(r"-\d+(\.\d*)?|-\.\d+", text))
 
 
-def _read_options(reading: _Reading, tokens: list[Arg]) -> dict[str, tuple[Any, str, str]]:
-    """argparse over the options the decision needs: the last occurrence wins."""
+def _read_options(reading: _Reading, tokens: list[Arg]) -> tuple[dict[str, tuple[Any, str, str]], list[tuple[str | None, Arg]]]:
+    """argparse over the options the decision needs: the last occurrence
+    wins. Also the words holding unresolved values that the decision does
+    not read: (the option they are a value of, or None; the word)."""
     found: dict[str, tuple[Any, str, str]] = {}
+    loose: list[tuple[str | None, Arg]] = []
+    flags = reading.options.flags
     i = 0
     while i < len(tokens):
         tok = tokens[i]
         text = tok.text
         i += 1
         if not text.startswith("-") or text == "--":
+            if has_unresolved(text):
+                loose.append((None, tok))
             continue
         option, eq, value = text.partition("=")
         accepted = reading.options.accepted
+        resolved: str | None = option
         if accepted is not None and option.startswith("--") and option not in accepted:
             resolved = _accepted_option(reading, option, accepted)
-            if resolved is None:
-                continue
-            option = resolved
         elif option not in _VALUE_OPTIONS and option not in _FLAG_OPTIONS and option.startswith("--"):
             matches = [o for o in DECISION_OPTIONS if o.startswith(option) and o != option]
             if len(matches) == 1 and option.count("-") >= 3:
                 reading.note("source.abbreviated_option", f"`{option}` is read as `{matches[0]}`, as argparse "
                              "expands a unique prefix; spell the option out")
-                option = matches[0]
+                resolved = matches[0]
             else:
                 if option not in reading.options.neighbours and _similar(option, DECISION_OPTIONS):
                     reading.fail("source.unknown_option", f"vLLM rejects the unrecognized argument `{show(option)}`",
                                  hint=suggest(option, DECISION_OPTIONS))
-                continue
+                resolved = None
+        if resolved is None or resolved not in _VALUE_OPTIONS and resolved not in _FLAG_OPTIONS:
+            # An option the decision does not read; a word after it is taken as its value.
+            if eq:
+                if has_unresolved(value):
+                    loose.append((option, Arg(value, tok.origin)))
+            elif i < len(tokens) and not tokens[i].text.startswith("-") and (resolved or option) not in flags:
+                if has_unresolved(tokens[i].text):
+                    loose.append((option, tokens[i]))
+                i += 1
+            continue
+        option = resolved
         if option in _FLAG_OPTIONS:
             if eq:
                 reading.fail("source.option_value", f"`{option}` takes no value; vLLM refuses `{show(text)}`")
                 continue
             field_name, flag = _FLAG_OPTIONS[option]
             found[field_name] = (flag, tok.origin, option)
-            continue
-        if option not in _VALUE_OPTIONS:
             continue
         if not eq:
             if i >= len(tokens) or (tokens[i].text.startswith("-") and not _looks_like_number(tokens[i].text)):
@@ -518,8 +712,11 @@ def _read_options(reading: _Reading, tokens: list[Arg]) -> dict[str, tuple[Any, 
             value = tokens[i].text
             i += 1
         field_name, _ = _VALUE_OPTIONS[option]
+        earlier = found.get(field_name)
+        if earlier is not None and isinstance(earlier[0], str) and has_unresolved(earlier[0]):
+            loose.append((f"{earlier[2]} (a later `{option}` wins)", Arg(earlier[0], earlier[1])))
         found[field_name] = (value, tok.origin, option)
-    return found
+    return found, loose
 
 
 def _accepted_option(reading: _Reading, option: str, accepted: frozenset[str]) -> str | None:
@@ -559,9 +756,10 @@ def _number(text: str) -> Any:
 
 # -- a launcher's command ------------------------------------------------------------------
 
-# A command line is a few kilobytes; this bounds what one call may make the
-# shell-word reader walk.
-MAX_COMMAND_BYTES = 1 << 20
+# A command line is a few kilobytes (Linux takes at most 128 KiB a word): this
+# bounds what one call may make the shell-word splitter walk, which is
+# quadratic in a word's length (shlex; the audit's own reader is linear).
+MAX_COMMAND_BYTES = 64 << 10
 _REFERENCE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*)|(\([^)]*\)))")
 
 
@@ -601,7 +799,7 @@ def _shell_words(text: str, env: Mapping[str, str]) -> list[str]:
         name = match.group(1) or match.group(2)
         if name is not None and name in env:
             return env[name]
-        return unresolved(match.group(0))
+        return unresolved(match.group(0), "is not given in `env`" if name else "is a command substitution")
 
     return [_REFERENCE.sub(value, word) for word in words]
 

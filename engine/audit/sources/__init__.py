@@ -25,45 +25,52 @@ never guesses.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import cast
 
+from ...core.errors import Problem
 from ...core.limits import DEFAULT_SOURCE_LIMITS, SourceLimits
 from .context import Ctx, read_directives
 from .deployment import Deployment, SourceFile
-from .detect import basename, source_format, suffix
+from .detect import MENTION_SUFFIXES, basename, mention, source_format, suffix
+from .compose import compose_file
 from .dockerfile import dockerfile
 from .document import structured_file
 from .files import NOT_REGULAR, decode, read_bytes
 from .llmdbench import env_file, is_env_file
 from .files import regular as is_regular
 from .shell import shell_file
-from .unrecognized import DOCUMENT_SUFFIXES, with_unrecognized
 
 __all__ = ["Deployment", "SourceFile", "SourceLimits", "DEFAULT_SOURCE_LIMITS", "read_source", "find_deployments",
            "source_format", "FORMATS"]
 
-FORMATS = ("document", "vllm-config", "shell", "dockerfile", "kubernetes")
+FORMATS = ("document", "vllm-config", "shell", "dockerfile", "kubernetes", "compose")
 
 # Kept under their old names: tests and callers read them here.
 _suffix = suffix
 _decode = decode
 
+# A YAML file with a top-level `services:` may be a compose file whatever its name.
+_SERVICES = re.compile(r"^services:[ \t]*(#.*)?$", re.M)
 _NOT_A_SOURCE = "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"
 
 
 def read_source(path: str | Path, *, display: str | None = None, roots: tuple[Path, ...] = (),
-                limits: SourceLimits = DEFAULT_SOURCE_LIMITS) -> SourceFile:
+                limits: SourceLimits = DEFAULT_SOURCE_LIMITS, known: tuple[str, ...] = ()) -> SourceFile:
     """Read one file and find its deployments. Never raises for any content.
 
     ``roots`` are the directories a ``--config`` file may be read from
     (resolved, symlinks included); by default the file's own directory.
+    ``known``: connector names (a policy's ``registered_names``) whose
+    mention in a file that yields no launch is noted (``source.unrecognized``).
     """
     path = path if isinstance(path, Path) else Path(path)
-    return _read_source(path, display if display is not None else str(path), roots, limits)
+    return _read_source(path, display if display is not None else str(path), roots, limits, known=known)
 
 
-def find_deployments(name: str, text: str, *, limits: SourceLimits = DEFAULT_SOURCE_LIMITS) -> SourceFile:
+def find_deployments(name: str, text: str, *, limits: SourceLimits = DEFAULT_SOURCE_LIMITS,
+                     known: tuple[str, ...] = ()) -> SourceFile:
     """The deployments of ``text`` read as a file called ``name`` (its
     format from the name, or a shell script's shebang): for text that is not
     in a file, such as an object sent to an admission webhook. Nothing is
@@ -75,19 +82,20 @@ def find_deployments(name: str, text: str, *, limits: SourceLimits = DEFAULT_SOU
     if len(text.encode("utf-8", "surrogatepass")) > limits.max_file_bytes:
         return SourceFile(name, None, problems=(Ctx(name, name, (), limits).problem(
             "input.limit", f"`{name}` is larger than {limits.max_file_bytes} bytes"),))
-    return _examine(Ctx(name, name, (), limits, text, fs=False), fmt)
+    return _noted(_examine(Ctx(name, name, (), limits, text, fs=False), fmt), text, known)
 
 
 def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits: SourceLimits, *,
-                 regular: bool = False) -> SourceFile:
+                 regular: bool = False, known: tuple[str, ...] = ()) -> SourceFile:
     """:func:`read_source`; ``regular``: the caller knows the file is a
     regular file (an audit's directory listing tells), so it is not asked
     again. An audit passes ``path`` as a string: a path object per file
     costs more than the file's read."""
     fmt = source_format(path)
-    if fmt is None and suffix(basename(path)):  # decided by the name: a model's weights are never read
-        if suffix(basename(path)).lower() in DOCUMENT_SUFFIXES:
-            return _document_note(path, display, regular, limits)
+    ext = suffix(basename(path)).lower()
+    if fmt is None and ext in MENTION_SUFFIXES:  # a template or a document: read only for mentions
+        return _mentions_only(path, display, limits, regular, known)
+    if fmt is None and ext:  # decided by the name: a model's weights are never read
         return SourceFile(display, None, skipped=_NOT_A_SOURCE)
     if not regular and not is_regular(path):  # a FIFO or a device would block or never end
         return SourceFile(display, None, skipped="not a regular file")
@@ -104,17 +112,33 @@ def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits
     text, problem = decode(cast(bytes, raw), display)  # read: no problem
     if problem is not None:
         return SourceFile(display, fmt, problems=(problem,))
-    return _examine(Ctx(path, display, roots, limits, cast(str, text)), cast(str, fmt))
+    return _noted(_examine(Ctx(path, display, roots, limits, cast(str, text)), cast(str, fmt)), cast(str, text), known)
 
 
-def _document_note(path: str | Path, display: str, plain: bool, limits: SourceLimits) -> SourceFile:
-    """A documentation or template file: no deployment source, but noted when it mentions a KV option."""
+def _mentions_only(path: str | Path, display: str, limits: SourceLimits, regular: bool,
+                   known: tuple[str, ...]) -> SourceFile:
     skipped = SourceFile(display, None, skipped=_NOT_A_SOURCE)
-    if not plain and not is_regular(path):
+    if not regular and not is_regular(path):
         return skipped
     raw, problem = read_bytes(path, display, limits.max_file_bytes)
-    text, problem = decode(raw, display) if raw is not None and problem is None else (None, problem)
-    return with_unrecognized(skipped, text) if text is not None else skipped
+    text, problem = decode(raw, display) if raw is not None else (None, problem)
+    return _noted(skipped, text, known) if text is not None else skipped
+
+
+def _noted(found: SourceFile, text: str, known: tuple[str, ...]) -> SourceFile:
+    """A file that yields no launch but mentions a vLLM KV option or
+    connector is noted (beside its problems, if it has any): the audit never
+    misses a launch silently."""
+    if found.deployments:
+        return found
+    mentioned = mention(text, known)
+    if mentioned is None:
+        return found
+    word, line = mentioned
+    note = Problem("source.unrecognized", f"mentions `{word}` at line {line}, no vLLM launch recognised",
+                   hint="if this file deploys vLLM in a way the audit does not read, say so in an issue; "
+                        "see docs/audit-formats.md for what is read", file=found.file, line=line)
+    return SourceFile(found.file, found.format, found.deployments, found.problems, found.skipped, (note,))
 
 
 def _examine(ctx: Ctx, fmt: str) -> SourceFile:
@@ -130,18 +154,29 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
     elif fmt == "dockerfile":
         deployments, problems = dockerfile(ctx)
         found = SourceFile(ctx.display, "dockerfile", tuple(deployments), tuple(problems))
+    elif fmt == "compose" or (fmt == "yaml" and _SERVICES.search(ctx.text) and compose_file(ctx).skipped is None):
+        found = compose_file(ctx)
     else:
         found = structured_file(ctx, fmt)  # json or yaml
-    return with_unrecognized(_unique_ids(found), ctx.text)
+    return _unique_ids(found)
 
 
 def _unique_ids(found: SourceFile) -> SourceFile:
-    """Two deployments on one line (`a && b`) get `/2`, `/3`, ... so every id is unique."""
+    """A launch met again with the same reading (a loop, a function called
+    twice alike) is one deployment; two different ones at one place (`a && b`,
+    a function called with other arguments) get `/2`, `/3`, ... so every id is
+    unique."""
     if len(found.deployments) < 2:
         return found
     seen: dict[str, int] = {}
+    readings: set[tuple] = set()
     out = []
     for deployment in found.deployments:
+        reading = (deployment.anchor, repr((deployment.document, deployment.problems, deployment.notes,
+                                            deployment.release)))
+        if reading in readings:
+            continue
+        readings.add(reading)
         count = seen.get(deployment.anchor, 0) + 1
         seen[deployment.anchor] = count
         if count > 1:

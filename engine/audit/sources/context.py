@@ -18,10 +18,13 @@ from typing import Any
 from ...core.errors import InputError, Problem, suggest
 from ...core.input import parse_text
 from ...core.limits import SourceLimits
+from .release import valid_version
 
 __all__ = ["Ctx", "RUNTIME_FACTS", "FACTS_ANNOTATION", "parse_facts", "read_directives"]
 
 RUNTIME_FACTS = ("model", "platform", "env")
+# What a directive may give: the facts above, and the vLLM release (kept apart from the document).
+_DIRECTIVE_KEYS = RUNTIME_FACTS + ("vllm_version",)
 FACTS_ANNOTATION = "hma-policy.dev/facts"
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*hma-policy:[ \t]*(.*?)[ \t]*$", re.M)
 
@@ -77,9 +80,13 @@ def parse_facts(text: str, ctx: Ctx, line: int | None, what: str) -> tuple[Any, 
     if not isinstance(value, dict) or not value:
         return None, ctx.problem("source.directive", f"{what} must be a mapping of {', '.join(RUNTIME_FACTS)}", line=line,
                                  hint="for example: # hma-policy: {model: {layer_kinds: [sliding_window, full_attention]}}")
-    unknown = [k for k in value if k not in RUNTIME_FACTS]
+    unknown = [k for k in value if k not in _DIRECTIVE_KEYS]
     if unknown:
         return None, ctx.problem("source.directive", f"{what} may only give {', '.join(RUNTIME_FACTS)}; "
                                  f"`{unknown[0]}` must come from the deployment itself", line=line,
-                                 hint=suggest(str(unknown[0]), RUNTIME_FACTS))
+                                 hint=suggest(str(unknown[0]), _DIRECTIVE_KEYS))
+    version = value.get("vllm_version")
+    if "vllm_version" in value and not (isinstance(version, str) and valid_version(version)):
+        return None, ctx.problem("source.directive", f"{what}: `vllm_version` must be a vLLM release such as \"0.22.0\", "
+                                 f"got `{version}`", line=line, hint="quote it: vllm_version: \"0.22.0\"")
     return value, None

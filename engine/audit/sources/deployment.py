@@ -8,6 +8,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from ...core.errors import Problem
+from .release import ReleaseHint
 
 __all__ = ["Deployment", "SourceFile"]
 
@@ -33,10 +34,10 @@ class Deployment:
     notes: tuple[Problem, ...] = ()
     origins: tuple[tuple[str, str], ...] = ()
     resource: tuple[tuple[str, str], ...] = ()   # a Kubernetes object reference (apiVersion, kind, name, namespace)
-    container: str | None = None      # the container that runs the launch
-    role: str | None = None           # prefill, decode, leader, worker, ... where the object names one
-    merged_from: tuple[str, ...] = ()  # the other files merged to make the launch (base config, patch, values), in order
-    release: str | None = None        # the vLLM release an image tag pins (`vllm/vllm-openai:v0.23.0` -> 0.23.0)
+    container: str | None = None                 # the container (Kubernetes, compose service) that runs it
+    role: str | None = None                      # prefill, decode, leader, worker, ... where the object says
+    chain: tuple[str, ...] = ()                  # the files merged to make it, in order: the file, a --config file, ...
+    release: ReleaseHint | None = None           # the vLLM release that deploys it, where the file tells
 
     @property
     def id(self) -> str:
@@ -67,7 +68,10 @@ class SourceFile:
 
     A file-level problem (unreadable, binary, broken YAML) means no deployment
     could be identified in (part of) the file. ``skipped`` gives the reason
-    a file was not examined further.
+    a file was not examined further. ``notes`` are things a reader should
+    know about the file: a file that mentions a vLLM KV option or connector
+    but yields no launch (``source.unrecognized``), so that no launch is
+    missed silently.
     """
 
     file: str
@@ -75,4 +79,4 @@ class SourceFile:
     deployments: tuple[Deployment, ...] = ()
     problems: tuple[Problem, ...] = ()
     skipped: str | None = None
-    notes: tuple[Problem, ...] = ()   # things a reader should know that are not problems (`source.unrecognized`)
+    notes: tuple[Problem, ...] = ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from ...core.command import DECISION_OPTIONS
 from ...core.errors import suggest
 from ...core.schema import load_schema
 
-__all__ = ["SHELLS", "source_format", "classify", "mentions_vllm", "suffix", "basename"]
+__all__ = ["SHELLS", "source_format", "classify", "mentions_vllm", "mention", "suffix", "basename", "MENTION_SUFFIXES"]
 
 SHELLS = frozenset({"sh", "bash", "dash", "ash", "ksh", "zsh", "busybox"})
 
@@ -43,6 +44,8 @@ def source_format(path: str | Path, head: bytes = b"") -> str | None:
     if name in ("dockerfile", "containerfile") or name.startswith(("dockerfile.", "containerfile.")) \
             or name.endswith((".dockerfile", ".containerfile")):
         return "dockerfile"
+    if _COMPOSE_NAME.fullmatch(name):
+        return "compose"
     ext = suffix(name)
     if ext in (".sh", ".bash", ".ksh", ".zsh"):
         return "shell"
@@ -61,11 +64,35 @@ def source_format(path: str | Path, head: bytes = b"") -> str | None:
     return None
 
 
+# docker compose's file names: compose.yaml, docker-compose.yml, docker-compose.prod.yaml, ...
+_COMPOSE_NAME = re.compile(r"(docker-)?compose(\.[^/]*)?\.ya?ml")
 _VLLM_WORDS = re.compile(r"vllm|kv[-_](transfer|connector|offloading|role)|hybrid[-_]kv", re.I)
 
 
 def mentions_vllm(text: str) -> bool:
     return bool(_VLLM_WORDS.search(text))
+
+
+# Files read only to look for a mention of a KV option or connector: templates that render
+# deployments (Helm, Jinja, Go) and documentation, which the audit cannot decide from.
+MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2", ".md", ".rst", ".txt"})
+# vLLM's KV options in any spelling: --kv-transfer-config, kv_connector, kvTransferConfig (Helm values), ...
+_KV_OPTIONS = r"(?i:kv[-_]?transfer(?:[-_]?config)?|kv[-_]?connector|kv[-_]?offloading)"
+
+
+@lru_cache(maxsize=8)
+def _mentions(names: tuple[str, ...]) -> re.Pattern[str]:
+    words = [re.escape(n) for n in sorted(set(names), key=len, reverse=True) if n]
+    return re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join([_KV_OPTIONS] + words) + r")(?![A-Za-z0-9])")
+
+
+def mention(text: str, names: tuple[str, ...] = ()) -> tuple[str, int] | None:
+    """The first mention of a vLLM KV option (kv-transfer-config, kv_connector,
+    kv-offloading...) or of a connector name in ``names``, and its line."""
+    match = _mentions(tuple(names)).search(text)
+    if match is None:
+        return None
+    return match.group(), text.count("\n", 0, match.start()) + 1
 
 
 def classify(value: Any, *, single: bool) -> str | None:

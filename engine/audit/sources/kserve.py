@@ -210,7 +210,7 @@ def llm_inference_services(ctx: Ctx, services: list[tuple[dict[str, Any], Lines]
                 found = [d.replace(document=None, problems=d.problems + (problem,)) for d in found] or [Deployment(
                     ctx.display, "kserve", "#" + "/".join(p for p in (SERVICE_KIND, namespace, name, role, "main") if p),
                     line, f"{name}/main", None, (problem,), resource=site.resource(), container="main", role=role,
-                    merged_from=merged_from)]
+                    chain=(ctx.display, *merged_from))]
             out += found
     return out, problems
 

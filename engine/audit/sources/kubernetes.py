@@ -17,7 +17,7 @@ template, else from a role label), and the vLLM release its image tag pins.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,7 +26,8 @@ from ...core.errors import Problem
 from .context import FACTS_ANNOTATION, Ctx, parse_facts
 from .deployment import Deployment
 from .launch import Invocation, deployment, refuse
-from .marks import NO_LINES, Lines, release_of
+from .marks import NO_LINES, Lines
+from .release import from_image
 from .shell import VLLM_IMAGE, argv_invocations
 
 __all__ = ["kubernetes", "Site", "pod_launches", "pod_templates", "config_maps_of", "labels_of"]
@@ -108,21 +109,25 @@ def pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any], 
     containers, at any depth, bounded), with its template's metadata and the
     role the object gives it: the `name` of a `roles[]` entry (StormService,
     DisaggregatedSet), a LeaderWorkerSet's leader or worker template, a
-    RayCluster's head or worker group; else a role label of the template."""
+    RayCluster's head or worker group; a template labelled prefill or decode
+    is that (a leader that prefills is a prefill node); else a role label of
+    the template."""
     for path, pod, meta in _pod_specs(obj):
-        role = None
+        named = structural = None
         holder: Any = obj
         for index, part in enumerate(path):
             if part == "roles" and index + 1 < len(path) and isinstance(holder, dict) \
                     and isinstance(holder.get("roles"), list):
                 entry = holder["roles"][path[index + 1]]
-                role = str(entry.get("name")) if isinstance(entry, dict) and entry.get("name") else role
-            elif part in _ROLE_KEYS and role is None:
-                role = _ROLE_KEYS[part]
+                named = str(entry.get("name")) if isinstance(entry, dict) and entry.get("name") else named
+            elif part in _ROLE_KEYS and structural is None:
+                structural = _ROLE_KEYS[part]
             holder = holder[part] if isinstance(holder, (dict, list)) else None
-        if role is None:
-            role = _labelled_role(obj, meta)
-        yield path, pod, meta, role
+        labelled = _labelled_role(obj, meta)
+        if named is None and labelled in ("prefill", "decode"):
+            yield path, pod, meta, labelled
+        else:
+            yield path, pod, meta, named or structural or labelled
 
 
 def _labelled_role(obj: dict[str, Any], meta: Any) -> str | None:
@@ -189,13 +194,15 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
         where = f"{shown}{f' ({site.role})' if site.role else ''}, container {cname}"
         parts = [p for p in (site.kind, site.namespace, site.name, site.role if qualify else None, cname) if p]
         at = line or lines.first((*path, "containers", index, "name"), (*path, "containers", index))
-        located = _container_invocations(container, ctx, where, "#" + "/".join(parts), at, problems, env or {})
+        reader = _config_from_volumes(container, volumes, config_maps, site.namespace, ctx)
+        located = _container_invocations(container, ctx, where, "#" + "/".join(parts), at, problems, env or {}, reader)
         for inv in located:
             inv.name = f"{site.name}/{cname}" if site.name else cname
             inv.resource = site.resource()
-            inv.container, inv.role, inv.merged_from = cname, site.role, site.merged_from
-            inv.release = release_of(str(container.get("image") or ""))
-            inv.config_reader = _config_from_volumes(container, volumes, config_maps, site.namespace, ctx)
+            inv.container, inv.role, inv.chain = cname, site.role, site.merged_from
+            image = container.get("image")
+            inv.release = from_image(image) if isinstance(image, str) and image else None
+            inv.config_reader = reader
             if injected and (cname == inject_into or (inject_into is None and index == 0)) \
                     and not any(re.match(r"--kv[-_]transfer[-_]config", a.text) for a in inv.argv):
                 engine = labels_of(pod_meta, "annotations").get(_ENGINE_ANNOTATION, "")
@@ -235,7 +242,8 @@ def _k8s_expand(text: str, env: Mapping[str, str | None]) -> str:
 
 
 def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anchor: str, line: int | None,
-                           problems: list[Problem], outer: Mapping[str, str | None]) -> list[Invocation]:
+                           problems: list[Problem], outer: Mapping[str, str | None],
+                           read_file: Callable[[str], ConfigFile]) -> list[Invocation]:
     env: dict[str, str | None] = dict(outer)
     for item in container.get("env") or [] if isinstance(container.get("env"), list) else []:
         if isinstance(item, dict) and isinstance(item.get("name"), str):
@@ -257,7 +265,8 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
                                             "`vllm serve`; `serve` in args is taken as the model", line=line))
             argv = ["vllm", "serve"] + argv
     shell_env = {k: Arg(v if v is not None else unresolved(f"${k}"), f"{where}: env") for k, v in env.items()}
-    found = argv_invocations(argv, ctx, env=shell_env, line=line, origin=where, anchor=anchor, problems=problems)
+    found = argv_invocations(argv, ctx, env=shell_env, line=line, origin=where, anchor=anchor, problems=problems,
+                             read_file=read_file)
     for inv in found:
         inv.line = line
         if bad:

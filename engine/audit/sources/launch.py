@@ -20,6 +20,7 @@ from ...core.errors import InputError, Problem
 from .context import RUNTIME_FACTS, Ctx
 from .deployment import Deployment
 from .files import NOT_REGULAR, decode, read_bytes, regular
+from .release import ReleaseHint
 
 __all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "refuse"]
 
@@ -36,6 +37,9 @@ class Invocation:
     anchor: str
     name: str | None = None
     resource: tuple[tuple[str, str], ...] = ()
+    container: str | None = None
+    role: str | None = None
+    chain: tuple[str, ...] = ()     # files merged before the --config file (a values file, a .env)
     config_reader: ConfigReader | None = None
     facts: Any = None
     facts_origin: str = ""
@@ -44,10 +48,9 @@ class Invocation:
     require_model: bool = True
     problems: list[Problem] = field(default_factory=list)
     notes: list[Problem] = field(default_factory=list)
-    container: str | None = None
-    role: str | None = None
-    merged_from: tuple[str, ...] = ()
-    release: str | None = None
+    sequence: int | None = None     # where in its script's reading it was met (files written before it are seen)
+    image: str | None = None        # the container image that runs it, when the file names one
+    release: ReleaseHint | None = None  # the vLLM release its image or a pin names (a directive's wins)
 
 
 def refuse(problem: Problem) -> InputError:
@@ -93,9 +96,17 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
         document["env"] = env
     model = result.model
     called = inv.name or (model.text if model is not None and not has_unresolved(model.text) else None)
+    notes = list(inv.notes) + list(result.notes)
+    release = inv.release
+    if isinstance(facts.get("vllm_version"), str):
+        release = ReleaseHint(facts["vllm_version"], inv.facts_origin)
+    if release is not None and release.version is None:
+        notes.append(ctx.problem("source.release_unknown", f"the vLLM release is not known: {release.origin}",
+                                 line=inv.line))
+    chain = tuple(dict.fromkeys((ctx.display,) + inv.chain + result.configs))
     return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
-                      tuple(problems), tuple(inv.notes) + result.notes, tuple(sorted(origins.items())), inv.resource,
-                      inv.container, inv.role, inv.merged_from, inv.release)
+                      tuple(problems), tuple(notes), tuple(sorted(origins.items())), inv.resource,
+                      inv.container, inv.role, chain, release)
 
 
 def config_from_fs(ctx: Ctx, base: Path, in_image: Callable[[str], Path | None] | None = None) -> ConfigReader:

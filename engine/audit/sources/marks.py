@@ -10,7 +10,7 @@ from typing import Any
 from ...core import yamlsafe
 from ...core.schema import pointer
 
-__all__ = ["Lines", "NO_LINES", "release_of", "yaml_chunks"]
+__all__ = ["Lines", "NO_LINES", "yaml_chunks"]
 
 
 class Lines:
@@ -87,12 +87,6 @@ NO_LINES = _NoLines()
 
 # vLLM's own images, whose tag names the release: vllm/vllm-openai:v0.23.0, vllm-openai-cpu:0.9.2.
 _RELEASE_TAG = re.compile(r"(?:^|/)vllm/vllm-openai(?:-[a-z0-9]+)?:v?(\d+\.\d+\.\d+)(?:$|[^0-9.])")
-
-
-def release_of(image: str) -> str | None:
-    """The vLLM release an image tag pins, or None (another image, `latest`, a digest)."""
-    match = _RELEASE_TAG.search(image or "")
-    return match.group(1) if match else None
 
 
 def yaml_chunks(text: str) -> list[tuple[int, str]]:

@@ -1,0 +1,270 @@
+"""docker compose files: each service whose image is vLLM's
+(``vllm/vllm-openai``, ``lmcache/vllm-openai``, ...) or whose command runs
+vLLM is a launch, placed at the service's key.
+
+As compose reads a file: anchors and merge keys (``<<: *gpu``); the file's
+own interpolation, ``${VAR}``, ``${VAR:-default}``, ``${VAR-default}``,
+``${VAR:?err}``, ``${VAR:+alt}`` and ``$$``, from the ``.env`` file beside
+it (a variable neither sets is not known: with a default, the default);
+``command`` and ``entrypoint`` as a list or a string (split into words,
+never run through a shell); ``environment`` as a map or a list, with
+``env_file`` files; ``extends`` of a service in the same file. An image of
+vLLM without an ``entrypoint`` runs ``vllm serve`` with ``command`` as its
+arguments. Profiles do not matter: a service in any profile is a launch.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ...core.command import Arg, ConfigFile, has_unresolved, unresolved
+from ...core.errors import InputError, Problem
+from .context import Ctx
+from .deployment import Deployment, SourceFile
+from .dockerfile import DockerWords
+from .launch import apply_facts, config_from_fs, deployment, refuse
+from .release import from_image
+from .shell import VLLM_IMAGE, argv_invocations
+from .yamlread import YamlError, load
+
+__all__ = ["compose_file", "is_compose_name", "looks_like_compose"]
+
+_NAMES = re.compile(r"(docker-)?compose(\.[^/]*)?\.ya?ml")
+_INTERPOLATION = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])((?:[^{}]|\{[^{}]*\})*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+_ROLE = re.compile(r"(?:^|[-_.])(prefill|decode|prefiller|decoder|leader|worker)(?:$|[-_.])", re.I)
+
+
+def is_compose_name(name: str) -> bool:
+    return bool(_NAMES.fullmatch(name.lower()))
+
+
+def looks_like_compose(value: Any) -> bool:
+    """A top-level `services` mapping of services (an image, a build or a command each)."""
+    services = value.get("services") if isinstance(value, dict) else None
+    return isinstance(services, dict) and bool(services) and all(
+        isinstance(s, dict) and ("image" in s or "build" in s or "command" in s) for s in services.values())
+
+
+def compose_file(ctx: Ctx) -> SourceFile:
+    try:
+        value, lines = load(ctx.text)
+    except YamlError as exc:
+        hint = "this looks like an unrendered template" if "{{" in ctx.text else None
+        return SourceFile(ctx.display, None, problems=(Problem("input.parse", f"invalid YAML in `{ctx.display}`"
+                                                                + (f" at line {exc.line}" if exc.line else "")
+                                                                + f": {exc.message}", hint=hint, file=ctx.display,
+                                                                line=exc.line),))
+    if not looks_like_compose(value):
+        return SourceFile(ctx.display, None, skipped="not a docker compose file (no services with an image, "
+                                                     "build or command)")
+    problems: list[Problem] = []
+    variables, chain = _dotenv(ctx)
+    out: list[Deployment] = []
+    services: dict[str, Any] = value["services"]
+    for name, service in services.items():
+        service = _extended(name, services)
+        if not isinstance(service, dict):
+            continue
+        line = lines.get(f"/services/{_escape(name)}")
+        found = _service(ctx, name, service, variables, chain, line, problems)
+        out += found
+    return SourceFile(ctx.display, "compose", tuple(out), tuple(problems))
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _extended(name: str, services: Mapping[str, Any], depth: int = 0) -> Any:
+    """A service with what it `extends` from another service of this file under it."""
+    service = services.get(name)
+    if not isinstance(service, dict) or "extends" not in service or depth > 8:
+        return service
+    extends = service["extends"]
+    base_name = extends if isinstance(extends, str) else extends.get("service") if isinstance(extends, dict) else None
+    if not isinstance(base_name, str) or (isinstance(extends, dict) and extends.get("file")) or base_name == name:
+        return service
+    base = _extended(base_name, services, depth + 1)
+    if not isinstance(base, dict):
+        return service
+    merged = {**base, **{k: v for k, v in service.items() if k != "extends"}}
+    if isinstance(base.get("environment"), dict) and isinstance(service.get("environment"), dict):
+        merged["environment"] = {**base["environment"], **service["environment"]}
+    return merged
+
+
+def _dotenv(ctx: Ctx) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The variables of the `.env` file beside the compose file, when there is one to read."""
+    if not ctx.fs:
+        return {}, ()
+    try:
+        found = config_from_fs(ctx, ctx.path.parent)(".env")
+    except InputError:
+        return {}, ()
+    return _env_lines(found.text, {}), (found.shown,)
+
+
+def _env_lines(text: str, outer: Mapping[str, str]) -> dict[str, str]:
+    """`.env` format: NAME=value lines, `export` allowed, quotes, `#` comments; values interpolated."""
+    out: dict[str, str] = {}
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export "):].lstrip()
+        name, eq, value = line.partition("=")
+        name = name.strip()
+        if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", name):
+            continue
+        value = value.strip()
+        if value[:1] in ("'", '"') and value.rfind(value[0]) > 0:
+            quote = value[0]
+            value = value[1:value.rfind(quote)]
+            if quote == '"':
+                value = value.replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
+                value = _interpolate(value, {**outer, **out})
+        else:
+            value = value.split(" #", 1)[0].rstrip()
+            value = _interpolate(value, {**outer, **out})
+        out[name] = value
+    return out
+
+
+def _interpolate(text: Any, variables: Mapping[str, str]) -> Any:
+    """Compose's interpolation of a string; a variable not set anywhere the audit can see is unknown."""
+    if not isinstance(text, str) or "$" not in text:
+        return text
+
+    def sub(match: re.Match) -> str:
+        whole = match.group(0)
+        if whole == "$$":
+            return "$"
+        name = match.group(1) or match.group(4)
+        op, word = match.group(2), match.group(3) or ""
+        value = variables.get(name)
+        empty = value is None or (op is not None and op.startswith(":") and value == "")
+        if op is None:
+            return value if value is not None else unresolved(whole)
+        if op.endswith("-"):
+            return _interpolate(word, variables) if empty else value  # type: ignore[return-value]
+        if op.endswith("+"):
+            return "" if empty else _interpolate(word, variables)
+        return value if not empty else unresolved(whole)  # ?: compose refuses to start without it
+
+    return _INTERPOLATION.sub(sub, text)
+
+
+def _words(value: Any, variables: Mapping[str, str], words: DockerWords, line: int) -> list[str] | None:
+    """`command`/`entrypoint`: a list, or a string split into words as compose does (never by a shell)."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [str(_interpolate(v, variables)) if not isinstance(v, str) else _interpolate(v, variables) for v in value]
+    return words.split(str(_interpolate(value, variables)), None, line)
+
+
+def _environment(ctx: Ctx, service: Mapping[str, Any], variables: Mapping[str, str], where: str,
+                 chain: list[str], problems: list[Problem]) -> dict[str, Arg]:
+    env: dict[str, Arg] = {}
+    files = service.get("env_file")
+    for item in ([files] if isinstance(files, (str, dict)) else files if isinstance(files, list) else []):
+        path = item.get("path") if isinstance(item, dict) else item
+        required = item.get("required", True) if isinstance(item, dict) else True
+        if not isinstance(path, str):
+            continue
+        path = _interpolate(path, variables)
+        try:
+            found = config_from_fs(ctx, ctx.path.parent)(path)
+        except InputError as exc:
+            if required:
+                problems.append(ctx.problem("source.env_file", f"{where}: the env_file `{path}` cannot be read "
+                                            f"({exc.problems[0].message}); docker compose refuses to start the service"))
+            continue
+        chain.append(found.shown)
+        env.update((k, Arg(v, f"{where}: env_file {path}")) for k, v in _env_lines(found.text, variables).items())
+    given = service.get("environment")
+    if isinstance(given, dict):
+        items = [(str(k), v) for k, v in given.items()]
+    elif isinstance(given, list):
+        items = [(str(i).partition("=")[0], str(i).partition("=")[2] if "=" in str(i) else None) for i in given]
+    else:
+        items = []
+    for name, value in items:
+        if value is None:  # passed on from where compose runs: not known
+            env[name] = Arg(unresolved(f"${name}"), f"{where}: environment")
+        else:
+            text = value if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+            env[name] = Arg(_interpolate(text, variables), f"{where}: environment")
+    return env
+
+
+def _mounted(ctx: Ctx, service: Mapping[str, Any], variables: Mapping[str, str], where: str):
+    """A reader of `--config FILE` inside the container: through a bind mount of the service
+    (`./conf:/etc/vllm`), to a file beside the compose file."""
+    mounts: list[tuple[str, str]] = []   # (target in the container, source on the host)
+    for volume in service.get("volumes") or [] if isinstance(service.get("volumes"), list) else []:
+        if isinstance(volume, str):
+            parts = _interpolate(volume, variables).split(":")
+            if len(parts) >= 2 and parts[0].startswith((".", "/", "~")):
+                mounts.append((posixpath.normpath(parts[1]), parts[0]))
+        elif isinstance(volume, dict) and volume.get("type") == "bind" and isinstance(volume.get("source"), str) \
+                and isinstance(volume.get("target"), str):
+            mounts.append((posixpath.normpath(_interpolate(volume["target"], variables)),
+                           _interpolate(volume["source"], variables)))
+    disk = config_from_fs(ctx, ctx.path.parent)
+
+    def read(name: str) -> ConfigFile:
+        path = posixpath.normpath(name)
+        best = max((m for m in mounts if path == m[0] or path.startswith(m[0].rstrip("/") + "/")),
+                   key=lambda m: len(m[0]), default=None)
+        if best is None or has_unresolved(best[1]) or best[1].startswith("~"):
+            raise refuse(ctx.problem("source.config_unresolved", f"{where}: `--config {name}` is in no bind mount of "
+                                     "the service that the audit can read"))
+        return disk(posixpath.join(best[1], path[len(best[0]):].lstrip("/")) if path != best[0] else best[1])
+
+    return read
+
+
+def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping[str, str], dotenv: tuple[str, ...],
+             line: int | None, problems: list[Problem]) -> list[Deployment]:
+    words = DockerWords(ctx, problems)
+    where = f"service {name}"
+    image = _interpolate(service.get("image"), variables) if isinstance(service.get("image"), str) else ""
+    entrypoint = _words(service.get("entrypoint"), variables, words, line or 1)
+    command = _words(service.get("command"), variables, words, line or 1) or []
+    vllm_image = bool(image) and not has_unresolved(image) and bool(VLLM_IMAGE.search(image.split("@")[0]))
+    if entrypoint:
+        argv = entrypoint + command
+    elif vllm_image:
+        argv = ["vllm", "serve"] + command
+        if command[:1] == ["serve"]:
+            problems.append(ctx.problem("source.serve_twice", f"{where}: the vllm/vllm-openai image already runs "
+                                        "`vllm serve`; `serve` in its command is taken as the model", line=line))
+    else:
+        argv = command
+    chain = list(dotenv)
+    env = _environment(ctx, service, variables, where, chain, problems)
+    reader = _mounted(ctx, service, variables, where)
+    found = argv_invocations(argv, ctx, env=env, line=line, origin=where, anchor=f"#services/{name}", problems=problems,
+                             read_file=reader)
+    container = service.get("container_name") if isinstance(service.get("container_name"), str) else name
+    labels = service.get("labels")
+    role = None
+    if isinstance(labels, dict):
+        role = next((str(v) for k, v in labels.items() if str(k) == "role" or str(k).endswith(("/role", ".role"))), None)
+    if role is None:
+        match = _ROLE.search(name) or _ROLE.search(str(container))
+        role = match.group(1).lower() if match else None
+    for number, inv in enumerate(found, 1):
+        inv.name, inv.container, inv.role, inv.chain = name, str(container), role, tuple(chain)
+        inv.image = image or None
+        inv.release = inv.release or (from_image(image) if image else None)
+        inv.config_reader = reader
+        if len(found) > 1:
+            inv.anchor = f"#services/{name}/{number}"
+    apply_facts(found, ctx)
+    return [deployment(inv, ctx, "compose") for inv in found]

@@ -1,0 +1,79 @@
+"""The vLLM release a launch runs, as far as what deploys it tells: the
+container image's tag, a ``pip install vllm==X.Y.Z`` pin, or a
+``# hma-policy: {vllm_version: "X.Y.Z"}`` directive (the
+``hma-policy.dev/facts`` annotation on Kubernetes).
+
+Only a tag of vLLM's own release image names a release
+(``vllm/vllm-openai:v0.21.0``, the same path on any registry or mirror:
+``docker.io/``, ``ghcr.io/``, ``quay.io/``, ``public.ecr.aws/...``), and of
+ROCm's ``rocm/vllm`` images the tags that spell ``vllm_X.Y.Z``. A digest,
+``latest``, ``nightly``, any other tag and any other image (LMCache's
+``lmcache/vllm-openai`` is tagged with LMCache's releases) give no version,
+with the reason in the origin: nothing is guessed. This module only reads
+the release; which policy decides a deployment is chosen elsewhere.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from ...core.command import has_unresolved, show
+
+__all__ = ["ReleaseHint", "from_image", "from_pin", "valid_version", "VERSION"]
+
+# A vLLM release as PyPI spells it: 0.21.0, 0.10.1.1, 0.11.0rc1, 0.6.3.post1.
+VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev|dev)[0-9]+)?")
+_TAG_VERSION = re.compile(r"v?(" + VERSION.pattern + ")")
+_ROCM_TAG_VERSION = re.compile(r"(?:^|_)vllm_(" + VERSION.pattern + r")(?:_|$)")
+
+
+class ReleaseHint(NamedTuple):
+    """``version`` (None: not known) and where it was read, or why it could not be."""
+
+    version: str | None
+    origin: str
+
+
+def valid_version(text: str) -> bool:
+    return bool(VERSION.fullmatch(text))
+
+
+def _split_image(image: str) -> tuple[str, str | None, str | None]:
+    """An image reference as (repository path without the registry, tag, digest)."""
+    name, _, digest = image.partition("@")
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    tag = None
+    if colon > slash:
+        name, tag = name[:colon], name[colon + 1:]
+    parts = name.split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        parts = parts[1:]  # the registry
+    return "/".join(parts), tag, digest or None
+
+
+def from_image(image: str) -> ReleaseHint:
+    """The release an image's tag names, or why it names none."""
+    shown = show(image)
+    if has_unresolved(image):
+        return ReleaseHint(None, f"image {shown}: the image is not known from this file")
+    path, tag, digest = _split_image(image)
+    # vLLM's release image, and its CPU build (vllm/vllm-openai-cpu), on any registry or mirror
+    official = any(path == image or path.endswith("/" + image) for image in ("vllm/vllm-openai", "vllm/vllm-openai-cpu"))
+    rocm = path == "rocm/vllm" or path.endswith("/rocm/vllm")
+    if not official and not rocm:
+        return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag names no vLLM release")
+    if digest is not None and tag is None:
+        return ReleaseHint(None, f"image {shown}: a digest names no release")
+    if tag is None:
+        return ReleaseHint(None, f"image {shown} (latest, no tag): no release in the tag")
+    match = _TAG_VERSION.fullmatch(tag) if official else _ROCM_TAG_VERSION.search(tag)
+    if match is None:
+        return ReleaseHint(None, f"image tag {shown}: no release in the tag")
+    return ReleaseHint(match.group(1), f"image tag {shown}")
+
+
+def from_pin(version: str, line: int | None) -> ReleaseHint:
+    """A `pip install vllm==X` (or `uv pip install`) pin."""
+    return ReleaseHint(version, f"pip pin vllm=={version}" + (f" at line {line}" if line else ""))

@@ -1,0 +1,127 @@
+"""docker compose files (engine/audit/sources/compose.py): services that run
+vLLM, the file's own interpolation and `.env`, anchors and merge keys, and
+each launch's place (issue 17)."""
+
+from __future__ import annotations
+
+from hma_policy.audit.sources import find_deployments, read_source, source_format
+from sourcefiles import LMCACHE, NIXL, ktc, write
+
+
+# Trimmed from vllm-project/aibrix deployment/standalone/docker-compose.yml at
+# e3e10f9e4aebe9aac5e7d992fb87d2648e01628b (Apache-2.0): an anchor merged into
+# each vLLM service, interpolation with defaults, a command as a folded string.
+AIBRIX = """x-common-gpu: &common-gpu
+  deploy:
+    resources:
+      reservations:
+        devices:
+          - driver: nvidia
+            capabilities: [gpu]
+
+services:
+  redis:
+    image: ${REDIS_IMAGE:-redis:7.4.2}
+    command: ${REDIS_SERVER_CMD:-redis-server}
+
+  vllm:
+    image: ${VLLM_IMAGE:-vllm/vllm-openai:v0.6.6}
+    container_name: aibrix-vllm
+    environment:
+      CUDA_VISIBLE_DEVICES: ${VLLM_GPU:-0}
+      HF_TOKEN: ${HF_TOKEN:-}
+    <<: *common-gpu
+    command: >
+      --model ${MODEL_NAME:-Qwen/Qwen2.5-1.5B-Instruct}
+      --port 8000
+      --tensor-parallel-size ${VLLM_TP:-1}
+      --enable-prefix-caching
+
+  prefill-engine:
+    image: ${VLLM_IMAGE:-vllm/vllm-openai:v0.6.6}
+    container_name: aibrix-prefill
+    profiles: ["pd"]
+    <<: *common-gpu
+    command: >
+      --model ${MODEL_NAME:-Qwen/Qwen2.5-1.5B-Instruct}
+      --max-num-seqs ${PREFILL_MAX_SEQS:-64}
+"""
+
+
+def test_services_that_run_vllm_are_launches_at_their_keys(tmp_path):
+    path = write(tmp_path / "docker-compose.yml", AIBRIX)
+    source = read_source(path)
+    assert source.format == "compose" and source.problems == ()
+    vllm, prefill = source.deployments
+    assert [(d.id, d.line, d.container, d.role) for d in source.deployments] == [
+        (f"{path}#services/vllm", 14, "aibrix-vllm", None), (f"{path}#services/prefill-engine", 27, "aibrix-prefill", "prefill")]
+    assert vllm.document == {"name": "vllm", "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct"}}
+    assert vllm.release == ("0.6.6", "image tag vllm/vllm-openai:v0.6.6")
+    assert source_format("docker-compose.prod.yaml") == source_format("compose.yml") == "compose"
+
+
+def test_the_env_file_beside_it_is_read_and_its_values_win_over_defaults(tmp_path):
+    write(tmp_path / ".env", f"# settings\nVLLM_IMAGE=docker.io/vllm/vllm-openai:v0.21.0\nKV='{LMCACHE}'\n")
+    path = write(tmp_path / "compose.yaml", """services:
+  engine:
+    image: ${VLLM_IMAGE:-vllm/vllm-openai:latest}
+    command: ["m", "--kv-transfer-config", "${KV:?set KV}", "--port", "${PORT}"]
+    environment:
+      - VLLM_USE_SIMPLE_KV_OFFLOAD=1
+      - LMCACHE_USE_UPSTREAM_MP
+""")
+    (d,) = read_source(path).deployments
+    assert d.release == ("0.21.0", "image tag docker.io/vllm/vllm-openai:v0.21.0")
+    assert d.chain == (str(path), str(tmp_path / ".env"))
+    # LMCACHE_USE_UPSTREAM_MP is passed on from where compose runs: not known, and the decision reads it.
+    assert d.problems[0].message == ("the environment variable `LMCACHE_USE_UPSTREAM_MP` takes its value from "
+                                     "`$LMCACHE_USE_UPSTREAM_MP`, which this file does not set")
+    without = write(tmp_path / "other" / "compose.yaml", path.read_text().replace("      - LMCACHE_USE_UPSTREAM_MP\n", ""))
+    (e,) = read_source(without).deployments
+    assert e.release == (None, "image tag vllm/vllm-openai:latest: no release in the tag")
+    assert e.problems[0].message == "`--kv-transfer-config` takes its value from `${KV:?set KV}`, which this file does not set"
+
+
+def test_entrypoint_command_shell_scripts_extends_and_bind_mounted_configs(tmp_path):
+    write(tmp_path / "conf" / "serve.yaml", f"kv-transfer-config: '{NIXL}'\n")
+    path = write(tmp_path / "docker-compose.yml", f"""services:
+  base:
+    image: python:3.12
+    environment: {{VLLM_USE_SIMPLE_KV_OFFLOAD: "0"}}
+    command: ["python3", "proxy.py"]
+  shell:
+    extends: base
+    entrypoint: ["/bin/bash", "-c"]
+    command:
+      - |
+        pip install vllm==0.22.0 && vllm serve m --kv-transfer-config '{LMCACHE}'
+  mounted:
+    image: lmcache/vllm-openai:v0.3.9
+    volumes: ["./conf:/etc/vllm:ro"]
+    command: m --config /etc/vllm/serve.yaml
+""")
+    shell, mounted = read_source(path).deployments
+    assert (shell.name, ktc(shell)["kv_connector"], shell.document["env"]) == ("shell", "LMCacheConnectorV1",
+                                                                               {"VLLM_USE_SIMPLE_KV_OFFLOAD": "0"})
+    assert shell.release == ("0.22.0", "pip pin vllm==0.22.0 at line 6")  # installed in the container: over its image
+    assert ktc(mounted)["kv_connector"] == "NixlConnector"
+    assert mounted.chain == (str(path), str(tmp_path / "conf" / "serve.yaml"))
+    assert mounted.release.version is None and "not vLLM's release image" in mounted.release.origin
+
+
+def test_an_alias_bomb_is_refused_before_it_is_walked(tmp_path):
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(8)) + "services: {s: {image: vllm/vllm-openai, command: [m]}}\n"
+    source = read_source(write(tmp_path / "compose.yaml", bomb))
+    assert source.deployments == ()
+    assert source.problems[0].code == "input.parse" and "values through its aliases" in source.problems[0].message
+
+
+def test_compose_text_in_memory_reads_nothing_from_disk(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / ".env", "VLLM_IMAGE=vllm/vllm-openai:v0.21.0\n")
+    (d,) = find_deployments("compose.yaml", "services:\n  s:\n    image: ${VLLM_IMAGE:-vllm/vllm-openai:v0.33.0}\n"
+                                           "    command: [m]\n").deployments
+    assert d.release.version == "0.33.0"

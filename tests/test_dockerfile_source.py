@@ -1,0 +1,116 @@
+"""Dockerfiles as BuildKit reads them (engine/audit/sources/dockerfile.py):
+here-documents (issue 20, defect 4), files the Dockerfile makes, WORKDIR,
+COPY --from, and the release its image or a pip pin names."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hma_policy.audit.sources import SourceLimits, read_source
+from sourcefiles import LMCACHE, NIXL, ktc, only, write
+
+
+CMD_DISABLE = f'CMD ["m", "--kv-transfer-config", {json.dumps(LMCACHE)}, "--disable-hybrid-kv-cache-manager"]\n'
+
+
+@pytest.mark.parametrize("run", [
+    'RUN cat <<< "x"',                    # a here-string
+    "RUN echo 'x <<EOF'",                 # quoted: no here-document
+    'RUN echo "a <<EOF b"',
+    "RUN cat <<<EOF",
+])
+def test_what_is_not_a_here_document_does_not_swallow_the_lines_after_it(tmp_path, run):
+    d = only(read_source(write(tmp_path / "Dockerfile", f"FROM vllm/vllm-openai:v0.33.0\n{run}\n{CMD_DISABLE}")))
+    assert d.line == 3 and d.document["disable_hybrid_kv_cache_manager"] is True
+
+
+def test_several_here_documents_on_one_line_are_read_in_order(tmp_path):
+    # B's body holds a CMD: it is text, not an instruction.
+    dockerfile = write(tmp_path / "Dockerfile", f"""FROM vllm/vllm-openai:v0.33.0
+RUN <<A cat - <<B > /dev/null
+echo a
+A
+CMD ["forged", "--kv-transfer-config", {json.dumps(NIXL)}]
+B
+{CMD_DISABLE}""")
+    d = only(read_source(dockerfile))
+    assert (d.line, d.name, ktc(d)["kv_connector"]) == (7, "m", "LMCacheConnectorV1")
+
+
+def test_copy_of_a_here_document_makes_the_config_file_a_later_config_reads(tmp_path):
+    dockerfile = write(tmp_path / "Dockerfile", """FROM vllm/vllm-openai:v0.33.0
+ENV ROLE=kv_producer
+COPY <<EOF /app/cfg.yaml
+kv-transfer-config: '{"kv_connector": "NixlConnector", "kv_role": "$ROLE"}'
+EOF
+COPY <<'EOF' /app/raw.yaml
+kv-transfer-config: '{"kv_connector": "NixlConnector", "kv_role": "$ROLE"}'
+EOF
+CMD ["m", "--config", "/app/cfg.yaml"]
+""")
+    d = only(read_source(dockerfile))
+    assert ktc(d) == {"kv_connector": "NixlConnector", "kv_role": "kv_producer"}  # unquoted: ENV substituted
+    assert d.chain == (str(dockerfile), "EOF (here-document at line 4)")
+    raw = only(read_source(write(tmp_path / "Dockerfile.raw", dockerfile.read_text().replace("/app/cfg.yaml\"]", "/app/raw.yaml\"]"))))
+    assert ktc(raw)["kv_role"] == "$ROLE"  # quoted: kept as written
+
+
+def test_a_tab_stripping_here_document_and_a_run_script_that_writes_the_config(tmp_path):
+    dockerfile = write(tmp_path / "Dockerfile", f"""FROM vllm/vllm-openai:v0.33.0
+WORKDIR /srv
+RUN <<-EOF
+\tmkdir -p conf
+\tcat > conf/serve.yaml <<'INNER'
+\tkv-transfer-config: '{NIXL}'
+\tINNER
+\tEOF
+CMD ["m", "--config", "conf/serve.yaml"]
+""")
+    d = only(read_source(dockerfile))
+    assert ktc(d)["kv_connector"] == "NixlConnector"
+
+
+def test_copy_from_an_earlier_stage_and_from_the_build_context(tmp_path):
+    write(tmp_path / "ctx" / "serve.yaml", f"kv-transfer-config: '{LMCACHE}'\n")
+    dockerfile = write(tmp_path / "ctx" / "Dockerfile", f"""FROM python:3.12 AS config
+COPY <<EOF /cfg/serve.yaml
+kv-transfer-config: '{NIXL}'
+EOF
+FROM vllm/vllm-openai:v0.33.0
+COPY --from=config /cfg/serve.yaml /etc/vllm/a.yaml
+COPY serve.yaml /etc/vllm/b.yaml
+CMD ["m", "--config", "/etc/vllm/a.yaml"]
+""")
+    assert ktc(only(read_source(dockerfile)))["kv_connector"] == "NixlConnector"
+    other = write(tmp_path / "ctx" / "Dockerfile.b", dockerfile.read_text().replace('/etc/vllm/a.yaml"]', '/etc/vllm/b.yaml"]'))
+    assert ktc(only(read_source(other)))["kv_connector"] == "LMCacheConnectorV1"
+
+
+def test_an_unclosed_here_document_is_a_located_problem(tmp_path):
+    source = read_source(write(tmp_path / "Dockerfile", "FROM vllm/vllm-openai\nRUN <<EOF\necho\n"))
+    assert [(p.code, p.line) for p in source.problems] == [("source.dockerfile", 2)]
+
+
+def test_env_doubling_is_bounded(tmp_path):
+    text = "FROM python:3.12\nENV X=ab\n" + "ENV X=$X$X\n" * 40 + 'CMD vllm serve m --kv-transfer-config "$X"\n'
+    source = read_source(write(tmp_path / "Dockerfile", text), limits=SourceLimits(max_variable_length=4096))
+    # X doubles on each line from line 3: 2 * 2**12 = 8192 characters at line 14.
+    assert [(p.code, p.line) for p in source.problems] == [("source.limit", 14)]
+    assert only(source).problems[0].code == "source.unresolved"
+
+
+# -- the release (issue 16, part 4) ---------------------------------------------------------------------
+
+def test_the_release_is_the_base_images_tag_or_a_pip_pin_on_top_of_it(tmp_path):
+    tagged = only(read_source(write(tmp_path / "a" / "Dockerfile", f"FROM docker.io/vllm/vllm-openai:v0.21.0\n{CMD_DISABLE}")))
+    assert tagged.release == ("0.21.0", "image tag docker.io/vllm/vllm-openai:v0.21.0")
+    pinned = only(read_source(write(tmp_path / "b" / "Dockerfile", "ARG VLLM=0.22.0\nFROM python:3.12 AS base\n"
+                                    "RUN pip install --no-cache-dir \"vllm==${VLLM}\" lmcache\nFROM base\n"
+                                    f"CMD vllm serve m --kv-transfer-config '{NIXL}'\n")))
+    assert pinned.release == ("0.22.0", "pip pin vllm==0.22.0 at line 3")
+    latest = only(read_source(write(tmp_path / "c" / "Dockerfile", f"FROM vllm/vllm-openai:latest\n{CMD_DISABLE}")))
+    assert latest.release == (None, "image tag vllm/vllm-openai:latest: no release in the tag")
+    assert [n.message for n in latest.notes] == [
+        "the vLLM release is not known: image tag vllm/vllm-openai:latest: no release in the tag"]

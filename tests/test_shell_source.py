@@ -1,0 +1,319 @@
+"""Shell scripts read as the shell would run them (engine/audit/sources/shell.py
+and shell_syntax.py): in linear time, with run-time assignments unknown, and
+the launch forms real fleets use (issues 17 and 20). Each test here failed on
+the shlex-based reader it replaced."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from hma_policy.audit.sources import SourceLimits, read_source
+from sourcefiles import LMCACHE, NIXL, ktc, only, write
+
+
+def cpu_seconds(function, *args) -> float:
+    """The least CPU time of five runs: the fairest figure on a busy machine."""
+    best = float("inf")
+    for _ in range(5):
+        start = time.process_time()
+        function(*args)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def linear_ratio(make, size: int, tmp_path: Path, name: str = "run.sh") -> float:
+    """CPU time to read a file made by ``make(size * 2)`` over ``make(size)``:
+    about 2 when reading is linear, 4 when it is quadratic. The least of
+    three measurements: noise on a shared machine only ever adds time, and
+    a quadratic reader cannot show a linear ratio in any of them."""
+    small, large = write(tmp_path / "small" / name, make(size)), write(tmp_path / "large" / name, make(size * 2))
+    read_source(small)  # imports, caches
+    return min(cpu_seconds(read_source, large) / max(cpu_seconds(read_source, small), 1e-3) for _ in range(3))
+
+
+# -- linear time and bounded expansion (issue 20, defect 1) ------------------------------------------
+
+def test_a_long_word_is_read_in_linear_time(tmp_path):
+    # shlex grows a word one character at a time: 1 MB took 16 s, 2 MB 67 s.
+    ratio = linear_ratio(lambda n: "echo " + "a" * n + f"\nvllm serve m --kv-transfer-config '{NIXL}'\n", 400_000, tmp_path)
+    assert ratio < 3.0, ratio
+    assert ktc(only(read_source(tmp_path / "large" / "run.sh")))["kv_connector"] == "NixlConnector"
+
+
+def test_doubling_a_variable_is_linear_and_bounded(tmp_path):
+    # B="$A$A", four levels, 930 kB: 27 s with the old reader.
+    def make(n: int) -> str:
+        return (f'A="{"x" * n}"\nB="$A$A"\nC="$B$B"\nD="$C$C"\nE="$D$D"\n'
+                'vllm serve m --kv-transfer-config "$E"\n')
+    assert linear_ratio(make, 30_000, tmp_path) < 3.0
+
+
+def test_where_a_value_outgrows_its_bound_is_a_located_problem(tmp_path):
+    text = "X=ab\n" + "X=$X$X\n" * 40 + 'vllm serve m --kv-transfer-config "$X"\n'
+    source = read_source(write(tmp_path / "run.sh", text), limits=SourceLimits(max_variable_length=4096))
+    # X doubles on each line: 2 * 2**11 = 4096 characters at line 12, more at line 13.
+    (limit,) = [p for p in source.problems if p.code == "source.limit"]
+    assert limit.line == 13
+    assert limit.message == ("a value of `X` grows past 4096 characters at line 13; it is read as unknown from there")
+    assert only(source).problems[0].code == "source.unresolved"
+
+
+@pytest.mark.slow
+def test_a_16_mib_script_is_read_in_linear_time(tmp_path):
+    block = ("MODEL=${MODEL:-org/m}\nif [ -n \"$X\" ]; then echo \"x $MODEL\" > /dev/null 2>&1; fi\n"
+             "for i in a b; do export V=$i; done\ncat > f.json <<EOF\n{\"a\": \"$MODEL\"}\nEOF\n"
+             "echo " + "w" * 2000 + "\n")
+    launch = f"vllm serve $MODEL --kv-transfer-config '{NIXL}' &\n"
+    make = (lambda n: (block * (n // len(block))) + launch)
+    ratio = linear_ratio(make, 8 * 2**20, tmp_path)
+    assert ratio < 3.0, ratio
+    assert ktc(only(read_source(tmp_path / "large" / "run.sh")))["kv_connector"] == "NixlConnector"
+
+
+# -- run-time assignments (issue 20, defect 5) -----------------------------------------------------------
+
+@pytest.mark.parametrize("command, why", [
+    ("read KV < kv.json", "is set at run time by `read` at line 2"),
+    ("IFS= read -r -d '' KV < kv.json", "is set at run time by `read` at line 2"),
+    ("mapfile -t KV < kv.json", "is set at run time by `mapfile` at line 2"),
+    ("readarray KV < kv.json", "is set at run time by `readarray` at line 2"),
+    ("getopts k: KV", "is set at run time by `getopts` at line 2"),
+    ("printf -v KV '%s' \"$1\"", "is set at run time by `printf -v` at line 2"),
+    ("declare \"$1=x\"", "may be set at run time by `declare` of a computed name at line 2"),
+    ("export $(cat kv.env)", "may be set at run time by `export` of a computed name at line 2"),
+    ("source ./settings.sh", "may be set by `source ./settings.sh` at line 2, a file the audit does not read"),
+    (". /etc/profile.d/vllm.sh", "may be set by `source /etc/profile.d/vllm.sh` at line 2, a file the audit does not read"),
+    ("eval \"$SETUP\"", "may be set by `eval` of a text this file does not give (line 2)"),
+])
+def test_a_variable_a_command_may_set_at_run_time_is_unknown_after_it(tmp_path, command, why):
+    script = write(tmp_path / "run.sh", f"KV='{NIXL}'\n{command}\nvllm serve m --kv-transfer-config \"$KV\"\n")
+    d = only(read_source(script))
+    assert d.document is None
+    assert d.problems[0].message == f"`--kv-transfer-config` takes its value from `$KV` (which {why})"
+
+
+def test_a_sourced_file_inside_the_audited_paths_is_read_for_its_variables(tmp_path):
+    write(tmp_path / "env.sh", f"KV='{LMCACHE}'\nvllm serve not-reported\n")
+    d = only(read_source(write(tmp_path / "run.sh", f"KV='{NIXL}'\n. ./env.sh\nvllm serve m --kv-transfer-config \"$KV\"\n")))
+    assert ktc(d)["kv_connector"] == "LMCacheConnectorV1"
+
+
+def test_an_assignment_in_the_background_or_a_subshell_does_not_change_the_script(tmp_path):
+    script = write(tmp_path / "run.sh", "export VLLM_USE_SIMPLE_KV_OFFLOAD=1 &\n(export LMCACHE_USE_UPSTREAM_MP=1)\n"
+                                        "echo x | read VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE\n"
+                                        "vllm serve m --kv-offloading-size 8\n")
+    assert "env" not in only(read_source(script)).document
+
+
+def test_a_variable_set_differently_on_two_paths_is_unknown_and_the_same_on_both_is_kept(tmp_path):
+    script = write(tmp_path / "run.sh", f"""if [ "$ROLE" = prefill ]; then
+  KV='{NIXL}'; MODEL=m
+else
+  KV='{LMCACHE}'; MODEL=m
+fi
+vllm serve $MODEL --kv-transfer-config "$KV"
+""")
+    d = only(read_source(script))
+    assert d.name == "m"
+    assert d.problems[0].message == ("`--kv-transfer-config` takes its value from `$KV` (which is set differently on "
+                                     "the paths through `if` at line 1)")
+
+
+def test_a_case_on_a_value_the_script_sets_takes_its_arm(tmp_path):
+    script = write(tmp_path / "run.sh", f"""ROLE=decode
+case "$ROLE" in
+  prefill) KV='{LMCACHE}' ;;
+  decode|both) KV='{NIXL}' ;;
+esac
+vllm serve m --kv-transfer-config "$KV"
+""")
+    assert ktc(only(read_source(script)))["kv_connector"] == "NixlConnector"
+
+
+def test_a_function_runs_with_its_arguments_where_it_is_called(tmp_path):
+    script = write(tmp_path / "run.sh", """start() {
+  local role=$1
+  vllm serve m --kv-transfer-config "{\\"kv_connector\\":\\"NixlConnector\\",\\"kv_role\\":\\"$role\\"}" "${@:2}"
+}
+start kv_producer
+start kv_consumer --port 8200
+""")
+    first, second = read_source(script).deployments
+    assert (first.id, second.id) == (f"{script}:3", f"{script}:3/2")
+    assert (ktc(first)["kv_role"], ktc(second)["kv_role"]) == ("kv_producer", "kv_consumer")
+
+
+# -- launch forms of real fleets (issue 17) ----------------------------------------------------------------
+
+def test_a_here_string_is_not_a_here_document(tmp_path):
+    # From vLLM's disagg_example_p2p_nccl_xpyd.sh: `<<<` swallowed the rest of the script.
+    script = write(tmp_path / "run.sh", f'GPUS=0,1\nIFS=\',\' read -ra GPU_ARRAY <<< "$GPUS"\n'
+                                        f"vllm serve m --kv-transfer-config '{NIXL}'\n")
+    assert only(read_source(script)).line == 3
+
+
+def test_eval_and_exec_chains_are_launches(tmp_path):
+    script = write(tmp_path / "run.sh", f"""KV='{NIXL}'
+eval "exec vllm serve m --kv-transfer-config '$KV'"
+exec env VLLM_USE_SIMPLE_KV_OFFLOAD=1 vllm serve n --kv-offloading-size 4
+""")
+    first, second = read_source(script).deployments
+    assert (first.line, ktc(first)["kv_connector"]) == (2, "NixlConnector")
+    assert (second.line, second.document["env"]) == (3, {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"})
+
+
+def test_lines_stay_right_after_a_here_document_inside_a_command_substitution(tmp_path):
+    script = write(tmp_path / "run.sh", f"""CONFIG=$(cat <<EOF
+{NIXL}
+EOF
+)
+vllm serve m --kv-transfer-config "$CONFIG"
+""")
+    d = only(read_source(script))
+    assert (d.line, ktc(d)["kv_connector"]) == (5, "NixlConnector")
+
+
+def test_a_launch_script_written_by_a_here_document_is_read_where_it_is_written(tmp_path):
+    script = write(tmp_path / "setup.sh", f"""MODEL=org/m
+cat > /tmp/run.sh <<EOF
+#!/bin/bash
+vllm serve $MODEL --kv-transfer-config '{NIXL}'
+EOF
+chmod +x /tmp/run.sh
+nohup bash /tmp/run.sh > log 2>&1 &
+""")
+    d = only(read_source(script))
+    assert (d.id, d.name, ktc(d)["kv_connector"]) == (f"{script}:4", "org/m", "NixlConnector")
+
+
+def test_a_config_file_written_by_a_here_document_is_the_one_vllm_reads(tmp_path):
+    script = write(tmp_path / "run.sh", f"""cat > cfg.yaml <<'EOF'
+kv-transfer-config: '{NIXL}'
+EOF
+vllm serve m --config cfg.yaml
+""")
+    d = only(read_source(script))
+    assert ktc(d)["kv_connector"] == "NixlConnector"
+    assert d.chain == (str(script), "cfg.yaml (written at line 2)")
+
+
+def test_ssh_and_sh_c_run_their_scripts(tmp_path):
+    script = write(tmp_path / "run.sh", f"""KV='{NIXL}'
+ssh -p 22 gpu-3 "vllm serve a --kv-transfer-config '$KV'"
+ssh gpu-4 bash -s <<'EOF'
+vllm serve b --kv-transfer-config "$KV"
+EOF
+""")
+    a, b = read_source(script).deployments
+    assert ktc(a)["kv_connector"] == "NixlConnector"
+    assert b.line == 4 and b.problems[0].code == "source.unresolved"  # a remote shell does not see KV
+
+
+def test_echo_of_a_command_is_no_launch(tmp_path):
+    assert read_source(write(tmp_path / "run.sh", "echo vllm serve m\nprintf '%s\\n' vllm serve m\n")).deployments == ()
+
+
+# -- only what the decision reads counts (issue 17) ----------------------------------------------------------
+
+def test_an_unresolved_value_the_decision_does_not_read_is_a_note(tmp_path):
+    kv = ('{"kv_connector":"NixlConnector","kv_role":"kv_both","engine_id":"prefill-${ROLE_REPLICA_INDEX}",'
+          '"kv_connector_extra_config":{"proxy_ip":"$PROXY"}}')
+    quoted = kv.replace('"', '\\"')
+    d = only(read_source(write(tmp_path / "run.sh", f'vllm serve $MODEL --port $PORT --kv-transfer-config "{quoted}"\n')))
+    assert d.problems == ()
+    assert ktc(d)["engine_id"] == "prefill-${ROLE_REPLICA_INDEX}"
+    assert [(n.code, n.message) for n in d.notes] == [
+        ("source.unresolved_unused", "`--kv-transfer-config` holds `${ROLE_REPLICA_INDEX}`, which this file does not set "
+                                     "at `/engine_id`; `$PROXY`, which this file does not set at "
+                                     "`/kv_connector_extra_config/proxy_ip`; the decision does not read those values"),
+        ("source.unresolved_unused", "the model is `$MODEL`, which this file does not set; the decision does not read "
+                                     "the model's name"),
+        ("source.unresolved_unused", "`--port` takes its value from `$PORT`, which this file does not set; the decision "
+                                     "does not read it"),
+    ]
+
+
+def test_an_unresolved_value_the_decision_reads_inside_json_is_still_a_problem(tmp_path):
+    d = only(read_source(write(tmp_path / "run.sh",
+                               'vllm serve m --kv-transfer-config "{\\"kv_connector\\":\\"$CONN\\",\\"kv_role\\":\\"kv_both\\"}"\n')))
+    assert d.problems[0].message == "`--kv-transfer-config` takes its value from `$CONN`, which this file does not set"
+
+
+def test_a_word_from_an_unset_variable_may_hold_options_and_says_so(tmp_path):
+    d = only(read_source(write(tmp_path / "run.sh", f"vllm serve m --kv-transfer-config '{NIXL}' $EXTRA_ARGS\n")))
+    assert [(n.code, n.message) for n in d.notes] == [
+        ("source.unresolved_arguments", "the command also takes `$EXTRA_ARGS`, which this file does not set; only the "
+                                        "options written here are read, and it may hold others")]
+
+
+# -- syntax ----------------------------------------------------------------------------------------------------
+
+def test_shell_syntax_errors_are_located_and_reading_goes_on(tmp_path):
+    source = read_source(write(tmp_path / "run.sh", f"IMAGE=<IMAGE_NAME>:<TAG>\nfi\nvllm serve m --kv-transfer-config '{NIXL}'\n"))
+    assert [(p.code, p.line) for p in source.problems] == [("source.shell_syntax", 1), ("source.shell_syntax", 2)]
+    assert only(source).line == 3
+
+
+@pytest.mark.parametrize("text", ["$(" * 5000, "${" * 5000, "(" * 5000, "if " * 5000, "f() { " * 5000, "'" + "x" * 100,
+                                  "cat <<EOF\n" + "x\n" * 100, "$((" * 3000, "[[ " * 3000, "a=(" * 3000])
+def test_deep_or_unterminated_text_is_a_problem_not_a_crash(tmp_path, text):
+    source = read_source(write(tmp_path / "run.sh", text + "\n"))
+    assert source.deployments == () and all(p.code in ("source.shell_syntax", "source.limit") for p in source.problems)
+
+
+def test_a_command_built_up_in_a_variable_and_evaled_is_placed_where_it_is_written(tmp_path):
+    # The shape of vLLM's tests/v1/kv_connector/nixl_integration/run_multi_connector_accuracy_test.sh:
+    # a JSON config squeezed by `tr`, a command line in a variable, optional extra arguments, `eval "$CMD &"`.
+    script = write(tmp_path / "run.sh", """KV='{
+  "kv_connector": "NixlConnector",
+  "kv_role": "kv_both"
+}'
+KV=$(echo "$KV" | tr -d '[:space:]')
+run() {
+  local kv_config=$1
+  BASE_CMD="CUDA_VISIBLE_DEVICES=0 vllm serve $MODEL \\
+    --kv-transfer-config '$kv_config'"
+  if [[ -n "$EXTRA" ]]; then
+    for arg in $EXTRA; do
+      BASE_CMD="${BASE_CMD} $arg"
+    done
+  fi
+  eval "$BASE_CMD &"
+}
+run "$KV"
+""")
+    d = only(read_source(script))
+    assert (d.line, ktc(d)) == (8, {"kv_connector": "NixlConnector", "kv_role": "kv_both"})
+    assert [n.code for n in d.notes] == ["source.unresolved_unused", "source.unresolved_arguments"]
+
+
+def test_a_dynamo_vllm_worker_takes_vllm_engine_arguments(tmp_path):
+    # ai-dynamo/dynamo examples/backends/vllm/launch/disagg_flexkv.sh
+    d = only(read_source(write(tmp_path / "run.sh", "CUDA_VISIBLE_DEVICES=0 python -m dynamo.vllm --model Qwen/Qwen3-0.6B "
+                                                    "--disable-hybrid-kv-cache-manager --kv-transfer-config "
+                                                    f"'{NIXL}' &\n")))
+    assert (d.name, d.document["disable_hybrid_kv_cache_manager"]) == ("Qwen/Qwen3-0.6B", True)
+
+
+def test_an_expansion_where_a_reserved_word_may_stand_is_a_word(tmp_path):
+    # `if` whose body starts with an expansion: once an uncaught AttributeError.
+    script = write(tmp_path / "run.sh", f"if true; then\n  $SMI_BIN --query\nfi\nvllm serve m --kv-transfer-config '{NIXL}'\n")
+    assert only(read_source(script)).line == 4
+
+
+def test_a_function_never_called_by_name_is_read_once_with_unknown_arguments(tmp_path):
+    write(tmp_path / "lib.sh", f"serve_lib() {{ vllm serve lib --kv-transfer-config '{NIXL}'; }}\n")
+    script = write(tmp_path / "run.sh", f"""source ./lib.sh
+prefill() {{
+  vllm serve m --kv-transfer-config '{NIXL}' --port "$1"
+}}
+serve_lib
+"$@"
+""")
+    # prefill is run as "$1": read at the end; serve_lib's launch is lib.sh's own.
+    d = only(read_source(script))
+    assert (d.line, d.name) == (3, "m")
+    assert [n.code for n in d.notes] == ["source.unresolved_unused"]

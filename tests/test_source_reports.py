@@ -1,0 +1,165 @@
+"""Each launch keeps its place, the release that deploys it, and no file that
+mentions vLLM's KV options is missed silently: in the sources and in every
+report format (issues 16 part 4 and 17)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import hma_policy
+from hma_policy.audit.report import render
+from hma_policy.audit.run import audit
+from hma_policy.audit.sources import read_source
+from sourcefiles import NIXL, write
+
+
+LWS = f"""apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {{name: pd, namespace: serving}}
+spec:
+  leaderWorkerTemplate:
+    leaderTemplate:
+      metadata: {{labels: {{llm-d.ai/role: prefill}}}}
+      spec:
+        containers:
+          - name: leader
+            image: ghcr.io/vllm/vllm-openai:v0.21.0
+            args: [m, --kv-transfer-config, '{NIXL}']
+    workerTemplate:
+      spec:
+        containers:
+          - name: worker
+            image: vllm/vllm-openai@sha256:{"a" * 64}
+            args: [m, --kv-transfer-config, '{NIXL}']
+"""
+
+
+def test_kubernetes_launches_carry_container_role_and_release(tmp_path):
+    leader, worker = read_source(write(tmp_path / "lws.yaml", LWS)).deployments
+    assert (leader.line, worker.line) == (10, 16)  # each container's `- name:` line
+    assert (leader.container, leader.role, leader.release) == (
+        "leader", "prefill", ("0.21.0", "image tag ghcr.io/vllm/vllm-openai:v0.21.0"))
+    assert (worker.container, worker.role, worker.release.version) == ("worker", "worker", None)
+    assert worker.release.origin == f"image vllm/vllm-openai@sha256:{'a' * 64}: a digest names no release"
+    assert [n.code for n in worker.notes] == ["source.release_unknown"]
+
+
+@pytest.mark.parametrize("image, version", [
+    ("vllm/vllm-openai:v0.33.0", "0.33.0"), ("docker.io/vllm/vllm-openai:v0.10.1.1", "0.10.1.1"),
+    ("quay.io/vllm/vllm-openai:0.9.2", "0.9.2"), ("public.ecr.aws/abc123/vllm/vllm-openai:v0.11.0rc1", "0.11.0rc1"),
+    ("localhost:5000/vllm/vllm-openai:v0.22.0", "0.22.0"), ("rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909", "0.10.1"),
+    ("vllm/vllm-openai:latest", None), ("vllm/vllm-openai:nightly", None), ("vllm/vllm-openai", None),
+    ("lmcache/vllm-openai:v0.3.9", None), ("rocm/vllm:latest", None), ("vllm/vllm-openai:v0.9.0-cu128", None),
+])
+def test_the_release_an_image_tag_names(image, version):
+    from hma_policy.audit.sources.release import from_image
+
+    assert from_image(image).version == version
+
+
+def test_a_directive_or_an_annotation_gives_the_release_over_the_image(tmp_path):
+    script = write(tmp_path / "run.sh", f"""pip install vllm==0.22.0
+vllm serve a --kv-transfer-config '{NIXL}'
+# hma-policy: {{vllm_version: "0.24.0"}}
+docker run vllm/vllm-openai:v0.21.0 b --kv-transfer-config '{NIXL}'
+""")
+    a, b = read_source(script).deployments
+    assert a.release == ("0.22.0", "pip pin vllm==0.22.0 at line 1")
+    uv = write(tmp_path / "uv.sh", 'uv pip install --system "vllm[flashinfer]==0.23.1" lmcache\nvllm serve m\n')
+    assert read_source(uv).deployments[0].release == ("0.23.1", "pip pin vllm==0.23.1 at line 1")
+    assert b.release == ("0.24.0", "line 3: hma-policy directive")
+    annotated = write(tmp_path / "pod.yaml", LWS.replace("metadata: {name: pd, namespace: serving}",
+                                                          "metadata: {name: pd, namespace: serving, annotations: "
+                                                          "{hma-policy.dev/facts: '{vllm_version: \"0.28.0\"}'}}"))
+    assert {d.release.version for d in read_source(annotated).deployments} == {"0.28.0"}
+    bad = read_source(write(tmp_path / "bad.sh", "# hma-policy: {vllm_version: 0.22}\nvllm serve m\n")).deployments[0]
+    assert bad.problems[0].message == ("an hma-policy directive: `vllm_version` must be a vLLM release such as "
+                                       "\"0.22.0\", got `0.22`")
+
+
+def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path):
+    values = write(tmp_path / "values.yaml", "engine:\n  extraArgs:\n    - --kv-transfer-config\n    - '{}'\n")
+    source = read_source(values)
+    assert source.deployments == () and source.problems == ()
+    (note,) = source.notes
+    assert (note.code, note.line, note.message) == (
+        "source.unrecognized", 3, "mentions `kv-transfer-config` at line 3, no vLLM launch recognised")
+    # Connector names come from the policy's registry, not from a list in the code.
+    template = write(tmp_path / "templates" / "deploy.tpl", "{{- if .Values.lmcache }}\n  connector: LMCacheConnectorV1\n")
+    assert read_source(template).notes == ()
+    (note,) = read_source(template, known=hma_policy.load_policy().registered_names).notes
+    assert note.message == "mentions `LMCacheConnectorV1` at line 2, no vLLM launch recognised"
+    assert read_source(write(tmp_path / "unrelated.yaml", "kv_cache_dtype: fp8\nconnector_name: x\n")).notes == ()
+
+
+@pytest.fixture
+def small_fleet(tmp_path):
+    write(tmp_path / "run.sh", f"pip install vllm==0.22.0\ncat > c.yaml <<'EOF'\nkv-transfer-config: '{NIXL}'\nEOF\n"
+                               "vllm serve m --config c.yaml\n")
+    write(tmp_path / "lws.yaml", LWS)
+    write(tmp_path / "chart" / "values.yaml", "vllm:\n  kvConnector: NixlConnector\n")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        yield audit(["."])
+    finally:
+        os.chdir(cwd)
+
+
+def test_every_report_format_shows_places_releases_and_file_notes(small_fleet):
+    data = json.loads(render(small_fleet, "json"))
+    by_id = {d["id"]: d for d in data["deployments"]}
+    shell = by_id["run.sh:5"]
+    assert shell["chain"] == ["run.sh", "c.yaml (written at line 3)"]
+    assert shell["release_hint"] == {"version": "0.22.0", "origin": "pip pin vllm==0.22.0 at line 1"}
+    leader = by_id["lws.yaml#LeaderWorkerSet/serving/pd/leader"]
+    assert (leader["container"], leader["role"]) == ("leader", "prefill")
+    assert data["summary"]["notes"] == 1
+    assert data["notes"] == [{"code": "source.unrecognized", "message": "mentions `kvConnector` at line 2, no vLLM "
+                              "launch recognised", "file": "chart/values.yaml", "line": 2, "path": "",
+                              "hint": "if this file deploys vLLM in a way the audit does not read, say so in an issue; "
+                                      "see docs/audit-formats.md for what is read"}]
+    text = render(small_fleet, "text")
+    assert "1 file note(s)" in text.splitlines()[1]
+    assert "  at lws.yaml:10 · LeaderWorkerSet serving/pd · container leader · role prefill" in text
+    assert "  vllm release: 0.22.0 (pip pin vllm==0.22.0 at line 1)" in text
+    assert "  chart/values.yaml:2: source.unrecognized: mentions `kvConnector` at line 2" in text
+    md = render(small_fleet, "md")
+    assert ("| `lws.yaml#LeaderWorkerSet/serving/pd/leader` | 10 | lws.yaml:10 · LeaderWorkerSet serving/pd · "
+            "container leader · role prefill | 0.21.0 (image tag ") in md
+    assert "## File notes" in md and "| `chart/values.yaml` | 2 | `source.unrecognized` |" in md
+    html = render(small_fleet, "html")
+    assert 'container leader · role prefill' in html and '<tr class="file-note">' in html
+    report = json.loads(render(small_fleet, "policyreport"))
+    skipped = [r for r in report["results"] if r["result"] == "skip"]
+    assert [(r["rule"], r["properties"]["file"]) for r in skipped] == [("source.unrecognized", "chart/values.yaml")]
+    assert any(r["properties"].get("role") == "prefill" and r["properties"]["vllm_release"].startswith("0.21.0")
+               for r in report["results"])
+
+
+def test_a_container_running_a_script_from_a_configmap_is_read(tmp_path):
+    manifest = write(tmp_path / "pod.yaml", f"""apiVersion: v1
+kind: ConfigMap
+metadata: {{name: scripts}}
+data:
+  start.sh: |
+    #!/bin/bash
+    KV='{NIXL}'
+    exec vllm serve m --kv-transfer-config "$KV"
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: p}}
+spec:
+  volumes: [{{name: s, configMap: {{name: scripts}}}}]
+  containers:
+    - name: vllm
+      image: vllm/vllm-openai:v0.33.0
+      command: [bash, /opt/start.sh]
+      volumeMounts: [{{name: s, mountPath: /opt}}]
+""")
+    (d,) = read_source(manifest).deployments
+    assert (d.line, d.container, json.loads(d.document["kv_transfer_config"])["kv_connector"]) == (16, "vllm", "NixlConnector")
