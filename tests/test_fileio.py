@@ -259,6 +259,8 @@ ALLOWED_WRITES = {
     ("engine/audit/run.py", "_Spool.open", "tempfile.TemporaryFile"): "an unnamed spool of rendered text",
     ("engine/authoring/impact.py", "rules_from_git", ".extractall"): "into that temporary directory",
     ("engine/isolation.py", "_serve", "os.fdopen"): "the worker's answers, on a duplicate of its standard output (a pipe)",
+    ("engine/server/run.py", "serve", "tempfile.TemporaryDirectory"):
+        "the service's workers' metrics files (prometheus_client), removed when it stops",
 }
 
 

@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import logging
 import os
-import shutil
 import signal
 import tempfile
 from typing import Any, Iterator
@@ -114,7 +113,6 @@ def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
         host=args.host, port=args.port, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key,
         log_config=LOG_CONFIG, access_log=False, lifespan="on", server_header=False, proxy_headers=False,
         timeout_graceful_shutdown=args.graceful_timeout)  # uvloop and httptools where installed
-    metrics_dir = None
     with _stop_quietly():
         if args.workers == 1:
             config = uvicorn.Config(_app.create_app(settings, policy=policy), **common)
@@ -122,15 +120,13 @@ def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
             server.run()
             return (0 if server.started else 2), None
         policy.close()  # each worker loads its own
-        metrics_dir = tempfile.mkdtemp(prefix="hma-policy-metrics-")
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-        os.environ[SETTINGS_VARIABLE] = settings.to_environment()
-        config = uvicorn.Config("hma_policy.server.app:app_from_environment", factory=True, workers=args.workers,
-                                **common)
-        try:
+        # The workers' metrics files (prometheus_client's multiprocess mode), removed when the service stops.
+        with tempfile.TemporaryDirectory(prefix="hma-policy-metrics-") as metrics_dir:
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+            os.environ[SETTINGS_VARIABLE] = settings.to_environment()
+            config = uvicorn.Config("hma_policy.server.app:app_from_environment", factory=True, workers=args.workers,
+                                    **common)
             _supervisor(Multiprocess, config, [config.bind_socket()]).run()
-        finally:
-            shutil.rmtree(metrics_dir, ignore_errors=True)
     return 0, None
 
 
