@@ -345,6 +345,25 @@ def test_a_container_vllm_would_refuse_is_denied_with_the_code_and_hint(http):
     assert "NixlConector" in message and "(hint: did you mean `NixlConnector`?)" in message
 
 
+def test_an_update_that_leaves_a_refused_launch_as_it_was_is_let_through_with_the_refusal_as_warning(http):
+    path = FLEET / "typo-connector-pod.yaml"
+    relabelled = review_of(path, operation="UPDATE")  # oldObject: the same pod
+    relabelled["request"]["object"] = copy.deepcopy(relabelled["request"]["object"])
+    relabelled["request"]["object"]["metadata"]["labels"] = {"team": "inference"}
+    answer = admit(http, relabelled)
+    assert answer["allowed"] is True
+    [warning] = answer["warnings"]
+    assert warning.startswith("hma-policy: vLLM would refuse to start container `vllm` of Pod "
+                              "inference/qwen-decode-canary: connector.unknown: ")
+    assert warning.endswith("(hint: did you mean `NixlConnector`?) (so before this update too, which is let through)")
+    # An update that makes the launch one vLLM refuses is denied.
+    broken = review_of(path, operation="UPDATE")
+    fine = copy.deepcopy(broken["request"]["object"])
+    fine["spec"]["containers"][0]["args"][2] = json.dumps(NIXL)
+    broken["request"]["oldObject"] = fine
+    assert admit(http, broken)["allowed"] is False
+
+
 def test_hma_disabled_is_allowed_with_a_warning(http):
     answer = admit(http, review_of(FLEET / "lws-flexkv-mamba.yaml"))
     assert answer["allowed"] is True and "status" not in answer

@@ -16,7 +16,9 @@ is decided with the policy :func:`policy_for` picks. Then:
   KServe preset): the webhook cannot know them, and refusing what it cannot
   read would block deployments that start fine;
 - an object with no vLLM container, and any operation without an object
-  (DELETE, CONNECT), are allowed.
+  (DELETE, CONNECT), are allowed; so is an UPDATE that leaves a refused
+  launch as it was (with the refusal as a warning), so that an object made
+  before the webhook can still be relabelled, and its finalizers removed.
 
 A body that is not an AdmissionReview raises :class:`MalformedReview`, which
 the service answers with HTTP 400: the API server never sends one, and an
@@ -90,8 +92,25 @@ def review(body: Any, policy: Policy) -> Review:
         return _answer(uid, [], [], ())
     if not isinstance(obj, dict):
         raise MalformedReview(Problem("request.admission", "`request.object` is not an object", "/request/object"))
+    denials, warnings, outcomes = _examine(obj, request, policy)
+    old = request.get("oldObject")
+    if denials and request.get("operation") == "UPDATE" and isinstance(old, dict):
+        # An update that leaves a refused launch as it was (a label, a finalizer
+        # taken off so that a deletion can finish) is let through: refusing it
+        # would not make the object start, only keep it from being managed.
+        before = set(_examine(old, request, policy)[0])
+        if set(denials) <= before:
+            warnings = [f"{text} (so before this update too, which is let through)" for text in denials] + warnings
+            denials = []
+    return _answer(uid, denials, warnings, tuple(outcomes))
+
+
+def _examine(obj: dict[str, Any], request: dict[str, Any], policy: Policy) -> tuple[list[str], list[str], list[str]]:
+    """The denials and warnings for one object, and the outcome of each vLLM launch in it."""
     found = find_deployments("object.json", orjson.dumps(obj).decode("utf-8"))
-    denials, warnings, outcomes = [], [], []
+    denials: list[str] = []
+    warnings: list[str] = []
+    outcomes: list[str] = []
     for problem in found.problems:  # the object as a whole (a field its controller drops, ...)
         warnings.append(f"{_object_label(obj, request)}: {problem.code}: {problem.message}")
     for deployment in found.deployments:
@@ -108,7 +127,7 @@ def review(body: Any, policy: Policy) -> Review:
             codes = ", ".join(dict.fromkeys(w.code for w in decision.warnings))
             why = decision.reasons[-1] if decision.reasons else ""
             warnings.append(f"{label}: HMA {decision.outcome}" + (f" ({codes})" if codes else "") + (f": {why}" if why else ""))
-    return _answer(uid, denials, warnings, tuple(outcomes))
+    return denials, warnings, outcomes
 
 
 def _request(body: Any) -> dict[str, Any]:
@@ -118,7 +137,7 @@ def _request(body: Any) -> dict[str, Any]:
     if body.get("apiVersion") != API_VERSION or body.get("kind") != "AdmissionReview":
         raise MalformedReview(Problem(
             "request.admission", f"not an {API_VERSION} AdmissionReview (apiVersion `{body.get('apiVersion')}`, "
-            f"kind `{body.get('kind')}`)", "", hint=f"the webhook takes admissionReviewVersions [\"v1\"]"))
+            f"kind `{body.get('kind')}`)", "", hint='the webhook takes admissionReviewVersions ["v1"]'))
     request = body.get("request")
     if not isinstance(request, dict):
         raise MalformedReview(Problem("request.admission", "the AdmissionReview has no `request` object", "/request"))
