@@ -11,7 +11,8 @@ met; 2 usage, invalid rules, a path that does not exist, a report or decision
 log that cannot be written, or internal fault.
 ``log verify``: 0 the log is intact (or its torn tail was repaired with
 ``--repair``); 1 tampering or a torn tail was found; 2 usage, or the log
-cannot be read. Every command: 2 when its output cannot be written (a full
+cannot be read. ``serve``: 0 stopped by SIGTERM or SIGINT (it does not exit
+143); 2 usage, invalid rules, or the server cannot start. Every command: 2 when its output cannot be written (a full
 disk); SIGINT (Ctrl-C) exits 130 and SIGTERM 143, saying so, with any file
 being written left as it was (fileio.py). No traceback reaches a user.
 """

@@ -520,13 +520,40 @@ def test_make_cert_refuses_a_name_kubernetes_would_refuse(tmp_path):
 
 # -- the command --------------------------------------------------------------------------------
 
+WITHOUT_SERVER_EXTRA = ("import sys\n"
+                        "for name in ('uvicorn', 'starlette', 'prometheus_client', 'uvloop', 'httptools'):\n"
+                        "    sys.modules[name] = None  # import fails, as where the extra is not installed\n"
+                        "from hma_policy.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
 def test_serve_without_the_server_extra_says_how_to_install_it():
-    code = ("import sys; sys.modules['uvicorn'] = None; sys.modules['starlette'] = None\n"
-            "from hma_policy.cli import main; sys.exit(main(['serve']))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", WITHOUT_SERVER_EXTRA, "serve"], capture_output=True, text=True,
+                          timeout=60)
     assert done.returncode == 2
     assert done.stderr == ("hma-policy: error: `hma-policy serve` needs the server extra, which is not installed "
                            "(no module `uvicorn`): pip install 'hma-policy[server]'\n")
+
+
+def test_every_other_command_works_without_the_server_extra():
+    done = subprocess.run([sys.executable, "-c", WITHOUT_SERVER_EXTRA, "decide", "--format", "json",
+                           str(REPO / "examples" / "nixl-pd-decode.json")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["outcome"] == "enabled"
+    done = subprocess.run([sys.executable, "-c", WITHOUT_SERVER_EXTRA, "audit", "-q", str(FLEET)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "qwen-decode-canary" in done.stdout
+
+
+def test_a_port_in_use_exits_2(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        for workers in ("1", "2"):
+            done = subprocess.run([sys.executable, "-m", "hma_policy", "serve", "--port", str(taken.getsockname()[1]),
+                                   "--workers", workers], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+            assert done.returncode == 2, workers
+            assert "address already in use" in done.stderr.lower()
 
 
 def test_serve_with_invalid_rules_exits_2_before_listening(tmp_path):

@@ -114,19 +114,22 @@ def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
         log_config=LOG_CONFIG, access_log=False, lifespan="on", server_header=False, proxy_headers=False,
         timeout_graceful_shutdown=args.graceful_timeout)  # uvloop and httptools where installed
     with _stop_quietly():
-        if args.workers == 1:
-            config = uvicorn.Config(_app.create_app(settings, policy=policy), **common)
-            server = uvicorn.Server(config)
-            server.run()
-            return (0 if server.started else 2), None
-        policy.close()  # each worker loads its own
-        # The workers' metrics files (prometheus_client's multiprocess mode), removed when the service stops.
-        with tempfile.TemporaryDirectory(prefix="hma-policy-metrics-") as metrics_dir:
-            os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-            os.environ[SETTINGS_VARIABLE] = settings.to_environment()
-            config = uvicorn.Config("hma_policy.server.app:app_from_environment", factory=True, workers=args.workers,
-                                    **common)
-            _supervisor(Multiprocess, config, [config.bind_socket()]).run()
+        try:
+            if args.workers == 1:
+                config = uvicorn.Config(_app.create_app(settings, policy=policy), **common)
+                server = uvicorn.Server(config)
+                server.run()
+                return (0 if server.started else 2), None
+            policy.close()  # each worker loads its own
+            # The workers' metrics files (prometheus_client's multiprocess mode), removed when the service stops.
+            with tempfile.TemporaryDirectory(prefix="hma-policy-metrics-") as metrics_dir:
+                os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+                os.environ[SETTINGS_VARIABLE] = settings.to_environment()
+                config = uvicorn.Config("hma_policy.server.app:app_from_environment", factory=True,
+                                        workers=args.workers, **common)
+                _supervisor(Multiprocess, config, [config.bind_socket()]).run()
+        except SystemExit:  # uvicorn's exit when it cannot start (logged): the port is taken, a TLS file is unreadable
+            return 2, None
     return 0, None
 
 
