@@ -20,6 +20,7 @@ scrape adds them up: prometheus_client's multiprocess mode.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -55,15 +56,15 @@ class Metrics:
         self.duration.labels(route).observe(seconds)
         self.responses.labels(route, str(status)).inc()
 
-    def policy_changed(self, old: object, new: object) -> None:
+    def policy_changed(self, old: Any, new: Any) -> None:
         """PolicyHolder's ``on_change``: ``new`` None is a reload that failed."""
         if new is None:
             self.reloads.labels("failed").inc()
             return
         if old is not None:
             self.reloads.labels("loaded").inc()
-            self.policy.labels(getattr(old, "digest")).set(0)
-        self.policy.labels(getattr(new, "digest")).set(1)
+            self.policy.labels(old.digest).set(0)
+        self.policy.labels(new.digest).set(1)
 
     def render(self) -> bytes:
         """The text exposition format, over every worker's values when there are several."""
