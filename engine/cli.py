@@ -11,7 +11,8 @@ met; 2 usage, invalid rules, a path that does not exist, a report or decision
 log that cannot be written, or internal fault.
 ``log verify``: 0 the log is intact (or its torn tail was repaired with
 ``--repair``); 1 tampering or a torn tail was found; 2 usage, or the log
-cannot be read. Every command: 2 when its output cannot be written (a full
+cannot be read. ``serve``: 0 stopped by SIGTERM or SIGINT (it does not exit
+143); 2 usage, invalid rules, or the server cannot start. Every command: 2 when its output cannot be written (a full
 disk); SIGINT (Ctrl-C) exits 130 and SIGTERM 143, saying so, with any file
 being written left as it was (fileio.py). No traceback reaches a user.
 """
@@ -220,6 +221,15 @@ def _parser() -> argparse.ArgumentParser:
                                      "eval \"$(hma-policy completion bash)\" in ~/.bashrc")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), metavar="SHELL", help="bash, zsh or fish")
 
+    serve = command(sub, "serve", "run the decision service and Kubernetes admission webhook (HTTP)",
+                    description="Serve decisions over HTTP: POST /v1/decide, POST /v1/admission (a Kubernetes "
+                                "admission webhook), GET /healthz, /readyz, /metrics. Needs the server extra: "
+                                "pip install 'hma-policy[server]'. SIGHUP reloads the rules; SIGTERM stops gracefully.",
+                    epilog="exit status: 0 stopped by SIGTERM or SIGINT, 2 usage, invalid rules, or the server cannot start")
+    from .server.run import add_arguments as serve_arguments
+
+    serve_arguments(serve)
+
     log = command(sub, "log", "work with decision logs")
     log_sub = log.add_subparsers(dest="log_command", required=True, metavar="SUBCOMMAND")
     log_verify = command(log_sub, "verify", "check a decision log for edits, deletions, reordering, truncation and a torn tail")
@@ -414,6 +424,12 @@ def _log(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     return (EXIT_OK if result.ok else EXIT_REJECTED), result.render()
 
 
+def _serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
+    from .server.run import serve  # needs the server extra, which serve checks for
+
+    return serve(args, stdin)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command (``argv``: its arguments; None: the process's) and
     return its exit status. Everything the command made is freed."""
@@ -478,7 +494,7 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
 
             handler = getattr(commands, args.command)
         else:
-            handler = {"validate": _validate, "audit": _audit, "log": _log}.get(args.command, _decide)
+            handler = {"validate": _validate, "audit": _audit, "log": _log, "serve": _serve}.get(args.command, _decide)
         with interrupt_on_signals():
             code, text, *made = handler(args, sys.stdin)
             try:

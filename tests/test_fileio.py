@@ -256,6 +256,8 @@ ALLOWED_WRITES = {
         "the decision log is appended to, not replaced: a record per write, fsync'd, its head written atomically",
     ("engine/authoring/impact.py", "rules_from_git", ".extractall"): "into that temporary directory",
     ("engine/isolation.py", "_serve", "os.fdopen"): "the worker's answers, on a duplicate of its standard output (a pipe)",
+    ("engine/server/run.py", "serve", "tempfile.TemporaryDirectory"):
+        "the service's workers' metrics files (prometheus_client), removed when it stops",
 }
 
 

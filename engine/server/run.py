@@ -1,0 +1,147 @@
+"""``hma-policy serve``: the service on uvicorn.
+
+One worker runs in this process. With ``--workers N`` (N > 1) uvicorn's
+supervisor runs N worker processes on one listening socket, and this
+module's subclass of it hands SIGHUP on to each worker, which reloads its
+policy itself (state.py): uvicorn's own answer to SIGHUP, replacing every
+worker, would start them from the rule files again, so rules that do not
+load would take the workers down instead of leaving the old policy in force.
+
+SIGTERM and SIGINT stop the service gracefully: the listening socket closes,
+requests in flight are answered (within ``--graceful-timeout`` seconds),
+then the process exits 0. Exit status 2: a usage error, rules that do not
+load, or a server that cannot start (the port is taken, TLS files that
+cannot be read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import tempfile
+from typing import Any, Iterator
+
+from ..clisupport import UsageError, load
+from ..policyref import opened
+
+__all__ = ["serve", "add_arguments", "INSTALL_HINT"]
+
+INSTALL_HINT = "pip install 'hma-policy[server]'"
+log = logging.getLogger("hma_policy.server")
+
+
+def add_arguments(cmd: argparse.ArgumentParser) -> None:
+    """The serve command's options (cli.py makes the command)."""
+    cmd.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1; 0.0.0.0 for every address)")
+    cmd.add_argument("--port", type=_port, default=8000, help="port to listen on (default: 8000)")
+    cmd.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (PEM; with --tls-key)")
+    cmd.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
+    cmd.add_argument("--rules", metavar="DIR", help="a rules directory, reloaded on SIGHUP (default: the bundled rules)")
+    cmd.add_argument("--workers", type=_positive, default=1, metavar="N", help="worker processes (default: 1)")
+    cmd.add_argument("--max-body", type=_positive, default=1 << 20, metavar="BYTES",
+                     help="largest request body accepted, in bytes (default: 1048576); larger ones get 413")
+    cmd.add_argument("--graceful-timeout", type=_positive, default=25, metavar="SECONDS",
+                     help="on SIGTERM, how long requests in flight may take to finish (default: 25)")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got `{text}`") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _positive(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"a port is at most 65535, got {value}")
+    return value
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGINT, after uvicorn's graceful shutdown hands it back."""
+
+
+@contextlib.contextmanager
+def _stop_quietly() -> Iterator[None]:
+    """SIGTERM and SIGINT end the command with exit status 0, not as an
+    interruption: they are how a service is stopped. uvicorn handles them
+    while it serves, then raises the signal again for the handler found
+    before it (this one)."""
+    def stop(signum: int, frame: Any) -> None:
+        raise _Stopped
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    except _Stopped:
+        pass
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
+    """The serve command (cli.py's handler)."""
+    try:
+        import uvicorn
+        from uvicorn.supervisors import Multiprocess
+        from . import app as _app  # starlette, prometheus_client
+    except ImportError as exc:
+        raise UsageError(f"`hma-policy serve` needs the server extra, which is not installed "
+                         f"(no module `{exc.name}`): {INSTALL_HINT}") from None
+    from .logs import LOG_CONFIG
+    from .state import SETTINGS_VARIABLE, Settings
+
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise UsageError("--tls-cert and --tls-key go together")
+    for option, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
+        if path is not None and not os.path.isfile(path):
+            raise UsageError(f"{option} `{path}` is not a file")
+    if args.rules is not None and args.rules.partition(":")[0] == "git":
+        raise UsageError("serve reloads its rules from a directory on SIGHUP: give --rules a directory")
+    settings = Settings(rules=args.rules, max_body=args.max_body)
+    with opened(args.rules) as ref:
+        policy = load(ref)  # rules that do not load stop here, with their problems (exit 2)
+    common: dict[str, Any] = dict(
+        host=args.host, port=args.port, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key,
+        log_config=LOG_CONFIG, access_log=False, lifespan="on", server_header=False, proxy_headers=False,
+        timeout_graceful_shutdown=args.graceful_timeout)  # uvloop and httptools where installed
+    with _stop_quietly():
+        try:
+            if args.workers == 1:
+                config = uvicorn.Config(_app.create_app(settings, policy=policy), **common)
+                server = uvicorn.Server(config)
+                server.run()
+                return (0 if server.started else 2), None
+            policy.close()  # each worker loads its own
+            # The workers' metrics files (prometheus_client's multiprocess mode), removed when the service stops.
+            with tempfile.TemporaryDirectory(prefix="hma-policy-metrics-") as metrics_dir:
+                os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+                os.environ[SETTINGS_VARIABLE] = settings.to_environment()
+                config = uvicorn.Config("hma_policy.server.app:app_from_environment", factory=True,
+                                        workers=args.workers, **common)
+                _supervisor(Multiprocess, config, [config.bind_socket()]).run()
+        except SystemExit:  # uvicorn's exit when it cannot start (logged): the port is taken, a TLS file is unreadable
+            return 2, None
+    return 0, None
+
+
+def _supervisor(base: Any, config: Any, sockets: list[Any]) -> Any:
+    """uvicorn's worker supervisor (``base``), with SIGHUP handed on to every worker."""
+
+    class ReloadingSupervisor(base):  # type: ignore[misc, valid-type]
+        def handle_hup(self) -> None:
+            log.info("SIGHUP: each worker reloads the policy")
+            for process in self.processes:
+                if process.pid is not None and process.exitcode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(process.pid, signal.SIGHUP)
+
+    return ReloadingSupervisor(config, sockets=sockets)

@@ -1,0 +1,99 @@
+"""The service's settings, and the policy it decides with.
+
+Settings reach each worker process through one environment variable
+(:data:`SETTINGS_VARIABLE`, JSON), since uvicorn starts workers as new
+processes that import the application by name.
+
+The policy is replaced whole: :meth:`PolicyHolder.reload` loads and checks
+the new rules completely (in a thread, while requests go on being decided
+with the old ones), and only then swaps the one reference every request
+reads. Rules that do not load leave the old policy in place, and the reason
+is logged. Decisions run on the event loop's thread without awaiting, so no
+request is ever between the two policies, and the old one can be closed at
+once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+from ..core.errors import HMAPolicyError
+from ..core.policy import Policy, load_policy
+from ..policyref import resolve
+
+__all__ = ["Settings", "PolicyHolder", "SETTINGS_VARIABLE", "DEFAULT_MAX_BODY"]
+
+SETTINGS_VARIABLE = "HMA_POLICY_SERVER_SETTINGS"
+DEFAULT_MAX_BODY = 1 << 20
+
+log = logging.getLogger("hma_policy.server")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """``rules``: a rules directory (None: the bundled rules); ``max_body``:
+    the largest request body read, in bytes."""
+
+    rules: str | None = None
+    max_body: int = DEFAULT_MAX_BODY
+
+    def to_environment(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_environment(cls) -> "Settings":
+        text = os.environ.get(SETTINGS_VARIABLE)
+        return cls(**json.loads(text)) if text else cls()
+
+
+class PolicyHolder:
+    """The current policy (None until the first load), and its reloads."""
+
+    def __init__(self, rules: str | None, policy: Policy | None = None,
+                 on_change: Callable[[Policy | None, Policy | None], None] | None = None):
+        self.rules = rules
+        self.policy = policy
+        self._on_change = on_change
+        self._lock = asyncio.Lock()
+
+    def load(self) -> Policy:
+        """Load the rules (raises PolicyError, or PolicyRefError for a
+        directory that is gone) and make them current."""
+        policy = load_policy(resolve(self.rules).directory)
+        self.adopt(policy)
+        return policy
+
+    async def reload(self) -> bool:
+        """Load the rules again, off the event loop; True when the new policy
+        replaced the old one. Reloads run one at a time."""
+        async with self._lock:
+            try:
+                policy = await asyncio.get_running_loop().run_in_executor(
+                    None, lambda: load_policy(resolve(self.rules).directory))
+            except Exception as exc:  # noqa: BLE001 - whatever stops the load, the old policy stays
+                problems = [p.render() for p in exc.problems][:20] if isinstance(exc, HMAPolicyError) else \
+                    [f"{type(exc).__name__}: {exc}"[:500]]
+                log.error("policy reload failed; the old policy stays in force",
+                          extra={"fields": {"event": "reload", "result": "failed", "rules": self.rules or "bundled",
+                                            "problems": problems, "digest": self.policy.digest if self.policy else None}})
+                if self._on_change is not None:
+                    self._on_change(self.policy, None)
+                return False
+            self.adopt(policy)
+            return True
+
+    def adopt(self, policy: Policy) -> None:
+        """Make ``policy`` current (closing the one it replaces), and log it."""
+        old, self.policy = self.policy, policy
+        if self._on_change is not None:
+            self._on_change(old, policy)
+        log.info("policy loaded", extra={"fields": {
+            "event": "reload" if old is not None else "load", "result": "loaded", "rules": self.rules or "bundled",
+            "digest": policy.digest, "previous": old.digest if old is not None else None}})
+        if old is not None and old is not policy:
+            old.close()
