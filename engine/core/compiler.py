@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .rules import PolicyModel, Rule, StepDef
+from .model import PolicyModel, Rule, StepDef
 
 __all__ = ["Compiled", "compile_policy", "compile_probe", "DEFAULT_PRI"]
 

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 from .errors import Problem
 
-__all__ = ["Decision", "Message", "ConnectorVerdict", "Step", "TrailEntry", "input_error_decision"]
+__all__ = ["Decision", "Message", "ConnectorVerdict", "Step", "TrailEntry", "VllmRelease", "input_error_decision"]
 
 OUTCOMES = ("enabled", "disabled", "error", "undetermined")
 
@@ -67,6 +67,18 @@ class Step(NamedTuple):
     facts: tuple[tuple[str, Any], ...]
 
 
+class VllmRelease(NamedTuple):
+    """The vLLM release a decision was made for, and why that one: "default"
+    (nothing named one), "--vllm-version", "document vllm_version", "rules
+    vllm:0.21.0", "image tag vllm/vllm-openai:v0.21.0", "pip pin vllm==0.22.0"..."""
+
+    release: str
+    source: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"release": self.release, "source": self.source}
+
+
 class TrailEntry(NamedTuple):
     """What a Step is made from: ``facts`` are all of its run's facts, of which
     the step read ``reads`` (kept whole, and cut only when :attr:`Decision.steps`
@@ -108,6 +120,7 @@ class Decision:
     reasons: tuple[str, ...] = ()
     remediation: str | None = None
     trail: tuple[TrailEntry, ...] = ()
+    vllm: VllmRelease | None = None
 
     @property
     def steps(self) -> tuple[Step, ...]:
@@ -133,11 +146,12 @@ class Decision:
             "reasons": list(self.reasons),
             "trace": list(self.trace),
             "policy": {"digest": self.policy_digest},
+            **({"vllm": self.vllm.to_dict()} if self.vllm is not None else {}),
         }
 
 
-def input_error_decision(problems: Any, policy_digest: str) -> Decision:
+def input_error_decision(problems: Any, policy_digest: str, vllm: VllmRelease | None = None) -> Decision:
     """The Decision that stands for an invalid document (stage ``input``)."""
     errors = tuple(Message(code=p.code, message=p.message, path=p.path, stage="input", hint=p.hint) for p in problems)
     return Decision(outcome="error", hma_enabled=None, errors=errors, warnings=(), connectors=(), trace=(),
-                    policy_digest=policy_digest, remediation=errors[0].hint if errors else None)
+                    policy_digest=policy_digest, remediation=errors[0].hint if errors else None, vllm=vllm)

@@ -16,10 +16,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .decision import ConnectorVerdict, Decision, Message, TrailEntry
+from .decision import ConnectorVerdict, Decision, Message, TrailEntry, VllmRelease
 from .errors import EvaluationError, Problem, suggest
-from .facts import GRAPH_FACTS, UNREACHED, Facts, Node
-from .rules import Aggregate, PolicyModel, Rule
+from .facts import UNREACHED, Facts, Node
+from .model import Aggregate, PolicyModel, Rule
 from .table import StepTable
 
 __all__ = ["Evaluator", "GraphResult", "Memo"]
@@ -61,12 +61,17 @@ class GraphResult(NamedTuple):
 class Evaluator:
     """A checked policy's steps, answered by its step table."""
 
-    def __init__(self, model: PolicyModel, table: StepTable):
+    def __init__(self, model: PolicyModel, table: StepTable, vllm: VllmRelease | None = None):
         self.model = model
+        self._vllm = vllm
         self.table = table
         self._rules = {rule.id: rule for steps in model.steps.values() for step in steps for rule in step.rules}
         self._aggregates: tuple[Aggregate, ...] = model.aggregates
         self._registered = model.registered_names
+        self._graph = tuple((g.fact, g.step) for g in model.graph)
+        # The release's facts join every run's: one value for the whole policy
+        # (so they are not part of the memo's key).
+        self._release = dict(model.release_facts)
         self._memo = Memo(MEMO_NODES)
 
     def decide(self, facts: Facts) -> Decision:
@@ -97,9 +102,9 @@ class Evaluator:
             **facts.document._asdict(),
             "has_kv_transfer_config": top is not None,
             "top_name": nodes[-1].kv_connector or "" if nodes else "",
-            **{fact: top.facts[step] if top else "none" for fact, step in GRAPH_FACTS.items()},
+            **{fact: top.facts[step] if top else "none" for fact, step in self._graph},
         }
-        inherited = {fact: top.errors[step] for fact, step in GRAPH_FACTS.items() if top and step in top.errors}
+        inherited = {fact: top.errors[step] for fact, step in self._graph if top and step in top.errors}
         decision = self.run("decision", decision_facts, inherited=inherited, halting=True)
         return self._assemble(offload, graph, decision), keep
 
@@ -125,6 +130,7 @@ class Evaluator:
             inherited: Mapping[str, Message] | None = None, halting: bool = False) -> Run:
         """Each step of ``ruleset`` in order, answered by the table; then the
         reasons and messages of the rules that fired, from the final facts."""
+        facts.update(self._release)
         picked: list[tuple[Any, Rule | None]] = []
         for step in self.model.steps[ruleset]:
             row = self.table.row(ruleset, step.name, facts)
@@ -204,6 +210,7 @@ class Evaluator:
             policy_digest=self.model.digest,
             reasons=tuple(dict.fromkeys(reasons)),
             trail=tuple(entry for run in (*runs, result) for entry in run.trail),
+            vllm=self._vllm,
         )
         remediation = self._remediation(result.facts.get("remediation", "none"), decided, graph, final)
         return Decision(**{**_fields(decided), "remediation": remediation}) if remediation else decided
@@ -247,7 +254,7 @@ class Memo:
 
 def _aggregate(aggregate: Aggregate, children: list[Run], facts: Mapping[str, Any],
                given_by: Mapping[str, int]) -> tuple[Any, int | None]:
-    """An aggregate's value for a node (see rules.Aggregate), and the position
+    """An aggregate's value for a node (see model.Aggregate), and the position
     of the child that gave it (None: no child did)."""
     start = 0
     if aggregate.after is not None:

@@ -18,14 +18,15 @@ the order of children); what they mean for HMA is decided by the rules.
 
 from __future__ import annotations
 
+import re
 from collections import namedtuple
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from .errors import InputError, Problem
 
-__all__ = ["Fact", "Relation", "DECLARED", "GRAPH_FACTS", "UNREACHED", "Facts", "Node", "OffloadingFacts", "NodeFacts",
-           "DocumentFacts", "extract", "declared"]
+__all__ = ["Fact", "Relation", "DECLARED", "RELEASE_FACTS", "DEFAULT_GRAPH", "UNREACHED", "Facts", "Node", "OffloadingFacts",
+           "NodeFacts", "DocumentFacts", "extract", "declared", "release_facts", "graph_fact"]
 
 
 class Relation(NamedTuple):
@@ -61,6 +62,7 @@ DECLARED: tuple[Fact, ...] = (
     # -- the offloading shorthand --------------------------------------------
     Fact("kv_offloading_size_set", "offloading", "bool", "--kv-offloading-size is set"),
     Fact("kv_offloading_backend", "offloading", "str", "--kv-offloading-backend (default native)", ("native", "lmcache")),
+    Fact("kv_offloading_backend_set", "offloading", "bool", "--kv-offloading-backend is given (0.13.0 and earlier start the shorthand from it)"),
     Fact("env_use_simple_kv_offload", "offloading", "bool", "VLLM_USE_SIMPLE_KV_OFFLOAD read as bool(int())"),
     # -- one node of the connector graph ------------------------------------
     Fact("name", "node", "str", 'kv_connector ("" when not set)', empty="", given=(Relation("name_set", "eq", True),)),
@@ -91,10 +93,11 @@ DECLARED: tuple[Fact, ...] = (
          'the top-level kv_connector in effect, after the offloading shorthand ("" when none)', empty="", given=_SET,
          from_graph=True),
     Fact("configured_top_name", "decision", "str",
-         'the top-level kv_connector as configured, before the offloading shorthand ("" when none)', empty="", given=_SET),
+         'the top-level kv_connector as configured, before the offloading shorthand ("" when none)', empty="",
+         given=(Relation("kv_transfer_config_configured", "eq", True),)),
     Fact("configured_child_names", "decision", "names",
          "kv_connector of each direct child of the configured top-level connector, before the offloading shorthand",
-         empty=(), given=(*_SET, Relation("configured_top_name", "container"))),
+         empty=(), given=(Relation("kv_transfer_config_configured", "eq", True), Relation("configured_top_name", "container"))),
     Fact("layer_full_attention", "decision", "bool", "model.layer_kinds has full_attention"),
     Fact("layer_sliding_window", "decision", "bool", "model.layer_kinds has sliding_window"),
     Fact("layer_chunked_local", "decision", "bool", "model.layer_kinds has chunked_local"),
@@ -103,28 +106,59 @@ DECLARED: tuple[Fact, ...] = (
          "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE read as bool(int()) (default true)"),
     Fact("env_use_simple_kv_offload", "decision", "bool", "VLLM_USE_SIMPLE_KV_OFFLOAD read as bool(int()) (default false)"),
     Fact("env_lmcache_use_upstream_mp", "decision", "bool", "LMCACHE_USE_UPSTREAM_MP is set (non-empty)"),
-    # -- the decision: the top-level node's results (see GRAPH_FACTS) --------
-    Fact("graph_support", "decision", "str", "the top-level node's `support` (none without a kv_transfer_config)",
-         ("none", "supported", "unsupported", "unknown", "error", "unsupported_or_error"), "none", _SET, True, True),
-    Fact("top_setup", "decision", "str", "the top-level node's `setup`", ("none", "ok", "error"), "none", _SET, True, True),
-    Fact("top_construct", "decision", "str", "the top-level node's `construct`", ("none", "ok", "error"), "none", _SET, True, True),
+    Fact("env_allow_chunked_local_attn_set", "decision", "bool",
+         "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is given (its default differs between releases)"),
+    Fact("env_use_v1", "decision", "bool", "VLLM_USE_V1 read as bool(int()) (default true; releases before 0.11.1 read it)"),
+    Fact("kv_events_configured", "decision", "bool", "a kv_events_config is given (releases before 0.20.0 read it)"),
+    Fact("kv_transfer_config_configured", "decision", "bool",
+         "a kv_transfer_config is configured, before the offloading shorthand (which runs after the HMA "
+         "decision in releases before 0.22.0)", empty=False, given=_SET),
     # -- the result steps: how the evaluation ended --------------------------
     Fact("error_stage", "result", "str", "the stage of the error that ended the evaluation (none when none did)",
          ("none", "config", "connector")),
 )
 
+# The release a policy decides for: one value per policy, readable by every
+# ruleset, so that the rules of an epoch can follow what changed between its
+# releases (a default, a list of methods). The walk over the fact space
+# takes the policy's own value only.
+RELEASE_FACTS: tuple[Fact, ...] = (
+    Fact("vllm_minor", "release", "int", "the vLLM release's minor number (0.14.0: 14)"),
+    Fact("vllm_patch", "release", "int", "the vLLM release's patch number (0.14.1: 1)"),
+)
+
 # Decision facts read from the top-level node's step values (and the error
-# each carries); without a connector graph they are `none`.
-GRAPH_FACTS: dict[str, str] = {"graph_support": "support", "top_setup": "setup", "top_construct": "construct"}
+# each carries); without a connector graph they are `none`. The decision rule
+# file declares them (`graph:`); a file without that section reads these,
+# (fact, node step, description).
+DEFAULT_GRAPH: tuple[tuple[str, str, str], ...] = (
+    ("graph_support", "support", "the top-level node's `support` (none without a kv_transfer_config)"),
+    ("top_setup", "setup", "the top-level node's `setup`"),
+    ("top_construct", "construct", "the top-level node's `construct`"),
+)
+
+
+def graph_fact(name: str, description: str, values: Iterable[Any] | None) -> Fact:
+    """The decision fact ``name`` that holds the top-level node's value of a
+    step whose values are ``values`` (None: not known, any value), ``none``
+    without a connector graph."""
+    closed = None if values is None else ("none", *dict.fromkeys(v for v in values if v != "none"))
+    return Fact(name, "decision", "str", description, closed, "none", _SET, True, True)
 
 # In result steps, a step the evaluation did not reach holds this value.
 UNREACHED = "unreached"
 
 
 def declared(ruleset: str) -> dict[str, Fact]:
-    """The facts declared for a ruleset (the rules add their steps' facts,
-    and the result steps read the decision's too)."""
-    return {f.name: f for f in DECLARED if f.ruleset == ruleset}
+    """The facts declared for a ruleset, the release's included (the rules
+    add their steps' facts, and the result steps read the decision's too)."""
+    return {**{f.name: f for f in DECLARED if f.ruleset == ruleset}, **{f.name: f for f in RELEASE_FACTS}}
+
+
+def release_facts(version: str) -> dict[str, int]:
+    """The release facts of a version such as 0.14.1 (or 0.10.1.1)."""
+    parts = [int(p) for p in re.findall(r"[0-9]+", version)[:3]] + [0, 0, 0]
+    return {"vllm_minor": parts[1], "vllm_patch": parts[2]}
 
 
 def _record(name: str, facts: Iterable[Fact]) -> Any:
@@ -135,9 +169,9 @@ def _record(name: str, facts: Iterable[Fact]) -> Any:
 # What extraction gives, as records whose fields are the declared facts in
 # order: immutable and hashable, so that equal facts are one key of the
 # decision memo, and a fact added above is a field here without another edit.
-OffloadingFacts = _record("OffloadingFacts", declared("offloading").values())
-NodeFacts = _record("NodeFacts", declared("node").values())
-DocumentFacts = _record("DocumentFacts", [f for f in declared("decision").values() if not f.from_graph])
+OffloadingFacts = _record("OffloadingFacts", [f for f in DECLARED if f.ruleset == "offloading"])
+NodeFacts = _record("NodeFacts", [f for f in DECLARED if f.ruleset == "node"])
+DocumentFacts = _record("DocumentFacts", [f for f in DECLARED if f.ruleset == "decision" and not f.from_graph])
 
 
 class Node(NamedTuple):
@@ -206,6 +240,7 @@ def extract(document: Mapping[str, Any], containers: frozenset[str]) -> Facts:
     offloading = OffloadingFacts(
         kv_offloading_size_set=document.get("kv_offloading_size") is not None,
         kv_offloading_backend=document.get("kv_offloading_backend") or "native",
+        kv_offloading_backend_set=document.get("kv_offloading_backend") is not None,
         env_use_simple_kv_offload=simple_offload,
     )
     facts = DocumentFacts(
@@ -227,6 +262,10 @@ def extract(document: Mapping[str, Any], containers: frozenset[str]) -> Facts:
             env, "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", True),
         env_use_simple_kv_offload=simple_offload,
         env_lmcache_use_upstream_mp=upstream_mp,
+        env_allow_chunked_local_attn_set="VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE" in env,
+        env_use_v1=_int_switch(env, "VLLM_USE_V1", True),
+        kv_events_configured=document.get("kv_events_config") is not None,
+        kv_transfer_config_configured=isinstance(ktc, dict),
     )
     return Facts(offloading, facts, graph, ktc if isinstance(ktc, dict) else None, containers)
 

@@ -11,7 +11,6 @@ over the connector graph, answered by the table).
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -19,16 +18,18 @@ from typing import Any, NamedTuple
 
 from ._durable import RuleRuntime, RuntimeFault
 from .compiler import Compiled, compile_policy
-from .decision import Decision
+from .decision import Decision, VllmRelease
 from .errors import ConnectorError, EvaluationError, InputError, Problem
 from .evaluate import Evaluator
 from .command import command_document
 from .facts import extract
 from .input import DEFAULT_LIMITS, Limits, prepare, respell
-from .rules import PolicyModel, Rule, read_policy
+from .releases import parse_version
+from .model import PolicyModel, Rule
+from .rules import read_policy
 from .table import StepTable
 
-__all__ = ["Policy", "Prepared", "load_policy", "decide", "decide_command", "supports_hma", "respelled"]
+__all__ = ["Policy", "Prepared", "load_policy", "respelled", "release_problem"]
 
 
 class Prepared(NamedTuple):
@@ -42,12 +43,21 @@ class Prepared(NamedTuple):
 class Policy:
     """A loaded, checked and compiled policy. Build one with :func:`load_policy`.
 
+    A Policy decides for one vLLM release (:attr:`release`), and stamps its
+    decisions with it and ``release_source``, why that release (default:
+    "default" for the bundled rules' newest release, "requested" for one
+    asked for, "rules folder" for a plain rules folder's own).
+
     A Policy owns its ruleset inside the rule runtime; it is safe to share
     between threads, and several policies may be loaded side by side.
     """
 
-    def __init__(self, rules_dir: str | Path | None = None, *, memo: bool = True):
-        self._model = read_policy(rules_dir)
+    def __init__(self, rules_dir: str | Path | None = None, *, release: str | None = None,
+                 release_source: str | None = None, memo: bool = True):
+        self._model = read_policy(rules_dir, release=release)
+        if release_source is None:
+            release_source = "rules folder" if not self._model.bundle else "requested" if release else "default"
+        self._vllm = VllmRelease(self._model.release, release_source)
         compiled = compile_policy(self._model)
         self._runtime = RuleRuntime(compiled.definition)
         self._closed = False
@@ -58,7 +68,7 @@ class Policy:
         except EvaluationError:
             self._runtime.close()
             raise
-        self._evaluator = Evaluator(self._model, self._table)
+        self._evaluator = Evaluator(self._model, self._table, self._vllm)
 
     @property
     def digest(self) -> str:
@@ -69,6 +79,16 @@ class Policy:
     def source(self) -> str:
         """Where the rules were read from ("bundled" or the directory given)."""
         return self._model.source
+
+    @property
+    def release(self) -> str:
+        """The vLLM release this policy decides for."""
+        return self._model.release
+
+    @property
+    def vllm(self) -> VllmRelease:
+        """Its release, and why that one (the stamp of its decisions)."""
+        return self._vllm
 
     @property
     def registered_names(self) -> tuple[str, ...]:
@@ -96,12 +116,26 @@ class Policy:
         spelled: dict[str, str] = {}
         return Prepared(prepare(document, limits=limits, spelled=spelled), spelled)
 
-    def decide_prepared(self, prepared: Prepared) -> Decision:
+    def decide_prepared(self, prepared: Prepared, *, release_source: str | None = None) -> Decision:
         """The second half of :meth:`decide`, for a document :meth:`prepare` made.
-        Raises :class:`InputError` for a string the rule runtime cannot take."""
+        ``release_source``: why the caller chose this policy's release, which
+        then also wins over the document's ``vllm_version``. Raises
+        :class:`InputError` for a document that names another release
+        (``release.mismatch``)."""
         self._check_open()
         document, spelled = prepared
+        stamp = self._vllm
+        if release_source is not None:
+            stamp = VllmRelease(self.release, release_source)
+        elif document.get("vllm_version") is not None:
+            version = parse_version(document["vllm_version"])
+            if version != self.release:
+                raise InputError([release_problem(version, self.release)])
+            if stamp.source == "default":
+                stamp = VllmRelease(self.release, "document vllm_version")
         decision = self._evaluator.decide(extract(document, self._model.containers))
+        if stamp != decision.vllm:
+            decision = replace(decision, vllm=stamp)
         if any(name != as_written for name, as_written in spelled.items()):
             decision = respelled(decision, spelled)
         return decision
@@ -149,6 +183,12 @@ class Policy:
         return f"Policy(source={self.source!r}, digest={self.digest[:19]!r})"
 
 
+def release_problem(version: str, release: str) -> Problem:
+    """A document naming another release than the policy's (``release``)."""
+    return Problem("release.mismatch", f"the document is for vLLM {version}; these rules decide for {release}",
+                   "/vllm_version", hint=f"decide it with the rules of {version} (--rules vllm:{version}), or drop vllm_version")
+
+
 def _asker(runtime: RuleRuntime, compiled: Compiled) -> Callable[[list[dict[str, Any]]], list[Rule | None]]:
     """The table's question to durable-rules: the rule it picks for each event
     (None: the step's default). A closure, not a Policy method, so that the
@@ -165,14 +205,20 @@ def _asker(runtime: RuleRuntime, compiled: Compiled) -> Callable[[list[dict[str,
     return ask
 
 
-def load_policy(rules_dir: str | Path | None = None, *, memo: bool = True) -> Policy:
-    """Load, check and compile the rule files in ``rules_dir`` (None: the bundled rules).
+def load_policy(rules_dir: str | Path | None = None, *, release: str | None = None, release_source: str | None = None,
+                memo: bool = True) -> Policy:
+    """Load, check and compile the rule files in ``rules_dir`` (None: the
+    bundled rules) for the vLLM ``release`` (None: the newest the bundled
+    rules hold, or the release a plain rules folder's registry names).
 
     Raises :class:`PolicyError` listing every problem found, sorted by file
-    and location. ``memo=False`` leaves the step table empty, so that every
-    step goes to durable-rules (slow; for comparing the two).
+    and location, and :class:`InputError` for a release the rules do not
+    hold (``release.unknown``, with the known ones) or a string that is no
+    release (``release.malformed``). ``memo=False`` leaves the step table
+    empty, so that every step goes to durable-rules (slow; for comparing the two).
+    ``release_source`` says why this release, in every decision (see :class:`Policy`).
     """
-    return Policy(rules_dir, memo=memo)
+    return Policy(rules_dir, release=release, release_source=release_source, memo=memo)
 
 
 def respelled(decision: Decision, spelled: dict[str, str]) -> Decision:
@@ -182,69 +228,3 @@ def respelled(decision: Decision, spelled: dict[str, str]) -> Decision:
 
     return replace(decision, errors=fix(decision.errors), warnings=fix(decision.warnings),
                    connectors=fix(decision.connectors))
-
-
-_DEFAULT: Policy | None = None
-_DEFAULT_LOCK = threading.Lock()
-
-
-def _default_policy() -> Policy:
-    global _DEFAULT
-    if _DEFAULT is None:  # loaded once; the lock only keeps two threads from loading it twice
-        with _DEFAULT_LOCK:
-            if _DEFAULT is None:
-                _DEFAULT = Policy()
-    return _DEFAULT
-
-
-def decide(document: Any, *, policy: Policy | None = None, limits: Limits = DEFAULT_LIMITS) -> Decision:
-    """Decide whether vLLM runs a deployment with HMA on.
-
-    ``document`` is a deployment document (a mapping, as read from JSON or
-    YAML), or one of vLLM's own config objects (KVTransferConfig, VllmConfig),
-    read by attribute without importing vLLM. ``policy`` defaults to the
-    bundled rules.
-
-    Returns a :class:`Decision` whose outcome is ``enabled``, ``disabled``,
-    ``error`` (vLLM rejects the configuration at the config or connector
-    stage) or ``undetermined`` (an undeclared external connector).
-
-    Raises :class:`InputError` (every problem, each with a code and a JSON
-    Pointer) when the document is invalid; nothing else for any document.
-    """
-    return (policy or _default_policy()).decide(document, limits=limits)
-
-
-def decide_command(argv: str | Sequence[str], *, env: Mapping[str, str] | None = None, policy: Policy | None = None,
-                   cwd: str | os.PathLike[str] | None = None, config_root: str | os.PathLike[str] | None = None,
-                   limits: Limits = DEFAULT_LIMITS) -> Decision:
-    """Decide the deployment a ``vllm serve`` command line starts.
-
-    ``argv`` is the command's words (``["vllm", "serve", "Qwen/Qwen3-8B",
-    "--kv-transfer-config", "{...}"]``, or ``python -m
-    vllm.entrypoints.openai.api_server ...``), or one shell string, split
-    as a POSIX shell would (quotes, escapes; ``$NAME`` is taken from ``env``).
-    vLLM's own argument handling is reproduced: ``--config FILE`` first (the
-    command line wins), ``--no-`` and ``=`` forms, dotted options
-    (``--kv-transfer-config.kv_role kv_both``), the last occurrence winning.
-    ``env``: the environment vLLM would run with (only the variables the
-    decision reads are used). A ``--config`` file is read relative to
-    ``cwd`` (default: the current directory) and only inside ``config_root``
-    (default: ``cwd``). Nothing named in the command is run or imported.
-
-    Raises :class:`InputError` when the command does not start vLLM's
-    server, names a value that is not known (``$KV`` without ``env``), or
-    vLLM would refuse it (an unknown option, a missing value).
-    """
-    return (policy or _default_policy()).decide_command(argv, env=env, cwd=cwd, config_root=config_root, limits=limits)
-
-
-def supports_hma(kv_transfer_config: Any, *, policy: Policy | None = None, env: Mapping[str, Any] | None = None) -> bool | None:
-    """The equivalent of vLLM's KVConnectorFactory.supports_hma_config.
-
-    Returns True or False, or None when an undeclared external connector
-    makes the answer unknown. Raises :class:`ConnectorError` where vLLM
-    raises (unknown connector name, missing name, empty module path), and
-    :class:`InputError` for an invalid config.
-    """
-    return (policy or _default_policy()).supports_hma(kv_transfer_config, env=env)

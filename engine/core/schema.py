@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # jsonschema is imported when a report is needed, not at star
 __all__ = ["load_schema", "validator", "accept_check", "is_valid", "iter_problems", "pointer"]
 
 # Every bundled schema, by the name `hma-policy schema NAME` takes.
-SCHEMAS = ("deployment", "rules", "tests", "decision")
+SCHEMAS = ("deployment", "rules", "tests", "decision", "releases")
 
 
 @functools.lru_cache(maxsize=None)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .facts import UNREACHED, Fact, Relation
-from .rules import PolicyModel, Rule, StepDef
+from .model import PolicyModel, Rule, StepDef
 
 __all__ = ["Row", "StepKey", "StepTable", "State", "reachable", "OTHER"]
 
@@ -365,7 +365,9 @@ def _domains(model: PolicyModel, ruleset: str) -> dict[str, list[Any]]:
     for name, fact in vocabulary.items():
         if name in step_names:
             continue
-        if fact.type == "bool":
+        if fact.ruleset == "release":  # one value per policy: its own
+            out[name] = [model.release_facts[name]]
+        elif fact.type == "bool":
             out[name] = [False, True]
         elif fact.values is not None:
             out[name] = list(fact.values)

@@ -1,0 +1,273 @@
+"""Which vLLM release decides a deployment: :class:`PolicySet`, the policies
+of one rules folder (or of the bundled rules), one per release.
+
+A deployment is decided for one release, chosen in this order:
+
+1. the release the caller fixes (``--vllm-version``, ``--rules vllm:X``),
+   whatever the document says;
+2. the release the document names (``vllm_version``);
+3. the release what deploys it names, as an audit reads it (an image tag,
+   a ``pip install vllm==X`` pin, a directive): a :class:`Hint`;
+4. the bundle's default, the newest release.
+
+Every decision says which release it used and why (``Decision.vllm``). A
+plain rules folder (no ``releases.yaml``) is one policy for one release: a
+document that names another is an input error (``release.mismatch``), and a
+hint that names another is noted in the decision's source.
+
+Each release's policy is loaded the first time a deployment needs it, and
+kept: a fleet runs a few releases, each loaded once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .command import command_document
+from .decision import Decision
+from .errors import InputError
+from .input import DEFAULT_LIMITS, Limits
+from .policy import Policy, Prepared
+from .releases import Releases, bundled, of_folder, parse_version
+
+__all__ = ["PolicySet", "Hint", "DEFAULT_SOURCE", "DOCUMENT_SOURCE", "decide", "decide_command", "supports_hma",
+           "default_policies"]
+
+DEFAULT_SOURCE = "default"
+DOCUMENT_SOURCE = "document vllm_version"
+
+
+class Hint(NamedTuple):
+    """What deploys a deployment says of its release: ``version`` (None when
+    it names none) and where that was read (``image tag vllm/vllm-openai:v0.21.0``)
+    or why nothing was."""
+
+    version: str | None
+    origin: str
+
+
+class PolicySet:
+    """The policies of ``rules_dir`` (None: the bundled rules), one per
+    release, with ``release`` fixed for every decision when given (its
+    ``source`` says why: ``--vllm-version``, ``vllm:0.21.0``).
+
+    Loading checks the rules and loads the policy of the fixed or default
+    release at once (raising :class:`PolicyError`, or :class:`InputError`
+    for an unknown release); the others load when first needed. Safe to share
+    between threads.
+    """
+
+    def __init__(self, rules_dir: str | Path | None = None, *, release: str | None = None, source: str | None = None):
+        self.rules_dir = rules_dir
+        self.fixed = parse_version(release) if release is not None else None
+        self._fixed_source = source or "requested"
+        self._bundle: Releases | None = bundled() if rules_dir is None else of_folder(rules_dir)
+        self._policies: dict[str, Policy] = {}
+        self._lock = threading.Lock()
+        self.default = Policy(rules_dir, release=self.fixed, release_source=self._fixed_source if self.fixed else None)
+        self._policies[self.default.release] = self.default
+
+    @classmethod
+    def wrap(cls, policy: Policy) -> "PolicySet":
+        """A set that decides everything with ``policy`` (its release fixed),
+        loading nothing."""
+        out = cls.__new__(cls)
+        out.rules_dir = None if policy.source == "bundled" else policy.source
+        out.fixed = policy.release
+        out._fixed_source = policy.vllm.source
+        out._bundle = None
+        out._policies = {policy.release: policy}
+        out._lock = threading.Lock()
+        out.default = policy
+        return out
+
+    # -- what a Policy offers, for the default release ------------------------
+
+    @property
+    def spec(self) -> tuple[str | None, str | None, str]:
+        """What rebuilds this set in another process: ``PolicySet(*spec)``."""
+        return (None if self.rules_dir is None else str(self.rules_dir), self.fixed, self._fixed_source)
+
+    @property
+    def source(self) -> str:
+        """Where the rules came from (the default release's policy)."""
+        return self.default.source
+
+    @property
+    def digest(self) -> str:
+        """The default release's policy digest."""
+        return self.default.digest
+
+    @property
+    def registered_names(self) -> tuple[str, ...]:
+        """The connector names the default release's registry registers."""
+        return self.default.registered_names
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self.default.closed
+
+    @property
+    def releases(self) -> tuple[str, ...]:
+        """The releases these rules decide for, oldest first."""
+        return tuple(self._bundle.releases) if self._bundle is not None else (self.default.release,)
+
+    def prepare(self, document: Any, *, limits: Limits = DEFAULT_LIMITS) -> Prepared:
+        """Read and check ``document`` once (the same for every release), for
+        :meth:`decide_prepared`."""
+        return self.default.prepare(document, limits=limits)
+
+    def close(self) -> None:
+        """Release every loaded release's rule runtime."""
+        with self._lock:
+            for policy in self._policies.values():
+                policy.close()
+
+    # -- choosing ---------------------------------------------------------------
+
+    def policy(self, release: str | None = None, path: str = "") -> Policy:
+        """The policy of ``release`` (None: the fixed or default one).
+        :class:`InputError` ``release.unknown`` (at ``path``) for one the rules do not hold."""
+        if release is None:
+            return self.default
+        version = parse_version(release, path)
+        policy = self._policies.get(version)
+        if policy is None:
+            if self._bundle is None:
+                return self.default  # a plain folder: one release (Policy reports a mismatch)
+            self._bundle.get(version, path)  # release.unknown, before anything is loaded
+            with self._lock:
+                policy = self._policies.get(version)
+                if policy is None:
+                    policy = Policy(self.rules_dir, release=version, release_source=DOCUMENT_SOURCE)
+                    self._policies[version] = policy
+        return policy
+
+    def choose(self, document: Mapping[str, Any], hint: Hint | None = None) -> tuple[Policy, str | None]:
+        """The policy that decides ``document`` (prepared), and the source to
+        stamp its decision with (None: the document's own vllm_version, which
+        the policy checks)."""
+        named = document.get("vllm_version")
+        if self.fixed is not None:
+            other = [f"{what} names {version}" for what, version in
+                     (("the document", named), (hint.origin if hint else "", hint.version if hint else None))
+                     if version is not None and _same(version) != self.fixed]
+            return self.default, self._fixed_source + (f" ({'; '.join(other)})" if other else "")
+        if named is not None:
+            return self.policy(named, "/vllm_version"), None
+        if hint is None:
+            return self.default, DEFAULT_SOURCE if self._bundle is not None else None
+        if hint.version is None:
+            return self.default, f"{self._default_source()} ({hint.origin})"
+        version = _same(hint.version)
+        if self._bundle is None:
+            if version == self.default.release:
+                return self.default, hint.origin
+            return self.default, f"{self._default_source()} ({hint.origin}; these rules decide for {self.default.release} only)"
+        if version not in self._bundle.releases:
+            known = self.releases
+            return self.default, (f"default ({hint.origin}: vLLM {version} is not a release these rules know; "
+                                  f"they know {known[0]} to {known[-1]})")
+        return self.policy(version), hint.origin
+
+    def _default_source(self) -> str:
+        return DEFAULT_SOURCE if self._bundle is not None else self.default.vllm.source
+
+    # -- deciding ---------------------------------------------------------------
+
+    def decide_prepared(self, prepared: Prepared, hint: Hint | None = None) -> Decision:
+        """Decide a prepared document with the policy of its release."""
+        policy, source = self.choose(prepared.document, hint)
+        return policy.decide_prepared(prepared, release_source=source)
+
+    def decide(self, document: Any, *, hint: Hint | None = None, limits: Limits = DEFAULT_LIMITS) -> Decision:
+        """Decide one deployment document with the policy of its release."""
+        return self.decide_prepared(self.prepare(document, limits=limits), hint)
+
+    def __repr__(self) -> str:
+        fixed = f", release={self.fixed!r}" if self.fixed else ""
+        return f"PolicySet(source={self.source!r}{fixed})"
+
+
+def _same(version: str) -> str:
+    """A version as the bundle spells it (a leading v dropped); unchanged when malformed."""
+    try:
+        return parse_version(version)
+    except InputError:
+        return version
+
+
+_DEFAULT: PolicySet | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_policies() -> PolicySet:
+    """The bundled rules' policies (loaded once, the default release first)."""
+    global _DEFAULT
+    if _DEFAULT is None:  # the lock only keeps two threads from loading it twice
+        with _DEFAULT_LOCK:
+            if _DEFAULT is None:
+                _DEFAULT = PolicySet()
+    return _DEFAULT
+
+
+def decide(document: Any, *, policy: Policy | PolicySet | None = None, limits: Limits = DEFAULT_LIMITS) -> Decision:
+    """Decide whether vLLM runs a deployment with HMA on.
+
+    ``document`` is a deployment document (a mapping, as read from JSON or
+    YAML), or one of vLLM's own config objects (KVTransferConfig, VllmConfig),
+    read by attribute without importing vLLM. ``policy`` defaults to the
+    bundled rules, deciding for the release the document names
+    (``vllm_version``), else for the newest; ``decision.vllm`` says which.
+
+    Returns a :class:`Decision` whose outcome is ``enabled``, ``disabled``,
+    ``error`` (vLLM rejects the configuration at the config or connector
+    stage) or ``undetermined`` (an undeclared external connector).
+
+    Raises :class:`InputError` (every problem, each with a code and a JSON
+    Pointer) when the document is invalid or names a release the rules do
+    not hold (``release.unknown``); nothing else for any document.
+    """
+    return (policy or default_policies()).decide(document, limits=limits)
+
+
+def decide_command(argv: str | Sequence[str], *, env: Mapping[str, str] | None = None,
+                   policy: Policy | PolicySet | None = None, cwd: str | os.PathLike[str] | None = None,
+                   config_root: str | os.PathLike[str] | None = None, limits: Limits = DEFAULT_LIMITS) -> Decision:
+    """Decide the deployment a ``vllm serve`` command line starts.
+
+    ``argv`` is the command's words (``["vllm", "serve", "Qwen/Qwen3-8B",
+    "--kv-transfer-config", "{...}"]``, or ``python -m
+    vllm.entrypoints.openai.api_server ...``), or one shell string, split
+    as a POSIX shell would (quotes, escapes; ``$NAME`` is taken from ``env``).
+    vLLM's own argument handling is reproduced: ``--config FILE`` first (the
+    command line wins), ``--no-`` and ``=`` forms, dotted options
+    (``--kv-transfer-config.kv_role kv_both``), the last occurrence winning.
+    ``env``: the environment vLLM would run with (only the variables the
+    decision reads are used). A ``--config`` file is read relative to
+    ``cwd`` (default: the current directory) and only inside ``config_root``
+    (default: ``cwd``). Nothing named in the command is run or imported.
+
+    Raises :class:`InputError` when the command does not start vLLM's
+    server, names a value that is not known (``$KV`` without ``env``), or
+    vLLM would refuse it (an unknown option, a missing value).
+    """
+    document = command_document(argv, env=env, cwd=cwd, config_root=config_root)
+    return (policy or default_policies()).decide(document, limits=limits)
+
+
+def supports_hma(kv_transfer_config: Any, *, policy: Policy | None = None, env: Mapping[str, Any] | None = None) -> bool | None:
+    """The equivalent of vLLM's KVConnectorFactory.supports_hma_config, in
+    the newest bundled release (or ``policy``'s).
+
+    Returns True or False, or None when an undeclared external connector
+    makes the answer unknown. Raises :class:`ConnectorError` where vLLM
+    raises (unknown connector name, missing name, empty module path), and
+    :class:`InputError` for an invalid config.
+    """
+    return (policy or default_policies().default).supports_hma(kv_transfer_config, env=env)

@@ -1,1 +1,0 @@
-"""The bundled policy tests (data only; run them with `hma-policy test`)."""
