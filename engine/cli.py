@@ -31,7 +31,7 @@ from .core.decision import Decision, input_error_decision
 from .core.input import prepare, read_document
 from .core.errors import HMAPolicyError, InputError, PolicyError, printable
 from .core.schema import SCHEMAS
-from .clisupport import COLOR_CHOICES, Console, InvalidRules, UsageError, console, label, load
+from .clisupport import COLOR_CHOICES, Console, InvalidRules, UsageError, console, label, load_set
 from .fileio import Interrupted, interrupt_on_signals
 from .policyref import PolicyRefError, opened
 
@@ -104,6 +104,8 @@ def render_text(decision: Decision, *, source: str = "", policy: str | None = No
     if decision.connectors:
         out.append("connectors:")
         out += _tree(decision)
+    if decision.vllm is not None:
+        out.append(f"vllm: {decision.vllm.release} ({decision.vllm.source})")
     out.append(f"policy: {decision.policy_digest}" + (f" ({policy})" if policy else ""))
     # Messages carry user values: escape control characters so no document
     # can forge lines or move the cursor on the reader's terminal.
@@ -111,7 +113,10 @@ def render_text(decision: Decision, *, source: str = "", policy: str | None = No
 
 
 def render_explain(decision: Decision) -> str:
-    out = [f"outcome: {decision.outcome}", "steps (rule that set each fact, and the facts it read):"]
+    out = [f"outcome: {decision.outcome}"]
+    if decision.vllm is not None:
+        out.append(f"vllm: {decision.vllm.release} ({decision.vllm.source})")
+    out.append("steps (rule that set each fact, and the facts it read):")
     for step in decision.steps:
         where = f" {step.node}" if step.node else ""
         rule = step.rule or "(default)"
@@ -121,7 +126,9 @@ def render_explain(decision: Decision) -> str:
     return "\n".join(printable(line) for line in out)
 
 
-POLICY_HELP = "the policy: a rules directory, git:REV[:PATH], or bundled (the default)"
+POLICY_HELP = "the policy: a rules directory, git:REV[:PATH], vllm:X.Y.Z (the bundled rules of that release), or bundled (the default)"
+VERSION_HELP = ("decide as vLLM X.Y.Z (a bundled release) whatever the deployments name; default: the release each "
+                "names (vllm_version, an image tag, a pip pin), else the newest")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -135,7 +142,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="colour: auto (on a terminal, unless NO_COLOR is set), always, never")
     parser = argparse.ArgumentParser(
         prog="hma-policy", parents=[common],
-        description="Decide whether vLLM 0.33.0 enables its hybrid KV cache manager (HMA) for a deployment.",
+        description="Decide whether vLLM enables its hybrid KV cache manager (HMA) for a deployment, as each vLLM release does.",
         epilog="exit status: 0 enabled/disabled, 1 rejected by vLLM or undetermined, 2 invalid input, rules or usage",
     )
     parser.add_argument("--version", action="version", version=f"hma-policy {__version__}")
@@ -148,6 +155,9 @@ def _parser() -> argparse.ArgumentParser:
     def policy_option(cmd: argparse.ArgumentParser) -> None:
         cmd.add_argument("--rules", metavar="POLICY", help=POLICY_HELP)
 
+    def version_option(cmd: argparse.ArgumentParser) -> None:
+        cmd.add_argument("--vllm-version", metavar="X.Y.Z", help=VERSION_HELP)
+
     rules = command(sub, "rules", "check, verify and copy rule files")
     rules_sub = rules.add_subparsers(dest="rules_command", required=True, metavar="SUBCOMMAND")
     check = command(rules_sub, "check", "validate the rule files and prove them free of gaps, conflicts and dead rules")
@@ -158,15 +168,18 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text")
     verify.add_argument("--format", choices=("text", "concise", "json"), default="text")
     init = command(rules_sub, "init", "write a copy of the bundled rules and their tests, to edit",
-                   description="Write a copy of the bundled rules (rule files, tests/, and the JSON Schemas their "
-                               "yaml-language-server headers name, in schemas/) into DIR, atomically.")
+                   description="Write a copy of the bundled rules of one vLLM release (its rule files, its registry "
+                               "as connectors.yaml, tests/, and the JSON Schemas their yaml-language-server headers "
+                               "name, in schemas/) into DIR, atomically: a rules folder to edit.")
     init.add_argument("target", metavar="DIR", help="where to write the copy (must be empty or absent)")
     init.add_argument("--force", action="store_true", help="write into a DIR that is not empty, replacing the files of the copy")
+    init.add_argument("--vllm-version", metavar="X.Y.Z", help="copy the rules of this bundled release (default: the newest)")
 
     test = command(sub, "test", "run policy tests (YAML cases) against the rules, with coverage")
     test.add_argument("paths", nargs="*", metavar="PATH",
                       help="test files or directories, - for standard input (default: the tests/ folder of the rules)")
     policy_option(test)
+    version_option(test)
     test.add_argument("--coverage", action="store_true", help="list the rules no test exercised")
     test.add_argument("--threshold", type=float, metavar="N", help="fail when rule coverage is below N percent")
     test.add_argument("--format", choices=("text", "concise", "json", "sarif", "github", "junit"), default="text")
@@ -185,15 +198,18 @@ def _parser() -> argparse.ArgumentParser:
     decide = command(sub, "decide", "decide deployment documents")
     decide.add_argument("file", nargs="+", metavar="FILE", help="deployment documents (JSON or YAML), - for standard input")
     policy_option(decide)
+    version_option(decide)
     decide.add_argument("--format", choices=("text", "json"), default="text")
     _log_options(decide)
     explain = command(sub, "explain", "show the rules that fired and the facts they read")
     explain.add_argument("file", metavar="FILE", help="deployment document (JSON or YAML), or - for standard input")
     policy_option(explain)
+    version_option(explain)
     explain.add_argument("--format", choices=("text", "json"), default="text")
     validate = command(sub, "validate", "check a deployment document against the schema")
     validate.add_argument("file", metavar="FILE", help="deployment document (JSON or YAML), or - for standard input")
     policy_option(validate)
+    version_option(validate)
 
     audit = command(
         sub, "audit", "decide every vLLM deployment found in files and directories",
@@ -207,6 +223,7 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                        help="processes (default: 1; auto: one per CPU this process may use); the report is the same for every N")
     policy_option(audit)
+    version_option(audit)
     audit.add_argument("--fail-on", type=_conditions, default=(), metavar="LIST",
                        help=f"exit 1 when any of these is found (comma-separated): {', '.join(FAIL_ON_CONDITIONS)}")
     audit.add_argument("--config-root", action="append", default=[], metavar="DIR",
@@ -297,7 +314,7 @@ def _decide(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     """decide (FILE...) and explain (FILE): the worst exit status of the files."""
     files = args.file if isinstance(args.file, list) else [args.file]
     with opened(args.rules) as ref:
-        policy = load(ref)
+        policy = load_set(ref, args.vllm_version)
     log = _open_log(args) if getattr(args, "log", None) else None
     fmt = getattr(args, "format", "text")
     if fmt == "json":
@@ -310,7 +327,7 @@ def _decide(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
                 document = read_document(file, stdin=stdin)
                 decision = policy.decide(document)
             except InputError as exc:
-                decision = input_error_decision(exc.problems, policy.digest)
+                decision = input_error_decision(exc.problems, policy.digest, policy.default.vllm)
             if log is not None:
                 log.append(decision, source=file, document=document)
             codes.append(_exit_code(decision))
@@ -331,11 +348,24 @@ def _decide(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
 
 
 def _validate(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
-    try:
-        prepare(read_document(args.file, stdin=stdin))
-    except InputError as exc:
-        return EXIT_INVALID, "\n".join(p.render() for p in exc.problems)
-    return EXIT_OK, f"{args.file}: valid"
+    """validate: the document against the schema, and the release it names
+    (or --vllm-version) against the releases the rules hold."""
+    from .clisupport import release_of
+    from .core.releases import bundled, of_folder
+
+    with opened(args.rules) as ref:
+        fixed, _ = release_of(ref, args.vllm_version)
+        try:
+            document = prepare(read_document(args.file, stdin=stdin))
+            named = fixed or document.get("vllm_version")
+            if named is None:
+                return EXIT_OK, f"{args.file}: valid"
+            releases = bundled() if ref.directory is None else of_folder(ref.directory)
+            if releases is not None:
+                named = releases.get(named, "" if fixed else "/vllm_version").version
+        except InputError as exc:
+            return EXIT_INVALID, "\n".join(p.render() for p in exc.problems)
+    return EXIT_OK, f"{args.file}: valid (vLLM {named})"
 
 
 def _audit(args: argparse.Namespace, stdin: Any) -> tuple[int, str, Any]:
@@ -345,7 +375,7 @@ def _audit(args: argparse.Namespace, stdin: Any) -> tuple[int, str, Any]:
     # Loaded here, not by audit(): a console command leaves it (and its
     # memos) to the process's end; main() closes it.
     with opened(args.rules) as ref:
-        policy = load(ref)
+        policy = load_set(ref, args.vllm_version)
         try:
             return _audit_report(args, policy, ref)
         finally:

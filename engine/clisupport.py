@@ -15,10 +15,10 @@ import sys
 from typing import Any, NamedTuple
 
 from .authoring.diagnostics import PLAIN, Style
-from .core.errors import HMAPolicyError, PolicyError
+from .core.errors import HMAPolicyError, InputError, PolicyError
 from .policyref import PolicyRef
 
-__all__ = ["Console", "InvalidRules", "UsageError", "console", "load", "label"]
+__all__ = ["Console", "InvalidRules", "UsageError", "console", "load", "load_set", "release_of", "label"]
 
 COLOR_CHOICES = ("auto", "always", "never")
 
@@ -66,14 +66,56 @@ class InvalidRules(HMAPolicyError):
         self.ref = ref
 
 
-def load(ref: PolicyRef) -> Any:
-    """The Policy ``ref`` names; InvalidRules when its rules are invalid."""
+def release_of(ref: PolicyRef, vllm_version: str | None) -> tuple[str | None, str | None]:
+    """The release a command fixes, and why: ``--vllm-version``, or the
+    release a ``vllm:X`` reference names (giving both, different, is a usage
+    error); (None, None) when each deployment's own release decides."""
+    from .core.errors import InputError
+    from .core.releases import parse_version
+
+    if vllm_version is None:
+        return (ref.release, ref.name) if ref.release else (None, None)
+    try:
+        version = parse_version(vllm_version)
+    except InputError as exc:
+        raise UsageError(f"--vllm-version: {exc.problems[0].message} ({exc.problems[0].hint})") from None
+    if ref.release is not None and ref.release != version:
+        raise UsageError(f"--vllm-version {version} and --rules {ref.name} name two releases; name one")
+    return version, "--vllm-version"
+
+
+def load(ref: PolicyRef, vllm_version: str | None = None) -> Any:
+    """The Policy ``ref`` names (for the release ``--vllm-version`` or the
+    reference fixes; else the default); InvalidRules when its rules are
+    invalid, UsageError for a release they do not hold."""
     from .core.policy import load_policy
 
+    release, source = release_of(ref, vllm_version)
     try:
-        return load_policy(ref.directory)
+        return load_policy(ref.directory, release=release, release_source=source)
     except PolicyError as exc:
         raise InvalidRules(exc.problems, ref) from None
+    except InputError as exc:
+        raise UsageError(_release_usage(exc, vllm_version is not None)) from None
+
+
+def load_set(ref: PolicyRef, vllm_version: str | None = None) -> Any:
+    """The PolicySet ``ref`` names: each deployment decided for its own
+    release, unless ``--vllm-version`` or the reference fixes one."""
+    from .core.policies import PolicySet
+
+    release, source = release_of(ref, vllm_version)
+    try:
+        return PolicySet(ref.directory, release=release, source=source)
+    except PolicyError as exc:
+        raise InvalidRules(exc.problems, ref) from None
+    except InputError as exc:
+        raise UsageError(_release_usage(exc, vllm_version is not None)) from None
+
+
+def _release_usage(exc: Any, flag: bool) -> str:
+    problem = exc.problems[0]
+    return f"{'--vllm-version: ' if flag else ''}{problem.message}" + (f" ({problem.hint})" if problem.hint else "")
 
 
 def label(ref: PolicyRef, digest: str) -> str:

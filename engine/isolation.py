@@ -36,7 +36,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from .core.decision import ConnectorVerdict, Decision, Message, TrailEntry
+from .core.decision import ConnectorVerdict, Decision, Message, TrailEntry, VllmRelease
 from .core.input import DEFAULT_LIMITS, Limits, prepare
 from .core.errors import HMAPolicyError, InputError, PolicyError, Problem
 
@@ -112,6 +112,7 @@ def encode_decision(decision: Decision) -> dict[str, Any]:
     out["warnings"] = [_record(m) for m in decision.warnings]
     out["connectors"] = [_record(c) for c in decision.connectors]
     out["trail"] = [_tagged(tuple(entry)) for entry in decision.trail]
+    out["vllm"] = None if decision.vllm is None else list(decision.vllm)
     return out
 
 
@@ -123,6 +124,7 @@ def decode_decision(data: dict[str, Any]) -> Decision:
     values["warnings"] = tuple(Message(**m) for m in data["warnings"])
     values["connectors"] = tuple(ConnectorVerdict(**c) for c in data["connectors"])
     values["trail"] = tuple(TrailEntry(*_untagged(entry)) for entry in data["trail"])
+    values["vllm"] = None if data["vllm"] is None else VllmRelease(*data["vllm"])
     return Decision(**values)
 
 
@@ -139,8 +141,8 @@ def _serve() -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     try:
         spec = _read(requests)
-        policy = load_policy(spec["rules_dir"], memo=spec["memo"])
-    except PolicyError as exc:
+        policy = load_policy(spec["rules_dir"], release=spec["release"], memo=spec["memo"])
+    except (PolicyError, InputError) as exc:  # broken rules, or a release they do not hold
         _write(answers, {"policy_error": _problem_dicts(exc.problems)})
         return
     _write(answers, {"ready": policy.digest, "source": policy.source})
@@ -176,14 +178,14 @@ def _describe(code: int | None) -> str:
 
 
 class _Worker:
-    def __init__(self, rules_dir: str | None, memo: bool):
+    def __init__(self, rules_dir: str | None, release: str | None, memo: bool):
         # The same interpreter, hence the same installed hma_policy.
         self.process = subprocess.Popen(
             [sys.executable, "-c", "from hma_policy.isolation import _serve; _serve()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         )
         self.pid = self.process.pid
-        _write(self.process.stdin, {"rules_dir": rules_dir, "memo": memo})
+        _write(self.process.stdin, {"rules_dir": rules_dir, "release": release, "memo": memo})
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -203,7 +205,8 @@ def _finalize(holder: dict[str, _Worker | None]) -> None:
 
 
 class IsolatedPolicy:
-    """A policy whose rule runtime lives in a worker process.
+    """A policy whose rule runtime lives in a worker process: the rules in
+    ``rules_dir`` for the vLLM ``release``, as :func:`load_policy` takes them.
 
     ``decide`` returns the same :class:`Decision` as :meth:`Policy.decide` and
     raises the same :class:`InputError`; a worker that crashes or exceeds
@@ -212,8 +215,10 @@ class IsolatedPolicy:
     serialised: the worker answers one request at a time).
     """
 
-    def __init__(self, rules_dir: str | Path | None = None, *, memo: bool = True, timeout: float | None = 60.0):
+    def __init__(self, rules_dir: str | Path | None = None, *, release: str | None = None, memo: bool = True,
+                 timeout: float | None = 60.0):
         self._rules_dir = None if rules_dir is None else str(rules_dir)
+        self._release = release
         self._memo = memo
         self.timeout = timeout
         self._lock = threading.Lock()
@@ -226,7 +231,7 @@ class IsolatedPolicy:
 
     # -- worker lifecycle ----------------------------------------------------
     def _start(self) -> _Worker:
-        worker = _Worker(self._rules_dir, self._memo)
+        worker = _Worker(self._rules_dir, self._release, self._memo)
         self._holder["worker"] = worker
         try:
             hello = self._exchange(worker, None)

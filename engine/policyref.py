@@ -2,7 +2,9 @@
 
 A reference is what follows ``--rules`` (and diff's ``--base``/``--head``):
 
-- ``bundled`` (or nothing): the rules shipped with the engine;
+- ``bundled`` (or nothing): the rules shipped with the engine, for the
+  release each deployment names (else the newest);
+- ``vllm:X.Y.Z``: the bundled rules of vLLM X.Y.Z, for every deployment;
 - ``SCHEME:REST`` for a scheme in :data:`SCHEMES`: ``git:REV[:PATH]``, the
   rules directory (``rules`` unless PATH says otherwise) at a git revision of
   the repository in the current directory;
@@ -25,9 +27,10 @@ from typing import Callable, Iterator, NamedTuple
 
 from .core.errors import PolicyError, Problem
 
-__all__ = ["BUNDLED", "SCHEMES", "PolicyRef", "PolicyRefError", "resolve", "opened"]
+__all__ = ["BUNDLED", "RELEASE_SCHEME", "SCHEMES", "PolicyRef", "PolicyRefError", "resolve", "opened"]
 
 BUNDLED = "bundled"
+RELEASE_SCHEME = "vllm"
 
 
 def _from_git(spec: str, workdir: Path) -> Path:
@@ -47,11 +50,13 @@ class PolicyRefError(PolicyError):
 
 
 class PolicyRef(NamedTuple):
-    """A resolved reference: ``name`` as the user wrote it, and the rules
-    directory to load (None: the bundled rules)."""
+    """A resolved reference: ``name`` as the user wrote it, the rules
+    directory to load (None: the bundled rules), and the release it fixes
+    (``vllm:X.Y.Z``; None: each deployment's own)."""
 
     name: str
     directory: Path | None
+    release: str | None = None
 
     @property
     def bundled(self) -> bool:
@@ -69,6 +74,8 @@ def resolve(spec: str | None, workdir: Path | None = None) -> PolicyRef:
     scheme reference without one is a usage error."""
     if spec is None or spec == BUNDLED:
         return PolicyRef(BUNDLED, None)
+    if spec.startswith(RELEASE_SCHEME + ":"):
+        return PolicyRef(spec, None, _release(spec[len(RELEASE_SCHEME) + 1:], spec))
     scheme = _scheme(spec)
     if scheme is not None:
         if workdir is None:
@@ -78,8 +85,20 @@ def resolve(spec: str | None, workdir: Path | None = None) -> PolicyRef:
     if not path.is_dir():
         message = f"`{spec}` is not a directory" if path.exists() else f"`{spec}` does not exist"
         raise PolicyRefError([Problem("rules.read", message, file=spec,
-                                      hint="name a rules directory, git:REV[:PATH], or bundled")])
+                                      hint="name a rules directory, git:REV[:PATH], vllm:X.Y.Z, or bundled")])
     return PolicyRef(spec, path)
+
+
+def _release(version: str, spec: str) -> str:
+    """The bundled release ``vllm:VERSION`` names; a usage error for one
+    that is not a release or not bundled, listing the bundled ones."""
+    from .core.errors import InputError
+    from .core.releases import bundled
+
+    try:
+        return bundled().get(version).version
+    except InputError as exc:
+        raise PolicyRefError([Problem(p.code, p.message, hint=p.hint, file=spec) for p in exc.problems]) from None
 
 
 @contextlib.contextmanager

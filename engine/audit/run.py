@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 
 from ..core.decision import Decision, input_error_decision
 from ..core.errors import HMAPolicyError, InputError, Problem
-from ..core.policy import Policy, load_policy
+from ..core.policies import Hint, PolicySet
+from ..core.policy import Policy
 from .declog import input_digest
 from .model import FAIL_ON, AuditError, AuditReport, Entry, FileResult, Tally
 from .report import deployments_json
@@ -63,18 +64,21 @@ class Chunk(NamedTuple):
 
 def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, config_roots: Sequence[str] = (),
           limits: SourceLimits = DEFAULT_SOURCE_LIMITS, progress: Callable[[int, int], None] | None = None,
-          documents: bool = True, policy: Policy | None = None, prerender: bool = False) -> AuditReport:
+          documents: bool = True, policy: Policy | PolicySet | None = None, prerender: bool = False) -> AuditReport:
     """Audit every deployment under ``paths`` with the rules in ``rules``
-    (None: the bundled rules), using ``jobs`` processes.
+    (None: the bundled rules), using ``jobs`` processes. Each deployment is
+    decided for the vLLM release it names (vllm_version, or what deploys
+    it: an image tag, a pip pin, a directive), else the newest.
 
     ``config_roots`` are further directories ``--config`` files may be read
     from. ``progress(done, total)`` is called as files complete.
     ``documents=False`` leaves each entry's ``deployment.document`` None once
     it is decided and digested (a report never shows documents): an audit of
     a large fleet then holds, and sends between processes, far less.
-    ``policy``, instead of ``rules``: a policy already loaded to audit with;
+    ``policy``, instead of ``rules``: a PolicySet already loaded to audit
+    with, or a Policy that then decides every deployment (for its release);
     the audit leaves it open for the caller to close (spawned workers load
-    the rules again from ``policy.source``). ``prerender=True``: the report
+    the rules again). ``prerender=True``: the report
     will be written as JSON (report.write), and each process renders the
     deployments it decided as it goes. Raises :class:`AuditError` for a
     missing path or a closed policy and :class:`PolicyError` for invalid
@@ -89,15 +93,14 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     files, skipped = walk(paths)
     chunks = [files[i:i + CHUNK] for i in range(0, len(files), CHUNK)]
     own = policy is None
-    policy = policy if policy is not None else load_policy(rules)
-    settings = Settings(roots(paths, config_roots), limits, documents, prerender, policy.registered_names)
-    source = None if policy.source == "bundled" else policy.source
+    policies = PolicySet(rules) if policy is None else policy if isinstance(policy, PolicySet) else PolicySet.wrap(policy)
+    settings = Settings(roots(paths, config_roots), limits, documents, prerender, policies.registered_names)
     done = 0
     parts: list[Chunk] = []
     paused = gc.isenabled()
     gc.disable()
     try:
-        for part in _examined(policy, source, chunks, settings, jobs):
+        for part in _examined(policies, chunks, settings, jobs):
             parts.append(part)
             done += len(part.files)
             if progress:
@@ -106,18 +109,17 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
         if paused:
             gc.enable()
         if own:
-            policy.close()
+            policies.close()
     tally = Tally.of(())
     for part in parts:
         tally = tally.plus(part.tally)
     rendered = tuple(p.rendered for p in parts) if prerender and all(p.rendered is not None for p in parts) else None
-    return AuditReport(tuple(paths), policy.source, policy.digest,
+    return AuditReport(tuple(paths), policies.source, policies.digest,
                        tuple(f for p in parts for f in p.files) + tuple(skipped),
                        tuple(e for p in parts for e in p.entries), tally=tally, rendered=rendered)
 
 
-def _examined(policy: Policy, source: str | None, chunks: list[list[tuple[str, str, bool]]], settings: Settings,
-              jobs: int) -> Any:
+def _examined(policy: PolicySet, chunks: list[list[tuple[str, str, bool]]], settings: Settings, jobs: int) -> Any:
     """Each chunk examined, in order: here, or by a pool of ``jobs`` processes."""
     if jobs == 1 or len(chunks) < 2:
         for chunk in chunks:
@@ -132,7 +134,7 @@ def _examined(policy: Policy, source: str | None, chunks: list[list[tuple[str, s
             yield examine(policy, chunk, settings)
         return
     context = multiprocessing.get_context("fork" if forked else "spawn")
-    start = (policy if forked else source, settings)
+    start = (policy if forked else policy.spec, settings)
     try:
         # The executor's map is ordered as imap is, and unlike a Pool it
         # notices a worker that died (killed, out of memory) and says so.
@@ -148,9 +150,9 @@ def _examined(policy: Policy, source: str | None, chunks: list[list[tuple[str, s
 _WORKER: dict[str, Any] = {}
 
 
-def _start_worker(policy: Policy | str | None, settings: Settings) -> None:
-    # A forked worker is given the parent's loaded policy; a spawned one, where to load it from.
-    _WORKER["policy"] = policy if isinstance(policy, Policy) else load_policy(policy)
+def _start_worker(policy: PolicySet | tuple[Any, ...], settings: Settings) -> None:
+    # A forked worker is given the parent's loaded policies; a spawned one, what to load them from.
+    _WORKER["policy"] = policy if isinstance(policy, PolicySet) else PolicySet(*policy[:1], release=policy[1], source=policy[2])
     _WORKER["settings"] = settings
     gc.disable()  # the worker ends with the audit
 
@@ -166,7 +168,7 @@ def _spawnable() -> bool:
     return main is None or os.path.exists(main)
 
 
-def examine(policy: Policy, files: list[tuple[str, str, bool]], settings: Settings) -> Chunk:
+def examine(policy: PolicySet, files: list[tuple[str, str, bool]], settings: Settings) -> Chunk:
     """Read and decide files (display path, path, plain), a stage at a time.
     Never raises: a fault in any stage becomes a problem of that file, which
     then has no deployments."""
@@ -185,7 +187,8 @@ def examine(policy: Policy, files: list[tuple[str, str, bool]], settings: Settin
             prepared.append((index, display, found, checked))
     decided = []
     for index, display, found, checked in prepared:
-        out[index], decisions = _guarded(display, lambda: [_decide(policy, item) for item in checked])
+        out[index], decisions = _guarded(display, lambda: [_decide(policy, item, d.release)
+                                                           for item, d in zip(checked, found.deployments)])
         if decisions is not None:
             decided.append((index, display, found, decisions))
     for index, display, found, decisions in decided:
@@ -219,24 +222,26 @@ def _read(display: str, name: str, plain: bool, settings: Settings) -> Any:
     return read_source(name, display=display, roots=settings.roots, limits=settings.limits, known=settings.known)
 
 
-def _prepare(policy: Policy, deployment: Deployment) -> Any:
+def _prepare(policy: PolicySet, deployment: Deployment) -> Any:
     """What the decide stage needs: a prepared document, or the decision
     already known (a source problem or an invalid document)."""
     if deployment.problems:
-        return input_error_decision([_located(p) for p in deployment.problems], policy.digest)
+        return input_error_decision([_located(p) for p in deployment.problems], policy.digest, policy.default.vllm)
     try:
         return policy.prepare(deployment.document)
     except InputError as exc:
-        return input_error_decision(exc.problems, policy.digest)
+        return input_error_decision(exc.problems, policy.digest, policy.default.vllm)
 
 
-def _decide(policy: Policy, checked: Any) -> Decision:
+def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
+    """The decision of a prepared document, with the policy of its release
+    (``release``: the ReleaseHint its source read, or None)."""
     if isinstance(checked, Decision):
         return checked
     try:
-        return policy.decide_prepared(checked)
+        return policy.decide_prepared(checked, Hint(*release) if release is not None else None)
     except InputError as exc:
-        return input_error_decision(exc.problems, policy.digest)
+        return input_error_decision(exc.problems, policy.digest, policy.default.vllm)
 
 
 def _filed(found: Any, decisions: list[Decision], settings: Settings) -> tuple[FileResult, list[Entry]]:

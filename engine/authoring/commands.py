@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..clisupport import UsageError, label, load
-from ..core.errors import PolicyError, Problem
+from ..core import yamlsafe
+from ..core.errors import InputError, PolicyError, Problem
 from ..policyref import PolicyRef, opened
 from .diagnostics import PLAIN, Diagnostic, Sources, Style, bundled_rules_dir, display_path, from_problem, render
 
@@ -154,18 +155,32 @@ def _finding_diagnostic(f: Any, base: Path) -> Diagnostic:
 _HEADER = re.compile(r"^(# yaml-language-server: \$schema=)\S*?([a-z]+\.schema\.json)[ \t]*$", re.M)
 
 
-def bundle() -> dict[str, bytes]:
-    """The files ``rules init`` writes: the rule files, tests/, and schemas/,
+# The registry's name in a copy (a plain rules folder), as rule folders have
+# always named it.
+REGISTRY_FILE = "connectors.yaml"
+
+
+def bundle(release: str | None = None) -> dict[str, bytes]:
+    """The files ``rules init`` writes: the policy of one bundled release
+    (None: the newest) as a plain rules folder (its epoch's rule files and
+    its registry, as connectors.yaml), its tests in tests/, and schemas/,
     with each yaml-language-server header pointing at schemas/."""
+    from ..core.releases import bundled
+
+    releases = bundled()
+    chosen = releases.get(release or releases.default)
+    root = resources.files("hma_policy.rules")
+    sources = [(name.rsplit("/", 1)[-1], root.joinpath(name)) for name in releases.files(chosen)]
+    sources[-1] = (REGISTRY_FILE, sources[-1][1])  # the registry comes last
+    tests = root.joinpath(releases.tests(chosen))
+    if tests.is_dir():
+        sources += [("tests/" + e.name, e) for e in sorted(tests.iterdir(), key=lambda e: e.name)
+                    if e.is_file() and e.name.endswith((".yaml", ".yml"))]
     files: dict[str, bytes] = {}
-    rules_root = resources.files("hma_policy.rules")
-    for folder, prefix in ((rules_root, ""), (rules_root.joinpath("tests"), "tests/")):
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-            if entry.is_file() and entry.name.endswith((".yaml", ".yml")):
-                depth = prefix.count("/")
-                text = entry.read_text("utf-8")
-                text = _HEADER.sub(lambda m: f"{m.group(1)}{'../' * depth}schemas/{m.group(2)}", text)
-                files[prefix + entry.name] = text.encode("utf-8")
+    for name, entry in sources:
+        depth = name.count("/")
+        text = _HEADER.sub(lambda m: f"{m.group(1)}{'../' * depth}schemas/{m.group(2)}", entry.read_text("utf-8"))
+        files[name] = text.encode("utf-8")
     for entry in sorted(resources.files("hma_policy.schemas").iterdir(), key=lambda e: e.name):
         if entry.is_file() and entry.name.endswith(".schema.json"):
             files["schemas/" + entry.name] = entry.read_bytes()
@@ -181,9 +196,13 @@ def _init(args: Any) -> tuple[int, None]:
     occupied = target.is_dir() and any(target.iterdir())
     if occupied and not args.force:
         raise UsageError(f"rules init: `{args.target}` is not empty; choose another directory, or --force to write into it")
-    files = bundle()
+    try:
+        files = bundle(args.vllm_version)
+    except InputError as exc:
+        raise UsageError(f"rules init: --vllm-version: {exc.problems[0].message}") from None
     write_tree(target, files, into_existing=occupied)
-    args.console.note(f"wrote a copy of the bundled rules to {display_path(target)} ({len(files)} files); "
+    release = yamlsafe.load(files[REGISTRY_FILE].decode("utf-8"))[0].get("vllm_version", "?")
+    args.console.note(f"wrote a copy of the bundled rules of vLLM {release} to {display_path(target)} ({len(files)} files); "
                       f"check it with: hma-policy rules check --rules {display_path(target)}")
     return EXIT_OK, None
 
@@ -200,10 +219,10 @@ def test(args: Any, stdin: Any) -> tuple[int, str | None]:
     if list(args.paths).count("-") > 1:
         raise UsageError("test: standard input (-) can be read once")
     with opened(args.rules) as ref:
-        policy = load(ref)
+        policy = load(ref, args.vllm_version)
         try:
-            con.note(f"policy {label(ref, policy.digest)}")
-            paths = list(args.paths) or default_test_paths(ref.directory)
+            con.note(f"policy {label(ref, policy.digest)} for vLLM {policy.release}")
+            paths = list(args.paths) or default_test_paths(ref.directory, policy.release if policy.model.bundle else None)
             try:
                 cases = load_cases(paths, stdin=stdin)
                 problems = check_names(policy.model, cases)

@@ -112,10 +112,18 @@ class Suite:
         return 100.0 * (len(self.rules) - len(self.uncovered)) / len(self.rules) if self.rules else 100.0
 
 
-def default_test_paths(rules_dir: str | Path | None) -> list[Any]:
-    """The tests shipped beside a rules directory (``tests/`` inside it)."""
+def default_test_paths(rules_dir: str | Path | None, release: str | None = None) -> list[Any]:
+    """The tests shipped beside a rules directory: ``tests/`` inside it, or
+    in a bundle of releases the tests of the release's epoch
+    (``epochs/<epoch>/tests/``; ``release`` None: the default)."""
+    from ..core.releases import bundled, of_folder
+
     root = resources.files("hma_policy.rules") if rules_dir is None else Path(rules_dir)
-    folder = root.joinpath("tests")
+    releases = bundled() if rules_dir is None else of_folder(rules_dir)
+    if releases is not None:
+        folder = root.joinpath(releases.tests(releases.get(release or releases.default)))
+    else:
+        folder = root.joinpath("tests")
     return [folder] if folder.is_dir() else []
 
 

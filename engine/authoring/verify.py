@@ -28,7 +28,7 @@ from typing import Any
 from ..core._durable import RuleRuntime
 from ..core.compiler import compile_probe
 from ..core.policy import Policy
-from ..core.rules import Rule, StepDef
+from ..core.model import Rule, StepDef
 from ..core.table import Row, State, StepKey, reachable
 
 __all__ = ["Finding", "Report", "verify"]

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from ..core.errors import EvaluationError, InputError
 from ..core.policy import Policy
-from ..core.rules import PolicyModel, Rule
+from ..core.model import PolicyModel, Rule
 from ..core.table import OTHER
 
 __all__ = ["attach_documents", "library"]
