@@ -31,8 +31,9 @@ for path in sorted((ROOT / "examples").rglob("*")):
             continue
         if isinstance(data, dict):
             DOCUMENTS.append(data)
-RULE_FILES = [yamlsafe.load(p.read_text())[0] for p in sorted((ROOT / "rules").glob("*.yaml"))]
-TEST_FILES = [yamlsafe.load(p.read_text())[0] for p in sorted((ROOT / "rules" / "tests").glob("*.yaml"))]
+RULE_FILES = [yamlsafe.load(p.read_text())[0] for p in sorted([*(ROOT / "rules").glob("epochs/*/*.yaml"),
+                                                                 *(ROOT / "rules").glob("registries/*.yaml")])]
+TEST_FILES = [yamlsafe.load(p.read_text())[0] for p in sorted((ROOT / "rules").glob("epochs/*/tests/*.yaml"))]
 
 
 @pytest.mark.parametrize("name, instances", [("deployment", DOCUMENTS), ("rules", RULE_FILES), ("tests", TEST_FILES)])

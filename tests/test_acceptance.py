@@ -23,10 +23,10 @@ import pytest
 import yaml
 
 import hma_policy
+from rulecopy import copy_rules
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RULES_DIR = ROOT / "rules"
 DECISION_VALIDATOR = jsonschema.Draft202012Validator(
     json.loads((ROOT / "schemas" / "decision.schema.json").read_text(encoding="utf-8"))
 )
@@ -62,7 +62,7 @@ LMCACHE_V1 = {"kv_transfer_config": {"kv_connector": "LMCacheConnectorV1", "kv_r
 @pytest.fixture(scope="module")
 def flipped_rules_dir(tmp_path_factory):
     target = tmp_path_factory.mktemp("flipped") / "rules"
-    shutil.copytree(RULES_DIR, target)
+    copy_rules(target)
     registry_file = target / "connectors.yaml"
     registry = yaml.safe_load(registry_file.read_text(encoding="utf-8"))
     assert registry["connectors"]["LMCacheConnectorV1"]["supports_hma"] is False

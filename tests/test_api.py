@@ -23,6 +23,7 @@ PUBLIC = [
     "Limits",
     "Policy",
     "PolicyError",
+    "PolicySet",
     "__version__",
     "decide",
     "decide_command",
@@ -58,7 +59,7 @@ def test_every_public_name_has_a_docstring(name):
     assert doc and doc.strip(), f"{name} has no docstring"
 
 
-PUBLIC_CLASSES = [hma_policy.Policy, hma_policy.Decision]
+PUBLIC_CLASSES = [hma_policy.Policy, hma_policy.PolicySet, hma_policy.Decision]
 
 
 @pytest.mark.parametrize("cls", PUBLIC_CLASSES, ids=lambda c: c.__name__)
@@ -120,7 +121,7 @@ def test_different_inputs_give_different_decisions():
 
 CONTRACT_KEYS = {
     "outcome", "hma_enabled", "disable_hybrid_kv_cache_manager", "errors", "warnings",
-    "connectors", "reasons", "trace", "policy",
+    "connectors", "reasons", "trace", "policy", "vllm",
 }
 
 
@@ -134,6 +135,7 @@ def test_to_dict_has_exactly_the_contract_keys(document):
     assert data["disable_hybrid_kv_cache_manager"] == (None if d.hma_enabled is None else not d.hma_enabled)
     assert data["disable_hybrid_kv_cache_manager"] == d.disable_hybrid_kv_cache_manager
     assert set(data["policy"]) == {"digest"}
+    assert data["vllm"] == {"release": "0.33.0", "source": "default"}
     for error in data["errors"]:
         assert set(error) <= {"code", "stage", "message", "path", "hint"}
     for connector in data["connectors"]:

@@ -554,7 +554,8 @@ def test_a_fault_while_examining_one_file_is_that_files_problem(tmp_path, monkey
     elif stage == "evaluate":
         real_decide = hma_policy.Policy.decide_prepared
         monkeypatch.setattr(hma_policy.Policy, "decide_prepared",
-                            lambda self, prepared: boom() if prepared.document.get("name") == "b" else real_decide(self, prepared))
+                            lambda self, prepared, **kw: boom() if prepared.document.get("name") == "b"
+                            else real_decide(self, prepared, **kw))
     else:
         real_digest = audit_module.input_digest
         monkeypatch.setattr(audit_module, "input_digest", lambda doc: boom() if doc.get("name") == "b" else real_digest(doc))
@@ -649,7 +650,7 @@ def test_each_entry_is_what_decide_answers_for_its_document(tmp_path):
         try:
             expected[name] = policy.decide(document).to_dict()
         except InputError as exc:
-            expected[name] = input_error_decision(exc.problems, policy.digest).to_dict()
+            expected[name] = input_error_decision(exc.problems, policy.digest, policy.vllm).to_dict()
     report = audit([str(tmp_path)])
     got = {Path(e.deployment.file).stem: e.decision for e in report.entries}
     assert got == expected
@@ -682,11 +683,11 @@ def test_an_audit_unloads_its_policy_and_keeps_no_decisions(monkeypatch, jobs):
     # A program may audit again and again: the ruleset an audit loads into
     # the rule runtime (about 185 KiB each, see durable-rules.md) is unloaded
     # when it ends, and the module keeps none of its decisions.
-    import hma_policy.audit.run as audit_module
+    import hma_policy.core.policies as policies_module
 
     loaded = []
-    real_load = audit_module.load_policy
-    monkeypatch.setattr(audit_module, "load_policy", lambda rules: loaded.append(real_load(rules)) or loaded[-1])
+    real_policy = policies_module.Policy
+    monkeypatch.setattr(policies_module, "Policy", lambda *a, **k: loaded.append(real_policy(*a, **k)) or loaded[-1])
     cwd = os.getcwd()
     os.chdir(REPO)
     try:

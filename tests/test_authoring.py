@@ -15,11 +15,11 @@ import yaml
 
 from hma_policy.authoring.testing import merge_patch
 
-from rulecopy import copy_rules, edit, lmcache_supported
+from rulecopy import bundled_rule_files, copy_rules, edit, lmcache_supported
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
-TESTS = RULES / "tests"
+TESTS = RULES / "epochs" / "E8" / "tests"
 EXAMPLES = REPO / "examples"
 
 
@@ -51,7 +51,7 @@ def registry_rule_count() -> int:
     """Registry rules: one per lookup (by name when registered, by module path
     when it has one), each lookup with one more rule per case."""
     count = 0
-    for path in sorted(RULES.glob("*.yaml")):
+    for path in bundled_rule_files():
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         if data["kind"] != "registry":
             continue
@@ -63,7 +63,7 @@ def registry_rule_count() -> int:
 
 def rule_count() -> int:
     count = registry_rule_count()
-    for path in sorted(RULES.glob("*.yaml")):
+    for path in bundled_rule_files():
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         if data["kind"] == "rules":
             steps = data["steps"] + data.get("results", [])
@@ -248,7 +248,7 @@ def test_test_json_output(tmp_path):
     assert data["registry"] == {"total": registry_rule_count(), "uncovered": []}
     assert len(data["cases"]) == run
     assert all(list(c) == ["id", "file", "line", "passed", "skipped", "skip", "mismatches"] for c in data["cases"])
-    assert all(re.fullmatch(r"rules/tests/(decision|registry)\.yaml", c["file"]) and c["line"] > 1 for c in data["cases"])
+    assert all(re.fullmatch(r"rules/epochs/E8/tests/(decision|registry)\.yaml", c["file"]) and c["line"] > 1 for c in data["cases"])
     assert all(c["passed"] and not c["mismatches"] for c in data["cases"])
     assert all(re.fullmatch(r"(decision|registry)\.yaml > .+", c["id"]) for c in data["cases"])
 

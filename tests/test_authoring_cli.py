@@ -67,7 +67,7 @@ def test_an_expectation_naming_what_the_policy_does_not_define_is_an_error(tmp_p
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
-        "hma-policy: policy bundled (" + BUNDLED[:19] + ")",
+        "hma-policy: policy bundled (" + BUNDLED[:19] + ") for vLLM 0.33.0",
         "site.yaml:7:19: tests.unknown_rule: case `a typo in not_fired` expects rule id `registry.NixlConector`, "
         "which the policy does not define (at /cases/0/expect/not_fired/0) (hint: did you mean `registry.NixlConnector`?)",
         "site.yaml:11:36: tests.unknown_error: case `codes that do not exist` expects error code `hma.explict_enable_conflict`, "
@@ -296,7 +296,7 @@ def test_every_schema_has_a_stable_id_and_the_command_prints_it(name):
 
 def test_schema_without_a_name_lists_them():
     assert hma("schema").stdout.splitlines() == [
-        f"{name}\thttps://hma-policy.dev/schemas/{name}.schema.json" for name in ("deployment", "rules", "tests", "decision")]
+        f"{name}\thttps://hma-policy.dev/schemas/{name}.schema.json" for name in ("deployment", "rules", "tests", "decision", "releases")]
 
 
 HEADER = re.compile(r"^# yaml-language-server: \$schema=(\S+)$", re.M)
@@ -306,10 +306,13 @@ def test_rules_init_writes_a_copy_whose_schema_headers_work(tmp_path):
     result = hma("rules", "init", "site", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
-    assert result.stderr.startswith("hma-policy: wrote a copy of the bundled rules to site (")
+    assert result.stderr.startswith("hma-policy: wrote a copy of the bundled rules of vLLM 0.33.0 to site (")
     site = tmp_path / "site"
     names = sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file())
-    assert names == sorted([f.name for f in RULES.glob("*.yaml")] + [f"tests/{f.name}" for f in (RULES / "tests").glob("*.yaml")]
+    # A plain folder: the release's epoch files, its registry as connectors.yaml, its tests, the schemas.
+    epoch = RULES / "epochs" / "E8"
+    assert names == sorted([f.name for f in epoch.glob("*.yaml")] + ["connectors.yaml"]
+                           + [f"tests/{f.name}" for f in (epoch / "tests").glob("*.yaml")]
                            + [f"schemas/{f.name}" for f in SCHEMAS.glob("*.schema.json")])
     assert not [p for p in tmp_path.iterdir() if p.name != "site"]  # no staging folder left
     # Each header names a schema file that exists beside the copy, and each
@@ -339,8 +342,8 @@ def test_rules_init_refuses_a_folder_that_is_not_empty(tmp_path):
                              "or --force to write into it\n")
     assert (site / "decision.yaml").read_text(encoding="utf-8") == "mine\n"
     assert hma("rules", "init", "site", "--force", cwd=tmp_path).returncode == 0
-    assert (site / "decision.yaml").read_bytes() == (RULES / "decision.yaml").read_bytes().replace(
-        b"$schema=../schemas/rules.schema.json", b"$schema=schemas/rules.schema.json")
+    assert (site / "decision.yaml").read_bytes() == (RULES / "epochs" / "E8" / "decision.yaml").read_bytes().replace(
+        b"$schema=../../../schemas/rules.schema.json", b"$schema=schemas/rules.schema.json")
     assert (site / "notes.txt").read_text(encoding="utf-8") == "keep\n"
     assert sorted(p.name for p in site.iterdir() if p.name.startswith(".")) == []  # no temporary file left
     (tmp_path / "file").write_text("x", encoding="utf-8")
@@ -373,19 +376,21 @@ def test_write_tree_leaves_nothing_when_it_fails(tmp_path, monkeypatch):
 
 def test_every_command_takes_rules_and_says_which_policy_it_used(tmp_path):
     copy_rules(tmp_path / "mine")
+    mine = hma_policy.load_policy(tmp_path / "mine").digest
     shutil.copy(REPO / "examples" / "multi-mixed.json", tmp_path)
-    label = f"mine ({BUNDLED[:19]})"
+    label = f"mine ({mine[:19]})"
     text = hma("decide", "multi-mixed.json", "--rules", "mine", cwd=tmp_path)
-    assert text.stdout.splitlines()[-1] == f"policy: {BUNDLED} (mine)" and text.stderr == ""
+    assert text.stdout.splitlines()[-2:] == ["vllm: 0.33.0 (rules folder)", f"policy: {mine} (mine)"]
+    assert text.stderr == ""
     data = hma("decide", "multi-mixed.json", "--rules", "mine", "--format", "json", cwd=tmp_path)
     assert data.stderr == f"hma-policy: policy {label}\n"
     explain = hma("explain", "multi-mixed.json", "--rules", "mine", cwd=tmp_path)
-    assert explain.stdout.splitlines()[-1] == f"policy: {BUNDLED} (mine)"
+    assert explain.stdout.splitlines()[-1] == f"policy: {mine} (mine)"
     assert hma("validate", "multi-mixed.json", "--rules", "mine", cwd=tmp_path).returncode == 0
     audit = hma("audit", "multi-mixed.json", "--rules", "mine", cwd=tmp_path)
-    assert audit.stdout.startswith(f"hma-policy audit of multi-mixed.json: 1 deployment(s) in 1 file(s) (policy mine, {BUNDLED[:19]})")
+    assert audit.stdout.startswith(f"hma-policy audit of multi-mixed.json: 1 deployment(s) in 1 file(s) (policy mine, {mine[:19]})")
     test = hma("test", "--rules", "mine", cwd=tmp_path)
-    assert test.returncode == 0 and test.stderr == f"hma-policy: policy {label}\n"
+    assert test.returncode == 0 and test.stderr == f"hma-policy: policy {label} for vLLM 0.33.0\n"
     for args in (["rules", "check", "--rules", "mine"], ["rules", "check", "mine"]):
         assert hma(*args, cwd=tmp_path).stdout.startswith(f"ok: {label}: ")
     verify = hma("rules", "verify", "--rules", "mine", "--format", "concise", cwd=tmp_path)

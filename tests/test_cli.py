@@ -15,6 +15,8 @@ from jsonschema import Draft202012Validator
 
 import hma_policy
 
+from rulecopy import copy_rules
+
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
 DECISION_SCHEMA = json.loads((REPO / "schemas" / "decision.schema.json").read_text(encoding="utf-8"))
@@ -208,7 +210,7 @@ def test_rules_pointing_to_a_missing_directory_exits_2(workdir):
 
 def test_broken_rules_dir_lists_problems_with_file_line_col(workdir):
     rules = workdir / "myrules"
-    shutil.copytree(RULES, rules, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_rules(rules)
     decision = rules / "decision.yaml"
     text = decision.read_text(encoding="utf-8")
     assert text.count("when: {preference: disable}") == 1
@@ -230,9 +232,14 @@ def test_broken_rules_dir_lists_problems_with_file_line_col(workdir):
 
 
 def test_a_valid_rules_dir_copy_decides_like_the_bundled_rules(workdir):
-    shutil.copytree(RULES, workdir / "rules-copy", ignore=shutil.ignore_patterns("__pycache__"))
+    copy_rules(workdir / "rules-copy")
     bundled = json.loads(run(workdir, "decide", "disabled.json", "--format", "json")[1])
     copied = json.loads(run(workdir, "decide", "disabled.json", "--format", "json", "--rules", "rules-copy")[1])
+    # The same decision; only the policy's name differs: its digest (of other
+    # bytes: the copy's schema headers) and where its release came from.
+    assert bundled.pop("vllm") == {"release": "0.33.0", "source": "default"}
+    assert copied.pop("vllm") == {"release": "0.33.0", "source": "rules folder"}
+    assert bundled.pop("policy") != copied.pop("policy")
     assert copied == bundled
 
 

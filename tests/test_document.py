@@ -17,6 +17,8 @@ import hma_policy
 from hma_policy import InputError, Limits, decide
 from hma_policy.core.input import parse_text, read_document
 
+from rulecopy import copy_rules
+
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
 
@@ -725,7 +727,7 @@ def test_undeclared_module_path_is_never_imported(canary):
 
 def test_declared_module_path_is_never_imported(canary, tmp_path):
     rules = tmp_path / "rules"
-    shutil.copytree(RULES, rules, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_rules(rules)
     registry = rules / "connectors.yaml"
     registry.write_text(registry.read_text(encoding="utf-8") + (
         "  CanaryConnector:\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from hma_policy.core.errors import InputError
-from hma_policy.core.facts import DECLARED, DocumentFacts, NodeFacts, OffloadingFacts, declared, extract
+from hma_policy.core.facts import DECLARED, RELEASE_FACTS, DocumentFacts, NodeFacts, OffloadingFacts, declared, extract
 from hma_policy.core.input import prepare
 
 CONTAINERS = frozenset({"MultiConnector"})
@@ -30,22 +30,27 @@ def multi(*children, **more):
 
 
 def test_the_records_hold_exactly_the_declared_facts_in_order():
-    assert OffloadingFacts._fields == tuple(declared("offloading"))
-    assert NodeFacts._fields == tuple(declared("node"))
+    # The release facts are the policy's, not the document's: evaluation adds them.
+    release = {f.name for f in RELEASE_FACTS}
+    assert release == {"vllm_minor", "vllm_patch"}
+    assert OffloadingFacts._fields == tuple(f for f in declared("offloading") if f not in release)
+    assert NodeFacts._fields == tuple(f for f in declared("node") if f not in release)
     assert DocumentFacts._fields == tuple(f.name for f in DECLARED if f.ruleset == "decision" and not f.from_graph)
 
 
 def test_an_empty_document_has_no_graph_and_vllms_defaults():
     facts = facts_of({})
     assert facts.graph == ()
-    assert facts.offloading == OffloadingFacts(False, "native", False)
+    assert facts.offloading == OffloadingFacts(kv_offloading_size_set=False, kv_offloading_backend="native",
+                                               kv_offloading_backend_set=False, env_use_simple_kv_offload=False)
     assert facts.document._asdict() == {
         "preference": "none", "platform_supports_hybrid_kv_cache": True, "platform_is_cuda": True,
         "chunked_local_attention": False, "speculative_method": "", "hisparse_config": False,
         "configured_top_name": "", "configured_child_names": (), "layer_full_attention": False,
         "layer_sliding_window": False, "layer_chunked_local": False, "layer_mamba": False,
         "env_allow_chunked_local_attn_with_hybrid_kv_cache": True, "env_use_simple_kv_offload": False,
-        "env_lmcache_use_upstream_mp": False,
+        "env_lmcache_use_upstream_mp": False, "env_allow_chunked_local_attn_set": False, "env_use_v1": True,
+        "kv_events_configured": False, "kv_transfer_config_configured": False,
     }
 
 
@@ -59,7 +64,8 @@ def test_document_facts_are_read_as_vllm_reads_them():
         "env": {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1", "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE": " 0 ",
                 "LMCACHE_USE_UPSTREAM_MP": "yes"},
     })
-    assert facts.offloading == OffloadingFacts(True, "lmcache", True)
+    assert facts.offloading == OffloadingFacts(kv_offloading_size_set=True, kv_offloading_backend="lmcache",
+                                               kv_offloading_backend_set=True, env_use_simple_kv_offload=True)
     d = facts.document
     assert (d.preference, d.speculative_method, d.hisparse_config, d.chunked_local_attention) == ("enable", "eagle3", True, True)
     assert (d.layer_full_attention, d.layer_sliding_window, d.layer_chunked_local, d.layer_mamba) == (False, True, False, True)
@@ -68,6 +74,9 @@ def test_document_facts_are_read_as_vllm_reads_them():
     assert (d.env_allow_chunked_local_attn_with_hybrid_kv_cache, d.env_use_simple_kv_offload,
             d.env_lmcache_use_upstream_mp) == (False, True, True)
     assert d.configured_top_name == "NixlConnector" and d.configured_child_names == ()
+    # Set explicitly (older releases read whether it was set, not only its value)
+    assert (d.env_allow_chunked_local_attn_set, d.env_use_v1, d.kv_transfer_config_configured) == (True, True, True)
+    assert d.kv_events_configured is False
 
 
 def test_the_graph_is_in_post_order_with_each_nodes_own_facts():

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 import hma_policy
+
+from rulecopy import copy_rules
 from hma_policy.isolation import IsolatedPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,11 +120,7 @@ def test_the_undeclared_canary_is_undetermined_not_imported(canary):
 def test_a_rule_file_naming_the_canary_is_data(canary, tmp_path):
     root, marker = canary
     from importlib import resources
-    rules = tmp_path / "rules"
-    rules.mkdir()
-    for entry in resources.files("hma_policy.rules").iterdir():
-        if entry.name.endswith(".yaml"):
-            (rules / entry.name).write_bytes(entry.read_bytes())
+    rules = copy_rules(tmp_path / "rules")
     with (rules / "connectors.yaml").open("a", encoding="utf-8") as handle:
         handle.write(f"  CanaryConnector:\n    registered: false\n    supports_hma: true\n    module_path: {CANARY}.connector\n")
     (rules / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('imported')\n", encoding="utf-8")

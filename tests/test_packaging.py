@@ -13,15 +13,28 @@ from pathlib import Path
 import hma_policy
 
 ROOT = Path(__file__).resolve().parents[1]
-RULE_FILES = sorted(p.name for p in (ROOT / "rules").glob("*.yaml"))
+# Every data file of the bundled rules: releases.yaml, the epochs' rule files
+# and tests, the registries, the option lists.
+RULE_FILES = sorted(str(p.relative_to(ROOT / "rules")) for p in (ROOT / "rules").rglob("*")
+                    if p.suffix in (".yaml", ".json"))
+
+
+def _resource_files(root, prefix=""):
+    for entry in root.iterdir():
+        if entry.is_dir():
+            yield from _resource_files(entry, f"{prefix}{entry.name}/")
+        elif entry.name.endswith((".yaml", ".json")):
+            yield f"{prefix}{entry.name}"
 SCHEMA_FILES = sorted(p.name for p in (ROOT / "schemas").glob("*.json"))
 
 
 def test_resources_resolve_to_the_data_folders():
-    rules = sorted(p.name for p in resources.files("hma_policy.rules").iterdir() if p.name.endswith(".yaml"))
+    rules = sorted(_resource_files(resources.files("hma_policy.rules")))
     schemas = sorted(p.name for p in resources.files("hma_policy.schemas").iterdir() if p.name.endswith(".json"))
-    assert rules == RULE_FILES == ["connectors.yaml", "decision.yaml", "nodes.yaml", "offloading.yaml"]
-    assert schemas == SCHEMA_FILES == ["decision.schema.json", "deployment.schema.json", "rules.schema.json", "tests.schema.json"]
+    assert rules == RULE_FILES
+    assert {"releases.yaml", "epochs/E8/decision.yaml", "epochs/E8/tests/decision.yaml", "registries/0.33.0.yaml"} <= set(rules)
+    assert schemas == SCHEMA_FILES == ["decision.schema.json", "deployment.schema.json", "releases.schema.json",
+                                       "rules.schema.json", "tests.schema.json"]
 
 
 def test_bundled_policy_digest_covers_the_rule_files():
@@ -43,8 +56,6 @@ def test_wheel_contains_the_data_folders(tmp_path):
         assert f"hma_policy/rules/{name}" in names
     for name in SCHEMA_FILES:
         assert f"hma_policy/schemas/{name}" in names
-    for name in sorted(p.name for p in (ROOT / "rules" / "tests").glob("*.yaml")):
-        assert f"hma_policy/rules/tests/{name}" in names
     assert "hma_policy/core/_durable.py" in names and "hma_policy/py.typed" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "hma-policy = hma_policy.cli:run" in zipfile.ZipFile(wheel).read(entry_points).decode()

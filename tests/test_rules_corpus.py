@@ -62,6 +62,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rulecopy import copy_rules
+
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
 CORPUS = Path(__file__).resolve().parent / "rules_corpus"
@@ -78,6 +80,7 @@ TIMEOUT = 10  # seconds; a healthy load takes well under one, even on a loaded m
 API = r"""
 import json, sys
 import hma_policy
+
 try:
     policy = hma_policy.load_policy(sys.argv[1])
 except hma_policy.PolicyError as exc:
@@ -92,7 +95,7 @@ else:
 
 def build(case: str, target: Path) -> Path:
     """A copy of the bundled rules with the case's patch applied."""
-    shutil.copytree(RULES, target, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_rules(target)
     patch = yaml.safe_load((CORPUS / case / "patch.yaml").read_text(encoding="utf-8"))
     assert set(patch) == {"description", "changes"}, f"{case}: unexpected keys in patch.yaml"
     for change in patch["changes"]:
@@ -274,7 +277,7 @@ def test_the_corpus_covers_every_load_time_check():
 def test_an_unpatched_copy_is_clean(tmp_path):
     """The builder itself: a copy of the bundled rules loads (so every problem
     in the corpus comes from its patch)."""
-    shutil.copytree(RULES, tmp_path / "rules", ignore=shutil.ignore_patterns("__pycache__"))
+    copy_rules(tmp_path / "rules")
     result = _run([sys.executable, "-c", API, str(tmp_path / "rules")])
     assert not result["timeout"], f"load_policy did not return within {TIMEOUT} s"
     assert json.loads(result["stdout"]) == {"raised": None, "problems": []}

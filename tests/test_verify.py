@@ -32,7 +32,7 @@ from hma_policy.core.errors import EvaluationError
 from hma_policy.core.table import Row
 from hma_policy.authoring.verify import verify
 
-from rulecopy import copy_rules, edit
+from rulecopy import bundled_rule_files, copy_rules, edit
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
@@ -150,7 +150,7 @@ def broken(broken_dir):
 def _rule_count() -> int:
     """Rules in the bundled files plus the rules the registry compiles into."""
     count = 0
-    for path in sorted(RULES.glob("*.yaml")):
+    for path in bundled_rule_files():
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         if data["kind"] == "registry":
             for entry in data["connectors"].values():
