@@ -41,9 +41,9 @@ from .deployment import Deployment
 from .detect import SHELLS
 from .launch import Invocation, apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image, from_pin
-from .shell_syntax import (AndOr, Arith, Array, Case, CommandList, FunctionDef, Group, If, Lit, Loop, Param,
-                           Redirect, ShellSyntaxError, Simple, Sub, Subshell, Word, parse_body, parse_heredoc_text,
-                           parse_script)
+from .shell_syntax import parse_body, parse_heredoc_text, parse_script
+from .shell_tree import (AndOr, Arith, Array, Case, CommandList, FunctionDef, Group, If, Lit, Loop, Param, Redirect,
+                         ShellSyntaxError, Simple, Sub, Subshell, Word)
 
 __all__ = ["shell_file", "argv_invocations", "run_script", "command_words", "VLLM_IMAGE", "Script"]
 
