@@ -27,7 +27,8 @@ from .deployment import Deployment, SourceFile
 from .dockerfile import DockerWords
 from .launch import apply_facts, config_from_fs, deployment, refuse
 from .release import from_image
-from .shell import VLLM_IMAGE, argv_invocations
+from .shell import argv_invocations
+from .shell_commands import VLLM_IMAGE
 from .yamlread import YamlError, load
 
 __all__ = ["compose_file", "is_compose_name", "looks_like_compose"]

@@ -32,7 +32,8 @@ from .context import Ctx
 from .deployment import Deployment
 from .launch import apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
-from .shell import VLLM_IMAGE, argv_invocations, run_script
+from .shell import argv_invocations, run_script
+from .shell_commands import VLLM_IMAGE
 
 __all__ = ["dockerfile"]
 

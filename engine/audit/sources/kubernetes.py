@@ -28,7 +28,8 @@ from .deployment import Deployment
 from .launch import Invocation, deployment, refuse
 from .marks import NO_LINES, Lines
 from .release import from_image
-from .shell import VLLM_IMAGE, argv_invocations
+from .shell import argv_invocations
+from .shell_commands import VLLM_IMAGE
 
 __all__ = ["kubernetes", "Site", "pod_launches", "pod_templates", "config_maps_of", "labels_of"]
 
