@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from ..core.decision import Decision, input_error_decision
 from ..core.errors import HMAPolicyError, InputError, Problem
 from ..core.policy import Policy, load_policy
-from .declog import input_digest
+from .declog_format import input_digest
 from .model import FAIL_ON, AuditError, AuditReport, Entry, FileResult, Tally
 from .report import deployments_json
 from .sources import DEFAULT_SOURCE_LIMITS, Deployment, SourceLimits, read_source
