@@ -14,7 +14,7 @@ from hma_policy.audit.sources import read_source
 from hma_policy.audit.sources.deployers import config, deployer
 from hma_policy.audit.sources.dynamo import dynamo_vllm_argv
 from hma_policy.audit.sources.kserve import kv_transfer_config
-from hma_policy.core.command import has_unresolved
+from hma_policy.core.markers import has_unresolved
 
 
 def ktc(deployment) -> dict:

@@ -20,7 +20,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.command import Arg, ConfigFile, has_unresolved, unresolved
+from ...core.markers import has_unresolved, unresolved
+from ...core.options import Arg, ConfigFile
 from ...core.errors import InputError, Problem
 from .context import Ctx
 from .deployment import Deployment, SourceFile

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
-from ...core.command import Arg, ConfigFile, has_unresolved, unresolved
+from ...core.markers import has_unresolved, unresolved
+from ...core.options import Arg, ConfigFile
 from ...core.errors import Problem
 from .context import Ctx
 from .deployment import Deployment

@@ -22,7 +22,7 @@ import json
 import re
 from typing import Any
 
-from ...core.command import unresolved
+from ...core.markers import unresolved
 from ...core.errors import Problem
 from .context import Ctx
 from .deployers import config, deployer

@@ -25,7 +25,7 @@ import json
 import re
 from typing import Any
 
-from ...core.command import unresolved
+from ...core.markers import unresolved
 from ...core.errors import Problem
 from .companions import objects_of_kind
 from .context import Ctx

@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...core.command import Arg, ConfigFile, find_vllm, scalar_text, unresolved
+from ...core.markers import unresolved
+from ...core.options import Arg, ConfigFile, find_vllm
+from ...core.vllm_args import scalar_text
 from ...core.errors import Problem
 from .context import FACTS_ANNOTATION, Ctx, parse_facts
 from .deployment import Deployment

@@ -9,7 +9,7 @@ exports, ``${VAR:-default}``, functions (called with their arguments),
 here-document (``cat > run.sh <<EOF``, then ``bash run.sh``), a
 ``--config`` file written the same way. What the text cannot tell stays
 unknown and is carried as an unresolved marker
-(:func:`hma_policy.core.command.unresolved`): ``$1``, ``$(...)``, a
+(:func:`hma_policy.core.markers.unresolved`): ``$1``, ``$(...)``, a
 variable never set, and a variable any command may set at run time
 (``read``, ``mapfile``, ``getopts``, ``printf -v``, a computed
 ``declare``/``export``, ``source`` of a file not audited, ``eval`` of an
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...core.command import Arg, ConfigFile, find_vllm
+from ...core.options import Arg, ConfigFile, find_vllm
 from ...core.errors import InputError, Problem
 from ...core.limits import DEFAULT_SOURCE_LIMITS
 from .context import Ctx

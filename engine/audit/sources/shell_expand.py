@@ -12,7 +12,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Sequence
 
-from ...core.command import has_unresolved, unresolved
+from ...core.markers import has_unresolved, unresolved
 from .shell_state import Run, Scope, Stop, Var
 from .shell_syntax import parse_heredoc_text
 from .shell_tree import Lit, Param, Redirect, Simple, Sub, Word

@@ -13,7 +13,7 @@ import fnmatch
 import re
 from typing import Any
 
-from ...core.command import has_unresolved, unresolved
+from ...core.markers import has_unresolved, unresolved
 from .shell_expand import Expander, assign, clobber, common_start, runtime
 from .shell_state import UNSET, Place, Run, Scope, Var
 from .shell_tree import (AndOr, Arith, Array, Case, CommandList, FunctionDef, Group, If, Lit, Loop, Simple, Subshell,

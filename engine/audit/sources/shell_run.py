@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from ...core.command import ENV_NAMES, Arg, find_vllm, has_unresolved, show, unresolved
+from ...core.markers import has_unresolved, show, unresolved
+from ...core.options import ENV_NAMES, Arg, find_vllm
 from ...core.errors import InputError
 from .detect import SHELLS
 from .launch import Invocation, config_from_fs

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ...core.command import unresolved
+from ...core.markers import unresolved
 from ...core.errors import Problem
 from .context import Ctx
 from .launch import Invocation
