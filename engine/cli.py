@@ -446,7 +446,7 @@ class _Streamed:
 
 
 def _log(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
-    from .audit.declog import repair, verify
+    from .audit.declog_verify import repair, verify
 
     result = repair(args.file) if args.repair else verify(args.file)
     if args.repair and result.torn_bytes == 0 and result.repaired is None and not result.ok:

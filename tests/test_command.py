@@ -1,4 +1,4 @@
-"""vLLM's command line read as vLLM reads it (engine/core/command.py): the
+"""vLLM's command line read as vLLM reads it (engine/core/command.py, vllm_args.py): the
 public read_command that the audit's readers and decide_command share."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import json
 import pytest
 
 import hma_policy
-from hma_policy.core.command import (Arg, ConfigFile, VllmOptions, find_vllm, read_command, unresolved)
+from hma_policy.core.command import read_command
+from hma_policy.core.markers import unresolved
+from hma_policy.core.options import Arg, ConfigFile, VllmOptions, find_vllm
 from hma_policy.core.errors import InputError, Problem
 
 NIXL = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'

@@ -1,4 +1,4 @@
-"""The decision log (engine/declog.py): records, masking, durability, and
+"""The decision log (engine/audit/declog.py, declog_format.py, declog_verify.py): records, masking, durability, and
 `log verify` catching each kind of tampering, with repair only on request."""
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 import hma_policy
-from hma_policy.audit import declog as declog
-from hma_policy.audit.declog import DEFAULT_MASKING, NO_MASKING, DecisionLog, LogError, Masking, mask, repair, verify
+from hma_policy.audit import declog, declog_format, declog_verify
+from hma_policy.audit.declog import DecisionLog
+from hma_policy.audit.declog_format import DEFAULT_MASKING, NO_MASKING, LogError, Masking, mask
+from hma_policy.audit.declog_verify import repair, verify
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -83,12 +85,12 @@ def test_a_record_holds_the_decision_its_input_and_its_provenance(tmp_path):
     assert (second["outcome"], second["hma_enabled"]) == ("disabled", False)
     assert second["warnings"] == ["hma.auto_disabled", "model.hybrid_kv_unoptimized"]
     assert second["reasons"] == list(decision.reasons) and second["trace"] == list(decision.trace)
-    assert (first["seq"], second["seq"], first["prev"], second["prev"]) == (0, 1, declog.GENESIS, first["hash"])
+    assert (first["seq"], second["seq"], first["prev"], second["prev"]) == (0, 1, declog_format.GENESIS, first["hash"])
     # The line is the record's canonical JSON; its hash covers everything but the hash.
     raw = lines(path)[1]
-    assert raw == declog.canonical(second) + b"\n"
+    assert raw == declog_format.canonical(second) + b"\n"
     body = {k: v for k, v in second.items() if k != "hash"}
-    assert second["hash"] == "sha256:" + hashlib.sha256(declog.canonical(body)).hexdigest()
+    assert second["hash"] == "sha256:" + hashlib.sha256(declog_format.canonical(body)).hexdigest()
 
 
 def test_extra_config_values_are_masked_by_default_at_every_depth(tmp_path):
@@ -173,13 +175,13 @@ def tamper(path: Path, how: str) -> None:
     if how == "edited":
         record = json.loads(data[2])
         record["outcome"] = "enabled"
-        data[2] = declog.canonical(record) + b"\n"
+        data[2] = declog_format.canonical(record) + b"\n"
     elif how == "rehashed":  # an edit that recomputes its own hash
         record = json.loads(data[2])
         record["outcome"] = "enabled"
         record.pop("hash")
-        record["hash"] = "sha256:" + hashlib.sha256(declog.canonical(record)).hexdigest()
-        data[2] = declog.canonical(record) + b"\n"
+        record["hash"] = "sha256:" + hashlib.sha256(declog_format.canonical(record)).hexdigest()
+        data[2] = declog_format.canonical(record) + b"\n"
     elif how == "deleted":
         del data[2]
     elif how == "swapped":
@@ -188,11 +190,11 @@ def tamper(path: Path, how: str) -> None:
         data = data[:3]
     elif how == "torn":  # a crash while the last record was written: the head, written on close, counts one less
         last = json.loads(data[-2])
-        Path(str(path) + ".head").write_bytes(declog.canonical({"v": 1, "records": last["seq"] + 1, "last_hash": last["hash"]}))
+        Path(str(path) + ".head").write_bytes(declog_format.canonical({"v": 1, "records": last["seq"] + 1, "last_hash": last["hash"]}))
         data[-1] = data[-1][:40]
     elif how == "newline":  # the same crash, one byte before the end
         last = json.loads(data[-2])
-        Path(str(path) + ".head").write_bytes(declog.canonical({"v": 1, "records": last["seq"] + 1, "last_hash": last["hash"]}))
+        Path(str(path) + ".head").write_bytes(declog_format.canonical({"v": 1, "records": last["seq"] + 1, "last_hash": last["hash"]}))
         data[-1] = data[-1][:-1]
     elif how == "cut":  # the last record cut after the head counted it: not a crash
         data[-1] = data[-1][:40]
@@ -363,7 +365,7 @@ def _standard_canonical(value):
     {1: "int key"}, [True, False, None, "", [], {}], "text", 7, None,
 ])
 def test_canonical_is_the_standard_encoders_text(value):
-    assert declog.canonical(value) == _standard_canonical(value)
+    assert declog_format.canonical(value) == _standard_canonical(value)
 
 
 def test_canonical_refuses_what_the_standard_encoder_refuses():
@@ -377,7 +379,7 @@ def test_canonical_refuses_what_the_standard_encoder_refuses():
     # orjson would write these; the canonical form has no spelling for them.
     for value in ({"when": datetime.date(2026, 1, 1)}, {"p": Point(1)}, {"s": {1, 2}}):
         with pytest.raises(TypeError):
-            declog.canonical(value)
+            declog_format.canonical(value)
     with pytest.raises(TypeError):
         _standard_canonical({"when": datetime.date(2026, 1, 1)})
 
@@ -396,7 +398,7 @@ def test_canonical_is_the_standard_encoders_text_for_generated_values():
               suppress_health_check=list(HealthCheck))
     @given(values)
     def check(value):
-        assert declog.canonical(value) == _standard_canonical(value)
+        assert declog_format.canonical(value) == _standard_canonical(value)
     check()
 
 
@@ -476,14 +478,15 @@ def test_a_log_written_by_the_earlier_build_still_verifies():
 def test_a_log_written_now_verifies_and_its_lines_are_canonical(tmp_path):
     path = tmp_path / "log.jsonl"
     records = make_log(path, 15)
-    assert [line[:-1] for line in lines(path)] == [declog.canonical(record) for record in records]
+    assert [line[:-1] for line in lines(path)] == [declog_format.canonical(record) for record in records]
     assert verify(path).ok
 
 
 def test_a_line_is_bounded_and_a_device_or_fifo_is_refused(tmp_path, monkeypatch):
     path = tmp_path / "log.jsonl"
     make_log(path)
-    monkeypatch.setattr(declog, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(declog_format, "MAX_LINE_BYTES", 4096)  # read_line's bound
+    monkeypatch.setattr(declog_verify, "MAX_LINE_BYTES", 4096)  # verify's, reading a line
     forge(path, 2, lambda raw: raw.replace(b'"doc.json"', b'"' + b"x" * 5000 + b'"', 1))
     result = verify(path)
     assert result.first_bad.render() == "line 3: log.limit: the line is longer than 4096 bytes"
@@ -644,9 +647,9 @@ def test_a_writer_waiting_while_a_repair_replaces_the_log_appends_to_the_new_one
     old_inode = path.stat().st_ino
     # The repairer takes the lock itself, on a descriptor of its own, and repairs with the lock
     # step switched off (flock would wait on its own descriptor).
-    code = ("import sys, time, fcntl, os; from hma_policy.audit import declog\n"
+    code = ("import sys, time, fcntl, os; from hma_policy.audit import declog, declog_verify\n"
             f"fd = os.open({str(path)!r}, os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True)\n"
-            "time.sleep(1.0); declog.fcntl = None; print(declog.repair(" + repr(str(path)) + ").repaired, flush=True)")
+            "time.sleep(1.0); declog.fcntl = None; print(declog_verify.repair(" + repr(str(path)) + ").repaired, flush=True)")
     # A writer waits for the lock another process holds; meanwhile that process repairs the log
     # (renaming a new file over it); the writer then appends to the new file, not the old inode.
     repairer = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 from hma_policy.audit.sources import read_source
 from hma_policy.audit.sources.context import Ctx
 from hma_policy.audit.sources.dockerfile import DockerWords
-from hma_policy.audit.sources.shell_syntax import ShellSyntaxError, Simple, parse_script
+from hma_policy.audit.sources.shell_syntax import parse_script
+from hma_policy.audit.sources.shell_tree import ShellSyntaxError, Simple
 from hma_policy.core.limits import DEFAULT_SOURCE_LIMITS
 
 EXAMPLES = int(os.environ.get("HMA_FUZZ_EXAMPLES", "0"))

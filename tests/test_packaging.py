@@ -57,5 +57,6 @@ def test_wheel_contains_the_data_folders(tmp_path):
     for name in SCHEMA_FILES:
         assert f"hma_policy/schemas/{name}" in names
     assert "hma_policy/core/_durable.py" in names and "hma_policy/py.typed" in names
+    assert "hma_policy/audit/sources/deployers.yaml" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "hma-policy = hma_policy.cli:run" in zipfile.ZipFile(wheel).read(entry_points).decode()

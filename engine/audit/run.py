@@ -29,7 +29,7 @@ from ..core.decision import Decision, input_error_decision
 from ..core.errors import HMAPolicyError, InputError, Problem
 from ..core.policies import Hint, PolicySet
 from ..core.policy import Policy
-from .declog import input_digest
+from .declog_format import input_digest
 from .model import FAIL_ON, AuditError, AuditReport, Entry, FileResult, Tally
 from .report import deployments_json
 from .sources import DEFAULT_SOURCE_LIMITS, Deployment, SourceLimits, read_source

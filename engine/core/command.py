@@ -6,91 +6,42 @@ vllm.entrypoints.openai.api_server ...``) and returns the deployment
 document the decision reads, with the problems that stop it (vLLM would
 refuse the command, or a value is not known) and notes that do not.
 
-vLLM's own argument handling is reproduced where it changes what the
-decision sees (``vllm/utils/argparse_utils.py``, FlexibleArgumentParser):
-
-- a ``--config FILE`` (YAML) is read and its options are put before the
-  command line, so the command line wins (cli > config > defaults); a
-  ``false`` in the file becomes ``--no-KEY`` only when that option exists;
-- ``_`` is read as ``-`` in option names (``--kv_transfer_config``);
-- dotted options (``--kv-transfer-config.kv_role kv_both``, ``KEY+ a,b``
-  for lists) are merged into one JSON value placed last;
-- ``--no-X`` and ``--X=VALUE`` forms; the last occurrence of an option wins;
-- argparse expands a unique prefix of an option (noted).
-
-Nothing is executed, imported or read from the file system here: a
-``--config`` file is read only through the caller's ``read_config``.
+vLLM's own argument handling (``--config``, ``_`` in option names, dotted
+options, argparse) is reproduced in vllm_args.py, the option vocabulary is
+in options.py and unresolved markers in markers.py.
 
 A word may carry where it came from (an :class:`Arg`), which the document's
 ``origins`` then name. A value the caller could not know (a shell variable
 set elsewhere) is written into a word as an *unresolved marker*
 (:func:`unresolved`): an option whose value holds one is reported, not
 decided.
+
+:func:`command_document` reads a command a launcher holds (a list of
+words, or one shell string), and reads its ``--config`` file from disk. The
+names this module has always offered (:class:`Arg`, :func:`unresolved`,
+...) are handed on from options.py and markers.py.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from .errors import InputError, Problem, suggest
-from .input import parse_text
-from .schema import load_schema, pointer
+from .errors import InputError, Problem
+from .markers import UNRESOLVED, has_unresolved, references, show, unresolved, unresolved_names
+from .options import (DECISION_OPTIONS, DEFAULT_OPTIONS, ENV_NAMES, SCHEMA, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions,
+                      find_vllm)
+from .schema import pointer
+from .vllm_args import Reading, number_value, read_options, vllm_tokens
 from ..fileio import open_regular
 
 __all__ = ["Arg", "ConfigFile", "CommandResult", "VllmOptions", "DEFAULT_OPTIONS", "read_command", "find_vllm",
            "unresolved", "has_unresolved", "show", "ENV_NAMES", "DECISION_OPTIONS", "command_document"]
-
-
-class Arg(NamedTuple):
-    """One word of a command line and where it came from (``line 12``,
-    ``ConfigMap cfg key serve.yaml``): the origin is what a report shows."""
-
-    text: str
-    origin: str = "command line"
-
-
-class ConfigFile(NamedTuple):
-    """What ``read_config`` returns for a ``--config`` file: its text, and
-    how to name it in messages and origins (a path, ``ConfigMap c key k``)."""
-
-    text: str
-    shown: str
-
-
-@dataclass(frozen=True)
-class VllmOptions:
-    """The option strings of one vLLM release.
-
-    ``accepted`` is every option string the release's ``vllm serve`` accepts
-    (``--kv-transfer-config``, ``--no-enable-prefix-caching``, ...); None
-    when not known, and then only the options the decision reads are known:
-    an option is refused only when it is a near-certain misspelling of one
-    of them, and ``neighbours`` lists real options that look alike.
-    ``boolean_optional`` are the keys (``disable-hybrid-kv-cache-manager``)
-    of argparse BooleanOptionalAction options, which have a ``--no-KEY``
-    form; a config file's ``KEY: false`` becomes ``--no-KEY`` only for those.
-    ``flags`` are the accepted options that take no value (used only with
-    ``accepted``).
-    """
-
-    release: str = "0.33.0"
-    accepted: frozenset[str] | None = None
-    flags: frozenset[str] = frozenset()
-    boolean_optional: frozenset[str] = frozenset({"disable-hybrid-kv-cache-manager"})
-    neighbours: frozenset[str] = frozenset({
-        "--ec-transfer-config", "--kv-cache-dtype", "--kv-cache-memory-bytes", "--kv-sharing-fast-prefill",
-        "--kernel-config", "--profiler-config", "--reasoning-config", "--attention-config", "--compilation-config"})
-
-
-# vLLM 0.33.0's options as far as the decision needs them.
-DEFAULT_OPTIONS = VllmOptions()
 
 
 @dataclass(frozen=True)
@@ -109,130 +60,7 @@ class CommandResult:
     configs: tuple[str, ...] = ()   # the --config file read, as read_config named it
 
 
-# -- the document's vocabulary ---------------------------------------------------------
-
-_SCHEMA = load_schema("deployment")
-# The environment variables the decision reads (declared in the schema). Only
-# these are copied from a command's environment: others (tokens, keys) never
-# enter a document, a report or a log.
-ENV_NAMES = frozenset(_SCHEMA["properties"]["env"]["properties"])
-
-# vLLM options that feed the decision: option string -> (document field, kind).
-# `--hisparse-config` follows the document's `hisparse-config` spelling.
-_VALUE_OPTIONS = {
-    "--kv-transfer-config": ("kv_transfer_config", "json"),
-    "--kv-events-config": ("kv_events_config", "json"),
-    "--speculative-config": ("speculative_config", "json"),
-    "-sc": ("speculative_config", "json"),
-    "--hisparse-config": ("hisparse_config", "json"),
-    "--kv-offloading-size": ("kv_offloading_size", "number"),
-    "--kv-offloading-backend": ("kv_offloading_backend", "str"),
-    "--model": ("model", "str"),
-}
-# argparse.BooleanOptionalAction options: flag -> (field, value).
-_FLAG_OPTIONS = {
-    "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", True),
-    "--no-disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", False),
-}
-# Every option the decision reads.
-DECISION_OPTIONS = tuple(_VALUE_OPTIONS) + tuple(_FLAG_OPTIONS)
-# Modules run with `python -m` that start a vLLM engine from vLLM's own arguments: the OpenAI server, and
-# NVIDIA Dynamo's vLLM worker (which takes vLLM's engine arguments, the model by `--model`).
-_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "dynamo.vllm"})
-
-
-# -- unresolved values ------------------------------------------------------------------
-
-# An unresolved reference, kept in the text so that an option whose value
-# holds one is reported instead of decided: NUL, the name as written, then
-# optionally SOH and why it is not known. NUL never occurs in a command line
-# (argv strings cannot hold it), so a marker cannot be forged by one.
-_UNRESOLVED = re.compile("\x00([^\x00\x01]*)(?:\x01([^\x00]*))?\x00")
-
-
-def unresolved(name: str, reason: str | None = None) -> str:
-    """The marker of a value not known, shown as ``name`` (``$KV``,
-    ``$(...)``); ``reason`` completes "which ..." ("is set at run time by
-    `read` at line 3") where "this file does not set" would not be true."""
-    name = name.replace("\x00", "").replace("\x01", "")
-    return f"\x00{name}\x01{reason}\x00" if reason else f"\x00{name}\x00"
-
-
-def has_unresolved(text: str) -> bool:
-    return "\x00" in text and bool(_UNRESOLVED.search(text))
-
-
-def unresolved_names(text: str) -> list[str]:
-    """The references in ``text``, each once, in order."""
-    return list(dict.fromkeys(m.group(1) for m in _UNRESOLVED.finditer(text)))
-
-
-def _references(text: str, *, whole: bool = False) -> str:
-    """The references of ``text`` for a message, "`$KV`, which this file does
-    not set", or with the reasons they carry; ``whole``: the whole text shown
-    (a path that holds one)."""
-    found = dict.fromkeys((m.group(1), m.group(2)) for m in _UNRESOLVED.finditer(text))
-    reasons = [f"`{name}` {reason}" if whole else reason for name, reason in found if reason]
-    if whole:
-        return f"`{show(text)}`, " + ("; ".join(f"where {r}" for r in reasons) if reasons else "which this file does not set")
-    if not reasons:
-        return ", ".join(f"`{name}`" for name, _ in found) + ", which this file does not set"
-    return ", ".join(f"`{name}` (which {reason or 'this file does not set'})" for name, reason in found)
-
-
-def show(text: str, limit: int | None = 120) -> str:
-    """A value for a message: unresolved references shown as written, at
-    most ``limit`` characters (None: all of it)."""
-    text = _UNRESOLVED.sub(lambda m: m.group(1), text)
-    return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
-
-
-# -- finding vLLM in a command ------------------------------------------------------------
-
-def find_vllm(words: Sequence[str]) -> tuple[int, bool] | None:
-    """Where vLLM's own arguments start in a command's words, and whether
-    they start with the ``serve`` subcommand: ``vllm serve ...`` gives the
-    index of ``serve``; ``python -m vllm.entrypoints.openai.api_server ...``
-    the index after the module. None when the words run no vLLM server."""
-    python = False  # a python interpreter came before
-    for i, word in enumerate(words):
-        base = word.rsplit("/", 1)[-1]
-        if base == "vllm" and i + 1 < len(words) and words[i + 1] == "serve":
-            return i + 1, True
-        if word == "-m" and python and i + 1 < len(words) and words[i + 1] in _API_SERVER_MODULES:
-            return i + 2, False
-        python = python or bool(_PYTHON.fullmatch(base))
-    return None
-
-
-_PYTHON = re.compile(r"python[0-9.]*")
-
-
 # -- reading a command --------------------------------------------------------------------
-
-@dataclass
-class _Reading:
-    """The state of one read_command call: where problems are located and
-    what they are."""
-
-    file: str | None
-    line: int | None
-    options: VllmOptions
-    read_config: Callable[[str], str | ConfigFile] | None
-    require_model: bool
-    problems: list[Problem] = field(default_factory=list)
-    notes: list[Problem] = field(default_factory=list)
-    configs: list[str] = field(default_factory=list)
-
-    def problem(self, code: str, message: str, *, path: str = "", hint: str | None = None) -> Problem:
-        return Problem(code, message, path, hint, file=self.file, line=self.line)
-
-    def fail(self, code: str, message: str, **kw: Any) -> None:
-        self.problems.append(self.problem(code, message, **kw))
-
-    def note(self, code: str, message: str, **kw: Any) -> None:
-        self.notes.append(self.problem(code, message, **kw))
-
 
 def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | None = None,
                  read_config: Callable[[str], str | ConfigFile] | None = None,
@@ -254,7 +82,7 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
     ``file`` and ``line`` locate the problems. ``require_model=False``: a
     command without a model is not refused (a config file read alone).
     """
-    reading = _Reading(file, line, options or DEFAULT_OPTIONS, read_config, require_model)
+    reading = Reading(file, line, options or DEFAULT_OPTIONS, read_config, require_model)
     words = [w if isinstance(w, Arg) else Arg(w) for w in argv]
     located = find_vllm([w.text for w in words])
     if located is None:
@@ -265,9 +93,9 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
     return _read(reading, words[start:], serve, env or {})
 
 
-def _read(reading: _Reading, args: list[Arg], serve: bool, env: Mapping[str, str | Arg]) -> CommandResult:
-    tokens, model = _vllm_tokens(reading, args, serve)
-    found, loose = _read_options(reading, tokens)
+def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str | Arg]) -> CommandResult:
+    tokens, model = vllm_tokens(reading, args, serve)
+    found, loose = read_options(reading, tokens)
     document: dict[str, Any] = {}
     origins: dict[str, str] = {}
     if model is None and "model" in found:  # `--model` from a config file, or for the api_server entry point
@@ -277,21 +105,21 @@ def _read(reading: _Reading, args: list[Arg], serve: bool, env: Mapping[str, str
         if field_name == "model":
             continue
         if isinstance(value, str) and has_unresolved(value):
-            unread = _unread_json(field_name, value) if _VALUE_OPTIONS[option][1] == "json" else None
+            unread = _unread_json(field_name, value) if VALUE_OPTIONS[option][1] == "json" else None
             if unread is None:
-                reading.fail("source.unresolved", f"`{option}` takes its value from {_references(value)}",
+                reading.fail("source.unresolved", f"`{option}` takes its value from {references(value)}",
                              path=pointer([field_name]),
                              hint="give its value in `env`, or write it in the command" if reading.file is None
                              else "the audit reads files and never runs them; write the value in the file")
                 continue
             value, unread_at = unread
-            held = "; ".join(f"{_references(text)} at `{at}`" for at, text in unread_at)
+            held = "; ".join(f"{references(text)} at `{at}`" for at, text in unread_at)
             reading.note("source.unresolved_unused", f"`{option}` holds {held}; the decision does not read "
                          + ("that value" if len(unread_at) == 1 else "those values"), path=pointer([field_name]))
-        document[field_name] = _number(value) if field_name == "kv_offloading_size" else value
+        document[field_name] = number_value(value) if field_name == "kv_offloading_size" else value
         origins[field_name] = f"{origin}: {option}"
     if model is not None and has_unresolved(model.text):
-        reading.note("source.unresolved_unused", f"the model is {_references(model.text, whole=True)}; "
+        reading.note("source.unresolved_unused", f"the model is {references(model.text, whole=True)}; "
                      "the decision does not read the model's name")
     elif model is not None:
         document["model"] = {"name": model.text}
@@ -304,7 +132,7 @@ def _read(reading: _Reading, args: list[Arg], serve: bool, env: Mapping[str, str
         value, origin = (item.text, item.origin) if isinstance(item, Arg) else (item, "environment")
         if has_unresolved(value):
             reading.fail("source.unresolved", f"the environment variable `{name}` takes its value from "
-                         f"{_references(value, whole=True)}", path=pointer(["env", name]))
+                         f"{references(value, whole=True)}", path=pointer(["env", name]))
             continue
         command_env[name] = value
         origins["env"] = origin
@@ -338,7 +166,7 @@ def _unread_json(field_name: str, value: str) -> tuple[str, list[tuple[str, str]
         return None
     unread: list[tuple[str, str]] = []
     try:
-        shown = _walk_unread(parsed, _SCHEMA["properties"].get(field_name), [], unread)
+        shown = _walk_unread(parsed, SCHEMA["properties"].get(field_name), [], unread)
     except (_Read, RecursionError):
         return None
     return json.dumps(shown), unread
@@ -380,7 +208,7 @@ def _schema_parts(schema: Any) -> list[dict[str, Any]]:
         seen.add(id(part))
         out.append(part)
         if isinstance(part.get("$ref"), str) and part["$ref"].startswith("#/$defs/"):
-            stack.append(_SCHEMA.get("$defs", {}).get(part["$ref"][len("#/$defs/"):]))
+            stack.append(SCHEMA.get("$defs", {}).get(part["$ref"][len("#/$defs/"):]))
         stack += [part.get("then"), part.get("else")]
         for key in ("allOf", "anyOf", "oneOf"):
             stack += part.get(key) or []
@@ -441,15 +269,15 @@ def _quote_bare_markers(text: str) -> str:
 _SCRIPT_ARGUMENT = re.compile(r"\$(?:[@*]|[0-9]+|\{[0-9]+\}|\{[@*]\})")
 
 
-def _loose_notes(reading: _Reading, loose: list[tuple[str | None, Arg]]) -> None:
+def _loose_notes(reading: Reading, loose: list[tuple[str | None, Arg]]) -> None:
     """Notes for the unresolved values the decision does not read."""
     script_arguments = False
     for option, word in loose:
         names = unresolved_names(word.text)
         if option is not None:
-            reading.note("source.unresolved_unused", f"`{option}` takes its value from {_references(word.text)}; "
+            reading.note("source.unresolved_unused", f"`{option}` takes its value from {references(word.text)}; "
                          "the decision does not read it")
-        elif len(names) == 1 and _UNRESOLVED.fullmatch(word.text):
+        elif len(names) == 1 and UNRESOLVED.fullmatch(word.text):
             # A whole word from a variable: it may hold any number of arguments, options included.
             if _SCRIPT_ARGUMENT.fullmatch(names[0]):
                 if not script_arguments:
@@ -457,301 +285,11 @@ def _loose_notes(reading: _Reading, loose: list[tuple[str | None, Arg]]) -> None
                                  "(`$@`); only the options written here are read")
                 script_arguments = True
             else:
-                reading.note("source.unresolved_arguments", f"the command also takes {_references(word.text)}; "
+                reading.note("source.unresolved_arguments", f"the command also takes {references(word.text)}; "
                              "only the options written here are read, and it may hold others")
         else:
-            reading.note("source.unresolved_unused", f"the argument {_references(word.text, whole=True)}; "
+            reading.note("source.unresolved_unused", f"the argument {references(word.text, whole=True)}; "
                          "the decision does not read it")
-
-
-def _vllm_tokens(reading: _Reading, args: list[Arg], serve: bool) -> tuple[list[Arg], Arg | None]:
-    """vLLM's FlexibleArgumentParser.parse_args up to argparse: --model moved
-    first, --config pulled in, `_` in option names read as `-`, dotted
-    options merged into one JSON value placed last. Returns the tokens and the
-    model."""
-    model: Arg | None = None
-    if serve:
-        rest = args[1:]
-        for i, tok in enumerate(rest):
-            if tok.text == "--model" or tok.text.startswith("--model="):
-                if tok.text == "--model":
-                    if i + 1 >= len(rest) or rest[i + 1].text.startswith("-"):
-                        reading.fail("source.missing_value", "`--model` has no value")
-                        break
-                    model, rest = rest[i + 1], rest[:i] + rest[i + 2:]
-                else:
-                    model, rest = Arg(tok.text[len("--model="):], tok.origin), rest[:i] + rest[i + 1:]
-                break
-        else:
-            if rest and not rest[0].text.startswith("-"):
-                model, rest = rest[0], rest[1:]
-        args = rest
-    texts = [t.text for t in args]
-    if "--config" in texts:
-        if texts.count("--config") > 1:
-            reading.fail("source.config_multiple", "more than one `--config` file is given; vLLM refuses this")
-        else:
-            index = texts.index("--config")
-            if index == len(args) - 1:
-                reading.fail("source.missing_value", "`--config` has no file; vLLM refuses this")
-                args = args[:index]
-            else:
-                config_tokens = _pull_config(reading, args[index + 1].text)
-                config_model = next((config_tokens[i + 1] for i, t in enumerate(config_tokens[:-1]) if t.text == "--model"), None)
-                if serve and reading.require_model and model is None and config_model is None and not reading.problems:
-                    reading.fail("source.no_model", "no model is given, neither on the command line "
-                                 "nor in the config file; vLLM refuses this")
-                model = model or config_model
-                # The config's arguments come first: the command line wins (cli > config > defaults).
-                args = config_tokens + args[:index] + args[index + 2:]
-    elif any(t.startswith("--config=") for t in texts):
-        reading.note("source.config_ignored", "vLLM reads a config file only from `--config FILE`; "
-                     "`--config=FILE` is accepted and ignored")
-    # Option names: `_` is `-` between the leading `--` and the first `.`.
-    normal: list[Arg] = []
-    for tok in args:
-        text = tok.text
-        if text.startswith("--"):
-            key, eq, value = text.partition("=")
-            head, dot, tail = key[2:].partition(".")
-            text = "--" + head.replace("_", "-") + dot + tail + eq + value
-        normal.append(Arg(text, tok.origin))
-    return _merge_dotted(reading, normal), model
-
-
-def _merge_dotted(reading: _Reading, normal: list[Arg]) -> list[Arg]:
-    """Dotted options, --json-arg.key value, merged per option and appended last."""
-    out: list[Arg] = []
-    dotted: dict[str, tuple[dict[str, Any], str]] = {}
-    skip = False
-    for i, tok in enumerate(normal):
-        if skip:
-            skip = False
-            continue
-        text = tok.text
-        if not (text.startswith("-") and "." in text):
-            out.append(tok)
-            continue
-        key, eq, value = text.partition("=")
-        if eq and "." not in key:
-            out.append(tok)  # the `.` was only in the value
-            continue
-        if not eq:
-            if i + 1 >= len(normal):
-                reading.fail("source.missing_value", f"`{show(text)}` has no value")
-                continue
-            value, skip = normal[i + 1].text, True
-        if key.endswith("+"):
-            key, value = key[:-1], json.dumps(value.split(","))
-        option, *keys = key.split(".")
-        try:
-            parsed: Any = json.loads(value)
-        except ValueError:
-            try:
-                parsed = _human_int(value)
-            except ValueError:
-                parsed = value
-        nested: Any = parsed
-        for part in reversed(keys):
-            nested = {part: nested}
-        held = dotted.setdefault(option, ({}, tok.origin))
-        _merge(held[0], nested)
-    for option, (merged, origin) in dotted.items():
-        out += [Arg(option, origin), Arg(json.dumps(merged), origin)]
-    return out
-
-
-def _pull_config(reading: _Reading, name: str) -> list[Arg]:
-    if has_unresolved(name):
-        reading.fail("source.unresolved", f"the `--config` file is {_references(name, whole=True)}")
-        return []
-    if name.split(".")[-1] not in ("yaml", "yml"):
-        reading.fail("source.config_extension", f"`--config {name}`: vLLM reads only .yaml or .yml config files")
-        return []
-    if reading.read_config is None:
-        reading.fail("source.config_unresolved", f"`--config {name}` cannot be located from this file")
-        return []
-    try:
-        got = reading.read_config(name)
-    except InputError as exc:
-        first = exc.problems[0]
-        reading.problems.append(Problem(first.code, first.message, first.path, first.hint, file=reading.file,
-                                        line=reading.line))
-        return []
-    text, shown = (got.text, got.shown) if isinstance(got, ConfigFile) else (got, name)
-    reading.configs.append(shown)
-    try:
-        config = parse_text(text or "", source=f"`{shown}`", fmt="yaml")
-    except InputError as exc:
-        first = exc.problems[0]
-        reading.fail(first.code, f"the config file {first.message.removeprefix('invalid YAML in ')}"
-                     if first.code == "input.parse" else first.message)
-        return []
-    if config is None:
-        config = {}
-    return config_args(reading, config, f"`{shown}`")
-
-
-def config_args(reading: _Reading, config: Any, origin: str) -> list[Arg]:
-    """vLLM's load_config_file: a YAML mapping to command-line arguments."""
-    if not isinstance(config, dict):
-        reading.fail("source.config_shape", f"the config file {origin} must hold a mapping of vLLM options")
-        return []
-    boolean_optional = reading.options.boolean_optional
-    out: list[Arg] = []
-    for key, value in config.items():
-        if not isinstance(key, str):  # vLLM would fail on "--" + key
-            reading.fail("source.config_shape", f"the config file {origin} has a key that is not a string")
-            return []
-        if key == "config":
-            reading.note("source.config_nested", f"{origin} names another config file; vLLM does not read it")
-        if isinstance(value, bool):
-            if value:
-                out.append(Arg("--" + key, origin))
-            elif key in boolean_optional:  # vLLM adds --no-KEY only when that option exists
-                out.append(Arg("--no-" + key, origin))
-            elif key.replace("_", "-") in boolean_optional:
-                # `--no-disable_hybrid_kv_cache_manager` is no option string: vLLM drops the key.
-                reading.note("source.config_false_dropped", f"{origin}: `{key}: false` is dropped by vLLM, "
-                             "which adds `--no-KEY` only for the dash spelling; the file states no preference",
-                             hint=f"write `{key.replace('_', '-')}: false` for an explicit enable")
-        elif isinstance(value, list):
-            if value:
-                out.append(Arg("--" + key, origin))
-                out += [Arg(scalar_text(item), origin) for item in value]
-        elif isinstance(value, dict):
-            out += [Arg("--" + key, origin), Arg(json.dumps(value), origin)]
-        else:
-            out += [Arg("--" + key, origin), Arg(scalar_text(value), origin)]
-    return out
-
-
-def scalar_text(value: Any) -> str:
-    """Python's str(), as vLLM applies it to config values."""
-    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-
-
-def _human_int(text: str) -> int:
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text.strip())
-    if match:
-        number, suffix = match.groups()
-        if suffix.islower():
-            return int(float(number) * {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[suffix])
-        return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
-    return int(text.strip())
-
-
-def _merge(original: dict[str, Any], update: dict[str, Any]) -> None:
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(original.get(key), dict):
-            _merge(original[key], value)
-        elif isinstance(value, list) and isinstance(original.get(key), list):
-            original[key] += value
-        else:
-            original[key] = value
-
-
-def _looks_like_number(text: str) -> bool:
-    return bool(re.fullmatch(r"-\d+(\.\d*)?|-\.\d+", text))
-
-
-def _read_options(reading: _Reading, tokens: list[Arg]) -> tuple[dict[str, tuple[Any, str, str]], list[tuple[str | None, Arg]]]:
-    """argparse over the options the decision needs: the last occurrence
-    wins. Also the words holding unresolved values that the decision does
-    not read: (the option they are a value of, or None; the word)."""
-    found: dict[str, tuple[Any, str, str]] = {}
-    loose: list[tuple[str | None, Arg]] = []
-    flags = reading.options.flags
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        text = tok.text
-        i += 1
-        if not text.startswith("-") or text == "--":
-            if has_unresolved(text):
-                loose.append((None, tok))
-            continue
-        option, eq, value = text.partition("=")
-        accepted = reading.options.accepted
-        resolved: str | None = option
-        if accepted is not None and option.startswith("--") and option not in accepted:
-            resolved = _accepted_option(reading, option, accepted)
-        elif option not in _VALUE_OPTIONS and option not in _FLAG_OPTIONS and option.startswith("--"):
-            matches = [o for o in DECISION_OPTIONS if o.startswith(option) and o != option]
-            if len(matches) == 1 and option.count("-") >= 3:
-                reading.note("source.abbreviated_option", f"`{option}` is read as `{matches[0]}`, as argparse "
-                             "expands a unique prefix; spell the option out")
-                resolved = matches[0]
-            else:
-                if option not in reading.options.neighbours and _similar(option, DECISION_OPTIONS):
-                    reading.fail("source.unknown_option", f"vLLM rejects the unrecognized argument `{show(option)}`",
-                                 hint=suggest(option, DECISION_OPTIONS))
-                resolved = None
-        if resolved is None or resolved not in _VALUE_OPTIONS and resolved not in _FLAG_OPTIONS:
-            # An option the decision does not read; a word after it is taken as its value.
-            if eq:
-                if has_unresolved(value):
-                    loose.append((option, Arg(value, tok.origin)))
-            elif i < len(tokens) and not tokens[i].text.startswith("-") and (resolved or option) not in flags:
-                if has_unresolved(tokens[i].text):
-                    loose.append((option, tokens[i]))
-                i += 1
-            continue
-        option = resolved
-        if option in _FLAG_OPTIONS:
-            if eq:
-                reading.fail("source.option_value", f"`{option}` takes no value; vLLM refuses `{show(text)}`")
-                continue
-            field_name, flag = _FLAG_OPTIONS[option]
-            found[field_name] = (flag, tok.origin, option)
-            continue
-        if not eq:
-            if i >= len(tokens) or (tokens[i].text.startswith("-") and not _looks_like_number(tokens[i].text)):
-                reading.fail("source.missing_value", f"`{option}` has no value; vLLM refuses this")
-                continue
-            value = tokens[i].text
-            i += 1
-        field_name, _ = _VALUE_OPTIONS[option]
-        earlier = found.get(field_name)
-        if earlier is not None and isinstance(earlier[0], str) and has_unresolved(earlier[0]):
-            loose.append((f"{earlier[2]} (a later `{option}` wins)", Arg(earlier[0], earlier[1])))
-        found[field_name] = (value, tok.origin, option)
-    return found, loose
-
-
-def _accepted_option(reading: _Reading, option: str, accepted: frozenset[str]) -> str | None:
-    """An option the release does not list: argparse's unique-prefix
-    expansion, else vLLM refuses it. None when it is not an option the
-    release accepts."""
-    if has_unresolved(option):
-        return None
-    matches = sorted(o for o in accepted if o.startswith(option))
-    if len(matches) == 1:
-        reading.note("source.abbreviated_option", f"`{option}` is read as `{matches[0]}`, as argparse "
-                     "expands a unique prefix; spell the option out")
-        return matches[0]
-    if matches:
-        reading.fail("source.ambiguous_option", f"vLLM refuses the ambiguous option `{show(option)}`, which could be "
-                     + ", ".join(f"`{m}`" for m in matches[:5]) + (", ..." if len(matches) > 5 else ""))
-    else:
-        reading.fail("source.unknown_option", f"vLLM {reading.options.release} rejects the unrecognized argument "
-                     f"`{show(option)}`", hint=suggest(option, sorted(accepted)))
-    return None
-
-
-def _similar(option: str, candidates: Iterable[str]) -> bool:
-    """A near-certain misspelling (a did-you-mean at 0.9 similarity), as
-    opposed to one of vLLM's many options that merely look alike."""
-    return bool(difflib.get_close_matches(option, list(candidates), n=1, cutoff=0.9))
-
-
-def _number(text: str) -> Any:
-    """argparse's float() for --kv-offloading-size; the text stays when it is
-    not a number, so that validation reports it."""
-    try:
-        return int(text) if re.fullmatch(r"[+-]?\d+", text.strip()) else float(text)
-    except ValueError:
-        return text
 
 
 # -- a launcher's command ------------------------------------------------------------------

@@ -20,14 +20,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.command import Arg, ConfigFile, has_unresolved, unresolved
+from ...core.markers import has_unresolved, unresolved
+from ...core.options import Arg, ConfigFile
 from ...core.errors import InputError, Problem
 from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .dockerfile import DockerWords
 from .launch import apply_facts, config_from_fs, deployment, refuse
 from .release import from_image
-from .shell import VLLM_IMAGE, argv_invocations
+from .shell import argv_invocations
+from .shell_commands import VLLM_IMAGE
 from .yamlread import YamlError, load
 
 __all__ = ["compose_file", "is_compose_name", "looks_like_compose"]

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ...core.command import DECISION_OPTIONS
+from ...core.options import DECISION_OPTIONS
 from ...core.errors import suggest
 from ...core.schema import load_schema
 

@@ -26,13 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
-from ...core.command import Arg, ConfigFile, has_unresolved, unresolved
+from ...core.markers import has_unresolved, unresolved
+from ...core.options import Arg, ConfigFile
 from ...core.errors import Problem
 from .context import Ctx
 from .deployment import Deployment
 from .launch import apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
-from .shell import VLLM_IMAGE, argv_invocations, run_script
+from .shell import argv_invocations, run_script
+from .shell_commands import VLLM_IMAGE
 
 __all__ = ["dockerfile"]
 

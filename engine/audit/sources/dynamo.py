@@ -22,9 +22,10 @@ import json
 import re
 from typing import Any
 
-from ...core.command import unresolved
+from ...core.markers import unresolved
 from ...core.errors import Problem
 from .context import Ctx
+from .deployers import config, deployer
 from .deployment import Deployment
 from .kubernetes import Site, pod_launches
 from .marks import Lines
@@ -32,12 +33,6 @@ from .marks import Lines
 __all__ = ["dynamo_graphs", "GRAPH_KIND", "dynamo_vllm_argv"]
 
 GRAPH_KIND = "DynamoGraphDeployment"
-_CONNECTORS = {
-    "nixl": {"kv_connector": "NixlConnector", "kv_role": "kv_both"},
-    "lmcache": {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"},
-    "kvbm": {"kv_connector": "DynamoConnector", "kv_role": "kv_both",
-             "kv_connector_module_path": "kvbm.vllm_integration.connector"},
-}
 _SERVE = re.compile(r"\bdynamo\s+serve\s+\S+:(\w+)")
 
 
@@ -58,16 +53,18 @@ def dynamo_vllm_argv(args: list[str]) -> list[str]:
         kept.append(word)
         i += 1
     given = any(re.match(r"--kv[-_]transfer[-_]config", w) for w in kept)
-    names = ["nixl"] if connectors is None else connectors
-    if given or not names or names[0] in ("none", "null"):
+    mapping = deployer("dynamo-vllm")
+    names = list(mapping["connector-default"]) if connectors is None else connectors
+    if given or not names or names[0] in mapping["connector-off"]:
         return ["vllm", "serve", *kept]
+    known = mapping["connectors"]
     if len(names) == 1:
-        config: dict[str, Any] = dict(_CONNECTORS.get(names[0], {"kv_connector": unresolved(f"--connector {names[0]}")}))
+        kv: dict[str, Any] = config(known[names[0]]) if names[0] in known \
+            else {"kv_connector": unresolved(f"--connector {names[0]}")}
     else:
-        config = {"kv_connector": "PdConnector", "kv_role": "kv_both",
-                  "kv_connector_module_path": "kvbm.vllm_integration.connector",
-                  "kv_connector_extra_config": {"connectors": [_CONNECTORS.get(n, {"kv_connector": n}) for n in names]}}
-    return ["vllm", "serve", *kept, "--kv-transfer-config", json.dumps(config)]
+        children = [config(known[n]) if n in known else {"kv_connector": n} for n in names]
+        kv = config(mapping["several"], {"connectors": children})
+    return ["vllm", "serve", *kept, "--kv-transfer-config", json.dumps(kv)]
 
 
 def _serve_argv(config_text: str | None, service: str) -> list[str] | None:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...core.command import unresolved
+from ...core.markers import unresolved
 
 __all__ = ["render", "go_field"]
 

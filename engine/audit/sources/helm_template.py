@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...core.command import unresolved
+from ...core.markers import unresolved
 from ...core.errors import InputError, Problem
 from ...core.input import parse_text
 from .context import Ctx

@@ -25,10 +25,11 @@ import json
 import re
 from typing import Any
 
-from ...core.command import unresolved
+from ...core.markers import unresolved
 from ...core.errors import Problem
 from .companions import objects_of_kind
 from .context import Ctx
+from .deployers import config, deployer
 from .deployment import Deployment
 from .gotemplate import render
 from .kubernetes import Site, pod_launches
@@ -102,17 +103,15 @@ def _bytes(quantity: Any) -> Any:
 
 def kv_transfer_config(offloading: Any) -> str:
     """The controller's ``kvTransferConfig`` (config_merge.go L723-765): the
-    OffloadingConnector arguments for ``kvCacheOffloading``, or nothing."""
+    OffloadingConnector arguments for ``kvCacheOffloading`` (deployers.yaml
+    ``kserve``), or nothing."""
     if not isinstance(offloading, dict):
         return ""
-    extra: dict[str, Any] = {"spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": _bytes(offloading.get("cpu", 0))}
-    if offloading.get("evictionPolicy"):
-        extra["eviction_policy"] = offloading["evictionPolicy"]
     tiers = offloading.get("secondary") if isinstance(offloading.get("secondary"), list) else []
-    if tiers:
-        extra["secondary_tiers"] = [{"type": "fs", "root_dir": f"/mnt/kv-cache-{i}"} for i in range(len(tiers))]
-    config = {"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra}
-    return "--kv-transfer-config '" + json.dumps(config, separators=(",", ":")) + "'"
+    settings = {"cpu": _bytes(offloading.get("cpu", 0)), "evictionPolicy": offloading.get("evictionPolicy") or None,
+                "secondary": [{"type": "fs", "root_dir": f"/mnt/kv-cache-{i}"} for i in range(len(tiers))] or None}
+    kv = config(deployer("kserve")["kv-cache-offloading"], settings)
+    return "--kv-transfer-config '" + json.dumps(kv, separators=(",", ":")) + "'"
 
 
 def _env_text(container: dict[str, Any], name: str) -> str | None:

@@ -21,14 +21,17 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...core.command import Arg, ConfigFile, find_vllm, scalar_text, unresolved
+from ...core.markers import unresolved
+from ...core.options import Arg, ConfigFile, find_vllm
+from ...core.vllm_args import scalar_text
 from ...core.errors import Problem
 from .context import FACTS_ANNOTATION, Ctx, parse_facts
 from .deployment import Deployment
 from .launch import Invocation, deployment, refuse
 from .marks import NO_LINES, Lines
 from .release import from_image
-from .shell import VLLM_IMAGE, argv_invocations
+from .shell import argv_invocations
+from .shell_commands import VLLM_IMAGE
 
 __all__ = ["kubernetes", "Site", "pod_launches", "pod_templates", "config_maps_of", "labels_of"]
 

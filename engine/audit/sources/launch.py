@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from ...core.command import Arg, ConfigFile, has_unresolved, read_command
+from ...core.command import read_command
+from ...core.markers import has_unresolved
+from ...core.options import Arg, ConfigFile
 from ...core.errors import InputError, Problem
 from .context import RUNTIME_FACTS, Ctx
 from .deployment import Deployment

@@ -26,13 +26,14 @@ from typing import Any
 
 from ...core.errors import Problem
 from .context import Ctx
+from .deployers import config, deployer
 from .deployment import Deployment
 from .kubernetes import Site, pod_launches
 from .marks import NO_LINES, Lines
 
 __all__ = ["is_scenario", "scenario_file", "is_env_file", "env_file"]
 
-# defaults.yaml: the image (L116, L386-396), the shell (L887), kvTransfer (L56-57, L843-846), accelerator (L566-581).
+# defaults.yaml: the image (L116, L386-396), the shell (L887), accelerator (L566-581); kvTransfer's are in deployers.yaml.
 _IMAGE = "docker.io/vllm/vllm-openai:v0.26.0"
 _ACCELERATOR = {
     "runtimePreamble": "export LD_LIBRARY_PATH=$(find / -name libcuda.so.1 -printf '%h\\n' 2>/dev/null | head -1):${LD_LIBRARY_PATH}",
@@ -69,10 +70,7 @@ def _section(stack: dict[str, Any], name: str) -> tuple[dict[str, Any], tuple[st
 
 
 def _kv_json(kv: dict[str, Any]) -> str:
-    config: dict[str, Any] = {"kv_connector": kv.get("connector") or "NixlConnector", "kv_role": kv.get("role") or "kv_both"}
-    if kv.get("extraConfig") is not None:
-        config["kv_connector_extra_config"] = kv["extraConfig"]
-    return json.dumps(config)
+    return json.dumps(config(deployer("llm-d-benchmark")["kv-transfer"], kv))
 
 
 def scenario_file(ctx: Ctx, values: dict[str, Any], lines: Lines) -> tuple[list[Deployment], list[Problem]]:

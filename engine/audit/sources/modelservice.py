@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.command import unresolved
+from ...core.markers import unresolved
 from ...core.errors import InputError, Problem
 from ...core.input import parse_text
 from .companions import objects_of_kind

@@ -28,6 +28,7 @@ from typing import Any
 
 from ...core.errors import Problem
 from .context import Ctx
+from .deployers import config, deployer
 from .deployment import Deployment
 from .kubernetes import Site, pod_launches
 from .marks import Lines
@@ -44,16 +45,6 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def is_stack_values(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(_dict(value.get("servingEngineSpec")).get("modelSpec"), list)
-
-
-def _kv_config(lmcache: dict[str, Any], legacy: bool) -> str:
-    role = lmcache.get("kvRole") or "kv_both"
-    if "enablePD" in lmcache:  # deployment-vllm-multi.yaml L206-208
-        config: dict[str, Any] = {"kv_connector": "LMCacheConnectorV1", "kv_role": role, "kv_connector_extra_config": {
-            "discard_partial_chunks": False, "lmcache_rpc_port": lmcache.get("nixlRole")}}
-    else:
-        config = {"kv_connector": "LMCacheConnector" if legacy else "LMCacheConnectorV1", "kv_role": role}
-    return json.dumps(config)
 
 
 def stack_values(ctx: Ctx, values: dict[str, Any], lines: Lines) -> tuple[list[Deployment], list[Problem], list[Problem]]:
@@ -83,9 +74,13 @@ def stack_values(ctx: Ctx, values: dict[str, Any], lines: Lines) -> tuple[list[D
             args += ["--distributed-executor-backend", "ray"]
         extra = vllm.get("extraArgs") if isinstance(vllm.get("extraArgs"), list) else []
         args += [str(a) for a in extra]
-        if lmcache.get("enabled") is True:
-            legacy = str(vllm.get("v1")) != "1" if ray else str(vllm.get("v0")) == "1"
-            args += ["--kv-transfer-config", _kv_config({} if ray else lmcache, legacy)]
+        if lmcache.get("enabled") is True:  # the template's branch, then the config it writes (deployers.yaml)
+            if ray:  # ray-cluster.yaml L740-752
+                template = deployer("production-stack-ray")["v1" if str(vllm.get("v1")) == "1" else "v0"]
+            else:  # deployment-vllm-multi.yaml L204-217
+                branch = "pd" if "enablePD" in lmcache else "v0" if str(vllm.get("v0")) == "1" else "v1"
+                template = deployer("production-stack-chart")[branch]
+            args += ["--kv-transfer-config", json.dumps(config(template, lmcache))]
         env = [e for e in (entry.get("env") or []) + (engine.get("env") or []) if isinstance(e, dict)] \
             if isinstance(entry.get("env") or [], list) and isinstance(engine.get("env") or [], list) else []
         if str(vllm.get("v0")) == "1":
@@ -109,9 +104,9 @@ def vllm_runtimes(ctx: Ctx, runtimes: list[tuple[dict[str, Any], Lines]]) -> tup
         model, vllm, lmcache = _dict(spec.get("model")), _dict(spec.get("vllmConfig")), _dict(spec.get("lmCacheConfig"))
         args = [str(model.get("modelURL") or ""), "--host", "0.0.0.0", "--port", str(vllm.get("port") or 8000)]
         args += [str(a) for a in vllm["extraArgs"]] if isinstance(vllm.get("extraArgs"), list) else []
-        if lmcache.get("enabled") is True:
-            name = "LMCacheConnectorV1" if vllm.get("v1") else "LMCacheConnector"
-            args += ["--kv-transfer-config", json.dumps({"kv_connector": name, "kv_role": "kv_both"})]
+        if lmcache.get("enabled") is True:  # vllmruntime_controller.go L541-564
+            branch = "v1" if vllm.get("v1") else "v0"
+            args += ["--kv-transfer-config", json.dumps(config(deployer("production-stack-operator")[branch]))]
         image = _dict(_dict(spec.get("deploymentConfig")).get("image"))
         container = {"name": "vllm", "image": "/".join(str(image[k]) for k in ("registry", "name") if image.get(k)),
                      "command": ["/opt/venv/bin/vllm", "serve"], "args": args,

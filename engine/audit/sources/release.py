@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ...core.command import has_unresolved, show
+from ...core.markers import has_unresolved, show
 
 __all__ = ["ReleaseHint", "from_image", "from_pin", "valid_version", "VERSION"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.command import Arg, ConfigFile
+from ...core.options import Arg, ConfigFile
 from .context import Ctx
 from .deployment import Deployment
 from .launch import Invocation, deployment

@@ -1,0 +1,131 @@
+"""Commands recognised by their words, once expanded (shell_run.py runs
+them): those that never run their arguments (``echo vllm serve``), the
+script of ``sh -c``, the remote command of ``ssh``, ``docker run``'s image,
+environment and entrypoint, and the names ``read``/``mapfile`` set.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from .detect import SHELLS
+
+__all__ = ["VLLM_IMAGE", "NOT_RUNNING", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
+           "docker_run"]
+
+VLLM_IMAGE = re.compile(r"(^|/)vllm-openai(?:[:@]|$)")
+
+
+# Commands that never run their arguments: `echo vllm serve m` is no launch.
+NOT_RUNNING = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "sed", "awk", "cat", "tee", "test", "[", "[[", ":",
+                          "logger", "true", "false", "pgrep", "pkill", "which", "type", "read"})
+
+
+def only_markers(text: str) -> bool:
+    return not re.sub("\x00[^\x00]*\x00", "", text).strip()
+
+
+def name_operands(args: list[str], with_value: str, array_flag: str | None) -> list[str]:
+    """The operands (names) of read/mapfile, past their options; an
+    option's value that is a name (`read -a NAME`) is one too."""
+    names: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            names += args[index + 1:]
+            break
+        if arg.startswith("-") and len(arg) > 1:
+            letters = arg[1:]
+            for position, letter in enumerate(letters):
+                if letter in with_value:
+                    value = letters[position + 1:] or (args[index + 1] if index + 1 < len(args) else "")
+                    if not letters[position + 1:]:
+                        index += 1
+                    if array_flag and "-" + letter == array_flag:
+                        names.append(value)
+                    break
+            index += 1
+            continue
+        names.append(arg)
+        index += 1
+    return names
+
+
+def nested_script(words: list[str]) -> tuple[str, list[str]] | None:
+    """The script of `sh -c SCRIPT [NAME ARGS...]` (also `bash -lc`, `-ec`, ...), and what follows it."""
+    for i, word in enumerate(words[:-2]):
+        if word.rsplit("/", 1)[-1] in SHELLS and re.fullmatch(r"-[a-z]*c[a-z]*", words[i + 1]):
+            return words[i + 2], words[i + 3:]
+    return None
+
+
+_SSH_VALUE_OPTIONS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def ssh_command(args: list[str]) -> list[str]:
+    """The remote command of `ssh [options] HOST COMMAND...`."""
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        letters = args[index][1:]
+        index += 2 if letters[-1:] in _SSH_VALUE_OPTIONS and len(letters) == 1 else 1
+    return args[index + 1:]
+
+
+_DOCKER_VALUE_OPTIONS = frozenset({"-v", "--volume", "-p", "--publish", "--name", "--network", "--gpus", "-w", "--workdir",
+                                   "--mount", "--shm-size", "--ipc", "--runtime", "-u", "--user", "--env-file", "-l",
+                                   "--label", "--device", "--platform", "--cpus", "--memory", "-m", "--hostname", "-h",
+                                   "--restart", "--ulimit", "--log-driver", "--pull", "--entrypoint-args", "--add-host",
+                                   "--cap-add", "--cap-drop", "--security-opt", "--tmpfs", "--group-add", "--log-opt",
+                                   "--dns", "--ip", "--pid", "--uts", "--userns", "--cpuset-cpus", "--stop-signal",
+                                   "--link", "--expose", "--label-file", "--sysctl", "--volumes-from", "--cidfile"})
+
+
+class DockerRun(NamedTuple):
+    start: int                      # where the image's arguments start
+    env: dict[str, str | None]      # -e/--env (None: passed on from the caller's environment)
+    image: str
+    entrypoint: str | None          # --entrypoint, replacing the image's own
+
+
+def docker_run(words: list[str]) -> DockerRun | None:
+    """`docker run [OPTIONS] IMAGE [ARGS]` (or podman): the image is the
+    first word that names a vLLM image, else the first word that is no
+    option or option value."""
+    for i in range(len(words) - 1):
+        if words[i].rsplit("/", 1)[-1] in ("docker", "podman") and words[i + 1] == "run":
+            break
+    else:
+        return None
+    env: dict[str, str | None] = {}
+    entrypoint = None
+    first = None
+    j = i + 2
+    while j < len(words):
+        w = words[j]
+        if w == "--entrypoint" and j + 1 < len(words):
+            entrypoint = words[j + 1]
+            j += 2
+            continue
+        if w.startswith("--entrypoint="):
+            entrypoint = w[len("--entrypoint="):]
+        elif w in ("-e", "--env") and j + 1 < len(words):
+            name, eq, value = words[j + 1].partition("=")
+            env[name] = value if eq else None
+            j += 2
+            continue
+        elif w.startswith("--env="):
+            name, eq, value = w[6:].partition("=")
+            env[name] = value if eq else None
+        elif w in _DOCKER_VALUE_OPTIONS:
+            j += 1  # its value (a volume path may well contain `vllm-openai`) is not the image
+        elif not w.startswith("-"):
+            if VLLM_IMAGE.search(w):
+                return DockerRun(j + 1, env, w, entrypoint)
+            if first is None:
+                first = j
+        j += 1
+    if first is not None:
+        return DockerRun(first + 1, env, words[first], entrypoint)
+    return None

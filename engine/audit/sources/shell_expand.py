@@ -1,0 +1,266 @@
+"""Shell expansion, as the shell does it, from what a script has set
+(shell_state.py): parameters (``${VAR:-default}``, ``"$@"``), the few
+command substitutions whose output the text gives, field splitting at
+``IFS``; and the changes a command makes to the variables: an assignment
+(bounded by ``max_variable_length``), names set at run time (unknown from
+there), a command that may set any variable. Nothing is run.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+
+from ...core.markers import has_unresolved, unresolved
+from .shell_state import Run, Scope, Stop, Var
+from .shell_syntax import parse_heredoc_text
+from .shell_tree import Lit, Param, Redirect, Simple, Sub, Word
+from .shell_words import NAME
+
+__all__ = ["Expander", "common_start", "assign", "runtime", "clobber", "stdin_text"]
+
+_TOO_LONG = "(a value too long to expand)"
+
+
+class Expander:
+    """Words to fields, as the shell expands them, from what the script sets."""
+
+    def __init__(self, run: Run, scope: Scope, line: int):
+        self.run, self.scope, self.line = run, scope, line
+
+    def param(self, part: Param) -> str | None:
+        """The value of a parameter expansion (None: unset and empty)."""
+        name, op = part.name, part.op
+        if op == "complex" or not name:
+            return unresolved(part.raw)
+        if name in ("@", "*", "#") or name.isdigit():
+            params = self.scope.params()
+            if params is None:
+                return unresolved("$" + name if len(part.raw) < 3 else part.raw)
+            if name == "#":
+                return str(len(params))
+            if name in ("@", "*"):
+                return " ".join(params)
+            index = int(name)
+            if index == 0:
+                return unresolved("$0")
+            value: str | None = params[index - 1] if index <= len(params) else None
+        elif name in ("?", "$", "!", "-"):
+            return unresolved("$" + name)
+        else:
+            var = self.scope.lookup(name)
+            value = var.value if var is not None else None
+        if op is None:
+            return value if value is not None else unresolved(part.raw)
+        colon = op.startswith(":")
+        empty = value is None or (colon and value == "")
+        kind = op[-1]
+        if kind == "-":
+            return self.word(part.arg) if empty else value
+        if kind == "=":
+            if not empty:
+                return value
+            default = self.word(part.arg)
+            if NAME.fullmatch(name):
+                assign(self.run, self.scope, name, default)
+            return default
+        if kind == "+":
+            return "" if empty else self.word(part.arg)
+        return value if not empty else unresolved("$" + name)  # ? : the shell stops with an error
+
+    def word(self, word: Word | None) -> str:
+        """A word's value as one string (no field splitting): an assignment's value, a default."""
+        if word is None:
+            return ""
+        return "".join(text if text is not None else " " for text, _ in self.segments(word))
+
+    def segments(self, word: Word) -> list[tuple[str | None, bool]]:
+        """The word's pieces with whether each is subject to field splitting
+        (None: a field break, between two parameters of "$@")."""
+        out: list[tuple[str | None, bool]] = []
+        for index, part in enumerate(word.parts):
+            if isinstance(part, Lit):
+                if index == 0 and not part.quoted and part.text.startswith("~"):
+                    home, slash, rest = part.text.partition("/")  # ~ or ~user: a home directory, not known
+                    out.append((unresolved(home), False))
+                    if slash:
+                        out.append(("/" + rest, False))
+                    continue
+                out.append((part.text, False))
+            elif isinstance(part, Param):
+                params = self.scope.params() if part.name == "@" and part.op is None else None
+                if params is not None and part.quoted:
+                    for k, param in enumerate(params):  # "$@": each parameter a field
+                        if k:
+                            out.append((None, False))
+                        out.append((param, False))
+                    continue
+                value = self.param(part)
+                if value is None:
+                    continue
+                self.charge(value)
+                out.append((value, not part.quoted))
+            elif isinstance(part, Sub):
+                value = self.substitution(part)
+                out.append((value, not part.quoted and not has_unresolved(value)))
+            else:  # an array's value
+                out.append((unresolved("(...)"), False))
+        return out
+
+    def substitution(self, part: Sub) -> str:
+        """The text a few substitutions give, written out (never run):
+        `$(cat <<EOF ... EOF)`, `$(echo WORDS)` and `$(printf '%s' WORD)`,
+        each optionally through `| tr -d SET`. Any other is unknown."""
+        if part.kind == "command" and part.body is not None and len(part.body.items) == 1:
+            pipelines = part.body.items[0].pipelines
+            commands = pipelines[0].commands if len(pipelines) == 1 else []
+            if 1 <= len(commands) <= 2 and all(isinstance(c, Simple) for c in commands):
+                text = self.output(commands[0])  # type: ignore[arg-type]
+                if text is not None and len(commands) == 2:
+                    text = self.deleted(commands[1], text)  # type: ignore[arg-type]
+                if text is not None:
+                    return text.rstrip("\n")
+        return unresolved(part.raw)
+
+    def output(self, command: Simple) -> str | None:
+        if not command.words:
+            return None
+        head = command.words[0].literal()
+        if head == "cat" and len(command.words) == 1:
+            return stdin_text(self.run, self.scope, command.redirects, self.line)
+        if command.redirects:
+            return None
+        fields = [f for w in command.words[1:] for f in self.fields(w)]
+        if head == "echo" and not any(f.startswith("-") and f != "-n" for f in fields[:1]):
+            newline = fields[:1] != ["-n"]
+            return " ".join(fields[0 if newline else 1:]) + ("\n" if newline else "")
+        if head == "printf" and fields[:1] in (["%s"], ["%s\\n"]) and len(fields) == 2:
+            return fields[1] + ("\n" if fields[0].endswith("n") else "")
+        return None
+
+    def deleted(self, command: Simple, text: str) -> str | None:
+        """`tr -d SET`: the characters of SET (literal, \\n \\t \\r, [:space:], [:blank:]) removed."""
+        fields = [f for w in command.words for f in self.fields(w)]
+        if len(fields) != 3 or fields[:2] != ["tr", "-d"] or command.redirects:
+            return None
+        spec = fields[2]
+        for name, chars in (("[:space:]", " \t\n\r\v\f"), ("[:blank:]", " \t")):
+            spec = spec.replace(name, chars)
+        spec = spec.replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "\r")
+        if "[" in spec or "-" in spec[1:-1] or "\\" in spec or has_unresolved(spec):
+            return None  # ranges, classes and escapes not read here
+        return text.translate({ord(c): None for c in spec if c != "\x00"})
+
+    def charge(self, value: str) -> None:
+        if not self.run.spend(len(value), self.line):
+            raise Stop
+
+    def fields(self, word: Word) -> list[str]:
+        """The fields of a word: unquoted expansions split at IFS; an empty
+        unquoted expansion is no field; "$@" is one field each parameter."""
+        ifs = self.ifs()
+        fields: list[list[str]] = [[]]
+        for text, split in self.segments(word):
+            if text is None:  # between two of "$@"'s fields
+                fields.append([])
+                continue
+            if not split:
+                fields[-1].append(text)
+                continue
+            pieces = _split(text, ifs)
+            if pieces is None:
+                continue
+            lead, words, trail = pieces
+            if lead and fields[-1]:
+                fields.append([])
+            for k, piece in enumerate(words):
+                if k:
+                    fields.append([])
+                fields[-1].append(piece)
+            if trail:
+                fields.append([])
+        return ["".join(f) for f in fields if f]
+
+    def ifs(self) -> str:
+        var = self.scope.lookup("IFS")
+        if var is None or var.value is None or has_unresolved(var.value):
+            return " \t\n"
+        return var.value
+
+
+def common_start(values: list[str | None], unknown: str) -> str:
+    """What several paths agree a value starts with, then ``unknown``: a
+    command line built up on some paths (`CMD="$CMD $arg"`) keeps its known
+    start. Unset on a path, or no common start: ``unknown`` alone."""
+    if any(v is None for v in values):
+        return unknown
+    start = posixpath.commonprefix(values)  # type: ignore[type-var]
+    if start.count("\x00") % 2:  # never half a marker
+        start = start[:start.rfind("\x00")]
+    rests = [v[len(start):] for v in values if len(v) > len(start)]  # type: ignore[arg-type]
+    return start + (" " if start and rests and all(r[:1].isspace() for r in rests) else "") + unknown
+
+
+def _split(text: str, ifs: str) -> tuple[bool, list[str], bool] | None:
+    """Field splitting of an unquoted expansion's text: (starts with a
+    separator, the fields, ends with one); None for empty text."""
+    if not text:
+        return None
+    if not ifs:
+        return (False, [text], False)
+    if not ifs.strip(" \t\n"):  # whitespace only: runs of it separate, at the ends they vanish
+        words = text.split() if ifs == " \t\n" else re.split("[" + re.escape(ifs) + "]+", text.strip(ifs))
+        words = [w for w in words if w]
+        return (text[0] in ifs, words, text[-1] in ifs)
+    words = re.split("[" + re.escape(ifs) + "]", text)
+    lead, trail = words[0] == "", len(words) > 1 and words[-1] == ""
+    return (lead, words[1 if lead else 0:len(words) - 1 if trail else len(words)], trail)
+
+
+def assign(run: Run, scope: Scope, name: str, value: str, *, exported: bool | None = None, local: bool = False,
+            line: int | None = None) -> None:
+    if len(value) > run.ctx.limits.max_variable_length:
+        run.limit("variable", f"a value of `{name}` grows past {run.ctx.limits.max_variable_length} characters at line "
+                  f"{line}; it is read as unknown from there", line)
+        value = unresolved(_TOO_LONG)
+    current = scope.record(name)
+    if exported is None:
+        exported = (current is not None and current.exported) or _allexport(scope)
+    if local:
+        frame = scope.frame_scope()
+        if frame is not None:
+            frame.locals.add(name)
+    scope.vars[name] = Var(value, exported, run.next_epoch(), line or 0)
+
+
+def _allexport(scope: Scope) -> bool:
+    var = scope.lookup("-a")  # `set -a`, kept as a variable no script can name
+    return var is not None and var.value == "1"
+
+
+def runtime(run: Run, scope: Scope, names: Iterable[str], why: str) -> None:
+    """Variables a command sets at run time: unknown from here."""
+    for name in names:
+        current = scope.lookup(name)
+        scope.vars[name] = Var(unresolved("$" + name, why), current is not None and current.exported, run.next_epoch())
+
+
+def clobber(run: Run, scope: Scope, why: str) -> None:
+    """A command that may set any variable: every variable set so far is unknown."""
+    scope.barrier = (run.next_epoch(), why)
+
+
+def stdin_text(run: Run, scope: Scope, redirects: Sequence[Redirect], line: int) -> str | None:
+    """The text a command reads on its standard input, from a here-document or a here-string."""
+    text = None
+    for redirect in redirects:
+        if redirect.op in ("<<", "<<-") and redirect.body is not None and redirect.fd in ("", "0"):
+            if redirect.quoted:
+                text = redirect.body
+            else:
+                parts = parse_heredoc_text(redirect.body, redirect.body_line)
+                text = Expander(run, scope, line).word(Word(parts, redirect.body_line))
+        elif redirect.op == "<<<" and redirect.target is not None:
+            text = Expander(run, scope, line).word(redirect.target) + "\n"
+    return text

@@ -1,0 +1,256 @@
+"""How a script's structure changes what it knows (shell.py reads
+scripts): lists and ``&&``/``||`` in order, subshells and pipelines on a
+copy of the scope, ``if``/``case``/loops on a scope per path merged after
+them (a variable set differently on the paths is unknown), ``for`` over a
+list the text gives, assignments and ``export``/``declare``/``local``.
+:class:`Flow` is the base of the interpreter (shell_run.py), which runs the
+simple commands.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any
+
+from ...core.markers import has_unresolved, unresolved
+from .shell_expand import Expander, assign, clobber, common_start, runtime
+from .shell_state import UNSET, Place, Run, Scope, Var
+from .shell_tree import (AndOr, Arith, Array, Case, CommandList, FunctionDef, Group, If, Lit, Loop, Simple, Subshell,
+                         Word)
+from .shell_words import NAME
+
+__all__ = ["Flow", "ASSIGNMENT", "ARITH_ASSIGNED"]
+
+ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
+ARITH_ASSIGNED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|"
+                            r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:\+\+|--)|(?:\+\+|--)\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+class Flow:
+    """Runs a script's lists and compound commands over its scopes, and its
+    assignments and declarations; a simple command is the interpreter's
+    (:meth:`run_simple`, shell_run.py)."""
+
+    def __init__(self, run: Run, place: Place):
+        self.run, self.place = run, place
+
+    # lists and compound commands
+    def run_list(self, commands: CommandList, scope: Scope) -> None:
+        for item in commands.items:
+            if scope.terminated:
+                return
+            self.run_and_or(item, scope)
+
+    def run_and_or(self, item: AndOr, scope: Scope) -> None:
+        target = Scope(scope) if item.background else scope  # `cmd &` runs in a subshell
+        for index, pipeline in enumerate(item.pipelines):
+            before = target.terminated
+            if len(pipeline.commands) == 1:
+                self.run_command(pipeline.commands[0], target)
+            else:  # each command of a pipeline runs in a subshell
+                for command in pipeline.commands:
+                    self.run_command(command, Scope(target))
+            if index > 0 and not before:
+                target.terminated = False  # `cmd || exit 1`: the path may go on
+
+    def run_command(self, command: Any, scope: Scope) -> None:
+        if isinstance(command, Simple):
+            self.run_simple(command, scope)
+        elif isinstance(command, Subshell):
+            self.run_list(command.body, Scope(scope))
+        elif isinstance(command, Group):
+            self.run_list(command.body, scope)
+        elif isinstance(command, If):
+            self.run_if(command, scope)
+        elif isinstance(command, Loop):
+            self.run_loop(command, scope)
+        elif isinstance(command, Case):
+            self.run_case(command, scope)
+        elif isinstance(command, FunctionDef):
+            scope.funcs[command.name] = command
+            self.run.defined.append((command, self.place))
+            if not self.run.collect:
+                self.run.foreign.add(id(command))
+        elif isinstance(command, Arith):
+            names = {n for match in ARITH_ASSIGNED.finditer(command.text) for n in match.groups() if n}
+            runtime(self.run, scope, sorted(names), f"is set by `((...))` at line {self.place.line(command.line)}")
+
+    def run_if(self, command: If, scope: Scope) -> None:
+        paths: list[Scope] = []
+        first = True
+        for condition, body in command.clauses:
+            if first:
+                self.run_list(condition, scope)  # the first condition always runs
+                branch = Scope(scope)
+                first = False
+            else:
+                branch = Scope(scope)
+                self.run_list(condition, branch)
+            self.run_list(body, branch)
+            paths.append(branch)
+        otherwise = Scope(scope)
+        if command.otherwise is not None:
+            self.run_list(command.otherwise, otherwise)
+        paths.append(otherwise)
+        self.merge(scope, paths, f"`if` at line {self.place.line(command.line)}")
+
+    def run_loop(self, command: Loop, scope: Scope) -> None:
+        line = self.place.line(command.line)
+        if command.kind in ("for", "select") and command.name:
+            items = None
+            if command.kind == "for" and command.words is not None:
+                expander = Expander(self.run, scope, line)
+                items = [f for w in command.words for f in expander.fields(w)]
+                if len(items) > 16 or any(has_unresolved(i) or any(ch in i for ch in "*?[") for i in items):
+                    items = None
+            if items is not None:
+                # A list the text gives: each item in turn, as the shell runs them.
+                for item in items:
+                    assign(self.run, scope, command.name, item, line=line)
+                    self.run_list(command.body, scope)
+                    scope.terminated = False
+                return
+            runtime(self.run, scope, [command.name], f"is set by `{command.kind}` at line {line}")
+        if command.condition is not None:
+            self.run_list(command.condition, scope)  # runs at least once
+            scope.terminated = False
+        body = Scope(scope)
+        self.run_list(command.body, body)
+        body.terminated = False
+        self.merge(scope, [body, Scope(scope)], f"the loop at line {line}")
+
+    def run_case(self, command: Case, scope: Scope) -> None:
+        line = self.place.line(command.line)
+        expander = Expander(self.run, scope, line)
+        subject = expander.word(command.word)
+        chosen = None
+        if not has_unresolved(subject):
+            for index, (patterns, _) in enumerate(command.arms):
+                values = [expander.word(p) for p in patterns]
+                if any(has_unresolved(v) for v in values):
+                    break
+                if any(fnmatch.fnmatchcase(subject, v) for v in values):
+                    chosen = index
+                    break
+            else:
+                return  # no arm matches
+        if chosen is not None:
+            self.run_list(command.arms[chosen][1], scope)
+            return
+        paths = []
+        catch_all = False
+        for patterns, body in command.arms:
+            branch = Scope(scope)
+            self.run_list(body, branch)
+            paths.append(branch)
+            catch_all = catch_all or any(p.literal() == "*" and p.unquoted_literal() == "*" for p in patterns)
+        if not catch_all:
+            paths.append(Scope(scope))
+        self.merge(scope, paths, f"`case` at line {line}")
+
+    def merge(self, scope: Scope, paths: list[Scope], where: str) -> None:
+        """After paths of which any may have been taken: what they agree on,
+        and the rest unknown. Paths that ended (`exit`) are left out."""
+        live = [p for p in paths if not p.terminated]
+        if not live:
+            return
+        barriers = [p.barrier for p in live if p.barrier is not None]
+        if barriers:
+            clobber(self.run, scope, max(barriers)[1])
+        names: dict[str, None] = {}
+        for path in live:
+            names.update(dict.fromkeys(path.vars))
+            for name, fn in path.funcs.items():
+                scope.funcs[name] = fn
+        for name in names:
+            found = [p.lookup(name) for p in live]
+            values = {(v.value, v.exported) if v is not None else None for v in found}
+            line = min((v.line for v in found if v is not None and v.line), default=0)
+            if len(values) == 1:
+                (value,) = values
+                if value is None:
+                    scope.vars[name] = UNSET
+                else:
+                    scope.vars[name] = Var(value[0], value[1], self.run.next_epoch(), line)
+            else:
+                exported = any(v is not None and v[1] for v in values)
+                merged = common_start([v.value if v is not None else None for v in found],
+                                       unresolved("$" + name, f"is set differently on the paths through {where}"))
+                scope.vars[name] = Var(merged, exported, self.run.next_epoch(), line)
+        frame = scope.frame_scope()
+        if frame is not None:
+            for path in live:
+                frame.locals |= path.locals
+
+    def run_simple(self, command: Simple, scope: Scope) -> None:
+        """A simple command: run by the interpreter (shell_run.py), which overrides this."""
+        raise NotImplementedError
+
+    def value(self, scope: Scope, name: str, value_word: Word, append: bool) -> str:
+        expander = Expander(self.run, scope, self.place.line(value_word.line))
+        if any(isinstance(p, Array) for p in value_word.parts):
+            return unresolved(f"${{{name}[@]}}")
+        value = expander.word(value_word)
+        if append:
+            current = scope.lookup(name)
+            value = (current.value if current is not None and current.value is not None else "") + value
+        return value
+
+    def assign_word(self, scope: Scope, name: str, append: bool, value_word: Word, line: int, *,
+                    exported: bool | None = None, local: bool = False) -> None:
+        assign(self.run, scope, name, self.value(scope, name, value_word, append), exported=exported, local=local,
+                line=line)
+
+    def declaration(self, builtin: str, words: list[Word], scope: Scope, line: int) -> None:
+        """export, declare, typeset, local, readonly: their arguments are assignments."""
+        expander = Expander(self.run, scope, line)
+        exported: bool | None = True if builtin == "export" else None
+        local = builtin == "local" or (builtin in ("declare", "typeset") and scope.frame_scope() is not None)
+        array = False
+        for word in words:
+            literal = word.unquoted_literal()
+            if literal is not None and literal[:1] in ("-", "+") and len(literal) > 1:
+                letters = literal[1:]
+                if "x" in letters:
+                    exported = literal[0] == "-"
+                if "g" in letters:
+                    local = False
+                if "a" in letters or "A" in letters or "i" in letters:
+                    array = True
+                if "n" in letters and literal[0] == "-":
+                    clobber(self.run, scope, f"is set at run time through a name reference (`{builtin} -n` at line {line})")
+                if "f" in letters or "F" in letters or "p" in letters:
+                    return
+                continue
+            head = word.parts[0] if word.parts else None
+            match = ASSIGNMENT.match(head.text) if isinstance(head, Lit) and not head.quoted else None
+            if match is not None and match.end() > 0:
+                name = match.group(1)
+                if array:
+                    runtime(self.run, scope, [name], f"is an array or integer `{builtin}` sets at line {line}")
+                    continue
+                rest = (Lit(head.text[match.end():]),) + word.parts[1:]  # type: ignore[union-attr]
+                self.assign_word(scope, name, bool(match.group(2)), Word(rest, word.line), line, exported=exported,
+                                 local=local)
+                continue
+            plain = word.literal()
+            if plain is not None and NAME.fullmatch(plain):
+                current = scope.lookup(plain)
+                if local:
+                    assign(self.run, scope, plain, "", exported=exported, local=True, line=line)
+                    scope.vars[plain] = UNSET
+                elif current is not None and exported is not None:
+                    scope.vars[plain] = Var(current.value, exported, current.epoch)
+                elif current is None and exported:
+                    scope.vars[plain] = Var(None, True, self.run.next_epoch())  # exported once it is set
+                continue
+            # A name made at run time (`export $(cat .env)`, `declare "$n=..."`): any variable may change.
+            values = expander.fields(word)
+            if all(not has_unresolved(v) and ASSIGNMENT.match(v) for v in values) and values:
+                for value in values:
+                    match = ASSIGNMENT.match(value)
+                    assign(self.run, scope, match.group(1), value[match.end():], exported=exported,  # type: ignore[union-attr]
+                            local=local, line=line)
+                continue
+            clobber(self.run, scope, f"may be set at run time by `{builtin}` of a computed name at line {line}")

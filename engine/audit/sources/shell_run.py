@@ -1,0 +1,416 @@
+"""Simple commands, as a script runs them, without running anything (shell.py
+reads scripts): ``exec``, ``unset``, ``set``, ``shift``, the builtins that
+set variables at run time (``read``, ``mapfile``, ``getopts``, ``printf
+-v``, ``let``), ``source``, ``eval``, ``exit``/``return``, function calls,
+files written with ``cat > FILE <<EOF`` and scripts run with ``bash FILE``,
+``bash -c``, ``ssh``; and each vLLM launch found (``vllm serve``, the
+api_server module, ``docker run`` of a vLLM image), with its environment.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...core.markers import has_unresolved, show, unresolved
+from ...core.options import ENV_NAMES, Arg, find_vllm
+from ...core.errors import InputError
+from .detect import SHELLS
+from .launch import Invocation, config_from_fs
+from .release import ReleaseHint, from_pin
+from .shell_commands import (NOT_RUNNING, VLLM_IMAGE, docker_run, name_operands, nested_script, only_markers,
+                             ssh_command)
+from .shell_expand import Expander, clobber, runtime, stdin_text
+from .shell_flow import ARITH_ASSIGNED, ASSIGNMENT, Flow
+from .shell_state import MAX_NESTING, UNSET, Place, Script, Scope, Stop, Var, normal_path
+from .shell_syntax import parse_body
+from .shell_tree import FunctionDef, Lit, Param, ShellSyntaxError, Simple, Word
+from .shell_words import NAME
+
+__all__ = ["Interpreter"]
+
+_PIP_PIN = re.compile(r"(?i)^vllm(?:\[[^\]]*\])?==([0-9][0-9A-Za-z.+-]*)$")
+
+
+class Interpreter(Flow):
+    """Runs a script's simple commands: builtins that change its variables,
+    function calls, sourced files, ``eval``, scripts it runs, files it
+    writes, ``pip install vllm==X`` pins, and vLLM launches."""
+
+    # simple commands
+    def run_simple(self, command: Simple, scope: Scope) -> None:
+        run = self.run
+        line = self.place.line(command.line)
+        if not run.spend(1 + len(command.words), line):
+            raise Stop
+        expander = Expander(run, scope, line)
+        assignments: list[tuple[str, bool, Word]] = []
+        index = 0
+        for word in command.words:
+            head = word.parts[0] if word.parts else None
+            match = ASSIGNMENT.match(head.text) if isinstance(head, Lit) and not head.quoted else None
+            if match is None:
+                break
+            rest = (Lit(head.text[match.end():]),) + word.parts[1:]  # type: ignore[union-attr]
+            assignments.append((match.group(1), bool(match.group(2)), Word(rest, word.line)))
+            index += 1
+        words = command.words[index:]
+        if not words:
+            for name, append, value_word in assignments:
+                self.assign_word(scope, name, append, value_word, line)
+            self.write_files(command, [], scope, line)
+            return
+        name = words[0].literal()
+        if name in ("export", "declare", "typeset", "local", "readonly"):
+            self.declaration(name, words[1:], scope, line)
+            return
+        fields = [f for w in words for f in expander.fields(w)]
+        env = {n: Arg(self.value(scope, n, value_word, append), self.place.origin(line))
+               for n, append, value_word in assignments}
+        self.dispatch(fields, env, command, scope, line)
+
+    def dispatch(self, fields: list[str], env: dict[str, Arg], command: Simple, scope: Scope, line: int) -> None:
+        """A simple command's expanded words: a builtin that changes the
+        script's variables, a call, a script run, or a vLLM launch."""
+        if not fields:
+            return
+        run = self.run
+        name = fields[0]
+        args = fields[1:]
+        if name == "exec":
+            rest = args
+            while rest and rest[0].startswith("-") and rest[0] != "--":
+                rest = rest[2:] if rest[0] == "-a" else rest[1:]
+            if rest and rest[0] == "--":
+                rest = rest[1:]
+            if rest:
+                self.dispatch(rest, env, command, scope, line)
+            return
+        if name in ("unset",):
+            for arg in args:
+                if not arg.startswith("-") and NAME.fullmatch(arg):
+                    scope.vars[arg] = UNSET
+                elif has_unresolved(arg):
+                    clobber(run, scope, f"may be unset at run time by `unset` at line {line}")
+            return
+        if name == "set":
+            self.set_options(args, scope)
+            return
+        if name == "shift":
+            params = scope.params()
+            if params is not None:
+                count = int(args[0]) if args and args[0].isdigit() else 1
+                holder = self.params_holder(scope)
+                holder.positional = params[count:]
+            return
+        if name == "read":
+            self.runtime_names(scope, name_operands(args, "ad" "inNptu", "-a"), ["REPLY"], "read", line)
+            return
+        if name in ("mapfile", "readarray"):
+            names = name_operands(args, "dnOsuCc", None)
+            self.runtime_names(scope, names[-1:], ["MAPFILE"], name, line)
+            return
+        if name == "getopts":
+            operands = [a for a in args if not a.startswith("-")]
+            self.runtime_names(scope, operands[1:2] + ["OPTARG", "OPTIND"], [], "getopts", line)
+            return
+        if name == "printf" and args[:1] == ["-v"]:
+            self.runtime_names(scope, args[1:2], [], "printf -v", line)
+            return
+        if name == "let":
+            names = {n for arg in args for m in ARITH_ASSIGNED.finditer(arg) for n in m.groups() if n}
+            runtime(run, scope, sorted(names), f"is set by `let` at line {line}")
+            return
+        if name in ("source", "."):
+            self.source(args, scope, line)
+            return
+        if name == "eval":
+            # A launch in the text is placed where the text was written: `CMD="vllm serve ..."; eval "$CMD"`.
+            at = line
+            first = command.words[1].parts[0] if len(command.words) > 1 and command.words[1].parts else None
+            if isinstance(first, Param) and first.op is None and self.place.fixed is None:
+                var = scope.lookup(first.name)
+                at = var.line if var is not None and var.line else line
+            self.eval(" ".join(args), scope, line, at)
+            return
+        if name == "exit" or (name == "return" and scope.frame_scope() is not None):
+            scope.terminated = True
+            return
+        self.note_pins(fields, line)
+        self.write_files(command, fields, scope, line)
+        function = scope.function(name)
+        if function is not None:
+            self.call(function, args, scope, line)
+            return
+        if self.launch(fields, env, scope, line):
+            return
+        self.run_scripts(fields, command, scope, line)
+
+    def params_holder(self, scope: Scope) -> Scope:
+        target: Scope | None = scope
+        while target is not None and target.positional is None:
+            target = target.parent
+        return target or scope
+
+    def set_options(self, args: list[str], scope: Scope) -> None:
+        options = [a for a in args if a[:1] in "-+" and a != "--"]
+        for option in options:
+            if option in ("-a", "+a") or ("a" in option[1:] and option[1:].isalpha()):
+                scope.vars["-a"] = Var("1" if option[0] == "-" else "", False, self.run.next_epoch())
+        for index, option in enumerate(args):
+            if option in ("-o", "+o") and index + 1 < len(args) and args[index + 1] == "allexport":
+                scope.vars["-a"] = Var("1" if option == "-o" else "", False, self.run.next_epoch())
+        if "--" in args:
+            self.params_holder(scope).positional = args[args.index("--") + 1:]
+        elif args and args[0][:1] not in "-+":
+            self.params_holder(scope).positional = list(args)
+
+    def runtime_names(self, scope: Scope, names: list[str], default: list[str], builtin: str, line: int) -> None:
+        if any(has_unresolved(n) or not NAME.fullmatch(n) for n in names):
+            clobber(self.run, scope, f"may be set at run time by `{builtin}` at line {line}")
+            return
+        runtime(self.run, scope, names or default, f"is set at run time by `{builtin}` at line {line}")
+
+    # files, scripts and calls
+    def write_files(self, command: Simple, fields: list[str], scope: Scope, line: int) -> None:
+        """`cat > FILE <<EOF`, `tee FILE <<EOF`, `echo TEXT > FILE`: the file's content, for a later
+        `bash FILE` or `--config FILE`."""
+        targets = [r for r in command.redirects if r.op in (">", ">>", ">|") and r.fd in ("", "1") and r.target is not None]
+        name = fields[0] if fields else ""
+        content: str | None = None
+        body_line = self.place.line(command.line)
+        in_file = False
+        paths: list[str] = []
+        if name in ("cat", "tee") and all(not f.startswith("-") for f in fields[1:]):
+            content = stdin_text(self.run, scope, command.redirects, line)
+            heredoc = next((r for r in command.redirects if r.op in ("<<", "<<-") and r.body is not None), None)
+            if heredoc is not None and self.place.fixed is None:
+                body_line, in_file = heredoc.body_line, True
+            if name == "tee":
+                paths += fields[1:]
+            elif len(fields) > 1:
+                content = None  # cat of files: not known
+        elif name == "echo" and fields[1:2] != ["-e"]:
+            newline = fields[1:2] != ["-n"]
+            content = " ".join(fields[2:] if not newline else fields[1:]) + ("\n" if newline else "")
+        if content is None:
+            return
+        expander = Expander(self.run, scope, line)
+        paths += [expander.word(r.target) for r in targets if r.target is not None]  # type: ignore[misc]
+        for path in paths:
+            if not path or has_unresolved(path):
+                continue
+            append = any(r.op == ">>" for r in targets)
+            previous = self.run.file_at(path) if append else None
+            text = (previous.text if previous else "") + content
+            self.run.sequence += 1
+            self.run.files.setdefault(normal_path(path), []).append(
+                (self.run.sequence, Script(text, previous.line if previous else body_line, in_file and previous is None)))
+
+    def call(self, function: FunctionDef, args: list[str] | None, scope: Scope, line: int) -> None:
+        """A function run with ``args`` (None: arguments not known)."""
+        run = self.run
+        if run.nesting >= MAX_NESTING:
+            clobber(run, scope, f"may be set by `{function.name}`, called more than {MAX_NESTING} calls deep "
+                     f"at line {line}")
+            return
+        run.called.add(id(function))
+        frame = Scope(scope, frame=True, positional=list(args) if args is not None else None)
+        collect = run.collect
+        run.collect = collect and id(function) not in run.foreign
+        run.nesting += 1
+        try:
+            self.run_command(function.body, frame)
+        finally:
+            run.nesting -= 1
+            run.collect = collect
+        # What the function set that was not local is the caller's now.
+        for name, var in frame.vars.items():
+            if name not in frame.locals:
+                scope.vars[name] = var
+        if frame.barrier is not None:
+            scope.barrier = frame.barrier
+        scope.funcs.update(frame.funcs)
+
+    def source(self, args: list[str], scope: Scope, line: int) -> None:
+        """`source FILE` / `. FILE`: a file this script wrote, or one the audit reads, is read in this
+        shell; any other may set any variable."""
+        path = args[0] if args else ""
+        written = self.run.file_at(path) if path and not has_unresolved(path) else None
+        if written is not None:
+            self.nested_text(written, scope, line, positional=args[1:] or None, share=True)
+            return
+        text = self.disk_script(path)
+        if text is not None and self.run.nesting < MAX_NESTING and path not in self.run.sourcing:
+            # Read for the variables it sets; its own launches are reported with that file.
+            saved_collect, saved_sourcing = self.run.collect, self.run.sourcing
+            self.run.collect, self.run.sourcing = False, saved_sourcing + (path,)
+            self.run.nesting += 1
+            try:
+                parsed = parse_body(text.replace("\x00", "\ufffd"))
+                if isinstance(parsed, ShellSyntaxError):
+                    clobber(self.run, scope, f"may be set by `source {path}` at line {line}, which cannot be read")
+                else:
+                    Interpreter(self.run, self.place.inner(line)).run_list(parsed, scope)
+            finally:
+                self.run.nesting -= 1
+                self.run.collect, self.run.sourcing = saved_collect, saved_sourcing
+            return
+        clobber(self.run, scope, f"may be set by `{'source'} {path or '...'}` at line {line}, a file the audit does not read")
+
+    def disk_script(self, path: str) -> str | None:
+        """A sourced file's text, when it lies inside the audited paths (never outside)."""
+        ctx = self.run.ctx
+        if not path or has_unresolved(path) or not ctx.fs:
+            return None
+        reader = config_from_fs(ctx, ctx.path.parent)
+        try:
+            return reader(path).text
+        except InputError:  # refused (missing, outside the audited paths, too large): not read
+            return None
+
+    def eval(self, text: str, scope: Scope, line: int, at: int) -> None:
+        if only_markers(text):
+            clobber(self.run, scope, f"may be set by `eval` of a text this file does not give (line {line})")
+            return
+        # An unknown part of the text is read as one word, as in any command line (`vllm serve $ARGS`).
+        self.nested_text(Script(text, at, False), scope, at, share=True)
+
+    def nested_text(self, script: Script, scope: Scope, line: int, *, positional: list[str] | None = None,
+                    share: bool = False, fresh: bool = False) -> None:
+        """Run a text: in this shell (``share``: eval, source), or a new one
+        that sees the exported variables (``fresh``: one that sees nothing,
+        a remote shell)."""
+        run = self.run
+        if run.nesting >= MAX_NESTING:
+            if share:
+                clobber(run, scope, f"may be set by a script nested more than {MAX_NESTING} deep (line {line})")
+            return
+        if not run.spend(len(script.text), line):
+            raise Stop
+        place = Place(self.place.origin, self.place.anchor) if script.in_file and self.place.fixed is None \
+            else self.place.inner(line)
+        parsed = parse_body(script.text.replace("\x00", "\ufffd") if script.in_file else script.text,
+                            script.line if script.in_file else line)
+        if isinstance(parsed, ShellSyntaxError):
+            run.problems.append(run.ctx.problem("source.shell_syntax", f"cannot read the script run at line {line}: "
+                                                f"{parsed.message}", line=place.line(parsed.line)))
+            if share:
+                clobber(run, scope, f"may be set by a script that cannot be read (line {line})")
+            return
+        if share:
+            target = scope
+        elif fresh:
+            target = Scope(None, positional=positional or [])
+        else:
+            target = Scope(scope, view=True, positional=positional or [])
+        run.nesting += 1
+        try:
+            Interpreter(run, place).run_list(parsed, target)
+        finally:
+            run.nesting -= 1
+        if share:
+            scope.terminated = False
+
+    def run_scripts(self, fields: list[str], command: Simple, scope: Scope, line: int) -> None:
+        """`bash -c SCRIPT`, `bash FILE` (a file this script wrote), `bash <<EOF`, `./FILE`, `ssh host CMD`."""
+        nested = nested_script(fields)
+        if nested is not None:
+            script, rest = nested
+            self.nested_text(Script(script, line, False), scope, line, positional=rest[1:])
+            return
+        for index, word in enumerate(fields):
+            base = word.rsplit("/", 1)[-1]
+            if base in SHELLS:
+                operands = [f for f in fields[index + 1:] if not f.startswith("-")]
+                if operands:
+                    written = self.run.file_at(operands[0]) if not has_unresolved(operands[0]) else None
+                    if written is not None:
+                        self.nested_text(written, scope, line, positional=operands[1:])
+                    return
+                stdin = stdin_text(self.run, scope, command.redirects, line)
+                if stdin is not None:
+                    self.nested_text(self.stdin_script(command, stdin, line), scope, line, positional=[])
+                return
+            written = self.run.file_at(word) if "/" in word or index == 0 else None
+            if written is not None and index == 0:
+                self.nested_text(written, scope, line, positional=fields[1:])
+                return
+            if base == "ssh":
+                remote = ssh_command(fields[index + 1:])
+                stdin = stdin_text(self.run, scope, command.redirects, line)
+                if stdin is not None and (not remote or (remote[0].rsplit("/", 1)[-1] in SHELLS and "-c" not in remote)):
+                    self.nested_text(self.stdin_script(command, stdin, line), scope, line, fresh=True)
+                elif remote:
+                    self.nested_text(Script(" ".join(remote), line, False), scope, line, fresh=True)
+                return
+
+    def stdin_script(self, command: Simple, text: str, line: int) -> Script:
+        heredoc = next((r for r in command.redirects if r.op in ("<<", "<<-") and r.body is not None), None)
+        if heredoc is not None and self.place.fixed is None:
+            return Script(text, heredoc.body_line, True)
+        return Script(text, line, False)
+
+    def note_pins(self, fields: list[str], line: int) -> None:
+        """`pip install vllm==X.Y.Z` (also pip3, python -m pip, uv pip): the release the launches after it run."""
+        if "install" not in fields or not any(f.rsplit("/", 1)[-1] in ("pip", "pip3", "uv") or f == "pip" for f in fields):
+            return
+        for word in fields[fields.index("install") + 1:]:
+            match = _PIP_PIN.match(word)
+            if match or (word.lower().startswith("vllm") and "==" in word and has_unresolved(word)):
+                self.run.sequence += 1
+                hint = from_pin(match.group(1), line) if match else \
+                    ReleaseHint(None, f"pip pin {show(word)} at line {line}: the version is not known from this file")
+                self.run.pins.append((hint, self.run.sequence))
+
+    def launch(self, fields: list[str], env: dict[str, Arg], scope: Scope, line: int) -> bool:
+        """A vLLM launch: `vllm serve`, the api_server module, or `docker run` of a vLLM image."""
+        run = self.run
+        if fields[0].rsplit("/", 1)[-1] in NOT_RUNNING:
+            return False
+        located = find_vllm(fields)
+        docker = None if located else docker_run(fields)
+        image = None
+        if located is not None:
+            argv = fields
+        elif docker is None:
+            return False
+        elif docker.entrypoint is not None:
+            # The image's entrypoint replaced: `--entrypoint vllm IMAGE serve ...`, or a shell's `-c`.
+            argv = [docker.entrypoint] + fields[docker.start:]
+            located = find_vllm(argv)
+            if located is None:
+                nested = nested_script(argv)
+                if nested is not None:
+                    self.nested_text(Script(nested[0], line, False), scope, line, positional=nested[1][1:])
+                return nested is not None
+            image = docker.image
+        elif VLLM_IMAGE.search(docker.image):
+            argv = ["vllm", "serve"] + fields[docker.start:]
+            image = docker.image
+            if fields[docker.start:docker.start + 1] == ["serve"]:
+                run.problems.append(run.ctx.problem("source.serve_twice", "the vllm/vllm-openai image already runs "
+                                                    "`vllm serve`; `serve` in its arguments is taken as the model",
+                                                    line=line))
+        else:
+            return False
+        origin = self.place.origin(line)
+        launch_env = {name: Arg(var.value, origin) for name in ENV_NAMES
+                      if (var := scope.lookup(name)) is not None and var.exported and var.value is not None}
+        launch_env.update(env)
+        if docker is not None:
+            for name, value in docker.env.items():
+                launch_env[name] = Arg(value if value is not None else unresolved("$" + name), origin)
+        else:
+            for word in fields[:located[0]]:  # `env NAME=value vllm serve`
+                match = ASSIGNMENT.match(word)
+                if match and not match.group(2):
+                    launch_env[match.group(1)] = Arg(word[match.end():], origin)
+        if not run.collect:
+            return True
+        inv = Invocation([Arg(a, origin) for a in argv], line, launch_env, self.place.anchor(line),
+                         sequence=run.sequence, image=image)
+        run.found.append(inv)
+        if len(run.found) > run.ctx.limits.max_commands:
+            run.limit("commands", f"more than {run.ctx.limits.max_commands} vLLM commands", line)
+            raise Stop
+        return True

@@ -1,0 +1,202 @@
+"""What one reading of a shell script knows as it goes (shell.py reads
+scripts): the variables and functions in scope, in layers (:class:`Scope`),
+the files the script has written (:class:`Script`), where the text being
+read sits in the audited file (:class:`Place`), and the reading itself
+(:class:`Run`: the launches found, the problems, the budget it may still
+spend). Nothing here runs or expands anything.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ...core.markers import unresolved
+from ...core.errors import Problem
+from .context import Ctx
+from .launch import Invocation
+from .release import ReleaseHint
+from .shell_tree import FunctionDef
+
+__all__ = ["Var", "UNSET", "Scope", "Script", "Place", "Run", "Stop", "written_at", "normal_path", "MAX_NESTING",
+           "BUDGET_FACTOR"]
+
+# How deep function calls, eval, source and scripts run by scripts may nest.
+MAX_NESTING = 8
+# Expansion, eval, function calls and sourced text may read this many characters a character of the file.
+BUDGET_FACTOR = 16
+
+
+class Var(NamedTuple):
+    value: str | None   # None: unset (shadows a value further out)
+    exported: bool
+    epoch: int          # when it was set: a run-time change later makes it unknown
+    line: int = 0       # where it was set (a launch in a text it holds, run by eval, is placed there)
+
+
+UNSET = Var(None, False, 0)
+
+
+class Scope:
+    """Variables and functions, in layers: a branch, a subshell or a
+    function call reads through to the layers below and writes its own,
+    which a branch's end merges down (and a subshell's end discards). A
+    ``view`` is a new shell's (``bash -c``): it sees only exported variables
+    below it. ``barrier``: a command that may have set any variable at run
+    time (epoch, why): every variable set before it is unknown."""
+
+    __slots__ = ("parent", "vars", "funcs", "barrier", "view", "frame", "locals", "positional", "terminated")
+
+    def __init__(self, parent: Scope | None = None, *, view: bool = False, frame: bool = False,
+                 positional: list[str] | None = None):
+        self.parent = parent
+        self.vars: dict[str, Var] = {}
+        self.funcs: dict[str, FunctionDef] = {}
+        self.barrier: tuple[int, str] | None = None
+        self.view, self.frame = view, frame
+        self.locals: set[str] = set()
+        # The positional parameters ($1 ...) of a function call or a new shell; None: as the layer below.
+        self.positional = positional
+        self.terminated = False  # `exit` (or `return` in a function) was met on this path
+
+    def lookup(self, name: str) -> Var | None:
+        """The variable's value where it is set, else None."""
+        var = self.record(name)
+        return var if var is not None and var.value is not None else None
+
+    def record(self, name: str) -> Var | None:
+        """What this scope knows of a variable: set, unset (value None, maybe exported), or nothing."""
+        scope: Scope | None = self
+        barrier: tuple[int, str] | None = None
+        exported_only = False
+        while scope is not None:
+            if scope.barrier is not None and (barrier is None or scope.barrier[0] > barrier[0]):
+                barrier = scope.barrier
+            var = scope.vars.get(name)
+            if var is not None:
+                if exported_only and not var.exported:
+                    return None
+                if var.value is not None and barrier is not None and var.epoch < barrier[0]:
+                    return Var(unresolved("$" + name, barrier[1]), var.exported, var.epoch, var.line)
+                return var
+            if scope.view:
+                exported_only = True
+                # A new shell sees the run-time changes of its parent's variables too.
+            scope = scope.parent
+        return None
+
+    def function(self, name: str) -> FunctionDef | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.funcs:
+                return scope.funcs[name]
+            if scope.view:
+                return None
+            scope = scope.parent
+        return None
+
+    def params(self) -> list[str] | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if scope.positional is not None:
+                return scope.positional
+            if scope.view:
+                return None
+            scope = scope.parent
+        return None
+
+    def frame_scope(self) -> Scope | None:
+        scope: Scope | None = self
+        while scope is not None and not scope.frame:
+            if scope.view:
+                return None
+            scope = scope.parent
+        return scope
+
+
+class Script(NamedTuple):
+    """A file a script writes (``cat > run.sh <<EOF``), as the script left it at a point."""
+    text: str
+    line: int          # where its text starts in the audited file
+    in_file: bool      # its lines are the audited file's (a here-document), so launches in it keep their lines
+
+
+@dataclass
+class Place:
+    """Where the text being read sits: lines of the audited file (each
+    launch at its own line), or a text made at run time (``eval``, ``sh -c
+    STRING``, a container's command) whose launches are all at ``fixed``."""
+    origin: Callable[[int], str]
+    anchor: Callable[[int], str]
+    fixed: int | None = None
+
+    def line(self, line: int) -> int:
+        return self.fixed if self.fixed is not None else line
+
+    def inner(self, line: int) -> "Place":
+        """The place of a text made at run time at ``line``."""
+        at = self.line(line)
+        return Place(self.origin, self.anchor, at)
+
+
+@dataclass
+class Run:
+    """One reading of a script: what it found and what it may still spend."""
+    ctx: Ctx
+    problems: list[Problem]
+    budget: int
+    found: list[Invocation] = field(default_factory=list)
+    files: dict[str, list[tuple[int, Script]]] = field(default_factory=dict)   # path -> (sequence, content), in order
+    sequence: int = 0
+    epoch: int = 0
+    nesting: int = 0
+    pins: list[tuple[ReleaseHint, int]] = field(default_factory=list)   # `pip install vllm==X` pins, and where met
+    limited: set[str] = field(default_factory=set)
+    syntax_errors: int = 0
+    collect: bool = True    # launches are collected (not while reading a sourced file)
+    sourcing: tuple[str, ...] = ()
+    # Functions in the order they were defined, with where their text is; which were called;
+    # which came from a sourced file (their launches are that file's).
+    defined: list[tuple[FunctionDef, "Place"]] = field(default_factory=list)
+    called: set[int] = field(default_factory=set)
+    foreign: set[int] = field(default_factory=set)
+
+    def next_epoch(self) -> int:
+        self.epoch += 1
+        return self.epoch
+
+    def limit(self, kind: str, message: str, line: int | None) -> None:
+        """A bound hit: reported once a file for each kind."""
+        if kind not in self.limited:
+            self.limited.add(kind)
+            self.problems.append(self.ctx.problem("source.limit", message, line=line))
+
+    def spend(self, amount: int, line: int | None) -> bool:
+        self.budget -= amount
+        if self.budget < 0:
+            self.limit("budget", "the script expands to more text than the audit reads for a file of its size "
+                       f"(at line {line}); it is not read past this point", line)
+            return False
+        return True
+
+    def file_at(self, path: str, sequence: int | None = None) -> Script | None:
+        return written_at(self.files, path, self.sequence if sequence is None else sequence)
+
+
+def written_at(files: dict[str, list[tuple[int, Script]]], path: str, sequence: int | None) -> Script | None:
+    """The file ``path`` as the script had written it at ``sequence``."""
+    versions = files.get(normal_path(path))
+    for seq, script in reversed(versions or ()):
+        if sequence is None or seq <= sequence:
+            return script
+    return None
+
+
+class Stop(Exception):
+    """The budget is spent: the reading ends here."""
+
+
+def normal_path(path: str) -> str:
+    return posixpath.normpath(path) if path else path

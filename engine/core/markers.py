@@ -1,0 +1,56 @@
+"""Values a command holds that are not known where it is read: a shell
+variable set elsewhere, ``$(...)``, a ``valueFrom``. A reader writes such a
+value into a word as an *unresolved marker* (:func:`unresolved`), so that an
+option whose value holds one is reported, not decided; :func:`show` writes a
+value for a message with its markers as written.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["UNRESOLVED", "unresolved", "has_unresolved", "unresolved_names", "references", "show"]
+
+
+# An unresolved reference, kept in the text so that an option whose value
+# holds one is reported instead of decided: NUL, the name as written, then
+# optionally SOH and why it is not known. NUL never occurs in a command line
+# (argv strings cannot hold it), so a marker cannot be forged by one.
+UNRESOLVED = re.compile("\x00([^\x00\x01]*)(?:\x01([^\x00]*))?\x00")
+
+
+def unresolved(name: str, reason: str | None = None) -> str:
+    """The marker of a value not known, shown as ``name`` (``$KV``,
+    ``$(...)``); ``reason`` completes "which ..." ("is set at run time by
+    `read` at line 3") where "this file does not set" would not be true."""
+    name = name.replace("\x00", "").replace("\x01", "")
+    return f"\x00{name}\x01{reason}\x00" if reason else f"\x00{name}\x00"
+
+
+def has_unresolved(text: str) -> bool:
+    return "\x00" in text and bool(UNRESOLVED.search(text))
+
+
+def unresolved_names(text: str) -> list[str]:
+    """The references in ``text``, each once, in order."""
+    return list(dict.fromkeys(m.group(1) for m in UNRESOLVED.finditer(text)))
+
+
+def references(text: str, *, whole: bool = False) -> str:
+    """The references of ``text`` for a message, "`$KV`, which this file does
+    not set", or with the reasons they carry; ``whole``: the whole text shown
+    (a path that holds one)."""
+    found = dict.fromkeys((m.group(1), m.group(2)) for m in UNRESOLVED.finditer(text))
+    reasons = [f"`{name}` {reason}" if whole else reason for name, reason in found if reason]
+    if whole:
+        return f"`{show(text)}`, " + ("; ".join(f"where {r}" for r in reasons) if reasons else "which this file does not set")
+    if not reasons:
+        return ", ".join(f"`{name}`" for name, _ in found) + ", which this file does not set"
+    return ", ".join(f"`{name}` (which {reason or 'this file does not set'})" for name, reason in found)
+
+
+def show(text: str, limit: int | None = 120) -> str:
+    """A value for a message: unresolved references shown as written, at
+    most ``limit`` characters (None: all of it)."""
+    text = UNRESOLVED.sub(lambda m: m.group(1), text)
+    return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."

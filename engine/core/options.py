@@ -1,0 +1,117 @@
+"""The vocabulary of a vLLM command line as the decision reads it: a word
+and where it came from (:class:`Arg`), a ``--config`` file
+(:class:`ConfigFile`), the option strings of a vLLM release
+(:class:`VllmOptions`), the options and environment variables that feed
+the deployment document, and where vLLM's own arguments start in a
+command (:func:`find_vllm`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from .schema import load_schema
+
+__all__ = ["Arg", "ConfigFile", "VllmOptions", "DEFAULT_OPTIONS", "SCHEMA", "ENV_NAMES", "VALUE_OPTIONS",
+           "FLAG_OPTIONS", "DECISION_OPTIONS", "find_vllm"]
+
+
+class Arg(NamedTuple):
+    """One word of a command line and where it came from (``line 12``,
+    ``ConfigMap cfg key serve.yaml``): the origin is what a report shows."""
+
+    text: str
+    origin: str = "command line"
+
+
+class ConfigFile(NamedTuple):
+    """What ``read_config`` returns for a ``--config`` file: its text, and
+    how to name it in messages and origins (a path, ``ConfigMap c key k``)."""
+
+    text: str
+    shown: str
+
+
+@dataclass(frozen=True)
+class VllmOptions:
+    """The option strings of one vLLM release.
+
+    ``accepted`` is every option string the release's ``vllm serve`` accepts
+    (``--kv-transfer-config``, ``--no-enable-prefix-caching``, ...); None
+    when not known, and then only the options the decision reads are known:
+    an option is refused only when it is a near-certain misspelling of one
+    of them, and ``neighbours`` lists real options that look alike.
+    ``boolean_optional`` are the keys (``disable-hybrid-kv-cache-manager``)
+    of argparse BooleanOptionalAction options, which have a ``--no-KEY``
+    form; a config file's ``KEY: false`` becomes ``--no-KEY`` only for those.
+    ``flags`` are the accepted options that take no value (used only with
+    ``accepted``).
+    """
+
+    release: str = "0.33.0"
+    accepted: frozenset[str] | None = None
+    flags: frozenset[str] = frozenset()
+    boolean_optional: frozenset[str] = frozenset({"disable-hybrid-kv-cache-manager"})
+    neighbours: frozenset[str] = frozenset({
+        "--ec-transfer-config", "--kv-cache-dtype", "--kv-cache-memory-bytes", "--kv-sharing-fast-prefill",
+        "--kernel-config", "--profiler-config", "--reasoning-config", "--attention-config", "--compilation-config"})
+
+
+# vLLM 0.33.0's options as far as the decision needs them.
+DEFAULT_OPTIONS = VllmOptions()
+
+
+# -- the document's vocabulary ---------------------------------------------------------
+
+SCHEMA = load_schema("deployment")
+# The environment variables the decision reads (declared in the schema). Only
+# these are copied from a command's environment: others (tokens, keys) never
+# enter a document, a report or a log.
+ENV_NAMES = frozenset(SCHEMA["properties"]["env"]["properties"])
+
+# vLLM options that feed the decision: option string -> (document field, kind).
+# `--hisparse-config` follows the document's `hisparse-config` spelling.
+VALUE_OPTIONS = {
+    "--kv-transfer-config": ("kv_transfer_config", "json"),
+    "--kv-events-config": ("kv_events_config", "json"),
+    "--speculative-config": ("speculative_config", "json"),
+    "-sc": ("speculative_config", "json"),
+    "--hisparse-config": ("hisparse_config", "json"),
+    "--kv-offloading-size": ("kv_offloading_size", "number"),
+    "--kv-offloading-backend": ("kv_offloading_backend", "str"),
+    "--model": ("model", "str"),
+}
+# argparse.BooleanOptionalAction options: flag -> (field, value).
+FLAG_OPTIONS = {
+    "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", True),
+    "--no-disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", False),
+}
+# Every option the decision reads.
+DECISION_OPTIONS = tuple(VALUE_OPTIONS) + tuple(FLAG_OPTIONS)
+# Modules run with `python -m` that start a vLLM engine from vLLM's own arguments: the OpenAI server, and
+# NVIDIA Dynamo's vLLM worker (which takes vLLM's engine arguments, the model by `--model`).
+_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "dynamo.vllm"})
+
+
+# -- finding vLLM in a command ------------------------------------------------------------
+
+def find_vllm(words: Sequence[str]) -> tuple[int, bool] | None:
+    """Where vLLM's own arguments start in a command's words, and whether
+    they start with the ``serve`` subcommand: ``vllm serve ...`` gives the
+    index of ``serve``; ``python -m vllm.entrypoints.openai.api_server ...``
+    the index after the module. None when the words run no vLLM server."""
+    python = False  # a python interpreter came before
+    for i, word in enumerate(words):
+        base = word.rsplit("/", 1)[-1]
+        if base == "vllm" and i + 1 < len(words) and words[i + 1] == "serve":
+            return i + 1, True
+        if word == "-m" and python and i + 1 < len(words) and words[i + 1] in _API_SERVER_MODULES:
+            return i + 2, False
+        python = python or bool(_PYTHON.fullmatch(base))
+    return None
+
+
+_PYTHON = re.compile(r"python[0-9.]*")

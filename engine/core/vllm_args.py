@@ -1,0 +1,347 @@
+"""vLLM's own argument handling, from the words after ``vllm serve`` to the
+options the deployment document is made of (command.py makes it),
+reproduced where it changes what the decision sees
+(``vllm/utils/argparse_utils.py``, FlexibleArgumentParser):
+
+- a ``--config FILE`` (YAML) is read and its options are put before the
+  command line, so the command line wins (cli > config > defaults); a
+  ``false`` in the file becomes ``--no-KEY`` only when that option exists;
+- ``_`` is read as ``-`` in option names (``--kv_transfer_config``);
+- dotted options (``--kv-transfer-config.kv_role kv_both``, ``KEY+ a,b``
+  for lists) are merged into one JSON value placed last;
+- ``--no-X`` and ``--X=VALUE`` forms; the last occurrence of an option wins;
+- argparse expands a unique prefix of an option (noted).
+
+Nothing is executed, imported or read from the file system here: a
+``--config`` file is read only through the caller's ``read_config``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InputError, Problem, suggest
+from .input import parse_text
+from .markers import has_unresolved, references, show
+from .options import DECISION_OPTIONS, FLAG_OPTIONS, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions
+
+__all__ = ["Reading", "vllm_tokens", "read_options", "config_args", "scalar_text", "number_value"]
+
+
+@dataclass
+class Reading:
+    """The state of one read_command call: where problems are located and
+    what they are."""
+
+    file: str | None
+    line: int | None
+    options: VllmOptions
+    read_config: Callable[[str], str | ConfigFile] | None
+    require_model: bool
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[Problem] = field(default_factory=list)
+    configs: list[str] = field(default_factory=list)
+
+    def problem(self, code: str, message: str, *, path: str = "", hint: str | None = None) -> Problem:
+        return Problem(code, message, path, hint, file=self.file, line=self.line)
+
+    def fail(self, code: str, message: str, **kw: Any) -> None:
+        self.problems.append(self.problem(code, message, **kw))
+
+    def note(self, code: str, message: str, **kw: Any) -> None:
+        self.notes.append(self.problem(code, message, **kw))
+
+
+def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Arg], Arg | None]:
+    """vLLM's FlexibleArgumentParser.parse_args up to argparse: --model moved
+    first, --config pulled in, `_` in option names read as `-`, dotted
+    options merged into one JSON value placed last. Returns the tokens and the
+    model."""
+    model: Arg | None = None
+    if serve:
+        rest = args[1:]
+        for i, tok in enumerate(rest):
+            if tok.text == "--model" or tok.text.startswith("--model="):
+                if tok.text == "--model":
+                    if i + 1 >= len(rest) or rest[i + 1].text.startswith("-"):
+                        reading.fail("source.missing_value", "`--model` has no value")
+                        break
+                    model, rest = rest[i + 1], rest[:i] + rest[i + 2:]
+                else:
+                    model, rest = Arg(tok.text[len("--model="):], tok.origin), rest[:i] + rest[i + 1:]
+                break
+        else:
+            if rest and not rest[0].text.startswith("-"):
+                model, rest = rest[0], rest[1:]
+        args = rest
+    texts = [t.text for t in args]
+    if "--config" in texts:
+        if texts.count("--config") > 1:
+            reading.fail("source.config_multiple", "more than one `--config` file is given; vLLM refuses this")
+        else:
+            index = texts.index("--config")
+            if index == len(args) - 1:
+                reading.fail("source.missing_value", "`--config` has no file; vLLM refuses this")
+                args = args[:index]
+            else:
+                config_tokens = _pull_config(reading, args[index + 1].text)
+                config_model = next((config_tokens[i + 1] for i, t in enumerate(config_tokens[:-1]) if t.text == "--model"), None)
+                if serve and reading.require_model and model is None and config_model is None and not reading.problems:
+                    reading.fail("source.no_model", "no model is given, neither on the command line "
+                                 "nor in the config file; vLLM refuses this")
+                model = model or config_model
+                # The config's arguments come first: the command line wins (cli > config > defaults).
+                args = config_tokens + args[:index] + args[index + 2:]
+    elif any(t.startswith("--config=") for t in texts):
+        reading.note("source.config_ignored", "vLLM reads a config file only from `--config FILE`; "
+                     "`--config=FILE` is accepted and ignored")
+    # Option names: `_` is `-` between the leading `--` and the first `.`.
+    normal: list[Arg] = []
+    for tok in args:
+        text = tok.text
+        if text.startswith("--"):
+            key, eq, value = text.partition("=")
+            head, dot, tail = key[2:].partition(".")
+            text = "--" + head.replace("_", "-") + dot + tail + eq + value
+        normal.append(Arg(text, tok.origin))
+    return _merge_dotted(reading, normal), model
+
+
+def _merge_dotted(reading: Reading, normal: list[Arg]) -> list[Arg]:
+    """Dotted options, --json-arg.key value, merged per option and appended last."""
+    out: list[Arg] = []
+    dotted: dict[str, tuple[dict[str, Any], str]] = {}
+    skip = False
+    for i, tok in enumerate(normal):
+        if skip:
+            skip = False
+            continue
+        text = tok.text
+        if not (text.startswith("-") and "." in text):
+            out.append(tok)
+            continue
+        key, eq, value = text.partition("=")
+        if eq and "." not in key:
+            out.append(tok)  # the `.` was only in the value
+            continue
+        if not eq:
+            if i + 1 >= len(normal):
+                reading.fail("source.missing_value", f"`{show(text)}` has no value")
+                continue
+            value, skip = normal[i + 1].text, True
+        if key.endswith("+"):
+            key, value = key[:-1], json.dumps(value.split(","))
+        option, *keys = key.split(".")
+        try:
+            parsed: Any = json.loads(value)
+        except ValueError:
+            try:
+                parsed = _human_int(value)
+            except ValueError:
+                parsed = value
+        nested: Any = parsed
+        for part in reversed(keys):
+            nested = {part: nested}
+        held = dotted.setdefault(option, ({}, tok.origin))
+        _merge(held[0], nested)
+    for option, (merged, origin) in dotted.items():
+        out += [Arg(option, origin), Arg(json.dumps(merged), origin)]
+    return out
+
+
+def _pull_config(reading: Reading, name: str) -> list[Arg]:
+    if has_unresolved(name):
+        reading.fail("source.unresolved", f"the `--config` file is {references(name, whole=True)}")
+        return []
+    if name.split(".")[-1] not in ("yaml", "yml"):
+        reading.fail("source.config_extension", f"`--config {name}`: vLLM reads only .yaml or .yml config files")
+        return []
+    if reading.read_config is None:
+        reading.fail("source.config_unresolved", f"`--config {name}` cannot be located from this file")
+        return []
+    try:
+        got = reading.read_config(name)
+    except InputError as exc:
+        first = exc.problems[0]
+        reading.problems.append(Problem(first.code, first.message, first.path, first.hint, file=reading.file,
+                                        line=reading.line))
+        return []
+    text, shown = (got.text, got.shown) if isinstance(got, ConfigFile) else (got, name)
+    reading.configs.append(shown)
+    try:
+        config = parse_text(text or "", source=f"`{shown}`", fmt="yaml")
+    except InputError as exc:
+        first = exc.problems[0]
+        reading.fail(first.code, f"the config file {first.message.removeprefix('invalid YAML in ')}"
+                     if first.code == "input.parse" else first.message)
+        return []
+    if config is None:
+        config = {}
+    return config_args(reading, config, f"`{shown}`")
+
+
+def config_args(reading: Reading, config: Any, origin: str) -> list[Arg]:
+    """vLLM's load_config_file: a YAML mapping to command-line arguments."""
+    if not isinstance(config, dict):
+        reading.fail("source.config_shape", f"the config file {origin} must hold a mapping of vLLM options")
+        return []
+    boolean_optional = reading.options.boolean_optional
+    out: list[Arg] = []
+    for key, value in config.items():
+        if not isinstance(key, str):  # vLLM would fail on "--" + key
+            reading.fail("source.config_shape", f"the config file {origin} has a key that is not a string")
+            return []
+        if key == "config":
+            reading.note("source.config_nested", f"{origin} names another config file; vLLM does not read it")
+        if isinstance(value, bool):
+            if value:
+                out.append(Arg("--" + key, origin))
+            elif key in boolean_optional:  # vLLM adds --no-KEY only when that option exists
+                out.append(Arg("--no-" + key, origin))
+            elif key.replace("_", "-") in boolean_optional:
+                # `--no-disable_hybrid_kv_cache_manager` is no option string: vLLM drops the key.
+                reading.note("source.config_false_dropped", f"{origin}: `{key}: false` is dropped by vLLM, "
+                             "which adds `--no-KEY` only for the dash spelling; the file states no preference",
+                             hint=f"write `{key.replace('_', '-')}: false` for an explicit enable")
+        elif isinstance(value, list):
+            if value:
+                out.append(Arg("--" + key, origin))
+                out += [Arg(scalar_text(item), origin) for item in value]
+        elif isinstance(value, dict):
+            out += [Arg("--" + key, origin), Arg(json.dumps(value), origin)]
+        else:
+            out += [Arg("--" + key, origin), Arg(scalar_text(value), origin)]
+    return out
+
+
+def scalar_text(value: Any) -> str:
+    """Python's str(), as vLLM applies it to config values."""
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
+def _human_int(text: str) -> int:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text.strip())
+    if match:
+        number, suffix = match.groups()
+        if suffix.islower():
+            return int(float(number) * {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[suffix])
+        return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
+    return int(text.strip())
+
+
+def _merge(original: dict[str, Any], update: dict[str, Any]) -> None:
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(original.get(key), dict):
+            _merge(original[key], value)
+        elif isinstance(value, list) and isinstance(original.get(key), list):
+            original[key] += value
+        else:
+            original[key] = value
+
+
+def _looks_like_number(text: str) -> bool:
+    return bool(re.fullmatch(r"-\d+(\.\d*)?|-\.\d+", text))
+
+
+def read_options(reading: Reading, tokens: list[Arg]) -> tuple[dict[str, tuple[Any, str, str]], list[tuple[str | None, Arg]]]:
+    """argparse over the options the decision needs: the last occurrence
+    wins. Also the words holding unresolved values that the decision does
+    not read: (the option they are a value of, or None; the word)."""
+    found: dict[str, tuple[Any, str, str]] = {}
+    loose: list[tuple[str | None, Arg]] = []
+    flags = reading.options.flags
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        text = tok.text
+        i += 1
+        if not text.startswith("-") or text == "--":
+            if has_unresolved(text):
+                loose.append((None, tok))
+            continue
+        option, eq, value = text.partition("=")
+        accepted = reading.options.accepted
+        resolved: str | None = option
+        if accepted is not None and option.startswith("--") and option not in accepted:
+            resolved = _accepted_option(reading, option, accepted)
+        elif option not in VALUE_OPTIONS and option not in FLAG_OPTIONS and option.startswith("--"):
+            matches = [o for o in DECISION_OPTIONS if o.startswith(option) and o != option]
+            if len(matches) == 1 and option.count("-") >= 3:
+                reading.note("source.abbreviated_option", f"`{option}` is read as `{matches[0]}`, as argparse "
+                             "expands a unique prefix; spell the option out")
+                resolved = matches[0]
+            else:
+                if option not in reading.options.neighbours and _similar(option, DECISION_OPTIONS):
+                    reading.fail("source.unknown_option", f"vLLM rejects the unrecognized argument `{show(option)}`",
+                                 hint=suggest(option, DECISION_OPTIONS))
+                resolved = None
+        if resolved is None or resolved not in VALUE_OPTIONS and resolved not in FLAG_OPTIONS:
+            # An option the decision does not read; a word after it is taken as its value.
+            if eq:
+                if has_unresolved(value):
+                    loose.append((option, Arg(value, tok.origin)))
+            elif i < len(tokens) and not tokens[i].text.startswith("-") and (resolved or option) not in flags:
+                if has_unresolved(tokens[i].text):
+                    loose.append((option, tokens[i]))
+                i += 1
+            continue
+        option = resolved
+        if option in FLAG_OPTIONS:
+            if eq:
+                reading.fail("source.option_value", f"`{option}` takes no value; vLLM refuses `{show(text)}`")
+                continue
+            field_name, flag = FLAG_OPTIONS[option]
+            found[field_name] = (flag, tok.origin, option)
+            continue
+        if not eq:
+            if i >= len(tokens) or (tokens[i].text.startswith("-") and not _looks_like_number(tokens[i].text)):
+                reading.fail("source.missing_value", f"`{option}` has no value; vLLM refuses this")
+                continue
+            value = tokens[i].text
+            i += 1
+        field_name, _ = VALUE_OPTIONS[option]
+        earlier = found.get(field_name)
+        if earlier is not None and isinstance(earlier[0], str) and has_unresolved(earlier[0]):
+            loose.append((f"{earlier[2]} (a later `{option}` wins)", Arg(earlier[0], earlier[1])))
+        found[field_name] = (value, tok.origin, option)
+    return found, loose
+
+
+def _accepted_option(reading: Reading, option: str, accepted: frozenset[str]) -> str | None:
+    """An option the release does not list: argparse's unique-prefix
+    expansion, else vLLM refuses it. None when it is not an option the
+    release accepts."""
+    if has_unresolved(option):
+        return None
+    matches = sorted(o for o in accepted if o.startswith(option))
+    if len(matches) == 1:
+        reading.note("source.abbreviated_option", f"`{option}` is read as `{matches[0]}`, as argparse "
+                     "expands a unique prefix; spell the option out")
+        return matches[0]
+    if matches:
+        reading.fail("source.ambiguous_option", f"vLLM refuses the ambiguous option `{show(option)}`, which could be "
+                     + ", ".join(f"`{m}`" for m in matches[:5]) + (", ..." if len(matches) > 5 else ""))
+    else:
+        reading.fail("source.unknown_option", f"vLLM {reading.options.release} rejects the unrecognized argument "
+                     f"`{show(option)}`", hint=suggest(option, sorted(accepted)))
+    return None
+
+
+def _similar(option: str, candidates: Iterable[str]) -> bool:
+    """A near-certain misspelling (a did-you-mean at 0.9 similarity), as
+    opposed to one of vLLM's many options that merely look alike."""
+    return bool(difflib.get_close_matches(option, list(candidates), n=1, cutoff=0.9))
+
+
+def number_value(text: str) -> Any:
+    """argparse's float() for --kv-offloading-size; the text stays when it is
+    not a number, so that validation reports it."""
+    try:
+        return int(text) if re.fullmatch(r"[+-]?\d+", text.strip()) else float(text)
+    except ValueError:
+        return text

@@ -1,0 +1,163 @@
+"""The deployer mappings (engine/audit/sources/deployers.yaml): the
+`--kv-transfer-config` each chart, controller or launcher setting becomes,
+as data the readers apply. The fleet corpus tests (test_k8s_sources.py) read
+real files; these cover the template forms and the branches the corpus does
+not hold, on small files written the way each deployer's users write them."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+from hma_policy.audit.sources import read_source
+from hma_policy.audit.sources.deployers import config, deployer
+from hma_policy.audit.sources.dynamo import dynamo_vllm_argv
+from hma_policy.audit.sources.kserve import kv_transfer_config
+from hma_policy.core.markers import has_unresolved
+
+
+def ktc(deployment) -> dict:
+    assert deployment.document is not None, deployment.problems
+    value = deployment.document["kv_transfer_config"]
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def launches(tmp_path: Path, name: str, text: str):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return read_source(path).deployments
+
+
+# -- the template forms ------------------------------------------------------------------------
+
+def test_a_setting_default_and_optional_key():
+    template = {"a": {"$setting": "x"}, "b": {"$setting": "y", "default": "d"},
+                "c": {"$setting": "z", "optional": True}, "d": [{"e": {"$setting": "x"}}], "f": 1}
+    assert config(template, {"x": 5}) == {"a": 5, "b": "d", "d": [{"e": 5}], "f": 1}
+    # `default` replaces an empty value, as Helm's `default` does; `optional` leaves out only an unset one
+    assert config(template, {"y": "", "z": ""}) == {"a": None, "b": "d", "c": "", "d": [{"e": None}], "f": 1}
+    assert config(template, {"y": "given", "z": {}}) == {"a": None, "b": "given", "c": {}, "d": [{"e": None}], "f": 1}
+
+
+def test_config_returns_a_fresh_copy():
+    template = deployer("production-stack-ray")["v1"]
+    made = config(template)
+    made["kv_role"] = "changed"
+    assert config(template)["kv_role"] == "kv_both"
+
+
+def test_the_mapping_ships_inside_the_package():
+    text = resources.files("hma_policy.audit.sources").joinpath("deployers.yaml").read_text("utf-8")
+    assert "config_merge.go L723-765" in text
+    assert set(deployer("dynamo-vllm")["connectors"]) == {"nixl", "lmcache", "kvbm"}
+
+
+# -- Dynamo's --connector ----------------------------------------------------------------------
+
+def test_dynamo_connectors_one_by_one_and_several():
+    def kv(*args: str) -> dict:
+        argv = dynamo_vllm_argv(list(args))
+        return json.loads(argv[argv.index("--kv-transfer-config") + 1])
+
+    assert kv("--model", "m") == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert kv("--connector", "lmcache") == {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+    assert kv("--connector=kvbm") == {"kv_connector": "DynamoConnector", "kv_role": "kv_both",
+                                      "kv_connector_module_path": "kvbm.vllm_integration.connector"}
+    assert kv("--connector", "kvbm", "lmcache") == {
+        "kv_connector": "PdConnector", "kv_role": "kv_both", "kv_connector_module_path": "kvbm.vllm_integration.connector",
+        "kv_connector_extra_config": {"connectors": [
+            {"kv_connector": "DynamoConnector", "kv_role": "kv_both",
+             "kv_connector_module_path": "kvbm.vllm_integration.connector"},
+            {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}]}}
+    assert has_unresolved(kv("--connector", "mooncake")["kv_connector"])
+    assert dynamo_vllm_argv(["--connector", "null"]) == ["vllm", "serve"]
+    given = '{"kv_connector":"X","kv_role":"kv_both"}'
+    assert dynamo_vllm_argv(["--kv-transfer-config", given]) == ["vllm", "serve", "--kv-transfer-config", given]
+
+
+# -- KServe kvCacheOffloading ------------------------------------------------------------------
+
+def test_kserve_offloading_with_an_eviction_policy_and_without_tiers():
+    text = kv_transfer_config({"cpu": "1Mi", "evictionPolicy": "lru"})
+    assert text.startswith("--kv-transfer-config '{\"kv_connector\":\"OffloadingConnector\",")  # compact, as Go writes it
+    assert json.loads(text.split(" ", 1)[1].strip("'"))["kv_connector_extra_config"] == {
+        "spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": 2**20, "eviction_policy": "lru"}
+    assert "eviction_policy" not in kv_transfer_config({"cpu": 1, "evictionPolicy": ""})
+    assert kv_transfer_config(None) == ""
+
+
+# -- production-stack: the chart's branches, the Ray head, the operator --------------------------
+
+STACK = """servingEngineSpec:
+  modelSpec:
+  - name: m
+    repository: vllm/vllm-openai
+    tag: latest
+    modelURL: facebook/opt-125m
+{extra}"""
+
+
+def test_production_stack_v0_writes_the_v0_connector(tmp_path):
+    (d,) = launches(tmp_path, "values.yaml", STACK.format(extra="""    vllmConfig:
+      v0: "1"
+    lmcacheConfig:
+      enabled: true
+      kvRole: kv_consumer
+"""))
+    assert ktc(d) == {"kv_connector": "LMCacheConnector", "kv_role": "kv_consumer"}
+
+
+def test_production_stack_enable_pd_without_a_role_or_nixl_role(tmp_path):
+    (d,) = launches(tmp_path, "values.yaml", STACK.format(extra="""    lmcacheConfig:
+      enabled: true
+      enablePD: false
+      kvRole: ""
+"""))
+    assert ktc(d) == {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both",
+                      "kv_connector_extra_config": {"discard_partial_chunks": False, "lmcache_rpc_port": None}}
+
+
+def test_the_ray_head_has_the_opposite_default(tmp_path):
+    ray = """    raySpec:
+      enabled: true
+    lmcacheConfig:
+      enabled: true
+      kvRole: kv_producer
+"""
+    (v0,) = launches(tmp_path, "values.yaml", STACK.format(extra=ray))
+    (v1,) = launches(tmp_path, "values.yaml", STACK.format(extra=ray + "    vllmConfig:\n      v1: \"1\"\n"))
+    assert ktc(v0) == {"kv_connector": "LMCacheConnector", "kv_role": "kv_both"}
+    assert ktc(v1) == {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+
+
+def test_a_vllmruntime_without_v1_writes_the_v0_connector(tmp_path):
+    (d,) = launches(tmp_path, "runtime.yaml", """apiVersion: production-stack.vllm.ai/v1alpha1
+kind: VLLMRuntime
+metadata:
+  name: r
+spec:
+  model:
+    modelURL: facebook/opt-125m
+  vllmConfig:
+    port: 8000
+  lmCacheConfig:
+    enabled: true
+""")
+    assert ktc(d) == {"kv_connector": "LMCacheConnector", "kv_role": "kv_both"}
+
+
+# -- llm-d-benchmark kvTransfer ----------------------------------------------------------------
+
+def test_a_scenario_kv_transfer_with_its_own_connector_role_and_extra_config(tmp_path):
+    (d,) = launches(tmp_path, "scenario.yaml", """scenario:
+- name: s
+  vllmCommon:
+    kvTransfer:
+      enabled: true
+      connector: OffloadingConnector
+      extraConfig: {}
+  decode:
+    enabled: true
+""")
+    assert ktc(d) == {"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": {}}
