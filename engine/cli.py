@@ -29,8 +29,9 @@ from typing import Any, NoReturn, Sequence
 from .version import __version__
 from .core.decision import Decision, input_error_decision
 from .core.input import prepare, read_document
-from .core.errors import HMAPolicyError, InputError, PolicyError, printable
+from .core.errors import HMAPolicyError, InputError, PolicyError
 from .core.schema import SCHEMAS
+from .render import explain_dict, render_explain, render_text
 from .clisupport import COLOR_CHOICES, Console, InvalidRules, UsageError, console, label, load_set
 from .fileio import Interrupted, interrupt_on_signals
 from .policyref import PolicyRefError, opened
@@ -48,82 +49,6 @@ def _exit_code(decision: Decision) -> int:
     if decision.errors and decision.errors[0].stage == "input":
         return EXIT_INVALID
     return EXIT_REJECTED
-
-
-def _tree(decision: Decision) -> list[str]:
-    """The connector tree, drawn from the pre-order list and each node's depth."""
-    verdicts = {"supported": "supports HMA", "unsupported": "does not support HMA", "unknown": "unknown",
-                "error": "raises", "unsupported_or_error": "does not support HMA, or raises"}
-    items = list(decision.connectors)
-    last = []
-    for index, node in enumerate(items):
-        following = next((c.depth for c in items[index + 1:] if c.depth <= node.depth), -1)
-        last.append(following < node.depth)
-    lines, open_levels = [], []
-    for node, is_last in zip(items, last):
-        del open_levels[max(node.depth - 1, 0):]
-        prefix = "".join("   " if done else "│  " for done in open_levels)
-        if node.depth > 0:
-            prefix += "└─ " if is_last else "├─ "
-            open_levels.append(is_last)
-        name = node.kv_connector if node.kv_connector is not None else "(no kv_connector)"
-        verdict = verdicts.get(node.support or "", {True: "supports HMA", False: "does not support HMA"}.get(node.supports_hma, "unknown"))
-        lines.append(f"  {prefix}{name}: {verdict}  [{node.path}] ({node.rule})")
-    return lines
-
-
-def render_text(decision: Decision, *, source: str = "", policy: str | None = None) -> str:
-    """A decision as text; ``policy``: how the command was told the policy's name."""
-    out = []
-    summary = {
-        "enabled": "HMA enabled",
-        "disabled": "HMA disabled",
-        "error": "rejected",
-        "undetermined": "cannot be decided from the rules",
-    }[decision.outcome]
-    if decision.errors:
-        stage = decision.errors[0].stage
-        summary = {"input": "the document is invalid", "config": "rejected at config construction",
-                   "connector": "config accepted, connector creation fails at start-up"}.get(stage, summary)
-    head = f"{source}: " if source else ""
-    out.append(f"{head}{decision.outcome} ({summary})")
-    if decision.hma_enabled is not None:
-        out.append(f"  hma_enabled: {json.dumps(decision.hma_enabled)} "
-                   f"(disable_hybrid_kv_cache_manager: {json.dumps(decision.disable_hybrid_kv_cache_manager)})")
-    if decision.reasons:
-        out.append("why:")
-        out += [f"  - {r}" for r in decision.reasons]
-    for title, items in (("errors", decision.errors), ("warnings", decision.warnings)):
-        if items:
-            out.append(f"{title}:")
-            for m in items:
-                tag = m.stage or m.source
-                out.append(f"  - {m.code} [{tag}] at {m.path or '/'}: {m.message}")
-                if m.hint:
-                    out.append(f"    hint: {m.hint}")
-    if decision.connectors:
-        out.append("connectors:")
-        out += _tree(decision)
-    if decision.vllm is not None:
-        out.append(f"vllm: {decision.vllm.release} ({decision.vllm.source})")
-    out.append(f"policy: {decision.policy_digest}" + (f" ({policy})" if policy else ""))
-    # Messages carry user values: escape control characters so no document
-    # can forge lines or move the cursor on the reader's terminal.
-    return "\n".join(printable(line) for line in out)
-
-
-def render_explain(decision: Decision) -> str:
-    out = [f"outcome: {decision.outcome}"]
-    if decision.vllm is not None:
-        out.append(f"vllm: {decision.vllm.release} ({decision.vllm.source})")
-    out.append("steps (rule that set each fact, and the facts it read):")
-    for step in decision.steps:
-        where = f" {step.node}" if step.node else ""
-        rule = step.rule or "(default)"
-        facts = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in step.facts)
-        out.append(f"  [{step.ruleset}{where}] {step.step} = {json.dumps(step.value)}  <- {rule}" + (f"  ({facts})" if facts else ""))
-    out.append("trace: " + " ".join(decision.trace))
-    return "\n".join(printable(line) for line in out)
 
 
 POLICY_HELP = "the policy: a rules directory, git:REV[:PATH], vllm:X.Y.Z (the bundled rules of that release), or bundled (the default)"
@@ -303,13 +228,6 @@ def _open_log(args: argparse.Namespace) -> Any:
     return DecisionLog(args.log, masking=masking)
 
 
-def _explain_dict(decision: Decision) -> dict[str, Any]:
-    """``explain --format json``: the decision's JSON and every step."""
-    steps = [{"ruleset": s.ruleset, "node": s.node, "step": s.step, "value": s.value, "rule": s.rule,
-              "facts": dict(s.facts)} for s in decision.steps]
-    return {**decision.to_dict(), "steps": steps}
-
-
 def _decide(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     """decide (FILE...) and explain (FILE): the worst exit status of the files."""
     files = args.file if isinstance(args.file, list) else [args.file]
@@ -332,7 +250,7 @@ def _decide(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
                 log.append(decision, source=file, document=document)
             codes.append(_exit_code(decision))
             if fmt == "json":
-                data.append(_explain_dict(decision) if args.command == "explain" else decision.to_dict())
+                data.append(explain_dict(decision) if args.command == "explain" else decision.to_dict())
             elif args.command == "explain" and decision.steps:
                 texts.append(render_explain(decision) + f"\npolicy: {decision.policy_digest} ({ref.name})")
             else:
