@@ -233,8 +233,10 @@ class _Module:
                     self._collect(stmt.orelse, conds)  # the body never runs
                     continue
                 cond = _env_condition(stmt.test) or {"expr": ast.unparse(stmt.test)}
-                self._collect(stmt.body, conds + [cond])
+                # The branches exclude each other; taking `else` first puts
+                # the `if` branch's binding in front, as it reads.
                 self._collect(stmt.orelse, conds + [{"not": cond}])
+                self._collect(stmt.body, conds + [cond])
             elif isinstance(stmt, ast.Try):
                 guarded = _imported_modules(stmt.body, self)
                 ok = {"imports": guarded} if guarded else {"expr": "try body runs without error"}
@@ -693,14 +695,21 @@ def _when(conds: list[dict]) -> dict:
 
 
 def _entry(facts: dict, reg: dict) -> list[str]:
+    """The YAML lines of one registered connector."""
     alternatives = reg["resolves"]
-    cases, default = [], None
-    for alt in alternatives:
+    # Walk the alternatives first match first: one that depends on an env
+    # variable becomes a case, the first one that holds without any env
+    # condition is the entry's default.  Import guards are read by _assumed.
+    # A condition that negates an earlier case's whole condition is implied
+    # by first-match order (the `else` of an `if`), so it is dropped.
+    cases, default_index = [], None
+    for index, alt in enumerate(alternatives):
         env_conds, holds = [], True
         for cond in alt["when"]:
             assumed = _assumed(cond)
             if assumed is None:
-                env_conds.append(cond)
+                if not ("not" in cond and [cond["not"]] in [c for c, _ in cases]):
+                    env_conds.append(cond)
             elif not assumed:
                 holds = False
         if not holds:
@@ -708,37 +717,40 @@ def _entry(facts: dict, reg: dict) -> list[str]:
         if env_conds:
             cases.append((env_conds, alt["ref"]))
         else:
-            default = alt["ref"]
+            default_index = index
             break
-    if default is None:
+    if default_index is None:
         raise RegistryError("facts.invalid", f"{reg['name']}: no alternative holds by default")
-    supports, note, class_name = _verdict(facts, _plain(default))
-    via = default.get("via", [])
-    aliases = [v for v in via if ":" in v and " = " not in v]
-    if len(aliases) > 1 and class_name != reg["class_name"]:
+    default = alternatives[default_index]
+    supports, note, class_name = _verdict(facts, _plain(default["ref"]))
+    if class_name != reg["class_name"]:
         note = f"alias of {class_name}; " + note
-    fallbacks = [a for a in alternatives if any("imports" in _flatten_one(c) for c in a["when"]) and a["ref"] is not default]
-    fallback_refs = [a["ref"] for a in alternatives[alternatives.index(next(a for a in alternatives if a["ref"] is default)) + 1:]]
-    if fallbacks and fallback_refs:
-        fb_supports, fb_note, _ = _verdict(facts, _plain(fallback_refs[-1]))
-        note += f"; if that import fails, {fb_note}"
-    lines = [f"  {reg['name']}:", f"    supports_hma: {'true' if supports else 'false'}",
+    # The default rests on an import succeeding: say what vLLM uses otherwise.
+    if any("imports" in _flatten_one(c) for c in default["when"]):
+        for alt in alternatives[default_index + 1:]:
+            if any("imports" in _flatten_one(c) for c in alt["when"]):
+                note += f"; if that import fails, {_verdict(facts, _plain(alt['ref']))[1]}"
+                break
+    lines = [f"  {reg['name']}:", f"    supports_hma: {_yaml_bool(supports)}",
              f"    module_path: {reg['module_path']}"]
     if reg["class_name"] != reg["name"]:
         lines.append(f"    class: {reg['class_name']}")
     lines.append(f"    note: {_yaml_str(note)}")
     if cases:
         lines.append("    cases:")
-        used = set()
+        used: set[str] = set()
         for conds, ref in cases:
             c_supports, c_note, c_class = _verdict(facts, _plain(ref))
-            case_id = _case_id(reg["name"], c_class, conds, used)
             when = _when(conds)
-            lines += [f"      - id: {case_id}",
-                      "        when: {" + ", ".join(f"{k}: {'true' if v else 'false'}" for k, v in when.items()) + "}",
-                      f"        supports_hma: {'true' if c_supports else 'false'}",
+            lines += [f"      - id: {_case_id(reg['name'], c_class, conds, used)}",
+                      "        when: {" + ", ".join(f"{k}: {_yaml_bool(v)}" for k, v in when.items()) + "}",
+                      f"        supports_hma: {_yaml_bool(c_supports)}",
                       f"        note: {_yaml_str(' and '.join(_cond_text(c) for c in conds) + ': ' + c_note)}"]
     return lines
+
+
+def _yaml_bool(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def _flatten_one(cond: dict) -> dict:
@@ -791,7 +803,7 @@ def render_registry(facts: dict) -> str:
                 continue
             seen.add(cls["name"])
             lines += [f"  {cls['name']}:", "    registered: false",
-                      f"    supports_hma: {'true' if cls['supports_hma'] else 'false'}",
+                      f"    supports_hma: {_yaml_bool(cls['supports_hma'])}",
                       f"    module_path: {module_path}",
                       f"    note: {_yaml_str(_class_note(facts, key) + '; not in the factory registry')}"]
     return "\n".join(lines) + "\n"
