@@ -327,3 +327,141 @@ def test_cli_writes_facts_and_renders_them_back(tmp_path, capsys):
     code, _, err = run_cli(capsys, "--from-facts", str(facts_path))
     assert code == 2 and err.startswith("error: facts.invalid: ")
     no_canary_ran(tmp_path)
+
+
+# --------------------------------------------------------------------------
+# Options (tools/vllm_options.py)
+
+import vllm_options as vo  # noqa: E402
+
+CONFIG = """
+from dataclasses import dataclass
+from typing import Literal
+Policy = Literal["fcfs", "priority"]
+def config(cls):
+    return cls
+@config
+@dataclass
+class KVTransferConfig:
+    kv_connector: str | None = None
+@config
+@dataclass
+class SchedulerConfig:
+    disable_hybrid_kv_cache_manager: bool | None = None
+    policy: Policy = "fcfs"
+    max_num_seqs: int = 128
+    watermark: float = 0.01
+    kv_transfer_config: KVTransferConfig | None = None
+    ids: list[int] | None = None
+"""
+
+ARG_UTILS = """
+import argparse
+from vllm.config import SchedulerConfig
+def get_kwargs(cls):
+    return {}
+# _compute_kwargs sets argparse.BooleanOptionalAction for bool fields
+class EngineArgs:
+    @staticmethod
+    def add_cli_args(parser):
+        scheduler_kwargs = get_kwargs(SchedulerConfig)
+        group = parser.add_argument_group("SchedulerConfig")
+        group.add_argument("--disable-hybrid-kv-cache-manager", **scheduler_kwargs["disable_hybrid_kv_cache_manager"])
+        group.add_argument("--scheduling-policy", **scheduler_kwargs["policy"])
+        group.add_argument("--max-num-seqs", "-mns", **{**scheduler_kwargs["max_num_seqs"], "default": None})
+        group.add_argument("--watermark", **scheduler_kwargs["watermark"])
+        group.add_argument("--kv-transfer-config", **scheduler_kwargs["kv_transfer_config"])
+        group.add_argument("--ids", **scheduler_kwargs["ids"])
+        parser.add_argument("--disable-log-stats", action="store_true")
+        return parser
+"""
+
+CLI_ARGS = """
+from dataclasses import dataclass
+import json
+from vllm.engine.arg_utils import EngineArgs, get_kwargs
+@dataclass
+class BaseFrontendArgs:
+    host: str | None = None
+    allowed_origins: list[str] = None
+    @classmethod
+    def _customize_cli_kwargs(cls, kw):
+        kw["allowed_origins"]["type"] = json.loads
+        return kw
+    @classmethod
+    def add_cli_args(cls, parser):
+        frontend_kwargs = cls._customize_cli_kwargs(get_kwargs(cls))
+        for key, value in frontend_kwargs.items():
+            parser.add_argument(f"--{key.replace('_', '-')}", **value)
+        return parser
+@dataclass
+class FrontendArgs(BaseFrontendArgs):
+    port: int = 8000
+def make_arg_parser(parser):
+    parser.add_argument("--headless", action="store_true")
+    parser = FrontendArgs.add_cli_args(parser)
+    return EngineArgs.add_cli_args(parser)
+"""
+
+PARSER = """
+import argparse
+class FlexibleArgumentParser(argparse.ArgumentParser):
+    def parse_args(self, args=None):
+        return [a.replace("_", "-") for a in args]
+"""
+
+
+def test_read_options_types_and_no_forms(tmp_path, capsys):
+    wheel = make_wheel(tmp_path, {
+        "vllm/__init__.py": "",
+        "vllm/config/__init__.py": "from vllm.config.scheduler import SchedulerConfig\n",
+        "vllm/config/scheduler.py": CONFIG,
+        "vllm/engine/arg_utils.py": ARG_UTILS,
+        "vllm/entrypoints/cli/serve.py": "from vllm.entrypoints.openai.cli_args import make_arg_parser\n",
+        "vllm/entrypoints/openai/cli_args.py": CLI_ARGS,
+        "vllm/utils/argparse_utils.py": PARSER,
+    })
+    found = vo.read_options(str(wheel))
+    no_canary_ran(tmp_path)
+    options = found["options"]
+    assert found["vllm_version"] == "9.9.9"
+    assert found["frontend_module"] == "vllm.entrypoints.openai.cli_args"
+    assert found["parser"]["underscores_accepted"] is True and found["parser"]["dotted_json_keys"] is False
+    summary = {name: (o["type"], o["no_form"]) for name, o in options.items()}
+    assert summary == {
+        "--disable-hybrid-kv-cache-manager": ("bool", True),   # bool | None: BooleanOptionalAction
+        "--scheduling-policy": ("str", False),                # a Literal type alias
+        "--max-num-seqs": ("int", False),                     # through **{**kwargs[...], ...}
+        "--watermark": ("float", False),
+        "--kv-transfer-config": ("json", False),              # a config dataclass
+        "--ids": ("list", False),
+        "--disable-log-stats": ("bool", False),               # store_true: no --no- form
+        "--headless": ("bool", False),
+        "--host": ("str", False),                             # FrontendArgs fields, bases included
+        "--allowed-origins": ("json", False),                 # _customize_cli_kwargs: json.loads
+        "--port": ("int", False),
+    }
+    assert options["--max-num-seqs"]["aliases"] == ["-mns"]
+    assert options["--disable-hybrid-kv-cache-manager"]["field"] == "SchedulerConfig.disable_hybrid_kv_cache_manager"
+    assert options["--port"]["source"] == "FrontendArgs"
+    # the registry CLI writes the same options with --options
+    (tmp_path / "w2").mkdir()
+    wheel_with_factory = make_wheel(tmp_path / "w2", {
+        "vllm/config/__init__.py": "from vllm.config.scheduler import SchedulerConfig\n",
+        "vllm/config/scheduler.py": CONFIG,
+        "vllm/engine/arg_utils.py": ARG_UTILS,
+        KV + "v1/base.py": BASE,
+        KV + "factory.py": factory(("Base", "vllm.distributed.kv_transfer.kv_connector.v1.base", "KVConnectorBase_V1")),
+    }, with_canary=False)
+    out = tmp_path / "options.json"
+    assert vr.main([str(wheel_with_factory), "-o", str(tmp_path / "r.yaml"), "--options", str(out)]) == 0
+    assert json.loads(out.read_text())["options"]["--kv-transfer-config"]["type"] == "json"
+
+
+def test_read_options_without_arg_utils(tmp_path, capsys):
+    wheel = make_wheel(tmp_path, {"vllm/__init__.py": ""})
+    with pytest.raises(vr.RegistryError) as info:
+        vo.read_options(str(wheel))
+    assert info.value.code == "wheel.no_options"
+    assert vo.main([str(wheel)]) == 2
+    assert capsys.readouterr().err.startswith("error: wheel.no_options: ")

@@ -28,8 +28,9 @@ Command line::
 
 Errors are one line, ``error: <code>: <message>``, with exit status 2.  The
 codes are stable: ``wheel.unreadable``, ``wheel.not_vllm``,
-``wheel.no_factory``, ``facts.invalid``, ``facts.unknown_external``,
-``facts.unknown_switch``.
+``wheel.no_factory``, ``wheel.no_options`` (no parseable
+``vllm/engine/arg_utils.py``, with ``--options``), ``facts.invalid``,
+``facts.unknown_external``, ``facts.unknown_switch``.
 """
 
 from __future__ import annotations
@@ -184,6 +185,9 @@ class _Module:
         self.bindings: dict[str, list[tuple[list[dict], dict]]] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         self.functions: dict[str, ast.FunctionDef] = {}
+        # the last expression assigned to each module-level name (type
+        # aliases such as `ModelDType = Literal[...]`, read by vllm_options)
+        self.values: dict[str, ast.expr] = {}
         self._collect(tree.body, [])
 
     def absolute(self, node: ast.ImportFrom) -> str:
@@ -223,6 +227,7 @@ class _Module:
                 for target in targets:
                     if not isinstance(target, ast.Name):
                         continue
+                    self.values[target.id] = value
                     dotted = _dotted(value)
                     if dotted:
                         self._bind(target.id, conds, {"kind": "alias", "expr": dotted, "line": line})
@@ -874,6 +879,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.facts:
                 _write(args.facts, facts_json(facts))
             if args.options:
+                # vllm_options imports this module by name: give it this copy
+                # (run as a script it is __main__), so RegistryError is one class.
+                sys.modules.setdefault("vllm_registry", sys.modules[__name__])
                 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
                 from vllm_options import options_json, read_options
 
