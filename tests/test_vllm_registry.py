@@ -465,3 +465,41 @@ def test_read_options_without_arg_utils(tmp_path, capsys):
     assert info.value.code == "wheel.no_options"
     assert vo.main([str(wheel)]) == 2
     assert capsys.readouterr().err.startswith("error: wheel.no_options: ")
+
+
+_events: list[tuple[str, tuple]] | None = None
+
+
+def _audit(event: str, args: tuple) -> None:
+    if _events is not None and event in ("exec", "import"):
+        _events.append((event, args))
+
+
+sys.addaudithook(_audit)  # audit hooks cannot be removed: this one records only inside the test
+
+
+def test_reading_a_wheel_neither_executes_nor_imports_its_code(tmp_path):
+    """PEP 578 audit events: no code object of the wheel runs, no vllm module is imported.
+
+    (ast.parse raises a 'compile' event for building the tree, which runs nothing.)
+    """
+    global _events
+    wheel = make_wheel(tmp_path, {
+        KV + "v1/base.py": BASE,
+        KV + "v1/lmcache_mp_connector.py": LMCACHE_FUNCTION,
+        KV + "factory.py": factory(("LMCacheMPConnector", "vllm.distributed.kv_transfer.kv_connector.v1.lmcache_mp_connector",
+                                    "LMCacheMPConnector")),
+        "vllm/engine/arg_utils.py": ARG_UTILS,
+        "vllm/config/__init__.py": "from vllm.config.scheduler import SchedulerConfig\n",
+        "vllm/config/scheduler.py": CONFIG,
+    })
+    _events = []
+    try:
+        facts = vr.read_wheel(str(wheel))
+        options = vo.read_options(str(wheel))
+    finally:
+        recorded, _events = _events, None
+    assert facts["registrations"] and options["options"]
+    assert [e for e in recorded if e[0] == "exec"] == []
+    assert [e for e in recorded if e[0] == "import" and str(e[1][0]).startswith(("vllm", "lmcache"))] == []
+    no_canary_ran(tmp_path)
