@@ -1,0 +1,590 @@
+"""Runs inside a release's scratch environment: vLLM's own code decides each case.
+
+Not part of hma_policy and never imported by it. The parent
+(tools/vllm_conformance.py) starts one process per batch with the
+environment variables that vLLM reads at import time already set, writes the
+batch as JSON to a file and reads back one observation per case.
+
+For each deployment document the child does what vLLM does at start-up, as
+far as it can be done on a CPU without building a connector:
+
+1. every KVTransferConfig node of the connector graph is validated by the
+   release's own ``KVTransferConfig`` (the document is invalid otherwise:
+   stage ``input``);
+2. ``VllmConfig(device_config=DeviceConfig("cpu"), kv_transfer_config=...,
+   scheduler_config=SchedulerConfig(max_model_len=16, is_encoder_decoder=False,
+   disable_hybrid_kv_cache_manager=D), ...)`` as vLLM's HMA tests build it,
+   with ``current_platform.support_hybrid_kv_cache`` (and ``is_cuda``)
+   patched to the document's platform (stage ``config``);
+3. KV cache planning: the release's ``get_kv_cache_groups`` over one KV cache
+   spec per layer kind of ``model.layer_kinds`` (stage ``planning``);
+4. ``KVConnectorFactory.create_connector`` for the scheduler, run for real
+   up to the point where it would construct the class: the class's
+   ``__init__`` is swapped for one that raises a sentinel, so the release's
+   own HMA check runs and nothing is built (stage ``connector``);
+5. for a MultiConnector, the release's own
+   ``MultiConnector._get_connector_classes_and_configs`` (a classmethod that
+   resolves the children without building them), recursively for nested
+   MultiConnectors, and the ``__init__`` assertion that HMA is off or every
+   child supports it. That assertion runs only when connectors are built, so
+   it is evaluated as the release's source states it (read from the
+   installed file at run time); such a case is marked ``source-read`` with
+   the file and line.
+
+Warnings are vLLM's own log records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from unittest.mock import patch
+
+RELEASE = sys.argv[3] if len(sys.argv) > 3 else "?"
+
+# vLLM log lines -> warning codes (docs/decision.md). Matched on the text
+# every release since 0.9 logs; the code is the same whatever the wording.
+WARNING_PATTERNS = (
+    ("hma.auto_disabled", re.compile(r"Turning off hybrid kv cache manager")),
+    ("attention.chunked_local_latency", re.compile(r"latency regression when using chunked local\s*attention")),
+    ("model.hybrid_kv_unoptimized", re.compile(r"Hybrid KV cache manager is disabled for this hybrid model")),
+)
+# Log lines that mention the HMA but have no code: kept for the report, so a
+# release's new HMA warning is noticed instead of dropped.
+HMA_WORDS = re.compile(r"hybrid kv cache|hybrid_kv_cache|\bHMA\b|SupportsHMA", re.IGNORECASE)
+
+
+class _Constructed(Exception):
+    """create_connector got past its checks and would build the connector now."""
+
+
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def _message(record: logging.LogRecord) -> str:
+    try:
+        return record.getMessage()
+    except Exception:  # a malformed record must not stop the batch
+        return str(record.msg)
+
+
+class Outcome(Exception):
+    """Carries the stage and code of the first error vLLM raised."""
+
+    def __init__(self, stage, code, message, source=None):
+        super().__init__(message)
+        self.stage, self.code, self.message, self.source = stage, code, message, source
+
+
+def _last_line(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return (frames[-1].line or "") if frames else ""
+
+
+def _in_function(exc: BaseException, name: str) -> bool:
+    return any(frame.name == name for frame in traceback.extract_tb(exc.__traceback__))
+
+
+def classify(exc: BaseException, stage: str) -> tuple[str, str]:
+    """(stage, code) for an exception vLLM raised at ``stage``.
+
+    pydantic wraps a ValueError raised in a config's __post_init__ in a
+    ValidationError for that config: the wrapped message decides. A
+    validation error *of a KVTransferConfig* (a field, a Literal, the kv_role
+    check) means the document is invalid: stage input.
+    """
+    text = str(exc)
+    name = type(exc).__name__
+    table = (
+        ("Please specify kv_role", "connector.role_missing"),
+        ("Connector name is not set in KVTransferConfig", "connector.name_missing"),
+        ("kv_connector_module_path cannot be an empty string", "connector.module_path_empty"),
+        ("Unsupported connector type", "connector.unknown"),
+        ("Hybrid KV cache manager was explicitly enabled but is not", "hma.explicit_enable_conflict"),
+        ("HiSparse currently requires NVIDIA CUDA", "hisparse.requires_cuda"),
+        ("HiSparse requires the hybrid KV cache manager", "hisparse.requires_hma"),
+        ("does not support HMA but HMA is enabled", "hma.connector_unsupported"),
+        ("deprecated 2-argument constructor signature", "connector.legacy_signature"),
+        ("does not support chunked prefill", "connector.chunked_prefill_unsupported"),
+        ("failed to convert the KV cache specs to one unified type", "kv_cache.unify_failed"),
+        ("Failed to promote local KV cache specs to one unified type", "kv_cache.unify_failed"),
+    )
+    if isinstance(exc, ValueError):  # pydantic's ValidationError is a ValueError
+        for needle, code in table:
+            if needle in text:
+                return ("input" if code == "connector.role_missing" else stage), code
+        if name == "ValidationError" and re.search(r"validation errors? for KVTransferConfig", text):
+            return "input", "input.schema"
+    if isinstance(exc, ModuleNotFoundError):
+        return stage, "connector.module_not_found"
+    if isinstance(exc, AttributeError) and re.search(r"^Class .* not found in ", text):
+        return stage, "connector.class_not_found"
+    if isinstance(exc, TypeError) and "multiple values for keyword argument 'engine_id'" in text:
+        return stage, "multiconnector.child_engine_id"
+    if isinstance(exc, AssertionError) and "ktcs is not None" in _last_line(exc):
+        return stage, "multiconnector.connectors_missing"
+    return stage, f"unmapped.{name}"
+
+
+# ---------------------------------------------------------------- vLLM handles
+import vllm  # noqa: E402  (the release under test; the parent set the import-time environment)
+from vllm import envs  # noqa: E402
+from vllm.config import DeviceConfig, KVTransferConfig, SchedulerConfig, VllmConfig  # noqa: E402
+from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory  # noqa: E402
+from vllm.distributed.kv_transfer.kv_connector.v1 import base as _base  # noqa: E402
+from vllm.platforms import current_platform  # noqa: E402
+
+supports_hma = getattr(_base, "supports_hma", None)
+SupportsHMA = getattr(_base, "SupportsHMA", None)
+
+try:
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
+except ImportError:  # pragma: no cover - every release with HMA has it
+    KVConnectorRole = None
+
+import vllm.config as _config_pkg  # noqa: E402
+
+CacheConfig = getattr(_config_pkg, "CacheConfig")
+KVEventsConfig = getattr(_config_pkg, "KVEventsConfig", None)
+SpeculativeConfig = getattr(_config_pkg, "SpeculativeConfig", None)
+ModelConfig = getattr(_config_pkg, "ModelConfig", None)
+ParallelConfig = getattr(_config_pkg, "ParallelConfig", None)
+
+
+def _dataclass_fields(cls) -> set[str]:
+    import dataclasses
+
+    try:
+        return {f.name for f in dataclasses.fields(cls)}
+    except TypeError:
+        return set(inspect.signature(cls).parameters)
+
+
+CACHE_FIELDS = _dataclass_fields(CacheConfig)
+VLLM_FIELDS = _dataclass_fields(VllmConfig)
+SCHEDULER_FIELDS = _dataclass_fields(SchedulerConfig)
+
+
+def _site_relative(path: str) -> str:
+    marker = os.sep + "vllm" + os.sep
+    index = path.rfind(marker)
+    return path[index + 1:] if index >= 0 else path
+
+
+def _multi_connector_class():
+    from vllm.distributed.kv_transfer.kv_connector.v1 import multi_connector
+
+    return multi_connector.MultiConnector
+
+
+def construction_rule():
+    """How this release's MultiConnector.__init__ asserts HMA support, read from its installed source.
+
+    Returns (kind, "file:line") where kind is "children_config" (the
+    assertion calls all_children_support_hma on the config) or
+    "children_instances" (supports_hma of every direct child instance).
+    """
+    cls = _multi_connector_class()
+    lines, first = inspect.getsourcelines(cls.__init__)
+    source_file = _site_relative(inspect.getsourcefile(cls.__init__))
+    assert_at = None
+    for offset, line in enumerate(lines):
+        if "HMA should not be enabled unless all sub-connectors support it" in line:
+            assert_at = first + offset
+    if assert_at is None:
+        return None, source_file
+    body = "".join(lines)
+    if re.search(r"self\._all_support_hma\s*=\s*MultiConnector\.all_children_support_hma\(", body):
+        kind = "children_config"
+    elif re.search(r"self\._all_support_hma\s*=\s*all\(\s*supports_hma\(c\) for c in self\._connectors\s*\)", body):
+        kind = "children_instances"
+    else:
+        kind = "unknown"
+    if not re.search(r"assert \(\s*vllm_config\.scheduler_config\.disable_hybrid_kv_cache_manager\s*or self\._all_support_hma\s*\)",
+                     body):
+        kind = "unknown"
+    # The line of the assert statement itself.
+    for offset in range(assert_at - first, -1, -1):
+        if lines[offset].strip().startswith("assert"):
+            assert_at = first + offset
+            break
+    return kind, f"{source_file}:{assert_at}"
+
+
+CONSTRUCTION = construction_rule()
+
+
+# ------------------------------------------------------------------- helpers
+@contextlib.contextmanager
+def case_environment(env: dict):
+    saved = {}
+    for key, value in env.items():
+        saved[key] = os.environ.get(key)
+        os.environ[key] = value
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+_MODEL_DIRS: dict = {}
+_MODEL_CONFIGS: dict = {}
+_SPEC_CONFIGS: dict = {}
+
+
+def model_config(chunk):
+    """A real ModelConfig of a tiny Llama whose HF config sets attention_chunk_size (no weights, no tokenizer)."""
+    if chunk not in _MODEL_CONFIGS:
+        directory = Path(tempfile.mkdtemp(prefix="hma-model-"))
+        (directory / "config.json").write_text(json.dumps({
+            "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+            "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "num_hidden_layers": 2, "vocab_size": 1000, "max_position_embeddings": 2048,
+            "torch_dtype": "float32", "attention_chunk_size": chunk,
+        }))
+        _MODEL_DIRS[chunk] = directory
+        _MODEL_CONFIGS[chunk] = ModelConfig(model=str(directory), skip_tokenizer_init=True, max_model_len=16)
+    return copy.deepcopy(_MODEL_CONFIGS[chunk])
+
+
+def speculative_config(method, chunk):
+    """A real SpeculativeConfig over the tiny model; the draft (EAGLE-style methods) is the same tiny model."""
+    key = (method, chunk)
+    if key not in _SPEC_CONFIGS:
+        target = model_config(chunk)
+        kwargs = dict(method=method, num_speculative_tokens=1, target_model_config=target,
+                      target_parallel_config=ParallelConfig())
+        if method not in ("ngram", "suffix"):
+            kwargs["model"] = str(_MODEL_DIRS[chunk])
+        _SPEC_CONFIGS[key] = SpeculativeConfig(**kwargs)
+    return copy.deepcopy(_SPEC_CONFIGS[key])
+
+
+def kv_cache_specs(kinds, chunk):
+    import torch
+    from vllm.v1 import kv_cache_interface as k
+
+    specs = {}
+    for index, kind in enumerate(kinds):
+        common = dict(block_size=16, num_kv_heads=1, head_size=64, dtype=torch.float16)
+        if kind == "full_attention":
+            spec = k.FullAttentionSpec(**common)
+        elif kind == "sliding_window":
+            spec = k.SlidingWindowSpec(**common, sliding_window=128)
+        elif kind == "chunked_local":
+            spec = k.ChunkedLocalAttentionSpec(**common, attention_chunk_size=chunk or 8192)
+        elif kind == "mamba":
+            spec = k.MambaSpec(block_size=16, shapes=((16, 16),), dtypes=(torch.float16,))
+        else:
+            raise ValueError(kind)
+        specs[f"model.layers.{index}.attn"] = spec
+    return specs
+
+
+def _planning_function():
+    for module in ("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils"):
+        try:
+            mod = __import__(module, fromlist=["get_kv_cache_groups"])
+        except ImportError:
+            continue
+        if hasattr(mod, "get_kv_cache_groups"):
+            return mod.get_kv_cache_groups
+    raise RuntimeError("get_kv_cache_groups not found in this release")
+
+
+# ----------------------------------------------------------------- the stages
+def validate_graph(node, notes, path="/kv_transfer_config"):
+    """Stage input: the release's KVTransferConfig on every node vLLM would build."""
+    if not isinstance(node, dict):
+        raise Outcome("input", "input.schema", f"{path}: not an object")
+    try:
+        KVTransferConfig(**node)
+    except Exception as exc:  # pydantic ValidationError, TypeError
+        stage, code = classify(exc, "input")
+        if code != "connector.role_missing":
+            code = "input.schema"
+        raise Outcome(stage, code, f"{path}: {type(exc).__name__}: {str(exc)[:300]}") from None
+    if node.get("kv_connector") == "MultiConnector":
+        extra = node.get("kv_connector_extra_config") or {}
+        children = extra.get("connectors") if isinstance(extra, dict) else None
+        if children and not isinstance(children, list):
+            raise Outcome("input", "input.schema", f"{path}: connectors is neither a list nor empty")
+        for index, child in enumerate(children or []):
+            validate_graph(child, notes, f"{path}/kv_connector_extra_config/connectors/{index}")
+
+
+def simulate_multi_construction(vllm_config, sources):
+    """MultiConnector.__init__ without building: the real child resolution, then the source's assertion."""
+    MultiConnector = _multi_connector_class()
+    pairs = MultiConnector._get_connector_classes_and_configs(vllm_config)
+    for child_cls, child_config in pairs:
+        if isinstance(child_cls, type) and issubclass(child_cls, MultiConnector):
+            simulate_multi_construction(child_config, sources)
+    kind, where = CONSTRUCTION
+    if kind not in ("children_config", "children_instances"):
+        raise RuntimeError(f"unrecognised MultiConnector.__init__ HMA assertion in {where}")
+    disabled = vllm_config.scheduler_config.disable_hybrid_kv_cache_manager
+    if kind == "children_config":
+        all_support = MultiConnector.all_children_support_hma(vllm_config.kv_transfer_config)
+    else:
+        all_support = all(supports_hma(child_cls) for child_cls, _ in pairs)
+    sources.add(where)
+    if not (disabled or all_support):
+        raise Outcome("connector", "multiconnector.child_unsupported",
+                      "HMA should not be enabled unless all sub-connectors support it", source=where)
+
+
+def create_connector_checks(vllm_config):
+    """The release's create_connector, stopped where it would construct the connector."""
+    ktc = vllm_config.kv_transfer_config
+    cls = KVConnectorFactory.get_connector_class(ktc)
+    had_init = "__init__" in cls.__dict__
+    saved = cls.__dict__.get("__init__")
+
+    def refuse(self, *args, **kwargs):
+        raise _Constructed()
+
+    cls.__init__ = refuse
+    try:
+        KVConnectorFactory.create_connector(vllm_config, KVConnectorRole.SCHEDULER, None)
+    except _Constructed:
+        return cls
+    finally:
+        if had_init:
+            cls.__init__ = saved
+        else:
+            del cls.__init__
+    raise RuntimeError("create_connector returned without constructing the connector")
+
+
+def patch_is_cuda(doc, platform):
+    """``current_platform.is_cuda`` as the document says (default True) where HiSparse is in play.
+
+    HiSparse's checks are the only part of the HMA decision that asks
+    ``is_cuda``. Elsewhere the CPU platform's own answer stays: patched to
+    True, other code would load CUDA-only kernels (vllm_flash_attn) that a
+    CPU cannot, which is no part of the decision.
+    """
+    graph = json.dumps(doc.get("kv_transfer_config"))
+    if doc.get("hisparse_config") is None and "HiSparseConnector" not in graph:
+        return contextlib.nullcontext()
+    return patch.object(current_platform, "is_cuda", lambda: platform.get("is_cuda", True))
+
+
+# Errors that come from standing in for the deployment on a CPU, not from the
+# HMA decision: the case is not recorded.
+NOT_A_CASE = (
+    (ImportError, re.compile(r"requires the CUDA|vllm_flash_attn|_C\b")),
+    (ValueError, re.compile(r"HiSparse is only supported for DSA models")),
+    (AttributeError, re.compile(r"'_C' object has no attribute")),
+)
+# Modules that probe CUDA kernels when first imported: imported once here,
+# with the CPU platform's own is_cuda, so that no case pays for the probe.
+for _module in ("vllm.model_executor.layers.quantization.utils.w8a8_utils",):
+    try:
+        __import__(_module)
+    except Exception:
+        pass
+
+
+def _not_a_case(exc):
+    for kind, pattern in NOT_A_CASE:
+        if isinstance(exc, kind) and pattern.search(str(exc)):
+            return {"skip": f"needs what a CPU stand-in lacks: {type(exc).__name__}: {str(exc)[:200]}"}
+    return None
+
+
+def run_case(doc: dict) -> dict:
+    capture = _Capture()
+    vllm_logger = logging.getLogger("vllm")
+    vllm_logger.addHandler(capture)
+    root = logging.getLogger()
+    root.addHandler(capture)
+    notes: list[str] = []
+    sources: set[str] = set()
+    hma_enabled = None
+    error = None
+    env = {k: v for k, v in (doc.get("env") or {}).items()}
+    platform = doc.get("platform") or {}
+    try:
+        with case_environment(env), \
+                patch.object(current_platform, "support_hybrid_kv_cache",
+                             lambda: platform.get("supports_hybrid_kv_cache", True)), \
+                patch_is_cuda(doc, platform):
+            try:
+                ktc_doc = doc.get("kv_transfer_config")
+                if ktc_doc is not None:
+                    validate_graph(ktc_doc, notes)
+                model = doc.get("model") or {}
+                chunk = model.get("attention_chunk_size")
+                kwargs = {"device_config": DeviceConfig("cpu")}
+                sched = dict(max_model_len=16, is_encoder_decoder=False,
+                             disable_hybrid_kv_cache_manager=doc.get("disable_hybrid_kv_cache_manager"))
+                kwargs["scheduler_config"] = SchedulerConfig(**sched)
+                if ktc_doc is not None:
+                    kwargs["kv_transfer_config"] = KVTransferConfig(**ktc_doc)
+                cache = {}
+                for key in ("kv_offloading_size", "kv_offloading_backend"):
+                    if doc.get(key) is not None:
+                        if key not in CACHE_FIELDS:
+                            raise Outcome("input", "input.schema", f"{key}: not in this release")
+                        cache[key] = doc[key]
+                if cache:
+                    kwargs["cache_config"] = CacheConfig(**cache)
+                if doc.get("kv_events_config") is not None:
+                    kwargs["kv_events_config"] = KVEventsConfig(**doc["kv_events_config"])
+                if doc.get("hisparse_config") is not None:
+                    from vllm.config import AttentionConfig
+                    from vllm.config.attention import HiSparseConfig  # type: ignore
+
+                    kwargs["attention_config"] = AttentionConfig(hisparse_config=HiSparseConfig(**doc["hisparse_config"]))
+                spec = doc.get("speculative_config") or {}
+                method = spec.get("method")
+                if chunk is not None or method is not None:
+                    # A model is needed for chunked local attention, and as the
+                    # speculative config's target.
+                    kwargs["model_config"] = model_config(chunk)
+                if method is not None:
+                    kwargs["speculative_config"] = speculative_config(method, chunk)
+            except Outcome:
+                raise
+            except Exception as exc:
+                # Building the inputs (not vLLM's decision) failed: not a case.
+                return {"skip": f"inputs could not be built: {type(exc).__name__}: {str(exc)[:300]}"}
+            try:
+                config = VllmConfig(**kwargs)
+            except Outcome:
+                raise
+            except Exception as exc:
+                if _not_a_case(exc):
+                    return _not_a_case(exc)
+                stage, code = classify(exc, "config")
+                raise Outcome(stage, code, f"{type(exc).__name__}: {str(exc)[:400]}") from None
+            hma_enabled = not config.scheduler_config.disable_hybrid_kv_cache_manager
+            kinds = model.get("layer_kinds") or []
+            if kinds:
+                get_groups = _planning_function()
+                try:
+                    get_groups(config, kv_cache_specs(kinds, chunk))
+                except Exception as exc:
+                    if _in_function(exc, "unify_hybrid_kv_cache_specs"):
+                        stage, code = classify(exc, "planning")
+                        raise Outcome(stage, code, f"{type(exc).__name__}: {str(exc)[:400]}") from None
+                    # Grouping the synthetic specs (page sizes) is not the HMA decision.
+                    notes.append(f"planning after unification raised {type(exc).__name__}: {str(exc)[:200]}")
+            if config.kv_transfer_config is not None:
+                try:
+                    cls = create_connector_checks(config)
+                except Outcome:
+                    raise
+                except Exception as exc:
+                    if _not_a_case(exc):
+                        return _not_a_case(exc)
+                    stage, code = classify(exc, "connector")
+                    raise Outcome(stage, code, f"{type(exc).__name__}: {str(exc)[:400]}") from None
+                if cls.__name__ == "MultiConnector" or issubclass(cls, _multi_connector_class()):
+                    try:
+                        simulate_multi_construction(config, sources)
+                    except Outcome:
+                        raise
+                    except Exception as exc:
+                        stage, code = classify(exc, "connector")
+                        raise Outcome(stage, code, f"{type(exc).__name__}: {str(exc)[:400]}") from None
+    except Outcome as outcome:
+        error = {"stage": outcome.stage, "code": outcome.code, "message": outcome.message}
+        if outcome.stage in ("input", "config"):
+            hma_enabled = None
+        if outcome.source:
+            sources.add(outcome.source)
+    finally:
+        vllm_logger.removeHandler(capture)
+        root.removeHandler(capture)
+    warnings, unmapped = [], []
+    seen = set()
+    for record in capture.records:
+        if record.levelno < logging.WARNING:
+            continue
+        text = _message(record)
+        if id(record) in seen:
+            continue
+        seen.add(id(record))
+        for code, pattern in WARNING_PATTERNS:
+            if pattern.search(text):
+                warnings.append(code)
+                break
+        else:
+            if HMA_WORDS.search(text):
+                unmapped.append(text[:300])
+    if error is not None and error["stage"] == "input":
+        warnings = []
+    outcome = "error" if error else ("enabled" if hma_enabled else "disabled")
+    return {
+        "outcome": outcome,
+        "hma_enabled": hma_enabled,
+        "error": error,
+        "warnings": sorted(set(warnings)),
+        "unmapped_warnings": unmapped,
+        "source_read": sorted(sources),
+        "notes": notes,
+    }
+
+
+def registered_names() -> list[str]:
+    return sorted(KVConnectorFactory._registry)
+
+
+def hma_classes() -> dict:
+    """Each registered name -> True/False (class inherits SupportsHMA), or the error resolving it."""
+    answer = {}
+    for name in registered_names():
+        try:
+            cls = KVConnectorFactory.get_connector_class(KVTransferConfig(kv_connector=name, kv_role="kv_both"))
+            answer[name] = bool(supports_hma(cls)) if supports_hma else None
+        except Exception as exc:
+            answer[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return answer
+
+
+def main() -> int:
+    job_file, out_file = Path(sys.argv[1]), Path(sys.argv[2])
+    job = json.loads(job_file.read_text(encoding="utf-8"))
+    results = {}
+    info = {
+        "vllm_version": getattr(vllm, "__version__", "?"),
+        "construction_rule": list(CONSTRUCTION),
+        "cache_fields": sorted(CACHE_FIELDS & {"kv_offloading_size", "kv_offloading_backend"}),
+        "has_hisparse": "hisparse" in " ".join(_dataclass_fields(getattr(_config_pkg, "AttentionConfig", object))),
+    }
+    if job.get("describe"):
+        info["registered"] = registered_names()
+        info["supports_hma"] = hma_classes()
+    for case_id, doc in job["cases"]:
+        try:
+            results[case_id] = run_case(doc)
+        except Exception as exc:  # the runner itself failed on this case: reported, never recorded
+            results[case_id] = {"fault": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-2000:]}
+    out_file.write_text(json.dumps({"info": info, "results": results}), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,610 @@
+#!/usr/bin/env python3
+"""Record conformance cases for one vLLM release by running that release's own code on the CPU.
+
+    python3 tools/vllm_conformance.py 0.22.0 [--wheel PATH] [--venv DIR] [--cases N] [--seed S] [-o DIR]
+
+Makes (or reuses) a scratch virtual environment with a CPU torch, the
+release's pure-Python requirements and the wheel (``--no-deps``), then runs
+each case's deployment document through the release's config classes,
+connector factory and MultiConnector in a child process
+(tools/_vllm_child.py), and writes ``tests/conformance/<release>/cases.json``
+and ``PROVENANCE.md``. Every ``expect`` is what the release did; nothing here
+knows what any release decides. See tools/README.md.
+
+Exit status: 0 recorded; 2 usage (a bad release string, a missing wheel);
+3 the environment could not be made; 4 the release's code could not be run
+(an import failure, a case the runner could not map).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import datetime
+import glob
+import json
+import os
+import random
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import _venv  # noqa: E402
+
+RELEASE_RE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(\.[0-9]+)?((rc|a|b)[0-9]+|\.post[0-9]+)?$")
+DEFAULT_WHEELS = Path("/work/wheels")
+DEFAULT_VENVS = Path("/work/conformance-venvs")
+TORCH = "2.13.0"
+V1 = "vllm.distributed.kv_transfer.kv_connector.v1."
+# Variables a release reads when a module is imported: a process per value.
+IMPORT_TIME_ENV = ("LMCACHE_USE_UPSTREAM_MP",)
+INT_SWITCHES = ("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "VLLM_USE_SIMPLE_KV_OFFLOAD")
+INT_RE = re.compile(r"^\s*[+-]?[0-9]{1,18}\s*$")
+
+
+class Fail(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------ documents
+def _strategies():
+    """tests/strategies.py (random deployment documents); hypothesis is only needed for its hypothesis half."""
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        stub = types.ModuleType("hypothesis")
+        stub.strategies = types.SimpleNamespace(composite=lambda f: f)
+        sys.modules["hypothesis"] = stub
+        sys.modules["hypothesis.strategies"] = stub.strategies
+    tests = ROOT / "tests"
+    sys.path.insert(0, str(tests))
+    try:
+        import strategies
+    finally:
+        sys.path.remove(str(tests))
+    return strategies
+
+
+def normalise(doc: dict, kebab_back: dict) -> dict | None:
+    """vLLM's spellings: kebab-case keys and a kv_transfer_config given as JSON text. None if ambiguous."""
+    out: dict = {}
+    for key, value in doc.items():
+        name = kebab_back.get(key, key)
+        if name in out:
+            return None
+        out[name] = value
+    if isinstance(out.get("kv_transfer_config"), str):
+        try:
+            out["kv_transfer_config"] = json.loads(out["kv_transfer_config"])
+        except ValueError:
+            return None
+    return out
+
+
+def child_env_strings(env: dict) -> dict | None:
+    """The document's env as the strings a process would see (None: an integer switch that is not an integer)."""
+    out = {}
+    for key, value in (env or {}).items():
+        if isinstance(value, bool):
+            value = "1" if value else "0"
+        value = str(value)
+        if key in INT_SWITCHES and not INT_RE.match(value):
+            return None
+        out[key] = value
+    return out
+
+
+def _ktc(name=None, role="kv_both", **extra):
+    node = {}
+    if name is not None:
+        node["kv_connector"] = name
+    if role is not None:
+        node["kv_role"] = role
+    node.update(extra)
+    return node
+
+
+def _multi(children, **extra):
+    return _ktc("MultiConnector", kv_connector_extra_config={"connectors": children}, **extra)
+
+
+PREFS = (("auto", None), ("enable", False), ("disable", True))
+
+
+def curated_cases(info: dict) -> list[tuple[str, str, dict]]:
+    """The case kinds of the shared conformance set, over the names this release registers."""
+    names = info["registered"]
+    hma = info["supports_hma"]
+    supported = [n for n in names if hma.get(n) is True and n != "MultiConnector"]
+    unsupported = [n for n in names if hma.get(n) is False]
+    yes = "NixlConnector" if "NixlConnector" in supported else (supported[0] if supported else "ExampleConnector")
+    yes2 = "OffloadingConnector" if "OffloadingConnector" in supported and yes != "OffloadingConnector" else yes
+    no = "ExampleConnector" if "ExampleConnector" in unsupported else (unsupported[0] if unsupported else "NoSuchConnector")
+    cases: list[tuple[str, str, dict]] = []
+
+    def add(case_id, description, doc):
+        cases.append((case_id, description, doc))
+
+    for label, pref in PREFS:
+        add(f"none-{label}", f"no connector, preference {label}",
+            {"kv_transfer_config": None, "disable_hybrid_kv_cache_manager": pref})
+    for name in names:
+        for label, pref in PREFS:
+            node = _ktc(name)
+            if name == "MultiConnector":
+                node = _multi([_ktc(yes)])
+            add(f"single-{name}-{label}", f"{name} alone, preference {label}",
+                {"kv_transfer_config": node, "disable_hybrid_kv_cache_manager": pref})
+    for name in ("NoSuchConnector", "SharedStorageConnector", "P2pNcclConnector", "multiconnector"):
+        if name in names:
+            continue
+        for label, pref in PREFS:
+            add(f"unknown-{name}-{label}", f"unregistered name {name}, preference {label}",
+                {"kv_transfer_config": _ktc(name), "disable_hybrid_kv_cache_manager": pref})
+    paths = (
+        ("vllm-example", "ExampleConnector", V1 + "example_connector"),
+        ("vllm-nixl", "NixlConnector", V1 + "nixl_connector"),
+        ("vllm-nixl-pkg", "NixlConnector", V1 + "nixl"),
+        ("vllm-multi", "MultiConnector", V1 + "multi_connector"),
+        ("missing-module", "AcmeConnector", "acme.kv.connector"),
+        ("missing-class", "NoSuchConnector", V1 + "example_connector"),
+        ("empty", "NixlConnector", ""),
+    )
+    for label_path, name, path in paths:
+        for label, pref in PREFS:
+            node = _ktc(name, kv_connector_module_path=path)
+            if name == "MultiConnector":
+                node["kv_connector_extra_config"] = {"connectors": [_ktc(no)]}
+            add(f"module-path-{label_path}-{label}", f"{name} from module path {path!r}, preference {label}",
+                {"kv_transfer_config": node, "disable_hybrid_kv_cache_manager": pref})
+    graphs = (
+        ("all-supported", [_ktc(yes, "kv_consumer"), _ktc(yes2)]),
+        ("mixed", [_ktc(yes), _ktc(no)]),
+        ("unsupported-first", [_ktc(no), _ktc(yes)]),
+        ("empty-list", []),
+        ("nested-unsupported", [_multi([_ktc(yes), _ktc(no)]), _ktc(yes2)]),
+        ("nested-supported", [_multi([_ktc(yes), _ktc(yes2)]), _ktc(yes2)]),
+        ("nested-empty", [_multi([]), _ktc(yes)]),
+        ("deep-unsupported", [_multi([_multi([_ktc(no)])])]),
+        ("child-engine-id", [_ktc(yes, engine_id="child-engine"), _ktc(yes2)]),
+        ("unknown-child", [_ktc(yes), _ktc("NoSuchConnector")]),
+        ("unknown-child-after-unsupported", [_ktc(no), _ktc("NoSuchConnector")]),
+    )
+    for label_graph, children in graphs:
+        for label, pref in PREFS:
+            add(f"multi-{label_graph}-{label}", f"MultiConnector {label_graph}, preference {label}",
+                {"kv_transfer_config": _multi(copy.deepcopy(children)), "disable_hybrid_kv_cache_manager": pref})
+    for label, pref in PREFS:
+        add(f"multi-missing-key-{label}", f"MultiConnector without a connectors key, preference {label}",
+            {"kv_transfer_config": _ktc("MultiConnector", kv_connector_extra_config={}),
+             "disable_hybrid_kv_cache_manager": pref})
+        add(f"multi-no-extra-{label}", f"MultiConnector without kv_connector_extra_config, preference {label}",
+            {"kv_transfer_config": _ktc("MultiConnector"), "disable_hybrid_kv_cache_manager": pref})
+        add(f"multi-parent-engine-id-{label}", f"children inherit the parent's engine_id, preference {label}",
+            {"kv_transfer_config": _multi([_ktc(yes), _ktc(yes2)], engine_id="parent-engine"),
+             "disable_hybrid_kv_cache_manager": pref})
+        for conn_label, node in (("none", None), ("supported", _ktc(yes)), ("unsupported", _ktc(no))):
+            add(f"platform-unsupported-{conn_label}-{label}",
+                f"platform without hybrid KV cache support, connector {conn_label}, preference {label}",
+                {"kv_transfer_config": node, "disable_hybrid_kv_cache_manager": pref,
+                 "platform": {"supports_hybrid_kv_cache": False}})
+        for env_label, env in (("default-env", None), ("env0", {"VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE": "0"})):
+            for spec_label, spec in (("", None), ("-eagle", {"method": "eagle"}), ("-ngram", {"method": "ngram"})):
+                doc = {"kv_transfer_config": None, "disable_hybrid_kv_cache_manager": pref,
+                       "model": {"attention_chunk_size": 8192, "layer_kinds": ["full_attention", "chunked_local"]}}
+                if env:
+                    doc["env"] = dict(env)
+                if spec:
+                    doc["speculative_config"] = dict(spec)
+                add(f"chunked-local-{env_label}{spec_label}-{label}",
+                    f"chunked local attention, {env_label}{spec_label or ''}, preference {label}", doc)
+        for kinds_label, kinds in (("swa", ["full_attention", "sliding_window"]), ("mamba", ["full_attention", "mamba"]),
+                                   ("swa-only", ["sliding_window"]), ("mamba-swa", ["sliding_window", "mamba"])):
+            for conn_label, node in (("none", None), ("unsupported", _ktc(no)), ("supported", _ktc(yes))):
+                add(f"layers-{kinds_label}-{conn_label}-{label}",
+                    f"model layers {kinds}, connector {conn_label}, preference {label}",
+                    {"kv_transfer_config": node, "disable_hybrid_kv_cache_manager": pref,
+                     "model": {"layer_kinds": list(kinds)}})
+        add(f"kv-events-{label}", f"kv events enabled, no connector, preference {label}",
+            {"kv_transfer_config": None, "disable_hybrid_kv_cache_manager": pref,
+             "kv_events_config": {"enable_kv_cache_events": True, "publisher": "zmq"}})
+        add(f"kv-events-connector-{label}", f"kv events enabled with {yes}, preference {label}",
+            {"kv_transfer_config": _ktc(yes), "disable_hybrid_kv_cache_manager": pref,
+             "kv_events_config": {"enable_kv_cache_events": True, "publisher": "zmq"}})
+        if "LMCacheMPConnector" in names:
+            add(f"lmcache-mp-upstream-{label}", f"LMCacheMPConnector with LMCACHE_USE_UPSTREAM_MP=1, preference {label}",
+                {"kv_transfer_config": _ktc("LMCacheMPConnector"), "disable_hybrid_kv_cache_manager": pref,
+                 "env": {"LMCACHE_USE_UPSTREAM_MP": "1"}})
+        if "HiSparseConnector" in names:
+            for cuda in (True, False):
+                add(f"hisparse-cuda-{str(cuda).lower()}-{label}", f"HiSparseConnector, is_cuda {cuda}, preference {label}",
+                    {"kv_transfer_config": _ktc("HiSparseConnector", kv_connector_extra_config={"host_pool_gib": 1}),
+                     "disable_hybrid_kv_cache_manager": pref, "platform": {"is_cuda": cuda}})
+            add(f"hisparse-in-multi-{label}", f"HiSparseConnector beside {no} in a MultiConnector, preference {label}",
+                {"kv_transfer_config": _multi([_ktc("HiSparseConnector"), _ktc(no)]),
+                 "disable_hybrid_kv_cache_manager": pref})
+        if info["cache_fields"]:
+            for backend in ("native", "lmcache"):
+                for conn_label, node in (("none", None), ("unsupported", _ktc(no, "kv_producer"))):
+                    for env_label, env in (("", None), ("-simple", {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"})):
+                        doc = {"kv_transfer_config": node, "disable_hybrid_kv_cache_manager": pref,
+                               "kv_offloading_size": 2, "kv_offloading_backend": backend}
+                        if env:
+                            doc["env"] = dict(env)
+                        add(f"offload-{backend}-{conn_label}{env_label}-{label}",
+                            f"--kv-offloading-size 2 --kv-offloading-backend {backend}, connector {conn_label}"
+                            f"{env_label}, preference {label}", doc)
+    for label, doc in (
+        ("missing-role", {"kv_transfer_config": {"kv_connector": yes}}),
+        ("bad-role", {"kv_transfer_config": _ktc(yes, "both")}),
+        ("unknown-field", {"kv_transfer_config": _ktc(yes, kv_buffer_devce="cuda")}),
+        ("child-missing-role", {"kv_transfer_config": _multi([{"kv_connector": yes}])}),
+        ("child-string", {"kv_transfer_config": _multi([yes])}),
+        ("children-dict", {"kv_transfer_config": _ktc("MultiConnector", kv_connector_extra_config={"connectors": {"a": _ktc(yes)}})}),
+        ("no-name-auto", {"kv_transfer_config": {"kv_role": "kv_both"}}),
+        ("no-name-enable", {"kv_transfer_config": {"kv_role": "kv_consumer"}, "disable_hybrid_kv_cache_manager": False}),
+    ):
+        doc.setdefault("disable_hybrid_kv_cache_manager", None)
+        add(f"invalid-{label}", f"invalid or incomplete connector config: {label}", doc)
+    return cases
+
+
+def _outside_module_paths(value) -> bool:
+    """Does any node (a kv_transfer_config given as JSON text included) load a module from outside vLLM?"""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return False
+    if isinstance(value, dict):
+        path = value.get("kv_connector_module_path")
+        if isinstance(path, str) and path and not path.startswith("vllm."):
+            return True
+        return any(_outside_module_paths(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_outside_module_paths(v) for v in value)
+    return False
+
+
+def random_cases(info: dict, count: int, seed: int) -> list[tuple[str, str, dict]]:
+    strategies = _strategies()
+    names = tuple(info["registered"])
+    saved = strategies.REGISTERED_NAMES
+    strategies.REGISTERED_NAMES = names  # the generator reads the module's global
+    rng = random.Random(seed)
+    picker = strategies.RandomPicker(rng)
+    out = []
+    try:
+        index = 0
+        while len(out) < count:
+            index += 1
+            doc = strategies.document(picker, max_nodes=12, max_depth=3)
+            if not info["cache_fields"]:
+                for key in ("kv_offloading_size", "kv_offloading_backend", "kv-offloading-size", "kv-offloading-backend"):
+                    doc.pop(key, None)
+            if not info["has_hisparse"]:
+                doc.pop("hisparse_config", None)
+                doc.pop("hisparse-config", None)
+            if _outside_module_paths(doc):
+                # tests/strategies.py's external classes (acme.*, other.pkg)
+                # exist in the engine's test registry, not in this environment:
+                # vLLM could only fail to import them.
+                continue
+            out.append((f"random-{seed}-{index:04d}", f"random deployment (tests/strategies.py, seed {seed}, #{index})", doc))
+    finally:
+        strategies.REGISTERED_NAMES = saved
+    return out
+
+
+# ---------------------------------------------------------------------- runs
+def find_wheel(release: str, wheel: str | None, download: bool) -> Path:
+    if wheel:
+        path = Path(wheel)
+        if not path.is_file():
+            raise Fail(2, f"wheel not found: {path}")
+        return path
+    found = sorted(glob.glob(str(DEFAULT_WHEELS / f"vllm-{release}-*.whl")))
+    found = [f for f in found if re.match(rf"vllm-{re.escape(release)}-(\d+-)?(cp|py)", Path(f).name)]
+    if found:
+        return Path(found[0])
+    if not download:
+        raise Fail(2, f"no wheel for vllm {release} in {DEFAULT_WHEELS} (give --wheel PATH, or --download)")
+    part = DEFAULT_WHEELS / ".part" / f"conformance-{release}"
+    part.mkdir(parents=True, exist_ok=True)
+    say(f"downloading vllm=={release} into {part}")
+    result = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(part), "--",
+                             f"vllm=={release}"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["?"])[-1]
+        raise Fail(2, f"cannot download vllm=={release}: {last}")
+    wheels = list(part.glob("vllm-*.whl"))
+    if not wheels:
+        raise Fail(2, f"pip downloaded no wheel for vllm=={release} (an sdist only?)")
+    target = DEFAULT_WHEELS / wheels[0].name
+    os.replace(wheels[0], target)
+    return target
+
+
+def run_child(venv: Path, release: str, cases: list, describe: bool, import_env: dict) -> dict:
+    with tempfile.TemporaryDirectory(prefix="hma-conf-") as tmp:
+        job = Path(tmp) / "job.json"
+        out = Path(tmp) / "out.json"
+        job.write_text(json.dumps({"describe": describe, "cases": cases}), encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV}
+        env.update(import_env)
+        env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
+                    "VLLM_DO_NOT_TRACK": "1", "PYTHONHASHSEED": "0"})
+        log = Path(tmp) / "child.log"
+        with log.open("w") as handle:
+            result = subprocess.run([str(venv / "bin" / "python"), str(HERE / "_vllm_child.py"), str(job), str(out),
+                                     release], stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=env, cwd=tmp)
+        if result.returncode != 0 or not out.exists():
+            tail = log.read_text(errors="replace").strip().splitlines()[-6:]
+            raise Fail(4, f"vllm {release} could not be run (exit {result.returncode}):\n  " + "\n  ".join(tail))
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+def run_all(venv: Path, release: str, docs: list) -> tuple[dict, dict]:
+    """docs: (id, child_doc). One child process per value of the import-time variables."""
+    groups = collections.defaultdict(list)
+    for case_id, doc in docs:
+        key = tuple((k, (doc.get("env") or {}).get(k)) for k in IMPORT_TIME_ENV)
+        groups[key].append((case_id, doc))
+    results, info = {}, {}
+    for key, batch in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        import_env = {k: v for k, v in key if v is not None}
+        say(f"running {len(batch)} cases with {import_env or 'no import-time variables'}")
+        answer = run_child(venv, release, batch, False, import_env)
+        results.update(answer["results"])
+        info = answer["info"]
+    return results, info
+
+
+def clean_message(text: str) -> str:
+    """vLLM's own message: pydantic's wrapper (a ValueError raised in a config's __post_init__) taken off."""
+    match = re.search(r"Value error, (.*?) \[type=value_error", text, re.S)
+    if match:
+        text = "ValueError: " + match.group(1)
+    return " ".join(text.split())[:300]
+
+
+def expectation(result: dict) -> dict:
+    error = result["error"]
+    return {
+        "outcome": result["outcome"],
+        "hma_enabled": result["hma_enabled"],
+        "error": {"stage": error["stage"], "code": error["code"]} if error else None,
+        "warnings": sorted(result["warnings"]),
+    }
+
+
+def provenance(release: str, result: dict) -> str:
+    if result["source_read"]:
+        where = ", ".join(result["source_read"])
+        return (f"source-read: {where} (MultiConnector.__init__'s HMA assertion, which runs only when connectors are "
+                f"built, evaluated as the installed source states it); everything before it by vllm {release} real code")
+    return f"vllm {release} real code"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("release", help="vLLM release, e.g. 0.22.0")
+    parser.add_argument("--wheel", help="the release's wheel (default: /work/wheels/vllm-RELEASE-*.whl)")
+    parser.add_argument("--download", action="store_true", help="pip download the wheel if it is not there")
+    parser.add_argument("--venv", help="scratch virtual environment (default: /work/conformance-venvs/RELEASE)")
+    parser.add_argument("--cases", type=int, default=400, help="random deployment documents (default 400)")
+    parser.add_argument("--seed", type=int, default=20261201, help="seed of the random documents")
+    parser.add_argument("-o", "--output", help="output folder (default: tests/conformance/RELEASE)")
+    parser.add_argument("--inputs", help="also run the inputs of this cases.json and write the comparison to "
+                                         "OUTPUT/comparison.json (not recorded as cases)")
+    parser.add_argument("--no-curated", action="store_true", help="random documents only")
+    args = parser.parse_args(argv)
+    try:
+        return _main(args)
+    except Fail as exc:
+        say(f"vllm_conformance: {exc}")
+        return exc.status
+    except _venv.SetupError as exc:
+        say(f"vllm_conformance: {exc}")
+        return 3
+    except KeyboardInterrupt:
+        say("vllm_conformance: interrupted")
+        return 130
+
+
+def _main(args) -> int:
+    release = args.release
+    if not RELEASE_RE.match(release):
+        raise Fail(2, f"not a vLLM release: {release!r} (expected X.Y.Z)")
+    if args.cases < 0:
+        raise Fail(2, "--cases must be 0 or more")
+    wheel = find_wheel(release, args.wheel, args.download)
+    if not re.match(rf"vllm-{re.escape(release)}-", wheel.name):
+        raise Fail(2, f"{wheel.name} is not a wheel of vllm {release}")
+    venv = Path(args.venv) if args.venv else DEFAULT_VENVS / release
+    output = Path(args.output) if args.output else ROOT / "tests" / "conformance" / release
+    started = datetime.datetime.now(datetime.timezone.utc)
+    stamp = _venv.ensure_venv(venv, wheel, TORCH, say)
+    info = run_child(venv, release, [], True, {})["info"]
+    if info["vllm_version"].split("+")[0] != release:
+        raise Fail(4, f"{venv} imports vllm {info['vllm_version']}, not {release}")
+    say(f"vllm {release}: {len(info['registered'])} registered connectors")
+
+    strategies = _strategies()
+    kebab_back = strategies.KEBAB_BACK
+    planned: list[tuple[str, str, dict]] = []
+    if not args.no_curated:
+        planned += curated_cases(info)
+    planned += random_cases(info, args.cases, args.seed)
+    comparison_inputs = []
+    if args.inputs:
+        for case in json.loads(Path(args.inputs).read_text(encoding="utf-8")):
+            comparison_inputs.append((f"compare-{case['id']}", case["description"], case["input"], case["expect"]))
+
+    skipped = collections.Counter()
+    child_docs, seen = [], {}
+    for case_id, _description, doc in planned + [c[:3] for c in comparison_inputs]:
+        norm = normalise(doc, kebab_back)
+        if norm is None:
+            skipped["a key given under both spellings, or kv_transfer_config text that is not JSON"] += 1
+            continue
+        env = child_env_strings(norm.get("env"))
+        if env is None:
+            skipped["an integer switch in env that is not an integer"] += 1
+            continue
+        norm = dict(norm)
+        norm["env"] = env
+        child_docs.append((case_id, norm))
+    results, run_info = run_all(venv, release, child_docs)
+
+    faults = {k: v for k, v in results.items() if "fault" in v}
+    unmapped = {k: v for k, v in results.items() if "error" in v and v["error"] and v["error"]["code"].startswith("unmapped.")}
+    if faults or unmapped:
+        for case_id, value in list(faults.items())[:5]:
+            say(f"  {case_id}: {value['fault']}\n{value.get('traceback', '')}")
+        for case_id, value in list(unmapped.items())[:10]:
+            say(f"  {case_id}: {value['error']['stage']} {value['error']['message']}")
+        raise Fail(4, f"{len(faults)} cases the runner could not run, {len(unmapped)} errors with no code: nothing recorded")
+
+    cases, seen_inputs = [], set()
+    messages = collections.defaultdict(set)
+    unmapped_warnings = set()
+    for case_id, description, doc in planned:
+        result = results.get(case_id)
+        if result is None:
+            continue
+        if "skip" in result:
+            skipped[" ".join(result["skip"].split())[:160]] += 1
+            continue
+        fingerprint = json.dumps(doc, sort_keys=True)
+        if fingerprint in seen_inputs:
+            skipped["the same document as an earlier case"] += 1
+            continue
+        seen_inputs.add(fingerprint)
+        if result["error"]:
+            messages[(result["error"]["stage"], result["error"]["code"])].add(clean_message(result["error"]["message"]))
+        unmapped_warnings.update(result["unmapped_warnings"])
+        cases.append({"id": case_id, "description": description, "input": doc,
+                      "expect": expectation(result), "provenance": provenance(release, result)})
+
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "cases.json").write_text(json.dumps(cases, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    counts = collections.Counter(c["expect"]["outcome"] for c in cases)
+    codes = collections.Counter(c["expect"]["error"]["code"] for c in cases if c["expect"]["error"])
+    comparison = None
+    if comparison_inputs:
+        comparison = []
+        for case_id, description, doc, expect in comparison_inputs:
+            result = results.get(case_id)
+            if result is None or "skip" in result:
+                comparison.append({"id": case_id, "input": doc, "shared": expect, "status": "not run",
+                                   "why": (result or {}).get("skip", "not a valid document")})
+                continue
+            got = expectation(result)
+            comparison.append({"id": case_id[len("compare-"):], "input": doc, "shared": expect, "vllm": got,
+                               "status": "agree" if got == expect else "disagree",
+                               "message": (result["error"] or {}).get("message"),
+                               "provenance": provenance(release, result)})
+        (output / "comparison.json").write_text(json.dumps(comparison, indent=1, ensure_ascii=False) + "\n",
+                                                encoding="utf-8")
+    command = "python3 tools/vllm_conformance.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    write_provenance(output, release, wheel, stamp, run_info, info, started, command, cases, counts, codes,
+                     skipped, messages, unmapped_warnings)
+    say(f"recorded {len(cases)} cases in {output / 'cases.json'}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if skipped:
+        say("not recorded: " + "; ".join(f"{n} x {why}" for why, n in skipped.most_common()))
+    if comparison is not None:
+        disagree = [c for c in comparison if c["status"] != "agree"]
+        say(f"compared {len(comparison)} given inputs: {len(comparison) - len(disagree)} agree, {len(disagree)} do not")
+    return 0
+
+
+def write_provenance(output, release, wheel, stamp, run_info, info, started, command, cases, counts, codes, skipped,
+                     messages, unmapped_warnings):
+    kind, where = run_info.get("construction_rule") or info.get("construction_rule") or (None, None)
+    lines = [
+        f"# vLLM {release}: conformance cases",
+        "",
+        f"`cases.json` holds {len(cases)} deployment documents with what vLLM {release}'s own code decided for them",
+        "on the CPU. Produced by `tools/vllm_conformance.py` (see `tools/README.md`); no expectation was written by hand.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| wheel | `{wheel.name}` |",
+        f"| wheel sha256 | `{stamp['wheel_sha256']}` |",
+        f"| torch | {stamp.get('torch_installed') or stamp['torch']} (CPU build; the wheel pins another, see below) |",
+        f"| vllm imported | {run_info.get('vllm_version') or info.get('vllm_version')} |",
+        f"| recorded (UTC) | {started.strftime('%Y-%m-%d %H:%M')} |",
+        f"| command | `{command}` |",
+        f"| Python | {sys.version.split()[0]} |",
+        "",
+        "## Counts",
+        "",
+        "| outcome | cases |",
+        "|---|---|",
+    ]
+    lines += [f"| {k} | {v} |" for k, v in sorted(counts.items())]
+    lines += ["", "| first error (stage, code) | cases |", "|---|---|"]
+    stage_codes = collections.Counter((c["expect"]["error"]["stage"], c["expect"]["error"]["code"])
+                                      for c in cases if c["expect"]["error"])
+    lines += [f"| {s} `{c}` | {n} |" for (s, c), n in sorted(stage_codes.items())]
+    lines += ["", "## What ran, and what was read from source", "",
+              f"- Registered connectors ({len(info['registered'])}), with whether the class the registry resolves "
+              "inherits `SupportsHMA` here:",
+              ""]
+    for name in info["registered"]:
+        lines.append(f"  - `{name}`: {info['supports_hma'].get(name)}")
+    lines += [
+        "",
+        "- Real code: `KVTransferConfig` (every node of the connector graph), `VllmConfig(device_config=DeviceConfig(\"cpu\"), "
+        "scheduler_config=SchedulerConfig(max_model_len=16, is_encoder_decoder=False, disable_hybrid_kv_cache_manager=D), ...)` "
+        "with `current_platform.support_hybrid_kv_cache` patched to the document's platform (default True), and `is_cuda` "
+        "too (default True) where HiSparse is in play (elsewhere the CPU platform's own answer: patched, unrelated code "
+        "loads CUDA kernels); "
+        "a real `ModelConfig` of a tiny local Llama config (no weights) carrying `attention_chunk_size` and a real "
+        "`SpeculativeConfig` over it; `get_kv_cache_groups` over one KV cache spec per `model.layer_kinds` entry; "
+        "`KVConnectorFactory.create_connector` up to the point where it would construct the connector (the class's "
+        "`__init__` is swapped for a sentinel); `MultiConnector._get_connector_classes_and_configs` recursively.",
+        f"- Read from source: `MultiConnector.__init__`'s assertion (\"HMA should not be enabled unless all sub-connectors "
+        f"support it\") at `{where}`, form `{kind}` (`children_instances`: `supports_hma` of every direct child instance; "
+        "`children_config`: `MultiConnector.all_children_support_hma` of the config). It runs only when connectors are built, "
+        "so it is evaluated as that source line states it; cases that reached it say `source-read` in their provenance.",
+        f"- Requirements left out of the environment (GPU-only): {', '.join(stamp.get('requirements_skipped', [])) or 'none'}.",
+        f"- Requirements that could not be installed: {', '.join(stamp.get('requirements_not_installed', [])) or 'none'}.",
+        f"- Installed with `--no-deps` besides: {', '.join(stamp.get('extra_packages', [])) or 'none'} "
+        "(so `LMCacheMPConnector` without `LMCACHE_USE_UPSTREAM_MP` resolves as in a deployment with LMCache installed).",
+        "",
+        "## Errors vLLM raised (first message seen per code)",
+        "",
+    ]
+    for (stage, code), texts in sorted(messages.items()):
+        lines.append(f"- `{stage}` `{code}`: {sorted(texts)[0]!r}")
+    if unmapped_warnings:
+        lines += ["", "## HMA-related log lines with no warning code", ""]
+        lines += [f"- {t!r}" for t in sorted(unmapped_warnings)[:20]]
+    lines += ["", "## Documents not recorded", ""]
+    if skipped:
+        lines += [f"- {n} x {why}" for why, n in skipped.most_common()]
+    else:
+        lines.append("- none")
+    (output / "PROVENANCE.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
