@@ -116,6 +116,7 @@ def ensure_venv(venv: Path, wheel: Path, torch_version: str, log_to=print) -> di
                 stamp_file.write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
             log_to(f"reusing {venv} ({wheel.name})")
             return stamp
+    requirements, skipped = wheel_requirements(wheel)  # a broken wheel is refused before anything is installed
     venv.mkdir(parents=True, exist_ok=True)
     log = venv / "install.log"
     python = venv / "bin" / "python"
@@ -129,7 +130,6 @@ def ensure_venv(venv: Path, wheel: Path, torch_version: str, log_to=print) -> di
     _run(pip + ["install", "--", f"torch=={torch_version}"], log, f"installing torch=={torch_version}")
     constraints = venv / "torch-constraint.txt"
     constraints.write_text(f"torch=={torch_version}\n", encoding="utf-8")
-    requirements, skipped = wheel_requirements(wheel)
     log_to(f"installing {len(requirements)} requirements of {wheel.name} ({len(skipped)} GPU-only left out)")
     not_installed: list[str] = []
     try:

@@ -581,10 +581,12 @@ def write_provenance(output, release, wheel, stamp, run_info, info, started, com
         "`SpeculativeConfig` over it; `get_kv_cache_groups` over one KV cache spec per `model.layer_kinds` entry; "
         "`KVConnectorFactory.create_connector` up to the point where it would construct the connector (the class's "
         "`__init__` is swapped for a sentinel); `MultiConnector._get_connector_classes_and_configs` recursively.",
-        f"- Read from source: `MultiConnector.__init__`'s assertion (\"HMA should not be enabled unless all sub-connectors "
+        ("- Read from source: nothing. This release's `MultiConnector.__init__` has no HMA assertion (its installed "
+         f"source, `{where}`, was read to find out)." if kind is None else
+         f"- Read from source: `MultiConnector.__init__`'s assertion (\"HMA should not be enabled unless all sub-connectors "
         f"support it\") at `{where}`, form `{kind}` (`children_instances`: `supports_hma` of every direct child instance; "
         "`children_config`: `MultiConnector.all_children_support_hma` of the config). It runs only when connectors are built, "
-        "so it is evaluated as that source line states it; cases that reached it say `source-read` in their provenance.",
+        "so it is evaluated as that source line states it; cases that reached it say `source-read` in their provenance."),
         f"- Requirements left out of the environment (GPU-only): {', '.join(stamp.get('requirements_skipped', [])) or 'none'}.",
         f"- Requirements that could not be installed: {', '.join(stamp.get('requirements_not_installed', [])) or 'none'}.",
         f"- Installed with `--no-deps` besides: {', '.join(stamp.get('extra_packages', [])) or 'none'} "
