@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -89,17 +90,48 @@ def wheel_requirements(wheel: Path) -> tuple[list[str], list[str]]:
     return keep, skipped
 
 
-def _run(command: list[str], log: Path, what: str) -> None:
+def _run(command: list[str], log: Path, what: str, env: dict | None = None) -> None:
     with log.open("a", encoding="utf-8") as handle:
         handle.write("$ " + " ".join(command) + "\n")
         handle.flush()
-        result = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        result = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     if result.returncode != 0:
         raise SetupError(f"{what} failed (exit {result.returncode}); see {log}")
 
 
-def ensure_venv(venv: Path, wheel: Path, torch_version: str, log_to=print) -> dict:
-    """Make (or reuse) ``venv`` with the wheel installed; returns the stamp (what was installed)."""
+def wheel_build_day(wheel: Path) -> str:
+    """The last moment of the day the wheel was built (its METADATA entry's date), as an ISO 8601 UTC time."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            entries = [i for i in archive.infolist() if i.filename.endswith(".dist-info/METADATA")]
+    except zipfile.BadZipFile as exc:
+        raise SetupError(f"{wheel}: not a wheel (zip) file: {exc}") from None
+    if not entries:
+        raise SetupError(f"{wheel.name}: no .dist-info/METADATA in the wheel")
+    year, month, day = entries[0].date_time[:3]
+    return f"{year:04d}-{month:02d}-{day:02d}T23:59:59Z"
+
+
+def _as_of_pip(as_of: str | None) -> tuple[list[str], dict | None]:
+    """pip options and environment that resolve requirements among what PyPI had at ``as_of`` (None: as today).
+
+    The machine's pip configuration adds local indexes whose files carry no
+    upload time, which ``--uploaded-prior-to`` lets through; it is left out
+    (PIP_CONFIG_FILE=/dev/null) so that PyPI's upload times decide.
+    """
+    if as_of is None:
+        return [], None
+    env = dict(os.environ)
+    env["PIP_CONFIG_FILE"] = os.devnull
+    return ["--uploaded-prior-to", as_of], env
+
+
+def ensure_venv(venv: Path, wheel: Path, torch_version: str, log_to=print, as_of: str | None = None) -> dict:
+    """Make (or reuse) ``venv`` with the wheel installed; returns the stamp (what was installed).
+
+    ``as_of``: resolve the wheel's requirements among the packages PyPI had
+    at that time (an old release breaks on today's transformers).
+    """
     wheel_sha = sha256_of(wheel)
     stamp_file = venv / STAMP
     if stamp_file.exists():
@@ -107,7 +139,8 @@ def ensure_venv(venv: Path, wheel: Path, torch_version: str, log_to=print) -> di
             stamp = json.loads(stamp_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             stamp = {}
-        if stamp.get("wheel_sha256") == wheel_sha and stamp.get("torch") == torch_version:
+        if (stamp.get("wheel_sha256") == wheel_sha and stamp.get("torch") == torch_version
+                and stamp.get("requirements_as_of") == as_of):
             if stamp.get("extra_packages") != list(EXTRA_PACKAGES):
                 log_to(f"installing {', '.join(EXTRA_PACKAGES)} with --no-deps into {venv}")
                 _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--"] + list(EXTRA_PACKAGES),
@@ -130,17 +163,20 @@ def ensure_venv(venv: Path, wheel: Path, torch_version: str, log_to=print) -> di
     _run(pip + ["install", "--", f"torch=={torch_version}"], log, f"installing torch=={torch_version}")
     constraints = venv / "torch-constraint.txt"
     constraints.write_text(f"torch=={torch_version}\n", encoding="utf-8")
-    log_to(f"installing {len(requirements)} requirements of {wheel.name} ({len(skipped)} GPU-only left out)")
+    log_to(f"installing {len(requirements)} requirements of {wheel.name} ({len(skipped)} GPU-only left out)"
+           + (f", as PyPI had them at {as_of}" if as_of else ""))
     not_installed: list[str] = []
+    as_of_options, as_of_env = _as_of_pip(as_of)
+    install = pip + ["install", "-c", str(constraints)] + as_of_options + ["--"]
     try:
-        _run(pip + ["install", "-c", str(constraints), "--"] + requirements, log, "installing the requirements")
+        _run(install + requirements, log, "installing the requirements", as_of_env)
     except SetupError:
         # One requirement that cannot be had here (a pin on a newer torch, no
         # wheel for this Python) must not cost the rest: one at a time.
         log_to("installing them together failed; one at a time")
         for requirement in requirements:
             try:
-                _run(pip + ["install", "-c", str(constraints), "--", requirement], log, f"installing {requirement}")
+                _run(install + [requirement], log, f"installing {requirement}", as_of_env)
             except SetupError:
                 not_installed.append(requirement)
     log_to(f"installing {', '.join(EXTRA_PACKAGES)} with --no-deps")
@@ -159,6 +195,7 @@ def ensure_venv(venv: Path, wheel: Path, torch_version: str, log_to=print) -> di
         "torch_installed": torch_line.split("==", 1)[-1],
         "requirements_skipped": skipped,
         "requirements_not_installed": not_installed,
+        "requirements_as_of": as_of,
         "extra_packages": list(EXTRA_PACKAGES),
     }
     stamp_file.write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")

@@ -32,6 +32,16 @@ far as it can be done on a CPU without building a connector:
    the file and line.
 
 Warnings are vLLM's own log records.
+
+Releases differ in what each step is called and how it asks (a plain bool
+preference to 0.12.x, ``is_cuda() or is_rocm()`` as the platform question to
+0.10.1.1, ``create_connector_v1``, a MultiConnector that builds its children
+in ``__init__``, ``get_kv_cache_config``): the child finds out from the
+installed release's attributes and source, never from its version, and
+reports what it found (``adaptations``). A connector module that imports a
+back end this environment lacks is loaded with an import-only stand-in
+(tools/_import_stubs.py; ``prepare_stubs``), and every case that used one
+says so.
 """
 
 from __future__ import annotations
@@ -64,7 +74,11 @@ HMA_WORDS = re.compile(r"hybrid kv cache|hybrid_kv_cache|\bHMA\b|SupportsHMA", r
 
 
 class _Constructed(Exception):
-    """create_connector got past its checks and would build the connector now."""
+    """create_connector got past its checks and would build the connector (``cls``) now."""
+
+    def __init__(self, cls=None):
+        super().__init__(getattr(cls, "__name__", None))
+        self.cls = cls
 
 
 class _Capture(logging.Handler):
@@ -112,6 +126,8 @@ def classify(exc: BaseException, stage: str) -> tuple[str, str]:
     name = type(exc).__name__
     table = (
         ("Please specify kv_role", "connector.role_missing"),
+        ("Please specify kv_disagg_role", "connector.role_missing"),  # the wording to 0.11.0
+        ("You must set kv_offloading_size when kv_offloading_backend is set", "offload.size_missing"),
         ("Connector name is not set in KVTransferConfig", "connector.name_missing"),
         ("kv_connector_module_path cannot be an empty string", "connector.module_path_empty"),
         ("Unsupported connector type", "connector.unknown"),
@@ -138,6 +154,8 @@ def classify(exc: BaseException, stage: str) -> tuple[str, str]:
         return stage, "multiconnector.child_engine_id"
     if isinstance(exc, AssertionError) and "ktcs is not None" in _last_line(exc):
         return stage, "multiconnector.connectors_missing"
+    if isinstance(exc, AssertionError) and re.search(r"issubclass\(connector_cls, KVConnectorBase_V1\)", _last_line(exc)):
+        return stage, "connector.not_v1"
     return stage, f"unmapped.{name}"
 
 
@@ -149,8 +167,11 @@ from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
 from vllm.distributed.kv_transfer.kv_connector.v1 import base as _base  # noqa: E402
 from vllm.platforms import current_platform  # noqa: E402
 
-supports_hma = getattr(_base, "supports_hma", None)
+import _import_stubs  # noqa: E402  (tools/, beside this file)
+
+supports_hma = getattr(_base, "supports_hma", None)  # from 0.11.1; before it no connector supports HMA
 SupportsHMA = getattr(_base, "SupportsHMA", None)
+KVConnectorBase_V1 = _base.KVConnectorBase_V1
 
 try:
     from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
@@ -178,6 +199,114 @@ def _dataclass_fields(cls) -> set[str]:
 CACHE_FIELDS = _dataclass_fields(CacheConfig)
 VLLM_FIELDS = _dataclass_fields(VllmConfig)
 SCHEDULER_FIELDS = _dataclass_fields(SchedulerConfig)
+# What SchedulerConfig(...) accepts (InitVars too): is_encoder_decoder is not in 0.9.1.
+SCHEDULER_PARAMS = set(inspect.signature(SchedulerConfig).parameters)
+
+
+# ------------------------------------------- what differs between releases
+# Each is read from the installed release (an attribute, a signature, a
+# source line), never from its version number.
+
+def _cli_default_preference():
+    """What ``vllm serve`` passes for disable_hybrid_kv_cache_manager when the option is absent.
+
+    The option's value reaches SchedulerConfig through EngineArgs, whose
+    dataclass default is the CLI's default: None (tri-state, 0.13.0 on) or
+    False (a plain bool, before). A document's null means "the option is
+    absent", so it becomes this value; false and true are what
+    ``--no-disable-hybrid-kv-cache-manager`` and
+    ``--disable-hybrid-kv-cache-manager`` pass in every release.
+    """
+    import dataclasses
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    for field in dataclasses.fields(EngineArgs):
+        if field.name == "disable_hybrid_kv_cache_manager":
+            return field.default
+    raise RuntimeError("EngineArgs has no disable_hybrid_kv_cache_manager in this release")
+
+
+PREFERENCE_UNSET = _cli_default_preference()
+
+
+def _platform_question() -> str:
+    """How the release's HMA block asks the platform: ``support_hybrid_kv_cache()`` or ``is_cuda() or is_rocm()``."""
+    if callable(getattr(current_platform, "support_hybrid_kv_cache", None)):
+        return "support_hybrid_kv_cache"
+    source = inspect.getsource(VllmConfig.__post_init__)
+    if re.search(r"not \(current_platform\.is_cuda\(\) or current_platform\.is_rocm\(\)\)", source):
+        return "is_cuda_or_rocm"
+    raise RuntimeError("unrecognised platform question in VllmConfig.__post_init__")
+
+
+PLATFORM_QUESTION = _platform_question()
+
+
+def _asks_async_output() -> bool:
+    """Does this platform leave ``is_async_output_supported`` unanswered (the base Platform raises, to 0.10.x)?"""
+    probe = getattr(current_platform, "is_async_output_supported", None)
+    if probe is None:
+        return False
+    try:
+        probe(False)
+    except NotImplementedError:
+        return True
+    return False
+
+
+ASYNC_OUTPUT_UNANSWERED = _asks_async_output()
+
+
+def platform_answer(platform: dict):
+    """(for the whole case, while VllmConfig is built): the document's platform as this release asks for it.
+
+    support_hybrid_kv_cache: patched for the whole case, as before.
+    is_cuda_or_rocm (to 0.10.1.1): ``is_cuda`` answers the document's
+    supports_hybrid_kv_cache and ``is_rocm`` False, only while VllmConfig is
+    built: elsewhere a CUDA answer on this CPU would load CUDA kernels.
+    Where the platform leaves ``is_async_output_supported`` unanswered, a
+    ModelConfig's V0 check asks it while VllmConfig is built: it answers True,
+    as the CUDA platform does under the V1 engine.
+    """
+    value = platform.get("supports_hybrid_kv_cache", True)
+
+    @contextlib.contextmanager
+    def while_configuring():
+        with contextlib.ExitStack() as stack:
+            if PLATFORM_QUESTION == "is_cuda_or_rocm":
+                stack.enter_context(patch.object(current_platform, "is_cuda", lambda: value))
+                stack.enter_context(patch.object(current_platform, "is_rocm", lambda: False))
+            if ASYNC_OUTPUT_UNANSWERED:
+                stack.enter_context(patch.object(current_platform, "is_async_output_supported",
+                                                 lambda enforce_eager: True))
+            yield
+
+    if PLATFORM_QUESTION == "support_hybrid_kv_cache":
+        return patch.object(current_platform, "support_hybrid_kv_cache", lambda: value), while_configuring
+    return contextlib.nullcontext(), while_configuring
+
+
+# create_connector (0.10.1 on) or create_connector_v1 (to 0.10.0), with or without kv_cache_config.
+CREATE_CONNECTOR = getattr(KVConnectorFactory, "create_connector", None) or KVConnectorFactory.create_connector_v1
+CREATE_TAKES_KV_CACHE_CONFIG = "kv_cache_config" in inspect.signature(CREATE_CONNECTOR).parameters
+GET_CONNECTOR_CLASS = getattr(KVConnectorFactory, "get_connector_class", None)  # 0.10.1 on
+
+
+def adaptations() -> dict:
+    """What this release has, as the runner found it (for PROVENANCE.md)."""
+    multi = _multi_connector_class()
+    return {
+        "preference_unset": PREFERENCE_UNSET,
+        "platform_question": PLATFORM_QUESTION,
+        "async_output_unanswered": ASYNC_OUTPUT_UNANSWERED,
+        "create_connector": CREATE_CONNECTOR.__name__,
+        "get_connector_class": GET_CONNECTOR_CLASS is not None,
+        "multi_children": ("_get_connector_classes_and_configs"
+                           if hasattr(multi, "_get_connector_classes_and_configs") else "__init__"),
+        "supports_hma": supports_hma is not None,
+        "planning": _planning_name(),
+    }
 
 
 def _site_relative(path: str) -> str:
@@ -279,19 +408,33 @@ def speculative_config(method, chunk):
     return copy.deepcopy(_SPEC_CONFIGS[key])
 
 
+class _NoSuchLayer(Exception):
+    """The release has no KV cache spec for a layer kind: its V1 engine cannot serve such a model at all."""
+
+
 def kv_cache_specs(kinds, chunk):
     import torch
     from vllm.v1 import kv_cache_interface as k
 
+    def attention(cls, **extra):
+        kwargs = dict(block_size=16, num_kv_heads=1, head_size=64, dtype=torch.float16, **extra)
+        parameter = inspect.signature(cls).parameters.get("use_mla")
+        if parameter is not None and parameter.default is inspect.Parameter.empty:
+            kwargs["use_mla"] = False  # a required field to 0.10.x
+        return cls(**kwargs)
+
+    needs = {"chunked_local": "ChunkedLocalAttentionSpec", "mamba": "MambaSpec"}
+    for kind in kinds:
+        if kind in needs and not hasattr(k, needs[kind]):
+            raise _NoSuchLayer(f"this release has no {needs[kind]} (layer kind {kind})")
     specs = {}
     for index, kind in enumerate(kinds):
-        common = dict(block_size=16, num_kv_heads=1, head_size=64, dtype=torch.float16)
         if kind == "full_attention":
-            spec = k.FullAttentionSpec(**common)
+            spec = attention(k.FullAttentionSpec)
         elif kind == "sliding_window":
-            spec = k.SlidingWindowSpec(**common, sliding_window=128)
+            spec = attention(k.SlidingWindowSpec, sliding_window=128)
         elif kind == "chunked_local":
-            spec = k.ChunkedLocalAttentionSpec(**common, attention_chunk_size=chunk or 8192)
+            spec = attention(k.ChunkedLocalAttentionSpec, attention_chunk_size=chunk or 8192)
         elif kind == "mamba":
             spec = k.MambaSpec(block_size=16, shapes=((16, 16),), dtypes=(torch.float16,))
         else:
@@ -300,15 +443,39 @@ def kv_cache_specs(kinds, chunk):
     return specs
 
 
-def _planning_function():
+def _planning_module():
     for module in ("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils"):
         try:
             mod = __import__(module, fromlist=["get_kv_cache_groups"])
         except ImportError:
             continue
-        if hasattr(mod, "get_kv_cache_groups"):
-            return mod.get_kv_cache_groups
-    raise RuntimeError("get_kv_cache_groups not found in this release")
+        if hasattr(mod, "get_kv_cache_groups") or hasattr(mod, "get_kv_cache_config"):
+            return mod
+    raise RuntimeError("neither get_kv_cache_groups nor get_kv_cache_config in this release")
+
+
+def _planning_name() -> str:
+    mod = _planning_module()
+    name = "get_kv_cache_groups" if hasattr(mod, "get_kv_cache_groups") else "get_kv_cache_config"
+    return f"{mod.__name__}.{name}"
+
+
+# Memory offered to get_kv_cache_config (before 0.11.1), which checks it
+# before it unifies the specs: plenty, so that the check never decides.
+PLANNING_MEMORY = 1 << 40
+
+
+def plan(config, specs):
+    """The release's KV cache planning over the specs: get_kv_cache_groups, or get_kv_cache_config before it."""
+    mod = _planning_module()
+    if hasattr(mod, "get_kv_cache_groups"):
+        return mod.get_kv_cache_groups(config, specs)
+    if config.model_config is None:
+        # get_kv_cache_config reads model_config.max_model_len first; the
+        # tiny model's (16) stands in for it, on a copy used only here.
+        config = copy.copy(config)
+        config.model_config = model_config(None)
+    return mod.get_kv_cache_config(config, specs, PLANNING_MEMORY)
 
 
 # ----------------------------------------------------------------- the stages
@@ -332,13 +499,74 @@ def validate_graph(node, notes, path="/kv_transfer_config"):
             validate_graph(child, notes, f"{path}/kv_connector_extra_config/connectors/{index}")
 
 
-def simulate_multi_construction(vllm_config, sources):
-    """MultiConnector.__init__ without building: the real child resolution, then the source's assertion."""
+_UNBUILT: dict = {}
+
+
+def _unbuilt(cls):
+    """A subclass of ``cls`` whose __init__ does nothing: isinstance/issubclass answer as for ``cls``."""
+    if cls not in _UNBUILT:
+        _UNBUILT[cls] = type(cls.__name__, (cls,), {"__init__": lambda self, *args, **kwargs: None,
+                                                    "__module__": cls.__module__})
+    return _UNBUILT[cls]
+
+
+_CONSTRUCTION_MODE: list = []  # empty: connectors are built as usual; else "stop" or "unbuilt"
+
+
+def _connector_new(cls, *args, **kwargs):
+    """KVConnectorBase_V1.__new__ while the runner is installed: see connector_construction."""
+    mode = _CONSTRUCTION_MODE[-1] if _CONSTRUCTION_MODE else None
+    if mode == "stop":
+        raise _Constructed(cls)
+    if mode == "unbuilt" and not issubclass(cls, _multi_connector_class()):
+        return object.__new__(_unbuilt(cls))
+    return object.__new__(cls)
+
+
+@contextlib.contextmanager
+def connector_construction(stop: bool):
+    """While active, constructing a connector builds nothing.
+
+    ``stop``: the first construction raises _Constructed (create_connector
+    got past its checks). Otherwise a MultiConnector is built for real (its
+    own __init__ resolves and builds its children through the factory, as
+    before 0.11.1) and any other connector becomes an instance of
+    ``_unbuilt(cls)``, so its __init__ never runs. Done in
+    KVConnectorBase_V1.__new__: type() calls __init__ of the object that
+    __new__ returns, so the release's factory and __init__ code run unchanged.
+    That __new__ stays once installed (outside this block it builds as
+    object.__new__ does): CPython cannot take a class's __new__ back.
+    """
+    if KVConnectorBase_V1.__dict__.get("__new__") is not _connector_new:
+        if "__new__" in KVConnectorBase_V1.__dict__:
+            raise RuntimeError("KVConnectorBase_V1 has a __new__ of its own in this release")
+        KVConnectorBase_V1.__new__ = _connector_new
+    _CONSTRUCTION_MODE.append("stop" if stop else "unbuilt")
+    try:
+        yield
+    finally:
+        _CONSTRUCTION_MODE.pop()
+
+
+def simulate_multi_construction(cls, vllm_config, sources):
+    """MultiConnector.__init__ without building a connector.
+
+    With ``_get_connector_classes_and_configs`` (0.11.1 on): the real child
+    resolution, recursively, then the source's assertion. Before it, the
+    children are built by __init__ itself through the factory: that
+    __init__ runs for real, with every other connector left unbuilt.
+    """
     MultiConnector = _multi_connector_class()
+    if not hasattr(MultiConnector, "_get_connector_classes_and_configs"):
+        if CONSTRUCTION[0] is not None:
+            raise RuntimeError("a MultiConnector.__init__ HMA assertion without _get_connector_classes_and_configs")
+        with connector_construction(stop=False):
+            cls(vllm_config, KVConnectorRole.SCHEDULER)
+        return
     pairs = MultiConnector._get_connector_classes_and_configs(vllm_config)
     for child_cls, child_config in pairs:
         if isinstance(child_cls, type) and issubclass(child_cls, MultiConnector):
-            simulate_multi_construction(child_config, sources)
+            simulate_multi_construction(child_cls, child_config, sources)
     kind, where = CONSTRUCTION
     if kind is None:
         return  # this release's MultiConnector.__init__ asserts nothing about HMA
@@ -355,19 +583,32 @@ def simulate_multi_construction(vllm_config, sources):
                       "HMA should not be enabled unless all sub-connectors support it", source=where)
 
 
+def _create(vllm_config):
+    args = (vllm_config, KVConnectorRole.SCHEDULER) + ((None,) if CREATE_TAKES_KV_CACHE_CONFIG else ())
+    return CREATE_CONNECTOR(*args)
+
+
 def create_connector_checks(vllm_config):
     """The release's create_connector, stopped where it would construct the connector."""
+    if GET_CONNECTOR_CLASS is None:
+        # To 0.10.0 the class is resolved inside create_connector_v1 only.
+        try:
+            with connector_construction(stop=True):
+                _create(vllm_config)
+        except _Constructed as constructed:
+            return constructed.cls
+        raise RuntimeError("create_connector returned without constructing the connector")
     ktc = vllm_config.kv_transfer_config
-    cls = KVConnectorFactory.get_connector_class(ktc)
+    cls = GET_CONNECTOR_CLASS(ktc)
     had_init = "__init__" in cls.__dict__
     saved = cls.__dict__.get("__init__")
 
     def refuse(self, *args, **kwargs):
-        raise _Constructed()
+        raise _Constructed(cls)
 
     cls.__init__ = refuse
     try:
-        KVConnectorFactory.create_connector(vllm_config, KVConnectorRole.SCHEDULER, None)
+        _create(vllm_config)
     except _Constructed:
         return cls
     finally:
@@ -378,6 +619,114 @@ def create_connector_checks(vllm_config):
     raise RuntimeError("create_connector returned without constructing the connector")
 
 
+# ------------------------------------------------------ import-only stand-ins
+# module path -> the stand-ins that importing it needed (tools/_import_stubs.py),
+# filled by prepare_stubs() before the first case.
+STUBS_BY_MODULE: dict[str, list[str]] = {}
+STUB_ERRORS: dict[str, str] = {}
+LOADED_WITH_STUBS: dict[str, list[str]] = {}  # module path -> vLLM modules first loaded during its import
+
+
+def registry_modules() -> dict[str, tuple[str, str]]:
+    """Registered name -> (module path, class name), read from the factory's lazy loaders."""
+    out = {}
+    for name, loader in KVConnectorFactory._registry.items():
+        free = inspect.getclosurevars(loader).nonlocals
+        if "module_path" in free and "class_name" in free:
+            out[name] = (free["module_path"], free["class_name"])
+    return out
+
+
+def _module_paths(value, found: set):
+    if isinstance(value, dict):
+        path = value.get("kv_connector_module_path")
+        if isinstance(path, str) and (path == "vllm" or path.startswith("vllm.")):
+            found.add(path)
+        for item in value.values():
+            _module_paths(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _module_paths(item, found)
+
+
+def prepare_stubs(docs) -> None:
+    """Find what the release's connector modules need stood in, and import those modules here with it.
+
+    The modules: every registered connector's, and every vLLM module path the
+    documents name. Each is first imported in a forked process of its own
+    (nothing here has imported a connector module yet, so every fork starts
+    from the same state), standing in what its ImportErrors name. Then each
+    module that needed a stand-in is imported here, with only its own
+    stand-ins and only for the length of that import; a case that imports it
+    later finds it loaded. Everything else is imported by the cases as
+    installed: a guarded ``try: import mooncake`` elsewhere still fails.
+    """
+    paths: set[str] = {module for module, _ in registry_modules().values()}
+    for doc in docs:
+        _module_paths(doc, paths)
+    protected = frozenset(name.split(".")[0] for name in sys.modules)
+    for path in sorted(paths):
+        found = _import_stubs.in_fork(_import_stubs.discover, path, protected)
+        STUBS_BY_MODULE[path] = found["stubs"]
+    for path in sorted(paths):
+        if STUBS_BY_MODULE[path]:
+            loaded = _import_stubs.load(path, STUBS_BY_MODULE[path])
+            LOADED_WITH_STUBS[path] = loaded["loaded"]
+            if loaded["error"]:
+                STUB_ERRORS[path] = loaded["error"]
+
+
+@contextlib.contextmanager
+def record_imports():
+    """The module paths vLLM's factory imports (importlib.import_module) during a case; nothing else changes."""
+    import importlib
+
+    imported: set[str] = set()
+    original = importlib.import_module
+
+    def import_module(name, package=None):
+        imported.add(name)
+        return original(name, package)
+
+    importlib.import_module = import_module
+    try:
+        yield imported
+    finally:
+        importlib.import_module = original
+
+
+def _node_names(value, found: set):
+    if isinstance(value, dict):
+        if isinstance(value.get("kv_connector"), str):
+            found.add(value["kv_connector"])
+        for item in value.values():
+            _node_names(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _node_names(item, found)
+
+
+def stub_use(imported: set, doc: dict) -> tuple[list[str], list[str]]:
+    """(stand-ins the case's imports needed, connector classes of the case that would come from a stand-in)."""
+    stubs = sorted({stub for module in imported for stub in STUBS_BY_MODULE.get(module, [])})
+    names = set()
+    _node_names(doc.get("kv_transfer_config"), names)
+    by_module: dict[str, set] = {}
+    for module, class_name in registry_modules().values():
+        by_module.setdefault(module, set()).add(class_name)
+    backed = []
+    for module in sorted(imported):
+        loaded = sys.modules.get(module)
+        if loaded is None or not STUBS_BY_MODULE.get(module):
+            continue
+        for class_name in sorted(names | by_module.get(module, set())):
+            value = getattr(loaded, class_name, None)
+            if value is not None and _import_stubs.from_stub(value):
+                backed.append(f"{module}.{class_name}")
+    return stubs, backed
+
+
+@contextlib.contextmanager
 def patch_is_cuda(doc, platform):
     """``current_platform.is_cuda`` as the document says (default True) where HiSparse is in play.
 
@@ -388,8 +737,17 @@ def patch_is_cuda(doc, platform):
     """
     graph = json.dumps(doc.get("kv_transfer_config"))
     if doc.get("hisparse_config") is None and "HiSparseConnector" not in graph:
-        return contextlib.nullcontext()
-    return patch.object(current_platform, "is_cuda", lambda: platform.get("is_cuda", True))
+        yield
+        return
+    cuda = platform.get("is_cuda", True)
+    config_module = sys.modules.get(VllmConfig.__module__)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(patch.object(current_platform, "is_cuda", lambda: cuda))
+        if cuda and hasattr(config_module, "HAS_TRITON"):
+            # 0.30.0: HiSparse takes the V2 model runner, which refuses to run
+            # without Triton; a CUDA deployment has it, this CPU has not.
+            stack.enter_context(patch.object(config_module, "HAS_TRITON", True))
+        yield
 
 
 # Errors that come from standing in for the deployment on a CPU, not from the
@@ -397,6 +755,10 @@ def patch_is_cuda(doc, platform):
 NOT_A_CASE = (
     (ImportError, re.compile(r"requires the CUDA|vllm_flash_attn|_C\b")),
     (ValueError, re.compile(r"HiSparse is only supported for DSA models")),
+    # The V2 model runner needs Triton, which this CPU environment has not:
+    # asked for it, vLLM refuses (0.28.0); left to choose, it takes the V1
+    # runner, which refuses what only V2 serves (0.30.0: dspark drafts).
+    (ValueError, re.compile(r"Model Runner V2 requires Triton|Model Runner V1 does not support: ")),
     (AttributeError, re.compile(r"'_C' object has no attribute")),
 )
 # Modules that probe CUDA kernels when first imported: imported once here,
@@ -427,11 +789,10 @@ def run_case(doc: dict) -> dict:
     error = None
     env = {k: v for k, v in (doc.get("env") or {}).items()}
     platform = doc.get("platform") or {}
+    whole_case, while_configuring = platform_answer(platform)
     try:
-        with case_environment(env), \
-                patch.object(current_platform, "support_hybrid_kv_cache",
-                             lambda: platform.get("supports_hybrid_kv_cache", True)), \
-                patch_is_cuda(doc, platform):
+        with case_environment(env), whole_case, patch_is_cuda(doc, platform), \
+                record_imports() as imported:
             try:
                 ktc_doc = doc.get("kv_transfer_config")
                 if ktc_doc is not None:
@@ -439,9 +800,10 @@ def run_case(doc: dict) -> dict:
                 model = doc.get("model") or {}
                 chunk = model.get("attention_chunk_size")
                 kwargs = {"device_config": DeviceConfig("cpu")}
+                preference = doc.get("disable_hybrid_kv_cache_manager")
                 sched = dict(max_model_len=16, is_encoder_decoder=False,
-                             disable_hybrid_kv_cache_manager=doc.get("disable_hybrid_kv_cache_manager"))
-                kwargs["scheduler_config"] = SchedulerConfig(**sched)
+                             disable_hybrid_kv_cache_manager=PREFERENCE_UNSET if preference is None else preference)
+                kwargs["scheduler_config"] = SchedulerConfig(**{k: v for k, v in sched.items() if k in SCHEDULER_PARAMS})
                 if ktc_doc is not None:
                     kwargs["kv_transfer_config"] = KVTransferConfig(**ktc_doc)
                 cache = {}
@@ -473,7 +835,8 @@ def run_case(doc: dict) -> dict:
                 # Building the inputs (not vLLM's decision) failed: not a case.
                 return {"skip": f"inputs could not be built: {type(exc).__name__}: {str(exc)[:300]}"}
             try:
-                config = VllmConfig(**kwargs)
+                with while_configuring():
+                    config = VllmConfig(**kwargs)
             except Outcome:
                 raise
             except Exception as exc:
@@ -484,13 +847,19 @@ def run_case(doc: dict) -> dict:
             hma_enabled = not config.scheduler_config.disable_hybrid_kv_cache_manager
             kinds = model.get("layer_kinds") or []
             if kinds:
-                get_groups = _planning_function()
                 try:
-                    get_groups(config, kv_cache_specs(kinds, chunk))
+                    specs = kv_cache_specs(kinds, chunk)  # any other failure here is the runner's: reported
+                except _NoSuchLayer as exc:
+                    return {"skip": f"the model cannot be expressed: {exc}"}
+                try:
+                    plan(config, specs)
                 except Exception as exc:
                     if _in_function(exc, "unify_hybrid_kv_cache_specs"):
                         stage, code = classify(exc, "planning")
                         raise Outcome(stage, code, f"{type(exc).__name__}: {str(exc)[:400]}") from None
+                    if _in_function(exc, "check_enough_kv_cache_memory"):
+                        # get_kv_cache_config checks memory before it unifies: never let it decide.
+                        raise RuntimeError("KV cache planning failed before the specs were unified") from exc
                     # Grouping the synthetic specs (page sizes) is not the HMA decision.
                     notes.append(f"planning after unification raised {type(exc).__name__}: {str(exc)[:200]}")
             if config.kv_transfer_config is not None:
@@ -505,7 +874,7 @@ def run_case(doc: dict) -> dict:
                     raise Outcome(stage, code, f"{type(exc).__name__}: {str(exc)[:400]}") from None
                 if cls.__name__ == "MultiConnector" or issubclass(cls, _multi_connector_class()):
                     try:
-                        simulate_multi_construction(config, sources)
+                        simulate_multi_construction(cls, config, sources)
                     except Outcome:
                         raise
                     except Exception as exc:
@@ -520,6 +889,9 @@ def run_case(doc: dict) -> dict:
     finally:
         vllm_logger.removeHandler(capture)
         root.removeHandler(capture)
+    stubs, backed = stub_use(imported, doc)
+    if backed:
+        return {"skip": "a connector class would come from an import-only stand-in: " + ", ".join(backed)}
     warnings, unmapped = [], []
     seen = set()
     for record in capture.records:
@@ -546,6 +918,7 @@ def run_case(doc: dict) -> dict:
         "warnings": sorted(set(warnings)),
         "unmapped_warnings": unmapped,
         "source_read": sorted(sources),
+        "stubs": stubs,
         "notes": notes,
     }
 
@@ -559,8 +932,15 @@ def hma_classes() -> dict:
     answer = {}
     for name in registered_names():
         try:
-            cls = KVConnectorFactory.get_connector_class(KVTransferConfig(kv_connector=name, kv_role="kv_both"))
-            answer[name] = bool(supports_hma(cls)) if supports_hma else None
+            module, class_name = registry_modules().get(name, (None, None))
+            if GET_CONNECTOR_CLASS is not None:
+                cls = GET_CONNECTOR_CLASS(KVTransferConfig(kv_connector=name, kv_role="kv_both"))
+            else:
+                cls = getattr(__import__(module, fromlist=[class_name]), class_name)
+            if _import_stubs.from_stub(cls):
+                answer[name] = "the class would come from an import-only stand-in"
+            else:
+                answer[name] = bool(supports_hma(cls)) if supports_hma else False
         except Exception as exc:
             answer[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
     return answer
@@ -569,8 +949,13 @@ def hma_classes() -> dict:
 def main() -> int:
     job_file, out_file = Path(sys.argv[1]), Path(sys.argv[2])
     job = json.loads(job_file.read_text(encoding="utf-8"))
+    prepare_stubs([doc for _, doc in job["cases"]])
     results = {}
     info = {
+        "adaptations": adaptations(),
+        "stubs_by_module": {k: v for k, v in STUBS_BY_MODULE.items() if v},
+        "stub_errors": STUB_ERRORS,
+        "loaded_with_stubs": LOADED_WITH_STUBS,
         "vllm_version": getattr(vllm, "__version__", "?"),
         "construction_rule": list(CONSTRUCTION),
         "cache_fields": sorted(CACHE_FIELDS & {"kv_offloading_size", "kv_offloading_backend"}),

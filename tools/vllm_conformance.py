@@ -131,13 +131,23 @@ def curated_cases(info: dict) -> list[tuple[str, str, dict]]:
     names = info["registered"]
     hma = info["supports_hma"]
     supported = [n for n in names if hma.get(n) is True and n != "MultiConnector"]
-    unsupported = [n for n in names if hma.get(n) is False]
-    yes = "NixlConnector" if "NixlConnector" in supported else (supported[0] if supported else "ExampleConnector")
+    unsupported = [n for n in names if hma.get(n) is False and n != "MultiConnector"]
+    # Before any connector supports HMA (to 0.17.x), the "supported" slots are
+    # filled with NixlConnector all the same, so that a case id means the same
+    # graph in every release; the description says what the connector is here.
+    yes = "NixlConnector" if "NixlConnector" in supported or not supported else supported[0]
     yes2 = "OffloadingConnector" if "OffloadingConnector" in supported and yes != "OffloadingConnector" else yes
-    no = "ExampleConnector" if "ExampleConnector" in unsupported else (unsupported[0] if unsupported else "NoSuchConnector")
+    # The example connector was SharedStorageConnector until 0.12.0.
+    no = next((n for n in ("ExampleConnector", "SharedStorageConnector") if n in unsupported),
+              unsupported[0] if unsupported else "NoSuchConnector")
     cases: list[tuple[str, str, dict]] = []
+    unnamed = [n for n in (yes, yes2) if hma.get(n) is not True]
+    note = (f" ({', '.join(sorted(set(unnamed)))} standing in for an HMA-capable connector: "
+            "none is in this release)" if unnamed else "")
 
     def add(case_id, description, doc):
+        if note and any(n in json.dumps(doc) for n in unnamed):
+            description += note
         cases.append((case_id, description, doc))
 
     for label, pref in PREFS:
@@ -226,6 +236,28 @@ def curated_cases(info: dict) -> list[tuple[str, str, dict]]:
         add(f"kv-events-connector-{label}", f"kv events enabled with {yes}, preference {label}",
             {"kv_transfer_config": _ktc(yes), "disable_hybrid_kv_cache_manager": pref,
              "kv_events_config": {"enable_kv_cache_events": True, "publisher": "zmq"}})
+        # Until 0.19.x a kv_events_config turned HMA off whether or not it
+        # enables events: the releases ask only whether one is given.
+        add(f"kv-events-off-{label}", f"a kv events config that does not enable events, no connector, preference {label}",
+            {"kv_transfer_config": None, "disable_hybrid_kv_cache_manager": pref,
+             "kv_events_config": {"enable_kv_cache_events": False}})
+        add(f"kv-events-mamba-{label}", f"kv events enabled, model layers full attention and mamba, preference {label}",
+            {"kv_transfer_config": None, "disable_hybrid_kv_cache_manager": pref,
+             "kv_events_config": {"enable_kv_cache_events": True, "publisher": "zmq"},
+             "model": {"layer_kinds": ["full_attention", "mamba"]}})
+        add(f"kv-events-swa-{label}", f"kv events enabled, model layers full attention and sliding window, "
+            f"preference {label}",
+            {"kv_transfer_config": None, "disable_hybrid_kv_cache_manager": pref,
+             "kv_events_config": {"enable_kv_cache_events": True, "publisher": "zmq"},
+             "model": {"layer_kinds": ["full_attention", "sliding_window"]}})
+        add(f"kv-events-multi-{label}", f"kv events enabled with a MultiConnector of {yes} and {yes2}, preference {label}",
+            {"kv_transfer_config": _multi([_ktc(yes), _ktc(yes2)]), "disable_hybrid_kv_cache_manager": pref,
+             "kv_events_config": {"enable_kv_cache_events": True, "publisher": "zmq"}})
+        add(f"kv-events-platform-unsupported-{label}", f"kv events enabled on a platform without hybrid KV cache "
+            f"support, preference {label}",
+            {"kv_transfer_config": None, "disable_hybrid_kv_cache_manager": pref,
+             "kv_events_config": {"enable_kv_cache_events": True, "publisher": "zmq"},
+             "platform": {"supports_hybrid_kv_cache": False}})
         if "LMCacheMPConnector" in names:
             add(f"lmcache-mp-upstream-{label}", f"LMCacheMPConnector with LMCACHE_USE_UPSTREAM_MP=1, preference {label}",
                 {"kv_transfer_config": _ktc("LMCacheMPConnector"), "disable_hybrid_kv_cache_manager": pref,
@@ -366,13 +398,18 @@ def run_all(venv: Path, release: str, docs: list) -> tuple[dict, dict]:
     for case_id, doc in docs:
         key = tuple((k, (doc.get("env") or {}).get(k)) for k in IMPORT_TIME_ENV)
         groups[key].append((case_id, doc))
-    results, info = {}, {}
+    results, info, stubs, loaded = {}, {}, {}, {}
     for key, batch in sorted(groups.items(), key=lambda kv: str(kv[0])):
         import_env = {k: v for k, v in key if v is not None}
         say(f"running {len(batch)} cases with {import_env or 'no import-time variables'}")
         answer = run_child(venv, release, batch, False, import_env)
         results.update(answer["results"])
-        info = answer["info"]
+        info = dict(answer["info"])
+        # Each process finds its own stand-ins (an import-time variable may change what is imported).
+        for module, found in info.get("stubs_by_module", {}).items():
+            stubs[module] = sorted(set(stubs.get(module, [])) | set(found))
+        loaded.update(info.get("loaded_with_stubs", {}))
+    info["stubs_by_module"], info["loaded_with_stubs"] = stubs, loaded
     return results, info
 
 
@@ -395,11 +432,16 @@ def expectation(result: dict) -> dict:
 
 
 def provenance(release: str, result: dict) -> str:
+    stubs = ""
+    if result.get("stubs"):
+        stubs = (f"; import-only stand-ins: {', '.join(result['stubs'])} (so that a connector module could be "
+                 "imported; see PROVENANCE.md)")
     if result["source_read"]:
         where = ", ".join(result["source_read"])
         return (f"source-read: {where} (MultiConnector.__init__'s HMA assertion, which runs only when connectors are "
-                f"built, evaluated as the installed source states it); everything before it by vllm {release} real code")
-    return f"vllm {release} real code"
+                f"built, evaluated as the installed source states it); everything before it by vllm {release} real "
+                f"code{stubs}")
+    return f"vllm {release} real code{stubs}"
 
 
 def main(argv=None) -> int:
@@ -414,6 +456,10 @@ def main(argv=None) -> int:
     parser.add_argument("--inputs", help="also run the inputs of this cases.json and write the comparison to "
                                          "OUTPUT/comparison.json (not recorded as cases)")
     parser.add_argument("--no-curated", action="store_true", help="random documents only")
+    parser.add_argument("--requirements-as-of", metavar="WHEN",
+                        help="resolve the wheel's requirements among the packages PyPI had then: an ISO 8601 time, "
+                             "or 'wheel' for the end of the day the wheel was built (old releases break on today's "
+                             "transformers)")
     args = parser.parse_args(argv)
     try:
         return _main(args)
@@ -440,7 +486,10 @@ def _main(args) -> int:
     venv = Path(args.venv) if args.venv else DEFAULT_VENVS / release
     output = Path(args.output) if args.output else ROOT / "tests" / "conformance" / release
     started = datetime.datetime.now(datetime.timezone.utc)
-    stamp = _venv.ensure_venv(venv, wheel, TORCH, say)
+    as_of = args.requirements_as_of
+    if as_of == "wheel":
+        as_of = _venv.wheel_build_day(wheel)
+    stamp = _venv.ensure_venv(venv, wheel, TORCH, say, as_of)
     info = run_child(venv, release, [], True, {})["info"]
     if info["vllm_version"].split("+")[0] != release:
         raise Fail(4, f"{venv} imports vllm {info['vllm_version']}, not {release}")
@@ -485,6 +534,7 @@ def _main(args) -> int:
     cases, seen_inputs = [], set()
     messages = collections.defaultdict(set)
     unmapped_warnings = set()
+    notes = collections.Counter()
     for case_id, description, doc in planned:
         result = results.get(case_id)
         if result is None:
@@ -500,6 +550,7 @@ def _main(args) -> int:
         if result["error"]:
             messages[(result["error"]["stage"], result["error"]["code"])].add(clean_message(result["error"]["message"]))
         unmapped_warnings.update(result["unmapped_warnings"])
+        notes.update(" ".join(n.split())[:160] for n in result["notes"])
         cases.append({"id": case_id, "description": description, "input": doc,
                       "expect": expectation(result), "provenance": provenance(release, result)})
 
@@ -525,7 +576,7 @@ def _main(args) -> int:
                                                 encoding="utf-8")
     command = "python3 tools/vllm_conformance.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     write_provenance(output, release, wheel, stamp, run_info, info, started, command, cases, counts, codes,
-                     skipped, messages, unmapped_warnings)
+                     skipped, messages, unmapped_warnings, notes)
     say(f"recorded {len(cases)} cases in {output / 'cases.json'}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if skipped:
         say("not recorded: " + "; ".join(f"{n} x {why}" for why, n in skipped.most_common()))
@@ -535,8 +586,104 @@ def _main(args) -> int:
     return 0
 
 
+def preference_kind(adapt: dict) -> str:
+    """The PROVENANCE.md row that says how a document's preference reached SchedulerConfig."""
+    if adapt["preference_unset"] is None:
+        return "tri-state: null, false, true passed as None, False, True"
+    return (f"bool: null passed as {adapt['preference_unset']} (the CLI's default when the option is absent), "
+            "false as False, true as True")
+
+
+def adaptation_lines(adapt: dict) -> list[str]:
+    """What ran, in the terms of this release (the child found each by attribute or source, tools/_vllm_child.py)."""
+    create = adapt["create_connector"]
+    if adapt["preference_unset"] is None:
+        preference = ("- Preference: `disable_hybrid_kv_cache_manager` is tri-state here (`EngineArgs`' default is None): "
+                      "a document's null, false and true are passed to `SchedulerConfig` as None, False and True.")
+    else:
+        preference = (f"- Preference: `disable_hybrid_kv_cache_manager` is a plain bool here (`EngineArgs`' default is "
+                      f"{adapt['preference_unset']}, which `vllm serve` passes when the option is absent). A document's "
+                      f"null is passed as {adapt['preference_unset']}, false as False (`--no-disable-hybrid-kv-cache-manager`), "
+                      "true as True (`--disable-hybrid-kv-cache-manager`): null and false are the same start-up.")
+    if adapt["platform_question"] == "support_hybrid_kv_cache":
+        platform = ("`current_platform.support_hybrid_kv_cache` patched to the document's platform (default True) for "
+                    "the whole case")
+    else:
+        platform = ("this release's HMA block asks `current_platform.is_cuda() or current_platform.is_rocm()` "
+                    "(no `support_hybrid_kv_cache`): while `VllmConfig` is built, `is_cuda` answers the document's "
+                    "`platform.supports_hybrid_kv_cache` (default True) and `is_rocm` False; elsewhere the platform's own "
+                    "answer stays (a CUDA answer would load CUDA kernels)")
+    if adapt["get_connector_class"]:
+        connector = (f"`KVConnectorFactory.{create}` up to the point where it would construct the connector (the "
+                     "resolved class's `__init__` is swapped for a sentinel)")
+    else:
+        connector = (f"`KVConnectorFactory.{create}` up to the point where it would construct the connector (this "
+                     "release has no `get_connector_class`: `KVConnectorBase_V1.__new__` raises a sentinel)")
+    if adapt["multi_children"] == "_get_connector_classes_and_configs":
+        multi = "`MultiConnector._get_connector_classes_and_configs` recursively (it resolves the children without building them)"
+    else:
+        multi = ("`MultiConnector.__init__` itself (this release has no `_get_connector_classes_and_configs`: `__init__` "
+                 "resolves and builds each child through the factory), run for real with the construction of every other "
+                 "connector intercepted in `KVConnectorBase_V1.__new__` (it returns an instance of a subclass whose "
+                 "`__init__` does nothing), so that no connector is built")
+    planning = adapt["planning"]
+    if planning.endswith("get_kv_cache_config"):
+        planning = (f"`{planning}` (this release has no `get_kv_cache_groups`; given 2**40 bytes of memory so that its "
+                    "memory check, which comes first, never decides, and the tiny model's config where the document has "
+                    "none, for the `max_model_len` it reads)")
+    else:
+        planning = f"`{planning}`"
+    if adapt.get("async_output_unanswered"):
+        platform += ("; the platform leaves `is_async_output_supported` unanswered (it raises), and a `ModelConfig` "
+                     "asks it while `VllmConfig` is built: it answers True there, as the CUDA platform does under the "
+                     "V1 engine")
+    return [
+        "- Real code: `KVTransferConfig` (every node of the connector graph), `VllmConfig(device_config=DeviceConfig(\"cpu\"), "
+        "scheduler_config=SchedulerConfig(max_model_len=16, is_encoder_decoder=False, disable_hybrid_kv_cache_manager=D), ...)` "
+        f"(`is_encoder_decoder` where the release has it; {platform}; `is_cuda` is also patched "
+        "(default True) where HiSparse is in play); a real `ModelConfig` of a tiny local Llama config (no weights) carrying "
+        f"`attention_chunk_size` and a real `SpeculativeConfig` over it; {planning} over one KV cache spec per "
+        f"`model.layer_kinds` entry; {connector}; {multi}.",
+        preference,
+    ]
+
+
+def stub_lines(run_info: dict, info: dict, cases: list) -> list[str]:
+    """PROVENANCE.md: every import-only stand-in, the connector modules that needed it, and the cases that used it."""
+    stubs = run_info.get("stubs_by_module") or info.get("stubs_by_module") or {}
+    if not stubs:
+        return ["- none: every connector module of this release imported as installed."]
+    used = collections.Counter()
+    for case in cases:
+        match = re.search(r"import-only stand-ins: (.+?) \(so that", case["provenance"])
+        if match:
+            used.update(match.group(1).split(", "))
+    lines = [
+        "Some connector modules of this release import an optional back end at their top. Where that package is not",
+        "installed, or is installed without what the module imports (the LMCache installed here is later than this",
+        "release), `tools/_import_stubs.py` stood the whole top-level package in: every module under it a placeholder",
+        "whose every attribute is a placeholder class. The packages were found by importing each connector module in a",
+        "forked process and standing in the package its `ImportError` named (a package vLLM's core had already imported",
+        "is never stood in). Each such module was then imported once, before the first case, with only its own",
+        "stand-ins and only for the length of that import; the vLLM modules first loaded during it are listed. No other",
+        "import sees a stand-in. No stand-in answers an HMA question: the connector classes are vLLM's own, and a case",
+        "whose connector class would come from a stand-in is not recorded. Each case whose imports used such a module",
+        "names its stand-ins in its provenance.",
+        "",
+        "| connector module | stand-ins | vLLM modules first loaded while they stood in |",
+        "|---|---|---|",
+    ]
+    loaded = run_info.get("loaded_with_stubs") or {}
+    lines += [f"| `{module}` | {', '.join(f'`{s}`' for s in found)} | "
+              f"{', '.join(f'`{m}`' for m in loaded.get(module, [])) or 'none'} |"
+              for module, found in sorted(stubs.items())]
+    lines += ["", "| stand-in | cases whose imports needed it |", "|---|---|"]
+    lines += [f"| `{stub}` | {used.get(stub, 0)} |" for stub in sorted({s for found in stubs.values() for s in found})]
+    return lines
+
+
 def write_provenance(output, release, wheel, stamp, run_info, info, started, command, cases, counts, codes, skipped,
-                     messages, unmapped_warnings):
+                     messages, unmapped_warnings, notes):
     kind, where = run_info.get("construction_rule") or info.get("construction_rule") or (None, None)
     lines = [
         f"# vLLM {release}: conformance cases",
@@ -553,6 +700,7 @@ def write_provenance(output, release, wheel, stamp, run_info, info, started, com
         f"| recorded (UTC) | {started.strftime('%Y-%m-%d %H:%M')} |",
         f"| command | `{command}` |",
         f"| Python | {sys.version.split()[0]} |",
+        f"| preference | {preference_kind(run_info.get('adaptations') or info['adaptations'])} |",
         "",
         "## Counts",
         "",
@@ -570,17 +718,9 @@ def write_provenance(output, release, wheel, stamp, run_info, info, started, com
               ""]
     for name in info["registered"]:
         lines.append(f"  - `{name}`: {info['supports_hma'].get(name)}")
-    lines += [
-        "",
-        "- Real code: `KVTransferConfig` (every node of the connector graph), `VllmConfig(device_config=DeviceConfig(\"cpu\"), "
-        "scheduler_config=SchedulerConfig(max_model_len=16, is_encoder_decoder=False, disable_hybrid_kv_cache_manager=D), ...)` "
-        "with `current_platform.support_hybrid_kv_cache` patched to the document's platform (default True), and `is_cuda` "
-        "too (default True) where HiSparse is in play (elsewhere the CPU platform's own answer: patched, unrelated code "
-        "loads CUDA kernels); "
-        "a real `ModelConfig` of a tiny local Llama config (no weights) carrying `attention_chunk_size` and a real "
-        "`SpeculativeConfig` over it; `get_kv_cache_groups` over one KV cache spec per `model.layer_kinds` entry; "
-        "`KVConnectorFactory.create_connector` up to the point where it would construct the connector (the class's "
-        "`__init__` is swapped for a sentinel); `MultiConnector._get_connector_classes_and_configs` recursively.",
+    if not (run_info.get("adaptations") or info["adaptations"])["supports_hma"]:
+        lines += ["", "  (`SupportsHMA` does not exist in this release: no class inherits it.)"]
+    lines += [""] + adaptation_lines(run_info.get("adaptations") or info["adaptations"]) + [
         ("- Read from source: nothing. This release's `MultiConnector.__init__` has no HMA assertion (its installed "
          f"source, `{where}`, was read to find out)." if kind is None else
          f"- Read from source: `MultiConnector.__init__`'s assertion (\"HMA should not be enabled unless all sub-connectors "
@@ -589,6 +729,10 @@ def write_provenance(output, release, wheel, stamp, run_info, info, started, com
         "so it is evaluated as that source line states it; cases that reached it say `source-read` in their provenance."),
         f"- Requirements left out of the environment (GPU-only): {', '.join(stamp.get('requirements_skipped', [])) or 'none'}.",
         f"- Requirements that could not be installed: {', '.join(stamp.get('requirements_not_installed', [])) or 'none'}.",
+        (f"- Requirements resolved among the packages PyPI had at {stamp['requirements_as_of']} (`pip install "
+         "--uploaded-prior-to`, without the machine's local indexes, whose files carry no upload time)."
+         if stamp.get("requirements_as_of") else
+         "- Requirements resolved among the packages PyPI had when the environment was made (no `--requirements-as-of`)."),
         f"- Installed with `--no-deps` besides: {', '.join(stamp.get('extra_packages', [])) or 'none'} "
         "(so `LMCacheMPConnector` without `LMCACHE_USE_UPSTREAM_MP` resolves as in a deployment with LMCache installed).",
         "",
@@ -597,9 +741,17 @@ def write_provenance(output, release, wheel, stamp, run_info, info, started, com
     ]
     for (stage, code), texts in sorted(messages.items()):
         lines.append(f"- `{stage}` `{code}`: {sorted(texts)[0]!r}")
+    lines += ["", "## Import-only stand-ins", ""] + stub_lines(run_info, info, cases)
     if unmapped_warnings:
         lines += ["", "## HMA-related log lines with no warning code", ""]
         lines += [f"- {t!r}" for t in sorted(unmapped_warnings)[:20]]
+    if notes:
+        lines += ["", "## Recorded cases with a note", "",
+                  "KV cache planning raised over the synthetic specs (one per layer kind) after the step the HMA "
+                  "decides: the specs were unified (HMA off) or needed no unifying (HMA on), and then grouping them "
+                  "by page size failed. That is not part of the decision, so the case is recorded as if planning had "
+                  "passed. A failure before that step stops the run instead.", ""]
+        lines += [f"- {n} x {text}" for text, n in notes.most_common()]
     lines += ["", "## Documents not recorded", ""]
     if skipped:
         lines += [f"- {n} x {why}" for why, n in skipped.most_common()]
