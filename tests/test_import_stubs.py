@@ -87,7 +87,8 @@ def test_discovery_stands_in_what_an_import_needs_and_reports_it(tmp_path, monke
     package.write_text(f"from {ROOT}.engine import TransferEngine\nVALUE = 1\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     found = _import_stubs.in_fork(_import_stubs.discover, "hma_conformance_fake_connector", frozenset())
-    assert found == {"stubs": [ROOT], "error": None}
+    assert found == {"stubs": [ROOT], "error": None,
+                     "why": {ROOT: f"ModuleNotFoundError: No module named '{ROOT}'"}}
     assert "hma_conformance_fake_connector" not in sys.modules  # the fork kept what it imported
 
 

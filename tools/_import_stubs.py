@@ -210,17 +210,20 @@ def discover(module_path: str, protected: frozenset) -> dict:
     imported: they are vLLM's requirements, not a connector's back end).
     """
     stubs: list[str] = []
+    why: dict[str, str] = {}  # each stand-in -> the error that called for it
     while True:
         try:
             importlib.import_module(module_path)
-            return {"stubs": stubs, "error": None}
+            return {"stubs": stubs, "why": why, "error": None}
         except Exception as exc:
             missing = missing_package(exc) if isinstance(exc, ImportError) else _entered_from_vllm(exc)
+            text = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
             if missing is None or missing in protected or missing in stubs or len(stubs) == MAX_STUBS:
                 # Not a back end's fault: the factory meets the same error in the cases.
-                return {"stubs": stubs, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+                return {"stubs": stubs, "why": why, "error": text}
             activate(missing)  # for the rest of this (forked) process
             stubs.append(missing)
+            why[missing] = text
 
 
 def load(module_path: str, roots) -> dict:

@@ -625,6 +625,7 @@ def create_connector_checks(vllm_config):
 STUBS_BY_MODULE: dict[str, list[str]] = {}
 STUB_ERRORS: dict[str, str] = {}
 LOADED_WITH_STUBS: dict[str, list[str]] = {}  # module path -> vLLM modules first loaded during its import
+STUB_REASONS: dict[str, dict[str, str]] = {}  # module path -> stand-in -> the error that called for it
 
 
 def registry_modules() -> dict[str, tuple[str, str]]:
@@ -668,6 +669,8 @@ def prepare_stubs(docs) -> None:
     for path in sorted(paths):
         found = _import_stubs.in_fork(_import_stubs.discover, path, protected)
         STUBS_BY_MODULE[path] = found["stubs"]
+        if found["stubs"]:
+            STUB_REASONS[path] = found.get("why", {})
     for path in sorted(paths):
         if STUBS_BY_MODULE[path]:
             loaded = _import_stubs.load(path, STUBS_BY_MODULE[path])
@@ -956,6 +959,7 @@ def main() -> int:
         "stubs_by_module": {k: v for k, v in STUBS_BY_MODULE.items() if v},
         "stub_errors": STUB_ERRORS,
         "loaded_with_stubs": LOADED_WITH_STUBS,
+        "stub_reasons": STUB_REASONS,
         "vllm_version": getattr(vllm, "__version__", "?"),
         "construction_rule": list(CONSTRUCTION),
         "cache_fields": sorted(CACHE_FIELDS & {"kv_offloading_size", "kv_offloading_backend"}),

@@ -398,7 +398,7 @@ def run_all(venv: Path, release: str, docs: list) -> tuple[dict, dict]:
     for case_id, doc in docs:
         key = tuple((k, (doc.get("env") or {}).get(k)) for k in IMPORT_TIME_ENV)
         groups[key].append((case_id, doc))
-    results, info, stubs, loaded = {}, {}, {}, {}
+    results, info, stubs, loaded, reasons = {}, {}, {}, {}, {}
     for key, batch in sorted(groups.items(), key=lambda kv: str(kv[0])):
         import_env = {k: v for k, v in key if v is not None}
         say(f"running {len(batch)} cases with {import_env or 'no import-time variables'}")
@@ -409,7 +409,9 @@ def run_all(venv: Path, release: str, docs: list) -> tuple[dict, dict]:
         for module, found in info.get("stubs_by_module", {}).items():
             stubs[module] = sorted(set(stubs.get(module, [])) | set(found))
         loaded.update(info.get("loaded_with_stubs", {}))
-    info["stubs_by_module"], info["loaded_with_stubs"] = stubs, loaded
+        for module, why in info.get("stub_reasons", {}).items():
+            reasons.setdefault(module, {}).update(why)
+    info["stubs_by_module"], info["loaded_with_stubs"], info["stub_reasons"] = stubs, loaded, reasons
     return results, info
 
 
@@ -660,23 +662,26 @@ def stub_lines(run_info: dict, info: dict, cases: list) -> list[str]:
             used.update(match.group(1).split(", "))
     lines = [
         "Some connector modules of this release import an optional back end at their top. Where that package is not",
-        "installed, or is installed without what the module imports (the LMCache installed here is later than this",
-        "release), `tools/_import_stubs.py` stood the whole top-level package in: every module under it a placeholder",
-        "whose every attribute is a placeholder class. The packages were found by importing each connector module in a",
-        "forked process and standing in the package its `ImportError` named (a package vLLM's core had already imported",
-        "is never stood in). Each such module was then imported once, before the first case, with only its own",
+        "installed, is installed without what the module imports, or raises while vLLM imports it (the LMCache",
+        "installed here is later than this release), `tools/_import_stubs.py` stood the whole top-level package in:",
+        "every module under it a placeholder whose every attribute is a placeholder class. The packages were found by",
+        "importing each connector module in a forked process and standing in the package that the error named or whose",
+        "own code raised it (the error is given below; vLLM, and a package vLLM's core had already imported, is never",
+        "stood in). Each such module was then imported once, before the first case, with only its own",
         "stand-ins and only for the length of that import; the vLLM modules first loaded during it are listed. No other",
         "import sees a stand-in. No stand-in answers an HMA question: the connector classes are vLLM's own, and a case",
         "whose connector class would come from a stand-in is not recorded. Each case whose imports used such a module",
         "names its stand-ins in its provenance.",
         "",
-        "| connector module | stand-ins | vLLM modules first loaded while they stood in |",
+        "| connector module | stand-ins (the error that called for each) | vLLM modules first loaded while they stood in |",
         "|---|---|---|",
     ]
     loaded = run_info.get("loaded_with_stubs") or {}
-    lines += [f"| `{module}` | {', '.join(f'`{s}`' for s in found)} | "
-              f"{', '.join(f'`{m}`' for m in loaded.get(module, [])) or 'none'} |"
-              for module, found in sorted(stubs.items())]
+    reasons = run_info.get("stub_reasons") or {}
+    for module, found in sorted(stubs.items()):
+        why = reasons.get(module, {})
+        named = "; ".join(f"`{s}` ({why[s].replace('|', '/')})" if s in why else f"`{s}`" for s in found)
+        lines.append(f"| `{module}` | {named} | {', '.join(f'`{m}`' for m in loaded.get(module, [])) or 'none'} |")
     lines += ["", "| stand-in | cases whose imports needed it |", "|---|---|"]
     lines += [f"| `{stub}` | {used.get(stub, 0)} |" for stub in sorted({s for found in stubs.values() for s in found})]
     return lines
