@@ -34,9 +34,31 @@ def _cases(release):
     return json.loads((CONFORMANCE / release / "cases.json").read_text(encoding="utf-8"))
 
 
-def test_some_releases_are_recorded():
-    assert "0.33.0" in RELEASES
-    assert len(RELEASES) >= 3
+def _provenance_text(release):
+    return (CONFORMANCE / release / "PROVENANCE.md").read_text(encoding="utf-8")
+
+
+def _preference_is_bool(release) -> bool:
+    """PROVENANCE.md says how a document's preference reached vLLM: tri-state, or a plain bool (null = false)."""
+    row = re.search(r"^\| preference \| (tri-state|bool): ", _provenance_text(release), re.M)
+    assert row, f"{release}: PROVENANCE.md has no preference row"
+    return row.group(1) == "bool"
+
+
+def _stand_ins(provenance: str) -> list[str]:
+    match = re.search(r"; import-only stand-ins: ([\w.]+(?:, [\w.]+)*) \(so that a connector module could be imported",
+                      provenance)
+    return match.group(1).split(", ") if match else []
+
+
+# Every semantic epoch of vllm-releases.md (E1 0.9.1-0.11.0 ... E8 0.30.0-0.33.0),
+# and a second release of E1, E3, E7 and E8.
+EXPECTED_RELEASES = {"0.9.1", "0.10.2", "0.11.1", "0.13.0", "0.18.0", "0.20.0", "0.21.0", "0.22.0", "0.23.0",
+                     "0.28.0", "0.30.0", "0.33.0"}
+
+
+def test_every_epoch_is_recorded():
+    assert EXPECTED_RELEASES <= set(RELEASES), sorted(EXPECTED_RELEASES - set(RELEASES))
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -80,16 +102,43 @@ def test_expectations_are_consistent(release):
             if error["stage"] == "input":
                 assert warnings == [], where
         if "hma.auto_disabled" in warnings:
-            # vLLM logs it only when it turned HMA off itself, with no preference.
-            assert case["input"].get("disable_hybrid_kv_cache_manager") is None, where
+            # vLLM logs it only when it turned HMA off itself, with no
+            # preference; where the preference is a plain bool, false is no
+            # preference either (it is the CLI's default).
+            unset = (None, False) if _preference_is_bool(release) else (None,)
+            assert case["input"].get("disable_hybrid_kv_cache_manager") in unset, where
             assert hma in (False, None), where
+
+
+@pytest.mark.parametrize("release", [r for r in RELEASES if _preference_is_bool(r)])
+def test_null_and_false_are_one_preference_where_it_is_a_bool(release):
+    """Where vLLM's flag is a plain bool, a document's null is passed as false: both decide alike."""
+    cases = {c["id"]: c for c in _cases(release)}
+    pairs = 0
+    for case_id, case in cases.items():
+        if not case_id.endswith("-auto") or case_id.startswith("random-"):
+            continue
+        twin = cases.get(case_id[:-len("-auto")] + "-enable")
+        if twin is None:
+            continue
+        rest = {k: v for k, v in case["input"].items() if k != "disable_hybrid_kv_cache_manager"}
+        if rest != {k: v for k, v in twin["input"].items() if k != "disable_hybrid_kv_cache_manager"}:
+            continue  # not the same document but for the preference (invalid-no-name-*)
+        assert case["input"].get("disable_hybrid_kv_cache_manager") is None, case_id
+        assert twin["input"].get("disable_hybrid_kv_cache_manager") is False, twin["id"]
+        assert case["expect"] == twin["expect"], case_id
+        pairs += 1
+    assert pairs >= 40  # the curated kinds pair up so (0.9.1 has the fewest: no mamba or chunked local layers)
 
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_provenance_of_every_case(release):
     real = f"vllm {release} real code"
+    suffix = re.compile(r"; import-only stand-ins: [\w., ]+ \(so that a connector module could be imported; "
+                        r"see PROVENANCE\.md\)$")
     for case in _cases(release):
-        provenance = case["provenance"]
+        # The stand-ins, if any, come last; what vLLM ran is said before them.
+        provenance = suffix.sub("", case["provenance"])
         if provenance == real:
             continue
         match = re.match(r"^source-read: (vllm/[\w/]+\.py):([0-9]+)\b", provenance)
@@ -122,6 +171,25 @@ def test_provenance_file_matches_the_cases(release):
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
         assert digest.hexdigest() == sha.group(1)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_stand_ins_are_accounted_for(release):
+    """Every import-only stand-in a case names is in PROVENANCE.md, with the number of cases that used it."""
+    text = _provenance_text(release)
+    used = collections.Counter(s for c in _cases(release) for s in _stand_ins(c["provenance"]))
+    section = text.split("## Import-only stand-ins", 1)[1].split("\n## ", 1)[0]
+    if not used:
+        assert "- none: every connector module of this release imported as installed." in section
+        return
+    for stand_in, count in used.items():
+        assert re.search(rf"^\| `vllm\.[\w.]+` \| [^|]*`{re.escape(stand_in)}`", section, re.M), stand_in
+        assert f"| `{stand_in}` | {count} |" in section, (stand_in, count)
+    for case in _cases(release):
+        if _stand_ins(case["provenance"]):
+            # Only a connector module needs one: the case names a connector, or the offloading shorthand picks one.
+            given = {k.replace("-", "_") for k, v in case["input"].items() if v is not None}
+            assert given & {"kv_transfer_config", "kv_offloading_size", "kv_offloading_backend"}, case["id"]
 
 
 def test_codes_are_documented():
