@@ -130,6 +130,9 @@ def classify(exc: BaseException, stage: str) -> tuple[str, str]:
         ("You must set kv_offloading_size when kv_offloading_backend is set", "offload.size_missing"),
         ("Connector name is not set in KVTransferConfig", "connector.name_missing"),
         ("kv_connector_module_path cannot be an empty string", "connector.module_path_empty"),
+        # Before the config checked it, an unregistered name with an empty
+        # module path reached importlib.import_module("").
+        ("Empty module name", "connector.module_path_empty"),
         ("Unsupported connector type", "connector.unknown"),
         ("Hybrid KV cache manager was explicitly enabled but is not", "hma.explicit_enable_conflict"),
         ("HiSparse currently requires NVIDIA CUDA", "hisparse.requires_cuda"),
@@ -199,6 +202,8 @@ def _dataclass_fields(cls) -> set[str]:
 CACHE_FIELDS = _dataclass_fields(CacheConfig)
 VLLM_FIELDS = _dataclass_fields(VllmConfig)
 SCHEDULER_FIELDS = _dataclass_fields(SchedulerConfig)
+# --hisparse-config exists from 0.30.0 (AttentionConfig.hisparse_config).
+HAS_HISPARSE = "hisparse" in " ".join(_dataclass_fields(getattr(_config_pkg, "AttentionConfig", object)))
 # What SchedulerConfig(...) accepts (InitVars too): is_encoder_decoder is not in 0.9.1.
 SCHEDULER_PARAMS = set(inspect.signature(SchedulerConfig).parameters)
 
@@ -820,6 +825,9 @@ def run_case(doc: dict) -> dict:
                 if doc.get("kv_events_config") is not None:
                     kwargs["kv_events_config"] = KVEventsConfig(**doc["kv_events_config"])
                 if doc.get("hisparse_config") is not None:
+                    if not HAS_HISPARSE:
+                        # vllm serve refuses an option it does not have, as for the offloading fields.
+                        raise Outcome("input", "input.schema", "hisparse_config: not in this release")
                     from vllm.config import AttentionConfig
                     from vllm.config.attention import HiSparseConfig  # type: ignore
 
@@ -963,7 +971,7 @@ def main() -> int:
         "vllm_version": getattr(vllm, "__version__", "?"),
         "construction_rule": list(CONSTRUCTION),
         "cache_fields": sorted(CACHE_FIELDS & {"kv_offloading_size", "kv_offloading_backend"}),
-        "has_hisparse": "hisparse" in " ".join(_dataclass_fields(getattr(_config_pkg, "AttentionConfig", object))),
+        "has_hisparse": HAS_HISPARSE,
     }
     if job.get("describe"):
         info["registered"] = registered_names()

@@ -125,44 +125,55 @@ def _multi(children, **extra):
 
 PREFS = (("auto", None), ("enable", False), ("disable", True))
 
+# A case id is the same document in every release, so that a reader can put
+# the releases side by side. The curated graphs therefore name connectors that
+# every release from 0.9.1 to 0.33.0 registers: NixlConnector (SupportsHMA
+# from 0.18.0) where an HMA-capable connector belongs, LMCacheConnectorV1
+# (never SupportsHMA) where one without HMA support belongs.
+SUPPORTED = "NixlConnector"
+UNSUPPORTED = "LMCacheConnectorV1"
+# Every name a recorded release (0.9.1 ... 0.33.0) registers: each gets its
+# single-NAME cases in every release, an unknown connector where it is not
+# registered (renames and removals show as such).
+EVER_REGISTERED = (
+    "DecodeBenchConnector", "ExampleConnector", "ExampleHiddenStatesConnector", "FlexKVConnectorV1",
+    "HF3FSKVConnector", "HiSparseConnector", "LMCacheConnector", "LMCacheConnectorV1", "LMCacheMPConnector",
+    "MoRIIOConnector", "MooncakeConnector", "MooncakeStoreConnector", "MultiConnector", "NixlConnector",
+    "NixlPullConnector", "NixlPushConnector", "OffloadingConnector", "P2pNcclConnector", "PyNcclConnector",
+    "SharedStorageConnector", "SimpleCPUOffloadConnector",
+)
+
 
 def curated_cases(info: dict) -> list[tuple[str, str, dict]]:
-    """The case kinds of the shared conformance set, over the names this release registers."""
+    """The case kinds of the shared conformance set; each id is the same document in every release."""
     names = info["registered"]
     hma = info["supports_hma"]
-    supported = [n for n in names if hma.get(n) is True and n != "MultiConnector"]
-    unsupported = [n for n in names if hma.get(n) is False and n != "MultiConnector"]
-    # Before any connector supports HMA (to 0.17.x), the "supported" slots are
-    # filled with NixlConnector all the same, so that a case id means the same
-    # graph in every release; the description says what the connector is here.
-    yes = "NixlConnector" if "NixlConnector" in supported or not supported else supported[0]
-    yes2 = "OffloadingConnector" if "OffloadingConnector" in supported and yes != "OffloadingConnector" else yes
-    # The example connector was SharedStorageConnector until 0.12.0.
-    no = next((n for n in ("ExampleConnector", "SharedStorageConnector") if n in unsupported),
-              unsupported[0] if unsupported else "NoSuchConnector")
+    yes, no = SUPPORTED, UNSUPPORTED
     cases: list[tuple[str, str, dict]] = []
-    unnamed = [n for n in (yes, yes2) if hma.get(n) is not True]
-    note = (f" ({', '.join(sorted(set(unnamed)))} standing in for an HMA-capable connector: "
-            "none is in this release)" if unnamed else "")
+    note = ""
+    if hma.get(yes) is not True:
+        note += f" ({yes} standing in for an HMA-capable connector: it is not one in this release)"
+    if hma.get(no) is not False:
+        note += f" ({no} standing in for a connector without HMA support: here it is {hma.get(no, 'not registered')})"
 
     def add(case_id, description, doc):
-        if note and any(n in json.dumps(doc) for n in unnamed):
+        text = json.dumps(doc)
+        if note and (yes in text or no in text):
             description += note
         cases.append((case_id, description, doc))
 
     for label, pref in PREFS:
         add(f"none-{label}", f"no connector, preference {label}",
             {"kv_transfer_config": None, "disable_hybrid_kv_cache_manager": pref})
-    for name in names:
+    for name in EVER_REGISTERED + tuple(n for n in names if n not in EVER_REGISTERED):
+        where = "" if name in names else " (not registered in this release)"
         for label, pref in PREFS:
             node = _ktc(name)
             if name == "MultiConnector":
                 node = _multi([_ktc(yes)])
-            add(f"single-{name}-{label}", f"{name} alone, preference {label}",
+            add(f"single-{name}-{label}", f"{name} alone{where}, preference {label}",
                 {"kv_transfer_config": node, "disable_hybrid_kv_cache_manager": pref})
-    for name in ("NoSuchConnector", "SharedStorageConnector", "P2pNcclConnector", "multiconnector"):
-        if name in names:
-            continue
+    for name in ("NoSuchConnector", "multiconnector"):
         for label, pref in PREFS:
             add(f"unknown-{name}-{label}", f"unregistered name {name}, preference {label}",
                 {"kv_transfer_config": _ktc(name), "disable_hybrid_kv_cache_manager": pref})
@@ -183,15 +194,15 @@ def curated_cases(info: dict) -> list[tuple[str, str, dict]]:
             add(f"module-path-{label_path}-{label}", f"{name} from module path {path!r}, preference {label}",
                 {"kv_transfer_config": node, "disable_hybrid_kv_cache_manager": pref})
     graphs = (
-        ("all-supported", [_ktc(yes, "kv_consumer"), _ktc(yes2)]),
+        ("all-supported", [_ktc(yes, "kv_consumer"), _ktc(yes)]),
         ("mixed", [_ktc(yes), _ktc(no)]),
         ("unsupported-first", [_ktc(no), _ktc(yes)]),
         ("empty-list", []),
-        ("nested-unsupported", [_multi([_ktc(yes), _ktc(no)]), _ktc(yes2)]),
-        ("nested-supported", [_multi([_ktc(yes), _ktc(yes2)]), _ktc(yes2)]),
+        ("nested-unsupported", [_multi([_ktc(yes), _ktc(no)]), _ktc(yes)]),
+        ("nested-supported", [_multi([_ktc(yes), _ktc(yes)]), _ktc(yes)]),
         ("nested-empty", [_multi([]), _ktc(yes)]),
         ("deep-unsupported", [_multi([_multi([_ktc(no)])])]),
-        ("child-engine-id", [_ktc(yes, engine_id="child-engine"), _ktc(yes2)]),
+        ("child-engine-id", [_ktc(yes, engine_id="child-engine"), _ktc(yes)]),
         ("unknown-child", [_ktc(yes), _ktc("NoSuchConnector")]),
         ("unknown-child-after-unsupported", [_ktc(no), _ktc("NoSuchConnector")]),
     )
@@ -206,7 +217,7 @@ def curated_cases(info: dict) -> list[tuple[str, str, dict]]:
         add(f"multi-no-extra-{label}", f"MultiConnector without kv_connector_extra_config, preference {label}",
             {"kv_transfer_config": _ktc("MultiConnector"), "disable_hybrid_kv_cache_manager": pref})
         add(f"multi-parent-engine-id-{label}", f"children inherit the parent's engine_id, preference {label}",
-            {"kv_transfer_config": _multi([_ktc(yes), _ktc(yes2)], engine_id="parent-engine"),
+            {"kv_transfer_config": _multi([_ktc(yes), _ktc(yes)], engine_id="parent-engine"),
              "disable_hybrid_kv_cache_manager": pref})
         for conn_label, node in (("none", None), ("supported", _ktc(yes)), ("unsupported", _ktc(no))):
             add(f"platform-unsupported-{conn_label}-{label}",
@@ -250,8 +261,8 @@ def curated_cases(info: dict) -> list[tuple[str, str, dict]]:
             {"kv_transfer_config": None, "disable_hybrid_kv_cache_manager": pref,
              "kv_events_config": {"enable_kv_cache_events": True, "publisher": "zmq"},
              "model": {"layer_kinds": ["full_attention", "sliding_window"]}})
-        add(f"kv-events-multi-{label}", f"kv events enabled with a MultiConnector of {yes} and {yes2}, preference {label}",
-            {"kv_transfer_config": _multi([_ktc(yes), _ktc(yes2)]), "disable_hybrid_kv_cache_manager": pref,
+        add(f"kv-events-multi-{label}", f"kv events enabled with a MultiConnector of two {yes}s, preference {label}",
+            {"kv_transfer_config": _multi([_ktc(yes), _ktc(yes)]), "disable_hybrid_kv_cache_manager": pref,
              "kv_events_config": {"enable_kv_cache_events": True, "publisher": "zmq"}})
         add(f"kv-events-platform-unsupported-{label}", f"kv events enabled on a platform without hybrid KV cache "
             f"support, preference {label}",
@@ -313,37 +324,71 @@ def _outside_module_paths(value) -> bool:
     return False
 
 
-def random_cases(info: dict, count: int, seed: int) -> list[tuple[str, str, dict]]:
+def random_cases(info: dict, count: int, own: int, seed: int, release: str) -> list[tuple[str, str, dict]]:
+    """Random documents from tests/strategies.py: ``count`` shared by every release, ``own`` over this registry.
+
+    The shared ones (``random-SEED-N``) draw connector names from the
+    generator's own list (0.33.0's registry), so each id is the same document
+    in every release; an option or a name a release lacks is what that
+    release answers for it. The release's own (``random-RELEASE-SEED-N``)
+    draw from its registry, without the options it lacks, so that an old
+    release's graphs are not mostly unknown names.
+    """
     strategies = _strategies()
-    names = tuple(info["registered"])
-    saved = strategies.REGISTERED_NAMES
-    strategies.REGISTERED_NAMES = names  # the generator reads the module's global
+    out = _draw(strategies, count, seed, f"random-{seed}", f"tests/strategies.py, seed {seed}", lambda doc: doc)
+    if own:
+        lacking = [k for k in ("kv_offloading_size", "kv_offloading_backend") if k not in info["cache_fields"]]
+        if not info["has_hisparse"]:
+            lacking.append("hisparse_config")
+
+        def fit(doc):
+            for key in lacking:
+                doc.pop(key, None)
+                doc.pop(strategies.KEBAB[key], None)
+            return doc
+
+        saved = strategies.REGISTERED_NAMES
+        strategies.REGISTERED_NAMES = tuple(info["registered"])  # the generator reads the module's global
+        try:
+            out += _draw(strategies, own, seed, f"random-{release}-{seed}",
+                         f"tests/strategies.py over vllm {release}'s registered names, seed {seed}", fit)
+        finally:
+            strategies.REGISTERED_NAMES = saved
+    return out
+
+
+def _draw(strategies, count: int, seed: int, prefix: str, source: str, fit) -> list[tuple[str, str, dict]]:
     rng = random.Random(seed)
     picker = strategies.RandomPicker(rng)
     out = []
-    try:
-        index = 0
-        while len(out) < count:
-            index += 1
-            doc = strategies.document(picker, max_nodes=12, max_depth=3)
-            if not info["cache_fields"]:
-                for key in ("kv_offloading_size", "kv_offloading_backend", "kv-offloading-size", "kv-offloading-backend"):
-                    doc.pop(key, None)
-            if not info["has_hisparse"]:
-                doc.pop("hisparse_config", None)
-                doc.pop("hisparse-config", None)
-            if _outside_module_paths(doc):
-                # tests/strategies.py's external classes (acme.*, other.pkg)
-                # exist in the engine's test registry, not in this environment:
-                # vLLM could only fail to import them.
-                continue
-            out.append((f"random-{seed}-{index:04d}", f"random deployment (tests/strategies.py, seed {seed}, #{index})", doc))
-    finally:
-        strategies.REGISTERED_NAMES = saved
+    index = 0
+    while len(out) < count:
+        index += 1
+        doc = fit(strategies.document(picker, max_nodes=12, max_depth=3))
+        if _outside_module_paths(doc):
+            # tests/strategies.py's external classes (acme.*, other.pkg)
+            # exist in the engine's test registry, not in this environment:
+            # vLLM could only fail to import them.
+            continue
+        out.append((f"{prefix}-{index:04d}", f"random deployment ({source}, #{index})", doc))
     return out
 
 
 # ---------------------------------------------------------------------- runs
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder: a stopped run leaves the old file."""
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
 def find_wheel(release: str, wheel: str | None, download: bool) -> Path:
     if wheel:
         path = Path(wheel)
@@ -452,7 +497,10 @@ def main(argv=None) -> int:
     parser.add_argument("--wheel", help="the release's wheel (default: /work/wheels/vllm-RELEASE-*.whl)")
     parser.add_argument("--download", action="store_true", help="pip download the wheel if it is not there")
     parser.add_argument("--venv", help="scratch virtual environment (default: /work/conformance-venvs/RELEASE)")
-    parser.add_argument("--cases", type=int, default=400, help="random deployment documents (default 400)")
+    parser.add_argument("--cases", type=int, default=300,
+                        help="random deployment documents shared by every release (default 300)")
+    parser.add_argument("--own-cases", type=int, default=100,
+                        help="random deployment documents over this release's registered names (default 100)")
     parser.add_argument("--seed", type=int, default=20261201, help="seed of the random documents")
     parser.add_argument("-o", "--output", help="output folder (default: tests/conformance/RELEASE)")
     parser.add_argument("--inputs", help="also run the inputs of this cases.json and write the comparison to "
@@ -480,8 +528,8 @@ def _main(args) -> int:
     release = args.release
     if not RELEASE_RE.match(release):
         raise Fail(2, f"not a vLLM release: {release!r} (expected X.Y.Z)")
-    if args.cases < 0:
-        raise Fail(2, "--cases must be 0 or more")
+    if args.cases < 0 or args.own_cases < 0:
+        raise Fail(2, "--cases and --own-cases must be 0 or more")
     wheel = find_wheel(release, args.wheel, args.download)
     if not re.match(rf"vllm-{re.escape(release)}-", wheel.name):
         raise Fail(2, f"{wheel.name} is not a wheel of vllm {release}")
@@ -502,7 +550,7 @@ def _main(args) -> int:
     planned: list[tuple[str, str, dict]] = []
     if not args.no_curated:
         planned += curated_cases(info)
-    planned += random_cases(info, args.cases, args.seed)
+    planned += random_cases(info, args.cases, args.own_cases, args.seed, release)
     comparison_inputs = []
     if args.inputs:
         for case in json.loads(Path(args.inputs).read_text(encoding="utf-8")):
@@ -557,7 +605,7 @@ def _main(args) -> int:
                       "expect": expectation(result), "provenance": provenance(release, result)})
 
     output.mkdir(parents=True, exist_ok=True)
-    (output / "cases.json").write_text(json.dumps(cases, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomically(output / "cases.json", json.dumps(cases, indent=1, ensure_ascii=False) + "\n")
     counts = collections.Counter(c["expect"]["outcome"] for c in cases)
     codes = collections.Counter(c["expect"]["error"]["code"] for c in cases if c["expect"]["error"])
     comparison = None
@@ -566,7 +614,7 @@ def _main(args) -> int:
         for case_id, description, doc, expect in comparison_inputs:
             result = results.get(case_id)
             if result is None or "skip" in result:
-                comparison.append({"id": case_id, "input": doc, "shared": expect, "status": "not run",
+                comparison.append({"id": case_id[len("compare-"):], "input": doc, "shared": expect, "status": "not run",
                                    "why": (result or {}).get("skip", "not a valid document")})
                 continue
             got = expectation(result)
@@ -574,11 +622,10 @@ def _main(args) -> int:
                                "status": "agree" if got == expect else "disagree",
                                "message": (result["error"] or {}).get("message"),
                                "provenance": provenance(release, result)})
-        (output / "comparison.json").write_text(json.dumps(comparison, indent=1, ensure_ascii=False) + "\n",
-                                                encoding="utf-8")
+        write_atomically(output / "comparison.json", json.dumps(comparison, indent=1, ensure_ascii=False) + "\n")
     command = "python3 tools/vllm_conformance.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     write_provenance(output, release, wheel, stamp, run_info, info, started, command, cases, counts, codes,
-                     skipped, messages, unmapped_warnings, notes)
+                     skipped, messages, unmapped_warnings, notes, (args.inputs, comparison))
     say(f"recorded {len(cases)} cases in {output / 'cases.json'}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if skipped:
         say("not recorded: " + "; ".join(f"{n} x {why}" for why, n in skipped.most_common()))
@@ -687,8 +734,35 @@ def stub_lines(run_info: dict, info: dict, cases: list) -> list[str]:
     return lines
 
 
+def short_expect(expect: dict) -> str:
+    """An expectation in a table cell: outcome, the first error's stage and code, the warnings."""
+    text = expect["outcome"]
+    if expect.get("error"):
+        text += f" {expect['error']['stage']} `{expect['error']['code']}`"
+    if expect.get("warnings"):
+        text += " (" + ", ".join(f"`{w}`" for w in expect["warnings"]) + ")"
+    return text
+
+
+def comparison_lines(release: str, inputs: str, comparison: list) -> list[str]:
+    """PROVENANCE.md: how this release answers the shared set's inputs, whose expectations are 0.33.0's."""
+    differ = [c for c in comparison if c["status"] == "disagree"]
+    not_run = [c for c in comparison if c["status"] == "not run"]
+    lines = [f"`{inputs}` (its expectations are vLLM 0.33.0's; they stay the contract for 0.33.0) was run through "
+             f"vLLM {release} as well and written to `comparison.json`, not recorded as cases: "
+             f"{len(comparison) - len(differ) - len(not_run)} of {len(comparison)} inputs decide as the shared set "
+             f"says, {len(differ)} differently, {len(not_run)} could not be run here.", ""]
+    if differ:
+        lines += [f"| shared case | shared set (0.33.0) | vLLM {release} |", "|---|---|---|"]
+        lines += [f"| `{c['id']}` | {short_expect(c['shared'])} | {short_expect(c['vllm'])} |" for c in differ]
+        lines.append("")
+    for c in not_run:
+        lines.append(f"- not run: `{c['id']}`: {' '.join(str(c['why']).split())[:160]}")
+    return lines
+
+
 def write_provenance(output, release, wheel, stamp, run_info, info, started, command, cases, counts, codes, skipped,
-                     messages, unmapped_warnings, notes):
+                     messages, unmapped_warnings, notes, compared=(None, None)):
     kind, where = run_info.get("construction_rule") or info.get("construction_rule") or (None, None)
     lines = [
         f"# vLLM {release}: conformance cases",
@@ -757,12 +831,17 @@ def write_provenance(output, release, wheel, stamp, run_info, info, started, com
                   "by page size failed. That is not part of the decision, so the case is recorded as if planning had "
                   "passed. A failure before that step stops the run instead.", ""]
         lines += [f"- {n} x {text}" for text, n in notes.most_common()]
+    inputs, comparison = compared
+    if comparison is not None:
+        lines += ["", "## The shared conformance set under this release", ""] + comparison_lines(release, inputs, comparison)
+        while lines[-1] == "":
+            lines.pop()
     lines += ["", "## Documents not recorded", ""]
     if skipped:
         lines += [f"- {n} x {why}" for why, n in skipped.most_common()]
     else:
         lines.append("- none")
-    (output / "PROVENANCE.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_atomically(output / "PROVENANCE.md", "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
