@@ -2,14 +2,16 @@
 mapping of vLLM's options in either spelling, with ``model`` as vLLM's model
 name, string values as the command line gives them, and an
 ``argparse.Namespace`` as vLLM leaves it. The option list is 0.33.0's,
-recorded from its wheel (engine/core/vllm_options/). The caller's objects
-are read once, and any failure while reading them is typed (issue 20)."""
+recorded from its wheel (engine/core/vllm_options/). Empty and null input
+are input errors (issue 18 point 3, issue 20 item 12)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 from types import SimpleNamespace
@@ -328,6 +330,53 @@ def test_vllms_engine_args_is_read_with_the_fields_it_declares_beyond_the_option
 def test_other_objects_are_not_documents():
     problem = only_problem(lambda: None)
     assert (problem.code, problem.message) == ("input.schema", "a deployment document must be an object, got function")
+
+
+# -- empty and null input --------------------------------------------------------------------
+
+def test_decide_none_is_an_input_error():
+    problem = only_problem(None)
+    assert fields(problem) == ("input.empty", "", "the document is empty (null)",
+                               "give a deployment document; `{}` is a deployment without a connector")
+
+
+@pytest.mark.parametrize("empty", [{}, argparse.Namespace(), SimpleNamespace()])
+def test_an_empty_object_is_a_deployment_without_a_connector(empty):
+    d = decide(empty)
+    assert (d.outcome, d.hma_enabled, d.connectors) == ("enabled", True, ())
+
+
+def run_cli(*args, stdin=b"", cwd=None):
+    return subprocess.run([sys.executable, "-m", "hma_policy", *args], input=stdin, capture_output=True, cwd=cwd,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("-", b"", "standard input is empty"),
+    ("-", b"  \n\t\n", "standard input is empty"),
+    ("-", b"null", "standard input holds no document (it reads as null)"),
+    ("empty.json", b"", "`empty.json` is empty"),
+    ("null.json", b"null\n", "`null.json` holds no document (it reads as null)"),
+    ("null.yaml", b"~\n", "`null.yaml` holds no document (it reads as null)"),
+    ("comment.yaml", b"# kv_transfer_config: see below\n", "`comment.yaml` holds no document (it reads as null)"),
+    ("bom.json", b"\xef\xbb\xbf", "`bom.json` is empty"),
+])
+def test_empty_and_null_input_exit_2_in_the_cli(tmp_path, name, content, message):
+    if name != "-":
+        (tmp_path / name).write_bytes(content)
+    result = run_cli("decide", name, "--format", "json", stdin=content if name == "-" else b"", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    (error,) = json.loads(result.stdout)["errors"]
+    assert (error["code"], error["stage"], error["message"]) == ("input.empty", "input", message)
+    result = run_cli("validate", name, stdin=content if name == "-" else b"", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout.decode().startswith(f"/: input.empty: {message}")
+
+
+def test_an_empty_object_still_exits_0_in_the_cli():
+    result = run_cli("decide", "-", "--format", "json", stdin=b"{}")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["outcome"] == "enabled"
 
 
 # -- the caller's objects (issue 20, items 9 and 11) -------------------------------------------------

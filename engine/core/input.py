@@ -214,8 +214,18 @@ def read_document(path: str | Path, *, limits: Limits = DEFAULT_LIMITS, stdin: A
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _fail("input.encoding", f"`{source}` is not UTF-8 text (byte {exc.start})") from None
+    shown = "standard input" if source == "-" else f"`{source}`"
+    # Nothing, or a null, is not a deployment: a missing file piped in must not pass as one without a connector.
+    if not text.strip():
+        raise _fail("input.empty", f"{shown} is empty", hint=_EMPTY_HINT)
     fmt = "json" if source.endswith(".json") else ("yaml" if source.endswith((".yaml", ".yml")) else None)
-    return parse_text(text, source=f"`{source}`", fmt=fmt)
+    document = parse_text(text, source=f"`{source}`", fmt=fmt)
+    if document is None:
+        raise _fail("input.empty", f"{shown} holds no document (it reads as null)", hint=_EMPTY_HINT)
+    return document
+
+
+_EMPTY_HINT = "give a deployment document; `{}` is a deployment without a connector"
 
 
 # -- the document's names ------------------------------------------------------------
@@ -356,7 +366,7 @@ def _read(document: Any, options: ReleaseOptions, limits: Limits,
         declared = _dataclass_fields(document)
         document = from_object(document)
         if document is None:
-            document = {}
+            raise _fail("input.empty", "the document is empty (null)", hint=_EMPTY_HINT)
         if not isinstance(document, Mapping):
             raise _fail("input.schema", f"a deployment document must be an object, got {type(document).__name__}")
         selected, unknown = _select(document, options, limits, spelled, declared)
