@@ -426,3 +426,50 @@ def test_subclasses_of_str_int_and_float_are_read_as_their_values():
     assert d.to_dict() == decide({"kv_offloading_size": 1.5, "kv_offloading_backend": "native"}).to_dict()
     problem = only_problem({"kv_transfer_config": {**NIXL, "engine_id": Text("x" * 17_000_000)}})
     assert (problem.code, problem.path) == ("input.limit", "/kv_transfer_config/engine_id")
+
+
+# -- audits -------------------------------------------------------------------------------------
+
+def test_an_audit_reports_an_empty_or_null_file_it_was_given_and_skips_one_it_walked_into(tmp_path):
+    from hma_policy.audit.run import audit
+
+    for name, content in {"empty.json": "", "null.json": "null", "null.yaml": "~\n---\n", "blank.yaml": "\n"}.items():
+        (tmp_path / name).write_text(content)
+    named = sorted(str(p) for p in tmp_path.iterdir())
+    report = audit(named)
+    assert [(p.code, p.file, p.message) for p in report.problems] == [
+        ("input.empty", path, f"`{path}` holds no document (it is empty, or reads as null)") for path in named]
+    walked = audit([str(tmp_path)])
+    assert walked.problems == ()
+    assert {f.skipped for f in walked.files} == {"holds no document (it is empty, or reads as null)"}
+
+
+def test_an_audit_decides_documents_with_vllms_options_and_model_facts_as_decide_does(tmp_path):
+    from hma_policy.audit.run import audit
+
+    documents = {
+        # One YAML document with `model` as a name would be a vLLM config file, but `model_facts` is no vLLM option.
+        "facts.yaml": {"model": "google/gemma-3-27b-it", "model_facts": {"layer_kinds": HYBRID}, "kv_transfer_config": EXAMPLE},
+        "options.json": {"model": "Qwen/Qwen3-8B", "port": 8000, "tensor-parallel-size": 2, "kv_transfer_config": NIXL},
+    }
+    for name, document in documents.items():
+        (tmp_path / name).write_text(json.dumps(document))
+    report = audit([str(tmp_path)])
+    decided = {e.deployment.file.rsplit("/", 1)[-1]: (e.deployment.format, e.decision) for e in report.entries}
+    assert decided == {name: ("document", decide(document).to_dict()) for name, document in documents.items()}
+    assert decided["facts.yaml"][1]["warnings"][-1]["code"] == "model.hybrid_kv_unoptimized"
+
+
+def test_an_audit_directive_gives_model_facts_beside_the_commands_model(tmp_path):
+    from hma_policy.audit.sources import read_source
+
+    script = tmp_path / "run.sh"
+    script.write_text(f"# hma-policy: {{model_facts: {{layer_kinds: [full_attention, sliding_window]}}}}\n"
+                      f"vllm serve google/gemma-3-27b-it --kv-transfer-config '{json.dumps(EXAMPLE)}'\n")
+    (found,) = read_source(script).deployments
+    assert found.document["model_facts"] == {"layer_kinds": HYBRID}
+    assert dict(found.origins)["model_facts"] == "line 1: hma-policy directive"
+    assert _hybrid_warning({"model": {"name": "google/gemma-3-27b-it"}, "model_facts": {"layer_kinds": HYBRID}}) == [
+        ("model.hybrid_kv_unoptimized", "/model_facts/layer_kinds")]
+    assert decide(found.document).to_dict() == decide(
+        {"model": "google/gemma-3-27b-it", "model_facts": {"layer_kinds": HYBRID}, "kv_transfer_config": EXAMPLE}).to_dict()

@@ -31,7 +31,7 @@ from ..core.policy import Policy, load_policy
 from .declog import input_digest
 from .model import FAIL_ON, AuditError, AuditReport, Entry, FileResult, Tally
 from .report import deployments_json
-from .sources import DEFAULT_SOURCE_LIMITS, Deployment, SourceLimits, read_source
+from .sources import DEFAULT_SOURCE_LIMITS, EMPTY, Deployment, SourceLimits, read_source
 from .walk import inside, roots, walk
 
 __all__ = ["audit", "AuditReport", "AuditError", "Entry", "FileResult", "FAIL_ON", "progress_bar"]
@@ -50,6 +50,7 @@ class Settings(NamedTuple):
     documents: bool  # keep each deployment's document in its entry (the decision log shows them)
     prerender: bool  # render each chunk's deployments as the JSON report holds them
     known: tuple[str, ...]  # connector names whose mention in a file with no launch is noted
+    named: frozenset[str] = frozenset()  # the files named on the command line (an empty one is a problem)
 
 
 class Chunk(NamedTuple):
@@ -90,7 +91,8 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     chunks = [files[i:i + CHUNK] for i in range(0, len(files), CHUNK)]
     own = policy is None
     policy = policy if policy is not None else load_policy(rules)
-    settings = Settings(roots(paths, config_roots), limits, documents, prerender, policy.registered_names)
+    settings = Settings(roots(paths, config_roots), limits, documents, prerender, policy.registered_names,
+                        frozenset(str(Path(p)) for p in paths if not Path(p).is_dir()))
     source = None if policy.source == "bundled" else policy.source
     done = 0
     parts: list[Chunk] = []
@@ -216,7 +218,12 @@ def _read(display: str, name: str, plain: bool, settings: Settings) -> Any:
         if path.is_symlink() and not inside(path.resolve(strict=False), settings.roots):
             return FileResult(display, None, 0, (Problem("source.outside_roots", f"`{display}` links to a file "
                                                          "outside the audited paths; it is not read", file=display),))
-    return read_source(name, display=display, roots=settings.roots, limits=settings.limits, known=settings.known)
+    found = read_source(name, display=display, roots=settings.roots, limits=settings.limits, known=settings.known)
+    if found.skipped == EMPTY and name in settings.named:  # given to decide, as `hma-policy decide FILE` would be
+        return FileResult(display, None, 0, (Problem("input.empty", f"`{display}` {EMPTY}", file=display,
+                                                     hint="give a deployment document; `{}` is a deployment "
+                                                          "without a connector"),))
+    return found
 
 
 def _prepare(policy: Policy, deployment: Deployment) -> Any:
