@@ -189,6 +189,12 @@ class PolicySet:
         """Decide one deployment document with the policy of its release."""
         return self.decide_prepared(self.prepare(document, limits=limits), hint)
 
+    def decide_command(self, argv: str | Sequence[str], *, env: Mapping[str, str] | None = None,
+                       cwd: str | os.PathLike[str] | None = None, config_root: str | os.PathLike[str] | None = None,
+                       limits: Limits = DEFAULT_LIMITS) -> Decision:
+        """:func:`decide_command` with these policies."""
+        return self.decide(command_document(argv, env=env, cwd=cwd, config_root=config_root), limits=limits)
+
     def __repr__(self) -> str:
         fixed = f", release={self.fixed!r}" if self.fixed else ""
         return f"PolicySet(source={self.source!r}{fixed})"
