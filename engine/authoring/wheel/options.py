@@ -1,12 +1,11 @@
-#!/usr/bin/env python3
-"""List the command-line options a vLLM release accepts, read statically from its wheel.
+"""The command-line options a vLLM release accepts, read statically from its wheel.
 
 ``vllm serve`` builds its parser from three places, all plain source:
 
 * ``EngineArgs.add_cli_args`` / ``AsyncEngineArgs.add_cli_args`` in
   ``vllm/engine/arg_utils.py``: one ``group.add_argument("--name", ...)`` per
   option, mostly with ``**xxx_kwargs["field"]`` where
-  ``xxx_kwargs = get_kwargs(SomeConfig)``.  The option's argparse type then
+  ``xxx_kwargs = get_kwargs(SomeConfig)``. The option's argparse type then
   follows from the config field's annotation (``_compute_kwargs``: a config
   dataclass is JSON, anything with ``bool`` is a ``BooleanOptionalAction``
   with a ``--no-`` form, then Literal, tuple/list/set, int, float, dict, str).
@@ -15,29 +14,26 @@
   ``FrontendArgs.add_cli_args``, which adds one option per dataclass field of
   ``FrontendArgs`` (with its bases), adjusted in ``_customize_cli_kwargs``.
 
-``read_options(path_or_zip)`` returns ``{"vllm_version", "wheel", "parser",
-"options": {"--kebab-name": {...}}}`` where each option has ``no_form`` (a
-``--no-`` form exists), ``type`` (``bool``/``int``/``float``/``str``/``json``/
-``list``, or null when it is not statically clear), ``aliases``, ``source``
-and, when it comes from a config field, ``field``.  Nothing from the wheel is
-imported or executed: files are parsed with ``ast`` only.
-
-CLI: ``python tools/vllm_options.py WHEEL [-o FILE]``; errors as in
-vllm_registry.py (one line, stable code, exit 2).
+:func:`read_options` returns ``{"format", "vllm_version", "wheel",
+"frontend_module", "parser", "options": {"--kebab-name": {...}}}`` where each
+option has ``no_form`` (a ``--no-`` form exists), ``type`` (``bool``/``int``/
+``float``/``str``/``json``/``list``, or null when it is not statically
+clear), ``aliases``, ``source``, the ``line`` of its ``add_argument`` and,
+when it comes from a config field, ``field``. Files are parsed with ``ast``
+only (source.py): nothing from the wheel is imported or executed.
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
-import sys
-import zipfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vllm_registry import RegistryError, _dotted, _sha256_or_error, _Wheel, open_wheel, wheel_metadata  # noqa: E402
+from .source import Wheel, WheelError, dotted, file_digest, open_wheel, wheel_metadata
 
+__all__ = ["read_options", "options_json", "OPTIONS_FORMAT"]
+
+OPTIONS_FORMAT = 1
 ARG_UTILS = "vllm.engine.arg_utils"
 SERVE_MODULE = "vllm.entrypoints.cli.serve"
 FRONTEND_MODULES = ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.common.cli_args",
@@ -71,7 +67,7 @@ def _annotation_names(node: ast.AST | None, out: list) -> list:
         _annotation_names(node.left, out)
         _annotation_names(node.right, out)
     elif isinstance(node, ast.Subscript):
-        head = (_dotted(node.value) or "").rsplit(".", 1)[-1]
+        head = (dotted(node.value) or "").rsplit(".", 1)[-1]
         if head in ("Optional", "Union"):
             inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             for item in inner:
@@ -84,15 +80,15 @@ def _annotation_names(node: ast.AST | None, out: list) -> list:
         else:
             out.append(head)  # list[int] -> list, Literal[...] -> Literal
     else:
-        dotted = _dotted(node)
-        if dotted:
-            out.append(dotted)
+        name = dotted(node)
+        if name:
+            out.append(name)
     return out
 
 
 class _Options:
-    def __init__(self, zf: zipfile.ZipFile):
-        self.wheel = _Wheel(zf)
+    def __init__(self, wheel: Wheel):
+        self.wheel = wheel
         self.options: dict[str, dict] = {}
         arg_utils = self.wheel.module(ARG_UTILS)
         source = self._source(ARG_UTILS)
@@ -100,14 +96,15 @@ class _Options:
         self.bool_optional = "BooleanOptionalAction" in source
         self.bool_str_optional = "{bool, str, type(None)}" in source
         if arg_utils is None:
-            raise RegistryError("wheel.no_options", f"the wheel has no parseable {ARG_UTILS.replace('.', '/')}.py")
+            raise WheelError("wheel.no_options", f"the wheel has no parseable {ARG_UTILS.replace('.', '/')}.py",
+                             wheel.path)
 
     def _source(self, module: str) -> str:
         path = self.wheel.path_of(module)
-        return self.wheel.zf.read(path).decode("utf-8", "replace") if path else ""
+        return self.wheel.read(path).decode("utf-8", "replace") if path else ""
 
     # -- config classes and their fields ----------------------------------
-    def _class(self, mod, name: str):
+    def class_of(self, mod, name: str):
         """(module, ClassDef) of a class named in `mod`, or (None, None)."""
         for _, ref in reversed(self.wheel.resolve_expr(mod, name)):
             key = ref.get("class")
@@ -121,8 +118,8 @@ class _Options:
         """Dataclass fields of a class, bases first: name -> (module, annotation)."""
         fields: dict[str, tuple] = {}
         for base in cls.bases:
-            dotted = _dotted(base)
-            base_mod, base_cls = self._class(mod, dotted) if dotted else (None, None)
+            base_name = dotted(base)
+            base_mod, base_cls = self.class_of(mod, base_name) if base_name else (None, None)
             if base_cls is not None and (base_mod.name, base_cls.name) not in seen:
                 fields.update(self._fields(base_mod, base_cls, seen + ((base_mod.name, base_cls.name),)))
         for stmt in cls.body:
@@ -133,10 +130,10 @@ class _Options:
         return fields
 
     def _is_dataclass(self, mod, name: str) -> bool:
-        target_mod, cls = self._class(mod, name)
+        target_mod, cls = self.class_of(mod, name)
         if cls is None:
             return False
-        decorators = {(_dotted(d.func) if isinstance(d, ast.Call) else _dotted(d)) or "" for d in cls.decorator_list}
+        decorators = {(dotted(d.func) if isinstance(d, ast.Call) else dotted(d)) or "" for d in cls.decorator_list}
         return any(d.rsplit(".", 1)[-1] in ("config", "dataclass") for d in decorators)
 
     def _alias(self, mod, name: str, depth: int = 0):
@@ -183,10 +180,10 @@ class _Options:
 
     # -- add_argument calls -------------------------------------------------
     def _explicit_type(self, node) -> str | None:
-        dotted = _dotted(node)
-        if dotted in TYPE_CALLABLES:
-            return TYPE_CALLABLES[dotted]
-        if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in ("optional_type", "parse_type") and node.args:
+        name = dotted(node)
+        if name in TYPE_CALLABLES:
+            return TYPE_CALLABLES[name]
+        if isinstance(node, ast.Call) and (dotted(node.func) or "").rsplit(".", 1)[-1] in ("optional_type", "parse_type") and node.args:
             return self._explicit_type(node.args[0])
         return None
 
@@ -208,8 +205,7 @@ class _Options:
         """(type, no_form) fixed by an action=, or None when the action says nothing."""
         if isinstance(node, ast.Constant) and node.value in ("store_true", "store_false"):
             return "bool", False
-        dotted = _dotted(node) or ""
-        if dotted.endswith("BooleanOptionalAction"):
+        if (dotted(node) or "").endswith("BooleanOptionalAction"):
             return "bool", True
         if isinstance(node, ast.Constant) and node.value == "append":
             return None
@@ -220,9 +216,9 @@ class _Options:
         kwargs_vars = dict(kwargs_vars or {})
         for node in ast.walk(func):  # xxx_kwargs = get_kwargs(Cls)
             if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and isinstance(node.value, ast.Call) and (_dotted(node.value.func) or "").endswith("get_kwargs")
-                    and node.value.args and _dotted(node.value.args[0])):
-                kwargs_vars[node.targets[0].id] = _dotted(node.value.args[0])
+                    and isinstance(node.value, ast.Call) and (dotted(node.value.func) or "").endswith("get_kwargs")
+                    and node.value.args and dotted(node.value.args[0])):
+                kwargs_vars[node.targets[0].id] = dotted(node.value.args[0])
         for node in ast.walk(func):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
                 continue
@@ -240,9 +236,9 @@ class _Options:
                             keywords.append(ast.keyword(arg=key.value, value=value))
             for kw in keywords:
                 if kw.arg is None and isinstance(kw.value, ast.Subscript):  # **xxx_kwargs["field"]
-                    var, field = _dotted(kw.value.value), kw.value.slice
+                    var, field = dotted(kw.value.value), kw.value.slice
                     if var in kwargs_vars and isinstance(field, ast.Constant):
-                        cls_mod, cls = self._class(mod, kwargs_vars[var])
+                        cls_mod, cls = self.class_of(mod, kwargs_vars[var])
                         if cls is not None:
                             fields = self._fields(cls_mod, cls)
                             info["field"] = f"{cls.name}.{field.value}"
@@ -265,8 +261,8 @@ class _Options:
         klass = cls
         chain = [(mod, cls)]
         while klass is not None:  # the customisations live in the class and its bases
-            base = next((_dotted(b) for b in klass.bases if _dotted(b)), None)
-            base_mod, klass = self._class(chain[-1][0], base) if base else (None, None)
+            base = next((dotted(b) for b in klass.bases if dotted(b)), None)
+            base_mod, klass = self.class_of(chain[-1][0], base) if base else (None, None)
             if klass is not None:
                 chain.append((base_mod, klass))
         for _, klass in reversed(chain):
@@ -303,7 +299,7 @@ def _loops_over_fields(func: ast.FunctionDef) -> bool:
         isinstance(n, ast.For) for n in ast.walk(func))
 
 
-def _frontend(wheel: _Wheel):
+def _frontend(wheel: Wheel):
     """The module whose make_arg_parser `vllm serve` uses (it moved across releases).
 
     Read from the import in vllm/entrypoints/cli/serve.py; failing that, the
@@ -322,19 +318,15 @@ def _frontend(wheel: _Wheel):
     return None
 
 
-def read_options(path_or_zip) -> dict:
-    """The options `vllm serve` accepts in this wheel (see the module docstring)."""
-    if isinstance(path_or_zip, zipfile.ZipFile):
-        zf, path, own = path_or_zip, path_or_zip.filename or "wheel", False
-        sha256, size = (_sha256_or_error(path) if path and os.path.exists(path) else (None, None))
-    else:
-        path = str(path_or_zip)
-        sha256, size = _sha256_or_error(path)
-        zf, own = open_wheel(path), True
-    try:
+def read_options(path: str) -> dict:
+    """The options `vllm serve` accepts in this wheel (see the module docstring).
+
+    Raises WheelError: wheel.unreadable, wheel.not_vllm, wheel.no_options."""
+    sha256, size = file_digest(path)
+    with open_wheel(path) as zf:
         meta = wheel_metadata(zf, path)
-        reader = _Options(zf)
-        wheel = reader.wheel
+        wheel = Wheel(zf, path)
+        reader = _Options(wheel)
         arg_utils = wheel.module(ARG_UTILS)
         for cls_name, source in (("EngineArgs", "EngineArgs"), ("AsyncEngineArgs", "AsyncEngineArgs")):
             func = _method(arg_utils.classes.get(cls_name), "add_cli_args")
@@ -346,16 +338,16 @@ def read_options(path_or_zip) -> dict:
             reader.function(frontend, make, "make_arg_parser")
             for node in ast.walk(make):  # X.add_cli_args(parser) for a frontend dataclass X
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_cli_args":
-                    name = _dotted(node.func.value)
-                    cls_mod, cls = reader._class(frontend, name) if name else (None, None)
+                    name = dotted(node.func.value)
+                    cls_mod, cls = reader.class_of(frontend, name) if name else (None, None)
                     if cls is None or cls_mod.name == ARG_UTILS:
                         continue
                     adder, klass, klass_mod = None, cls, cls_mod
                     while adder is None and klass is not None:
                         adder = _method(klass, "add_cli_args")
                         if adder is None:
-                            base = next((_dotted(b) for b in klass.bases if _dotted(b)), None)
-                            klass_mod, klass = reader._class(klass_mod, base) if base else (None, None)
+                            base = next((dotted(b) for b in klass.bases if dotted(b)), None)
+                            klass_mod, klass = reader.class_of(klass_mod, base) if base else (None, None)
                     if adder is not None and _loops_over_fields(adder):
                         reader.dataclass_args(cls_mod, cls, cls.name)
                     elif adder is not None:
@@ -368,7 +360,7 @@ def read_options(path_or_zip) -> dict:
                 parser_src = "\n".join(reader._source(name).splitlines()[node.lineno - 1:node.end_lineno])
                 break
         return {
-            "format": 1,
+            "format": OPTIONS_FORMAT,
             "vllm_version": meta["version"],
             "wheel": {"file": os.path.basename(path), "sha256": sha256, "size": size},
             "frontend_module": frontend.name if frontend else None,
@@ -381,32 +373,8 @@ def read_options(path_or_zip) -> dict:
             },
             "options": dict(sorted(reader.options.items())),
         }
-    finally:
-        if own:
-            zf.close()
 
 
 def options_json(options: dict) -> str:
+    """The option list as the text of an options file."""
     return json.dumps(options, indent=1, ensure_ascii=False) + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("wheel")
-    parser.add_argument("-o", "--output")
-    args = parser.parse_args(argv)
-    try:
-        text = options_json(read_options(args.wheel))
-    except RegistryError as e:
-        print(f"error: {e.code}: {e.message}", file=sys.stderr)
-        return 2
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
