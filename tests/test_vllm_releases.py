@@ -17,13 +17,17 @@ tests here hold the bundled files to those records:
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
 
 import hma_policy
+from hma_policy import cli
 from hma_policy.authoring.wheel import load_facts, render_registry
 from hma_policy.core import yamlsafe
 
@@ -87,8 +91,9 @@ def test_releases_file_names_every_release_once_in_order_with_its_wheel():
     assert data["kind"] == "releases"
     # yamlsafe refuses a repeated key, so each release is named once; the order is release order
     assert list(RELEASES) == RECORDED_VERSIONS
-    assert len(RECORDED_VERSIONS) == 41 and RECORDED_VERSIONS[0] == "0.9.1" and RECORDED_VERSIONS[-1] == "0.33.0"
-    assert data["default"] == "0.33.0" == RECORDED_VERSIONS[-1]
+    # from the first release with the hybrid KV cache manager; the default is the newest
+    assert len(RECORDED_VERSIONS) >= 41 and RECORDED_VERSIONS[0] == "0.9.1" and "0.33.0" in RECORDED_VERSIONS
+    assert data["default"] == RECORDED_VERSIONS[-1]
     for version, entry in RELEASES.items():
         wheel = facts_of(version)["wheel"]
         assert (entry["wheel"], entry["sha256"]) == (wheel["file"], wheel["sha256"]), version
@@ -99,17 +104,21 @@ def test_releases_file_names_every_release_once_in_order_with_its_wheel():
         assert f"| {version} | `{entry['wheel']}` |" in provenance and f"`{entry['sha256']}` |" in provenance
 
 
+SURVEY_ROW = re.compile(r"^\| (E[0-9]+) \| ([0-9.]+)(?: – ([0-9.]+))? \|", re.M)
+
+
 def test_epochs_follow_the_survey():
-    """docs/vllm-releases.md §2: E1..E8, each a run of consecutive releases."""
-    epochs = [entry["epoch"] for entry in RELEASES.values()]
-    runs = [e for i, e in enumerate(epochs) if i == 0 or epochs[i - 1] != e]
-    assert runs == [f"E{n}" for n in range(1, 9)]
-    first = {e: v for v, e in reversed(list((v, r["epoch"]) for v, r in RELEASES.items()))}
-    assert first == {"E1": "0.9.1", "E2": "0.11.1", "E3": "0.13.0", "E4": "0.20.0", "E5": "0.21.0", "E6": "0.22.0",
-                     "E7": "0.23.0", "E8": "0.30.0"}
-    survey = (ROOT / "docs" / "vllm-releases.md").read_text(encoding="utf-8")
-    for epoch, version in first.items():
-        assert f"| {epoch} | {version} " in survey
+    """docs/vllm-releases.md §2: each epoch a run of consecutive releases,
+    the one its row of the table gives (`| E7 | 0.23.0 – 0.29.0 |`)."""
+    survey = SURVEY_ROW.findall((ROOT / "docs" / "vllm-releases.md").read_text(encoding="utf-8"))
+    assert [epoch for epoch, _, _ in survey][:8] == [f"E{n}" for n in range(1, 9)]
+    expected = {}
+    for epoch, first, last in survey:
+        start, end = RECORDED_VERSIONS.index(first), RECORDED_VERSIONS.index(last or first)
+        expected.update((version, epoch) for version in RECORDED_VERSIONS[start:end + 1])
+    assert {version: entry["epoch"] for version, entry in RELEASES.items()} == expected
+    # and the issue's examples
+    assert [RELEASES[v]["epoch"] for v in ("0.9.1", "0.21.0", "0.22.0", "0.23.0", "0.33.0")] == ["E1", "E5", "E6", "E7", "E8"]
 
 
 @pytest.mark.parametrize("kind, folder, suffix", [("registry", "registries", ".yaml"), ("options", "options", ".json")])
@@ -129,16 +138,21 @@ def test_every_bundled_file_is_named_after_the_first_release_that_uses_it(kind, 
 # -- the registries ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("version", RECORDED_VERSIONS)
-def test_recorded_facts_render_to_the_bundled_registry(version):
-    """The bundled registry is the command's output for the first release
-    that has it, byte for byte; a later release sharing it renders the same
-    content under its own header."""
+def test_recorded_facts_render_to_the_bundled_registry(version, tmp_path, capsys):
+    """The bundled registry is the command's output (`hma-policy registry
+    render --from-facts`, run here in-process) for the first release that has
+    it, byte for byte; a later release sharing it renders the same content
+    under its own header."""
     facts = facts_of(version)
     assert facts["vllm_version"] == version
-    text = render_registry(facts)
+    out = tmp_path / "registry.yaml"
+    assert cli.main(["registry", "render", "--from-facts", str(RECORDED / "facts" / f"{version}.json"), "-o", str(out)]) == 0
+    assert capsys.readouterr() == ("", f"hma-policy: wrote {out}\n")
+    text = out.read_text(encoding="utf-8")
+    assert text == render_registry(facts)  # the command writes what the renderer gives, nothing more
     bundled = (RULES / RELEASES[version]["registry"]).read_text(encoding="utf-8")
     if RELEASES[version]["registry"] == f"registries/{version}.yaml":
-        assert text.encode("utf-8") == (RULES / RELEASES[version]["registry"]).read_bytes()
+        assert out.read_bytes() == (RULES / RELEASES[version]["registry"]).read_bytes()
     else:
         assert registry_content(text) == registry_content(bundled)
     assert f"from {facts['wheel']['file']}\n# (sha256 {facts['wheel']['sha256']})." in text
@@ -151,7 +165,7 @@ def test_releases_with_different_registries_differ():
     for before, after in zip(RECORDED_VERSIONS, RECORDED_VERSIONS[1:]):
         same_file = RELEASES[before]["registry"] == RELEASES[after]["registry"]
         assert same_file == (contents[before] == contents[after]), (before, after)
-    assert len({RELEASES[v]["registry"] for v in RECORDED_VERSIONS}) == 17
+    assert len({RELEASES[v]["registry"] for v in RECORDED_VERSIONS}) >= 17  # 17 distinct registries in 0.9.1..0.33.0
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (RULES / "registries").glob("*.yaml")))
@@ -203,3 +217,45 @@ def test_releases_with_different_options_differ():
 def test_options_are_recorded_here_only_where_they_are_not_bundled():
     recorded = sorted((p.stem for p in (RECORDED / "options").glob("*.json")), key=version_key)
     assert recorded == [v for v in RECORDED_VERSIONS if RELEASES[v]["options"] != f"options/{v}.json"]
+
+
+# -- the real wheels, when cached ----------------------------------------------------------------
+
+# Where the slow test looks for wheels (pip download --no-deps vllm==X -d DIR):
+# the directories of $HMA_POLICY_VLLM_WHEELS (os.pathsep-separated), else /tmp/wheels.
+WHEEL_DIRS = [Path(d) for d in os.environ.get("HMA_POLICY_VLLM_WHEELS", "/tmp/wheels").split(os.pathsep) if d]
+# At least three releases, from different epochs and sharing registries or not,
+# and any other bundled release whose wheel is cached.
+WHEEL_RELEASES = sorted({"0.20.2", "0.22.1", "0.25.1"} | {
+    v for v, e in RELEASES.items() for d in WHEEL_DIRS if (d / e["wheel"]).is_file()}, key=version_key)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", WHEEL_RELEASES)
+def test_from_wheel_on_the_real_wheel_gives_the_bundled_files(version, tmp_path, capsys):
+    """`hma-policy registry from-wheel` on the release's real wheel (the one
+    releases.yaml names, checked by sha256) writes the recorded facts, the
+    bundled registry and the bundled option list: byte for byte where the
+    file is named after this release, the same content otherwise."""
+    entry = RELEASES[version]
+    wheel = next((d / entry["wheel"] for d in WHEEL_DIRS if (d / entry["wheel"]).is_file()), None)
+    if wheel is None:
+        pytest.skip(f"{entry['wheel']} is not cached in {os.pathsep.join(map(str, WHEEL_DIRS))} (set "
+                    f"HMA_POLICY_VLLM_WHEELS; fetch it with `pip download --no-deps vllm=={version}`; CI has no wheels)")
+    digest = hashlib.sha256()
+    with wheel.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    assert digest.hexdigest() == entry["sha256"], f"{wheel} is not the wheel releases.yaml names"
+    out = {name: tmp_path / name for name in ("registry.yaml", "facts.json", "options.json")}
+    assert cli.main(["registry", "from-wheel", str(wheel), "-o", str(out["registry.yaml"]),
+                     "--facts", str(out["facts.json"]), "--options", str(out["options.json"])]) == 0
+    assert "Traceback" not in "".join(capsys.readouterr())
+    assert out["facts.json"].read_bytes() == (RECORDED / "facts" / f"{version}.json").read_bytes()
+    registry, options = out["registry.yaml"].read_bytes(), out["options.json"].read_bytes()
+    if entry["registry"] == f"registries/{version}.yaml":
+        assert registry == (RULES / entry["registry"]).read_bytes()
+    else:
+        assert registry_content(registry.decode()) == registry_content((RULES / entry["registry"]).read_text("utf-8"))
+    assert options == ((RULES / entry["options"]) if entry["options"] == f"options/{version}.json"
+                       else RECORDED / "options" / f"{version}.json").read_bytes()

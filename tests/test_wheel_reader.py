@@ -279,13 +279,13 @@ def test_from_wheel_writes_registry_facts_and_options_and_render_gives_the_same_
 
 def test_the_command_in_a_fresh_process_runs_no_module_of_the_wheel(tmp_path):
     """The whole command, as a user runs it: the canaries stay silent, and
-    Python's audit hooks (PEP 578) see no vllm module imported and no code
-    object of the wheel run."""
+    Python's audit hooks (PEP 578) see no vllm module imported, no code
+    object of the wheel run and no program started."""
     wheel = make_wheel(tmp_path, {KV + "v1/base.py": BASE, KV + "v1/lmcache_mp_connector.py": LMCACHE_FUNCTION,
                                   KV + "factory.py": LMCACHE_FACTORY, **OPTION_FILES})
-    # Every import and every code object run: a module of the wheel would be
-    # imported by a name starting with vllm (or lmcache, which it imports),
-    # or run from a file under tmp_path, where the wheel is.
+    # Every import, every code object run and every program started: a module
+    # of the wheel would be imported by a name starting with vllm (or lmcache,
+    # which it imports), or run from a file under tmp_path, where the wheel is.
     watcher = (
         "import sys\n"
         "seen = []\n"
@@ -294,10 +294,13 @@ def test_the_command_in_a_fresh_process_runs_no_module_of_the_wheel(tmp_path):
         "        seen.append((event, str(args[0])))\n"
         "    elif event == 'exec':\n"
         "        seen.append((event, getattr(args[0], 'co_filename', repr(args[0]))))\n"
+        "    elif event in ('subprocess.Popen', 'os.system', 'os.exec', 'os.posix_spawn', 'os.spawn', 'os.fork'):\n"
+        "        seen.append((event, repr(args[:1])))\n"
         "sys.addaudithook(hook)\n"
         "from hma_policy import cli\n"
         "code = cli.main(sys.argv[2:])\n"
-        "bad = [s for s in seen if s[1].startswith(('vllm', 'lmcache')) or sys.argv[1] in s[1] or '/vllm/' in s[1]]\n"
+        "bad = [s for s in seen if s[0] not in ('import', 'exec')  # a program started\n"
+        "       or s[1].startswith(('vllm', 'lmcache')) or sys.argv[1] in s[1] or '/vllm/' in s[1]]\n"
         "print('EVENTS', sum(s[0] == 'exec' for s in seen) > 0, bad)\n"
         "sys.exit(code)\n")
     done = subprocess.run([sys.executable, "-c", watcher, str(tmp_path), "registry", "from-wheel", str(wheel), "-o",
