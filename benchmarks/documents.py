@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Iterator
@@ -141,17 +142,30 @@ def write_fleet(folder: Path, count: int, seed: int = 11) -> None:
         (folder / f"d{i:05}.json").write_text(json.dumps(fleet_document(rng)))
 
 
-def write_scaled_registry(bundled: Path, out: Path, entries: int) -> None:
-    """A copy of the rules in ``bundled`` whose registry has ``entries``
-    more connectors, each with 2 conditional cases (issue 19, point 10)."""
-    out.mkdir(parents=True)
-    for path in bundled.glob("*.yaml"):
-        shutil.copy(path, out / path.name)
-    lines = []
-    for i in range(entries):
-        lines += [f"  BenchConnector{i:04}:", "    supports_hma: true", f"    module_path: bench.connectors.c{i:04}",
-                  "    cases:",
-                  "      - id: upstream", "        when: {env_lmcache_use_upstream_mp: true}", "        supports_hma: false",
-                  "      - id: child", "        when: {is_child: true}", "        supports_hma: false"]
-    with open(out / "connectors.yaml", "a") as handle:  # `connectors:` is the registry file's last mapping
-        handle.write("\n".join(lines) + "\n")
+def write_scaled_registry(bundled: Path, out: Path, entries: int) -> Path:
+    """A copy at ``out`` of the rules folder ``bundled`` (its layout kept)
+    whose registry has ``entries`` more connectors, each with 2 conditional
+    cases (issue 19, point 10). The registry is found by what it says it is
+    (`kind: registry`), not by its file name, so that the benchmark follows
+    the rules wherever they are filed. Returns the registry file's path;
+    ValueError if the folder has no registry, or more than one."""
+    shutil.copytree(bundled, out, ignore=shutil.ignore_patterns("__pycache__"))
+    registries = sorted(path for path in out.rglob("*.y*ml") if REGISTRY.search(path.read_text(encoding="utf-8")))
+    if len(registries) != 1:
+        raise ValueError(f"expected one file of `kind: registry` under {bundled}, found {len(registries)}")
+    registry = registries[0]
+    lines = registry.read_text(encoding="utf-8").splitlines(keepends=True)
+    # The new entries go first under `connectors:`, indented as the entries there.
+    at = next(i for i, line in enumerate(lines) if line.rstrip() == "connectors:") + 1
+    first = next(line for line in lines[at:] if line.strip() and not line.lstrip().startswith("#"))
+    indent = first[:len(first) - len(first.lstrip())]
+    entry = ["BenchConnector{i:04}:", "  supports_hma: true", "  module_path: bench.connectors.c{i:04}", "  cases:",
+             "    - id: upstream", "      when: {{env_lmcache_use_upstream_mp: true}}", "      supports_hma: false",
+             "    - id: child", "      when: {{is_child: true}}", "      supports_hma: false"]
+    lines[at:at] = [indent + line.format(i=i) + "\n" for i in range(entries) for line in entry]
+    registry.write_text("".join(lines), encoding="utf-8")
+    return registry
+
+
+# A registry file's top-level `kind`, as the rule loader reads it.
+REGISTRY = re.compile(r"^kind:\s*registry\s*$", re.MULTILINE)

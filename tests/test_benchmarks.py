@@ -4,9 +4,13 @@ the worker every build runs (CI runs the whole benchmark in smoke mode)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+import yaml
 
 import hma_policy
 
@@ -16,6 +20,7 @@ sys.path.insert(0, str(BENCH))
 import documents  # noqa: E402
 import run  # noqa: E402
 from hma_policy.core.facts import extract  # noqa: E402
+from rulecopy import RULES  # noqa: E402
 
 
 def _facts(policy: hma_policy.Policy, document: dict) -> tuple:
@@ -44,15 +49,42 @@ def test_new_facts_documents_are_new_mixes_of_the_same_connectors() -> None:
 
 
 def test_scaled_registry_is_read_as_rules(tmp_path: Path) -> None:
-    import hma_policy.rules
-    bundled = Path(hma_policy.rules.__file__).parent
-    documents.write_scaled_registry(bundled, tmp_path / "rules", 2)
+    documents.write_scaled_registry(RULES, tmp_path / "rules", 2)
     policy = hma_policy.load_policy(tmp_path / "rules")
     assert {"BenchConnector0000", "BenchConnector0001"} <= set(policy.registered_names)
     leaf = {"kv_connector": "BenchConnector0001", "kv_role": "kv_both"}
     assert policy.decide({"kv_transfer_config": leaf}).outcome == "enabled"
     child = {"kv_transfer_config": documents.multi([leaf])}
     assert policy.decide(child).outcome == "disabled"  # the `is_child` case
+    # The bundled connectors decide as before.
+    for case in documents.CASES.values():
+        assert policy.decide(case).outcome == hma_policy.decide(case).outcome
+
+
+def test_scaled_registry_is_found_by_its_kind_wherever_it_is_filed(tmp_path: Path) -> None:
+    """The lead may file the registry elsewhere (rules/registries/...): the
+    benchmark follows `kind: registry`, not a file name."""
+    moved = tmp_path / "moved"
+    shutil.copytree(RULES, moved)
+    registry = next(p for p in moved.rglob("*.yaml") if documents.REGISTRY.search(p.read_text()))
+    (moved / "registries").mkdir()
+    registry.rename(moved / "registries" / "0.33.0.yaml")
+    written = documents.write_scaled_registry(moved, tmp_path / "scaled", 3)
+    assert written == tmp_path / "scaled" / "registries" / "0.33.0.yaml"
+    before = yaml.safe_load((moved / "registries" / "0.33.0.yaml").read_text())
+    after = yaml.safe_load(written.read_text())
+    assert list(after["connectors"]) == ["BenchConnector0000", "BenchConnector0001", "BenchConnector0002",
+                                         *before["connectors"]]
+    assert after["connectors"]["BenchConnector0002"]["cases"][1] == \
+        {"id": "child", "when": {"is_child": True}, "supports_hma": False}
+    assert {k: v for k, v in after.items() if k != "connectors"} == {k: v for k, v in before.items() if k != "connectors"}
+
+
+def test_scaled_registry_without_a_registry_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "nodes.yaml").write_text("kind: rules\n")
+    with pytest.raises(ValueError, match="expected one file of `kind: registry`.*found 0"):
+        documents.write_scaled_registry(tmp_path / "rules", tmp_path / "out", 1)
 
 
 def test_builds_are_named_by_label_or_venv() -> None:
