@@ -1,10 +1,14 @@
 """The measurements of one build, run by that build's Python (benchmarks/run.py runs it).
 
-    python benchmarks/worker.py SECTION [--quick] [--fleet DIR] [--references]
+    python benchmarks/worker.py SECTION [--quick] [--fleet DIR]
 
-Prints one JSON object. It uses only what every build has (``load_policy``,
-``Policy.decide``, ``close``), so that today's build and the redesign are
-measured by the same code; a section that needs more says "n/a".
+Prints one JSON object. It uses the public API only (``load_policy``,
+``Policy.decide``, ``Policy.prepare`` / ``decide_prepared``, ``close``, and
+the audit as the command line calls it), never a private name, so that a
+change inside the engine cannot break it; a build without a call leaves its
+figures out ("n/a" in the table). The ``references`` section measures what
+the same work costs without the engine (vLLM's own check, parsing,
+jsonschema), run once, by this build's Python.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import gc
 import importlib
 import json
 import random
+import re
 import statistics
 import sys
 import time
@@ -90,12 +95,11 @@ def _folder(package: str) -> Path:
 def latency(args: argparse.Namespace) -> dict:
     """Warm decide() of each document: the same document again, distinct
     documents with the same facts, and distinct documents with new facts."""
-    warm_n = 200 if args.quick else 5000
     policy = hma_policy.load_policy()
     rows: dict[str, Any] = {}
     for name, doc in CASES.items():
         nodes = count_nodes(doc["kv_transfer_config"])
-        n = max(30, warm_n // max(1, nodes // 10))  # fewer samples for the big trees
+        n = sample_count(doc, args.quick)
         for _ in range(20):
             policy.decide(doc)
         row = {"nodes": nodes, "repeated": samples(lambda: policy.decide(doc), n).summary(),
@@ -103,32 +107,51 @@ def latency(args: argparse.Namespace) -> dict:
         fresh = new_facts(doc, n)
         if fresh is not None:
             row["new_facts"] = each(policy.decide, fresh).summary()
-        if args.references:
-            row["references"] = references(doc, n)
         rows[name] = row
     policy.close()
     return {"cases": rows, "scaling": scaling(args)}
 
 
-def references(doc: dict, n: int) -> dict[str, float | None]:
-    """What the same document costs elsewhere: vLLM's own check (transcribed),
-    parsing its JSON, validating it with jsonschema."""
-    import jsonschema
+def references(args: argparse.Namespace) -> dict:
+    """What the same work costs without the engine, in this process: for
+    each latency document, vLLM's own check (transcribed), parsing its JSON
+    and validating it with jsonschema; and parsing the build's rule files as
+    YAML (what any loader of them must do)."""
+    import orjson
+    import yaml
     from baseline import vllm_decide, vllm_supports_hma_config
+    validator = deployment_validator()
+    cases = {}
+    for name, doc in CASES.items():
+        n = sample_count(doc, args.quick)
+        text = json.dumps(doc)
+        ktc = doc["kv_transfer_config"]
+        cases[name] = {"vllm_supports_hma_config": samples(lambda: vllm_supports_hma_config(ktc), n).cpu_us,
+                       "vllm_hma_block": samples(lambda: vllm_decide(doc), n).cpu_us,
+                       "json_loads": samples(lambda: json.loads(text), n).cpu_us,
+                       "orjson_loads": samples(lambda: orjson.loads(text), n).cpu_us,
+                       "jsonschema_is_valid": samples(lambda: validator.is_valid(doc), max(20, n // 10)).cpu_us}
+    texts = [path.read_text(encoding="utf-8") for path in sorted(_folder("hma_policy.rules").rglob("*.y*ml"))]
+    rule_files = [text for text in texts if RULE_FILE.search(text)]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    parse = samples(lambda: [yaml.load(text, Loader=loader) for text in rule_files], 5 if args.quick else 20)
+    return {"cases": cases, "rule_files": len(rule_files), "rules_yaml_ms": parse.cpu_us / 1000}
+
+
+# A rule file of either kind the loader reads (test files are `kind: tests`).
+RULE_FILE = re.compile(r"^kind:\s*(registry|rules)\s*$", re.MULTILINE)
+
+
+def deployment_validator() -> Any:
+    """jsonschema's validator of the build's deployment schema."""
+    import jsonschema
     schema = json.loads((_folder("hma_policy.schemas") / "deployment.schema.json").read_text())
-    validator = jsonschema.Draft202012Validator(schema)
-    text = json.dumps(doc)
-    ktc = doc["kv_transfer_config"]
-    try:
-        import orjson
-        orjson_us: float | None = samples(lambda: orjson.loads(text), n).cpu_us
-    except ImportError:
-        orjson_us = None
-    return {"vllm_supports_hma_config": samples(lambda: vllm_supports_hma_config(ktc), n).cpu_us,
-            "vllm_hma_block": samples(lambda: vllm_decide(doc), n).cpu_us,
-            "json_loads": samples(lambda: json.loads(text), n).cpu_us,
-            "orjson_loads": orjson_us,
-            "jsonschema_is_valid": samples(lambda: validator.is_valid(doc), max(20, n // 10)).cpu_us}
+    return jsonschema.Draft202012Validator(schema)
+
+
+def sample_count(document: dict, quick: bool) -> int:
+    """How many timings of a document: fewer for the big trees."""
+    return max(30, (200 if quick else 5000) // max(1, count_nodes(document["kv_transfer_config"]) // 10))
 
 
 def scaling(args: argparse.Namespace) -> dict:
@@ -199,45 +222,44 @@ def memory(args: argparse.Namespace) -> dict:
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     after = rss_kib()
     policy.close()
+    from baseline import vllm_decide
+    vllm = each(vllm_decide, docs)
     return {"decisions": n, "rss_before_kib": before, "rss_after_kib": after,
             "growth_pct": (after - before) / before * 100, "decisions_per_s": n / elapsed,
-            "decisions_per_cpu_s": n / cpu}
+            "decisions_per_cpu_s": n / cpu, "vllm_decisions_per_cpu_s": 1e6 / vllm.cpu_us}
 
 
 def stages(args: argparse.Namespace) -> dict:
-    """Where an audit's time goes, in µs a file, in one process with a policy
-    just loaded: each stage through the public API, over every file of the
-    fleet, stage after stage (as an audit examines a chunk)."""
+    """Where an audit's time goes, in µs of CPU a file, in one process with a
+    policy just loaded: the whole audit of the fleet (as `hma-policy audit`
+    calls it, without the command's start-up and report), and over the same
+    documents each decision stage of the public API, with what the same
+    work costs without the engine (jsonschema, vLLM's check) beside them."""
+    import orjson
+    from baseline import vllm_decide
     try:
-        from hma_policy.audit.declog import input_digest
-        from hma_policy.audit.sources import read_source
+        from hma_policy.audit.run import audit
     except ImportError:
-        return {"note": "n/a: this build has no public audit stages"}
+        from hma_policy.audit import audit  # builds before the audit package was split up
+    files = sorted(Path(args.fleet).iterdir())
+    documents = [json.loads(path.read_bytes()) for path in files]
+    out = {}
     policy = hma_policy.load_policy()
-    if not hasattr(policy, "prepare"):
-        return {"note": "n/a: this build has no Policy.prepare"}
-    files = sorted(str(p) for p in Path(args.fleet).iterdir())
-
-    def per_file(fn: Callable[[Any], Any], items: list) -> tuple[list, float]:
-        gc.disable()
-        try:
-            start = time.process_time()
-            out = [fn(item) for item in items]
-            return out, (time.process_time() - start) / len(items) * 1e6
-        finally:
-            gc.enable()
-
-    sources, read_us = per_file(read_source, files)
-    documents = [s.deployments[0].document for s in sources]
-    prepared, prepare_us = per_file(policy.prepare, documents)
-    _, decide_us = per_file(policy.decide_prepared, prepared)
-    _, digest_us = per_file(input_digest, documents)
+    if hasattr(policy, "prepare"):
+        prepared = [policy.prepare(d) for d in documents]
+        out["prepare"] = each(policy.prepare, documents).cpu_us
+        out["decide_prepared"] = each(policy.decide_prepared, prepared).cpu_us
     policy.close()
-    return {"read_and_classify": read_us, "prepare": prepare_us, "decide_prepared": decide_us, "digest": digest_us,
-            "total": read_us + prepare_us + decide_us + digest_us}
+    policy = hma_policy.load_policy()  # a policy that has decided nothing yet, as an audit's
+    out["audit"] = each(lambda paths: audit(paths, policy=policy, documents=False), [[args.fleet]]).cpu_us / len(files)
+    policy.close()
+    out["jsonschema_is_valid"] = each(deployment_validator().is_valid, documents).cpu_us
+    out["vllm_hma_block"] = each(vllm_decide, documents).cpu_us
+    out["orjson_loads"] = each(lambda path: orjson.loads(path.read_bytes()), files).cpu_us
+    return out
 
 
-SECTIONS = {f.__name__: f for f in (info, latency, cold, memory, stages)}
+SECTIONS = {f.__name__: f for f in (info, latency, references, cold, memory, stages)}
 
 
 def main() -> None:
@@ -245,7 +267,6 @@ def main() -> None:
     parser.add_argument("section", choices=sorted(SECTIONS))
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--fleet", help="folder of fleet documents (stages)")
-    parser.add_argument("--references", action="store_true", help="also measure the build-independent references")
     args = parser.parse_args()
     json.dump(SECTIONS[args.section](args), sys.stdout)
 
