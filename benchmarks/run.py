@@ -197,16 +197,25 @@ def check_figures(build: Build, rules: Path, sizes: list[int], timeout: float, s
         elif check.returncode == 0:
             out[str(size)] = {"status": "ok", "seconds": check.cpu_seconds, "wall_seconds": check.seconds,
                               "peak_rss_kib": check.peak_rss_kib}
-        elif "MemoryError" in check.output or check.returncode < 0:
-            out[str(size)] = {"status": f"out of memory (capped at {CHECK_MEMORY >> 30} GiB)", "seconds": check.cpu_seconds}
         else:
-            codes = sorted({word.rstrip(":") for line in check.output.splitlines() for word in line.split()
-                            if word.startswith("rules.")})
-            out[str(size)] = {"status": "refused: " + ", ".join(codes or [f"exit {check.returncode}"]),
-                              "seconds": check.cpu_seconds}
+            out[str(size)] = {"status": failure(check), "seconds": check.cpu_seconds, "peak_rss_kib": check.peak_rss_kib}
         if check is None or out[str(size)]["status"].startswith("out of memory"):
             stopped = size
     return out
+
+
+def failure(check: Measured) -> str:
+    """Why `rules check` did not pass: the rule codes it refused the rules
+    with, or running out of the memory cap (the rule runtime may then fail
+    with an error of its own), or its last line."""
+    if "MemoryError" in check.output or check.returncode < 0 or check.peak_rss_kib * 1024 > 0.9 * CHECK_MEMORY:
+        return f"out of memory (capped at {CHECK_MEMORY >> 30} GiB)"
+    codes = sorted({word.rstrip(":") for line in check.output.splitlines() for word in line.split()
+                    if word.startswith("rules.")})
+    if codes:
+        return "refused: " + ", ".join(codes)
+    last = check.output.strip().splitlines()[-1:] or [""]
+    return f"exit {check.returncode}: {last[0][:120]}"
 
 
 # -- the run ------------------------------------------------------------------------
@@ -469,10 +478,11 @@ def render(results: dict[str, Any]) -> str:
                  _times(_div(values[this], base)) if row.baseline else "—",
                  row.target.text if row.target else "", verdict]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "rules check, CPU seconds, by the number of registry entries added (2 conditional cases each):"]
+    lines += ["", "rules check by the number of registry entries added (2 conditional cases each): CPU seconds, "
+              "peak RSS"]
     for label in labels:
         check = results["rounds"][label][0].get("check", {})
-        shown = [f"{n}: {c['seconds']:.1f} s" if c["status"] == "ok" else
+        shown = [f"{n}: {c['seconds']:.1f} s, {c['peak_rss_kib'] / 1024:,.0f} MiB" if c["status"] == "ok" else
                  f"{n}: {c['status']}" + (f" after {c['seconds']:.1f} s" if c["seconds"] is not None else "")
                  for n, c in sorted(check.items(), key=lambda item: int(item[0]))]
         lines.append(f"  {label}: " + "; ".join(shown))

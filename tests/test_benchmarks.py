@@ -171,7 +171,7 @@ def test_table_shows_what_a_build_did_not_measure_as_na() -> None:
     figures = {"cold": {"first_load_cpu": 12.0, "load_cpu": 10.0, "first_decide_cpu": 300.0},
                "latency": {"cases": {documents.FIRST_CASE: {"new_facts": {"cpu": 100.0}}}},
                "check": {"1000": {"status": "refused: rules.hazard.alternatives", "seconds": 0.4},
-                         "0": {"status": "ok", "seconds": 1.5}}}
+                         "0": {"status": "ok", "seconds": 1.5, "peak_rss_kib": 300 * 1024}}}
     results = {"rounds": {"this": [figures], "old": [{"cold": {"first_load_cpu": 20.0}}]}, "floor": [],
                "references": {}, "audit_documents": 10,
                "builds": {label: {"package": "/p", "compiled": []} for label in ("this", "old")},
@@ -182,5 +182,19 @@ def test_table_shows_what_a_build_did_not_measure_as_na() -> None:
     first = next(line for line in table.splitlines() if line.startswith("| first decide() after a load, fresh"))
     assert "| 300 | n/a | n/a | warm decide(), distinct, (b) new facts | 100 | 3.00x | <= 2x baseline | **no** |" in first
     assert "MISSED rules check, 1,000 more conditional registry entries, CPU: refused: rules.hazard.alternatives" in table
-    assert "  this: 0: 1.5 s; 1000: refused: rules.hazard.alternatives after 0.4 s" in table
+    assert "  this: 0: 1.5 s, 300 MiB; 1000: refused: rules.hazard.alternatives after 0.4 s" in table
     assert "  old: " in table
+
+
+def test_a_failed_rules_check_says_why() -> None:
+    """At the memory cap the rule runtime fails with an error of its own
+    (exit 2, RuntimeFault): that is running out of memory, not a refusal."""
+    def failed(code: int, output: str, rss_mib: int = 300) -> str:
+        return run.failure(run.Measured(code, 1.0, 1.0, rss_mib * 1024, output))
+    capped = run.CHECK_MEMORY // (1 << 20)
+    assert failed(2, "hma-policy: internal error: RuntimeFault: the rule runtime failed to take the events: \n",
+                  capped - 100) == "out of memory (capped at 4 GiB)"
+    assert failed(-9, "") == "out of memory (capped at 4 GiB)"
+    assert failed(1, "connectors.yaml:2399:7: rules.hazard.alternatives: step `class_hma` tests more than 500\n"
+                     "1 problem(s) in /tmp/x\n") == "refused: rules.hazard.alternatives"
+    assert failed(2, "hma-policy: cannot read /tmp/x\n") == "exit 2: hma-policy: cannot read /tmp/x"
