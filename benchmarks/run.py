@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+# documents.py is found beside this script, which Python puts first on
+# sys.path. (A test that imports this module puts benchmarks/ last: its
+# http.py must not hide the standard library's.)
 from documents import CASES, FIRST_CASE, count_nodes, write_fleet, write_scaled_registry  # noqa: E402
 
 # The floor of an audit: one process that reads and parses every file, and nothing else.

@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from documents import CASES, FIRST_CASE, count_nodes, fleet_document, new_facts, same_facts  # noqa: E402
-from common import rss_kib  # noqa: E402
+# documents.py and the rest are found beside this script, which Python puts
+# first on sys.path.
+from documents import CASES, FIRST_CASE, count_nodes, fleet_document, new_facts, same_facts
+from common import rss_kib
 
 _started = time.perf_counter()
 import hma_policy  # noqa: E402

@@ -17,7 +17,7 @@ import yaml
 import hma_policy
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCH))
+sys.path.append(str(BENCH))  # last: benchmarks/http.py must not hide the standard library's http
 
 import documents  # noqa: E402
 import run  # noqa: E402
