@@ -22,7 +22,7 @@ sys.path.append(str(BENCH))  # last: benchmarks/http.py must not hide the standa
 import documents  # noqa: E402
 import run  # noqa: E402
 from hma_policy.core.facts import extract  # noqa: E402
-from rulecopy import RULES  # noqa: E402
+from rulecopy import copy_rules  # noqa: E402
 
 # What the benchmarks may import of the engine: the facade, and the audit as
 # the command line calls it.
@@ -55,7 +55,7 @@ def test_new_facts_documents_are_new_mixes_of_the_same_connectors() -> None:
 
 
 def test_scaled_registry_is_read_as_rules(tmp_path: Path) -> None:
-    documents.write_scaled_registry(RULES, tmp_path / "rules", 2)
+    documents.write_scaled_registry(copy_rules(tmp_path / "plain"), tmp_path / "rules", 2)
     policy = hma_policy.load_policy(tmp_path / "rules")
     assert {"BenchConnector0000", "BenchConnector0001"} <= set(policy.registered_names)
     leaf = {"kv_connector": "BenchConnector0001", "kv_role": "kv_both"}
@@ -71,7 +71,7 @@ def test_scaled_registry_is_found_by_its_kind_wherever_it_is_filed(tmp_path: Pat
     """The lead may file the registry elsewhere (rules/registries/...): the
     benchmark follows `kind: registry`, not a file name."""
     moved = tmp_path / "moved"
-    shutil.copytree(RULES, moved)
+    copy_rules(moved)
     registry = next(p for p in moved.rglob("*.yaml") if documents.REGISTRY.search(p.read_text()))
     (moved / "registries").mkdir()
     registry.rename(moved / "registries" / "0.33.0.yaml")
