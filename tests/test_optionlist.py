@@ -1,5 +1,5 @@
 """vLLM's option list (engine/core/optionlist.py): 0.33.0's options,
-recorded from its wheel with provenance (engine/core/vllm_options/), and the
+recorded from its wheel with provenance (rules/options/, named in rules/releases.yaml), and the
 one function that reads a list, by release or by path."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hma_policy import InputError
 from hma_policy.core.optionlist import DEFAULT_RELEASE, Option, known_options, known_releases
 
-RECORDED = json.loads(resources.files("hma_policy.core").joinpath("vllm_options", "0.33.0.json").read_text("utf-8"))
+RECORDED = json.loads(resources.files("hma_policy.rules").joinpath("options", "0.33.0.json").read_text("utf-8"))
 
 
 def test_the_recorded_option_list_is_0_33_0s_with_its_provenance():

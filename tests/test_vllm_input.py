@@ -2,7 +2,7 @@
 mapping of vLLM's options in either spelling, with ``model`` as vLLM's model
 name, string values as the command line gives them, and an
 ``argparse.Namespace`` as vLLM leaves it. The option list is 0.33.0's,
-recorded from its wheel (engine/core/vllm_options/). Empty and null input
+recorded from its wheel (rules/options/, named in rules/releases.yaml). Empty and null input
 are input errors (issue 18 point 3, issue 20 item 12)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 NIXL = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
 EXAMPLE = {"kv_connector": "ExampleConnector", "kv_role": "kv_both"}
 HYBRID = ["full_attention", "sliding_window"]
-RECORDED = json.loads(resources.files("hma_policy.core").joinpath("vllm_options", "0.33.0.json").read_text("utf-8"))
+RECORDED = json.loads(resources.files("hma_policy.rules").joinpath("options", "0.33.0.json").read_text("utf-8"))
 
 
 def problems_of(document, **kwargs):

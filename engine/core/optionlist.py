@@ -1,14 +1,15 @@
 """The options a vLLM release's ``vllm serve`` accepts, from recorded data.
 
-Each release's list (``vllm_options/<release>.json``; PROVENANCE.md there
-says where it came from) was read statically from the release's wheel:
+Each release's list (``rules/options/<release>.json``, named in
+``rules/releases.yaml``; written by ``hma-policy registry from-wheel
+--options``) was read statically from the release's wheel:
 every option string, its aliases, whether it has a ``--no-`` form, and its
 argparse type. A deployment document and an ``argparse.Namespace`` name
 options by their argparse ``dest`` (``--tensor-parallel-size`` is
 ``tensor_parallel_size``), which :class:`ReleaseOptions` indexes them by.
 
 :func:`known_options` is the one reader of the data: where the lists live
-is :data:`_DATA`, and nothing else opens them.
+is the bundled releases index (:mod:`.releases`), and nothing else opens them.
 """
 
 from __future__ import annotations
@@ -16,19 +17,17 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Mapping
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
 
+from . import releases
 from .errors import InputError, Problem, suggest
 
 __all__ = ["Option", "ReleaseOptions", "DEFAULT_RELEASE", "known_options", "known_releases"]
 
 # The release whose list is read until a deployment's release chooses one.
 DEFAULT_RELEASE = "0.33.0"
-# Where the bundled lists are, one `<release>.json` each.
-_DATA = resources.files("hma_policy.core").joinpath("vllm_options")
 
 
 class Option(NamedTuple):
@@ -62,8 +61,7 @@ class ReleaseOptions(NamedTuple):
 
 def known_releases() -> tuple[str, ...]:
     """The releases whose option list is bundled, oldest first."""
-    names = [entry.name[:-len(".json")] for entry in _DATA.iterdir() if entry.name.endswith(".json")]
-    return tuple(sorted(names, key=lambda v: tuple(int(p) if p.isdigit() else 0 for p in v.split("."))))
+    return tuple(version for version, release in releases.bundled().releases.items() if release.options)
 
 
 @functools.lru_cache(maxsize=None)
@@ -82,7 +80,9 @@ def known_options(release: str | None = None, *, path: str | Path | None = None)
     if release not in known:
         raise InputError([Problem("release.unknown", f"no option list of vLLM {release} is bundled; known: "
                                   + ", ".join(known), hint=suggest(release, known))])
-    return _parse(f"{release}.json", lambda: _DATA.joinpath(f"{release}.json").read_text(encoding="utf-8"))
+    bundle = releases.bundled()
+    name = bundle.releases[release].options
+    return _parse(name, lambda: bundle.root.joinpath(name).read_text(encoding="utf-8"))
 
 
 def _parse(name: str, read_text: Callable[[], str]) -> ReleaseOptions:

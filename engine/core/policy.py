@@ -26,6 +26,7 @@ from .facts import extract
 from .input import DEFAULT_LIMITS, Limits, prepare, respell
 from .releases import parse_version
 from .model import PolicyModel, Rule
+from .optionlist import known_options, known_releases
 from .rules import read_policy
 from .table import StepTable
 
@@ -58,6 +59,9 @@ class Policy:
         if release_source is None:
             release_source = "rules folder" if not self._model.bundle else "requested" if release else "default"
         self._vllm = VllmRelease(self._model.release, release_source)
+        # The options the release's `vllm serve` accepts, where the bundle
+        # records them (else the default release's).
+        self._options = known_options(self._model.release if self._model.release in known_releases() else None)
         compiled = compile_policy(self._model)
         self._runtime = RuleRuntime(compiled.definition)
         self._closed = False
@@ -114,7 +118,7 @@ class Policy:
         """The first half of :meth:`decide`: the validated, normalised document.
         Raises :class:`InputError` for an invalid one."""
         spelled: dict[str, str] = {}
-        return Prepared(prepare(document, limits=limits, spelled=spelled), spelled)
+        return Prepared(prepare(document, limits=limits, spelled=spelled, options=self._options), spelled)
 
     def decide_prepared(self, prepared: Prepared, *, release_source: str | None = None) -> Decision:
         """The second half of :meth:`decide`, for a document :meth:`prepare` made.
