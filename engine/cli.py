@@ -137,7 +137,8 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("-o", "--output", metavar="FILE", help="write the registry (YAML) to FILE (default: standard output)")
 
     decide = command(sub, "decide", "decide deployment documents")
-    decide.add_argument("file", nargs="+", metavar="FILE", help="deployment documents (JSON or YAML), - for standard input")
+    decide.add_argument("file", nargs="+", metavar="FILE", help="deployment documents (JSON or YAML), - for standard input; "
+                        "or, after --, the command that starts vLLM (decide -- vllm serve MODEL ...)")
     policy_option(decide)
     version_option(decide)
     decide.add_argument("--format", choices=("text", "json"), default="text")
@@ -244,6 +245,25 @@ def _open_log(args: argparse.Namespace) -> Any:
     return DecisionLog(args.log, masking=masking)
 
 
+# `hma-policy decide -- vllm serve MODEL ...`: the words after `--` are the
+# command a launcher would run, when they start vLLM's server (else they are
+# files, as `--` means elsewhere).
+LAUNCH = "(command)"
+
+
+def _launch_words(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """``argv`` with a launch command after ``--`` taken out (as one
+    LAUNCH argument), and the command's words (None: there is none)."""
+    if not argv or argv[0] != "decide" or "--" not in argv:
+        return argv, None
+    at = argv.index("--")
+    words = argv[at + 1:]
+    program = os.path.basename(words[0]) if words else ""
+    if program != "vllm" and not program.startswith("python"):
+        return argv, None
+    return [*argv[:at], LAUNCH], words
+
+
 def _decide(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     """decide (FILE...) and explain (FILE): the worst exit status of the files."""
     files = args.file if isinstance(args.file, list) else [args.file]
@@ -258,8 +278,12 @@ def _decide(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
         for file in files:
             document = None
             try:
-                document = read_document(file, stdin=stdin)
-                decision = policy.decide(document)
+                if file == LAUNCH and getattr(args, "launch", None) is not None:
+                    # The environment vLLM would run with is this one; a --config file is read from here.
+                    decision = policy.decide_command(args.launch, env=dict(os.environ), cwd=os.getcwd())
+                else:
+                    document = read_document(file, stdin=stdin)
+                    decision = policy.decide(document)
             except InputError as exc:
                 decision = input_error_decision(exc.problems, policy.digest, policy.default.vllm)
             if log is not None:
@@ -443,7 +467,9 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
             import argcomplete
 
             argcomplete.autocomplete(parser)
+        argv, launch = _launch_words(list(sys.argv[1:] if argv is None else argv))
         args = parser.parse_args(argv)
+        args.launch = launch
         args.finish = finish
         args.console = con = console(args)
         # An audit's report and memos are kept to the end of the command: the

@@ -481,3 +481,32 @@ def test_a_closed_standard_input_is_an_input_error_not_an_internal_one(workdir):
     assert (completed.returncode, completed.stderr) == (2, "hma-policy: policy bundled (" + hma_policy.load_policy().digest[:19] + ")\n")
     errors = json.loads(completed.stdout)["errors"]
     assert [(e["code"], e["message"]) for e in errors] == [("input.read", "cannot read standard input: it is closed")]
+
+
+# -- decide -- vllm serve ... ---------------------------------------------------
+
+def test_decide_takes_the_command_that_starts_vllm_after_double_dash(tmp_path):
+    kv = '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
+    code, out, _ = run(tmp_path, "decide", "--format", "json", "--", "vllm", "serve", "Qwen/Qwen3-8B",
+                       "--kv-transfer-config", kv)
+    assert code == 0
+    data = json.loads(out)
+    assert (data["outcome"], data["warnings"][0]["code"]) == ("disabled", "hma.auto_disabled")
+    # python -m vllm.entrypoints.openai.api_server, and the text's first line names the command
+    nixl = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
+    code, out, _ = run(tmp_path, "decide", "--", "python3", "-m", "vllm.entrypoints.openai.api_server",
+                       "--model", "m", "--kv-transfer-config", nixl)
+    assert code == 0 and out.splitlines()[0] == "(command): enabled (HMA enabled)"
+    # the same decision as the API gives for the same words
+    assert json.loads(run(tmp_path, "decide", "--format", "json", "--", "vllm", "serve", "m",
+                          "--kv-transfer-config", nixl)[1]) == \
+        hma_policy.decide_command(["vllm", "serve", "m", "--kv-transfer-config", nixl], env={}).to_dict()
+
+
+def test_a_command_that_is_not_a_vllm_launch_is_an_input_error_and_files_after_dashes_stay_files(tmp_path):
+    code, out, _ = run(tmp_path, "decide", "--format", "json", "--", "vllm", "bench", "m")
+    assert code == 2 and json.loads(out)["errors"][0]["stage"] == "input"
+    # `--` before a file name that starts with a dash keeps its usual meaning
+    (tmp_path / "-doc.json").write_text('{"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}')
+    code, out, _ = run(tmp_path, "decide", "--", "-doc.json")
+    assert code == 0 and out.splitlines()[0] == "-doc.json: enabled (HMA enabled)"
