@@ -84,7 +84,7 @@ def _check(args: Any, ref: PolicyRef) -> tuple[int, str]:
     if fmt == "github":  # the other formats name it
         con.note(f"policy {ref.name}")
     try:
-        policy = load_policy(ref.directory)
+        policy = load_policy(ref.directory, release=ref.release)  # vllm:X.Y.Z checks that release's policy
     except PolicyError as exc:
         diagnostics = _diagnostics(exc.problems, ref)
         if fmt == "json":

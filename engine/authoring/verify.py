@@ -12,7 +12,9 @@ stands alone). From those answers, for every step:
 - order dependence: two rules with different values match under hit policy
   ``first`` (reported as information: the order decides, by design);
 - rules that never match (``verify.unreachable``) or never win
-  (``verify.shadowed``);
+  (``verify.shadowed``); a rule that never matches because it tests the
+  release (``vllm_minor``, ``vllm_patch``) against another release of its
+  epoch is information (``verify.other_release``), not an error;
 - the compiled ruleset picks the first matching rule in order
   (``verify.runtime_mismatch`` otherwise).
 
@@ -31,7 +33,7 @@ from ..core.policy import Policy
 from ..core.model import Rule, StepDef
 from ..core.table import Row, State, StepKey, reachable
 
-__all__ = ["Finding", "Report", "verify"]
+__all__ = ["Finding", "Report", "verify", "for_other_release"]
 
 
 @dataclass(frozen=True)
@@ -132,13 +134,28 @@ def verify(policy: Policy, *, witnesses: bool = True) -> Report:
     for state in finals:
         outcome = "gap" if state.stage == "gap" else state.facts.get("outcome", "undefined")
         report.outcomes[outcome] = report.outcomes.get(outcome, 0) + 1
-    _rule_findings(model.steps, seen.won, matched_any, report)
+    _rule_findings(model.steps, seen.won, matched_any, report, model.release_facts)
     if witnesses:
         from .witness import attach_documents
         report.findings = attach_documents(report.findings, policy)
     order = {"error": 0, "info": 1}
     report.findings.sort(key=lambda f: (order[f.severity], f.file, f.path, f.code, f.rules))
     return report
+
+
+# How a rule's condition on a release fact reads the policy's one value.
+_RELEASE_TESTS = {
+    "eq": lambda v, o: v == o, "ne": lambda v, o: v != o, "in": lambda v, o: v in o, "not_in": lambda v, o: v not in o,
+    "lt": lambda v, o: v < o, "le": lambda v, o: v <= o, "gt": lambda v, o: v > o, "ge": lambda v, o: v >= o,
+}
+
+
+def for_other_release(rule: Rule, release: dict[str, int]) -> bool:
+    """Whether one of the rule's conditions on the release facts fails for
+    this policy's release: the rule is written for another release of the
+    epoch, so it cannot match here whatever the document says."""
+    return any(fact in release and op in _RELEASE_TESTS and not _RELEASE_TESTS[op](release[fact], operand)
+               for fact, op, operand in rule.when)
 
 
 def _matches(probe: RuleRuntime, key: StepKey, step: StepDef, inputs: list[tuple]) -> dict[tuple, list[Rule]]:
@@ -195,7 +212,8 @@ def _step_findings(step: StepDef, key: StepKey, k: tuple, state: State, row: Row
         add("verify.order", "info", (a.id, differing.id), f"`{a.id}` wins over `{differing.id}` by order (hit policy first)")
 
 
-def _rule_findings(steps: dict[str, tuple[StepDef, ...]], won: set[str], matched: set[str], report: Report) -> None:
+def _rule_findings(steps: dict[str, tuple[StepDef, ...]], won: set[str], matched: set[str], report: Report,
+                   release: dict[str, int]) -> None:
     total = fired = 0
     for ruleset, defs in steps.items():
         for step in defs:
@@ -207,6 +225,12 @@ def _rule_findings(steps: dict[str, tuple[StepDef, ...]], won: set[str], matched
                     report.findings.append(Finding(
                         "verify.shadowed", "error", ruleset, step.name, (rule.id,),
                         f"rule `{rule.id}` never fires: an earlier rule of step `{step.name}` always wins where it matches",
+                        file=rule.file, path=rule.path, line=rule.line, column=rule.column))
+                elif for_other_release(rule, release):
+                    report.findings.append(Finding(
+                        "verify.other_release", "info", ruleset, step.name, (rule.id,),
+                        f"rule `{rule.id}` is for other releases of its epoch: its release condition does not hold "
+                        f"for {', '.join(f'{k} {v}' for k, v in sorted(release.items()))}",
                         file=rule.file, path=rule.path, line=rule.line, column=rule.column))
                 else:
                     report.findings.append(Finding(
