@@ -10,7 +10,7 @@ The tests of an epoch (rules/epochs/<epoch>/tests/) serve every release of
 the epoch: a case that holds for some of them names them (``since``,
 ``until``), the policy of another release skips it, and coverage counts only
 the rules that can fire for the policy's release (a rule that tests another
-release of the epoch cannot).
+release of the epoch cannot, nor a registry lookup that repeats another).
 
 Every problem of a test file is located (file, line, column). An expectation
 that names a rule id, an error code or a warning code the policy does not
@@ -306,11 +306,11 @@ def _check(case: Case, decision: Any | None, error: InputError | None) -> tuple[
 
 def run_cases(policy: Any, cases: list[Case]) -> Suite:
     """Run every case against ``policy`` (a hma_policy.Policy)."""
-    from .verify import for_other_release
+    from .verify import can_fire
 
     model = policy.model
     rules = tuple(r.id for steps in model.steps.values() for s in steps for r in s.rules
-                  if not for_other_release(r, model.release_facts))
+                  if can_fire(r, s, model.release_facts))
     registry = tuple(r for r in rules if r.startswith("registry."))
     results: list[CaseResult] = []
     fired: set[str] = set()

@@ -14,7 +14,9 @@ stands alone). From those answers, for every step:
 - rules that never match (``verify.unreachable``) or never win
   (``verify.shadowed``); a rule that never matches because it tests the
   release (``vllm_minor``, ``vllm_patch``) against another release of its
-  epoch is information (``verify.other_release``), not an error;
+  epoch is information (``verify.other_release``), not an error, and so is
+  a registry lookup that repeats an earlier one (``verify.registry_alias``:
+  two registered names for one class);
 - the compiled ruleset picks the first matching rule in order
   (``verify.runtime_mismatch`` otherwise).
 
@@ -33,7 +35,7 @@ from ..core.policy import Policy
 from ..core.model import Rule, StepDef
 from ..core.table import Row, State, StepKey, reachable
 
-__all__ = ["Finding", "Report", "verify", "for_other_release"]
+__all__ = ["Finding", "Report", "verify", "for_other_release", "can_fire"]
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,24 @@ def verify(policy: Policy, *, witnesses: bool = True) -> Report:
     return report
 
 
+def can_fire(rule: Rule, step: StepDef, release: dict[str, int]) -> bool:
+    """Whether ``rule`` of ``step`` can fire for the policy's release at all:
+    not when it tests another release of its epoch, nor when it repeats an
+    earlier registry lookup (what rule coverage counts)."""
+    return not for_other_release(rule, release) and _registry_alias(rule, step) is None
+
+
+def _registry_alias(rule: Rule, step: StepDef) -> Rule | None:
+    """The earlier registry rule of ``step`` that ``rule`` repeats (the same
+    conditions and value), if any: two registry entries whose class is the
+    same (vLLM 0.9.x registers PyNcclConnector and MooncakeConnector as
+    simple_connector.SimpleConnector) compile to one module-path lookup twice."""
+    if not rule.id.startswith("registry."):
+        return None
+    return next((r for r in step.rules[:step.rules.index(rule)]
+                 if r.id.startswith("registry.") and r.when == rule.when and r.value == rule.value), None)
+
+
 # How a rule's condition on a release fact reads the policy's one value.
 _RELEASE_TESTS = {
     "eq": lambda v, o: v == o, "ne": lambda v, o: v != o, "in": lambda v, o: v in o, "not_in": lambda v, o: v not in o,
@@ -221,6 +241,12 @@ def _rule_findings(steps: dict[str, tuple[StepDef, ...]], won: set[str], matched
                 total += 1
                 if rule.id in won:
                     fired += 1
+                elif rule.id in matched and (alias := _registry_alias(rule, step)) is not None:
+                    report.findings.append(Finding(
+                        "verify.registry_alias", "info", ruleset, step.name, (alias.id, rule.id),
+                        f"rule `{rule.id}` is the lookup `{alias.id}` makes: two registry entries name the same "
+                        f"module and class",
+                        file=rule.file, path=rule.path, line=rule.line, column=rule.column))
                 elif rule.id in matched:
                     report.findings.append(Finding(
                         "verify.shadowed", "error", ruleset, step.name, (rule.id,),
