@@ -150,3 +150,23 @@ def test_two_registry_names_for_one_class_are_one_lookup(tmp_path):
     (alias,) = [f for f in report.findings if f.code == "verify.registry_alias"]
     assert alias.rules == ("registry.PyNcclConnector.module", "registry.MooncakeAlias.module")
     assert "registry.MooncakeAlias.module" not in suite.rules and "registry.MooncakeAlias" in suite.rules
+
+
+def test_diff_between_releases_names_the_step_that_decides():
+    # The two epochs differ in many steps; the cause was `hisparse_active`, a
+    # step only 0.33.0 has, which took its default and changed nothing.
+    result = hma("diff", "--base", "vllm:0.21.0", "--head", "vllm:0.33.0", "examples/nixl-pd-decode.json",
+                 "examples/offloading-shorthand.json", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    causes = {c["source"]: c["cause"] for c in json.loads(result.stdout)["changes"]}
+    assert causes == {
+        "examples/nixl-pd-decode.json": {
+            "ruleset": "decision", "node": None, "step": "connector_check",
+            "before": {"rule": "hma.kv_transfer_auto_disabled", "value": "unsupported"},
+            "after": {"rule": "hma.connector_supported", "value": "supported"}},
+        # 0.21.0 decides on the kv_transfer_config as configured (the shorthand comes later)
+        "examples/offloading-shorthand.json": {
+            "ruleset": "decision", "node": None, "step": "connector_check",
+            "before": {"rule": "hma.kv_transfer_auto_disabled", "value": "unsupported"},
+            "after": {"rule": "hma.connector_supported", "value": "supported"}},
+    }
