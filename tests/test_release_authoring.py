@@ -41,22 +41,32 @@ def test_rules_check_of_a_release_checks_that_releases_policy():
     assert report["digest"] == hma_policy.load_policy(release="0.21.0").digest != hma_policy.load_policy().digest
 
 
-@pytest.fixture()
-def later_rule(tmp_path):
-    """A copy of the 0.33.0 rules with a rule for vLLM 0.30.0 only, in the step `hma`."""
+def edited(tmp_path: Path, name: str, old: str, new: str) -> Path:
+    """A copy of the 0.33.0 rules in which ``old`` of the file ``name`` reads ``new``."""
     rules = copy_rules(tmp_path / "r")
-    edit(rules / "decision.yaml", "      - id: hma.explicit_enable\n",
-         "      - id: hma.only_in_0_30\n        when: {preference: enable, vllm_minor: 30}\n        value: disabled\n"
-         "      - id: hma.explicit_enable\n")
+    edit(rules / name, old, new)
     return rules
 
 
-def test_a_rule_for_another_release_of_the_epoch_is_information(later_rule):
-    policy = hma_policy.load_policy(later_rule)
+def verified(rules: Path):
+    """The verification report of the rules folder ``rules``."""
+    policy = hma_policy.load_policy(rules)
     try:
-        report = verify(policy, witnesses=False)
+        return verify(policy, witnesses=False)
     finally:
         policy.close()
+
+
+@pytest.fixture()
+def later_rule(tmp_path):
+    """A copy of the 0.33.0 rules with a rule for vLLM 0.30.0 only, in the step `hma`."""
+    return edited(tmp_path, "decision.yaml", "      - id: hma.explicit_enable\n",
+                  "      - id: hma.only_in_0_30\n        when: {preference: enable, vllm_minor: 30}\n        value: disabled\n"
+                  "      - id: hma.explicit_enable\n")
+
+
+def test_a_rule_for_another_release_of_the_epoch_is_information(later_rule):
+    report = verified(later_rule)
     assert not report.errors, [f.message for f in report.errors]
     (finding,) = [f for f in report.findings if f.code == "verify.other_release"]
     assert finding.severity == "info" and finding.rules == ("hma.only_in_0_30",)
@@ -64,15 +74,10 @@ def test_a_rule_for_another_release_of_the_epoch_is_information(later_rule):
 
 
 def test_a_dead_rule_that_tests_this_release_is_still_an_error(tmp_path):
-    rules = copy_rules(tmp_path / "r")
-    edit(rules / "decision.yaml", "      - id: hma.explicit_enable\n",
-         "      - id: hma.dead_here\n        when: {preference: enable, vllm_minor: 33, platform_supports_hybrid_kv_cache: false}\n"
-         "        value: disabled\n      - id: hma.explicit_enable\n")
-    policy = hma_policy.load_policy(rules)
-    try:
-        report = verify(policy, witnesses=False)
-    finally:
-        policy.close()
+    report = verified(edited(
+        tmp_path, "decision.yaml", "      - id: hma.explicit_enable\n",
+        "      - id: hma.dead_here\n        when: {preference: enable, vllm_minor: 33, platform_supports_hybrid_kv_cache: false}\n"
+        "        value: disabled\n      - id: hma.explicit_enable\n"))
     # hma.explicit_enable_conflict always wins there: shadowed in this very release
     assert [(f.code, f.rules) for f in report.errors] == [("verify.shadowed", ("hma.dead_here",))]
 
@@ -136,13 +141,12 @@ def test_a_release_bound_that_is_no_release_is_a_located_problem(tmp_path):
 
 def test_two_registry_names_for_one_class_are_one_lookup(tmp_path):
     # vLLM 0.9.x registers PyNcclConnector and MooncakeConnector as simple_connector.SimpleConnector.
-    rules = copy_rules(tmp_path / "r")
-    edit(rules / "connectors.yaml", "connectors:\n",
-         "connectors:\n  PyNcclConnector:\n    supports_hma: false\n    module_path: my.simple\n    class: SimpleConnector\n"
-         "  MooncakeAlias:\n    supports_hma: false\n    module_path: my.simple\n    class: SimpleConnector\n")
+    rules = edited(tmp_path, "connectors.yaml", "connectors:\n",
+                   "connectors:\n  PyNcclConnector:\n    supports_hma: false\n    module_path: my.simple\n    class: SimpleConnector\n"
+                   "  MooncakeAlias:\n    supports_hma: false\n    module_path: my.simple\n    class: SimpleConnector\n")
+    report = verified(rules)
     policy = hma_policy.load_policy(rules)
     try:
-        report = verify(policy, witnesses=False)
         suite = run_cases(policy, [])
     finally:
         policy.close()
