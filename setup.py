@@ -21,9 +21,9 @@ from pathlib import Path
 
 from setuptools import setup
 
-# Per decision: input (bounds, normalise, validate), the schema check, facts,
+# Per decision: input (normalise, validate) and its limits walk, the schema check, facts,
 # the step table and the evaluator.
-COMPILED = ("core/accept", "core/input", "core/facts", "core/table", "core/evaluate")
+COMPILED = ("core/accept", "core/input", "core/bounds", "core/facts", "core/table", "core/evaluate")
 
 
 def _extensions() -> list:

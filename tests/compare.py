@@ -10,7 +10,6 @@ source ``vllm``, and which nodes get ``connector.capability_unknown``.
 from __future__ import annotations
 
 import hma_policy
-from hma_policy.core.input import ALIASES
 
 import reference_model
 
@@ -20,7 +19,7 @@ FIELDS = ("outcome", "hma_enabled", "error", "vllm_warnings", "input_problems", 
 def snake(path: str) -> str:
     """Decision paths follow the document's spelling; the model speaks snake_case."""
     head, sep, rest = path[1:].partition("/")
-    return "/" + ALIASES.get(head, head) + sep + rest if path else path
+    return "/" + head.replace("-", "_") + sep + rest if path else path
 
 
 def observe(policy: hma_policy.Policy, document) -> tuple:

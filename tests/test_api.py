@@ -255,3 +255,19 @@ def test_error_problems_are_sorted_tuples_and_the_message_shows_the_first():
 
 def test_decide_returns_a_decision():
     assert isinstance(decide({"kv_transfer_config": NIXL}), Decision)
+
+
+class LyingRepr(dict):
+    """A mapping whose repr() claims another content."""
+
+    def __repr__(self):
+        return "{'kv_connector': 'NixlConnector', 'kv_role': 'kv_both'}"
+
+
+def test_a_document_whose_repr_lies_gets_its_own_decision():
+    # The old decision cache was keyed by repr() of nested values: the second
+    # document got the first one's decision (enabled). Nothing is keyed on
+    # the caller's objects now; the decision is of the content.
+    first = {"kv_transfer_config": LyingRepr(kv_connector="NixlConnector", kv_role="kv_both")}
+    second = {"kv_transfer_config": LyingRepr(kv_connector="LMCacheConnectorV1", kv_role="kv_both")}
+    assert [decide(d).outcome for d in (first, second, first)] == ["enabled", "disabled", "enabled"]

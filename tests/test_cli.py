@@ -327,9 +327,9 @@ GARBAGE = {
     "binary.dat": (bytes(range(256)) * 4, 2),
     "binary.json": (b"\x00\x01\xff\xfe\x80{", 2),
     "empty.json": (b"", 2),
-    "empty.yaml": (b"", 0),
+    "empty.yaml": (b"", 2),  # nothing is not a deployment (input.empty)
     "list.json": (b"[]", 2),
-    "null.json": (b"null", 0),
+    "null.json": (b"null", 2),
     "deep.json": (b"[" * 5000 + b"]" * 5000, 2),
     "deep_object.json": (b'{"metadata":' + b'{"a":' * 5000 + b"1" + b"}" * 5001, 2),
     "deep.yaml": (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", 2),

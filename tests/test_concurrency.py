@@ -16,6 +16,8 @@ import os
 import pickle  # our own forked children's answers, read back
 import random
 import signal
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -340,3 +342,36 @@ def test_isolated_policy_after_close():
         policy.decide({})
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # the worker was reaped, not left a zombie
+
+
+# ---------------------------------------------------------------------------
+# decide() from a signal handler
+# ---------------------------------------------------------------------------
+
+SIGNAL_REENTRY = r"""
+import signal, sys
+import hma_policy
+from hma_policy.core import policies
+
+raised = []
+real_init = policies.PolicySet.__init__
+
+def loading(self, *args, **kwargs):
+    if not raised:  # once: the handler runs while this thread holds the loader's lock
+        raised.append(True)
+        signal.raise_signal(signal.SIGALRM)
+    real_init(self, *args, **kwargs)
+
+answers = []
+signal.signal(signal.SIGALRM, lambda *a: answers.append(hma_policy.decide({}).outcome))
+policies.PolicySet.__init__ = loading
+print(hma_policy.decide({}).outcome, answers)
+"""
+
+
+def test_decide_from_a_signal_handler_during_the_first_load_does_not_deadlock():
+    # The bundled policy set is loaded under a lock on first use; a handler
+    # that decides while the same thread holds it used to wait forever.
+    result = subprocess.run([sys.executable, "-c", SIGNAL_REENTRY], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "enabled ['enabled']"

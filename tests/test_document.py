@@ -764,7 +764,7 @@ STYLE_CASES = [
     {"platform": {"gpu": "h100"}},
     {"kv_offloading_size": -1, "kv_offloading_backend": "lmcach"},
     {"metadata": {"when": {1, 2}}},
-    {"disable_hybrid_kv_cache_manager": "true"},
+    {"disable_hybrid_kv_cache_manager": "yes"},  # "true" reads as vLLM reads it
     [],
 ]
 

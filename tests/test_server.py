@@ -468,10 +468,10 @@ def test_an_internal_error_answers_500_with_a_code_and_no_traceback(monkeypatch)
     policy = hma_policy.load_policy()
     app = create_app(policy=policy)
 
-    def broken(document: Any) -> Any:
+    def broken(prepared: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a fault deep in the engine")
 
-    monkeypatch.setattr(policy, "decide", broken)
+    monkeypatch.setattr(policy, "decide_prepared", broken)
 
     async def ask() -> httpx.Response:
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
@@ -691,3 +691,28 @@ def test_sighup_keeps_the_old_policy_when_the_new_one_is_bad_and_serves_a_good_o
             assert samples[("hma_policy_policy_reloads_total", (("result", "loaded"),))] == workers
     finally:
         assert server.stop() == 0
+
+
+def test_a_launch_is_decided_with_the_release_its_image_tag_names():
+    # The admission webhook reads the release as the audit does: the image
+    # tag of the container, and the policy set decides with that release.
+    import orjson
+
+    from hma_policy.audit.sources import find_deployments
+    from hma_policy.core.policies import PolicySet
+    from hma_policy.server.admission import hint_for
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{
+        "name": "vllm", "image": "vllm/vllm-openai:v0.33.0",
+        "args": ["vllm", "serve", "m", "--kv-transfer-config",
+                 '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}']}]}}
+    (deployment,) = find_deployments("object.json", orjson.dumps(pod).decode()).deployments
+    hint = hint_for(deployment)
+    assert hint is not None and hint.version == "0.33.0" and "vllm/vllm-openai:v0.33.0" in hint.origin
+    policies = PolicySet()
+    try:
+        decision = policies.decide(deployment.document, hint=hint)
+    finally:
+        policies.close()
+    assert decision.vllm is not None and decision.vllm.release == "0.33.0"
+    assert decision.vllm.source == hint.origin

@@ -414,7 +414,7 @@ items:
     source = read_source(manifest)
     a, b = source.deployments
     assert a.problems[0].message == "Pod a, container c: args[4] must be strings; Kubernetes rejects the manifest"
-    assert b.problems[0].message == ("the annotation hma-policy.dev/facts of Pod b may only give model, platform, env; "
+    assert b.problems[0].message == ("the annotation hma-policy.dev/facts of Pod b may only give model, model_facts, platform, env; "
                                      "`kv_transfer_config` must come from the deployment itself")
     assert codes(source.problems) == ["source.serve_twice"]
 
@@ -438,7 +438,7 @@ vllm serve last --kv-transfer-config '{NIXL}'
 def test_a_bad_directive_stops_the_deployments_it_would_describe(tmp_path):
     d = only(read_source(write(tmp_path / "run.sh", "# hma-policy: [not, a, mapping]\nvllm serve m\n")))
     assert d.problems[0].code == "source.directive"
-    assert d.problems[0].hint == "for example: # hma-policy: {model: {layer_kinds: [sliding_window, full_attention]}}"
+    assert d.problems[0].hint == "for example: # hma-policy: {model_facts: {layer_kinds: [sliding_window, full_attention]}}"
 
 
 # -- robustness ---------------------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ Expected values are the ones vLLM's tests assert, written out literally.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import jsonschema
@@ -26,8 +25,9 @@ import yaml
 
 import hma_policy
 
+from rulecopy import copy_rules
+
 ROOT = Path(__file__).resolve().parent.parent
-RULES_DIR = ROOT / "rules"
 DECISION_VALIDATOR = jsonschema.Draft202012Validator(
     json.loads((ROOT / "schemas" / "decision.schema.json").read_text(encoding="utf-8"))
 )
@@ -53,8 +53,7 @@ def policy():
 def mock_rules_dir(tmp_path_factory):
     """A copy of rules/ whose registry also declares the two mock connectors of
     test_multi_connector.py: unregistered, reachable by module path only."""
-    target = tmp_path_factory.mktemp("mock-rules") / "rules"
-    shutil.copytree(RULES_DIR, target)
+    target = copy_rules(tmp_path_factory.mktemp("mock-rules") / "rules")
     registry_file = target / "connectors.yaml"
     registry = yaml.safe_load(registry_file.read_text(encoding="utf-8"))
     assert "MockConnector" not in registry["connectors"]

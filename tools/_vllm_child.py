@@ -785,6 +785,29 @@ def _not_a_case(exc):
     return None
 
 
+class _NotACase(Exception):
+    """A stage failed for want of what the CPU stand-in lacks (NOT_A_CASE): the case is not recorded."""
+
+    def __init__(self, skip: dict):
+        super().__init__(skip["skip"])
+        self.skip = skip
+
+
+@contextlib.contextmanager
+def vllm_stage(stage: str):
+    """What vLLM raises inside is the case's first error at ``stage`` (or, per NOT_A_CASE, no case at all)."""
+    try:
+        yield
+    except Outcome:
+        raise
+    except Exception as exc:
+        skip = _not_a_case(exc)
+        if skip:
+            raise _NotACase(skip) from None
+        stage, code = classify(exc, stage)
+        raise Outcome(stage, code, f"{type(exc).__name__}: {str(exc)[:400]}") from None
+
+
 def run_case(doc: dict) -> dict:
     capture = _Capture()
     vllm_logger = logging.getLogger("vllm")
@@ -845,16 +868,8 @@ def run_case(doc: dict) -> dict:
             except Exception as exc:
                 # Building the inputs (not vLLM's decision) failed: not a case.
                 return {"skip": f"inputs could not be built: {type(exc).__name__}: {str(exc)[:300]}"}
-            try:
-                with while_configuring():
-                    config = VllmConfig(**kwargs)
-            except Outcome:
-                raise
-            except Exception as exc:
-                if _not_a_case(exc):
-                    return _not_a_case(exc)
-                stage, code = classify(exc, "config")
-                raise Outcome(stage, code, f"{type(exc).__name__}: {str(exc)[:400]}") from None
+            with vllm_stage("config"), while_configuring():
+                config = VllmConfig(**kwargs)
             hma_enabled = not config.scheduler_config.disable_hybrid_kv_cache_manager
             kinds = model.get("layer_kinds") or []
             if kinds:
@@ -874,15 +889,8 @@ def run_case(doc: dict) -> dict:
                     # Grouping the synthetic specs (page sizes) is not the HMA decision.
                     notes.append(f"planning after unification raised {type(exc).__name__}: {str(exc)[:200]}")
             if config.kv_transfer_config is not None:
-                try:
+                with vllm_stage("connector"):
                     cls = create_connector_checks(config)
-                except Outcome:
-                    raise
-                except Exception as exc:
-                    if _not_a_case(exc):
-                        return _not_a_case(exc)
-                    stage, code = classify(exc, "connector")
-                    raise Outcome(stage, code, f"{type(exc).__name__}: {str(exc)[:400]}") from None
                 if cls.__name__ == "MultiConnector" or issubclass(cls, _multi_connector_class()):
                     try:
                         simulate_multi_construction(cls, config, sources)
@@ -891,6 +899,8 @@ def run_case(doc: dict) -> dict:
                     except Exception as exc:
                         stage, code = classify(exc, "connector")
                         raise Outcome(stage, code, f"{type(exc).__name__}: {str(exc)[:400]}") from None
+    except _NotACase as exc:
+        return exc.skip
     except Outcome as outcome:
         error = {"stage": outcome.stage, "code": outcome.code, "message": outcome.message}
         if outcome.stage in ("input", "config"):

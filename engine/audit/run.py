@@ -32,7 +32,7 @@ from ..core.policy import Policy
 from .declog_format import input_digest
 from .model import FAIL_ON, AuditError, AuditReport, Entry, FileResult, Tally
 from .report import deployments_json
-from .sources import DEFAULT_SOURCE_LIMITS, Deployment, SourceLimits, read_source
+from .sources import DEFAULT_SOURCE_LIMITS, EMPTY, Deployment, SourceLimits, read_source
 from .walk import inside, roots, walk
 
 __all__ = ["audit", "AuditReport", "AuditError", "Entry", "FileResult", "FAIL_ON", "progress_bar"]
@@ -51,6 +51,7 @@ class Settings(NamedTuple):
     documents: bool  # keep each deployment's document in its entry (the decision log shows them)
     prerender: bool  # render each chunk's deployments as the JSON report holds them
     known: tuple[str, ...]  # connector names whose mention in a file with no launch is noted
+    named: frozenset[str] = frozenset()  # the files named on the command line (an empty one is a problem)
 
 
 class Chunk(NamedTuple):
@@ -94,7 +95,8 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     chunks = [files[i:i + CHUNK] for i in range(0, len(files), CHUNK)]
     own = policy is None
     policies = PolicySet(rules) if policy is None else policy if isinstance(policy, PolicySet) else PolicySet.wrap(policy)
-    settings = Settings(roots(paths, config_roots), limits, documents, prerender, policies.registered_names)
+    settings = Settings(roots(paths, config_roots), limits, documents, prerender, policies.registered_names,
+                        frozenset(str(Path(p)) for p in paths if not Path(p).is_dir()))
     done = 0
     parts: list[Chunk] = []
     paused = gc.isenabled()
@@ -219,7 +221,12 @@ def _read(display: str, name: str, plain: bool, settings: Settings) -> Any:
         if path.is_symlink() and not inside(path.resolve(strict=False), settings.roots):
             return FileResult(display, None, 0, (Problem("source.outside_roots", f"`{display}` links to a file "
                                                          "outside the audited paths; it is not read", file=display),))
-    return read_source(name, display=display, roots=settings.roots, limits=settings.limits, known=settings.known)
+    found = read_source(name, display=display, roots=settings.roots, limits=settings.limits, known=settings.known)
+    if found.skipped == EMPTY and name in settings.named:  # given to decide, as `hma-policy decide FILE` would be
+        return FileResult(display, None, 0, (Problem("input.empty", f"`{display}` {EMPTY}", file=display,
+                                                     hint="give a deployment document; `{}` is a deployment "
+                                                          "without a connector"),))
+    return found
 
 
 def _prepare(policy: PolicySet, deployment: Deployment) -> Any:

@@ -41,7 +41,7 @@ __all__ = ["Case", "CaseResult", "Suite", "load_cases", "check_names", "run_case
 # runs (docs/decision.md lists them; tests/test_authoring.py holds the two
 # equal). The deployment schema's `x-code` annotations add their own.
 INPUT_CODES = ("input.schema", "input.parse", "input.duplicate_key", "input.type", "input.encoding", "input.read",
-               "input.limit", "input.not_regular")
+               "input.limit", "input.not_regular", "input.empty", "input.unreadable")
 
 
 def _release_key(version: str) -> tuple[int, ...]:

@@ -1,42 +1,42 @@
 """Stage 1, input: read, bound, normalise and validate a deployment document.
 
-Everything a document holds is data. Limits are checked by an iterative walk
-before anything recursive (jsonschema, the graph walk) sees the document, so a
-hostile document ends in an :class:`InputError`, never in a RecursionError,
-MemoryError or hang.
+Everything a document holds is data. The caller's object (a mapping, an
+``argparse.Namespace`` as vLLM's parser leaves it, one of vLLM's config
+objects) is read once, into plain JSON checked against the limits
+(:mod:`.bounds`), before anything recursive (jsonschema, the graph walk)
+sees it: a hostile document ends in an :class:`InputError`, never in a
+RecursionError, MemoryError or hang, nor in an exception of its own. Its
+names are the document's fields and the vLLM release's options
+(:mod:`.options`); the options the decision does not read are ignored.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
 
 from . import yamlsafe
 from ..fileio import NotRegularFile, open_regular
-from .errors import InputError, Problem
+from .bounds import bounded, check_values, plain_key, short_key
+from .errors import InputError, Problem, suggest
 from .limits import DEFAULT_LIMITS, Limits
+from .optionlist import ReleaseOptions, known_options
 from .schema import accept_check, iter_problems, load_schema, pointer
 
-__all__ = ["Limits", "read_document", "parse_text", "prepare", "from_object"]
+__all__ = ["Limits", "read_document", "parse_text", "prepare", "from_object", "MODEL_FACTS"]
 
 
-# vLLM's CLI spellings of the top-level names (vllm serve --kv-transfer-config ...).
-ALIASES = {
-    "kv-transfer-config": "kv_transfer_config",
-    "disable-hybrid-kv-cache-manager": "disable_hybrid_kv_cache_manager",
-    "kv-offloading-size": "kv_offloading_size",
-    "kv-offloading-backend": "kv_offloading_backend",
-    "speculative-config": "speculative_config",
-    "hisparse-config": "hisparse_config",
-    "kv-events-config": "kv_events_config",
-}
-# Fields vllm serve accepts as a JSON string.
+# Fields given as a JSON string, as vllm serve takes them (hisparse_config is
+# no vLLM option, but documents may give it as text too).
 JSON_STRING_FIELDS = ("kv_transfer_config", "speculative_config", "hisparse_config", "kv_events_config")
 
 
@@ -214,144 +214,130 @@ def read_document(path: str | Path, *, limits: Limits = DEFAULT_LIMITS, stdin: A
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _fail("input.encoding", f"`{source}` is not UTF-8 text (byte {exc.start})") from None
+    shown = "standard input" if source == "-" else f"`{source}`"
+    # Nothing, or a null, is not a deployment: a missing file piped in must not pass as one without a connector.
+    if not text.strip():
+        raise _fail("input.empty", f"{shown} is empty", hint=_EMPTY_HINT)
     fmt = "json" if source.endswith(".json") else ("yaml" if source.endswith((".yaml", ".yml")) else None)
-    return parse_text(text, source=f"`{source}`", fmt=fmt)
-
-
-def _check_values(document: Any, limits: Limits) -> tuple[bool, int]:
-    """Iteratively check JSON-compatibility and size limits; raise on the
-    first breach. Whether the document is plain (dicts and lists only), and
-    how many values it holds.
-
-    The walk keeps no paths (it runs on every document); the pointer of a
-    breach is found by a second, slower walk only when there is one. Strings,
-    numbers, booleans and nulls (most values) are checked where their
-    container is read, and never put on the stack.
-    """
-    count = 1
-    max_depth, max_string, max_values = limits.max_depth, limits.max_string_length, limits.max_values
-    plain = True
-    if not _container(document):
-        _check_scalar(document, document, limits)
-        return True, 1
-    stack: list[tuple[Any, int]] = [(document, 0)]
-    while stack:
-        value, depth = stack.pop()
-        kind = type(value)
-        if kind is dict or (kind is not list and kind is not tuple):
-            plain = plain and kind is dict
-            if depth >= max_depth and value:  # its children would be too deep
-                _breach(document, limits, "depth")
-            for key in value:
-                if type(key) is not str:
-                    _breach(document, limits, "key")
-            items = value.values()
-        else:
-            plain = plain and kind is list
-            if depth >= max_depth and value:
-                _breach(document, limits, "depth")
-            items = value
-        count += len(items)
-        if count > max_values:
-            raise _fail("input.limit", f"the document holds more than {max_values} values")
-        for item in items:
-            item_kind = type(item)
-            if item_kind is str:
-                if len(item) > max_string:
-                    _breach(document, limits, "string")
-            elif item_kind is dict or item_kind is list:
-                stack.append((item, depth + 1))
-            elif item is None or item_kind is bool or item_kind is float:
-                pass
-            elif item_kind is int:
-                if item.bit_length() > 1024:
-                    _breach(document, limits, "int")
-            elif _container(item):
-                stack.append((item, depth + 1))
-            else:
-                _check_scalar(item, document, limits)
-    return plain, count
-
-
-def _container(value: Any) -> bool:
-    kind = type(value)
-    return kind is list or kind is tuple or isinstance(value, Mapping)
-
-
-def _check_scalar(value: Any, document: Any, limits: Limits) -> None:
-    """A value that is not a container: a JSON scalar within the limits, or a breach."""
-    kind = type(value)
-    if kind is str:
-        if len(value) > limits.max_string_length:
-            _breach(document, limits, "string")
-    elif value is None or kind is bool or kind is float:
-        pass  # any float, NaN included, is opaque data: none reaches the rule runtime
-    elif kind is int or isinstance(value, int) and not isinstance(value, bool):
-        if value.bit_length() > 1024:
-            _breach(document, limits, "int")
-    else:
-        _breach(document, limits, "type")
-
-
-def _to_plain(value: Any) -> Any:
-    """Tuples become lists and other mappings dicts, as json.dumps reads them
-    (so a document and its JSON text always get the same decision)."""
-    if isinstance(value, Mapping):
-        return {key: _to_plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_to_plain(item) for item in value]
-    return value
-
-
-def _breach(document: Any, limits: Limits, kind: str) -> None:
-    """Find the first value breaking ``kind`` (depth-first, in document order) and raise."""
-    stack: list[tuple[Any, tuple, int]] = [(document, (), 0)]
-    while stack:
-        value, path, depth = stack.pop()
-        if kind == "depth" and depth > limits.max_depth:
-            raise _fail("input.limit", f"the document is nested deeper than {limits.max_depth} levels", pointer(path))
-        if isinstance(value, Mapping):
-            items = list(value.items())
-            for key, _ in items:
-                if kind == "key" and not isinstance(key, str):
-                    raise _fail("input.type", f"object keys must be strings, got `{key!r}`"[:200], pointer(path))
-            items.reverse()
-            stack.extend([(item, path + (key,), depth + 1) for key, item in items])
-        elif isinstance(value, (list, tuple)):
-            pairs = list(enumerate(value))
-            pairs.reverse()
-            stack.extend([(item, path + (index,), depth + 1) for index, item in pairs])
-        elif kind == "string" and isinstance(value, str) and len(value) > limits.max_string_length:
-            raise _fail("input.limit", f"a string is longer than {limits.max_string_length} characters", pointer(path))
-        elif kind == "int" and isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
-            raise _fail("input.limit", "an integer is too large", pointer(path))
-        elif kind == "type" and not (value is None or isinstance(value, (str, int, float, bool))):
-            raise _fail("input.type", f"`{type(value).__name__}` values are not JSON data", pointer(path))
-    raise _fail("input.limit", "the document breaks a limit")  # pragma: no cover - the fast walk found one
-
-
-def _normalise(document: Any, limits: Limits, spelled: dict[str, str]) -> dict[str, Any]:
+    document = parse_text(text, source=f"`{source}`", fmt=fmt)
     if document is None:
-        document = {}
-    if not isinstance(document, Mapping):
-        raise _fail("input.schema", f"a deployment document must be an object, got {type(document).__name__}")
+        raise _fail("input.empty", f"{shown} holds no document (it reads as null)", hint=_EMPTY_HINT)
+    return document
+
+
+_EMPTY_HINT = "give a deployment document; `{}` is a deployment without a connector"
+
+
+# -- the document's names ------------------------------------------------------------
+
+_SCHEMA = load_schema("deployment")
+# The document's own fields: the schema's top-level names. Those that are
+# also vLLM options (kv_transfer_config, model, ...) hold vLLM's values.
+DOCUMENT_FIELDS = frozenset(_SCHEMA["properties"])
+# What vLLM's `vllm serve` parser sets besides its options
+# (vllm/entrypoints/cli/main.py: the subcommand and its handler; serve's
+# positional model argument): accepted, never read.
+PARSER_NAMES = frozenset({"subparser", "dispatch_function", "model_tag"})
+# The model's facts (its layer kinds, attention_chunk_size), under a name no
+# vLLM option has. `model` is vLLM's option, the model's name; as an object
+# it holds the facts, as documents did before `model_facts` existed.
+MODEL_FACTS = "model_facts"
+_FACT_NAMES = frozenset(_SCHEMA["$defs"]["modelFacts"]["properties"])
+
+
+def _select(document: Mapping[Any, Any], options: ReleaseOptions, limits: Limits, spelled: dict[str, str],
+            declared: frozenset[str] = frozenset()) -> tuple[dict[str, Any], list[Problem]]:
+    """The document's fields by name (vLLM's kebab-case read as snake_case),
+    and a problem for each name that is neither a document field nor an
+    option of the release (nor one of ``declared``, the fields a dataclass
+    such as vLLM's EngineArgs declares). vLLM's other options are accepted
+    and left out, their values never read: the decision does not depend on them."""
+    items = list(document.items())
+    if len(items) > limits.max_values:
+        raise _fail("input.limit", f"the document holds more than {limits.max_values} values")
     out: dict[str, Any] = {}
-    for key, value in document.items():
-        name = ALIASES.get(key, key) if isinstance(key, str) else key
-        if name in out:
-            raise _fail("input.duplicate_key", f"`{name}` is given twice, as `{spelled.get(name, name)}` and as `{key}`", pointer([key]))
-        out[name] = value
-        spelled[name] = key
-    for name in JSON_STRING_FIELDS:
-        value = out.get(name)
-        if isinstance(value, str):
+    seen: dict[str, str] = {}
+    unknown: list[Problem] = []
+    for raw, value in items:
+        key = plain_key(raw, ())
+        name = key if key in DOCUMENT_FIELDS or key in declared else key.replace("-", "_")
+        dest = options.dest(name)
+        same = dest if dest is not None and name not in DOCUMENT_FIELDS else name  # an alias is its option
+        if same in seen:
+            raise _fail("input.duplicate_key", f"`{same}` is given twice, as `{seen[same]}` and as `{key}`", pointer([key]))
+        seen[same] = key
+        if name in DOCUMENT_FIELDS:
+            out[name] = value
+            spelled[name] = key
+        elif dest is None and name not in PARSER_NAMES and name not in declared:
+            unknown.append(Problem("input.schema", f"unknown field `{short_key(key)}`", pointer([key]),
+                                   _unknown_hint(key, options)))
+    return out, unknown
+
+
+def _unknown_hint(key: str, options: ReleaseOptions) -> str | None:
+    """A did-you-mean among the document's fields and the release's options, spelled as ``key`` is."""
+    if key.replace("-", "_") in _FACT_NAMES:
+        return f"the model's facts go under `{MODEL_FACTS}`"
+    names = sorted([*DOCUMENT_FIELDS, *options.by_dest])
+    return suggest(key, [n.replace("_", "-") for n in names] if "-" in key else names)
+
+
+def _coerce(document: dict[str, Any], options: ReleaseOptions, limits: Limits, spelled: dict[str, str]) -> bool:
+    """String values read as vLLM's argument types read them: JSON text for
+    a JSON option (kv_transfer_config), ``true``/``false`` for a boolean
+    one, a number for a numeric one. A string that does not read as its
+    type is left for the schema to refuse. Whether JSON text was expanded."""
+    expanded = False
+    for name, value in list(document.items()):
+        if type(value) is not str:
+            continue
+        option = options.by_dest.get(name)
+        kind = "json" if name in JSON_STRING_FIELDS else (option.type if option is not None else None)
+        if kind == "json":
             if len(value) > limits.max_bytes:
                 raise _fail("input.limit", f"`{name}` is longer than {limits.max_bytes} characters", pointer([name]))
             try:
-                out[name] = _json_loads(value, source=f"`{spelled[name]}`", path=pointer([spelled[name]]))
+                document[name] = _json_loads(value, source=f"`{spelled[name]}`", path=pointer([spelled[name]]))
             except json.JSONDecodeError as exc:
-                raise _fail("input.parse", f"`{spelled[name]}` is not valid JSON: {exc.msg} at column {exc.colno}", pointer([spelled[name]])) from None
-    return out
+                raise _fail("input.parse", f"`{spelled[name]}` is not valid JSON: {exc.msg} at column {exc.colno}",
+                            pointer([spelled[name]])) from None
+            expanded = True
+        elif kind == "bool" and value.strip().lower() in ("true", "false"):
+            document[name] = value.strip().lower() == "true"
+        elif kind == "int" or kind == "float":
+            try:
+                document[name] = int(value) if kind == "int" else float(value)  # as argparse's type=int, float
+            except ValueError:
+                pass
+    return expanded
+
+
+def _move_model_facts(document: dict[str, Any], spelled: dict[str, str]) -> None:
+    """The decision reads the model's facts from ``model`` (an object): facts
+    given as ``model_facts`` move there, with vLLM's model name (``model``,
+    a string) kept beside them as ``name``, and ``spelled`` points the
+    decision's paths (``/model/layer_kinds``) back to where they were written.
+    A document that gives the facts in ``model`` keeps them there."""
+    model = document.get("model")
+    facts = document.pop(MODEL_FACTS, None)
+    if isinstance(model, dict):
+        if facts is not None and model.keys() - {"name"}:
+            raise InputError([Problem(
+                "input.duplicate_key", f"the model's facts are given twice: in `{spelled['model']}` and in "
+                f"`{spelled[MODEL_FACTS]}`", pointer([spelled[MODEL_FACTS]]),
+                hint=f"give them only in `{MODEL_FACTS}`, and the model's name as `model`")])
+        name = model.get("name")
+    else:
+        name = model
+    if facts is None and not isinstance(model, str):
+        return  # no facts, or facts in `model`
+    merged = dict(facts or {})
+    if name is not None:
+        merged["name"] = name
+    document["model"] = merged
+    if facts is not None:
+        spelled["model"] = spelled[MODEL_FACTS]
 
 
 def _count_connectors(document: dict[str, Any], limits: Limits) -> None:
@@ -369,33 +355,74 @@ def _count_connectors(document: dict[str, Any], limits: Limits) -> None:
             stack.extend(extra["connectors"])
 
 
-def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS, spelled: dict[str, str] | None = None) -> dict[str, Any]:
+def _read(document: Any, options: ReleaseOptions, limits: Limits,
+          spelled: dict[str, str]) -> tuple[dict[str, Any], list[Problem], int]:
+    """The caller's object read once, into a plain JSON document of the fields
+    the decision reads; the problems of names that are not fields or
+    options; how many values it holds. Any failure while reading the
+    object (a mapping whose ``items()`` raises, a raising ``__getattr__``)
+    is an :class:`InputError` (``input.unreadable``)."""
+    try:
+        declared = _dataclass_fields(document)
+        document = from_object(document)
+        if document is None:
+            raise _fail("input.empty", "the document is empty (null)", hint=_EMPTY_HINT)
+        if not isinstance(document, Mapping):
+            raise _fail("input.schema", f"a deployment document must be an object, got {type(document).__name__}")
+        selected, unknown = _select(document, options, limits, spelled, declared)
+        for name, names in _CONFIG_FIELDS.items():
+            value = selected.get(name)
+            if value is not None and not isinstance(value, (Mapping, list, tuple, str, int, float)):
+                selected[name] = _public_fields(value, names)  # one of vLLM's config objects (a Namespace's value)
+        selected, values = bounded(selected, limits)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the caller's object raises
+        raise _fail("input.unreadable", f"the document cannot be read: {_failure(exc)}"[:300],
+                    hint="give plain data: dicts, lists, strings, numbers, booleans and None") from None
+    return selected, unknown, values
+
+
+def _failure(exc: Exception) -> str:
+    """``Type: message`` of an exception the caller's code raised (its __str__ may raise too)."""
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001
+        text = ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS, spelled: dict[str, str] | None = None,
+            options: ReleaseOptions | None = None) -> dict[str, Any]:
     """The validated, normalised document, or :class:`InputError` listing every problem.
 
-    ``spelled``, when given, receives each top-level name as the document
-    spelled it (kebab-case or not), so that results can point into it.
+    ``document``: a mapping (vLLM's option names in either spelling, the
+    model's facts under ``model_facts``), an ``argparse.Namespace`` as
+    vLLM's parser leaves it, or one of vLLM's config objects
+    (:func:`from_object`). ``options``: the vLLM release's options (default:
+    0.33.0's); the ones the decision does not read are accepted and
+    ignored. ``spelled``, when given, receives each top-level name as the
+    document spelled it (kebab-case or not, ``model_facts``), so that
+    results can point into it.
     """
-    document = from_object(document)
-    plain, values = _check_values(document, limits)
-    if not plain:
-        document = _to_plain(document)  # bounded: the walk above checked depth and size
+    options = options if options is not None else known_options()
     spelled = {} if spelled is None else spelled
-    raw = document if isinstance(document, dict) else {}
-    document = _normalise(document, limits, spelled)
-    if any(document.get(name) is not raw.get(spelled.get(name, name)) for name in JSON_STRING_FIELDS):
-        _, values = _check_values(document, limits)  # JSON strings were expanded
+    document, unknown, values = _read(document, options, limits, spelled)
+    if _coerce(document, options, limits, spelled):
+        _, values = check_values(document, limits)  # JSON strings were expanded
     if values > limits.max_connectors:  # else it cannot hold more connectors than that
         _count_connectors(document, limits)
     # The compiled check first, here: the report's generator (jsonschema's,
     # with every problem located) only for a document it refuses.
-    problems = [] if accept_check("deployment")(document) else list(
-        iter_problems("deployment", document, default_code="input.schema"))
+    problems = unknown + ([] if accept_check("deployment")(document) else list(
+        iter_problems("deployment", document, default_code="input.schema")))
     size = document.get("kv_offloading_size")
     if isinstance(size, float) and not math.isfinite(size):
         problems.append(Problem("input.schema", f"`{size}` is not a finite number", "/kv_offloading_size"))
     if problems:
         # Point into the document as the user spelled it (kebab-case or not).
         raise InputError([_respell(p, spelled) for p in problems])
+    _move_model_facts(document, spelled)
     return document
 
 
@@ -414,48 +441,103 @@ def _respell(problem: Problem, spelled: Mapping[str, str]) -> Problem:
 
 
 def _public_fields(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """The attributes ``names`` of a config object (only those: a property
+    of the object is never called)."""
     out = {}
     for name in names:
-        if hasattr(obj, name):
-            out[name] = getattr(obj, name)
+        value = _attribute(obj, name, _ABSENT)
+        if value is not _ABSENT:
+            out[name] = value
     return out
 
 
-KTC_FIELDS = tuple(load_schema("deployment")["$defs"]["kvTransferConfig"]["properties"])
+_ABSENT = object()
+
+
+def _attribute(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj.name``, or ``default`` when it has none. Only AttributeError
+    means none: any other exception of the caller's ``__getattr__`` is
+    raised (``input.unreadable``), in the compiled build too, where
+    ``hasattr`` would hide it."""
+    try:
+        return getattr(obj, name)
+    except AttributeError:
+        return default
+
+
+def _declared(field: dict[str, Any]) -> tuple[str, ...]:
+    """The names the schema declares for an object field (its own, or its ``then``'s ``$ref``)."""
+    ref = (field.get("then") or {}).get("$ref", "")
+    target = _SCHEMA["$defs"][ref[len("#/$defs/"):]] if ref.startswith("#/$defs/") else field
+    return tuple(target.get("properties") or ())
+
+
+# vLLM's config objects, read by attribute where a vLLM option holds one
+# (vLLM's parser makes --kv-transfer-config a KVTransferConfig): the names
+# the schema declares for each.
+_CONFIG_FIELDS = {name: _declared(_SCHEMA["properties"][name])
+                  for name in ("kv_transfer_config", "speculative_config", "kv_events_config")}
+KTC_FIELDS = _CONFIG_FIELDS["kv_transfer_config"]
 
 
 def _ktc_to_dict(ktc: Any) -> Any:
     if ktc is None or isinstance(ktc, Mapping):
         return ktc
-    fields = _public_fields(ktc, KTC_FIELDS)
-    return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in fields.items()}
+    return _public_fields(ktc, KTC_FIELDS)
+
+
+def _dataclass_fields(obj: Any) -> frozenset[str]:
+    """The fields a dataclass instance's class declares (vLLM's EngineArgs
+    declares some that are no command-line option, such as
+    ``model_weights``); none for anything else. A declared field is no
+    misspelling: the class's constructor refuses any other name."""
+    if isinstance(obj, type) or not dataclasses.is_dataclass(obj):
+        return frozenset()
+    return frozenset(field.name for field in dataclasses.fields(obj))
+
+
+def _reads_as_namespace(obj: Any) -> bool:
+    """An object whose attributes are vLLM's options: an argparse.Namespace
+    (as vLLM's parser leaves it), a SimpleNamespace, or any object with a
+    ``kv_transfer_config`` attribute of its own (vLLM's EngineArgs)."""
+    if isinstance(obj, (argparse.Namespace, SimpleNamespace)):
+        return True
+    attributes = _attribute(obj, "__dict__")
+    return isinstance(attributes, dict) and "kv_transfer_config" in attributes
 
 
 def from_object(obj: Any) -> Any:
     """Read vLLM's own config objects by attribute (vLLM is never imported).
 
     A KVTransferConfig becomes ``{"kv_transfer_config": ...}``; a VllmConfig
-    gives its kv_transfer_config, scheduler, cache, speculative and model facts.
-    Anything else is returned unchanged.
+    gives its kv_transfer_config, scheduler, cache, speculative and model
+    facts; an ``argparse.Namespace`` (or an object with vLLM's options as
+    attributes) its attributes, vLLM's options by name. Anything else is
+    returned unchanged.
     """
     if obj is None or isinstance(obj, (Mapping, list, str, int, float)):
         return obj
-    if hasattr(obj, "kv_connector") and hasattr(obj, "kv_role"):
+    if _attribute(obj, "kv_connector", _ABSENT) is not _ABSENT and _attribute(obj, "kv_role", _ABSENT) is not _ABSENT:
         return {"kv_transfer_config": _ktc_to_dict(obj)}
-    if hasattr(obj, "scheduler_config") and hasattr(obj, "kv_transfer_config"):
+    sched = _attribute(obj, "scheduler_config", _ABSENT)
+    if sched is not _ABSENT and _attribute(obj, "kv_transfer_config", _ABSENT) is not _ABSENT:
         doc: dict[str, Any] = {"kv_transfer_config": _ktc_to_dict(obj.kv_transfer_config)}
-        sched = obj.scheduler_config
-        doc["disable_hybrid_kv_cache_manager"] = getattr(sched, "disable_hybrid_kv_cache_manager", None)
-        cache = getattr(obj, "cache_config", None)
+        doc["disable_hybrid_kv_cache_manager"] = _attribute(sched, "disable_hybrid_kv_cache_manager")
+        cache = _attribute(obj, "cache_config")
         if cache is not None:
-            doc["kv_offloading_size"] = getattr(cache, "kv_offloading_size", None)
-            doc["kv_offloading_backend"] = getattr(cache, "kv_offloading_backend", None)
-        spec = getattr(obj, "speculative_config", None)
+            doc["kv_offloading_size"] = _attribute(cache, "kv_offloading_size")
+            doc["kv_offloading_backend"] = _attribute(cache, "kv_offloading_backend")
+        spec = _attribute(obj, "speculative_config")
         if spec is not None:
-            doc["speculative_config"] = {"method": getattr(spec, "method", None)}
-        model = getattr(obj, "model_config", None)
+            doc["speculative_config"] = {"method": _attribute(spec, "method")}
+        model = _attribute(obj, "model_config")
         if model is not None:
-            chunk = getattr(model, "attention_chunk_size", None)
-            doc["model"] = {"attention_chunk_size": chunk} if chunk is not None else {}
+            chunk = _attribute(model, "attention_chunk_size")
+            doc[MODEL_FACTS] = {"attention_chunk_size": chunk} if chunk is not None else {}
+            name = _attribute(model, "model")
+            if isinstance(name, str):
+                doc["model"] = name
         return doc
+    if _reads_as_namespace(obj):
+        return dict(vars(obj))
     return obj

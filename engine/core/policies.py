@@ -67,7 +67,7 @@ class PolicySet:
         self._fixed_source = source or "requested"
         self._bundle: Releases | None = bundled() if rules_dir is None else of_folder(rules_dir)
         self._policies: dict[str, Policy] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # reentrant: a signal handler may decide while a release loads
         self.default = Policy(rules_dir, release=self.fixed, release_source=self._fixed_source if self.fixed else None)
         self._policies[self.default.release] = self.default
 
@@ -81,7 +81,7 @@ class PolicySet:
         out._fixed_source = policy.vllm.source
         out._bundle = None
         out._policies = {policy.release: policy}
-        out._lock = threading.Lock()
+        out._lock = threading.RLock()
         out.default = policy
         return out
 
@@ -189,6 +189,12 @@ class PolicySet:
         """Decide one deployment document with the policy of its release."""
         return self.decide_prepared(self.prepare(document, limits=limits), hint)
 
+    def decide_command(self, argv: str | Sequence[str], *, env: Mapping[str, str] | None = None,
+                       cwd: str | os.PathLike[str] | None = None, config_root: str | os.PathLike[str] | None = None,
+                       limits: Limits = DEFAULT_LIMITS) -> Decision:
+        """:func:`decide_command` with these policies."""
+        return self.decide(command_document(argv, env=env, cwd=cwd, config_root=config_root), limits=limits)
+
     def __repr__(self) -> str:
         fixed = f", release={self.fixed!r}" if self.fixed else ""
         return f"PolicySet(source={self.source!r}{fixed})"
@@ -203,7 +209,9 @@ def _same(version: str) -> str:
 
 
 _DEFAULT: PolicySet | None = None
-_DEFAULT_LOCK = threading.Lock()
+# Reentrant: decide() from a signal handler that interrupts the first load
+# must not wait for a lock its own thread holds (it loads a set of its own).
+_DEFAULT_LOCK = threading.RLock()
 
 
 def default_policies() -> PolicySet:

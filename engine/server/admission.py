@@ -5,7 +5,7 @@ The object under review (``request.object``: a Deployment, StatefulSet, Pod,
 Job, LeaderWorkerSet, or a CRD the audit reads, such as KServe's
 LLMInferenceService) is read exactly as ``hma-policy audit`` reads a file
 holding it: :func:`find_deployments` finds every vLLM launch in it, and each
-is decided with the policy :func:`policy_for` picks. Then:
+is decided with the rules of its release (:func:`hint_for`: its image tag). Then:
 
 - a container vLLM would refuse to start (outcome ``error``, or a command
   line vLLM rejects) is denied: ``allowed: false``, with a status message
@@ -36,9 +36,9 @@ import orjson
 from ..audit.sources import Deployment, find_deployments
 from ..core.decision import Decision, input_error_decision
 from ..core.errors import InputError, Problem, printable
-from ..core.policy import Policy
+from ..core.policies import Hint, PolicySet
 
-__all__ = ["API_VERSION", "MalformedReview", "Review", "review", "policy_for", "NOT_IN_OBJECT"]
+__all__ = ["API_VERSION", "MalformedReview", "Review", "review", "hint_for", "NOT_IN_OBJECT"]
 
 API_VERSION = "admission.k8s.io/v1"
 
@@ -75,15 +75,14 @@ class Review(NamedTuple):
     outcomes: tuple[str, ...]
 
 
-def policy_for(deployment: Deployment, loaded: Policy) -> Policy:
-    """The policy that decides ``deployment``. The seam for per-release
-    policies: ``deployment.release`` is the vLLM release its image tag pins
-    (``vllm/vllm-openai:v0.23.0`` -> ``0.23.0``); until the releases work
-    provides a policy per release, every launch gets the service's policy."""
-    return loaded
+def hint_for(deployment: Deployment) -> Hint | None:
+    """What the object says of the launch's vLLM release: its image tag
+    (``vllm/vllm-openai:v0.23.0`` -> ``0.23.0``) or a pip pin, as the audit
+    reads it; the policy set decides with that release's rules."""
+    return Hint(*deployment.release) if deployment.release is not None else None
 
 
-def review(body: Any, policy: Policy) -> Review:
+def review(body: Any, policy: PolicySet) -> Review:
     """The response to one AdmissionReview ``body`` (parsed JSON)."""
     request = _request(body)
     uid = request["uid"]
@@ -105,7 +104,7 @@ def review(body: Any, policy: Policy) -> Review:
     return _answer(uid, denials, warnings, tuple(outcomes))
 
 
-def _examine(obj: dict[str, Any], request: dict[str, Any], policy: Policy) -> tuple[list[str], list[str], list[str]]:
+def _examine(obj: dict[str, Any], request: dict[str, Any], policy: PolicySet) -> tuple[list[str], list[str], list[str]]:
     """The denials and warnings for one object, and the outcome of each vLLM launch in it."""
     found = find_deployments("object.json", orjson.dumps(obj).decode("utf-8"))
     denials: list[str] = []
@@ -147,18 +146,17 @@ def _request(body: Any) -> dict[str, Any]:
     return request
 
 
-def _decide(deployment: Deployment, loaded: Policy) -> tuple[Decision, Problem | None]:
+def _decide(deployment: Deployment, policy: PolicySet) -> tuple[Decision, Problem | None]:
     """The launch's decision, and the problem for which vLLM would refuse to start it (None: it starts)."""
-    policy = policy_for(deployment, loaded)
     if deployment.problems:
         refusing = [p for p in deployment.problems if p.code not in NOT_IN_OBJECT]
-        decision = input_error_decision(refusing or deployment.problems, policy.digest)
+        decision = input_error_decision(refusing or deployment.problems, policy.digest, policy.default.vllm)
         return decision, refusing[0] if refusing else None
     assert deployment.document is not None  # a launch without problems has its document
     try:
-        decision = policy.decide(deployment.document)
+        decision = policy.decide(deployment.document, hint=hint_for(deployment))
     except InputError as exc:  # vLLM's own validation refuses it too
-        decision = input_error_decision(exc.problems, policy.digest)
+        decision = input_error_decision(exc.problems, policy.digest, policy.default.vllm)
     return decision, decision.errors[0] if decision.outcome == "error" else None
 
 

@@ -43,6 +43,7 @@ from starlette.routing import Route
 
 from ..core.errors import InputError, Problem
 from ..core.input import parse_text
+from ..core.policies import PolicySet
 from ..core.policy import Policy
 from ..core.schema import pointer
 from . import admission
@@ -129,7 +130,7 @@ def _document(raw: bytes) -> dict[str, Any]:
     return value
 
 
-def _decide_command(policy: Policy, request: dict[str, Any]) -> Any:
+def _decide_command(policy: PolicySet, request: dict[str, Any]) -> Any:
     """``{"command": ..., "env": {...}}``: hma_policy.decide_command, reading no file."""
     problems = [Problem("input.schema", f"`{key}` is not a field of a command request", pointer([key]),
                         hint='send {"command": [...] or "...", "env": {...}}')
@@ -147,7 +148,7 @@ def _decide_command(policy: Policy, request: dict[str, Any]) -> Any:
                           if p.code in _FILE_CODES else p for p in exc.problems]) from None
 
 
-def create_app(settings: Settings | None = None, *, policy: Policy | None = None) -> Starlette:
+def create_app(settings: Settings | None = None, *, policy: Policy | PolicySet | None = None) -> Starlette:
     """The service. ``policy``: one already loaded from ``settings.rules``
     (else it is loaded at start-up)."""
     settings = settings or Settings()
@@ -156,7 +157,7 @@ def create_app(settings: Settings | None = None, *, policy: Policy | None = None
     if policy is not None:
         holder.adopt(policy)
 
-    def current() -> Policy:
+    def current() -> PolicySet:
         if holder.policy is None:
             raise _Refusal(503, "server.not_ready", "the policy is not loaded yet")
         return holder.policy

@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from ..core.errors import HMAPolicyError
-from ..core.policy import Policy, load_policy
+from ..core.policies import PolicySet
+from ..core.policy import Policy
 from ..policyref import resolve
 
 __all__ = ["Settings", "PolicyHolder", "SETTINGS_VARIABLE", "DEFAULT_MAX_BODY"]
@@ -54,17 +55,17 @@ class Settings:
 class PolicyHolder:
     """The current policy (None until the first load), and its reloads."""
 
-    def __init__(self, rules: str | None, policy: Policy | None = None,
-                 on_change: Callable[[Policy | None, Policy | None], None] | None = None):
+    def __init__(self, rules: str | None, policy: PolicySet | None = None,
+                 on_change: Callable[[PolicySet | None, PolicySet | None], None] | None = None):
         self.rules = rules
         self.policy = policy
         self._on_change = on_change
         self._lock = asyncio.Lock()
 
-    def load(self) -> Policy:
+    def load(self) -> PolicySet:
         """Load the rules (raises PolicyError, or PolicyRefError for a
         directory that is gone) and make them current."""
-        policy = load_policy(resolve(self.rules).directory)
+        policy = self._load()
         self.adopt(policy)
         return policy
 
@@ -74,7 +75,7 @@ class PolicyHolder:
         async with self._lock:
             try:
                 policy = await asyncio.get_running_loop().run_in_executor(
-                    None, lambda: load_policy(resolve(self.rules).directory))
+                    None, self._load)
             except Exception as exc:  # noqa: BLE001 - whatever stops the load, the old policy stays
                 problems = [p.render() for p in exc.problems][:20] if isinstance(exc, HMAPolicyError) else \
                     [f"{type(exc).__name__}: {exc}"[:500]]
@@ -87,8 +88,17 @@ class PolicyHolder:
             self.adopt(policy)
             return True
 
-    def adopt(self, policy: Policy) -> None:
+    def _load(self) -> PolicySet:
+        """The policies ``rules`` names: each deployment decided for its own
+        release (its ``vllm_version``, or its image tag in a review), unless
+        the reference fixes one (``vllm:0.21.0``)."""
+        ref = resolve(self.rules)
+        return PolicySet(ref.directory, release=ref.release, source=f"rules {ref.name}" if ref.release else None)
+
+    def adopt(self, policy: Policy | PolicySet) -> None:
         """Make ``policy`` current (closing the one it replaces), and log it."""
+        if isinstance(policy, Policy):
+            policy = PolicySet.wrap(policy)
         old, self.policy = self.policy, policy
         if self._on_change is not None:
             self._on_change(old, policy)

@@ -36,13 +36,13 @@ from .deployment import Deployment, SourceFile
 from .detect import MENTION_SUFFIXES, basename, mention, source_format, suffix
 from .compose import compose_file
 from .dockerfile import dockerfile
-from .document import structured_file
+from .document import EMPTY, structured_file
 from .files import NOT_REGULAR, decode, read_bytes
 from .llmdbench import env_file, is_env_file
 from .files import regular as is_regular
 from .shell import shell_file
 
-__all__ = ["Deployment", "SourceFile", "SourceLimits", "DEFAULT_SOURCE_LIMITS", "read_source", "find_deployments",
+__all__ = ["Deployment", "SourceFile", "SourceLimits", "DEFAULT_SOURCE_LIMITS", "read_source", "find_deployments", "EMPTY",
            "source_format", "FORMATS"]
 
 FORMATS = ("document", "vllm-config", "shell", "dockerfile", "kubernetes", "compose")

@@ -22,7 +22,7 @@ from .release import valid_version
 
 __all__ = ["Ctx", "RUNTIME_FACTS", "FACTS_ANNOTATION", "parse_facts", "read_directives"]
 
-RUNTIME_FACTS = ("model", "platform", "env")
+RUNTIME_FACTS = ("model", "model_facts", "platform", "env")
 # What a directive may give: the facts above, and the vLLM release (kept apart from the document).
 _DIRECTIVE_KEYS = RUNTIME_FACTS + ("vllm_version",)
 FACTS_ANNOTATION = "hma-policy.dev/facts"
@@ -79,7 +79,7 @@ def parse_facts(text: str, ctx: Ctx, line: int | None, what: str) -> tuple[Any, 
         return None, ctx.problem("source.directive", f"{what} is not valid YAML: {exc.problems[0].message}", line=line)
     if not isinstance(value, dict) or not value:
         return None, ctx.problem("source.directive", f"{what} must be a mapping of {', '.join(RUNTIME_FACTS)}", line=line,
-                                 hint="for example: # hma-policy: {model: {layer_kinds: [sliding_window, full_attention]}}")
+                                 hint="for example: # hma-policy: {model_facts: {layer_kinds: [sliding_window, full_attention]}}")
     unknown = [k for k in value if k not in _DIRECTIVE_KEYS]
     if unknown:
         return None, ctx.problem("source.directive", f"{what} may only give {', '.join(RUNTIME_FACTS)}; "

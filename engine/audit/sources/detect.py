@@ -11,6 +11,7 @@ from typing import Any
 
 from ...core.options import DECISION_OPTIONS
 from ...core.errors import suggest
+from ...core.optionlist import known_options
 from ...core.schema import load_schema
 
 __all__ = ["SHELLS", "source_format", "classify", "mentions_vllm", "mention", "suffix", "basename", "MENTION_SUFFIXES"]
@@ -21,6 +22,9 @@ _SCHEMA = load_schema("deployment")
 DOC_FIELDS = frozenset(_SCHEMA["properties"])
 # The fields that describe a deployment (a `name` alone describes nothing: package.json has one).
 _DECISION_FIELDS = DOC_FIELDS - {"name", "description", "metadata", "$schema"}
+# Those that are vLLM's KV options, and every option of vLLM (a document may name them, as decide() takes it).
+_KV_FIELDS = _DECISION_FIELDS - {"model", "model_facts", "platform", "env"}
+_OPTIONS = frozenset(known_options().by_dest) | frozenset(known_options().aliases)
 
 
 def suffix(name: str) -> str:
@@ -104,11 +108,11 @@ def classify(value: Any, *, single: bool) -> str | None:
         return "kubernetes"
     keys = {k.replace("-", "_") for k in value if isinstance(k, str)}
     unknown = keys - DOC_FIELDS
-    if isinstance(value.get("model"), dict):  # a document's model is an object of facts
+    if isinstance(value.get("model"), dict) or "model_facts" in keys:  # a document's model facts
         return "document"
     if single and isinstance(value.get("model"), str):  # vLLM's is the model's name
         return "vllm-config"
-    if keys & _DECISION_FIELDS and not unknown:
+    if keys & _DECISION_FIELDS and not unknown or keys & _KV_FIELDS and not unknown - _OPTIONS:
         return "document"
     options = {"--" + k.replace("_", "-") for k in value if isinstance(k, str)}
     if single and options & set(DECISION_OPTIONS):

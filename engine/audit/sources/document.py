@@ -19,7 +19,12 @@ from .marks import Lines
 from .marks import yaml_chunks as _yaml_chunks
 from .vllm_config import vllm_config_file
 
-__all__ = ["structured_file"]
+__all__ = ["structured_file", "EMPTY"]
+
+# Why a JSON or YAML file that holds no document (nothing, or null) is
+# skipped. An audit reports it as a problem (input.empty) when the file was
+# named on its command line, as `hma-policy decide` does.
+EMPTY = "holds no document (it is empty, or reads as null)"
 
 
 def _parse_problem(ctx: Ctx, exc: InputError, offset: int = 0) -> Problem:
@@ -41,6 +46,8 @@ def _parse_problem(ctx: Ctx, exc: InputError, offset: int = 0) -> Problem:
 def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
     source = f"`{ctx.display}`"
     if fmt == "json":
+        if not ctx.text.strip():
+            return SourceFile(ctx.display, None, skipped=EMPTY)
         try:
             values = [(0, parse_text(ctx.text, source=source, fmt="json"))]
             lines = [Lines(ctx.text, 1)]
@@ -82,6 +89,8 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                     return SourceFile(ctx.display, "helm-template", tuple(found))
                 problems = problems[:1]
             return SourceFile(ctx.display, None, problems=tuple(problems))
+    if all(value is None for _, value in values):
+        return SourceFile(ctx.display, None, skipped=EMPTY)
     kinds = [classify(value, single=len(values) == 1 and fmt == "yaml") for _, value in values]
     if "kubernetes" in kinds:
         return manifest_file(ctx, [(s, v, t) for (s, v), t, k in zip(values, lines, kinds) if k == "kubernetes"])
