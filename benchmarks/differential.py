@@ -105,7 +105,8 @@ def main(argv=None) -> int:
     parser.add_argument("-n", "--examples", type=int, default=1_000_000)
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-memo", action="store_true", help="post every step to durable-rules")
+    parser.add_argument("--no-memo", action="store_true",
+                        help="an empty step table: each step input goes to durable-rules when first met")
     args = parser.parse_args(argv)
 
     share, rest = divmod(args.examples, args.jobs)

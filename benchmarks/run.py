@@ -1,449 +1,540 @@
-"""hma-policy benchmarks: figures and ratios against baselines measured in the same run.
+"""hma-policy benchmarks: every figure beside its baseline and target, measured in one run, for one or more builds.
 
-    python benchmarks/run.py                 # full run (a few minutes), writes benchmarks/results.json
-    python benchmarks/run.py --quick         # smoke mode for CI: every figure, small counts
+    python benchmarks/run.py                     # this build (the Python running this), 3 rounds
+    python benchmarks/run.py --quick             # smoke mode for CI: every figure, small counts, one round
+    python benchmarks/run.py --against old=/work/venv-old/bin/python --against pure=/venvs/pure/bin/python
 
-Nothing here is a pass/fail test: targets are printed beside each figure with
-the ratio that decides them, because these machines are shared and noisy.
+Each build is measured by the same code: benchmarks/worker.py, run by that
+build's Python, prints its figures as JSON; the command-line figures (decide,
+audit, rules check) run that build's `hma-policy`. The builds take turns
+within each round, so that a slow spell of this shared machine falls on all of
+them; a figure is the median of its rounds. One table shows a column per
+build, the ratio of this build to each other, a baseline measured in the same
+run (what the same work costs without the engine: vLLM's own check, parsing,
+jsonschema, a process that only reads the files), and the target, judged for
+this build. Targets of the kind "no worse" compare with the first --against
+build (LABEL=PYTHON; without a label, a build is named after its venv).
+docs/performance.md says what each figure measures.
+
+Nothing here is a pass/fail test (the exit status is 0 whatever the figures):
+these machines are shared and noisy, so read the ratios, measured side by side.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import platform
-import random
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
-
-import hma_policy
-from hma_policy.core.schema import load_schema
+from typing import Any, Callable, NamedTuple
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from baseline import vllm_decide, vllm_supports_hma_config  # noqa: E402
-from common import rss_kib  # noqa: E402
+# documents.py is found beside this script, which Python puts first on
+# sys.path. (A test that imports this module puts benchmarks/ last: its
+# http.py must not hide the standard library's.)
+from documents import CASES, FIRST_CASE, count_nodes, write_fleet, write_scaled_registry  # noqa: E402
 
-try:
-    import orjson
-except ImportError:  # the floor is then measured with json alone
-    orjson = None
-
-
-# -- documents ----------------------------------------------------------------
-
-def leaf(name: str = "NixlConnector") -> dict:
-    return {"kv_connector": name, "kv_role": "kv_both"}
-
-
-def multi(children: list) -> dict:
-    return {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {"connectors": children}}
-
-
-SUPPORTED = ["NixlConnector", "OffloadingConnector", "MooncakeConnector", "MooncakeStoreConnector",
-             "NixlPullConnector", "SimpleCPUOffloadConnector", "DecodeBenchConnector", "MoRIIOConnector"]
+# The floor of an audit: one process that reads and parses every file, and nothing else.
+FLOOR = """
+import os, sys
+from {module} import loads
+folder = sys.argv[1]
+for name in sorted(os.listdir(folder)):
+    with open(os.path.join(folder, name), "rb") as handle:
+        loads(handle.read())
+"""
+# The rules-check figure may need more memory than a shared machine has: capped.
+CHECK_MEMORY = 4 << 30
+# Issue 19: the checker's time for this many conditional registry entries.
+CHECK_TARGET = 1000
 
 
-def tree(nodes: int, fanout: int = 10) -> dict:
-    """A MultiConnector tree with ``nodes`` nodes in all (breadth-first, ``fanout`` children each)."""
-    root = multi([])
-    queue, count = [root], 1
-    while count < nodes:
-        parent = queue.pop(0)
-        for _ in range(fanout):
-            if count >= nodes:
-                break
-            child = multi([]) if count + fanout < nodes and len(queue) < nodes // fanout else leaf(SUPPORTED[count % len(SUPPORTED)])
-            parent["kv_connector_extra_config"]["connectors"].append(child)
-            count += 1
-            if child["kv_connector"] == "MultiConnector":
-                queue.append(child)
-    # Empty MultiConnectors would not support HMA: give each a leaf.
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        kids = node.get("kv_connector_extra_config", {}).get("connectors")
-        if kids is not None:
-            if not kids:
-                kids.append(leaf())
-            stack.extend(kids)
-    return root
+class Build(NamedTuple):
+    label: str
+    python: str
+
+    @property
+    def cli(self) -> str:
+        """The build's `hma-policy` console script, beside its Python."""
+        return str(Path(self.python).with_name("hma-policy"))
+
+    def worker(self, section: str, *options: str) -> dict:
+        result = subprocess.run([self.python, str(HERE / "worker.py"), section, *options],
+                                capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise SystemExit(f"{self.label}: worker {section} failed:\n{result.stderr[-3000:]}")
+        return json.loads(result.stdout)
 
 
-def count_nodes(ktc: dict) -> int:
-    total, stack = 0, [ktc]
-    while stack:
-        node = stack.pop()
-        total += 1
-        stack.extend(node.get("kv_connector_extra_config", {}).get("connectors", []) if node["kv_connector"] == "MultiConnector" else [])
-    return total
+def build_of(spec: str) -> Build:
+    """LABEL=PYTHON, or PYTHON (named after its venv: the folder that holds bin/)."""
+    label, _, python = spec.rpartition("=")
+    return Build(label or Path(python).absolute().parent.parent.name, python)
 
 
-CASES = {
-    "single supported": {"kv_transfer_config": leaf("NixlConnector")},
-    "single unsupported": {"kv_transfer_config": leaf("LMCacheConnectorV1")},
-    "multi, 2 children": {"kv_transfer_config": multi([leaf("NixlConnector"), leaf("OffloadingConnector")])},
-    "3 levels, 8 leaves": {"kv_transfer_config": multi([
-        multi([leaf(n) for n in SUPPORTED[:4]]), multi([leaf(n) for n in SUPPORTED[4:]])])},
-    "100-node tree": {"kv_transfer_config": tree(100)},
-    "1000-node tree": {"kv_transfer_config": tree(1000)},
-}
+class Measured(NamedTuple):
+    """How a command ran: its exit status, wall time, resource usage and output (both streams)."""
+
+    returncode: int
+    seconds: float
+    cpu_seconds: float
+    peak_rss_kib: int
+    output: str
 
 
-def fleet_document(rng: random.Random) -> dict:
-    names = SUPPORTED + ["ExampleConnector", "LMCacheConnectorV1", "FlexKVConnectorV1", "HF3FSKVConnector"]
-    shape = rng.random()
-    if shape < 0.4:
-        ktc = leaf(rng.choice(names))
-    elif shape < 0.8:
-        ktc = multi([leaf(rng.choice(names)) for _ in range(rng.randint(1, 3))])
-    else:
-        ktc = multi([multi([leaf(rng.choice(names)) for _ in range(2)]), leaf(rng.choice(names))])
-    ktc["engine_id"] = f"engine-{rng.randrange(10**9)}"
-    ktc["kv_port"] = rng.randint(10000, 60000)
-    doc: dict[str, Any] = {"name": f"deployment-{rng.randrange(10**9)}", "kv_transfer_config": ktc,
-                           "disable_hybrid_kv_cache_manager": rng.choice([None, None, None, True, False])}
-    if rng.random() < 0.3:
-        doc["model"] = {"layer_kinds": rng.sample(["full_attention", "sliding_window", "mamba"], rng.randint(1, 2))}
-    return doc
-
-
-# -- measurement helpers -------------------------------------------------------
-
-def samples(fn: Callable[[], Any], n: int) -> list[float]:
-    out = []
-    gc.disable()
-    try:
-        for _ in range(n):
-            start = time.perf_counter_ns()
-            fn()
-            out.append((time.perf_counter_ns() - start) / 1000)
-    finally:
-        gc.enable()
-    return out
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
-
-
-# -- sections ----------------------------------------------------------------
-
-def bench_latency(quick: bool) -> list[dict]:
-    import jsonschema
-
-    warm_n = 200 if quick else 5000
-    cold_n = 5 if quick else 40
-    schema_validator = jsonschema.Draft202012Validator(load_schema("deployment"))
-    rows = []
-    policy = hma_policy.load_policy()
-    for name, doc in CASES.items():
-        nodes = count_nodes(doc["kv_transfer_config"])
-        text = json.dumps(doc)
-        for _ in range(20):
-            policy.decide(doc)
-        n = max(30, warm_n // max(1, nodes // 10))  # fewer samples for the big trees
-        warm = samples(lambda: policy.decide(doc), n)
-        # Warm over distinct documents of the same shape: the decision cache
-        # misses, the step memo answers (a fleet of similar deployments).
-        variants = [json.loads(text) for _ in range(n)]  # every one new to the decision cache
-        for i, v in enumerate(variants):
-            v["kv_transfer_config"]["engine_id"] = f"e{i}"
-        it = iter(variants)
-        distinct = samples(lambda: policy.decide(next(it)), n)
-        cold, loads = [], []
-        for _ in range(cold_n):
-            # Cold: a policy just loaded (rules compiled, the rule runtime
-            # primed with one bare event per step), nothing of any document
-            # cached. The load itself is reported beside it.
-            start = time.perf_counter_ns()
-            fresh = hma_policy.load_policy()
-            loads.append((time.perf_counter_ns() - start) / 1e6)
-            cold += samples(lambda: fresh.decide(doc), 1)
-            fresh.close()
-        ktc = doc["kv_transfer_config"]
-        base_supports = samples(lambda: vllm_supports_hma_config(ktc), n)
-        base_block = samples(lambda: vllm_decide(doc), n)
-        parse_json = samples(lambda: json.loads(text), n)
-        parse_orjson = samples(lambda: orjson.loads(text), n) if orjson else []
-        validate = samples(lambda: schema_validator.is_valid(doc), max(20, n // 10))
-        rows.append({
-            "case": name, "nodes": nodes,
-            "warm_p50_us": statistics.median(warm), "warm_p99_us": pct(warm, 0.99),
-            "warm_distinct_p50_us": statistics.median(distinct), "warm_distinct_p99_us": pct(distinct, 0.99),
-            "cold_p50_us": statistics.median(cold), "cold_p99_us": pct(cold, 0.99),
-            "load_policy_ms": statistics.median(loads),
-            "baseline_supports_hma_config_us": statistics.median(base_supports),
-            "baseline_vllm_block_us": statistics.median(base_block),
-            "floor_json_loads_us": statistics.median(parse_json),
-            "floor_orjson_loads_us": statistics.median(parse_orjson) if parse_orjson else None,
-            "jsonschema_validate_us": statistics.median(validate),
-        })
-    return rows
-
-
-def bench_scaling(quick: bool) -> dict:
-    policy = hma_policy.load_policy()
-    sizes = [1, 10, 50, 100, 250, 500, 1000]
-    n = 5 if quick else 30
-    docs: dict[int, list[dict]] = {}
-    for size in sizes:
-        text = json.dumps({"kv_transfer_config": tree(size) if size > 1 else leaf()})
-        # Distinct documents each time: the decision cache must not answer.
-        docs[size] = [json.loads(text) for _ in range(n)]
-        for i, d in enumerate(docs[size]):
-            d["name"] = f"scale-{i}"
-    # The sizes are measured in turn, a document of each per round, so that a
-    # slow spell of this shared machine falls on every size alike (measured
-    # one size after another, the ratio below moved by half between runs).
-    values: dict[int, list[float]] = {size: [] for size in sizes}
-    for i in range(n):
-        for size in sizes:
-            values[size] += samples(lambda: policy.decide(docs[size][i]), 1)
-    points = []
-    for size in sizes:
-        nodes = count_nodes(docs[size][0]["kv_transfer_config"])
-        median = statistics.median(values[size])
-        points.append({"nodes": nodes, "p50_us": median, "per_node_us": median / nodes})
-    xs = [p["nodes"] for p in points]
-    ys = [p["p50_us"] for p in points]
-    mean_x, mean_y = statistics.mean(xs), statistics.mean(ys)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sum((x - mean_x) ** 2 for x in xs)
-    by_nodes = {p["nodes"]: p for p in points}
-    n100 = min(by_nodes, key=lambda k: abs(k - 100))
-    n1000 = max(by_nodes)
-    return {"points": points, "slope_us_per_node": slope, "intercept_us": mean_y - slope * mean_x,
-            "per_node_ratio_1000_vs_100": by_nodes[n1000]["per_node_us"] / by_nodes[n100]["per_node_us"]}
-
-
-def bench_cli(quick: bool) -> dict:
-    runs = 3 if quick else 15
-    example = str(HERE.parent / "examples" / "nixl-pd-decode.json")
-
-    def wall(cmd: list[str]) -> tuple[float, int]:
-        times, peak = [], 0
-        for _ in range(runs):
-            start = time.perf_counter()
-            result = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, capture_output=True, text=True)
-            times.append(time.perf_counter() - start)
-            try:
-                peak = max(peak, int(result.stderr.strip().splitlines()[-1]))
-            except (ValueError, IndexError):
-                pass
-        return statistics.median(times) * 1000, peak
-
-    cli_ms, cli_rss = wall([sys.executable, "-m", "hma_policy", "decide", example])
-    js_ms, js_rss = wall([sys.executable, "-c", "import jsonschema"])
-    py_ms, _ = wall([sys.executable, "-c", "pass"])
-    return {"decide_wall_ms": cli_ms, "decide_peak_rss_kib": cli_rss, "import_jsonschema_wall_ms": js_ms,
-            "import_jsonschema_peak_rss_kib": js_rss, "python_startup_ms": py_ms, "ratio": cli_ms / js_ms}
-
-
-def bench_audit(quick: bool) -> dict:
-    count = 2000 if quick else 20000
-    rng = random.Random(11)
-    with tempfile.TemporaryDirectory(prefix="hma-fleet-") as tmp:
-        for i in range(count):
-            Path(tmp, f"d{i:05}.json").write_text(json.dumps(fleet_document(rng)))
-        out: dict[str, Any] = {"documents": count, "runs": 1 if quick else 5}
-        rates: dict[int, list[float]] = {1: [], 2: []}
-        cpu: dict[int, list[float]] = {1: [], 2: []}
-        peak: dict[int, list[int]] = {1: [], 2: []}
-        # The median of several runs (one run on a shared machine varies by a
-        # third), --jobs 1 and 2 in turn so that a slow spell falls on both.
-        for _ in range(out["runs"]):
-            for jobs in (1, 2):
-                cmd = [sys.executable, "-m", "hma_policy", "audit", tmp, "--jobs", str(jobs), "--format", "json", "-o", os.devnull]
-                returncode, elapsed, usage, stderr = _run_measured(cmd)
-                if "invalid choice: 'audit'" in stderr:
-                    return {"documents": count, "note": "n/a: this build has no audit command"}
-                rates[jobs].append(count / elapsed)
-                # CPU time of the audit and its workers (each waited for by the audit, so counted
-                # in its usage), and the peak RSS of the largest of those processes.
-                cpu[jobs].append(usage.ru_utime + usage.ru_stime)
-                peak[jobs].append(usage.ru_maxrss)
-                out[f"jobs_{jobs}_exit"] = returncode
-        for jobs in (1, 2):
-            out[f"jobs_{jobs}_docs_per_s"] = statistics.median(rates[jobs])
-            out[f"jobs_{jobs}_docs_per_s_runs"] = rates[jobs]
-            out[f"jobs_{jobs}_cpu_s"] = statistics.median(cpu[jobs])
-            out[f"jobs_{jobs}_peak_rss_kib"] = statistics.median(peak[jobs])
-        # The floor: reading and parsing the same files, in one process.
-        files = sorted(Path(tmp).iterdir())
-        start = time.perf_counter()
-        for f in files:
-            (orjson.loads if orjson else json.loads)(f.read_bytes())
-        out["floor_read_parse_docs_per_s"] = count / (time.perf_counter() - start)
-        out["stages_us"] = audit_stages(files)
-    return out
-
-
-def _run_measured(cmd: list[str]) -> tuple[int, float, Any, str]:
-    """Run ``cmd``: its exit status, wall time, resource usage (its own and
-    its waited-for children's: os.wait4) and standard error."""
+def measured(cmd: list[str], *, timeout: float | None = None, memory: int | None = None) -> Measured | None:
+    """Run ``cmd`` (None: it ran over ``timeout``, and was killed). Its
+    resource usage (os.wait4) includes the children it waited for (an
+    audit's workers); the peak RSS is the largest process's."""
+    def limit() -> None:
+        if memory:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(process.pid, 0)
+        process = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT, preexec_fn=limit if memory else None)
+        pid, status, usage = os.wait4(process.pid, 0 if timeout is None else os.WNOHANG)
+        while pid == 0:  # polled only where a timeout is set (the rules check, measured in seconds)
+            if time.perf_counter() - start > timeout:
+                process.kill()  # SIGKILL: a rule runtime busy in C may never see SIGTERM
+                os.wait4(process.pid, 0)
+                process.returncode = -9
+                return None
+            time.sleep(0.05)
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
         elapsed = time.perf_counter() - start
         process.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
-        return process.returncode, elapsed, usage, err.read().decode("utf-8", "replace")
+        return Measured(process.returncode, elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss,
+                        err.read().decode("utf-8", "replace"))
 
 
-def audit_stages(files: list[Path]) -> dict[str, float]:
-    """Where an audit's time goes, in µs a file, in one process with a policy
-    just loaded (as each audit process starts): each stage through the
-    public API, over every file of the fleet, stage after stage."""
-    from hma_policy.audit.run import Entry
-    from hma_policy.audit.declog import input_digest
-    from hma_policy.core.input import DEFAULT_LIMITS
-    from hma_policy.audit.sources import read_source
+def run(cmd: list[str]) -> Measured:
+    """``measured``, for a command without a timeout."""
+    result = measured(cmd)
+    assert result is not None
+    return result
 
-    def per_file(fn: Callable[[Any], Any], items: list) -> tuple[list, float]:
-        gc.disable()
+
+# -- what each round measures, per build -------------------------------------------
+
+def cli_figures(builds: list[Build], runs: int) -> dict[str, dict[str, float]]:
+    """`hma-policy decide FILE`, `python -c 'import jsonschema'` and `python -c pass`
+    of each build, the builds and commands taking turns."""
+    example = str(HERE.parent / "examples" / "nixl-pd-decode.json")
+    commands = {"decide": lambda b: [b.cli, "decide", example], "import_jsonschema": lambda b: [b.python, "-c", "import jsonschema"],
+                "python": lambda b: [b.python, "-c", "pass"]}
+    out: dict[str, dict[str, list[float]]] = {b.label: {} for b in builds}
+    for _ in range(runs):
+        for build in builds:
+            for name, command in commands.items():
+                done = run(command(build))
+                for key, value in ((f"{name}_ms", done.seconds * 1000), (f"{name}_cpu_ms", done.cpu_seconds * 1000),
+                                   (f"{name}_peak_rss_kib", done.peak_rss_kib)):
+                    out[build.label].setdefault(key, []).append(value)
+    figures = {}
+    for label, values in out.items():
+        figures[label] = {key: statistics.median(v) for key, v in values.items()}
+        figures[label]["decide_vs_jsonschema"] = figures[label]["decide_ms"] / figures[label]["import_jsonschema_ms"]
+        figures[label]["decide_vs_jsonschema_cpu"] = figures[label]["decide_cpu_ms"] / figures[label]["import_jsonschema_cpu_ms"]
+    return figures
+
+
+def audit_figures(builds: list[Build], fleet: Path, count: int, report: Path) -> tuple[dict[str, dict[str, float]], dict]:
+    """Each build's audit of the fleet with --jobs 1 and 2, and the floor, taking turns."""
+    figures: dict[str, dict[str, float]] = {b.label: {} for b in builds}
+    floors = []
+    for jobs in (1, 2):
+        for build in builds:
+            audit = run([build.cli, "audit", str(fleet), "--jobs", str(jobs), "--format", "json", "-o", str(report)])
+            if not report.exists() or report.stat().st_size == 0:
+                raise SystemExit(f"{build.label}: the audit wrote no report (exit {audit.returncode}):\n{audit.output[-2000:]}")
+            report.unlink()
+            figures[build.label][f"jobs_{jobs}_docs_per_s"] = count / audit.seconds
+            figures[build.label][f"jobs_{jobs}_cpu_s"] = audit.cpu_seconds
+            figures[build.label][f"jobs_{jobs}_peak_rss_kib"] = audit.peak_rss_kib
+        floors.append(floor_figures(builds[0].python, fleet, count))
+    return figures, {key: statistics.median(f[key] for f in floors) for key in floors[0]}
+
+
+def floor_figures(python: str, fleet: Path, count: int) -> dict[str, float]:
+    """The floor: one process that reads and parses each file, with orjson (as
+    the audit parses) and with the standard library's json."""
+    figures = {}
+    for module in ("orjson", "json"):
+        floor = run([python, "-c", FLOOR.format(module=module), str(fleet)])
+        if floor.returncode != 0:
+            raise SystemExit(f"the read+parse floor failed:\n{floor.output[-2000:]}")
+        figures[f"{module}_docs_per_s"] = count / floor.seconds
+        figures[f"{module}_cpu_s"] = floor.cpu_seconds
+    return figures
+
+
+def check_figures(build: Build, rules: Path, sizes: list[int], timeout: float, scratch: Path) -> dict[str, Any]:
+    """`rules check` of a copy of the build's bundled rules with ``size`` more
+    registry entries, each with 2 conditional cases (0: the bundled rules
+    alone, the baseline); after a size that ran over the timeout or the
+    memory cap, larger ones are not tried. Seconds are CPU time."""
+    out: dict[str, Any] = {}
+    stopped = None
+    # A bundle of releases holds several registries: scale the plain folder
+    # of the default release that `rules init` writes, where the build has it.
+    plain = scratch / f"{build.label}-plain"
+    if run([build.cli, "rules", "init", str(plain)]).returncode == 0:
+        rules = plain
+    for size in sizes:
+        if stopped is not None and size > stopped:
+            out[str(size)] = {"status": "not tried", "seconds": None}
+            continue
+        folder = scratch / f"{build.label}-{size}"
         try:
-            start = time.perf_counter()
-            out = [fn(item) for item in items]
-            return out, (time.perf_counter() - start) / len(items) * 1e6
-        finally:
-            gc.enable()
-
-    sources, read_us = per_file(read_source, [str(f) for f in files])  # an audit passes names as strings
-    deployments = [s.deployments[0] for s in sources]
-    documents = [d.document for d in deployments]
-    # The audit's own two stages (engine/audit.py): validate, then evaluate
-    # without decide()'s document cache.
-    policy = hma_policy.load_policy()
-    with policy._evaluator.fleet_bounds():  # as an audit holds its memos
-        checked, validate_us = per_file(lambda d: policy._validated(d, DEFAULT_LIMITS), documents)
-        decisions, evaluate_us = per_file(policy._decided, checked)
-    policy.close()
-    digests, digest_us = per_file(input_digest, documents)
-    _, row_us = per_file(lambda i: Entry(deployments[i], decisions[i].to_dict(), digests[i]).to_dict(), list(range(len(files))))
-    validator = load_schema_validator()
-    _, jsonschema_us = per_file(validator.is_valid, documents)
-
-    def vllm_file(path: Path) -> Any:
-        # Baseline (a) as a script over the fleet would run it: read, parse, decide.
-        try:
-            return vllm_decide(json.loads(path.read_bytes()))
-        except ValueError:  # vLLM refuses the configuration
-            return "error"
-    _, vllm_us = per_file(vllm_file, files)
-    return {"read_and_classify": read_us, "validate": validate_us, "evaluate": evaluate_us,
-            "digest": digest_us, "report_row": row_us, "total": read_us + validate_us + evaluate_us + digest_us + row_us,
-            "jsonschema_alone": jsonschema_us, "read_parse_vllm_check": vllm_us}
+            write_scaled_registry(rules, folder, size)
+        except ValueError as exc:  # a layout this benchmark cannot scale
+            out[str(size)] = {"status": f"n/a: {exc}", "seconds": None}
+            continue
+        check = measured([build.cli, "rules", "check", str(folder)], timeout=timeout, memory=CHECK_MEMORY)
+        if check is None:
+            out[str(size)] = {"status": f"over {timeout:.0f} s", "seconds": None}
+        elif check.returncode == 0:
+            out[str(size)] = {"status": "ok", "seconds": check.cpu_seconds, "wall_seconds": check.seconds,
+                              "peak_rss_kib": check.peak_rss_kib}
+        else:
+            out[str(size)] = {"status": failure(check), "seconds": check.cpu_seconds, "peak_rss_kib": check.peak_rss_kib}
+        if check is None or out[str(size)]["status"].startswith("out of memory"):
+            stopped = size
+    return out
 
 
-def load_schema_validator() -> Any:
-    import jsonschema
-    schema = load_schema("deployment")
-    return jsonschema.Draft202012Validator(schema)
+def failure(check: Measured) -> str:
+    """Why `rules check` did not pass: the rule codes it refused the rules
+    with, or running out of the memory cap (the rule runtime may then fail
+    with an error of its own), or its last line."""
+    if "MemoryError" in check.output or check.returncode < 0 or check.peak_rss_kib * 1024 > 0.9 * CHECK_MEMORY:
+        return f"out of memory (capped at {CHECK_MEMORY >> 30} GiB)"
+    codes = sorted({word.rstrip(":") for line in check.output.splitlines() for word in line.split()
+                    if word.startswith("rules.")})
+    if codes:
+        return "refused: " + ", ".join(codes)
+    last = check.output.strip().splitlines()[-1:] or [""]
+    return f"exit {check.returncode}: {last[0][:120]}"
 
 
-def bench_memory(quick: bool) -> dict:
-    n = 20_000 if quick else 1_000_000
-    rng = random.Random(5)
-    docs = [fleet_document(rng) for _ in range(2000)]
-    policy = hma_policy.load_policy()
-    for d in docs:
-        policy.decide(d)
-    before = rss_kib()
-    start = time.perf_counter()
-    for i in range(n):
-        policy.decide(docs[i % len(docs)])
-    elapsed = time.perf_counter() - start
-    after = rss_kib()
-    return {"decisions": n, "rss_before_kib": before, "rss_after_kib": after,
-            "growth_pct": (after - before) / before * 100, "decisions_per_s": n / elapsed}
+# -- the run ------------------------------------------------------------------------
+
+def measure(builds: list[Build], quick: bool, rounds: int) -> dict[str, Any]:
+    flag = ["--quick"] if quick else []
+    results: dict[str, Any] = {"builds": {b.label: {"python": b.python, **b.worker("info")} for b in builds}}
+    print("references (this build's Python)", file=sys.stderr, flush=True)
+    results["references"] = builds[0].worker("references", *flag)
+    per_round: dict[str, list[dict]] = {b.label: [] for b in builds}
+    floors: list[dict] = []
+    count = 2000 if quick else 20000
+    with tempfile.TemporaryDirectory(prefix="hma-bench-") as tmp:
+        fleet = Path(tmp, "fleet")
+        fleet.mkdir()
+        write_fleet(fleet, count)
+        report = Path(tmp, "report.json")
+        for index in range(rounds):
+            for build in builds:
+                print(f"round {index + 1}/{rounds}: {build.label}", file=sys.stderr, flush=True)
+                figures: dict[str, Any] = {"latency": build.worker("latency", *flag)}
+                colds = [build.worker("cold") for _ in range(3 if quick else 5)]
+                figures["cold"] = {k: statistics.median(c[k] for c in colds) for k in colds[0]}
+                if index == 0:  # once: long, or steady from run to run
+                    figures["memory"] = build.worker("memory", *flag)
+                    figures["stages"] = build.worker("stages", "--fleet", str(fleet))
+                per_round[build.label].append(figures)
+            print(f"round {index + 1}/{rounds}: commands", file=sys.stderr, flush=True)
+            for label, figures in cli_figures(builds, 3 if quick else 5).items():
+                per_round[label][-1]["cli"] = figures
+            audits, floor = audit_figures(builds, fleet, count, report)
+            for label, figures in audits.items():
+                per_round[label][-1]["audit"] = figures
+            floors.append(floor)
+        scratch = Path(tmp, "rules")
+        scratch.mkdir()
+        # The target's size first; then the baseline (0) and the sizes that show the growth.
+        sizes = [CHECK_TARGET, 0, 1] if quick else [CHECK_TARGET, 0, 1, 4, 16, 64, 200]
+        for build in builds:
+            print(f"rules check at scale: {build.label}", file=sys.stderr, flush=True)
+            per_round[build.label][0]["check"] = check_figures(
+                build, Path(results["builds"][build.label]["rules"]), sizes, 60 if quick else 120, scratch)
+    results["rounds"] = per_round
+    results["floor"] = floors
+    results["audit_documents"] = count
+    return results
 
 
-# -- report --------------------------------------------------------------------
+# -- the table --------------------------------------------------------------------------
+
+# A figure of a build: (the results, the build's label) -> its value (a
+# status text where a command did not give one; None: not measured).
+Figure = Callable[[dict, str], Any]
+
+
+def at(*path: Any) -> Figure:
+    """The median over the build's rounds of the figure at ``path``."""
+    return lambda results, label: median_of(results["rounds"][label], path)
+
+
+def median_of(rounds: list[dict], path: tuple) -> Any:
+    """The median over the rounds that hold ``path`` (None if none does)."""
+    values = [value for value in (dig(figures, path) for figures in rounds) if isinstance(value, (int, float))]
+    return statistics.median(values) if values else None
+
+
+def dig(value: Any, path: tuple) -> Any:
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def reference(*path: Any) -> Figure:
+    """A figure of the references section (measured once, by this build's Python)."""
+    return lambda results, label: dig(results["references"], path)
+
+
+def floor(key: str) -> Figure:
+    """The read+parse floor's figure (measured once a round, by this build's Python)."""
+    return lambda results, label: median_of(results["floor"], (key,))
+
+
+def scaled(figure: Figure, factor: float) -> Figure:
+    return lambda results, label: _div(figure(results, label), 1 / factor)
+
+
+def checked(size: int) -> Figure:
+    """`rules check` at ``size`` more entries: CPU seconds, or what happened instead."""
+    def value(results: dict, label: str) -> Any:
+        check = dig(results["rounds"][label][0], ("check", str(size)))
+        if check is None:
+            return None
+        return check["seconds"] if check["status"] == "ok" else check["status"]
+    return value
+
+
+class Judged(NamedTuple):
+    """What a target is judged on: this build's figure, its baseline, and the
+    reference build's figure (the first --against; None without one)."""
+
+    value: Any
+    baseline: float | None
+    reference: float | None
+
+
+class Target(NamedTuple):
+    text: str
+    met: Callable[[Judged], bool | None]  # None: cannot be judged in this run
+
+
+def at_most(limit: float) -> Target:
+    return Target(f"<= {limit:g}", lambda j: j.value <= limit)
+
+
+def below(limit: float) -> Target:
+    return Target(f"< {limit:g}", lambda j: j.value < limit)
+
+
+def baseline_times_at_most(factor: float) -> Target:
+    return Target(f"<= {factor:g}x baseline", lambda j: None if not j.baseline else j.value / j.baseline <= factor)
+
+
+def baseline_times_at_least(factor: float) -> Target:
+    return Target(f">= {factor:g}x baseline", lambda j: None if not j.baseline else j.value / j.baseline >= factor)
+
+
+NO_WORSE = Target("<= reference build", lambda j: None if j.reference is None else j.value <= j.reference)
+
+
+class Row(NamedTuple):
+    figure: str
+    unit: str
+    value: Figure
+    baseline: tuple[str, Figure] | None = None  # what the same work costs otherwise, measured in this run
+    target: Target | None = None
+
+
+LARGE, MEDIUM = "1000-node tree", "100-node tree"
+
+
+def rows() -> list[Row]:
+    warm_b = ("warm decide(), distinct, (b) new facts", at("latency", "cases", FIRST_CASE, "new_facts", "cpu"))
+    rules_yaml = ("YAML parse of the rule files", reference("rules_yaml_ms"))
+    nodes = {case: count_nodes(CASES[case]["kv_transfer_config"]) for case in (MEDIUM, LARGE)}
+    vllm_per_node = {case: scaled(reference("cases", case, "vllm_hma_block"), 1 / nodes[case]) for case in nodes}
+    out = [
+        Row("load_policy(), the first in a process", "ms", at("cold", "first_load_cpu"), rules_yaml, at_most(30)),
+        Row("load_policy(), further loads in a process", "ms", at("cold", "load_cpu"), rules_yaml, at_most(30)),
+        Row(f"first decide() after a load, fresh process ({FIRST_CASE})", "µs", at("cold", "first_decide_cpu"),
+            warm_b, baseline_times_at_most(2)),
+        Row(f"first decide() after a second load in a process ({FIRST_CASE})", "µs",
+            at("cold", "first_decide_after_reload_cpu"), warm_b, baseline_times_at_most(2)),
+    ]
+    for case in CASES:
+        vllm = ("vLLM's check, same document", reference("cases", case, "vllm_hma_block"))
+        for kind, label in (("repeated", "same document"), ("same_facts", "distinct, (a) same facts"),
+                            ("new_facts", "distinct, (b) new facts")):
+            if kind == "new_facts" and case in ("single connector", "single unsupported", "multi, 2 children"):
+                continue
+            out.append(Row(f"warm decide(), {case}: {label}", "µs", at("latency", "cases", case, kind, "cpu"),
+                           vllm, NO_WORSE))
+    vllm_growth = lambda results, label: _div(vllm_per_node[LARGE](results, label), vllm_per_node[MEDIUM](results, label))
+    out += [
+        Row("cost per node (slope over distinct documents, 1 to 1000 nodes)", "µs",
+            at("latency", "scaling", "slope_us_per_node"), (f"vLLM's check per node, {LARGE}", vllm_per_node[LARGE])),
+        Row("per-node cost at 1000 nodes / at 100", "x", at("latency", "scaling", "per_node_ratio_1000_vs_100"),
+            ("the same for vLLM's check", vllm_growth), at_most(1.2)),
+        Row("hma-policy decide FILE, CPU", "ms", at("cli", "decide_cpu_ms"),
+            ("python -c 'import jsonschema', CPU", at("cli", "import_jsonschema_cpu_ms")), baseline_times_at_most(1.5)),
+        Row("hma-policy decide FILE, wall", "ms", at("cli", "decide_ms"),
+            ("python -c 'import jsonschema', wall", at("cli", "import_jsonschema_ms")), baseline_times_at_most(1.5)),
+        Row("hma-policy decide FILE, peak RSS", "MiB", scaled(at("cli", "decide_peak_rss_kib"), 1 / 1024),
+            ("python -c 'import jsonschema'", scaled(at("cli", "import_jsonschema_peak_rss_kib"), 1 / 1024))),
+        Row("audit --jobs 2, wall", "docs/s", at("audit", "jobs_2_docs_per_s"),
+            ("one process reads + parses (orjson)", floor("orjson_docs_per_s")), baseline_times_at_least(0.25)),
+        Row("audit --jobs 1, wall", "docs/s", at("audit", "jobs_1_docs_per_s"),
+            ("one process reads + parses (orjson)", floor("orjson_docs_per_s"))),
+        Row("audit --jobs 2, CPU with its workers", "s", at("audit", "jobs_2_cpu_s"),
+            ("the same read + parse, CPU", floor("orjson_cpu_s"))),
+        Row("audit --jobs 1, CPU", "s", at("audit", "jobs_1_cpu_s"), ("the same read + parse, CPU", floor("orjson_cpu_s"))),
+        Row("audit --jobs 2, peak RSS (largest process)", "MiB", scaled(at("audit", "jobs_2_peak_rss_kib"), 1 / 1024),
+            ("hma-policy decide FILE", scaled(at("cli", "decide_peak_rss_kib"), 1 / 1024))),
+        Row("audit() in one process, per file", "µs", at("stages", "audit"),
+            ("read + orjson.loads, per file", at("stages", "orjson_loads"))),
+        Row("Policy.prepare(), per fleet document", "µs", at("stages", "prepare"),
+            ("jsonschema is_valid, same documents", at("stages", "jsonschema_is_valid"))),
+        Row("Policy.decide_prepared(), per fleet document", "µs", at("stages", "decide_prepared"),
+            ("vLLM's check, same documents", at("stages", "vllm_hma_block"))),
+        Row("warm decisions per CPU second, 2,000 fleet documents in turn", "/s", at("memory", "decisions_per_cpu_s"),
+            ("vLLM's check, same documents", at("memory", "vllm_decisions_per_cpu_s"))),
+        Row("RSS after the memory run's warm decisions", "MiB", scaled(at("memory", "rss_after_kib"), 1 / 1024),
+            ("RSS before them", scaled(at("memory", "rss_before_kib"), 1 / 1024))),
+        Row("RSS growth over them", "%", at("memory", "growth_pct"), None, below(5)),
+        Row(f"rules check, {CHECK_TARGET:,} more conditional registry entries, CPU", "s", checked(CHECK_TARGET),
+            ("rules check of the bundled rules", checked(0)), below(30)),
+    ]
+    return out
+
+
+def _div(a: Any, b: Any) -> float | None:
+    numbers = isinstance(a, (int, float)) and isinstance(b, (int, float))
+    return a / b if numbers and b else None
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, str):
+        return value
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    return f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}"
+
+
+def _times(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
+def render(results: dict[str, Any]) -> str:
+    labels = list(results["rounds"])
+    this, others = labels[0], labels[1:]
+    machine = results["machine"]
+    lines = [f"machine: {machine['cpus']} CPUs, {machine['processor']}, Python {machine['python']}, load average "
+             f"{machine['load_before']:.2f} before the run; {machine['rounds']} round(s)"
+             f"{' (quick mode)' if machine['quick'] else ''}; {results['audit_documents']:,} audited files"]
+    for label, info in results["builds"].items():
+        kind = "compiled: " + ", ".join(info["compiled"]) if info["compiled"] else "pure Python"
+        role = " (this build)" if label == this else " (the reference build)" if label == labels[1] else ""
+        lines.append(f"  {label}{role}: {info['package']} ({kind})")
+    lines += ["", "Times in µs, ms and s are CPU time of the measured process (on a shared machine its wall time "
+              "includes waiting for a CPU); rows that say wall, and docs/s, are wall-clock. Each figure is the median "
+              f"of its rounds. The baseline is what the same work costs without the engine (or, where named, the "
+              f"engine's own cost of a cheaper case), measured in this run by the Python of `{this}`; targets are "
+              f"judged for `{this}`.", ""]
+    header = ["figure", "unit", *labels, *[f"{this} / {other}" for other in others], "baseline", "baseline value",
+              f"{this} / baseline", "target", "met?"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    verdicts = []
+    for row in rows():
+        values = {label: row.value(results, label) for label in labels}
+        base = row.baseline[1](results, this) if row.baseline else None
+        verdict = ""
+        if row.target is not None and values[this] is not None:
+            judged = Judged(values[this], base if isinstance(base, (int, float)) else None,
+                            values[others[0]] if others and isinstance(values[others[0]], (int, float)) else None)
+            met = False if isinstance(values[this], str) else row.target.met(judged)
+            verdict = "n/a" if met is None else ("yes" if met else "**no**")
+            if met is not None:
+                shown = _show(values[this]) + ("" if isinstance(values[this], str) else f" {row.unit}")
+                if "baseline" in row.target.text:
+                    shown += f", {_times(_div(values[this], base))} baseline"
+                verdicts.append(f"  {'met   ' if met else 'MISSED'} {row.figure}: {shown} (target {row.target.text})")
+            else:
+                verdicts.append(None)
+        cells = [row.figure, row.unit, *(_show(values[label]) for label in labels),
+                 *(_times(_div(values[this], values[other])) for other in others),
+                 row.baseline[0] if row.baseline else "—", _show(base) if row.baseline else "—",
+                 _times(_div(values[this], base)) if row.baseline else "—",
+                 row.target.text if row.target else "", verdict]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "rules check by the number of registry entries added (2 conditional cases each): CPU seconds, "
+              "peak RSS"]
+    for label in labels:
+        check = results["rounds"][label][0].get("check", {})
+        shown = [f"{n}: {c['seconds']:.1f} s, {c['peak_rss_kib'] / 1024:,.0f} MiB" if c["status"] == "ok" else
+                 f"{n}: {c['status']}" + (f" after {c['seconds']:.1f} s" if c["seconds"] is not None else "")
+                 for n, c in sorted(check.items(), key=lambda item: int(item[0]))]
+        lines.append(f"  {label}: " + "; ".join(shown))
+    lines += ["", f"targets, {this}:", *(v for v in verdicts if v)]
+    if None in verdicts:
+        lines.append(f"  ({verdicts.count(None)} more compare with another build: give one with --against)")
+    return "\n".join(lines)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """``text`` to ``path`` through a temporary file in the same folder, so
+    that an interrupted run leaves the previous figures whole."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(handle.name, path)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke mode: small counts, every figure")
-    parser.add_argument("--output", default=str(HERE / "results.json"))
+    parser.add_argument("--quick", action="store_true", help="smoke mode: small counts, one round, every figure")
+    parser.add_argument("--against", action="append", default=[], metavar="[LABEL=]PYTHON",
+                        help="another build to measure in the same run, by its Python (its hma-policy must be beside "
+                             "it); the first one given is the reference build that 'no worse' targets compare with")
+    parser.add_argument("--label", default="this", help="this build's name in the table (default: this)")
+    parser.add_argument("--rounds", type=int, help="how many times each build is measured (default 3; 1 with --quick)")
+    parser.add_argument("--output", default=str(HERE / "results.json"), help="where the figures go, as JSON")
     args = parser.parse_args()
-    machine = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-               "processor": platform.processor() or platform.machine(), "quick": args.quick}
-    results: dict[str, Any] = {"machine": machine}
-    results["latency"] = bench_latency(args.quick)
-    results["scaling"] = bench_scaling(args.quick)
-    results["cli"] = bench_cli(args.quick)
-    # Memory first: the audit's stage figures leave a larger heap behind,
-    # which would make the RSS baseline of the memory figure depend on them.
-    results["memory"] = bench_memory(args.quick)
-    results["audit"] = bench_audit(args.quick)
-    Path(args.output).write_text(json.dumps(results, indent=2))
+    this = Build(args.label, sys.executable)
+    builds = [this, *(build_of(spec) for spec in args.against)]
+    if len({b.label for b in builds}) != len(builds):
+        parser.error("two builds have the same label: name them LABEL=PYTHON")
+    for build in builds[1:]:
+        if not (Path(build.python).exists() and Path(build.cli).exists()):
+            parser.error(f"--against {build.label}={build.python}: needs that Python and an hma-policy beside it")
+    rounds = args.rounds or (1 if args.quick else 3)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    results = measure(builds, args.quick, rounds)
+    results["machine"] = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+                          "processor": platform.processor() or platform.machine(), "quick": args.quick,
+                          "rounds": rounds, "load_before": load}
+    results["command"] = " ".join(["python", "benchmarks/run.py", *sys.argv[1:]])
+    write_atomically(Path(args.output), json.dumps(results, indent=2))
     print(render(results))
-
-
-def _runs(count: int) -> str:
-    return f"median of {count} runs" if count > 1 else "one run"
-
-
-def render(r: dict[str, Any]) -> str:
-    m = r["machine"]
-    lines = [f"machine: {m['cpus']} CPUs, {m['processor']}, Python {m['python']}{' (quick mode)' if m['quick'] else ''}", ""]
-    lines.append("decide() latency in µs (median; p99 in brackets), with baselines from the same run")
-    lines.append("| case | nodes | warm | warm, distinct docs | cold | vLLM supports_hma_config | vLLM HMA block | json.loads | orjson.loads | jsonschema | warm / supports_hma_config |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
-    for row in r["latency"]:
-        orj = f"{row['floor_orjson_loads_us']:.1f}" if row["floor_orjson_loads_us"] is not None else "n/a"
-        lines.append(
-            f"| {row['case']} | {row['nodes']} | {row['warm_p50_us']:.1f} ({row['warm_p99_us']:.1f}) "
-            f"| {row['warm_distinct_p50_us']:.0f} ({row['warm_distinct_p99_us']:.0f}) | {row['cold_p50_us']:.0f} ({row['cold_p99_us']:.0f}) "
-            f"| {row['baseline_supports_hma_config_us']:.1f} | {row['baseline_vllm_block_us']:.1f} | {row['floor_json_loads_us']:.1f} | {orj} "
-            f"| {row['jsonschema_validate_us']:.0f} | {row['warm_p50_us'] / row['baseline_supports_hma_config_us']:.2f}x |")
-    loads = [row["load_policy_ms"] for row in r["latency"] if "load_policy_ms" in row]
-    if loads:
-        lines += ["", f"cold = the first decide() on a policy just loaded; load_policy() itself: {statistics.median(loads):.1f} ms median "
-                  f"(target for cold 8-leaf decide: <= 2,000 µs)"]
-    s = r["scaling"]
-    lines += ["", f"cost against node count (distinct documents): slope {s['slope_us_per_node']:.1f} µs/node, "
-              f"intercept {s['intercept_us']:.0f} µs; per-node cost at 1,000 nodes / at 100 nodes = {s['per_node_ratio_1000_vs_100']:.2f}x (target <= 1.2x)"]
-    lines.append("  " + ", ".join(f"{p['nodes']}: {p['p50_us']:.0f} µs" for p in s["points"]))
-    c = r["cli"]
-    lines += ["", f"hma-policy decide FILE: {c['decide_wall_ms']:.0f} ms wall, peak RSS {c['decide_peak_rss_kib'] / 1024:.1f} MiB; "
-              f"python -c 'import jsonschema': {c['import_jsonschema_wall_ms']:.0f} ms ({c['import_jsonschema_peak_rss_kib'] / 1024:.1f} MiB); "
-              f"ratio {c['ratio']:.2f}x (target <= 1.5x); bare python start {c['python_startup_ms']:.0f} ms"]
-    a = r["audit"]
-    if "note" in a:
-        lines += ["", f"audit of {a['documents']} generated documents: {a['note']}"]
-    else:
-        lines += ["", f"audit of {a['documents']} generated JSON documents ({_runs(a.get('runs', 1))}): --jobs 1 {a['jobs_1_docs_per_s']:,.0f} docs/s, "
-                  f"--jobs 2 {a['jobs_2_docs_per_s']:,.0f} docs/s (target >= 20,000); read+parse floor {a['floor_read_parse_docs_per_s']:,.0f} docs/s"]
-        if "jobs_2_cpu_s" in a:
-            # No schedule of that much CPU work on this many CPUs ends sooner than CPU time / CPUs.
-            cpus = max(1, min(2, r["machine"]["cpus"] or 1))
-            lines.append(f"  CPU time (the audit and its workers): --jobs 1 {a['jobs_1_cpu_s']:.2f} s, --jobs 2 {a['jobs_2_cpu_s']:.2f} s; "
-                         f"on {cpus} CPUs --jobs 2 cannot end in less than {a['jobs_2_cpu_s'] / cpus:.2f} s, "
-                         f"a bound of {a['documents'] * cpus / a['jobs_2_cpu_s']:,.0f} docs/s")
-        if "jobs_2_peak_rss_kib" in a:
-            lines.append(f"  peak RSS (the largest of the audit's processes): --jobs 1 {a['jobs_1_peak_rss_kib'] / 1024:.0f} MiB, "
-                         f"--jobs 2 {a['jobs_2_peak_rss_kib'] / 1024:.0f} MiB")
-        st = a["stages_us"]
-        floor_us = 1e6 / a["floor_read_parse_docs_per_s"]
-        lines.append(f"  per file in one process, cold policy: read and classify {st['read_and_classify']:.0f} µs, validate {st['validate']:.0f}, "
-                     f"evaluate {st['evaluate']:.0f}, digest {st['digest']:.0f}, report row {st['report_row']:.0f}; "
-                     f"total {st['total']:.0f} µs = {st['total'] / floor_us:.0f}x the read+parse floor ({floor_us:.0f} µs), "
-                     f"{st['total'] / st['read_parse_vllm_check']:.1f}x reading, parsing and vLLM's check (transcribed) "
-                     f"({st['read_parse_vllm_check']:.0f} µs), {st['total'] / st['jsonschema_alone']:.2f}x jsonschema validation "
-                     f"alone ({st['jsonschema_alone']:.0f} µs)")
-    mem = r["memory"]
-    lines += ["", f"memory: {mem['decisions']:,} warm decisions ({mem['decisions_per_s']:,.0f}/s): RSS {mem['rss_before_kib']} -> "
-              f"{mem['rss_after_kib']} KiB ({mem['growth_pct']:+.2f}%, target < 5%)"]
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -64,7 +64,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decisions", type=int, default=100_000)
     parser.add_argument("--distinct", type=int, default=5_000, help="distinct documents cycled through")
-    parser.add_argument("--no-memo", action="store_true", help="post every step to durable-rules")
+    parser.add_argument("--no-memo", action="store_true",
+                        help="an empty step table: each step input goes to durable-rules when first met")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     rng = random.Random(args.seed)

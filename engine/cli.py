@@ -120,6 +120,22 @@ def _parser() -> argparse.ArgumentParser:
                       help="a further directory --config files may be read from (as for audit)")
     diff.add_argument("--format", choices=("text", "json"), default="text")
 
+    registry = command(sub, "registry", "generate a vLLM release's connector registry from its wheel")
+    registry_sub = registry.add_subparsers(dest="registry_command", required=True, metavar="SUBCOMMAND")
+    from_wheel = command(registry_sub, "from-wheel", "read a vLLM wheel's connector registry and option list",
+                         description="Read a vLLM wheel's connector registry (and, with --options, the options "
+                                     "`vllm serve` accepts) statically: the wheel is read as a zip and its Python "
+                                     "files parsed with ast; nothing in it is imported or run.",
+                         epilog="exit status: 0 written, 2 the wheel or an output file cannot be read or written, or usage")
+    from_wheel.add_argument("wheel", metavar="WHEEL", help="a vLLM wheel (.whl), e.g. from pip download --no-deps vllm==X")
+    from_wheel.add_argument("--facts", metavar="FILE", help="also write the facts read from the wheel (JSON), to render again later")
+    from_wheel.add_argument("--options", metavar="FILE", help="also write the release's option list (JSON)")
+    render = command(registry_sub, "render", "render a registry from facts recorded by from-wheel --facts",
+                     epilog="exit status: 0 written, 2 the facts cannot be read or rendered, or usage")
+    render.add_argument("--from-facts", required=True, metavar="FACTS", help="a facts file written by from-wheel --facts")
+    for cmd in (from_wheel, render):
+        cmd.add_argument("-o", "--output", metavar="FILE", help="write the registry (YAML) to FILE (default: standard output)")
+
     decide = command(sub, "decide", "decide deployment documents")
     decide.add_argument("file", nargs="+", metavar="FILE", help="deployment documents (JSON or YAML), - for standard input")
     policy_option(decide)
@@ -437,7 +453,7 @@ def _main(argv: Sequence[str] | None, *, finish: bool) -> int:
         paused = args.command == "audit" and gc.isenabled()
         if paused:
             gc.disable()
-        if args.command in ("rules", "test", "diff", "schema", "completion"):  # the authoring commands
+        if args.command in ("rules", "test", "diff", "registry", "schema", "completion"):  # the authoring commands
             from .authoring import commands
 
             handler = getattr(commands, args.command)

@@ -199,6 +199,25 @@ def broken_copy(tmp_path):
     return rules
 
 
+def test_rules_check_of_a_release_checks_that_releases_policy():
+    """`--rules vllm:X` checks release X's policy (its epoch and registry),
+    not the default release's: 0.30.0's registry lacks 0.33.0's
+    UMBPStoreConnector, so the two policies differ in digest and rules."""
+    import hma_policy
+
+    checked = {}
+    for release in ("0.30.0", "0.33.0"):
+        result = hma("rules", "check", "--rules", f"vllm:{release}", "--format", "json")
+        assert result.returncode == 0, result.stderr
+        checked[release] = json.loads(result.stdout)
+        policy = hma_policy.load_policy(release=release)
+        try:
+            assert checked[release]["digest"] == policy.digest
+        finally:
+            policy.close()
+    assert checked["0.30.0"]["digest"] != checked["0.33.0"]["digest"]
+
+
 def test_rule_problems_are_named_from_the_current_directory_with_a_snippet(broken_copy):
     line = line_of(broken_copy / "decision.yaml", "preferance")
     # The value's position: where the fact's condition is.

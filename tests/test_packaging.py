@@ -56,6 +56,8 @@ def test_wheel_contains_the_data_folders(tmp_path):
         assert f"hma_policy/rules/{name}" in names
     for name in SCHEMA_FILES:
         assert f"hma_policy/schemas/{name}" in names
+    # the wheel reader's tables (hma-policy registry from-wheel)
+    assert {"hma_policy/authoring/wheel/external.json", "hma_policy/authoring/wheel/facts.schema.json"} <= names
     assert "hma_policy/core/_durable.py" in names and "hma_policy/py.typed" in names
     assert "hma_policy/audit/sources/deployers.yaml" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

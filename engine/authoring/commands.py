@@ -1,6 +1,7 @@
 """The policy author's commands: ``rules check|verify|init``, ``test``,
-``diff``, ``schema`` and ``completion`` (the command line's parser is in
-cli.py, which calls these with the parsed arguments).
+``diff``, ``registry from-wheel|render``, ``schema`` and ``completion`` (the
+command line's parser is in cli.py, which calls these with the parsed
+arguments).
 
 Each returns ``(exit status, text for standard output or None)``; errors
 that stop a command are raised (clisupport.UsageError, InvalidRules, ...)
@@ -24,7 +25,7 @@ from ..core.errors import InputError, PolicyError, Problem
 from ..policyref import PolicyRef, opened
 from .diagnostics import PLAIN, Diagnostic, Sources, Style, bundled_rules_dir, display_path, from_problem, render
 
-__all__ = ["rules", "test", "diff", "schema", "completion", "problem_lines"]
+__all__ = ["rules", "test", "diff", "registry", "schema", "completion", "problem_lines"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -84,7 +85,7 @@ def _check(args: Any, ref: PolicyRef) -> tuple[int, str]:
     if fmt == "github":  # the other formats name it
         con.note(f"policy {ref.name}")
     try:
-        policy = load_policy(ref.directory, release=ref.release)  # vllm:X.Y.Z checks that release's policy
+        policy = load_policy(ref.directory, release=ref.release)  # vllm:X checks that release's policy
     except PolicyError as exc:
         diagnostics = _diagnostics(exc.problems, ref)
         if fmt == "json":
@@ -336,6 +337,50 @@ def diff(args: Any, stdin: Any) -> tuple[int, str]:
     if args.format == "json":
         return EXIT_OK, json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
     return EXIT_OK, render_impact(report)
+
+
+# -- registry from-wheel | render ------------------------------------------------------------
+
+def registry(args: Any, stdin: Any) -> tuple[int, str | None]:
+    """A release's registry from its wheel (with ``--facts``/``--options``
+    too), or from recorded facts. Everything is read and rendered before the
+    first file is written, so an error writes nothing; each file is written
+    atomically. Errors are WheelError (wheel.*, facts.*, registry.output)."""
+    from .wheel import WheelError, facts_json, load_facts, options_json, read_options, read_wheel, render_registry
+
+    outputs: list[tuple[str, str]] = []  # (file, text), written in this order
+    if args.registry_command == "from-wheel":
+        facts = read_wheel(args.wheel)
+        if args.facts:
+            outputs.append((args.facts, facts_json(facts)))
+        if args.options:
+            outputs.append((args.options, options_json(read_options(args.wheel))))
+        source = args.wheel
+    else:
+        facts = load_facts(args.from_facts)
+        source = args.from_facts
+    try:
+        text = render_registry(facts)
+    except WheelError as exc:
+        raise exc.at(source) from None
+    if args.output in (None, "-"):
+        _write_all(outputs, args.console)
+        return EXIT_OK, text.removesuffix("\n")  # printed with its newline
+    _write_all(outputs + [(args.output, text)], args.console)
+    return EXIT_OK, None
+
+
+def _write_all(outputs: list[tuple[str, str]], con: Any) -> None:
+    from ..fileio import atomic_write
+    from .wheel import WheelError
+
+    for path, text in outputs:
+        try:
+            with atomic_write(path) as stream:
+                stream.write(text.encode("utf-8"))
+        except OSError as exc:
+            raise WheelError("registry.output", f"cannot write it: {exc.strerror or exc}", path) from None
+        con.note(f"wrote {path}")
 
 
 # -- schema, completion ------------------------------------------------------------------------
