@@ -51,6 +51,7 @@ def test_an_empty_document_has_no_graph_and_vllms_defaults():
         "env_allow_chunked_local_attn_with_hybrid_kv_cache": True, "env_use_simple_kv_offload": False,
         "env_lmcache_use_upstream_mp": False, "env_allow_chunked_local_attn_set": False, "env_use_v1": True,
         "kv_events_configured": False, "kv_transfer_config_configured": False,
+        "kv_offloading_size_set": False, "kv_offloading_backend_set": False,
     }
 
 
@@ -77,6 +78,10 @@ def test_document_facts_are_read_as_vllm_reads_them():
     # Set explicitly (older releases read whether it was set, not only its value)
     assert (d.env_allow_chunked_local_attn_set, d.env_use_v1, d.kv_transfer_config_configured) == (True, True, True)
     assert d.kv_events_configured is False
+    # The decision reads them too: releases before 0.14.0 check the shorthand after the HMA decision.
+    assert (d.kv_offloading_size_set, d.kv_offloading_backend_set) == (True, True)
+    backend_only = facts_of({"kv_offloading_backend": "native"}).document
+    assert (backend_only.kv_offloading_size_set, backend_only.kv_offloading_backend_set) == (False, True)
 
 
 def test_the_graph_is_in_post_order_with_each_nodes_own_facts():

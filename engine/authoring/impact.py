@@ -145,8 +145,14 @@ def _cause(before: dict[str, Any], after: dict[str, Any], base_steps: set, head_
 
     A step that only one policy defines was added or removed by the change
     (``base_steps``/``head_steps``: the (ruleset, step) names each defines);
-    otherwise the step's rule or value changed.
+    otherwise the step's rule or value changed. The two policies may differ
+    in many steps (the rules of two vLLM releases): a step only one defines
+    that concluded nothing (its default) caused nothing, and neither did a
+    step the other run never reached because an earlier step ended it.
     """
+    aligned = _aligned_cause(before["steps"], after["steps"], base_steps, head_steps)
+    if aligned is not None:
+        return aligned
     b_steps, a_steps = before["steps"], after["steps"]
     side = lambda s: {"rule": s[3], "value": s[4]}  # noqa: E731
     for i in range(max(len(b_steps), len(a_steps))):
@@ -163,6 +169,27 @@ def _cause(before: dict[str, Any], after: dict[str, Any], base_steps: set, head_
         now = next((s for s in a_steps if s[:3] == step[:3]), None)
         return {"ruleset": step[0], "node": step[1], "step": step[2],
                 "before": side(other) if other else None, "after": side(now) if now else None}
+    return None
+
+
+def _aligned_cause(b_steps: Any, a_steps: Any, base_steps: set, head_steps: set) -> dict[str, Any] | None:
+    """The first step (by its place in either run) that both runs took with
+    another rule or value, or that only one policy defines and a rule of it
+    fired; None when there is none."""
+    side = lambda s: {"rule": s[3], "value": s[4]}  # noqa: E731
+    b_at = {s[:3]: s for s in b_steps}
+    a_at = {s[:3]: s for s in a_steps}
+    place = {**{s[:3]: (i, 1) for i, s in enumerate(b_steps)}, **{s[:3]: (i, 0) for i, s in enumerate(a_steps)}}
+    for key in sorted(place, key=place.__getitem__):
+        b, a = b_at.get(key), a_at.get(key)
+        cause = {"ruleset": key[0], "node": key[1], "step": key[2]}
+        if b is not None and a is not None:
+            if (b[3], b[4]) != (a[3], a[4]):
+                return {**cause, "before": side(b), "after": side(a)}
+        elif a is not None and (a[0], a[2]) not in base_steps and a[3] is not None:
+            return {**cause, "before": None, "after": side(a)}
+        elif b is not None and (b[0], b[2]) not in head_steps and b[3] is not None:
+            return {**cause, "before": side(b), "after": None}
     return None
 
 

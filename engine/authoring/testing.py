@@ -6,6 +6,12 @@ decision must be: outcome, hma_enabled, the first error, the exact set of
 warning codes, and rules that must (not) fire. Coverage counts the rules of
 the policy that fired in at least one case.
 
+The tests of an epoch (rules/epochs/<epoch>/tests/) serve every release of
+the epoch: a case that holds for some of them names them (``since``,
+``until``), the policy of another release skips it, and coverage counts only
+the rules that can fire for the policy's release (a rule that tests another
+release of the epoch cannot, nor a registry lookup that repeats another).
+
 Every problem of a test file is located (file, line, column). An expectation
 that names a rule id, an error code or a warning code the policy does not
 define could never fail (``not_fired: [a typo]``) or never pass: it is an
@@ -16,7 +22,8 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
@@ -35,6 +42,10 @@ __all__ = ["Case", "CaseResult", "Suite", "load_cases", "check_names", "run_case
 # equal). The deployment schema's `x-code` annotations add their own.
 INPUT_CODES = ("input.schema", "input.parse", "input.duplicate_key", "input.type", "input.encoding", "input.read",
                "input.limit", "input.not_regular", "input.empty", "input.unreadable")
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"[0-9]+", version))
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -61,10 +72,24 @@ class Case:
     index: int = 0  # its position in the file's `cases`
     # Where each value of the file is (JSON Pointer -> line, column), shared by its cases.
     marks: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False, repr=False)
+    since: str | None = None  # the releases the case is for (inclusive; None: no bound)
+    until: str | None = None
 
     @property
     def id(self) -> str:
         return f"{self.file} > {self.name}"
+
+    def for_release(self, release: str) -> bool:
+        """Whether the case is for vLLM ``release`` (``since``..``until``)."""
+        at = _release_key(release)
+        return ((self.since is None or _release_key(self.since) <= at)
+                and (self.until is None or at <= _release_key(self.until)))
+
+    def releases(self) -> str:
+        """The releases the case is for, in words."""
+        if self.since and self.until:
+            return f"vLLM {self.since} to {self.until}"
+        return f"vLLM {self.since} and later" if self.since else f"vLLM {self.until} and earlier"
 
     def locate(self, pointer: str) -> tuple[int | None, int | None]:
         """The line and column of ``pointer`` (the nearest located ancestor)."""
@@ -185,7 +210,8 @@ def load_cases(paths: Iterable[Any], *, stdin: Any = None) -> list[Case]:
                 document = merge_patch(bases[raw["base"]], raw.get("patch") or {})
             else:
                 document = raw["document"]
-            cases.append(Case(name, raw["name"], document, raw["expect"], raw.get("skip"), where, index, marks))
+            cases.append(Case(name, raw["name"], document, raw["expect"], raw.get("skip"), where, index, marks,
+                              since=raw.get("since"), until=raw.get("until")))
     if problems:
         raise PolicyError(problems)
     return cases
@@ -221,6 +247,8 @@ def check_names(model: Any, cases: Iterable[Case]) -> list[Problem]:
     }
     problems: list[Problem] = []
     for case in cases:
+        if not case.for_release(model.release):
+            continue  # it names what another release's registry defines
         base = f"/cases/{case.index}/expect"
         named: list[tuple[str, str, str]] = []  # (kind, name, pointer)
         for key in ("fired", "not_fired"):
@@ -278,14 +306,20 @@ def _check(case: Case, decision: Any | None, error: InputError | None) -> tuple[
 
 def run_cases(policy: Any, cases: list[Case]) -> Suite:
     """Run every case against ``policy`` (a hma_policy.Policy)."""
+    from .verify import can_fire
+
     model = policy.model
-    rules = tuple(r.id for steps in model.steps.values() for s in steps for r in s.rules)
+    rules = tuple(r.id for steps in model.steps.values() for s in steps for r in s.rules
+                  if can_fire(r, s, model.release_facts))
     registry = tuple(r for r in rules if r.startswith("registry."))
     results: list[CaseResult] = []
     fired: set[str] = set()
     for case in cases:
         if case.skip:
             results.append(CaseResult(case, True, skipped=True))
+            continue
+        if not case.for_release(model.release):
+            results.append(CaseResult(replace(case, skip=f"for {case.releases()}, not {model.release}"), True, skipped=True))
             continue
         decision = error = None
         try:

@@ -12,7 +12,11 @@ stands alone). From those answers, for every step:
 - order dependence: two rules with different values match under hit policy
   ``first`` (reported as information: the order decides, by design);
 - rules that never match (``verify.unreachable``) or never win
-  (``verify.shadowed``);
+  (``verify.shadowed``); a rule that never matches because it tests the
+  release (``vllm_minor``, ``vllm_patch``) against another release of its
+  epoch is information (``verify.other_release``), not an error, and so is
+  a registry lookup that repeats an earlier one (``verify.registry_alias``:
+  two registered names for one class);
 - the compiled ruleset picks the first matching rule in order
   (``verify.runtime_mismatch`` otherwise).
 
@@ -31,7 +35,7 @@ from ..core.policy import Policy
 from ..core.model import Rule, StepDef
 from ..core.table import Row, State, StepKey, reachable
 
-__all__ = ["Finding", "Report", "verify"]
+__all__ = ["Finding", "Report", "verify", "for_other_release", "can_fire"]
 
 
 @dataclass(frozen=True)
@@ -132,13 +136,46 @@ def verify(policy: Policy, *, witnesses: bool = True) -> Report:
     for state in finals:
         outcome = "gap" if state.stage == "gap" else state.facts.get("outcome", "undefined")
         report.outcomes[outcome] = report.outcomes.get(outcome, 0) + 1
-    _rule_findings(model.steps, seen.won, matched_any, report)
+    _rule_findings(model.steps, seen.won, matched_any, report, model.release_facts)
     if witnesses:
         from .witness import attach_documents
         report.findings = attach_documents(report.findings, policy)
     order = {"error": 0, "info": 1}
     report.findings.sort(key=lambda f: (order[f.severity], f.file, f.path, f.code, f.rules))
     return report
+
+
+def can_fire(rule: Rule, step: StepDef, release: dict[str, int]) -> bool:
+    """Whether ``rule`` of ``step`` can fire for the policy's release at all:
+    not when it tests another release of its epoch, nor when it repeats an
+    earlier registry lookup (what rule coverage counts)."""
+    return not for_other_release(rule, release) and _registry_alias(rule, step) is None
+
+
+def _registry_alias(rule: Rule, step: StepDef) -> Rule | None:
+    """The earlier registry rule of ``step`` that ``rule`` repeats (the same
+    conditions and value), if any: two registry entries whose class is the
+    same (vLLM 0.9.x registers PyNcclConnector and MooncakeConnector as
+    simple_connector.SimpleConnector) compile to one module-path lookup twice."""
+    if not rule.id.startswith("registry."):
+        return None
+    return next((r for r in step.rules[:step.rules.index(rule)]
+                 if r.id.startswith("registry.") and r.when == rule.when and r.value == rule.value), None)
+
+
+# How a rule's condition on a release fact reads the policy's one value.
+_RELEASE_TESTS = {
+    "eq": lambda v, o: v == o, "ne": lambda v, o: v != o, "in": lambda v, o: v in o, "not_in": lambda v, o: v not in o,
+    "lt": lambda v, o: v < o, "le": lambda v, o: v <= o, "gt": lambda v, o: v > o, "ge": lambda v, o: v >= o,
+}
+
+
+def for_other_release(rule: Rule, release: dict[str, int]) -> bool:
+    """Whether one of the rule's conditions on the release facts fails for
+    this policy's release: the rule is written for another release of the
+    epoch, so it cannot match here whatever the document says."""
+    return any(fact in release and op in _RELEASE_TESTS and not _RELEASE_TESTS[op](release[fact], operand)
+               for fact, op, operand in rule.when)
 
 
 def _matches(probe: RuleRuntime, key: StepKey, step: StepDef, inputs: list[tuple]) -> dict[tuple, list[Rule]]:
@@ -195,7 +232,8 @@ def _step_findings(step: StepDef, key: StepKey, k: tuple, state: State, row: Row
         add("verify.order", "info", (a.id, differing.id), f"`{a.id}` wins over `{differing.id}` by order (hit policy first)")
 
 
-def _rule_findings(steps: dict[str, tuple[StepDef, ...]], won: set[str], matched: set[str], report: Report) -> None:
+def _rule_findings(steps: dict[str, tuple[StepDef, ...]], won: set[str], matched: set[str], report: Report,
+                   release: dict[str, int]) -> None:
     total = fired = 0
     for ruleset, defs in steps.items():
         for step in defs:
@@ -203,10 +241,22 @@ def _rule_findings(steps: dict[str, tuple[StepDef, ...]], won: set[str], matched
                 total += 1
                 if rule.id in won:
                     fired += 1
+                elif rule.id in matched and (alias := _registry_alias(rule, step)) is not None:
+                    report.findings.append(Finding(
+                        "verify.registry_alias", "info", ruleset, step.name, (alias.id, rule.id),
+                        f"rule `{rule.id}` is the lookup `{alias.id}` makes: two registry entries name the same "
+                        f"module and class",
+                        file=rule.file, path=rule.path, line=rule.line, column=rule.column))
                 elif rule.id in matched:
                     report.findings.append(Finding(
                         "verify.shadowed", "error", ruleset, step.name, (rule.id,),
                         f"rule `{rule.id}` never fires: an earlier rule of step `{step.name}` always wins where it matches",
+                        file=rule.file, path=rule.path, line=rule.line, column=rule.column))
+                elif for_other_release(rule, release):
+                    report.findings.append(Finding(
+                        "verify.other_release", "info", ruleset, step.name, (rule.id,),
+                        f"rule `{rule.id}` is for other releases of its epoch: its release condition does not hold "
+                        f"for {', '.join(f'{k} {v}' for k, v in sorted(release.items()))}",
                         file=rule.file, path=rule.path, line=rule.line, column=rule.column))
                 else:
                     report.findings.append(Finding(

@@ -113,6 +113,11 @@ DECLARED: tuple[Fact, ...] = (
     Fact("kv_transfer_config_configured", "decision", "bool",
          "a kv_transfer_config is configured, before the offloading shorthand (which runs after the HMA "
          "decision in releases before 0.22.0)", empty=False, given=_SET),
+    Fact("kv_offloading_size_set", "decision", "bool",
+         "--kv-offloading-size is set (releases before 0.14.0 check it after the HMA decision)"),
+    Fact("kv_offloading_backend_set", "decision", "bool",
+         "--kv-offloading-backend is given (releases before 0.14.0 start the offloading shorthand from it, after "
+         "the HMA decision)"),
     # -- the result steps: how the evaluation ended --------------------------
     Fact("error_stage", "result", "str", "the stage of the error that ended the evaluation (none when none did)",
          ("none", "config", "connector")),
@@ -237,10 +242,12 @@ def extract(document: Mapping[str, Any], containers: frozenset[str]) -> Facts:
     # connector: those rules read the connector as configured.
     configured = ktc.get("kv_connector") if isinstance(ktc, dict) else None
     children = _children(ktc, containers)
+    size_set = document.get("kv_offloading_size") is not None
+    backend_set = document.get("kv_offloading_backend") is not None
     offloading = OffloadingFacts(
-        kv_offloading_size_set=document.get("kv_offloading_size") is not None,
+        kv_offloading_size_set=size_set,
         kv_offloading_backend=document.get("kv_offloading_backend") or "native",
-        kv_offloading_backend_set=document.get("kv_offloading_backend") is not None,
+        kv_offloading_backend_set=backend_set,
         env_use_simple_kv_offload=simple_offload,
     )
     facts = DocumentFacts(
@@ -266,6 +273,8 @@ def extract(document: Mapping[str, Any], containers: frozenset[str]) -> Facts:
         env_use_v1=_int_switch(env, "VLLM_USE_V1", True),
         kv_events_configured=document.get("kv_events_config") is not None,
         kv_transfer_config_configured=isinstance(ktc, dict),
+        kv_offloading_size_set=size_set,
+        kv_offloading_backend_set=backend_set,
     )
     return Facts(offloading, facts, graph, ktc if isinstance(ktc, dict) else None, containers)
 
