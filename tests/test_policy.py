@@ -413,3 +413,15 @@ def test_a_link_inside_the_rules_directory_is_read_as_before(rules):
     link = rules.parent / "linked-rules"
     link.symlink_to(rules)
     assert load_policy(link).digest == plain
+
+
+def test_releases_of_one_epoch_have_their_own_digest():
+    # 0.24.0 and 0.25.0 share E7's files and a registry, but 0.25.0's release
+    # facts turn on a rule (dspark) that 0.24.0's do not: two policies.
+    first, second = load_policy(release="0.24.0"), load_policy(release="0.25.0")
+    try:
+        assert first.model.files == second.model.files
+        assert first.digest != second.digest
+    finally:
+        first.close()
+        second.close()

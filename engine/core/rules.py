@@ -361,6 +361,9 @@ def read_policy(rules_dir: str | Path | None = None, *, release: str | None = No
     digest = hashlib.sha256()
     for file in files:
         digest.update(file.name.encode() + b"\0" + file.text.encode() + b"\0")
+    # Releases of one epoch share files but not their release facts (vllm_minor,
+    # vllm_patch), so they may decide differently: the release is part of the policy.
+    digest.update(b"release\0" + chosen.encode())
     return PolicyModel(
         steps=steps,
         aggregates=tuple(aggregates),
