@@ -90,13 +90,8 @@ def load(ref: PolicyRef, vllm_version: str | None = None) -> Any:
     invalid, UsageError for a release they do not hold."""
     from .core.policy import load_policy
 
-    release, source = release_of(ref, vllm_version)
-    try:
-        return load_policy(ref.directory, release=release, release_source=source)
-    except PolicyError as exc:
-        raise InvalidRules(exc.problems, ref) from None
-    except InputError as exc:
-        raise UsageError(_release_usage(exc, vllm_version is not None)) from None
+    return _loaded(ref, vllm_version, lambda release, source: load_policy(
+        ref.directory, release=release, release_source=source))
 
 
 def load_set(ref: PolicyRef, vllm_version: str | None = None) -> Any:
@@ -104,9 +99,14 @@ def load_set(ref: PolicyRef, vllm_version: str | None = None) -> Any:
     release, unless ``--vllm-version`` or the reference fixes one."""
     from .core.policies import PolicySet
 
+    return _loaded(ref, vllm_version, lambda release, source: PolicySet(ref.directory, release=release, source=source))
+
+
+def _loaded(ref: PolicyRef, vllm_version: str | None, make: Any) -> Any:
+    """``make(release, source)``, its errors as the command line reports them."""
     release, source = release_of(ref, vllm_version)
     try:
-        return PolicySet(ref.directory, release=release, source=source)
+        return make(release, source)
     except PolicyError as exc:
         raise InvalidRules(exc.problems, ref) from None
     except InputError as exc:

@@ -32,6 +32,7 @@ from typing import Any, cast
 import orjson
 
 from ..core.errors import HMAPolicyError, Problem
+from ..core.input import STRICT_JSON, DuplicateKey
 from ..fileio import atomic_write, open_regular
 
 __all__ = ["FORMAT_VERSION", "GENESIS", "MASKED", "MAX_LINE_BYTES", "LogError", "fail", "Masking", "DEFAULT_MASKING",
@@ -197,7 +198,7 @@ def read_head(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     except OSError as exc:
         return None, f"the head file `{head}` cannot be read: {exc.strerror or exc}"
     try:
-        data = _STRICT.decode(raw.decode("ascii")) if len(raw) <= _MAX_HEAD_BYTES else None
+        data = STRICT_JSON.decode(raw.decode("ascii")) if len(raw) <= _MAX_HEAD_BYTES else None
     except (ValueError, RecursionError):
         data = None
     if type(data) is dict and data.keys() == {"v", "records", "last_hash"} and data["v"] == FORMAT_VERSION \
@@ -235,22 +236,6 @@ class Line:
     problem: LogProblem | None = None
 
 
-class _Repeated(ValueError):
-    pass
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _Repeated(key)
-        out[key] = value
-    return out
-
-
-# A parser that refuses repeated keys (which first-wins and last-wins readers
-# read differently), one decoder for every line.
-_STRICT = json.JSONDecoder(object_pairs_hook=_unique)
 
 
 def _count(value: Any) -> bool:
@@ -340,8 +325,8 @@ def read_line(number: int, raw: bytes) -> Line:
     if not raw.isascii():
         return refuse("log.noncanonical", "the line holds bytes that are not ASCII; the tool escapes them")
     try:
-        record = _STRICT.decode(raw.decode("ascii"))
-    except _Repeated as repeated:
+        record = STRICT_JSON.decode(raw.decode("ascii"))
+    except DuplicateKey as repeated:
         return refuse("log.duplicate_key", f"key `{repeated.args[0]}` appears twice in one object")
     except RecursionError:
         return refuse("log.limit", "the line is nested too deeply to be a record")

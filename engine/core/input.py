@@ -32,7 +32,7 @@ from .limits import DEFAULT_LIMITS, Limits
 from .optionlist import ReleaseOptions, known_options
 from .schema import accept_check, iter_problems, load_schema, pointer
 
-__all__ = ["Limits", "read_document", "parse_text", "prepare", "from_object", "MODEL_FACTS"]
+__all__ = ["Limits", "read_document", "parse_text", "prepare", "from_object", "MODEL_FACTS", "STRICT_JSON", "DuplicateKey"]
 
 
 # Fields given as a JSON string, as vllm serve takes them (hisparse_config is
@@ -44,21 +44,24 @@ def _fail(code: str, message: str, path: str = "", hint: str | None = None) -> I
     return InputError([Problem(code=code, message=message, path=path, hint=hint)])
 
 
-class _DuplicateKey(ValueError):
-    pass
+class DuplicateKey(ValueError):
+    """A JSON object names a key twice (first-wins and last-wins readers
+    would read it differently): the key is the argument."""
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _DuplicateKey(key)
+            raise DuplicateKey(key)
         out[key] = value
     return out
 
 
-# One decoder for every parse: json.loads with a hook builds a new one per call.
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates)
+# One decoder for every parse (json.loads with a hook builds a new one per
+# call); it refuses repeated keys with DuplicateKey. The decision log reads
+# its records with it too.
+STRICT_JSON = json.JSONDecoder(object_pairs_hook=_no_duplicates)
 
 
 def _json_loads(text: str, *, source: str, path: str = "") -> Any:
@@ -67,8 +70,8 @@ def _json_loads(text: str, *, source: str, path: str = "") -> Any:
     if fast:
         return value
     try:
-        return _DECODER.decode(text)
-    except _DuplicateKey as duplicate:
+        return STRICT_JSON.decode(text)
+    except DuplicateKey as duplicate:
         raise _fail("input.duplicate_key", f"key `{duplicate.args[0]}` appears twice in one object in {source}", path) from None
     except json.JSONDecodeError:
         raise
