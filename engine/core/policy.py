@@ -61,7 +61,8 @@ class Policy:
         self._vllm = VllmRelease(self._model.release, release_source)
         # The options the release's `vllm serve` accepts, where the bundle
         # records them (else the default release's).
-        self._options = known_options(self._model.release if self._model.release in known_releases() else None)
+        self._own_options = self._model.release in known_releases()
+        self._options = known_options(self._model.release if self._own_options else None)
         compiled = compile_policy(self._model)
         self._runtime = RuleRuntime(compiled.definition)
         self._closed = False
@@ -137,12 +138,27 @@ class Policy:
                 raise InputError([release_problem(version, self.release)])
             if stamp.source == "default":
                 stamp = VllmRelease(self.release, "document vllm_version")
+        newer = self._newer_options(document, spelled)
+        if newer:
+            raise InputError(newer)
         decision = self._evaluator.decide(extract(document, self._model.containers))
         if stamp != decision.vllm:
             decision = replace(decision, vllm=stamp)
         if any(name != as_written for name, as_written in spelled.items()):
             decision = respelled(decision, spelled)
         return decision
+
+    def _newer_options(self, document: Mapping[str, Any], spelled: Mapping[str, str]) -> list[Problem]:
+        """The document's vLLM options that this release does not have (an
+        older release refuses them as an unknown argument), where the bundle
+        records its option list. The document's facts (model_facts, platform,
+        env, vllm_version) are no options and are not checked."""
+        if not self._own_options:
+            return []
+        newest = known_options()
+        return [Problem("input.schema", f"`{spelled.get(name, name)}` is not an option of vLLM {self.release}",
+                        "/" + spelled.get(name, name), hint="a later vLLM release added it")
+                for name in document if newest.dest(name) is not None and self._options.dest(name) is None]
 
     def decide(self, document: Any, *, limits: Limits = DEFAULT_LIMITS) -> Decision:
         """Decide one deployment document. See :func:`decide`."""
