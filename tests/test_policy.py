@@ -428,10 +428,10 @@ def test_releases_of_one_epoch_have_their_own_digest():
 
 
 def test_an_option_a_later_release_added_is_refused_by_the_older_one():
-    # vLLM 0.21.0's parser has no --hisparse-config (0.30.0 added it): it
-    # refuses the document as an unknown argument; 0.33.0 reads it.
-    document = {"hisparse_config": {}, "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}
-    old = load_policy(release="0.21.0")
+    # vLLM 0.11.0's parser has no --kv-offloading-size (0.11.1 added it): it
+    # refuses the document as an unknown argument; 0.11.1 reads it.
+    document = {"kv_offloading_size": 4, "kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}
+    old = load_policy(release="0.11.0")
     try:
         with pytest.raises(hma_policy.InputError) as raised:
             old.decide(document)
@@ -439,5 +439,5 @@ def test_an_option_a_later_release_added_is_refused_by_the_older_one():
         old.close()
     (problem,) = raised.value.problems
     assert (problem.code, problem.path, problem.message) == (
-        "input.schema", "/hisparse_config", "`hisparse_config` is not an option of vLLM 0.21.0")
-    assert hma_policy.decide({**document, "vllm_version": "0.33.0"}).outcome == "enabled"
+        "input.schema", "/kv_offloading_size", "`kv_offloading_size` is not an option of vLLM 0.11.0")
+    assert hma_policy.decide({**document, "vllm_version": "0.11.1"}).outcome == "disabled"  # read, not refused
