@@ -114,14 +114,15 @@ def verify(policy: Policy, *, witnesses: bool = True) -> Report:
 
     finals = reachable(model, answer, seen)
     report = Report(combinations={name: seen.combinations.get(name, 0) for name in ("offloading", "node", "decision", "result")})
-    probe = RuleRuntime(compile_probe(model).definition)
+    compiled = compile_probe(model)
+    probe = RuleRuntime(compiled.definition)
     matched_any: set[str] = set()
     try:
         for ruleset, steps in model.steps.items():
             for step in steps:
                 inputs = seen.inputs.get((ruleset, step.name), {})
                 key = table.keys[(ruleset, step.name)]
-                matches = _matches(probe, key, step, list(inputs))
+                matches = _matches(probe, compiled.rules, key, step, list(inputs))
                 report.runtime_checks += len(inputs)
                 for k, (state, row) in inputs.items():
                     matched = matches[k]
@@ -141,19 +142,15 @@ def verify(policy: Policy, *, witnesses: bool = True) -> Report:
     return report
 
 
-def _matches(probe: RuleRuntime, key: StepKey, step: StepDef, inputs: list[tuple]) -> dict[tuple, list[Rule]]:
+def _matches(probe: RuleRuntime, names: dict[str, Rule | None], key: StepKey, step: StepDef,
+             inputs: list[tuple]) -> dict[tuple, list[Rule]]:
     """For each input, the rules of ``step`` that match it, in order, as durable-rules says."""
-    events = []
-    for k in inputs:
-        base = key.event(k)
-        for position in range(len(step.rules)):
-            events.append({**base, "t": f"{base['t']}#{position}"})
-    names = probe.fire_many(events) if events else []
+    ran = probe.match_all([key.event(k) for k in inputs]) if inputs else []
+    position = {id(rule): index for index, rule in enumerate(step.rules)}
     out: dict[tuple, list[Rule]] = {}
-    width = len(step.rules)
-    for index, k in enumerate(inputs):
-        answers = names[index * width:(index + 1) * width]
-        out[k] = [rule for rule, name in zip(step.rules, answers) if name.startswith("m")]
+    for k, fired in zip(inputs, ran):
+        matched = [rule for rule in (names[name] for name in fired) if rule is not None]
+        out[k] = sorted(matched, key=lambda rule: position[id(rule)])
     return out
 
 

@@ -72,23 +72,29 @@ def compile_policy(model: PolicyModel) -> Compiled:
 
 
 def compile_probe(model: PolicyModel) -> Compiled:
-    """A ruleset that tells, for one input, which rules of its step match:
-    each rule stands alone under its own discriminator (``ruleset.step#N``),
-    with a catch-all. The verifier posts an input once per rule of its step,
-    so that durable-rules, not Python, says where rules overlap."""
+    """A ruleset that tells, for one input, every rule of its step that
+    matches: the step's rules under its discriminator, as in
+    :func:`compile_policy`, each with its own name. The verifier asserts each
+    input as a durable-rules fact, which every matching rule fires on (an
+    event is consumed by the first), so that durable-rules, not Python, says
+    where rules overlap, with one post per input."""
     definition: dict[str, Any] = {}
     table: dict[str, Rule | None] = {}
     keys: dict[tuple[str, str], str] = {}
     step_of: dict[str, tuple[str, str]] = {}
     for ruleset, steps in model.steps.items():
         for step in steps:
-            for position, rule in enumerate(step.rules):
-                key = f"{step_key(step)}#{position}"
-                keys[(ruleset, f"{step.name}#{position}")] = key
+            key = step_key(step)
+            keys[(ruleset, step.name)] = key
+            for position, rule in enumerate(step.rules, start=1):
+                name = f"r{len(table)}"
                 terms = [{"t": key}] + [_term(*condition) for condition in rule.when]
-                matched, other = f"m{len(table)}", f"d{len(table)}"
-                definition[matched] = {"all": [{"m": {"$and": terms}}], "pri": 1}
-                definition[other] = {"all": [{"m": {"t": key}}], "pri": DEFAULT_PRI}
-                table[matched], table[other] = rule, None
-                step_of[matched] = step_of[other] = (ruleset, step.name)
+                definition[name] = {"all": [{"m": {"$and": terms}}], "pri": position}
+                table[name] = rule
+                step_of[name] = (ruleset, step.name)
+            # every fact runs an action (a state in which none ran must not be deleted)
+            name = f"r{len(table)}"
+            definition[name] = {"all": [{"m": {"t": key}}], "pri": DEFAULT_PRI}
+            table[name] = None
+            step_of[name] = (ruleset, step.name)
     return Compiled(definition, table, keys, step_of)
