@@ -11,7 +11,7 @@ module path, another entry's, or none.
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 import time
 from pathlib import Path
 
@@ -20,8 +20,12 @@ import pytest
 from hma_policy.core.policy import load_policy
 from hma_policy.authoring.verify import verify
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from checker_scale import rules_copy  # noqa: E402
+# Loaded by path: benchmarks/ on sys.path would shadow the standard library's http.
+_SPEC = importlib.util.spec_from_file_location(
+    "checker_scale", Path(__file__).resolve().parents[1] / "benchmarks" / "checker_scale.py")
+checker_scale = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(checker_scale)
+rules_copy = checker_scale.rules_copy
 
 
 def class_hma_inputs(directory: Path) -> int:

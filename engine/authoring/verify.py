@@ -3,8 +3,8 @@
 The step table (:mod:`hma_policy.core.table`) walks every reachable input of
 every step, keyed by the classes of the facts each step reads. The verifier
 walks the same space with the same keys, and asks durable-rules, for each
-input, which rules of its step match (a probe ruleset in which each rule
-stands alone). From those answers, for every step:
+input, which rules of its step match (the input asserted as a durable-rules
+fact, which every matching rule fires on). From those answers, for every step:
 
 - gaps: no rule matches and the step has no default (``verify.gap``);
 - conflicts: two rules match under hit policy ``unique``, or two rules with
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core._durable import RuleRuntime
-from ..core.compiler import compile_probe
+from ..core.compiler import compile_policy
 from ..core.policy import Policy
 from ..core.model import Rule, StepDef
 from ..core.table import Row, State, StepKey, reachable
@@ -114,7 +114,8 @@ def verify(policy: Policy, *, witnesses: bool = True) -> Report:
 
     finals = reachable(model, answer, seen)
     report = Report(combinations={name: seen.combinations.get(name, 0) for name in ("offloading", "node", "decision", "result")})
-    compiled = compile_probe(model)
+    # The policy's own rules, asked with facts: every matching rule runs.
+    compiled = compile_policy(model)
     probe = RuleRuntime(compiled.definition)
     matched_any: set[str] = set()
     try:

@@ -217,7 +217,7 @@ class RuleRuntime:
         each fact, in the order of ``facts``, the names of every rule that
         ran on it (a fact, unlike an event, is not consumed by the first
         action, so every matching rule runs). The ruleset must have a
-        catch-all rule for every fact, as :func:`.compiler.compile_probe` gives."""
+        catch-all rule for every fact, as :func:`.compiler.compile_policy` gives."""
         for fact in facts:
             check_event(fact)
         out: list[list[str]] = [[] for _ in facts]

@@ -7,6 +7,10 @@ position in the step (lower runs first, and an event is consumed by the first
 action, so the first matching rule wins); every step ends with a catch-all
 default rule, so that each event runs exactly one action (durable-rules
 crashes when a state in which no action ran is deleted).
+
+The verifier asserts step inputs into the same ruleset as durable-rules
+facts, which every matching rule fires on (an event is consumed by the first
+action): so durable-rules, not Python, says where rules overlap.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 
 from .model import PolicyModel, Rule, StepDef
 
-__all__ = ["Compiled", "compile_policy", "compile_probe", "DEFAULT_PRI"]
+__all__ = ["Compiled", "compile_policy", "DEFAULT_PRI"]
 
 DEFAULT_PRI = 1_000_000
 
@@ -64,35 +68,6 @@ def compile_policy(model: PolicyModel) -> Compiled:
                 definition[name] = {"all": [{"m": {"$and": terms}}], "pri": position}
                 table[name] = rule
                 step_of[name] = (ruleset, step.name)
-            name = f"r{len(table)}"
-            definition[name] = {"all": [{"m": {"t": key}}], "pri": DEFAULT_PRI}
-            table[name] = None
-            step_of[name] = (ruleset, step.name)
-    return Compiled(definition, table, keys, step_of)
-
-
-def compile_probe(model: PolicyModel) -> Compiled:
-    """A ruleset that tells, for one input, every rule of its step that
-    matches: the step's rules under its discriminator, as in
-    :func:`compile_policy`, each with its own name. The verifier asserts each
-    input as a durable-rules fact, which every matching rule fires on (an
-    event is consumed by the first), so that durable-rules, not Python, says
-    where rules overlap, with one post per input."""
-    definition: dict[str, Any] = {}
-    table: dict[str, Rule | None] = {}
-    keys: dict[tuple[str, str], str] = {}
-    step_of: dict[str, tuple[str, str]] = {}
-    for ruleset, steps in model.steps.items():
-        for step in steps:
-            key = step_key(step)
-            keys[(ruleset, step.name)] = key
-            for position, rule in enumerate(step.rules, start=1):
-                name = f"r{len(table)}"
-                terms = [{"t": key}] + [_term(*condition) for condition in rule.when]
-                definition[name] = {"all": [{"m": {"$and": terms}}], "pri": position}
-                table[name] = rule
-                step_of[name] = (ruleset, step.name)
-            # every fact runs an action (a state in which none ran must not be deleted)
             name = f"r{len(table)}"
             definition[name] = {"all": [{"m": {"t": key}}], "pri": DEFAULT_PRI}
             table[name] = None
