@@ -126,9 +126,9 @@ def _joint(steps: Iterable[StepDef], vocabulary: Mapping[str, Fact]) -> dict[str
         by_partner: dict[str, set[str]] = {}
         for step in steps:
             for rule in step.rules:
-                equal = {f: v for f, op, v in rule.when if op == "eq"}
-                if fact in equal:
-                    by_partner.setdefault(equal[partner], set()).add(equal[fact])
+                operands = {f: v for f, op, v in rule.when if op == "eq"}
+                if fact in operands:
+                    by_partner.setdefault(operands[partner], set()).add(operands[fact])
         out[fact] = (partner, {k: frozenset(v) for k, v in by_partner.items()})
     return out
 
@@ -415,10 +415,14 @@ def _projections(model: PolicyModel, vocabulary: Mapping[str, Fact], domains: Ma
         declared = vocabulary.get(fact)
         if declared is None or declared.type != "str" or declared.values is not None or fact not in domains:
             continue
-        told = frozenset(literals.get(fact, ()))
-        other = _other(frozenset(v for v in domains[fact] if isinstance(v, str)))
-        out[fact] = lambda value, told=told, other=other: value if value in told else other
+        out[fact] = _class_of(frozenset(literals.get(fact, ())),
+                              _other(frozenset(v for v in domains[fact] if isinstance(v, str))))
     return out
+
+
+def _class_of(told: frozenset[Any], other: str) -> Callable[[Any], Any]:
+    """A value's class as ``told`` tells values apart: itself, or ``other``."""
+    return lambda value: value if value in told else other
 
 
 def _consistent(fact: Fact, facts: Mapping[str, Any], containers: frozenset[str]) -> bool:
