@@ -3,8 +3,8 @@
 The step table (:mod:`hma_policy.core.table`) walks every reachable input of
 every step, keyed by the classes of the facts each step reads. The verifier
 walks the same space with the same keys, and asks durable-rules, for each
-input, which rules of its step match (a probe ruleset in which each rule
-stands alone). From those answers, for every step:
+input, which rules of its step match (the input asserted as a durable-rules
+fact, which every matching rule fires on). From those answers, for every step:
 
 - gaps: no rule matches and the step has no default (``verify.gap``);
 - conflicts: two rules match under hit policy ``unique``, or two rules with
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core._durable import RuleRuntime
-from ..core.compiler import compile_probe
+from ..core.compiler import compile_policy
 from ..core.policy import Policy
 from ..core.model import Rule, StepDef
 from ..core.table import Row, State, StepKey, reachable
@@ -118,14 +118,16 @@ def verify(policy: Policy, *, witnesses: bool = True) -> Report:
 
     finals = reachable(model, answer, seen)
     report = Report(combinations={name: seen.combinations.get(name, 0) for name in ("offloading", "node", "decision", "result")})
-    probe = RuleRuntime(compile_probe(model).definition)
+    # The policy's own rules, asked with facts: every matching rule runs.
+    compiled = compile_policy(model)
+    probe = RuleRuntime(compiled.definition)
     matched_any: set[str] = set()
     try:
         for ruleset, steps in model.steps.items():
             for step in steps:
                 inputs = seen.inputs.get((ruleset, step.name), {})
                 key = table.keys[(ruleset, step.name)]
-                matches = _matches(probe, key, step, list(inputs))
+                matches = _matches(probe, compiled.rules, key, step, list(inputs))
                 report.runtime_checks += len(inputs)
                 for k, (state, row) in inputs.items():
                     matched = matches[k]
@@ -178,19 +180,15 @@ def for_other_release(rule: Rule, release: dict[str, int]) -> bool:
                for fact, op, operand in rule.when)
 
 
-def _matches(probe: RuleRuntime, key: StepKey, step: StepDef, inputs: list[tuple]) -> dict[tuple, list[Rule]]:
+def _matches(probe: RuleRuntime, names: dict[str, Rule | None], key: StepKey, step: StepDef,
+             inputs: list[tuple]) -> dict[tuple, list[Rule]]:
     """For each input, the rules of ``step`` that match it, in order, as durable-rules says."""
-    events = []
-    for k in inputs:
-        base = key.event(k)
-        for position in range(len(step.rules)):
-            events.append({**base, "t": f"{base['t']}#{position}"})
-    names = probe.fire_many(events) if events else []
+    ran = probe.match_all([key.event(k) for k in inputs]) if inputs else []
+    position = {id(rule): index for index, rule in enumerate(step.rules)}
     out: dict[tuple, list[Rule]] = {}
-    width = len(step.rules)
-    for index, k in enumerate(inputs):
-        answers = names[index * width:(index + 1) * width]
-        out[k] = [rule for rule, name in zip(step.rules, answers) if name.startswith("m")]
+    for k, fired in zip(inputs, ran):
+        matched = [rule for rule in (names[name] for name in fired) if rule is not None]
+        out[k] = sorted(matched, key=lambda rule: position[id(rule)])
     return out
 
 

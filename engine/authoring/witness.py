@@ -12,6 +12,7 @@ few of those leaves.
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import replace
 from typing import Any, Mapping
 
@@ -129,36 +130,52 @@ def _base_document(ruleset: str, witness: Mapping[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def _reaches(policy: Policy, document: dict[str, Any], finding: Any) -> bool:
-    """Whether deciding ``document`` reaches the finding's input at its step."""
-    key = policy.table.keys[(finding.ruleset, finding.step)]
+def _reached(policy: Policy, document: dict[str, Any]) -> tuple[frozenset[tuple], tuple | None]:
+    """Every (ruleset, step, input) that deciding ``document`` reaches, as the
+    step table keys inputs, and the one a gap stopped at (None: no gap)."""
+    keys = policy.table.keys
     try:
         decision = policy.decide(document)
     except EvaluationError as exc:  # a gap stops the engine: it names the step and its facts
-        return finding.code == "verify.gap" and exc.step == (finding.ruleset, finding.step) \
-            and exc.facts is not None and key(exc.facts) == finding.key
+        gap = None
+        if exc.step is not None and exc.facts is not None and exc.step in keys:
+            gap = (*exc.step, keys[exc.step](exc.facts))
+        return frozenset(), gap
     except InputError:
-        return False
-    return any(entry.ruleset == finding.ruleset and entry.step == finding.step and key(dict(entry.facts)) == finding.key
-               for entry in decision.trail)
+        return frozenset(), None
+    return frozenset((entry.ruleset, entry.step, keys[(entry.ruleset, entry.step)](dict(entry.facts)))
+                     for entry in decision.trail), None
+
+
+def _reaches(reached: tuple[frozenset[tuple], tuple | None], finding: Any) -> bool:
+    """Whether a document that reaches ``reached`` reaches the finding's input at its step."""
+    at = (finding.ruleset, finding.step, finding.key)
+    trail, gap = reached
+    return at in trail or (finding.code == "verify.gap" and gap == at)
 
 
 def attach_documents(findings: list, policy: Policy) -> list:
     """Each finding with a witness, with a document that reproduces it (or
-    ``reproduced=False`` where none of the library's documents does)."""
+    ``reproduced=False`` where none of the library's documents does): the
+    first of the library, in order, whose decision reaches its input. Each
+    document is decided once, whatever the number of findings it is tried for."""
     candidates = library(policy.model)
+    decided: dict[str, list[tuple[frozenset[tuple], tuple | None]]] = {}  # per base document, in library order
     out = []
     for finding in findings:
         if not finding.witness:
             out.append(finding)
             continue
         base = _base_document(finding.ruleset, dict(finding.witness))
+        tried = decided.setdefault(json.dumps(base, sort_keys=True), [])
         found = None
-        for ktc in candidates:
+        for index, ktc in enumerate(candidates):
             document = dict(base)
             if ktc is not None:
                 document["kv_transfer_config"] = ktc
-            if _reaches(policy, document, finding):
+            if index == len(tried):
+                tried.append(_reached(policy, document))
+            if _reaches(tried[index], finding):
                 found = document
                 break
         out.append(replace(finding, document=found, reproduced=found is not None))

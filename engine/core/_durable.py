@@ -212,6 +212,50 @@ class RuleRuntime:
                 raise RuntimeFault(f"{len(fired)} rules ran for {len(events)} events")
             return names  # type: ignore[return-value]
 
+    def match_all(self, facts: list[dict[str, Any]]) -> list[list[str]]:
+        """Assert independent facts in one batch and retract them all; for
+        each fact, in the order of ``facts``, the names of every rule that
+        ran on it (a fact, unlike an event, is not consumed by the first
+        action, so every matching rule runs). The ruleset must have a
+        catch-all rule for every fact, as :func:`.compiler.compile_policy` gives."""
+        for fact in facts:
+            check_event(fact)
+        out: list[list[str]] = [[] for _ in facts]
+        with self._lock:
+            if self._closed:
+                raise RuntimeFault("the policy was closed")
+            if self._in_session:
+                raise RuntimeFault("facts cannot be asserted inside a session")
+            for start in range(0, len(facts), _MAX_STATE_IDS // 2):
+                batch = facts[start:start + _MAX_STATE_IDS // 2]
+                messages = [{**fact, "sid": _SESSION, "id": str(index)} for index, fact in enumerate(batch, start=1)]
+                payload = json.dumps(messages, ensure_ascii=False, allow_nan=False)
+                try:
+                    code, state = _dre.assert_facts(self._handle, payload)
+                except Exception as exc:
+                    raise RuntimeFault(f"the rule runtime failed to take the facts: {exc}") from None
+                if code != 0:
+                    raise RuntimeFault(f"the rule runtime did not handle the facts (code {code})")
+                ran = 0
+                try:
+                    result = _dre.start_action_for_state(self._handle, state)
+                    while result:
+                        name, fact_id = _activation(result[1])
+                        index = int(fact_id) - 1
+                        if not 0 <= index < len(batch):
+                            raise RuntimeFault(f"the rule runtime answered fact {fact_id} of {len(batch)}")
+                        out[start + index].append(name)
+                        ran += 1
+                        following = _dre.complete_and_start_action(self._handle, state)
+                        result = (result[0], following) if following else None
+                finally:
+                    if ran:  # the state (and its facts) goes: nothing is kept between batches
+                        self._acted = True
+                        self._end_state()
+            if any(not names for names in out):
+                raise RuntimeFault("no rule ran for a fact")
+            return out
+
     def close(self) -> None:
         with self._lock:
             if not self._closed:

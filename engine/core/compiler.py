@@ -7,6 +7,10 @@ position in the step (lower runs first, and an event is consumed by the first
 action, so the first matching rule wins); every step ends with a catch-all
 default rule, so that each event runs exactly one action (durable-rules
 crashes when a state in which no action ran is deleted).
+
+The verifier asserts step inputs into the same ruleset as durable-rules
+facts, which every matching rule fires on (an event is consumed by the first
+action): so durable-rules, not Python, says where rules overlap.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 
 from .model import PolicyModel, Rule, StepDef
 
-__all__ = ["Compiled", "compile_policy", "compile_probe", "DEFAULT_PRI"]
+__all__ = ["Compiled", "compile_policy", "DEFAULT_PRI"]
 
 DEFAULT_PRI = 1_000_000
 
@@ -68,27 +72,4 @@ def compile_policy(model: PolicyModel) -> Compiled:
             definition[name] = {"all": [{"m": {"t": key}}], "pri": DEFAULT_PRI}
             table[name] = None
             step_of[name] = (ruleset, step.name)
-    return Compiled(definition, table, keys, step_of)
-
-
-def compile_probe(model: PolicyModel) -> Compiled:
-    """A ruleset that tells, for one input, which rules of its step match:
-    each rule stands alone under its own discriminator (``ruleset.step#N``),
-    with a catch-all. The verifier posts an input once per rule of its step,
-    so that durable-rules, not Python, says where rules overlap."""
-    definition: dict[str, Any] = {}
-    table: dict[str, Rule | None] = {}
-    keys: dict[tuple[str, str], str] = {}
-    step_of: dict[str, tuple[str, str]] = {}
-    for ruleset, steps in model.steps.items():
-        for step in steps:
-            for position, rule in enumerate(step.rules):
-                key = f"{step_key(step)}#{position}"
-                keys[(ruleset, f"{step.name}#{position}")] = key
-                terms = [{"t": key}] + [_term(*condition) for condition in rule.when]
-                matched, other = f"m{len(table)}", f"d{len(table)}"
-                definition[matched] = {"all": [{"m": {"$and": terms}}], "pri": 1}
-                definition[other] = {"all": [{"m": {"t": key}}], "pri": DEFAULT_PRI}
-                table[matched], table[other] = rule, None
-                step_of[matched] = step_of[other] = (ruleset, step.name)
     return Compiled(definition, table, keys, step_of)

@@ -58,12 +58,25 @@ class StepKey:
         self.step = step
         self.reads = step.reads
         atoms = _atoms([step])
+        joint = _joint([step], vocabulary)
         self.classes: tuple[Callable[[Any], Any] | None, ...] = tuple(
             _classifier(vocabulary.get(fact), atoms.get(fact, [])) for fact in self.reads)
+        # A fact the step compares only beside another (its partner): its
+        # class is its value only where the partner's class is the literal
+        # it is compared beside, else `other` (the partner comes first).
+        self.joint = tuple((self.reads.index(fact), self.reads.index(partner), pairs, _other(frozenset().union(*pairs.values())))
+                           for fact, (partner, pairs) in joint.items())
 
     def __call__(self, facts: Mapping[str, Any]) -> tuple:
-        return tuple(facts[fact] if classify is None else classify(facts[fact])
-                     for fact, classify in zip(self.reads, self.classes))
+        key = tuple(facts[fact] if classify is None else classify(facts[fact])
+                    for fact, classify in zip(self.reads, self.classes))
+        if not self.joint:
+            return key
+        out = list(key)
+        for at, partner, pairs, other in self.joint:
+            if out[at] not in pairs.get(out[partner], ()):
+                out[at] = other
+        return tuple(out)
 
     def event(self, key: tuple) -> dict[str, Any]:
         """The durable-rules event for an input: the step's discriminator and the facts."""
@@ -81,6 +94,43 @@ def _atoms(steps: Iterable[StepDef]) -> dict[str, list[tuple[str, Any]]]:
             for fact, op, operand in rule.when:
                 atoms.setdefault(fact, []).append((op, operand))
     return atoms
+
+
+def _joint(steps: Iterable[StepDef], vocabulary: Mapping[str, Fact]) -> dict[str, tuple[str, dict[str, frozenset[str]]]]:
+    """The open string facts that the rules of ``steps`` compare only with
+    `eq`, and always beside an `eq` on one other open string fact (a module
+    path beside a class name): each with that partner and, for each literal
+    of the partner, the literals it is compared beside. Where the partner's
+    value is not such a literal, no rule can tell the fact's values apart.
+    A partner is never itself such a fact."""
+    def open_str(fact: str) -> bool:
+        declared = vocabulary.get(fact)
+        return declared is not None and declared.type == "str" and declared.values is None
+
+    partners: dict[str, list[str]] = {}  # the facts compared beside it in every rule that compares it
+    excluded: set[str] = set()  # compared otherwise, at least once
+    for step in steps:
+        for rule in step.rules:
+            equal = [f for f, op, v in rule.when if op == "eq" and isinstance(v, str) and open_str(f)]
+            for fact, op, _ in rule.when:
+                if fact not in equal:
+                    excluded.add(fact)
+                    continue
+                beside = [f for f in equal if f != fact]
+                partners[fact] = [f for f in partners.get(fact, beside) if f in beside]
+    chosen = {fact: candidates[0] for fact, candidates in partners.items() if fact not in excluded and candidates}
+    out: dict[str, tuple[str, dict[str, frozenset[str]]]] = {}
+    for fact, partner in chosen.items():
+        if partner in chosen:  # no chains: a partner is classed on its own
+            continue
+        by_partner: dict[str, set[str]] = {}
+        for step in steps:
+            for rule in step.rules:
+                operands = {f: v for f, op, v in rule.when if op == "eq"}
+                if fact in operands:
+                    by_partner.setdefault(operands[partner], set()).add(operands[fact])
+        out[fact] = (partner, {k: frozenset(v) for k, v in by_partner.items()})
+    return out
 
 
 def _operands(atoms: Iterable[tuple[str, Any]]) -> list[Any]:
@@ -229,22 +279,25 @@ def _walk(model: PolicyModel, ruleset: str, start: list[State], keys: Mapping[tu
     steps = model.steps[ruleset]
     vocabulary = model.vocabulary[ruleset]
     domains = _domains(model, ruleset)
-    entering = _entering(steps, vocabulary, domains)
+    joint = _joint_domains(_joint(steps, vocabulary), domains)
+    entering = _entering(steps, vocabulary, domains, {fact: partner for fact, (partner, _, _) in joint.items()})
     track = observe is not None
     states = start
     for index, step in enumerate(steps):
         # What stays after this step: what later steps (and the caller) read,
-        # and what a fact that enters later is related to.
+        # and what a fact that enters later is related to; an open string
+        # fact only as the class of its value that those tell apart.
         keep = set(also_read)
         for later, facts in zip(steps[index + 1:], entering[index + 1:]):
             keep.update(later.reads)
             keep.update(r.fact for fact in facts for r in vocabulary[fact].given)
+        project = _projections(model, vocabulary, domains, steps[index + 1:], entering[index + 1:], keep - set(also_read))
         expanded: list[State] = []
         for state in states:
             if state.halted:
                 expanded.append(state)
             else:
-                expanded.extend(_introduce(state, entering[index], vocabulary, domains, model.containers, track))
+                expanded.extend(_introduce(state, entering[index], vocabulary, domains, joint, model.containers, track))
         key = keys[(ruleset, step.name)]
         live = [key(s.facts) for s in expanded if not s.halted]
         rows = dict(zip(live, answer(key, live))) if live else {}
@@ -259,7 +312,7 @@ def _walk(model: PolicyModel, ruleset: str, start: list[State], keys: Mapping[tu
                 if row.rule is None and step.default is None:
                     state = State(dict(state.facts), witness, step.name, "gap")  # the engine stops with policy.gap
                 else:
-                    kept = {f: v for f, v in state.facts.items() if f in keep}
+                    kept = {f: (project[f](v) if f in project else v) for f, v in state.facts.items() if f in keep}
                     kept[step.name] = row.value
                     error = row.rule.error if row.rule is not None else None
                     if halting and error:
@@ -271,9 +324,11 @@ def _walk(model: PolicyModel, ruleset: str, start: list[State], keys: Mapping[tu
     return states
 
 
-def _entering(steps: tuple[StepDef, ...], vocabulary: Mapping[str, Fact], domains: Mapping[str, list[Any]]) -> list[list[str]]:
+def _entering(steps: tuple[StepDef, ...], vocabulary: Mapping[str, Fact], domains: Mapping[str, list[Any]],
+              partners: Mapping[str, str]) -> list[list[str]]:
     """The input facts that enter at each step: those it reads first, with the
-    facts their relations name, each after the facts it is related to."""
+    facts their relations name, each after the facts it is related to (and
+    after its partner, :func:`_joint`)."""
     seen: set[str] = set()
     out: list[list[str]] = []
     for step in steps:
@@ -289,6 +344,8 @@ def _entering(steps: tuple[StepDef, ...], vocabulary: Mapping[str, Fact], domain
                     seen.add(name)
                     stack.append((name, True))
                     stack.extend([(relation.fact, False) for relation in vocabulary[name].given[::-1]])
+                    if name in partners:
+                        stack.append((partners[name], False))
         out.append(order)
     return out
 
@@ -304,8 +361,9 @@ def _merged(states: list[State]) -> list[State]:
     return list(out.values())
 
 
-def _introduce(state: State, entering: list[str], vocabulary: Mapping[str, Fact],
-               domains: Mapping[str, list[Any]], containers: frozenset[str], track: bool) -> list[State]:
+def _introduce(state: State, entering: list[str], vocabulary: Mapping[str, Fact], domains: Mapping[str, list[Any]],
+               joint: Mapping[str, tuple[str, Mapping[Any, list[Any]], list[Any]]], containers: frozenset[str],
+               track: bool) -> list[State]:
     """``state`` with each consistent combination of values of the facts
     ``entering`` (in order: a fact after those it is related to, so that each
     is checked as it enters and inconsistent combinations stop early)."""
@@ -313,11 +371,58 @@ def _introduce(state: State, entering: list[str], vocabulary: Mapping[str, Fact]
     entering = [f for f in entering if f not in state.facts]  # a start state may hold some already
     for fact in entering:
         declared = vocabulary[fact]
+        if fact in joint:
+            partner, beside, rest = joint[fact]
+            partial = [extended for facts in partial for value in beside.get(facts[partner], rest)
+                       if _consistent(declared, extended := {**facts, fact: value}, containers)]
+            continue
         partial = [extended for facts in partial for value in domains[fact]
                    if _consistent(declared, extended := {**facts, fact: value}, containers)]
     if track:
         return [State(facts, {**state.witness, **{f: facts[f] for f in entering}}) for facts in partial]
     return [State(facts, state.witness) for facts in partial]
+
+
+def _joint_domains(joint: Mapping[str, tuple[str, Mapping[str, frozenset[str]]]], domains: Mapping[str, list[Any]]
+                   ) -> dict[str, tuple[str, dict[Any, list[Any]], list[Any]]]:
+    """For each fact of :func:`_joint`: its partner, the values it takes beside
+    each literal of the partner, and beside any other value. Beside a partner
+    value, a literal compared only beside another partner literal is no
+    different from `other`, so it is left out (in the domain's order)."""
+    out = {}
+    for fact, (partner, pairs) in joint.items():
+        paired = frozenset().union(*pairs.values())
+        rest = [v for v in domains[fact] if v not in paired]
+        beside = {literal: [v for v in domains[fact] if v in values or v not in paired] for literal, values in pairs.items()}
+        out[fact] = (partner, beside, rest)
+    return out
+
+
+def _projections(model: PolicyModel, vocabulary: Mapping[str, Fact], domains: Mapping[str, list[Any]],
+                 later: tuple[StepDef, ...], entering: list[list[str]], kept: set[str]) -> dict[str, Callable[[Any], Any]]:
+    """For each open string fact kept after a step: its value's class as the
+    later steps and the relations of the facts entering later tell values
+    apart (a literal they compare, or the ruleset's `other`), so that states
+    that differ only in a value nothing later reads merge."""
+    literals: dict[str, set[Any]] = {}
+    for fact, op, operand in (atom for step in later for rule in step.rules for atom in rule.when):
+        literals.setdefault(fact, set()).update(operand if op in ("in", "not_in") else (operand,))
+    for relation in (r for facts in entering for fact in facts for r in vocabulary[fact].given):
+        literals.setdefault(relation.fact, set()).update(
+            model.containers if relation.op == "container" else (relation.value,))
+    out: dict[str, Callable[[Any], Any]] = {}
+    for fact in kept:
+        declared = vocabulary.get(fact)
+        if declared is None or declared.type != "str" or declared.values is not None or fact not in domains:
+            continue
+        out[fact] = _class_of(frozenset(literals.get(fact, ())),
+                              _other(frozenset(v for v in domains[fact] if isinstance(v, str))))
+    return out
+
+
+def _class_of(told: frozenset[Any], other: str) -> Callable[[Any], Any]:
+    """A value's class as ``told`` tells values apart: itself, or ``other``."""
+    return lambda value: value if value in told else other
 
 
 def _consistent(fact: Fact, facts: Mapping[str, Any], containers: frozenset[str]) -> bool:
