@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from jsonschema import Draft202012Validator
 
 import hma_policy
@@ -189,9 +190,13 @@ def test_each_release_with_its_epochs_rules_loads_and_decides(version):
     finally:
         policy.close()
     assert decision.vllm.release == version
-    # the registry names both children: NixlConnector supports HMA in every release, LMCacheConnectorV1 in none
+    # Each child as the release's generated registry says: NixlConnector
+    # inherits SupportsHMA from 0.18.0 on, LMCacheConnectorV1 in no release.
+    registry = yaml.safe_load((RULES / RELEASES[version]["registry"]).read_text(encoding="utf-8"))["connectors"]
+    nixl = registry["NixlConnector"]["supports_hma"]
+    assert nixl == (version_key(version) >= version_key("0.18.0"))
     assert [(c.kv_connector, c.supports_hma) for c in decision.connectors] == [
-        ("MultiConnector", False), ("NixlConnector", True), ("LMCacheConnectorV1", False)]
+        ("MultiConnector", False), ("NixlConnector", nixl), ("LMCacheConnectorV1", False)]
     assert decision.outcome == "disabled"
 
 
