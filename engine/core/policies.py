@@ -244,7 +244,7 @@ def decide(document: Any, *, policy: Policy | PolicySet | None = None, limits: L
     return (policy or default_policies()).decide(document, limits=limits)
 
 
-def decide_command(argv: str | Sequence[str], *, env: Mapping[str, str] | None = None,
+def decide_command(argv: str | Sequence[str], *, env: Mapping[str, str] | None = None, vllm_version: str | None = None,
                    policy: Policy | PolicySet | None = None, cwd: str | os.PathLike[str] | None = None,
                    config_root: str | os.PathLike[str] | None = None, limits: Limits = DEFAULT_LIMITS) -> Decision:
     """Decide the deployment a ``vllm serve`` command line starts.
@@ -264,8 +264,12 @@ def decide_command(argv: str | Sequence[str], *, env: Mapping[str, str] | None =
     Raises :class:`InputError` when the command does not start vLLM's
     server, names a value that is not known (``$KV`` without ``env``), or
     vLLM would refuse it (an unknown option, a missing value).
+    ``vllm_version``: the release that runs the command (as a document's
+    ``vllm_version``; default: the newest bundled).
     """
     document = command_document(argv, env=env, cwd=cwd, config_root=config_root)
+    if vllm_version is not None:
+        document = {**document, "vllm_version": vllm_version}
     return (policy or default_policies()).decide(document, limits=limits)
 
 
