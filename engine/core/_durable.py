@@ -190,13 +190,7 @@ class RuleRuntime:
                 raise RuntimeFault(f"the rule runtime did not handle the events (code {code})")
             fired: list[tuple[str, str]] = []
             try:
-                result = _dre.start_action_for_state(self._handle, state)
-                while result:
-                    fired.append(_activation(result[1]))
-                    # The actions only record which rule ran: the session state
-                    # is never changed, so there is nothing to write back.
-                    following = _dre.complete_and_start_action(self._handle, state)
-                    result = (result[0], following) if following else None
+                self._run_actions(state, fired)
             finally:
                 if fired:
                     self._acted = True
@@ -211,6 +205,18 @@ class RuleRuntime:
             if len(fired) != len(events):
                 raise RuntimeFault(f"{len(fired)} rules ran for {len(events)} events")
             return names  # type: ignore[return-value]
+
+    def _run_actions(self, state: Any, fired: list[tuple[str, str]]) -> None:
+        """Run every action pending in ``state``, appending (rule name, id
+        of the event or fact it ran on) to ``fired`` as each one runs, so
+        that the caller sees what ran even when a later action fails. The
+        actions only record which rule ran: the state is never changed, so
+        there is nothing to write back."""
+        result = _dre.start_action_for_state(self._handle, state)
+        while result:
+            fired.append(_activation(result[1]))
+            following = _dre.complete_and_start_action(self._handle, state)
+            result = (result[0], following) if following else None
 
     def match_all(self, facts: list[dict[str, Any]]) -> list[list[str]]:
         """Assert independent facts in one batch and retract them all; for
@@ -236,22 +242,18 @@ class RuleRuntime:
                     raise RuntimeFault(f"the rule runtime failed to take the facts: {exc}") from None
                 if code != 0:
                     raise RuntimeFault(f"the rule runtime did not handle the facts (code {code})")
-                ran = 0
+                fired: list[tuple[str, str]] = []
                 try:
-                    result = _dre.start_action_for_state(self._handle, state)
-                    while result:
-                        name, fact_id = _activation(result[1])
-                        index = int(fact_id) - 1
-                        if not 0 <= index < len(batch):
-                            raise RuntimeFault(f"the rule runtime answered fact {fact_id} of {len(batch)}")
-                        out[start + index].append(name)
-                        ran += 1
-                        following = _dre.complete_and_start_action(self._handle, state)
-                        result = (result[0], following) if following else None
+                    self._run_actions(state, fired)
                 finally:
-                    if ran:  # the state (and its facts) goes: nothing is kept between batches
+                    if fired:  # the state (and its facts) goes: nothing is kept between batches
                         self._acted = True
                         self._end_state()
+                for name, fact_id in fired:
+                    index = int(fact_id) - 1
+                    if not 0 <= index < len(batch):
+                        raise RuntimeFault(f"the rule runtime answered fact {fact_id} of {len(batch)}")
+                    out[start + index].append(name)
             if any(not names for names in out):
                 raise RuntimeFault("no rule ran for a fact")
             return out
