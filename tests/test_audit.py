@@ -696,7 +696,7 @@ def test_an_audit_unloads_its_policy_and_keeps_no_decisions(monkeypatch, jobs):
         os.chdir(cwd)
     assert len(report.entries) == 38
     assert [p.closed for p in loaded] == [True]
-    assert loaded[0]._runtime._closed
+    assert all(runtime._closed for runtime in loaded[0]._runtimes)
 
 
 @pytest.mark.parametrize("fmt", ["json", "text", "md", "html", "policyreport"])

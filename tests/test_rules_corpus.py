@@ -45,8 +45,7 @@ Every case is checked twice: through ``hma_policy.load_policy(DIR)``
 (``PolicyError.problems``) and through ``hma-policy rules check DIR --format
 json`` (exit status 1). Both run in child processes with a timeout: some of
 these directories are about durable-rules hazards, whose C core can hang or
-crash the process that compiles them, and one of them does hang today
-(hazard-alternatives-across-facts). The children run in parallel, once per
+crash the process that compiles them. The children run in parallel, once per
 module.
 """
 

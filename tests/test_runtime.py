@@ -282,7 +282,7 @@ def test_a_policy_dropped_without_close_unloads_its_ruleset(monkeypatch):
     monkeypatch.setattr(_durable._dre, "delete_ruleset", lambda handle: unloaded.append(handle) or real(handle))
     policy = hma_policy.load_policy()
     assert policy.decide({"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}).outcome == "enabled"
-    handle = policy._runtime._handle
+    [handle] = [runtime._handle for runtime in policy._runtimes]
     del policy
     gc.collect()
     assert unloaded == [handle]

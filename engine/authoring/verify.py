@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core._durable import RuleRuntime
-from ..core.compiler import compile_policy
+from ..core._durable import RuleRuntime, load_rulesets
+from ..core.compiler import Compiled, compile_policy
 from ..core.policy import Policy
 from ..core.model import Rule, StepDef
 from ..core.table import Row, State, StepKey, reachable
@@ -120,21 +120,22 @@ def verify(policy: Policy, *, witnesses: bool = True) -> Report:
     report = Report(combinations={name: seen.combinations.get(name, 0) for name in ("offloading", "node", "decision", "result")})
     # The policy's own rules, asked with facts: every matching rule runs.
     compiled = compile_policy(model)
-    probe = RuleRuntime(compiled.definition)
+    probes = load_rulesets(compiled.definitions)
     matched_any: set[str] = set()
     try:
         for ruleset, steps in model.steps.items():
             for step in steps:
                 inputs = seen.inputs.get((ruleset, step.name), {})
                 key = table.keys[(ruleset, step.name)]
-                matches = _matches(probe, compiled.rules, key, step, list(inputs))
+                matches = _matches(probes, compiled, key, step, list(inputs))
                 report.runtime_checks += len(inputs)
                 for k, (state, row) in inputs.items():
                     matched = matches[k]
                     matched_any.update(r.id for r in matched)
                     _step_findings(step, key, k, state, row, matched, report)
     finally:
-        probe.close()
+        for probe in probes:
+            probe.close()
     for state in finals:
         outcome = "gap" if state.stage == "gap" else state.facts.get("outcome", "undefined")
         report.outcomes[outcome] = report.outcomes.get(outcome, 0) + 1
@@ -180,16 +181,12 @@ def for_other_release(rule: Rule, release: dict[str, int]) -> bool:
                for fact, op, operand in rule.when)
 
 
-def _matches(probe: RuleRuntime, names: dict[str, Rule | None], key: StepKey, step: StepDef,
+def _matches(probes: tuple[RuleRuntime, ...], compiled: Compiled, key: StepKey, step: StepDef,
              inputs: list[tuple]) -> dict[tuple, list[Rule]]:
     """For each input, the rules of ``step`` that match it, in order, as durable-rules says."""
-    ran = probe.match_all([key.event(k) for k in inputs]) if inputs else []
+    ran = compiled.every(lambda ruleset, facts: probes[ruleset].match_all(facts), [key.event(k) for k in inputs]) if inputs else []
     position = {id(rule): index for index, rule in enumerate(step.rules)}
-    out: dict[tuple, list[Rule]] = {}
-    for k, fired in zip(inputs, ran):
-        matched = [rule for rule in (names[name] for name in fired) if rule is not None]
-        out[k] = sorted(matched, key=lambda rule: position[id(rule)])
-    return out
+    return {k: sorted(matched, key=lambda rule: position[id(rule)]) for k, matched in zip(inputs, ran)}
 
 
 def _facts_of(key: StepKey, k: tuple) -> tuple[tuple[str, Any], ...]:

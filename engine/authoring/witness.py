@@ -147,11 +147,33 @@ def _reached(policy: Policy, document: dict[str, Any]) -> tuple[frozenset[tuple]
                      for entry in decision.trail), None
 
 
-def _reaches(reached: tuple[frozenset[tuple], tuple | None], finding: Any) -> bool:
-    """Whether a document that reaches ``reached`` reaches the finding's input at its step."""
-    at = (finding.ruleset, finding.step, finding.key)
-    trail, gap = reached
-    return at in trail or (finding.code == "verify.gap" and gap == at)
+class _Decided:
+    """The library's documents decided so far over one base document, in
+    library order, indexed by what they reach: the first that reaches each
+    step input, and the first a gap stopped at each. So a finding is looked
+    up, not compared with every document (a large registry makes thousands of
+    findings and thousands of library documents)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first_reaching: dict[tuple, int] = {}
+        self.first_gap: dict[tuple, int] = {}
+
+    def add(self, reached: tuple[frozenset[tuple], tuple | None]) -> None:
+        trail, gap = reached
+        for at in trail:
+            self.first_reaching.setdefault(at, self.count)
+        if gap is not None:
+            self.first_gap.setdefault(gap, self.count)
+        self.count += 1
+
+    def first(self, finding: Any) -> int | None:
+        """The first document decided so far that reaches the finding's input at its step."""
+        at = (finding.ruleset, finding.step, finding.key)
+        found = [self.first_reaching.get(at)]
+        if finding.code == "verify.gap":
+            found.append(self.first_gap.get(at))
+        return min((index for index in found if index is not None), default=None)
 
 
 def attach_documents(findings: list, policy: Policy) -> list:
@@ -160,23 +182,25 @@ def attach_documents(findings: list, policy: Policy) -> list:
     first of the library, in order, whose decision reaches its input. Each
     document is decided once, whatever the number of findings it is tried for."""
     candidates = library(policy.model)
-    decided: dict[str, list[tuple[frozenset[tuple], tuple | None]]] = {}  # per base document, in library order
+    decided: dict[str, _Decided] = {}  # per base document
+
+    def document(base: dict[str, Any], index: int) -> dict[str, Any]:
+        out = dict(base)
+        if candidates[index] is not None:
+            out["kv_transfer_config"] = candidates[index]
+        return out
+
     out = []
     for finding in findings:
         if not finding.witness:
             out.append(finding)
             continue
         base = _base_document(finding.ruleset, dict(finding.witness))
-        tried = decided.setdefault(json.dumps(base, sort_keys=True), [])
-        found = None
-        for index, ktc in enumerate(candidates):
-            document = dict(base)
-            if ktc is not None:
-                document["kv_transfer_config"] = ktc
-            if index == len(tried):
-                tried.append(_reached(policy, document))
-            if _reaches(tried[index], finding):
-                found = document
-                break
+        tried = decided.setdefault(json.dumps(base, sort_keys=True), _Decided())
+        index = tried.first(finding)
+        while index is None and tried.count < len(candidates):
+            tried.add(_reached(policy, document(base, tried.count)))
+            index = tried.first(finding)
+        found = document(base, index) if index is not None else None
         out.append(replace(finding, document=found, reproduced=found is not None))
     return out

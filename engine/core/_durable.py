@@ -25,11 +25,12 @@ import os
 import re
 import threading
 import weakref
+from collections.abc import Iterable
 from typing import Any
 
 import durable_rules_engine as _dre
 
-__all__ = ["RuleRuntime", "RuntimeFault", "check_event"]
+__all__ = ["RuleRuntime", "RuntimeFault", "check_event", "load_rulesets"]
 
 _SESSION = "0"
 _EVENT_ID = "1"
@@ -264,6 +265,20 @@ class RuleRuntime:
                 self._closed = True
                 self._unload.detach()
                 _dre.delete_ruleset(self._handle)
+
+
+def load_rulesets(definitions: Iterable[dict[str, Any]]) -> tuple[RuleRuntime, ...]:
+    """A runtime for each ruleset definition (a large policy needs several:
+    a ruleset holds at most 4,096 rules); none is left loaded when one is refused."""
+    runtimes: list[RuleRuntime] = []
+    try:
+        for definition in definitions:
+            runtimes.append(RuleRuntime(definition))
+    except BaseException:
+        for runtime in runtimes:
+            runtime.close()
+        raise
+    return tuple(runtimes)
 
 
 def _delete_ruleset(handle: Any) -> None:

@@ -16,8 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ._durable import RuleRuntime, RuntimeFault
-from .compiler import Compiled, compile_policy
+from ._durable import RuleRuntime, RuntimeFault, load_rulesets
+from .compiler import Compiled, Misanswered, compile_policy
 from .decision import Decision, VllmRelease
 from .errors import ConnectorError, EvaluationError, InputError, Problem
 from .evaluate import Evaluator
@@ -64,14 +64,14 @@ class Policy:
         self._own_options = self._model.release in known_releases()
         self._options = known_options(self._model.release if self._own_options else None)
         compiled = compile_policy(self._model)
-        self._runtime = RuleRuntime(compiled.definition)
+        self._runtimes = load_rulesets(compiled.definitions)
         self._closed = False
         try:
             # memo=False: no table, every step goes to durable-rules (for tests
             # that compare the two).
-            self._table = StepTable(self._model, _asker(self._runtime, compiled), prefill=memo)
+            self._table = StepTable(self._model, _asker(self._runtimes, compiled), prefill=memo)
         except EvaluationError:
-            self._runtime.close()
+            self.close()
             raise
         self._evaluator = Evaluator(self._model, self._table, self._vllm)
 
@@ -197,7 +197,8 @@ class Policy:
     def close(self) -> None:
         """Unload the policy's ruleset from the rule runtime."""
         self._closed = True
-        self._runtime.close()
+        for runtime in self._runtimes:
+            runtime.close()
 
     def __repr__(self) -> str:
         return f"Policy(source={self.source!r}, digest={self.digest[:19]!r})"
@@ -209,19 +210,15 @@ def release_problem(version: str, release: str) -> Problem:
                    "/vllm_version", hint=f"decide it with the rules of {version} (--rules vllm:{version}), or drop vllm_version")
 
 
-def _asker(runtime: RuleRuntime, compiled: Compiled) -> Callable[[list[dict[str, Any]]], list[Rule | None]]:
+def _asker(runtimes: tuple[RuleRuntime, ...], compiled: Compiled) -> Callable[[list[dict[str, Any]]], list[Rule | None]]:
     """The table's question to durable-rules: the rule it picks for each event
     (None: the step's default). A closure, not a Policy method, so that the
     table holds no reference back to its policy."""
     def ask(events: list[dict[str, Any]]) -> list[Rule | None]:
         try:
-            names = runtime.fire_many(events)
-        except RuntimeFault as exc:
+            return compiled.first(lambda ruleset, batch: runtimes[ruleset].fire_many(batch), events)
+        except (RuntimeFault, Misanswered) as exc:
             raise EvaluationError([Problem("engine.fault", str(exc))]) from None
-        for event, name in zip(events, names):
-            if ".".join(compiled.step_of[name]) != event["t"]:
-                raise EvaluationError([Problem("engine.fault", "the rule runtime answered for the wrong step")])
-        return [compiled.rules[name] for name in names]
     return ask
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Iterator
 
+from .compiler import PART_TESTS, rule_tests
 from .errors import Problem, suggest
 from .facts import Fact
 from .rulefiles import RuleFile, problem
@@ -45,7 +46,7 @@ REMEDIATION_PLACEHOLDERS = {"blocking"}
 # durable-rules hangs defining more than 512 alternatives on one property, and
 # crashes on events with more than 252 properties; conditions on `sid`/`id`
 # are joins on its 32-bit hash identities (../shared/reference/durable-rules.md).
-MAX_ALTERNATIVES = 500
+MAX_ALTERNATIVES = PART_TESTS
 MAX_STEP_FACTS = 60
 RESERVED_FACTS = {"t", "sid", "id"}
 
@@ -146,24 +147,19 @@ def check_rule(rule: Rule, known: dict[str, Fact], file: RuleFile, errorful: set
 #####
 def check_alternatives(steps: tuple[StepDef, ...], rulesets: dict[str, RuleFile], good: list[RuleFile], problems: list[Problem]) -> None:
     # durable-rules hangs defining a ruleset when more than about 512 distinct
-    # tests hang under one node of its match network. Every rule of a step
-    # starts with the step's discriminator, so the tests of one step share
-    # that node: count the distinct (fact, value) tests per step (measured:
-    # 260 values on each of two facts in one step hang; 520 values on one
-    # fact split over two steps load).
+    # tests hang under one node of its match network (measured: 260 values on
+    # each of two facts in one step hang; 520 values on one fact split over
+    # two steps load). The compiler cuts a step into parts of at most
+    # MAX_ALTERNATIVES tests (compiler.parts_of); only a rule that alone tests
+    # more cannot be cut.
     for step in steps:
-        tests: set = set()
         for rule in step.rules:
-            before = len(tests)
-            for fact, op, operand in rule.when:
-                tests.update((fact, type(v).__name__, v) for v in (operand if op in ("in", "not_in") else (operand,)))
-            if before <= MAX_ALTERNATIVES < len(tests):
+            if len(rule_tests(rule)) > MAX_ALTERNATIVES:
                 rule_file = next((f for f in good if f.name == rule.file), rulesets[step.ruleset if step.ruleset != "result" else "decision"])
-                advice = ("the registry compiles into this step, so it holds at most about 490 lookups"
-                          if rule.id.startswith("registry.") else "move some conditions to another step")
                 problems.append(problem(rule_file, "rules.hazard.alternatives",
-                                         f"step `{step.name}` tests more than {MAX_ALTERNATIVES} distinct values",
-                                         rule.path, f"durable-rules hangs defining more than 512 tests in one step; {advice}"))
+                                        f"rule `{rule.id}` tests more than {MAX_ALTERNATIVES} distinct values",
+                                        rule.path, "durable-rules hangs defining more than 512 tests after one node; "
+                                        "split the rule into several rules of the same step, each with part of the values"))
 
 
 def check_contract(ruleset: str, file: RuleFile, steps: tuple[StepDef, ...], problems: list[Problem]) -> None:
