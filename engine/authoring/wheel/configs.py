@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 
-from .options import OptionReader
-from .source import Module, Wheel, dotted, file_digest, open_wheel, wheel_metadata
+from .options import OptionReader, wheel_reader
+from .source import Module, Wheel, dotted
 
 __all__ = ["read_configs", "configs_json", "CONFIGS_FORMAT", "CONFIG_CLASSES"]
 
@@ -141,11 +140,8 @@ def read_configs(path: str) -> dict:
     """The config classes of this wheel (see the module docstring).
 
     Raises WheelError: wheel.unreadable, wheel.not_vllm, wheel.no_options."""
-    sha256, size = file_digest(path)
-    with open_wheel(path) as zf:
-        meta = wheel_metadata(zf, path)
-        wheel = Wheel(zf, path)
-        reader = OptionReader(wheel)
+    with wheel_reader(path, CONFIGS_FORMAT) as (head, reader):
+        wheel = reader.wheel
         package = wheel.module(CONFIG_PACKAGE)
         classes: dict[str, dict] = {}
         for name in CONFIG_CLASSES:
@@ -156,12 +152,7 @@ def read_configs(path: str) -> dict:
                       for field, (field_mod, annotation) in reader.config_fields(mod, cls).items()}
             classes[name] = {"module": mod.name, "line": cls.lineno,
                              "unknown_fields": _unknown_fields(wheel, mod, cls), "fields": fields}
-        return {
-            "format": CONFIGS_FORMAT,
-            "vllm_version": meta["version"],
-            "wheel": {"file": os.path.basename(path), "sha256": sha256, "size": size},
-            "classes": classes,
-        }
+        return {**head, "classes": classes}
 
 
 def configs_json(configs: dict) -> str:

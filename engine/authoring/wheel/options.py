@@ -26,12 +26,14 @@ only (source.py): nothing from the wheel is imported or executed.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 
 from .source import Wheel, WheelError, dotted, file_digest, open_wheel, wheel_metadata
 
-__all__ = ["read_options", "options_json", "OPTIONS_FORMAT", "OptionReader"]
+__all__ = ["read_options", "options_json", "OPTIONS_FORMAT", "OptionReader", "wheel_reader"]
 
 OPTIONS_FORMAT = 1
 ARG_UTILS = "vllm.engine.arg_utils"
@@ -321,15 +323,27 @@ def _frontend(wheel: Wheel):
     return None
 
 
-def read_options(path: str) -> dict:
-    """The options `vllm serve` accepts in this wheel (see the module docstring).
+@contextlib.contextmanager
+def wheel_reader(path: str, fmt: int) -> Iterator[tuple[dict, OptionReader]]:
+    """A reader of the wheel at ``path``, open while the block runs, and the
+    head of every file read from it: ``{"format": fmt, "vllm_version",
+    "wheel": {"file", "sha256", "size"}}``.
 
     Raises WheelError: wheel.unreadable, wheel.not_vllm, wheel.no_options."""
     sha256, size = file_digest(path)
     with open_wheel(path) as zf:
         meta = wheel_metadata(zf, path)
-        wheel = Wheel(zf, path)
-        reader = OptionReader(wheel)
+        head = {"format": fmt, "vllm_version": meta["version"],
+                "wheel": {"file": os.path.basename(path), "sha256": sha256, "size": size}}
+        yield head, OptionReader(Wheel(zf, path))
+
+
+def read_options(path: str) -> dict:
+    """The options `vllm serve` accepts in this wheel (see the module docstring).
+
+    Raises WheelError: wheel.unreadable, wheel.not_vllm, wheel.no_options."""
+    with wheel_reader(path, OPTIONS_FORMAT) as (head, reader):
+        wheel = reader.wheel
         arg_utils = wheel.module(ARG_UTILS)
         for cls_name, source in (("EngineArgs", "EngineArgs"), ("AsyncEngineArgs", "AsyncEngineArgs")):
             func = _method(arg_utils.classes.get(cls_name), "add_cli_args")
@@ -363,9 +377,7 @@ def read_options(path: str) -> dict:
                 parser_src = "\n".join(reader._source(name).splitlines()[node.lineno - 1:node.end_lineno])
                 break
         return {
-            "format": OPTIONS_FORMAT,
-            "vllm_version": meta["version"],
-            "wheel": {"file": os.path.basename(path), "sha256": sha256, "size": size},
+            **head,
             "frontend_module": frontend.name if frontend else None,
             "parser": {
                 # FlexibleArgumentParser rewrites --foo_bar to --foo-bar
