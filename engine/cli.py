@@ -130,6 +130,9 @@ def _parser() -> argparse.ArgumentParser:
     from_wheel.add_argument("wheel", metavar="WHEEL", help="a vLLM wheel (.whl), e.g. from pip download --no-deps vllm==X")
     from_wheel.add_argument("--facts", metavar="FILE", help="also write the facts read from the wheel (JSON), to render again later")
     from_wheel.add_argument("--options", metavar="FILE", help="also write the release's option list (JSON)")
+    from_wheel.add_argument("--configs", metavar="FILE",
+                            help="also write the release's config classes: their fields, choices and whether they "
+                                 "refuse unknown fields (JSON)")
     render = command(registry_sub, "render", "render a registry from facts recorded by from-wheel --facts",
                      epilog="exit status: 0 written, 2 the facts cannot be read or rendered, or usage")
     render.add_argument("--from-facts", required=True, metavar="FACTS", help="a facts file written by from-wheel --facts")

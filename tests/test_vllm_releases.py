@@ -240,8 +240,8 @@ WHEEL_RELEASES = sorted({"0.20.2", "0.22.1", "0.25.1"} | {
 def test_from_wheel_on_the_real_wheel_gives_the_bundled_files(version, tmp_path, capsys):
     """`hma-policy registry from-wheel` on the release's real wheel (the one
     releases.yaml names, checked by sha256) writes the recorded facts, the
-    bundled registry and the bundled option list: byte for byte where the
-    file is named after this release, the same content otherwise."""
+    bundled registry, the bundled option list and config classes: byte for
+    byte where the file is named after this release, the same content otherwise."""
     entry = RELEASES[version]
     wheel = next((d / entry["wheel"] for d in WHEEL_DIRS if (d / entry["wheel"]).is_file()), None)
     if wheel is None:
@@ -252,9 +252,10 @@ def test_from_wheel_on_the_real_wheel_gives_the_bundled_files(version, tmp_path,
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     assert digest.hexdigest() == entry["sha256"], f"{wheel} is not the wheel releases.yaml names"
-    out = {name: tmp_path / name for name in ("registry.yaml", "facts.json", "options.json")}
+    out = {name: tmp_path / name for name in ("registry.yaml", "facts.json", "options.json", "configs.json")}
     assert cli.main(["registry", "from-wheel", str(wheel), "-o", str(out["registry.yaml"]),
-                     "--facts", str(out["facts.json"]), "--options", str(out["options.json"])]) == 0
+                     "--facts", str(out["facts.json"]), "--options", str(out["options.json"]),
+                     "--configs", str(out["configs.json"])]) == 0
     assert "Traceback" not in "".join(capsys.readouterr())
     assert out["facts.json"].read_bytes() == (RECORDED / "facts" / f"{version}.json").read_bytes()
     registry, options = out["registry.yaml"].read_bytes(), out["options.json"].read_bytes()
@@ -264,3 +265,6 @@ def test_from_wheel_on_the_real_wheel_gives_the_bundled_files(version, tmp_path,
         assert registry_content(registry.decode()) == registry_content((RULES / entry["registry"]).read_text("utf-8"))
     assert options == ((RULES / entry["options"]) if entry["options"] == f"options/{version}.json"
                        else RECORDED / "options" / f"{version}.json").read_bytes()
+    # the config classes (rules/configs/, tests/test_release_configs.py): every cached wheel was read
+    assert out["configs.json"].read_bytes() == ((RULES / entry["configs"]) if entry["configs"] == f"configs/{version}.json"
+                                                else RECORDED / "configs" / f"{version}.json").read_bytes()

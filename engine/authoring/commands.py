@@ -344,11 +344,12 @@ def diff(args: Any, stdin: Any) -> tuple[int, str]:
 # -- registry from-wheel | render ------------------------------------------------------------
 
 def registry(args: Any, stdin: Any) -> tuple[int, str | None]:
-    """A release's registry from its wheel (with ``--facts``/``--options``
-    too), or from recorded facts. Everything is read and rendered before the
+    """A release's registry from its wheel (with ``--facts``/``--options``/
+    ``--configs`` too), or from recorded facts. Everything is read and rendered before the
     first file is written, so an error writes nothing; each file is written
     atomically. Errors are WheelError (wheel.*, facts.*, registry.output)."""
-    from .wheel import WheelError, facts_json, load_facts, options_json, read_options, read_wheel, render_registry
+    from .wheel import (WheelError, configs_json, facts_json, load_facts, options_json, read_configs, read_options,
+                        read_wheel, render_registry)
 
     outputs: list[tuple[str, str]] = []  # (file, text), written in this order
     if args.registry_command == "from-wheel":
@@ -357,6 +358,8 @@ def registry(args: Any, stdin: Any) -> tuple[int, str | None]:
             outputs.append((args.facts, facts_json(facts)))
         if args.options:
             outputs.append((args.options, options_json(read_options(args.wheel))))
+        if args.configs:
+            outputs.append((args.configs, configs_json(read_configs(args.wheel))))
         source = args.wheel
     else:
         facts = load_facts(args.from_facts)

@@ -30,7 +30,8 @@ from .bounds import bounded, check_values, plain_key, short_key
 from .errors import InputError, Problem, suggest
 from .limits import DEFAULT_LIMITS, Limits
 from .optionlist import ReleaseOptions, known_options
-from .schema import accept_check, iter_problems, load_schema, pointer
+from .configlist import DocumentSchema, document_schema
+from .schema import load_schema, pointer
 
 __all__ = ["Limits", "read_document", "parse_text", "prepare", "from_object", "MODEL_FACTS", "STRICT_JSON", "DuplicateKey"]
 
@@ -396,7 +397,7 @@ def _failure(exc: Exception) -> str:
 
 
 def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS, spelled: dict[str, str] | None = None,
-            options: ReleaseOptions | None = None) -> dict[str, Any]:
+            options: ReleaseOptions | None = None, schema: DocumentSchema | None = None) -> dict[str, Any]:
     """The validated, normalised document, or :class:`InputError` listing every problem.
 
     ``document``: a mapping (vLLM's option names in either spelling, the
@@ -404,11 +405,13 @@ def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS, spelled: dict[str
     vLLM's parser leaves it, or one of vLLM's config objects
     (:func:`from_object`). ``options``: the vLLM release's options (default:
     0.33.0's); the ones the decision does not read are accepted and
-    ignored. ``spelled``, when given, receives each top-level name as the
-    document spelled it (kebab-case or not, ``model_facts``), so that
-    results can point into it.
+    ignored. ``schema``: the deployment schema of that release (default:
+    the bundled schema, 0.33.0's; :mod:`.configlist`). ``spelled``, when
+    given, receives each top-level name as the document spelled it
+    (kebab-case or not, ``model_facts``), so that results can point into it.
     """
     options = options if options is not None else known_options()
+    schema = schema if schema is not None else document_schema()
     spelled = {} if spelled is None else spelled
     document, unknown, values = _read(document, options, limits, spelled)
     if _coerce(document, options, limits, spelled):
@@ -417,8 +420,7 @@ def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS, spelled: dict[str
         _count_connectors(document, limits)
     # The compiled check first, here: the report's generator (jsonschema's,
     # with every problem located) only for a document it refuses.
-    problems = unknown + ([] if accept_check("deployment")(document) else list(
-        iter_problems("deployment", document, default_code="input.schema")))
+    problems = unknown + schema.problems(document)
     size = document.get("kv_offloading_size")
     if isinstance(size, float) and not math.isfinite(size):
         problems.append(Problem("input.schema", f"`{size}` is not a finite number", "/kv_offloading_size"))

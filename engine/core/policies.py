@@ -118,9 +118,25 @@ class PolicySet:
         return tuple(self._bundle.releases) if self._bundle is not None else (self.default.release,)
 
     def prepare(self, document: Any, *, limits: Limits = DEFAULT_LIMITS) -> Prepared:
-        """Read and check ``document`` once (the same for every release), for
-        :meth:`decide_prepared`."""
-        return self.default.prepare(document, limits=limits)
+        """Read and check ``document`` once, for :meth:`decide_prepared`: with
+        the schema and options of the release the document names
+        (``vllm_version``, when these rules hold it), else of the fixed or
+        default release. The policy that decides it checks it again where its
+        release would refuse what the one that prepared it accepts."""
+        return self._preparer(document).prepare(document, limits=limits)
+
+    def _preparer(self, document: Any) -> Policy:
+        """The policy of the release a plain document names, else the default."""
+        if self.fixed is not None or self._bundle is None or not isinstance(document, dict):
+            return self.default
+        named = dict.get(document, "vllm_version")  # dict's own get: a subclass's may raise
+        if not isinstance(named, str):
+            return self.default
+        try:
+            version = parse_version(named)
+        except InputError:
+            return self.default  # reported when the document is decided
+        return self.policy(version) if version in self._bundle.releases else self.default
 
     def close(self) -> None:
         """Release every loaded release's rule runtime."""

@@ -22,12 +22,12 @@ from .decision import Decision, VllmRelease
 from .errors import ConnectorError, EvaluationError, InputError, Problem
 from .evaluate import Evaluator
 from .command import command_document
+from .configlist import document_schema
 from .facts import extract
 from .input import DEFAULT_LIMITS, Limits, prepare, respell
 from .releases import parse_version
 from .model import PolicyModel, Rule
 from .optionlist import known_options, known_releases
-from .schema import accept_check
 from .rules import read_policy
 from .table import StepTable
 
@@ -36,10 +36,12 @@ __all__ = ["Policy", "Prepared", "load_policy", "respelled", "release_problem"]
 
 class Prepared(NamedTuple):
     """A validated, normalised deployment document (:meth:`Policy.prepare`),
-    with each top-level name as the caller spelled it (kebab-case or not)."""
+    with each top-level name as the caller spelled it (kebab-case or not),
+    and the release whose schema checked it (None: not known)."""
 
     document: dict[str, Any]
     spelled: dict[str, str]
+    release: str | None = None
 
 
 class Policy:
@@ -64,11 +66,12 @@ class Policy:
         # records them (else the default release's).
         self._own_options = self._model.release in known_releases()
         self._options = known_options(self._model.release if self._own_options else None)
-        # Work every decision needs, done here (once per process) so that the
-        # first decision costs what a warm one does: the option list a
-        # document's names are checked against, and the compiled schema check.
+        # The fields the release's config classes take, where the bundle records them (else 0.33.0's);
+        # its check is compiled here, as is all work every decision needs, so that the
+        # first decision costs what a warm one does (known_options(): the newest list,
+        # which a document's names are checked against).
+        self._schema = document_schema(self._model.release)
         known_options()
-        accept_check("deployment")
         compiled = compile_policy(self._model)
         self._runtimes = load_rulesets(compiled.definitions)
         self._closed = False
@@ -125,7 +128,8 @@ class Policy:
         """The first half of :meth:`decide`: the validated, normalised document.
         Raises :class:`InputError` for an invalid one."""
         spelled: dict[str, str] = {}
-        return Prepared(prepare(document, limits=limits, spelled=spelled, options=self._options), spelled)
+        return Prepared(prepare(document, limits=limits, spelled=spelled, options=self._options, schema=self._schema),
+                        spelled, self.release)
 
     def decide_prepared(self, prepared: Prepared, *, release_source: str | None = None) -> Decision:
         """The second half of :meth:`decide`, for a document :meth:`prepare` made.
@@ -134,7 +138,7 @@ class Policy:
         :class:`InputError` for a document that names another release
         (``release.mismatch``)."""
         self._check_open()
-        document, spelled = prepared
+        document, spelled, checked = prepared
         stamp = self._vllm
         if release_source is not None:
             stamp = VllmRelease(self.release, release_source)
@@ -145,6 +149,8 @@ class Policy:
             if stamp.source == "default":
                 stamp = VllmRelease(self.release, "document vllm_version")
         newer = self._newer_options(document, spelled)
+        if checked != self.release:  # prepared by another release's policy (a PolicySet's default)
+            newer += [replace(p, path=respell(p.path, spelled)) for p in self._schema.problems(document)]
         if newer:
             raise InputError(newer)
         decision = self._evaluator.decide(extract(document, self._model.containers))
@@ -158,13 +164,16 @@ class Policy:
         """The document's vLLM options that this release does not have (an
         older release refuses them as an unknown argument), where the bundle
         records its option list. The document's facts (model_facts, platform,
-        env, vllm_version) are no options and are not checked."""
+        env, vllm_version) are no options and are not checked, nor is an
+        option given as null: that is an option not given (vLLM is passed
+        nothing for it)."""
         if not self._own_options:
             return []
         newest = known_options()
         return [Problem("input.schema", f"`{spelled.get(name, name)}` is not an option of vLLM {self.release}",
                         "/" + spelled.get(name, name), hint="a later vLLM release added it")
-                for name in document if newest.dest(name) is not None and self._options.dest(name) is None]
+                for name, value in document.items()
+                if value is not None and newest.dest(name) is not None and self._options.dest(name) is None]
 
     def decide(self, document: Any, *, limits: Limits = DEFAULT_LIMITS) -> Decision:
         """Decide one deployment document. See :func:`decide`."""

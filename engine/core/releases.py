@@ -5,7 +5,7 @@ HMA decision (``rules/epochs/<epoch>/``: the rule files) and one connector
 registry per distinct registry (``rules/registries/``, generated from the
 release's wheel by ``hma-policy registry from-wheel``). ``rules/releases.yaml``
 names, for every release from the first with the hybrid KV cache manager,
-its epoch, its registry and its option list. A release's policy is the rule
+its epoch, its registry, its option list and its config classes. A release's policy is the rule
 files of its epoch and its registry; the release itself is a fact the rules
 may read (``vllm_minor``, ``vllm_patch``), for what changes between the
 releases of one epoch.
@@ -35,12 +35,13 @@ VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:rc[0-9]+|\.post[0-9]+)?
 
 class Release(NamedTuple):
     """One release: its version, its epoch's rule folder and its registry
-    (both relative to the bundle), and its option list."""
+    (both relative to the bundle), its option list and its config classes."""
 
     version: str
     epoch: str
     registry: str
     options: str | None
+    configs: str | None = None
 
 
 class Releases(NamedTuple):
@@ -107,7 +108,7 @@ def _read(root: Any, source: str) -> Releases:
                 for p in iter_problems("releases", data, default_code="rules.schema")]
     if problems:
         raise PolicyError(problems)
-    releases = {version: Release(version, entry["epoch"], entry["registry"], entry.get("options"))
+    releases = {version: Release(version, entry["epoch"], entry["registry"], entry.get("options"), entry.get("configs"))
                 for version, entry in data["releases"].items()}
     if data["default"] not in releases:
         raise PolicyError([Problem("rules.releases", f"the default release {data['default']} is not listed",

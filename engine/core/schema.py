@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # jsonschema is imported when a report is needed, not at star
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError
 
-__all__ = ["load_schema", "validator", "accept_check", "is_valid", "iter_problems", "pointer"]
+__all__ = ["load_schema", "validator", "accept_check", "is_valid", "iter_problems", "problems_against", "pointer"]
 
 # Every bundled schema, by the name `hma-policy schema NAME` takes.
 SCHEMAS = ("deployment", "rules", "tests", "decision", "releases")
@@ -205,9 +205,15 @@ def iter_problems(name: str, instance: Any, *, default_code: str) -> Iterator[Pr
     """Every problem of ``instance`` against schema ``name``."""
     if is_valid(name, instance):
         return
-    schema = load_schema(name)
+    yield from problems_against(load_schema(name), validator(name), instance, default_code=default_code)
+
+
+def problems_against(schema: dict[str, Any], checker: "Draft202012Validator", instance: Any, *,
+                     default_code: str) -> Iterator[Problem]:
+    """Every problem of ``instance`` against ``schema`` (``checker``: its
+    jsonschema validator), such as a release's deployment schema (configlist.py)."""
     seen: set[tuple[str, str, str]] = set()
-    for error in validator(name).iter_errors(instance):
+    for error in checker.iter_errors(instance):
         for leaf in _expand(error):
             message, hint, path = _describe(leaf, schema)
             code = _annotation(schema, leaf, "x-code") or default_code

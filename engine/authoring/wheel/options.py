@@ -26,12 +26,14 @@ only (source.py): nothing from the wheel is imported or executed.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 
 from .source import Wheel, WheelError, dotted, file_digest, open_wheel, wheel_metadata
 
-__all__ = ["read_options", "options_json", "OPTIONS_FORMAT"]
+__all__ = ["read_options", "options_json", "OPTIONS_FORMAT", "OptionReader", "wheel_reader"]
 
 OPTIONS_FORMAT = 1
 ARG_UTILS = "vllm.engine.arg_utils"
@@ -86,7 +88,10 @@ def _annotation_names(node: ast.AST | None, out: list) -> list:
     return out
 
 
-class _Options:
+class OptionReader:
+    """The options of one wheel as its add_argument calls add them, and the
+    config classes and fields they come from (configs.py reads those too)."""
+
     def __init__(self, wheel: Wheel):
         self.wheel = wheel
         self.options: dict[str, dict] = {}
@@ -114,14 +119,14 @@ class _Options:
                 return module, module.classes[cls_name]
         return None, None
 
-    def _fields(self, mod, cls: ast.ClassDef, seen=()) -> dict[str, tuple]:
+    def config_fields(self, mod, cls: ast.ClassDef, seen=()) -> dict[str, tuple]:
         """Dataclass fields of a class, bases first: name -> (module, annotation)."""
         fields: dict[str, tuple] = {}
         for base in cls.bases:
             base_name = dotted(base)
             base_mod, base_cls = self.class_of(mod, base_name) if base_name else (None, None)
             if base_cls is not None and (base_mod.name, base_cls.name) not in seen:
-                fields.update(self._fields(base_mod, base_cls, seen + ((base_mod.name, base_cls.name),)))
+                fields.update(self.config_fields(base_mod, base_cls, seen + ((base_mod.name, base_cls.name),)))
         for stmt in cls.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 if "ClassVar" in ast.unparse(stmt.annotation) or stmt.target.id.startswith("_"):
@@ -136,33 +141,33 @@ class _Options:
         decorators = {(dotted(d.func) if isinstance(d, ast.Call) else dotted(d)) or "" for d in cls.decorator_list}
         return any(d.rsplit(".", 1)[-1] in ("config", "dataclass") for d in decorators)
 
-    def _alias(self, mod, name: str, depth: int = 0):
+    def alias(self, mod, name: str, depth: int = 0):
         """(module, annotation) a type alias name stands for, e.g. ModelDType -> Literal[...]."""
         if depth > 8 or mod is None or "." in name:
             return None
         binding = mod.bindings.get(name)
         value = binding[-1][1] if binding else {"kind": None}
         if value["kind"] == "import":
-            return self._alias(self.wheel.module(value["module"]), value["name"], depth + 1)
+            return self.alias(self.wheel.module(value["module"]), value["name"], depth + 1)
         expr = mod.values.get(name)
         if isinstance(expr, (ast.Subscript, ast.BinOp)):
             return mod, expr
         return None
 
-    def _names(self, mod, annotation, depth: int = 0) -> list[str]:
+    def annotation_names(self, mod, annotation, depth: int = 0) -> list[str]:
         """Annotation member names, type aliases expanded."""
         out = []
         for name in _annotation_names(annotation, []):
-            alias = self._alias(mod, name) if depth < 8 and name not in ORDER and name != "None" else None
+            alias = self.alias(mod, name) if depth < 8 and name not in ORDER and name != "None" else None
             if alias is not None:
-                out += self._names(alias[0], alias[1], depth + 1)
+                out += self.annotation_names(alias[0], alias[1], depth + 1)
             else:
                 out.append(name)
         return out
 
     def field_type(self, mod, annotation) -> tuple[str | None, bool]:
         """(type, has --no- form) of a config field, following _compute_kwargs."""
-        names = [n.rsplit(".", 1)[-1] if n.count(".") else n for n in self._names(mod, annotation)]
+        names = [n.rsplit(".", 1)[-1] if n.count(".") else n for n in self.annotation_names(mod, annotation)]
         members = set(names) - {"None"}
         if any(n not in ORDER and n not in ("Any",) and self._is_dataclass(mod, n) for n in members):
             return "json", False
@@ -240,7 +245,7 @@ class _Options:
                     if var in kwargs_vars and isinstance(field, ast.Constant):
                         cls_mod, cls = self.class_of(mod, kwargs_vars[var])
                         if cls is not None:
-                            fields = self._fields(cls_mod, cls)
+                            fields = self.config_fields(cls_mod, cls)
                             info["field"] = f"{cls.name}.{field.value}"
                             if field.value in fields:
                                 info["type"], info["no_form"] = self.field_type(*fields[field.value])
@@ -272,7 +277,7 @@ class _Options:
                     if (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
                             and isinstance(target.value, ast.Subscript) and isinstance(target.value.slice, ast.Constant)):
                         overrides.setdefault(target.value.slice.value, {})[target.slice.value] = node.value
-        for name, (field_mod, annotation) in self._fields(mod, cls).items():
+        for name, (field_mod, annotation) in self.config_fields(mod, cls).items():
             info = {"source": source, "field": f"{cls.name}.{name}"}
             info["type"], info["no_form"] = self.field_type(field_mod, annotation)
             extra = overrides.get(name, {})
@@ -318,15 +323,27 @@ def _frontend(wheel: Wheel):
     return None
 
 
-def read_options(path: str) -> dict:
-    """The options `vllm serve` accepts in this wheel (see the module docstring).
+@contextlib.contextmanager
+def wheel_reader(path: str, fmt: int) -> Iterator[tuple[dict, OptionReader]]:
+    """A reader of the wheel at ``path``, open while the block runs, and the
+    head of every file read from it: ``{"format": fmt, "vllm_version",
+    "wheel": {"file", "sha256", "size"}}``.
 
     Raises WheelError: wheel.unreadable, wheel.not_vllm, wheel.no_options."""
     sha256, size = file_digest(path)
     with open_wheel(path) as zf:
         meta = wheel_metadata(zf, path)
-        wheel = Wheel(zf, path)
-        reader = _Options(wheel)
+        head = {"format": fmt, "vllm_version": meta["version"],
+                "wheel": {"file": os.path.basename(path), "sha256": sha256, "size": size}}
+        yield head, OptionReader(Wheel(zf, path))
+
+
+def read_options(path: str) -> dict:
+    """The options `vllm serve` accepts in this wheel (see the module docstring).
+
+    Raises WheelError: wheel.unreadable, wheel.not_vllm, wheel.no_options."""
+    with wheel_reader(path, OPTIONS_FORMAT) as (head, reader):
+        wheel = reader.wheel
         arg_utils = wheel.module(ARG_UTILS)
         for cls_name, source in (("EngineArgs", "EngineArgs"), ("AsyncEngineArgs", "AsyncEngineArgs")):
             func = _method(arg_utils.classes.get(cls_name), "add_cli_args")
@@ -360,9 +377,7 @@ def read_options(path: str) -> dict:
                 parser_src = "\n".join(reader._source(name).splitlines()[node.lineno - 1:node.end_lineno])
                 break
         return {
-            "format": OPTIONS_FORMAT,
-            "vllm_version": meta["version"],
-            "wheel": {"file": os.path.basename(path), "sha256": sha256, "size": size},
+            **head,
             "frontend_module": frontend.name if frontend else None,
             "parser": {
                 # FlexibleArgumentParser rewrites --foo_bar to --foo-bar
