@@ -342,11 +342,12 @@ def diff(args: Any, stdin: Any) -> tuple[int, str]:
 # -- registry from-wheel | render ------------------------------------------------------------
 
 def registry(args: Any, stdin: Any) -> tuple[int, str | None]:
-    """A release's registry from its wheel (with ``--facts``/``--options``
-    too), or from recorded facts. Everything is read and rendered before the
+    """A release's registry from its wheel (with ``--facts``/``--options``/
+    ``--modules`` too), or from recorded facts. Everything is read and rendered before the
     first file is written, so an error writes nothing; each file is written
     atomically. Errors are WheelError (wheel.*, facts.*, registry.output)."""
-    from .wheel import WheelError, facts_json, load_facts, options_json, read_options, read_wheel, render_registry
+    from .wheel import (WheelError, facts_json, load_facts, modules_json, options_json, read_options, read_wheel,
+                        render_registry)
 
     outputs: list[tuple[str, str]] = []  # (file, text), written in this order
     if args.registry_command == "from-wheel":
@@ -363,6 +364,10 @@ def registry(args: Any, stdin: Any) -> tuple[int, str | None]:
         text = render_registry(facts)
     except WheelError as exc:
         raise exc.at(source) from None
+    if args.modules:
+        if "modules" not in facts:
+            raise WheelError("facts.invalid", "recorded without the module table (read the wheel again)", source)
+        outputs.append((args.modules, modules_json(facts)))
     if args.output in (None, "-"):
         _write_all(outputs, args.console)
         return EXIT_OK, text.removesuffix("\n")  # printed with its newline

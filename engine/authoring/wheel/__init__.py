@@ -10,6 +10,9 @@ without running it (``hma-policy registry from-wheel``).
   (``kind: registry``), deterministically, so that recorded facts re-render
   byte for byte.
 - :func:`read_options` (options.py): the options ``vllm serve`` accepts.
+- :func:`modules_json` (modules.py): the facts' module table (the modules of
+  the kv_transfer tree and the names each binds), as the bundled
+  ``rules/modules/`` file.
 
 How nothing in the wheel runs: the wheel is opened with :mod:`zipfile` and
 only its ``.py`` members and ``METADATA`` are read, as bytes; each module is
@@ -21,10 +24,11 @@ a registration's arguments and an environment test are matched as syntax.
 Errors are :class:`WheelError`, one problem each with a stable code.
 """
 
+from .modules import modules_json
 from .options import read_options, options_json
 from .registry import FACTS_FORMAT, facts_json, load_facts, read_wheel
 from .render import render_registry
 from .source import WheelError
 
 __all__ = ["read_wheel", "render_registry", "read_options", "facts_json", "options_json", "load_facts", "WheelError",
-           "FACTS_FORMAT"]
+           "FACTS_FORMAT", "modules_json"]
