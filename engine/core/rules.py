@@ -23,6 +23,7 @@ from .facts import DEFAULT_GRAPH, UNREACHED, Fact, Relation, declared, graph_fac
 from .rulecheck import (ERROR_VALUES, MAX_STEP_FACTS, check_alternatives, check_contract, check_handed_on,
                         check_registry_entries, check_rule)
 from .model import FILE_RULESETS, Aggregate, GraphFact, PolicyModel, Rule, StepDef
+from .modules import read_modules
 from .rulefiles import RuleFile, folder_release, parse, problem, read_sources
 from .schema import iter_problems, pointer
 
@@ -364,6 +365,9 @@ def read_policy(rules_dir: str | Path | None = None, *, release: str | None = No
     # Releases of one epoch share files but not their release facts (vllm_minor,
     # vllm_patch), so they may decide differently: the release is part of the policy.
     digest.update(b"release\0" + chosen.encode())
+    modules = _release_modules(bundle, chosen)
+    if modules is not None:  # the module table is release data the node facts read
+        digest.update(b"modules\0" + modules[0].encode() + b"\0" + modules[1].encode() + b"\0")
     return PolicyModel(
         steps=steps,
         aggregates=tuple(aggregates),
@@ -378,4 +382,16 @@ def read_policy(rules_dir: str | Path | None = None, *, release: str | None = No
         release=chosen,
         release_facts=release_facts(chosen),
         bundle=bundle is not None,
+        modules=read_modules(modules[1], modules[0]) if modules is not None else None,
     )
+
+
+def _release_modules(bundle: Any, release: str) -> tuple[str, str] | None:
+    """(name, text) of the module table a bundle names for ``release``, or None."""
+    name = bundle.releases[release].modules if bundle is not None else None
+    if name is None:
+        return None
+    try:
+        return name, bundle.root.joinpath(name).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError([Problem("rules.read", f"cannot read `{name}`: {exc}", file=name)]) from None
