@@ -9,7 +9,9 @@ stays pure Python where that is asked for:
 - HMA_POLICY_PURE=1 in the environment.
 
 mypyc checks the annotations at run time, so a type error in these modules
-fails the build; CI tests both forms.
+fails the build. CI (.ci/run) runs the compiled install's commands (an audit,
+a decision, the bundled policy's tests and check) and the test suite on the
+editable, pure form.
 """
 
 from __future__ import annotations

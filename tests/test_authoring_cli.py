@@ -528,3 +528,32 @@ def test_shell_completion(tmp_path):
                                env={**os.environ, **env}, stdin=subprocess.DEVNULL)
     assert completed.returncode == 0, completed.stderr
     assert {"deployment", "rules", "tests", "decision"} <= set(answer.read_text().split("\n"))
+
+
+def test_rules_check_says_when_an_old_rule_folder_gets_the_bundled_sections(tmp_path):
+    """A rule folder of hma-policy 0.1 has no `aggregates` and `results`: it
+    loads with the bundled ones (its decisions unchanged), and `rules check`
+    says so on standard error (the note was kept, never shown)."""
+    import subprocess
+    import sys
+
+    import yaml
+    from rulecopy import copy_rules
+
+    directory = copy_rules(tmp_path / "old")
+    for name, key in (("nodes.yaml", "aggregates"), ("decision.yaml", "results")):
+        data = yaml.safe_load((directory / name).read_text(encoding="utf-8"))
+        del data[key]
+        (directory / name).write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "hma_policy", "rules", "check", "--rules", str(directory)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stderr.splitlines() if "rules.legacy" in line]
+    assert notes == [
+        "hma-policy: note: nodes.yaml: rules.legacy: `nodes.yaml` has no `aggregates` (a rule folder of hma-policy 0.1): "
+        "the bundled aggregates are used (hint: copy `aggregates` from the bundled nodes.yaml (`hma-policy rules init` writes them))",
+        "hma-policy: note: decision.yaml: rules.legacy: `decision.yaml` has no `results` (a rule folder of hma-policy 0.1): "
+        "the bundled results are used (hint: copy `results` from the bundled decision.yaml (`hma-policy rules init` writes them))"]
+    quiet = subprocess.run([sys.executable, "-m", "hma_policy", "rules", "check", "--quiet", "--rules", str(directory)],
+                           capture_output=True, text=True, timeout=120)
+    assert "rules.legacy" not in quiet.stderr

@@ -142,3 +142,29 @@ def test_a_command_given_as_shell_text_is_split_as_the_shell_splits_it():
     for text in ("vllm serve a; vllm serve b", "vllm serve 'm", "a | b", ""):
         with pytest.raises(ValueError):
             command_words(text)
+
+
+def test_a_shell_string_is_expanded_as_the_shell_expands_it():
+    """decide_command(str): `$NAME` from env only outside single quotes; an
+    unquoted expansion splits at blanks, a quoted one stays one word; the
+    shell's escapes inside double quotes (regression: `'$KV'` was expanded)."""
+    from hma_policy.core.command import _shell_words
+
+    kv = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
+    env = {"KV": kv, "EMPTY": "", "TWO": " a  b "}
+    assert _shell_words("vllm serve m --kv-transfer-config '$KV'", env)[-1] == "$KV"
+    assert _shell_words('vllm serve m --kv-transfer-config "$KV"', env)[-1] == kv
+    assert _shell_words("x $TWO y", env) == ["x", "a", "b", "y"]
+    assert _shell_words('x "$TWO" $EMPTY "" y', env) == ["x", " a  b ", "", "y"]
+    assert _shell_words('x "a\\"b\\$c" \\$KV a\\\nb', env) == ["x", 'a"b$c', "$KV", "ab"]
+    assert _shell_words("x ${NOPE}", env)[1] == unresolved("${NOPE}", "is not given in `env`")
+    # as vLLM would: it gets the four characters `$KV`, which are no JSON
+    with pytest.raises(InputError) as caught:
+        hma_policy.decide_command("vllm serve m --kv-transfer-config '$KV'", env=env)
+    assert caught.value.problems[0].code == "input.parse"
+    assert hma_policy.decide_command('vllm serve m --kv-transfer-config "$KV"', env=env).outcome == "enabled"
+    for text, why in (("vllm serve 'm", "no closing quotation"), ('vllm serve "m', "no closing quotation"),
+                      ("vllm serve m \\", "no escaped character")):
+        with pytest.raises(InputError) as caught:
+            hma_policy.decide_command(text)
+        assert caught.value.problems[0].message == f"the command cannot be split into words: {why}"

@@ -131,6 +131,24 @@ def test_a_decision_after_load_posts_nothing_to_the_rule_runtime(monkeypatch):
         policy.close()
 
 
+def test_the_first_decision_after_load_does_no_one_time_work(monkeypatch):
+    # The option lists and the compiled schema check are made by
+    # load_policy(), not by the first decision (which cost 3x a warm one
+    # when it parsed the default release's option list a second time, under
+    # another cache key, and compiled the schema check).
+    from hma_policy.core import accept, optionlist
+
+    policy = hma_policy.load_policy()
+    made = []
+    monkeypatch.setattr(optionlist, "_parse", lambda *a: made.append("option list"))
+    monkeypatch.setattr(accept, "compile_schema", lambda *a: made.append("schema check"))
+    try:
+        assert policy.decide(TREE).outcome == "enabled"
+        assert made == []
+    finally:
+        policy.close()
+
+
 def test_an_input_outside_the_table_is_asked_once_then_kept(tmp_path, monkeypatch):
     # A list fact tested against more than eight names is walked one name at
     # a time, so a list holding two of them is outside the table: durable-rules

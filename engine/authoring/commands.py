@@ -98,6 +98,8 @@ def _check(args: Any, ref: PolicyRef) -> tuple[int, str]:
         lines.append(f"{len(exc.problems)} problem(s) in {ref.name}")
         return EXIT_FAILED, "\n".join(lines)
     model = policy.model
+    for note in model.notes:  # what the loader did for the author (an old rule folder's missing sections)
+        con.note(f"note: {note.file}: {note.code}: {note.message}" + (f" (hint: {note.hint})" if note.hint else ""))
     try:
         report = verify(policy)
     finally:

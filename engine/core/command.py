@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -324,22 +323,90 @@ def command_document(argv: str | Sequence[str], *, env: Mapping[str, str] | None
 
 
 def _shell_words(text: str, env: Mapping[str, str]) -> list[str]:
-    """``text`` split into words as a POSIX shell would, ``$NAME`` taken from
-    ``env`` (a name ``env`` lacks, or ``$(...)``, stays unresolved)."""
+    """``text`` split into words as a POSIX shell would: quotes and
+    backslashes as the shell reads them; ``$NAME`` and ``${NAME}`` taken
+    from ``env`` outside single quotes (split at blanks where unquoted, as
+    the shell splits an expansion); a name ``env`` lacks, or ``$(...)``,
+    stays unresolved. Nothing is run."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
         raise InputError([Problem("input.limit", f"the command is longer than {MAX_COMMAND_BYTES} bytes")])
-    try:
-        words = shlex.split(text, posix=True)
-    except ValueError as exc:
-        raise InputError([Problem("input.parse", f"the command cannot be split into words: {exc}")]) from None
+    words: list[str] = []
+    current: list[str] = []
+    started = False  # a word has begun (even an empty one, such as '')
 
-    def value(match: re.Match[str]) -> str:
+    def end_word() -> None:
+        nonlocal current, started
+        if started:
+            words.append("".join(current))
+        current, started = [], False
+
+    def expansion(at: int) -> tuple[str, int] | None:
+        match = _REFERENCE.match(text, at)
+        if match is None:
+            return None
         name = match.group(1) or match.group(2)
         if name is not None and name in env:
-            return env[name]
-        return unresolved(match.group(0), "is not given in `env`" if name else "is a command substitution")
+            return env[name], match.end()
+        return unresolved(match.group(0), "is not given in `env`" if name else "is a command substitution"), match.end()
 
-    return [_REFERENCE.sub(value, word) for word in words]
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\n":
+            end_word()
+            i += 1
+        elif c == "'":
+            close = text.find("'", i + 1)
+            if close < 0:
+                raise _unsplittable("no closing quotation")
+            current.append(text[i + 1:close])
+            started, i = True, close + 1
+        elif c == '"':
+            started, i = True, i + 1
+            while True:
+                if i >= n:
+                    raise _unsplittable("no closing quotation")
+                c = text[i]
+                if c == '"':
+                    i += 1
+                    break
+                if c == "\\" and i + 1 < n and text[i + 1] in '$`"\\\n':
+                    current.append("" if text[i + 1] == "\n" else text[i + 1])
+                    i += 2
+                elif c == "$" and (found := expansion(i)) is not None:
+                    current.append(found[0])  # quoted: one word, whatever it holds
+                    i = found[1]
+                else:
+                    current.append(c)
+                    i += 1
+        elif c == "\\":
+            if i + 1 >= n:
+                raise _unsplittable("no escaped character")
+            if text[i + 1] != "\n":  # backslash-newline joins lines
+                current.append(text[i + 1])
+                started = True
+            i += 2
+        elif c == "$" and (found := expansion(i)) is not None:
+            value, i = found
+            fields = [value] if has_unresolved(value) else value.split()  # a marker is one word
+            if value[:1].isspace():
+                end_word()
+            for index, field in enumerate(fields):
+                if index:
+                    end_word()
+                current.append(field)
+                started = True
+            if value[-1:].isspace():
+                end_word()
+        else:
+            current.append(c)
+            started, i = True, i + 1
+    end_word()
+    return words
+
+
+def _unsplittable(why: str) -> InputError:
+    return InputError([Problem("input.parse", f"the command cannot be split into words: {why}")])
 
 
 def _config_file(name: str, base: str, root: str) -> ConfigFile:

@@ -64,7 +64,6 @@ def known_releases() -> tuple[str, ...]:
     return tuple(version for version, release in releases.bundled().releases.items() if release.options)
 
 
-@functools.lru_cache(maxsize=None)
 def known_options(release: str | None = None, *, path: str | Path | None = None) -> ReleaseOptions:
     """The options of ``release`` (default: :data:`DEFAULT_RELEASE`), or
     those of the list in the file ``path`` (the same format). Each list is
@@ -74,8 +73,19 @@ def known_options(release: str | None = None, *, path: str | Path | None = None)
     is bundled, ``release.options`` when a list cannot be read.
     """
     if path is not None:
-        return _parse(str(path), lambda: Path(path).read_text(encoding="utf-8"))
-    release = DEFAULT_RELEASE if release is None else release
+        return _file_options(str(path))
+    return _release_options(DEFAULT_RELEASE if release is None else release)
+
+
+# Cached by the resolved release, so that known_options() and
+# known_options(DEFAULT_RELEASE) read the list once between them.
+@functools.lru_cache(maxsize=None)
+def _file_options(path: str) -> ReleaseOptions:
+    return _parse(path, lambda: Path(path).read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def _release_options(release: str) -> ReleaseOptions:
     known = known_releases()
     if release not in known:
         raise InputError([Problem("release.unknown", f"no option list of vLLM {release} is bundled; known: "

@@ -27,6 +27,7 @@ from .input import DEFAULT_LIMITS, Limits, prepare, respell
 from .releases import parse_version
 from .model import PolicyModel, Rule
 from .optionlist import known_options, known_releases
+from .schema import accept_check
 from .rules import read_policy
 from .table import StepTable
 
@@ -63,6 +64,11 @@ class Policy:
         # records them (else the default release's).
         self._own_options = self._model.release in known_releases()
         self._options = known_options(self._model.release if self._own_options else None)
+        # Work every decision needs, done here (once per process) so that the
+        # first decision costs what a warm one does: the option list a
+        # document's names are checked against, and the compiled schema check.
+        known_options()
+        accept_check("deployment")
         compiled = compile_policy(self._model)
         self._runtimes = load_rulesets(compiled.definitions)
         self._closed = False
