@@ -166,8 +166,10 @@ REGISTRY_FILE = "connectors.yaml"
 def bundle(release: str | None = None) -> dict[str, bytes]:
     """The files ``rules init`` writes: the policy of one bundled release
     (None: the newest) as a plain rules folder (its epoch's rule files and
-    its registry, as connectors.yaml), its tests in tests/, and schemas/,
+    its registry, as connectors.yaml, and its module table, as modules.json),
+    its tests in tests/, and schemas/,
     with each yaml-language-server header pointing at schemas/."""
+    from ..core.modules import FOLDER_FILE
     from ..core.releases import bundled
 
     releases = bundled()
@@ -175,6 +177,8 @@ def bundle(release: str | None = None) -> dict[str, bytes]:
     root = resources.files("hma_policy.rules")
     sources = [(name.rsplit("/", 1)[-1], root.joinpath(name)) for name in releases.files(chosen)]
     sources[-1] = (REGISTRY_FILE, sources[-1][1])  # the registry comes last
+    if chosen.modules is not None:  # the release's module table, which the node facts read
+        sources.append((FOLDER_FILE, root.joinpath(chosen.modules)))
     tests = root.joinpath(releases.tests(chosen))
     if tests.is_dir():
         sources += [("tests/" + e.name, e) for e in sorted(tests.iterdir(), key=lambda e: e.name)

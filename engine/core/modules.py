@@ -24,9 +24,12 @@ from typing import Any, NamedTuple
 
 from .errors import PolicyError, Problem
 
-__all__ = ["ModuleNames", "ReleaseModules", "read_modules", "UNKNOWN"]
+__all__ = ["ModuleNames", "ReleaseModules", "read_modules", "UNKNOWN", "FOLDER_FILE"]
 
 UNKNOWN = ("unknown", "unknown")
+# The module table's name in a plain rules folder (what `rules init` writes
+# beside connectors.yaml); a bundle names its tables in releases.yaml.
+FOLDER_FILE = "modules.json"
 # A module table is some hundred KiB; one over this is not one.
 MAX_BYTES = 16 * 1024 * 1024
 
