@@ -24,8 +24,7 @@ from .rulecheck import (ERROR_VALUES, MAX_STEP_FACTS, check_alternatives, check_
                         check_registry_entries, check_rule)
 from .model import FILE_RULESETS, Aggregate, GraphFact, PolicyModel, Rule, StepDef
 from .modules import FOLDER_FILE, read_modules
-from .rulefiles import RuleFile, folder_release, parse, problem, read_sources
-from .rulefiles import _read as read_file  # a file of the folder, read as rule files are (links, size, UTF-8)
+from .rulefiles import RuleFile, folder_release, parse, problem, read_file, read_sources
 from .schema import iter_problems, pointer
 
 __all__ = ["read_policy"]
@@ -391,7 +390,7 @@ def _release_modules(bundle: Any, release: str, rules_dir: str | Path | None) ->
     """(name, text) of the module table a bundle names for ``release``, or
     the one a plain folder holds (modules.FOLDER_FILE), or None."""
     if bundle is None:
-        found = read_file(Path(rules_dir) / FOLDER_FILE, FOLDER_FILE, Path(rules_dir)) if rules_dir is not None else None
+        found = read_file(Path(rules_dir), FOLDER_FILE) if rules_dir is not None else None
         return (FOLDER_FILE, found.text) if found is not None else None
     name = bundle.releases[release].modules
     if name is None:
