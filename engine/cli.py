@@ -138,6 +138,8 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--from-facts", required=True, metavar="FACTS", help="a facts file written by from-wheel --facts")
     for cmd in (from_wheel, render):
         cmd.add_argument("-o", "--output", metavar="FILE", help="write the registry (YAML) to FILE (default: standard output)")
+        cmd.add_argument("--modules", metavar="FILE", help="also write the release's module table (JSON): the modules of "
+                         "vLLM's KV-transfer tree and the names each binds")
 
     decide = command(sub, "decide", "decide deployment documents")
     decide.add_argument("file", nargs="+", metavar="FILE", help="deployment documents (JSON or YAML), - for standard input; "

@@ -75,6 +75,30 @@ MODULE_CLASSES: dict[tuple[str, str], Any] = {
     (V1 + module, name): hma for name, (module, hma) in {**REGISTERED, **_SHIPPED_UNREGISTERED}.items()
 }
 
+# What vLLM 0.33.0's import of a module path inside its KV-transfer tree
+# finds: the modules its wheel ships and the names each binds
+# (rules/modules/0.33.0.json, read from the wheel by `registry from-wheel
+# --modules`; the recorded real-vLLM cases of tests/conformance/0.33.0/ show
+# the errors). Any other module path is an unknown external.
+_TREE = "vllm.distributed.kv_transfer"
+# (Data, not code: read with the builtins only, beside tests/, so that the
+# model still imports nothing but the standard library's json.)
+with open(__file__[: -len("reference_model.py")] + "../rules/modules/0.33.0.json", encoding="utf-8") as _table:
+    _SHIPPED = json.load(_table)["modules"]
+
+
+def _import_error(module: str, name: str) -> str | None:
+    """ModuleNotFoundError or "Class X not found" for a module of vLLM's tree, else None."""
+    if not (module == _TREE or module.startswith(_TREE + ".")) or not all(p.isidentifier() for p in module.split(".")):
+        return None
+    shipped = _SHIPPED.get(module)
+    if shipped is None:
+        return "connector.module_not_found"
+    if name not in shipped["names"] and name not in shipped["maybe"] and not shipped["open"]:
+        return "connector.class_not_found"
+    return None
+
+
 # ref §1: use_eagle() is true for these speculative methods (exact names).
 EAGLE_STYLE = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})
 
@@ -200,8 +224,11 @@ def _get_connector_class(node: dict[str, Any], path: str) -> tuple[str, str]:
     module = node.get("kv_connector_module_path")
     if module == "":
         raise _Raised("connector.module_path_empty", path + "/kv_connector_module_path")
-    if module is not None:
-        return (module, name)  # the module path takes priority over the registry
+    if module is not None:  # the module path takes priority over the registry
+        error = _import_error(module, name)
+        if error is not None:
+            raise _Raised(error, path + ("/kv_connector_module_path" if error.endswith("module_not_found") else "/kv_connector"))
+        return (module, name)
     if name in REGISTERED:
         return (V1 + REGISTERED[name][0], name)
     raise _Raised("connector.unknown", path + "/kv_connector")
@@ -393,7 +420,8 @@ def _unknown_paths(ktc: dict[str, Any] | None) -> tuple[str, ...]:
     while stack:
         node, path = stack.pop()
         name, module = node.get("kv_connector"), node.get("kv_connector_module_path")
-        if isinstance(name, str) and isinstance(module, str) and module and (module, name) not in MODULE_CLASSES:
+        if (isinstance(name, str) and isinstance(module, str) and module and (module, name) not in MODULE_CLASSES
+                and _import_error(module, name) is None):
             out.append(path)
         if name == "MultiConnector":
             children = _children(node)

@@ -330,7 +330,7 @@ def test_rules_init_writes_a_copy_whose_schema_headers_work(tmp_path):
     names = sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file())
     # A plain folder: the release's epoch files, its registry as connectors.yaml, its tests, the schemas.
     epoch = RULES / "epochs" / "E8"
-    assert names == sorted([f.name for f in epoch.glob("*.yaml")] + ["connectors.yaml"]
+    assert names == sorted([f.name for f in epoch.glob("*.yaml")] + ["connectors.yaml", "modules.json"]
                            + [f"tests/{f.name}" for f in (epoch / "tests").glob("*.yaml")]
                            + [f"schemas/{f.name}" for f in SCHEMAS.glob("*.schema.json")])
     assert not [p for p in tmp_path.iterdir() if p.name != "site"]  # no staging folder left

@@ -50,8 +50,15 @@ CASES = [(release, case) for release in RELEASES
          for case in json.loads((CONFORMANCE / release / "cases.json").read_text(encoding="utf-8"))]
 
 # What no rule can express, by what the recorded case shows (each reason names the missing fact or stage).
-IMPORT = ("vLLM imported kv_connector_module_path in the recording environment and found no such module or class; "
-          "whether a module path can be imported, and holds the class, is no fact: the engine never imports")
+IMPORT = ("vLLM imported a kv_connector_module_path outside its own KV-transfer tree in the recording environment, "
+          "which lacked that module or class; whether a module outside vLLM can be imported where a deployment runs, "
+          "and holds the class, is no fact (only the tree's modules are recorded, rules/modules/): the engine never imports")
+IMPORT_BEFORE_PRIORITY = ("before 0.20.0 vLLM imports kv_connector_module_path only for an unregistered kv_connector; "
+                          "the node facts do not say whether a name is registered (missing node fact: name_registered), "
+                          "so the rules of E1-E3 give no error from the release's module table")
+# The modules a release's module table records (rules/modules/, `prefix`); any other module path is unknown.
+RECORDED_MODULES = "vllm.distributed.kv_transfer"
+IMPORT_ERRORS = ("connector.module_not_found", "connector.class_not_found")
 REGISTERED_NAME_WINS = ("before 0.20.0 a registered kv_connector wins over kv_connector_module_path; the node "
                         "facts do not say whether a name is registered (missing node fact: name_registered), so "
                         "the rules look the node up by its module path")
@@ -105,7 +112,13 @@ def _before_planning(decided: tuple) -> tuple:
 
 
 def _nodes(config):
-    """Every connector config of a kv_transfer_config, children included."""
+    """Every connector config of a kv_transfer_config (or its JSON text, as
+    `--kv-transfer-config` takes it), children included."""
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except ValueError:
+            return
     stack = [config]
     while stack:
         node = stack.pop()
@@ -118,15 +131,23 @@ def _nodes(config):
             stack.extend(children)
 
 
+def _recorded(module_path: str) -> bool:
+    return module_path == RECORDED_MODULES or module_path.startswith(RECORDED_MODULES + ".")
+
+
 def _inexpressible(release: str, case, registered: tuple[str, ...]) -> str | None:
     """Why no rule can give what vLLM gave for this case (None: a rule can), from the recorded case alone."""
     expected_error = _expected(case)[2]
-    if expected_error and expected_error[1] in ("connector.module_not_found", "connector.class_not_found"):
-        return IMPORT
-    # Input validation differs per release as each release's options (rules/options/) and config classes
-    # (rules/configs/) say: a disagreement at the input stage is a failure.
     document = case["input"]
     config = document.get("kv_transfer_config", document.get("kv-transfer-config"))
+    if expected_error and expected_error[1] in IMPORT_ERRORS:
+        paths = [node.get("kv_connector_module_path") for node in _nodes(config)]
+        if any(isinstance(path, str) and path and not _recorded(path) for path in paths):
+            return IMPORT
+        if _key(release)[:3] < FIRST_MODULE_PATH_PRIORITY:
+            return IMPORT_BEFORE_PRIORITY
+    # Input validation differs per release as each release's options (rules/options/) and config classes
+    # (rules/configs/) say: a disagreement at the input stage is a failure.
     if _key(release)[:3] < FIRST_MODULE_PATH_PRIORITY and any(
             node.get("kv_connector") in registered and node.get("kv_connector_module_path")
             for node in _nodes(config)):
@@ -160,8 +181,18 @@ def test_every_recorded_release_has_its_policy():
 def test_the_inexpressible_kinds_are_told_apart_from_the_data():
     """The classification reads the recorded case, never the release's answer for it:
     a case of each kind, and a plain disagreement that stays a failure."""
-    module = {"input": {}, "expect": {"outcome": "error", "hma_enabled": None, "warnings": [],
-                                      "error": {"stage": "config", "code": "connector.module_not_found"}}}
+    def imported(path, code="connector.module_not_found"):
+        config = {"kv_connector": "AcmeConnector", "kv_role": "kv_both", "kv_connector_module_path": path}
+        return {"input": {"kv_transfer_config": {"kv_connector": "MultiConnector", "kv_role": "kv_both",
+                                                 "kv_connector_extra_config": {"connectors": [config]}}},
+                "expect": {"outcome": "error", "hma_enabled": None, "warnings": [],
+                           "error": {"stage": "config", "code": code}}}
+
+    module = imported("acme.kv.connector")
+    inside = imported("vllm.distributed.kv_transfer.kv_connector.v1.nixl_connector")
+    no_class = imported("vllm.distributed.kv_transfer.kv_connector.v1.example_connector", "connector.class_not_found")
+    # the document as --kv-transfer-config takes it, a JSON string
+    as_text = {**module, "input": {"kv_transfer_config": json.dumps(module["input"]["kv_transfer_config"])}}
     named = {"input": {"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both",
                                               "kv_connector_module_path": "my.module"}},
              "expect": {"outcome": "disabled", "hma_enabled": False, "warnings": [], "error": None}}
@@ -169,6 +200,13 @@ def test_the_inexpressible_kinds_are_told_apart_from_the_data():
              "expect": {"outcome": "disabled", "hma_enabled": False, "warnings": [], "error": None}}
     registered = ("NixlConnector",)
     assert _inexpressible("0.33.0", module, registered) == IMPORT
+    assert _inexpressible("0.33.0", as_text, registered) == IMPORT
+    assert _inexpressible("0.13.0", module, registered) == IMPORT
+    # a module of vLLM's KV-transfer tree is in the release's module table: the rules decide it from 0.20.0
+    assert _inexpressible("0.20.0", inside, registered) is None
+    assert _inexpressible("0.33.0", no_class, registered) is None
+    assert _inexpressible("0.19.1", inside, registered) == IMPORT_BEFORE_PRIORITY
+    assert _inexpressible("0.9.1", no_class, registered) == IMPORT_BEFORE_PRIORITY
     assert _inexpressible("0.33.0", plain, registered) is None
     assert _inexpressible("0.9.1", plain, registered) is None
     assert _inexpressible("0.18.0", named, registered) == REGISTERED_NAME_WINS
@@ -194,3 +232,13 @@ def test_planning_failures_are_compared_before_planning_as_the_contract_decides_
     # and the comparison still tells a config error, or another flag, apart
     assert _before_planning(("error", None, ("config", "hma.explicit_enable_conflict"), [])) != (False, None, [])
     assert _before_planning(("enabled", True, None, ["hma.auto_disabled"])) != (False, None, ["hma.auto_disabled"])
+
+
+def test_the_recorded_tree_is_the_module_tables_prefix():
+    """IMPORT covers a module path outside what the module tables record."""
+    from hma_policy.core.releases import bundled
+
+    bundle = bundled()
+    prefixes = {json.loads(bundle.root.joinpath(release.modules).read_text("utf-8"))["prefix"]
+                for release in bundle.releases.values()}
+    assert prefixes == {RECORDED_MODULES}

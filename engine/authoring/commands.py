@@ -166,8 +166,10 @@ REGISTRY_FILE = "connectors.yaml"
 def bundle(release: str | None = None) -> dict[str, bytes]:
     """The files ``rules init`` writes: the policy of one bundled release
     (None: the newest) as a plain rules folder (its epoch's rule files and
-    its registry, as connectors.yaml), its tests in tests/, and schemas/,
+    its registry, as connectors.yaml, and its module table, as modules.json),
+    its tests in tests/, and schemas/,
     with each yaml-language-server header pointing at schemas/."""
+    from ..core.modules import FOLDER_FILE
     from ..core.releases import bundled
 
     releases = bundled()
@@ -175,6 +177,8 @@ def bundle(release: str | None = None) -> dict[str, bytes]:
     root = resources.files("hma_policy.rules")
     sources = [(name.rsplit("/", 1)[-1], root.joinpath(name)) for name in releases.files(chosen)]
     sources[-1] = (REGISTRY_FILE, sources[-1][1])  # the registry comes last
+    if chosen.modules is not None:  # the release's module table, which the node facts read
+        sources.append((FOLDER_FILE, root.joinpath(chosen.modules)))
     tests = root.joinpath(releases.tests(chosen))
     if tests.is_dir():
         sources += [("tests/" + e.name, e) for e in sorted(tests.iterdir(), key=lambda e: e.name)
@@ -345,11 +349,11 @@ def diff(args: Any, stdin: Any) -> tuple[int, str]:
 
 def registry(args: Any, stdin: Any) -> tuple[int, str | None]:
     """A release's registry from its wheel (with ``--facts``/``--options``/
-    ``--configs`` too), or from recorded facts. Everything is read and rendered before the
+    ``--configs`` and ``--modules`` too), or from recorded facts. Everything is read and rendered before the
     first file is written, so an error writes nothing; each file is written
     atomically. Errors are WheelError (wheel.*, facts.*, registry.output)."""
-    from .wheel import (WheelError, configs_json, facts_json, load_facts, options_json, read_configs, read_options,
-                        read_wheel, render_registry)
+    from .wheel import (WheelError, configs_json, facts_json, load_facts, modules_json, options_json, read_configs,
+                        read_options, read_wheel, render_registry)
 
     outputs: list[tuple[str, str]] = []  # (file, text), written in this order
     if args.registry_command == "from-wheel":
@@ -368,6 +372,10 @@ def registry(args: Any, stdin: Any) -> tuple[int, str | None]:
         text = render_registry(facts)
     except WheelError as exc:
         raise exc.at(source) from None
+    if args.modules:
+        if "modules" not in facts:
+            raise WheelError("facts.invalid", "recorded without the module table (read the wheel again)", source)
+        outputs.append((args.modules, modules_json(facts)))
     if args.output in (None, "-"):
         _write_all(outputs, args.console)
         return EXIT_OK, text.removesuffix("\n")  # printed with its newline

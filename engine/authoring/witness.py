@@ -65,11 +65,28 @@ def _leaves(model: PolicyModel) -> tuple[list[dict[str, Any]], list[dict[str, An
         leaf(unknown, engine_id="child"),
         *(leaf(str(n)) for n in sorted({*model.registered_names, *(v for v in literals if isinstance(v, str))})),
         *(leaf(str(_operand(r, "name")), kv_connector_module_path=_operand(r, "module_path_value")) for r in by_module),
+        *(leaf(n, kv_connector_module_path=module) for n in sorted({unknown, *model.registered_names,
+                                                                     *(v for v in literals if isinstance(v, str))})
+          for module in _module_misses(model, n)),
     ]
     # An unknown external class before a child that raises: "unsupported, or it raises".
     for container in sorted(model.containers):
         fill.append(leaf(container, kv_connector_extra_config={"connectors": [leaf(None, **external), leaf(unknown)]}))
     return every, fill
+
+
+def _module_misses(model: PolicyModel, name: str) -> list[str]:
+    """Module paths for which the release's module table answers `missing`,
+    and then `no` for ``name``: a module under its prefix it does not hold,
+    and the first module that surely does not bind the name (none without a
+    table)."""
+    table = model.modules
+    if table is None:
+        return []
+    out = [_unused(set(table.modules), table.prefix + ".no_such_module")]
+    out += [next((m for m, bound in sorted(table.modules.items())
+                  if not bound.open and name not in bound.names | bound.maybe), None)] if name else []
+    return [m for m in out if m is not None]
 
 
 def library(model: PolicyModel) -> list[dict[str, Any] | None]:

@@ -71,6 +71,14 @@ DECLARED: tuple[Fact, ...] = (
          ("absent", "empty", "set")),
     Fact("module_path_value", "node", "str", 'kv_connector_module_path ("" when absent)', empty="",
          given=(Relation("module_path", "eq", "set"),), exact=True),
+    Fact("module_in_release", "node", "str",
+         "the module kv_connector_module_path names, in the release's module table (rules/modules/): present, "
+         "missing, or unknown (no module path, a path outside the table's prefix, or no table)",
+         ("present", "missing", "unknown"), empty="unknown", given=(Relation("module_path", "eq", "set"),)),
+    Fact("class_in_module", "node", "str",
+         "whether that module binds kv_connector at module level, as getattr would find it: yes, no, or unknown "
+         "(bound on some way through it only, a module-level __getattr__ or star import, or no present module)",
+         ("yes", "no", "unknown"), empty="unknown", given=(Relation("module_in_release", "eq", "present"),)),
     Fact("is_child", "node", "bool", "the node is a child of a container connector", empty=False,
          given=(Relation("depth", "ge", 1),), exact=True),
     Fact("depth", "node", "int", "0 for the top-level connector"),
@@ -204,6 +212,7 @@ class Facts(NamedTuple):
     graph: tuple[Node, ...]
     kv_transfer_config: dict[str, Any] | None
     containers: frozenset[str]
+    modules: Any = None  # the release's module table (core.modules.ReleaseModules), None: none
 
     @property
     def key(self) -> tuple:
@@ -220,11 +229,13 @@ class Facts(NamedTuple):
         rewritten = {**(self.kv_transfer_config or {}), "kv_connector": connector}
         if role is not None:
             rewritten["kv_role"] = role
-        return _graph(rewritten, self.containers, self.document.env_lmcache_use_upstream_mp)
+        return _graph(rewritten, self.containers, self.document.env_lmcache_use_upstream_mp, self.modules)
 
 
-def extract(document: Mapping[str, Any], containers: frozenset[str]) -> Facts:
-    """The facts of a validated, normalised document (plain dicts and lists).
+def extract(document: Mapping[str, Any], containers: frozenset[str], modules: Any = None) -> Facts:
+    """The facts of a validated, normalised document (plain dicts and lists);
+    ``modules``: the release's module table the node facts look module
+    paths up in (None: every module path is unknown).
 
     Raises :class:`InputError` for a string the rule runtime cannot take (an
     unpaired surrogate): the graph's first, then the document's."""
@@ -232,7 +243,7 @@ def extract(document: Mapping[str, Any], containers: frozenset[str]) -> Facts:
     upstream_mp = _is_set(env, "LMCACHE_USE_UPSTREAM_MP")
     simple_offload = _int_switch(env, "VLLM_USE_SIMPLE_KV_OFFLOAD", False)
     ktc = document.get("kv_transfer_config")
-    graph = _graph(ktc, containers, upstream_mp)
+    graph = _graph(ktc, containers, upstream_mp, modules)
     preference = document.get("disable_hybrid_kv_cache_manager")
     platform = document.get("platform") or {}
     model = document.get("model") or {}
@@ -276,10 +287,10 @@ def extract(document: Mapping[str, Any], containers: frozenset[str]) -> Facts:
         kv_offloading_size_set=size_set,
         kv_offloading_backend_set=backend_set,
     )
-    return Facts(offloading, facts, graph, ktc if isinstance(ktc, dict) else None, containers)
+    return Facts(offloading, facts, graph, ktc if isinstance(ktc, dict) else None, containers, modules)
 
 
-def _graph(ktc: Any, containers: frozenset[str], upstream_mp: bool) -> tuple[Node, ...]:
+def _graph(ktc: Any, containers: frozenset[str], upstream_mp: bool, modules: Any = None) -> tuple[Node, ...]:
     """The nodes of the connector graph in post-order (children before parents).
 
     Children are read from ``kv_connector_extra_config.connectors`` of nodes
@@ -300,7 +311,7 @@ def _graph(ktc: Any, containers: frozenset[str], upstream_mp: bool) -> tuple[Nod
             frame.done.append(-1)  # filled in when the child's subtree is finished
             continue
         frames.pop()
-        out.append(_node(frame.path, frame.config, frame.depth, tuple(frame.done), upstream_mp))
+        out.append(_node(frame.path, frame.config, frame.depth, tuple(frame.done), upstream_mp, modules))
         if frames:
             frames[-1].done[-1] = len(out) - 1
     return tuple(out)
@@ -314,16 +325,19 @@ class _Frame(NamedTuple):
     done: list[int]
 
 
-def _node(path: str, config: Any, depth: int, children: tuple[int, ...], upstream_mp: bool) -> Node:
+def _node(path: str, config: Any, depth: int, children: tuple[int, ...], upstream_mp: bool, modules: Any = None) -> Node:
     config = config if isinstance(config, dict) else {}  # the schema refuses a child that is not an object
     name = config.get("kv_connector")
     module = config.get("kv_connector_module_path")
     extra = config.get("kv_connector_extra_config") or {}
+    in_release, in_module = _module_facts(modules, module, name)
     facts = NodeFacts(
         name=_text(name, path + "/kv_connector"),
         name_set=name is not None,
         module_path="absent" if module is None else ("empty" if module == "" else "set"),
         module_path_value=_text(module, path + "/kv_connector_module_path"),
+        module_in_release=in_release,
+        class_in_module=in_module,
         is_child=depth > 0,
         depth=depth,
         sets_engine_id=depth > 0 and "engine_id" in config,
@@ -332,6 +346,14 @@ def _node(path: str, config: Any, depth: int, children: tuple[int, ...], upstrea
         env_lmcache_use_upstream_mp=upstream_mp,
     )
     return Node(path, name if isinstance(name, str) else None, depth, facts, children)
+
+
+def _module_facts(modules: Any, module: Any, name: Any) -> tuple[str, str]:
+    """(module_in_release, class_in_module): the module path and the name as
+    the release's module table records them (core/modules.py)."""
+    if modules is None or not isinstance(module, str) or module == "":
+        return "unknown", "unknown"
+    return modules.facts(module, name if isinstance(name, str) else "")
 
 
 def _list_of(config: Any) -> list[Any]:

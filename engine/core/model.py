@@ -115,6 +115,7 @@ class PolicyModel:
     release: str = "0.33.0"  # the vLLM release the policy decides for
     release_facts: dict[str, int] = field(default_factory=dict)  # its facts (vllm_minor, vllm_patch)
     bundle: bool = False  # read from a bundle of releases (the bundled rules are one), not a plain folder
+    modules: Any = None  # the release's module table (modules.ReleaseModules; None: every module path unknown)
 
     def rule(self, rule_id: str) -> Rule | None:
         for steps in self.steps.values():

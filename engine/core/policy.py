@@ -153,7 +153,7 @@ class Policy:
             newer += [replace(p, path=respell(p.path, spelled)) for p in self._schema.problems(document)]
         if newer:
             raise InputError(newer)
-        decision = self._evaluator.decide(extract(document, self._model.containers))
+        decision = self._evaluator.decide(extract(document, self._model.containers, self._model.modules))
         if stamp != decision.vllm:
             decision = replace(decision, vllm=stamp)
         if any(name != as_written for name, as_written in spelled.items()):
@@ -197,7 +197,7 @@ class Policy:
         document = prepare(document)
         if document.get("kv_transfer_config") is None:
             raise InputError([Problem("input.schema", "a kv_transfer_config is required", "/kv_transfer_config")])
-        top = self._evaluator.graph(extract(document, self._model.containers).graph).top
+        top = self._evaluator.graph(extract(document, self._model.containers, self._model.modules).graph).top
         assert top is not None  # a kv_transfer_config makes a graph
         support = top.facts["support"]
         if support == "error":

@@ -35,13 +35,14 @@ VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:rc[0-9]+|\.post[0-9]+)?
 
 class Release(NamedTuple):
     """One release: its version, its epoch's rule folder and its registry
-    (both relative to the bundle), its option list and its config classes."""
+    (both relative to the bundle), its option list, its config classes and its module table (modules.py)."""
 
     version: str
     epoch: str
     registry: str
     options: str | None
     configs: str | None = None
+    modules: str | None = None
 
 
 class Releases(NamedTuple):
@@ -108,7 +109,8 @@ def _read(root: Any, source: str) -> Releases:
                 for p in iter_problems("releases", data, default_code="rules.schema")]
     if problems:
         raise PolicyError(problems)
-    releases = {version: Release(version, entry["epoch"], entry["registry"], entry.get("options"), entry.get("configs"))
+    releases = {version: Release(version, entry["epoch"], entry["registry"], entry.get("options"), entry.get("configs"),
+                                 entry.get("modules"))
                 for version, entry in data["releases"].items()}
     if data["default"] not in releases:
         raise PolicyError([Problem("rules.releases", f"the default release {data['default']} is not listed",

@@ -26,7 +26,7 @@ from . import releases, yamlsafe
 from .errors import PolicyError, Problem
 from .schema import pointer
 
-__all__ = ["RuleFile", "Sources", "read_sources", "parse", "problem", "folder_release", "MAX_FILE_BYTES", "LEGACY_RELEASE"]
+__all__ = ["RuleFile", "Sources", "read_sources", "parse", "problem", "folder_release", "read_file", "MAX_FILE_BYTES", "LEGACY_RELEASE"]
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 # The release a plain rules folder decides for when neither its registry's
@@ -90,6 +90,13 @@ def read_sources(rules_dir: str | Path | None, release: str | None = None) -> So
     entries = sorted((e for e in root.iterdir() if e.name.endswith((".yaml", ".yml"))), key=lambda e: e.name)
     files = [f for f in (_read(e, e.name, root) for e in entries) if f is not None]
     return Sources(files, source, release, None)  # the release is checked against the registry once parsed
+
+
+def read_file(folder: Path, name: str) -> Any:
+    """A further file of a plain rules folder (the module table), read as its
+    rule files are: a link out of the folder refused, at most 4 MiB, UTF-8; None
+    when there is no such regular file."""
+    return _read(folder / name, name, folder)
 
 
 def _read(entry: Any, name: str, inside: Path | None) -> Any:

@@ -23,7 +23,8 @@ from .facts import DEFAULT_GRAPH, UNREACHED, Fact, Relation, declared, graph_fac
 from .rulecheck import (ERROR_VALUES, MAX_STEP_FACTS, check_alternatives, check_contract, check_handed_on,
                         check_registry_entries, check_rule)
 from .model import FILE_RULESETS, Aggregate, GraphFact, PolicyModel, Rule, StepDef
-from .rulefiles import RuleFile, folder_release, parse, problem, read_sources
+from .modules import FOLDER_FILE, read_modules
+from .rulefiles import RuleFile, folder_release, parse, problem, read_file, read_sources
 from .schema import iter_problems, pointer
 
 __all__ = ["read_policy"]
@@ -364,6 +365,9 @@ def read_policy(rules_dir: str | Path | None = None, *, release: str | None = No
     # Releases of one epoch share files but not their release facts (vllm_minor,
     # vllm_patch), so they may decide differently: the release is part of the policy.
     digest.update(b"release\0" + chosen.encode())
+    modules = _release_modules(bundle, chosen, rules_dir)
+    if modules is not None:  # the module table is release data the node facts read
+        digest.update(b"modules\0" + modules[0].encode() + b"\0" + modules[1].encode() + b"\0")
     return PolicyModel(
         steps=steps,
         aggregates=tuple(aggregates),
@@ -378,4 +382,20 @@ def read_policy(rules_dir: str | Path | None = None, *, release: str | None = No
         release=chosen,
         release_facts=release_facts(chosen),
         bundle=bundle is not None,
+        modules=read_modules(modules[1], modules[0]) if modules is not None else None,
     )
+
+
+def _release_modules(bundle: Any, release: str, rules_dir: str | Path | None) -> tuple[str, str] | None:
+    """(name, text) of the module table a bundle names for ``release``, or
+    the one a plain folder holds (modules.FOLDER_FILE), or None."""
+    if bundle is None:
+        found = read_file(Path(rules_dir), FOLDER_FILE) if rules_dir is not None else None
+        return (FOLDER_FILE, found.text) if found is not None else None
+    name = bundle.releases[release].modules
+    if name is None:
+        return None
+    try:
+        return name, bundle.root.joinpath(name).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError([Problem("rules.read", f"cannot read `{name}`: {exc}", file=name)]) from None

@@ -13,6 +13,9 @@ without running it (``hma-policy registry from-wheel``).
 - :func:`read_configs` (configs.py): the config classes vLLM builds from a
   deployment (``KVTransferConfig``, ``AttentionConfig``, ...): their fields,
   the choices of each ``Literal`` field, and whether unknown fields are refused.
+- :func:`modules_json` (modules.py): the facts' module table (the modules of
+  the kv_transfer tree and the names each binds), as the bundled
+  ``rules/modules/`` file.
 
 How nothing in the wheel runs: the wheel is opened with :mod:`zipfile` and
 only its ``.py`` members and ``METADATA`` are read, as bytes; each module is
@@ -25,10 +28,11 @@ Errors are :class:`WheelError`, one problem each with a stable code.
 """
 
 from .configs import configs_json, read_configs
+from .modules import modules_json
 from .options import read_options, options_json
 from .registry import FACTS_FORMAT, facts_json, load_facts, read_wheel
 from .render import render_registry
 from .source import WheelError
 
 __all__ = ["read_wheel", "render_registry", "read_options", "read_configs", "facts_json", "options_json",
-           "configs_json", "load_facts", "WheelError", "FACTS_FORMAT"]
+           "configs_json", "load_facts", "WheelError", "FACTS_FORMAT", "modules_json"]

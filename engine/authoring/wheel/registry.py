@@ -9,8 +9,10 @@ calls in ``vllm/distributed/kv_transfer/kv_connector/factory.py``.
 :func:`read_wheel` reads both from the source (source.py) and returns the
 *facts*: plain JSON data (the version, the registrations with what each
 resolves to, every class of the kv_transfer tree with its bases and resolved
-HMA support, the classes its packages re-export, and the module-level name
-switches), which render.py turns into a registry.
+HMA support, the classes its packages re-export, the module-level name
+switches, and the modules of the tree with the names each binds
+(modules.py)), which render.py turns into a registry and modules.py into
+the release's module table.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import os
 
 from ...fileio import open_regular
+from .modules import read_modules
 from .source import (Module, Wheel, WheelError, const_str, dotted, file_digest, module_name, open_wheel, plain,
                      positive, wheel_metadata)
 
@@ -89,6 +92,7 @@ def read_wheel(path: str) -> dict:
             "classes": classes,
             "exports": {k: v for k, v in _exports(wheel).items() if classes.get(k, {}).get("connector")},
             "switches": _switches(wheel),
+            "modules": read_modules(wheel),
             "unparsed": sorted(wheel.unparsed),
         }
 
