@@ -120,6 +120,20 @@ def test_names_and_module_paths_unset_empty_or_given():
     assert (absent.module_path, absent.module_path_value) == ("absent", "")
 
 
+def test_a_name_is_registered_when_the_releases_registry_registers_it():
+    """name_registered: the node's kv_connector is one of the registered names
+    given to extract (the release's registry); the shorthand's rewrite keeps them."""
+    document = prepare({"kv_transfer_config": multi(leaf("NixlConnector", kv_connector_module_path="my.module"),
+                                                    leaf("MyConnector"), {"kv_role": "kv_both"}),
+                        "kv_offloading_size": 1})
+    registered = frozenset({"NixlConnector", "MultiConnector", "OffloadingConnector"})
+    facts = extract(document, CONTAINERS, None, registered)
+    assert [n.facts.name_registered for n in facts.graph] == [True, False, False, True]
+    assert [n.facts.name_registered for n in facts.effective_graph("OffloadingConnector", "kv_both")] == [True]
+    # without the registry, no name is registered
+    assert not any(n.facts.name_registered for n in extract(document, CONTAINERS).graph)
+
+
 def test_the_offloading_shorthand_rewrites_the_top_connector_only():
     facts = facts_of({"kv_transfer_config": multi(leaf("NixlConnector"), leaf("ExampleConnector")), "kv_offloading_size": 1})
     rewritten = facts.effective_graph("OffloadingConnector", "kv_both")

@@ -52,6 +52,8 @@ def violated(relation: Relation):
     target = FACTS[relation.fact]
     if relation.op == "container":
         return NON_CONTAINER
+    if relation.op == "registered":
+        return "UnregisteredConnector"
     if relation.op == "ge":
         return {"lt": relation.value}
     if relation.op == "eq":
@@ -65,6 +67,8 @@ def held(relation: Relation):
     """A condition on ``relation.fact`` under which the relation holds."""
     if relation.op == "container":
         return "MultiConnector"
+    if relation.op == "registered":
+        return NON_CONTAINER
     if relation.op == "ge":
         return {"ge": relation.value}
     assert relation.op == "eq", relation
@@ -107,7 +111,8 @@ def test_the_table_covers_every_declared_relation():
     ids = {rule_id for _, rule_id, _ in rules}
     assert {"site.impossible.is_child.unless_depth", "site.impossible.is_child.empty_although_given",
             "site.impossible.children.unless_name", "site.impossible.children.unless_connectors",
-            "site.impossible.module_path_value.unless_module_path"} <= ids
+            "site.impossible.module_path_value.unless_module_path", "site.impossible.name_registered.unless_name",
+            "site.impossible.name_registered.empty_although_given"} <= ids
 
 
 @pytest.mark.slow  # a full verify of the bundled rules with 15 more rules: about 30 s

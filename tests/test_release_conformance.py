@@ -53,16 +53,9 @@ CASES = [(release, case) for release in RELEASES
 IMPORT = ("vLLM imported a kv_connector_module_path outside its own KV-transfer tree in the recording environment, "
           "which lacked that module or class; whether a module outside vLLM can be imported where a deployment runs, "
           "and holds the class, is no fact (only the tree's modules are recorded, rules/modules/): the engine never imports")
-IMPORT_BEFORE_PRIORITY = ("before 0.20.0 vLLM imports kv_connector_module_path only for an unregistered kv_connector; "
-                          "the node facts do not say whether a name is registered (missing node fact: name_registered), "
-                          "so the rules of E1-E3 give no error from the release's module table")
 # The modules a release's module table records (rules/modules/, `prefix`); any other module path is unknown.
 RECORDED_MODULES = "vllm.distributed.kv_transfer"
 IMPORT_ERRORS = ("connector.module_not_found", "connector.class_not_found")
-REGISTERED_NAME_WINS = ("before 0.20.0 a registered kv_connector wins over kv_connector_module_path; the node "
-                        "facts do not say whether a name is registered (missing node fact: name_registered), so "
-                        "the rules look the node up by its module path")
-FIRST_MODULE_PATH_PRIORITY = (0, 20, 0)
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +128,7 @@ def _recorded(module_path: str) -> bool:
     return module_path == RECORDED_MODULES or module_path.startswith(RECORDED_MODULES + ".")
 
 
-def _inexpressible(release: str, case, registered: tuple[str, ...]) -> str | None:
+def _inexpressible(case) -> str | None:
     """Why no rule can give what vLLM gave for this case (None: a rule can), from the recorded case alone."""
     expected_error = _expected(case)[2]
     document = case["input"]
@@ -144,14 +137,9 @@ def _inexpressible(release: str, case, registered: tuple[str, ...]) -> str | Non
         paths = [node.get("kv_connector_module_path") for node in _nodes(config)]
         if any(isinstance(path, str) and path and not _recorded(path) for path in paths):
             return IMPORT
-        if _key(release)[:3] < FIRST_MODULE_PATH_PRIORITY:
-            return IMPORT_BEFORE_PRIORITY
     # Input validation differs per release as each release's options (rules/options/) and config classes
-    # (rules/configs/) say: a disagreement at the input stage is a failure.
-    if _key(release)[:3] < FIRST_MODULE_PATH_PRIORITY and any(
-            node.get("kv_connector") in registered and node.get("kv_connector_module_path")
-            for node in _nodes(config)):
-        return REGISTERED_NAME_WINS
+    # (rules/configs/) say, and a module path inside vLLM as its module table (rules/modules/) says: a
+    # disagreement there is a failure.
     return None
 
 
@@ -163,7 +151,7 @@ def test_release_decides_as_vllm_did(release, case, policies):
         observed, expected = _before_planning(observed), _before_planning(expected)
     if observed == expected:
         return
-    reason = _inexpressible(release, case, policy.model.registered_names)
+    reason = _inexpressible(case)
     if reason is not None:
         pytest.xfail(f"vLLM {release} {case['id']}: {reason}")
     assert observed == expected, (
@@ -198,21 +186,11 @@ def test_the_inexpressible_kinds_are_told_apart_from_the_data():
              "expect": {"outcome": "disabled", "hma_enabled": False, "warnings": [], "error": None}}
     plain = {"input": {"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}},
              "expect": {"outcome": "disabled", "hma_enabled": False, "warnings": [], "error": None}}
-    registered = ("NixlConnector",)
-    assert _inexpressible("0.33.0", module, registered) == IMPORT
-    assert _inexpressible("0.33.0", as_text, registered) == IMPORT
-    assert _inexpressible("0.13.0", module, registered) == IMPORT
-    # a module of vLLM's KV-transfer tree is in the release's module table: the rules decide it from 0.20.0
-    assert _inexpressible("0.20.0", inside, registered) is None
-    assert _inexpressible("0.33.0", no_class, registered) is None
-    assert _inexpressible("0.19.1", inside, registered) == IMPORT_BEFORE_PRIORITY
-    assert _inexpressible("0.9.1", no_class, registered) == IMPORT_BEFORE_PRIORITY
-    assert _inexpressible("0.33.0", plain, registered) is None
-    assert _inexpressible("0.9.1", plain, registered) is None
-    assert _inexpressible("0.18.0", named, registered) == REGISTERED_NAME_WINS
-    # From 0.20.0 the module path wins, as the rules say: a difference there is a failure.
-    assert _inexpressible("0.20.0", named, registered) is None
-    assert _inexpressible("0.13.0", plain, registered) is None
+    assert _inexpressible(module) == _inexpressible(as_text) == IMPORT
+    # a module of vLLM's KV-transfer tree is in the release's module table, and a registered name with a
+    # module path is the rules' to resolve (name_registered): in every release a difference is a failure
+    for case in (inside, no_class, plain, named):
+        assert _inexpressible(case) is None
 
 
 def test_planning_failures_are_compared_before_planning_as_the_contract_decides_them():

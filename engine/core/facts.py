@@ -31,7 +31,8 @@ __all__ = ["Fact", "Relation", "DECLARED", "RELEASE_FACTS", "DEFAULT_GRAPH", "UN
 
 class Relation(NamedTuple):
     """A fact's condition on another fact of its ruleset. ``op``: eq, ne, ge,
-    or ``container`` (the fact, a connector name, is one that lists children)."""
+    ``container`` (the fact, a connector name, is one that lists children) or
+    ``registered`` (it is a name the release's registry registers)."""
 
     fact: str
     op: str
@@ -67,6 +68,9 @@ DECLARED: tuple[Fact, ...] = (
     # -- one node of the connector graph ------------------------------------
     Fact("name", "node", "str", 'kv_connector ("" when not set)', empty="", given=(Relation("name_set", "eq", True),)),
     Fact("name_set", "node", "bool", "kv_connector is set"),
+    Fact("name_registered", "node", "bool",
+         "kv_connector is a name the release's registry registers (vLLM before 0.20.0 takes such a name's "
+         "registry class, whatever the module path)", empty=False, given=(Relation("name", "registered"),), exact=True),
     Fact("module_path", "node", "str", "kv_connector_module_path: absent (or null), the empty string, or set",
          ("absent", "empty", "set")),
     Fact("module_path_value", "node", "str", 'kv_connector_module_path ("" when absent)', empty="",
@@ -213,6 +217,7 @@ class Facts(NamedTuple):
     kv_transfer_config: dict[str, Any] | None
     containers: frozenset[str]
     modules: Any = None  # the release's module table (core.modules.ReleaseModules), None: none
+    registered: frozenset[str] = frozenset()  # the names the release's registry registers
 
     @property
     def key(self) -> tuple:
@@ -229,13 +234,15 @@ class Facts(NamedTuple):
         rewritten = {**(self.kv_transfer_config or {}), "kv_connector": connector}
         if role is not None:
             rewritten["kv_role"] = role
-        return _graph(rewritten, self.containers, self.document.env_lmcache_use_upstream_mp, self.modules)
+        return _graph(rewritten, self.containers, self.document.env_lmcache_use_upstream_mp, self.modules, self.registered)
 
 
-def extract(document: Mapping[str, Any], containers: frozenset[str], modules: Any = None) -> Facts:
+def extract(document: Mapping[str, Any], containers: frozenset[str], modules: Any = None,
+            registered: frozenset[str] = frozenset()) -> Facts:
     """The facts of a validated, normalised document (plain dicts and lists);
     ``modules``: the release's module table the node facts look module
-    paths up in (None: every module path is unknown).
+    paths up in (None: every module path is unknown); ``registered``: the
+    names the release's registry registers.
 
     Raises :class:`InputError` for a string the rule runtime cannot take (an
     unpaired surrogate): the graph's first, then the document's."""
@@ -243,7 +250,7 @@ def extract(document: Mapping[str, Any], containers: frozenset[str], modules: An
     upstream_mp = _is_set(env, "LMCACHE_USE_UPSTREAM_MP")
     simple_offload = _int_switch(env, "VLLM_USE_SIMPLE_KV_OFFLOAD", False)
     ktc = document.get("kv_transfer_config")
-    graph = _graph(ktc, containers, upstream_mp, modules)
+    graph = _graph(ktc, containers, upstream_mp, modules, registered)
     preference = document.get("disable_hybrid_kv_cache_manager")
     platform = document.get("platform") or {}
     model = document.get("model") or {}
@@ -287,10 +294,11 @@ def extract(document: Mapping[str, Any], containers: frozenset[str], modules: An
         kv_offloading_size_set=size_set,
         kv_offloading_backend_set=backend_set,
     )
-    return Facts(offloading, facts, graph, ktc if isinstance(ktc, dict) else None, containers, modules)
+    return Facts(offloading, facts, graph, ktc if isinstance(ktc, dict) else None, containers, modules, registered)
 
 
-def _graph(ktc: Any, containers: frozenset[str], upstream_mp: bool, modules: Any = None) -> tuple[Node, ...]:
+def _graph(ktc: Any, containers: frozenset[str], upstream_mp: bool, modules: Any = None,
+           registered: frozenset[str] = frozenset()) -> tuple[Node, ...]:
     """The nodes of the connector graph in post-order (children before parents).
 
     Children are read from ``kv_connector_extra_config.connectors`` of nodes
@@ -311,7 +319,7 @@ def _graph(ktc: Any, containers: frozenset[str], upstream_mp: bool, modules: Any
             frame.done.append(-1)  # filled in when the child's subtree is finished
             continue
         frames.pop()
-        out.append(_node(frame.path, frame.config, frame.depth, tuple(frame.done), upstream_mp, modules))
+        out.append(_node(frame.path, frame.config, frame.depth, tuple(frame.done), upstream_mp, modules, registered))
         if frames:
             frames[-1].done[-1] = len(out) - 1
     return tuple(out)
@@ -325,7 +333,8 @@ class _Frame(NamedTuple):
     done: list[int]
 
 
-def _node(path: str, config: Any, depth: int, children: tuple[int, ...], upstream_mp: bool, modules: Any = None) -> Node:
+def _node(path: str, config: Any, depth: int, children: tuple[int, ...], upstream_mp: bool, modules: Any = None,
+          registered: frozenset[str] = frozenset()) -> Node:
     config = config if isinstance(config, dict) else {}  # the schema refuses a child that is not an object
     name = config.get("kv_connector")
     module = config.get("kv_connector_module_path")
@@ -334,6 +343,7 @@ def _node(path: str, config: Any, depth: int, children: tuple[int, ...], upstrea
     facts = NodeFacts(
         name=_text(name, path + "/kv_connector"),
         name_set=name is not None,
+        name_registered=isinstance(name, str) and name in registered,
         module_path="absent" if module is None else ("empty" if module == "" else "set"),
         module_path_value=_text(module, path + "/kv_connector_module_path"),
         module_in_release=in_release,

@@ -71,6 +71,7 @@ class Policy:
         # first decision costs what a warm one does (known_options(): the newest list,
         # which a document's names are checked against).
         self._schema = document_schema(self._model.release)
+        self._registered = frozenset(self._model.registered_names)
         known_options()
         compiled = compile_policy(self._model)
         self._runtimes = load_rulesets(compiled.definitions)
@@ -153,7 +154,7 @@ class Policy:
             newer += [replace(p, path=respell(p.path, spelled)) for p in self._schema.problems(document)]
         if newer:
             raise InputError(newer)
-        decision = self._evaluator.decide(extract(document, self._model.containers, self._model.modules))
+        decision = self._evaluator.decide(extract(document, self._model.containers, self._model.modules, self._registered))
         if stamp != decision.vllm:
             decision = replace(decision, vllm=stamp)
         if any(name != as_written for name, as_written in spelled.items()):
@@ -197,7 +198,7 @@ class Policy:
         document = prepare(document)
         if document.get("kv_transfer_config") is None:
             raise InputError([Problem("input.schema", "a kv_transfer_config is required", "/kv_transfer_config")])
-        top = self._evaluator.graph(extract(document, self._model.containers, self._model.modules).graph).top
+        top = self._evaluator.graph(extract(document, self._model.containers, self._model.modules, self._registered).graph).top
         assert top is not None  # a kv_transfer_config makes a graph
         support = top.facts["support"]
         if support == "error":

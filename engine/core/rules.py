@@ -158,6 +158,19 @@ def _aggregate_fact(aggregate: Aggregate, over: tuple[Any, ...] | None) -> Fact:
                 values, aggregate.none, tuple(given))
 
 
+def _included(registry_rules: list[Rule], module_lookups: str) -> list[Rule]:
+    """The registry's rules as an `include` takes them: with ``unregistered``,
+    no lookup by module path of a class name the registry registers by name
+    (in a release that resolves such a name by its registry, it cannot fire)."""
+    if module_lookups == "all":
+        return registry_rules
+    by_name = {value for rule in registry_rules if ("resolution", "eq", "registry") in rule.when
+               for fact, op, value in rule.when if fact == "name"}
+    return [rule for rule in registry_rules
+            if not (("resolution", "eq", "module") in rule.when
+                    and any(fact == "name" and value in by_name for fact, op, value in rule.when))]
+
+
 def _build_steps(file: RuleFile, ruleset: str, raw_steps: list[Any], known: dict[str, Fact], errorful: set[str],
                  registry_rules: list[Rule], good: list[RuleFile], seen_ids: dict[str, str],
                  problems: list[Problem], base: list[Any]) -> tuple[tuple[StepDef, ...], int]:
@@ -178,7 +191,7 @@ def _build_steps(file: RuleFile, ruleset: str, raw_steps: list[Any], known: dict
                                              "move `include: registry` into the node step that sets `class_hma`"))
                     continue
                 includes += 1
-                rules.extend(replace(r, step=name) for r in registry_rules)
+                rules.extend(replace(r, step=name) for r in _included(registry_rules, raw.get("module_lookups", "all")))
                 continue
             rules.append(Rule(
                 id=raw["id"], ruleset=ruleset, step=name, when=_conditions(raw["when"]), value=raw["value"],

@@ -281,6 +281,7 @@ def _walk(model: PolicyModel, ruleset: str, start: list[State], keys: Mapping[tu
     domains = _domains(model, ruleset)
     joint = _joint_domains(_joint(steps, vocabulary), domains)
     entering = _entering(steps, vocabulary, domains, {fact: partner for fact, (partner, _, _) in joint.items()})
+    named = _named(model)
     track = observe is not None
     states = start
     for index, step in enumerate(steps):
@@ -297,7 +298,7 @@ def _walk(model: PolicyModel, ruleset: str, start: list[State], keys: Mapping[tu
             if state.halted:
                 expanded.append(state)
             else:
-                expanded.extend(_introduce(state, entering[index], vocabulary, domains, joint, model.containers, track))
+                expanded.extend(_introduce(state, entering[index], vocabulary, domains, joint, named, track))
         key = keys[(ruleset, step.name)]
         live = [key(s.facts) for s in expanded if not s.halted]
         rows = dict(zip(live, answer(key, live))) if live else {}
@@ -362,7 +363,7 @@ def _merged(states: list[State]) -> list[State]:
 
 
 def _introduce(state: State, entering: list[str], vocabulary: Mapping[str, Fact], domains: Mapping[str, list[Any]],
-               joint: Mapping[str, tuple[str, Mapping[Any, list[Any]], list[Any]]], containers: frozenset[str],
+               joint: Mapping[str, tuple[str, Mapping[Any, list[Any]], list[Any]]], named: Mapping[str, frozenset[str]],
                track: bool) -> list[State]:
     """``state`` with each consistent combination of values of the facts
     ``entering`` (in order: a fact after those it is related to, so that each
@@ -374,10 +375,10 @@ def _introduce(state: State, entering: list[str], vocabulary: Mapping[str, Fact]
         if fact in joint:
             partner, beside, rest = joint[fact]
             partial = [extended for facts in partial for value in beside.get(facts[partner], rest)
-                       if _consistent(declared, extended := {**facts, fact: value}, containers)]
+                       if _consistent(declared, extended := {**facts, fact: value}, named)]
             continue
         partial = [extended for facts in partial for value in domains[fact]
-                   if _consistent(declared, extended := {**facts, fact: value}, containers)]
+                   if _consistent(declared, extended := {**facts, fact: value}, named)]
     if track:
         return [State(facts, {**state.witness, **{f: facts[f] for f in entering}}) for facts in partial]
     return [State(facts, state.witness) for facts in partial]
@@ -409,7 +410,7 @@ def _projections(model: PolicyModel, vocabulary: Mapping[str, Fact], domains: Ma
         literals.setdefault(fact, set()).update(operand if op in ("in", "not_in") else (operand,))
     for relation in (r for facts in entering for fact in facts for r in vocabulary[fact].given):
         literals.setdefault(relation.fact, set()).update(
-            model.containers if relation.op == "container" else (relation.value,))
+            _named(model)[relation.op] if relation.op in NAMED else (relation.value,))
     out: dict[str, Callable[[Any], Any]] = {}
     for fact in kept:
         declared = vocabulary.get(fact)
@@ -425,18 +426,28 @@ def _class_of(told: frozenset[Any], other: str) -> Callable[[Any], Any]:
     return lambda value: value if value in told else other
 
 
-def _consistent(fact: Fact, facts: Mapping[str, Any], containers: frozenset[str]) -> bool:
+# Relations that test a connector name against a set of names the policy holds.
+NAMED = ("container", "registered")
+
+
+def _named(model: PolicyModel) -> dict[str, frozenset[str]]:
+    """The name sets of :data:`NAMED`: the connectors that list children, and
+    the names the release's registry registers."""
+    return {"container": model.containers, "registered": frozenset(model.registered_names)}
+
+
+def _consistent(fact: Fact, facts: Mapping[str, Any], named: Mapping[str, frozenset[str]]) -> bool:
     """Whether ``fact``'s value agrees with its relations (declared in facts.py)."""
     if not fact.given:
         return True
     value = facts[fact.name]
-    given = all(_holds(r, facts, containers) for r in fact.given)
+    given = all(_holds(r, facts, named) for r in fact.given)
     if not given:
         return bool(value == _as_domain(fact, fact.empty))
     return not (fact.exact and value == _as_domain(fact, fact.empty))
 
 
-def _holds(relation: Relation, facts: Mapping[str, Any], containers: frozenset[str]) -> bool:
+def _holds(relation: Relation, facts: Mapping[str, Any], named: Mapping[str, frozenset[str]]) -> bool:
     value = facts.get(relation.fact)
     if relation.op == "eq":
         return bool(value == relation.value)
@@ -444,7 +455,7 @@ def _holds(relation: Relation, facts: Mapping[str, Any], containers: frozenset[s
         return bool(value != relation.value)
     if relation.op == "ge":
         return isinstance(value, int) and value >= relation.value
-    return value in containers  # "container"
+    return value in named[relation.op]  # "container", "registered"
 
 
 def _as_domain(fact: Fact, value: Any) -> Any:
@@ -460,8 +471,8 @@ def _domains(model: PolicyModel, ruleset: str) -> dict[str, list[Any]]:
     # relations and empty values tell values apart too
     for fact in vocabulary.values():
         for relation in fact.given:
-            if relation.op == "container":
-                atoms.setdefault(relation.fact, []).extend(("eq", c) for c in sorted(model.containers))
+            if relation.op in NAMED:
+                atoms.setdefault(relation.fact, []).extend(("eq", c) for c in sorted(_named(model)[relation.op]))
             elif relation.value is not None:
                 atoms.setdefault(relation.fact, []).append(("ge" if relation.op == "ge" else "eq", relation.value))
         if fact.given and fact.type in ("str", "int") and fact.values is None:
