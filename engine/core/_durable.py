@@ -25,7 +25,7 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import durable_rules_engine as _dre
@@ -181,14 +181,8 @@ class RuleRuntime:
                 message["sid"] = _SESSION
                 message["id"] = str(index)
                 messages.append(message)
-            payload = json.dumps(messages, ensure_ascii=False, allow_nan=False)
             self._next_id = base + len(events)
-            try:
-                code, state = _dre.assert_events(self._handle, payload)
-            except Exception as exc:
-                raise RuntimeFault(f"the rule runtime failed to take the events: {exc}") from None
-            if code != 0:
-                raise RuntimeFault(f"the rule runtime did not handle the events (code {code})")
+            state = self._assert(_dre.assert_events, "events", messages)
             fired: list[tuple[str, str]] = []
             try:
                 self._run_actions(state, fired)
@@ -206,6 +200,19 @@ class RuleRuntime:
             if len(fired) != len(events):
                 raise RuntimeFault(f"{len(fired)} rules ran for {len(events)} events")
             return names  # type: ignore[return-value]
+
+    def _assert(self, call: Callable[[Any, str], tuple[int, Any]], what: str, messages: list[dict[str, Any]]) -> Any:
+        """Post ``messages`` (events or facts, by ``call``) as one JSON batch;
+        the state whose actions are pending. RuntimeFault when the C core
+        refuses them."""
+        payload = json.dumps(messages, ensure_ascii=False, allow_nan=False)
+        try:
+            code, state = call(self._handle, payload)
+        except Exception as exc:
+            raise RuntimeFault(f"the rule runtime failed to take the {what}: {exc}") from None
+        if code != 0:
+            raise RuntimeFault(f"the rule runtime did not handle the {what} (code {code})")
+        return state
 
     def _run_actions(self, state: Any, fired: list[tuple[str, str]]) -> None:
         """Run every action pending in ``state``, appending (rule name, id
@@ -236,13 +243,7 @@ class RuleRuntime:
             for start in range(0, len(facts), _MAX_STATE_IDS // 2):
                 batch = facts[start:start + _MAX_STATE_IDS // 2]
                 messages = [{**fact, "sid": _SESSION, "id": str(index)} for index, fact in enumerate(batch, start=1)]
-                payload = json.dumps(messages, ensure_ascii=False, allow_nan=False)
-                try:
-                    code, state = _dre.assert_facts(self._handle, payload)
-                except Exception as exc:
-                    raise RuntimeFault(f"the rule runtime failed to take the facts: {exc}") from None
-                if code != 0:
-                    raise RuntimeFault(f"the rule runtime did not handle the facts (code {code})")
+                state = self._assert(_dre.assert_facts, "facts", messages)
                 fired: list[tuple[str, str]] = []
                 try:
                     self._run_actions(state, fired)
