@@ -64,13 +64,16 @@ class Compiled:
         """The rule that wins each event (None: the step's default), asking
         ``fire_many(ruleset, events)`` part by part: the events no rule of a
         part took go on to the next part."""
+        def fire(ruleset: int, batch: list[dict[str, Any]]) -> list[list[str]]:
+            return [[name] for name in fire_many(ruleset, batch)]  # an event runs one rule
+
         won: list[Rule | None] = [None] * len(events)
         pending = list(range(len(events)))
         part = 0
         while pending:
             asked = [i for i in pending if part < len(self.parts[events[i]["t"]])]
             pending = []
-            for i, name in zip(asked, self._ask(fire_many, [self._as_part(events[i], part) for i in asked])):
+            for i, (name,) in zip(asked, self._ask(fire, [self._as_part(events[i], part) for i in asked])):
                 won[i] = self.rules[name]
                 if won[i] is None:
                     pending.append(i)
@@ -92,19 +95,20 @@ class Compiled:
     def _as_part(self, event: dict[str, Any], part: int) -> dict[str, Any]:
         return event if part == 0 else {**event, "t": self.parts[event["t"]][part]}
 
-    def _ask(self, post: Callable[[int, list[dict[str, Any]]], list[Any]], events: list[dict[str, Any]]) -> list[Any]:
-        """``post``'s answer for each event, each posted to the ruleset of its
-        part (one batch per ruleset), checked to come from that part."""
-        answers: list[Any] = [None] * len(events)
+    def _ask(self, post: Callable[[int, list[dict[str, Any]]], list[list[str]]],
+             events: list[dict[str, Any]]) -> list[list[str]]:
+        """The names of the rules that ran on each event, each posted with
+        ``post`` to the ruleset of its part (one batch per ruleset), checked
+        to come from that part."""
+        answers: list[list[str]] = [[] for _ in events]
         by_ruleset: dict[int, list[int]] = {}
         for i, event in enumerate(events):
             by_ruleset.setdefault(self.ruleset_of[event["t"]], []).append(i)
         for ruleset, indexes in by_ruleset.items():
-            for i, answer in zip(indexes, post(ruleset, [events[i] for i in indexes])):
-                names = answer if isinstance(answer, list) else [answer]  # match_all: every rule that ran
+            for i, names in zip(indexes, post(ruleset, [events[i] for i in indexes])):
                 if any(self.part_of[name] != events[i]["t"] for name in names):
                     raise Misanswered("the rule runtime answered for the wrong step")
-                answers[i] = answer
+                answers[i] = names
         return answers
 
 
