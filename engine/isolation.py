@@ -36,7 +36,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from .core.decision import ConnectorVerdict, Decision, Message, TrailEntry, VllmRelease
+from .core.decision import ConnectorVerdict, Decision, Message, Visit, VllmRelease
 from .core.input import DEFAULT_LIMITS, Limits, prepare
 from .core.errors import HMAPolicyError, InputError, PolicyError, Problem
 
@@ -111,7 +111,7 @@ def encode_decision(decision: Decision) -> dict[str, Any]:
     out["errors"] = [_record(m) for m in decision.errors]
     out["warnings"] = [_record(m) for m in decision.warnings]
     out["connectors"] = [_record(c) for c in decision.connectors]
-    out["trail"] = [_tagged(tuple(entry)) for entry in decision.trail]
+    out["trail"] = [_tagged(tuple(visit)) for visit in decision.trail]
     out["vllm"] = None if decision.vllm is None else list(decision.vllm)
     return out
 
@@ -123,7 +123,7 @@ def decode_decision(data: dict[str, Any]) -> Decision:
     values["errors"] = tuple(Message(**m) for m in data["errors"])
     values["warnings"] = tuple(Message(**m) for m in data["warnings"])
     values["connectors"] = tuple(ConnectorVerdict(**c) for c in data["connectors"])
-    values["trail"] = tuple(TrailEntry(*_untagged(entry)) for entry in data["trail"])
+    values["trail"] = tuple(Visit(*_untagged(visit)) for visit in data["trail"])
     values["vllm"] = None if data["vllm"] is None else VllmRelease(*data["vllm"])
     return Decision(**values)
 

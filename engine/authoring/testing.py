@@ -276,7 +276,7 @@ def _check(case: Case, decision: Any | None, error: InputError | None) -> tuple[
         d = decision.to_dict()
         first = d["errors"][0] if d["errors"] else None
         # Every rule that fired, the result steps' included (they make the outcome).
-        fired = tuple(entry.rule for entry in decision.trail if entry.rule is not None)
+        fired = tuple(rule for visit in decision.trail for _, rule, _ in visit.steps if rule is not None)
         actual = {"outcome": d["outcome"], "hma_enabled": d["hma_enabled"],
                   "error": {"stage": first["stage"], "code": first["code"], "path": first["path"]} if first else None,
                   "warnings": [w["code"] for w in d["warnings"]], "trace": fired}

@@ -160,8 +160,8 @@ def _reached(policy: Policy, document: dict[str, Any]) -> tuple[frozenset[tuple]
         return frozenset(), gap
     except InputError:
         return frozenset(), None
-    return frozenset((entry.ruleset, entry.step, keys[(entry.ruleset, entry.step)](dict(entry.facts)))
-                     for entry in decision.trail), None
+    return frozenset((visit.ruleset, step, keys[(visit.ruleset, step)](dict(visit.facts)))
+                     for visit in decision.trail for step, _, _ in visit.steps), None
 
 
 class _Decided:

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 from .errors import Problem
 
-__all__ = ["Decision", "Message", "ConnectorVerdict", "Step", "TrailEntry", "VllmRelease", "input_error_decision"]
+__all__ = ["Decision", "Message", "ConnectorVerdict", "Step", "Visit", "VllmRelease", "input_error_decision"]
 
 OUTCOMES = ("enabled", "disabled", "error", "undetermined")
 
@@ -79,22 +79,24 @@ class VllmRelease(NamedTuple):
         return {"release": self.release, "source": self.source}
 
 
-class TrailEntry(NamedTuple):
-    """What a Step is made from: ``facts`` are all of its run's facts, of which
-    the step read ``reads`` (kept whole, and cut only when :attr:`Decision.steps`
-    is asked for, since most decisions are never explained)."""
+class Visit(NamedTuple):
+    """One ruleset's run at one place: a node of the connector graph (its
+    JSON Pointer) or the document (None). ``steps`` are (step, the rule that
+    fired or None for the default, the facts it read), in order; ``facts``
+    are all of the run's facts at its end, each step's value among them.
+    Everything but ``node`` is shared by every run of the same facts, and
+    cut to what each step read only when :attr:`Decision.steps` is asked
+    for, since most decisions are never explained."""
 
-    ruleset: str
-    step: str
     node: str | None
-    rule: str | None
-    value: Any
-    reads: tuple[str, ...]
+    ruleset: str
+    steps: tuple[tuple[str, str | None, tuple[str, ...]], ...]
     facts: tuple[tuple[str, Any], ...]
 
-    def to_step(self) -> Step:
+    def to_steps(self) -> tuple[Step, ...]:
         facts = dict(self.facts)
-        return Step(self.ruleset, self.step, self.node, self.rule, self.value, tuple((f, facts[f]) for f in self.reads))
+        return tuple(Step(self.ruleset, step, self.node, rule, facts[step], tuple((f, facts[f]) for f in reads))
+                     for step, rule, reads in self.steps)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +121,7 @@ class Decision:
     policy_digest: str
     reasons: tuple[str, ...] = ()
     remediation: str | None = None
-    trail: tuple[TrailEntry, ...] = ()
+    trail: tuple[Visit, ...] = ()
     vllm: VllmRelease | None = None
 
     @property
@@ -127,7 +129,7 @@ class Decision:
         """Every evaluated step of vLLM's decision: which rule set which fact,
         from which facts (for ``explain``). The trail also holds the result
         steps that made the outcome and flag from them; these are left out."""
-        return tuple(entry.to_step() for entry in self.trail if entry.ruleset != "result")
+        return tuple(step for visit in self.trail if visit.ruleset != "result" for step in visit.to_steps())
 
     @property
     def disable_hybrid_kv_cache_manager(self) -> bool | None:

@@ -16,10 +16,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .decision import ConnectorVerdict, Decision, Message, TrailEntry, VllmRelease
+from .decision import ConnectorVerdict, Decision, Message, Visit, VllmRelease
 from .errors import EvaluationError, Problem, suggest
 from .facts import UNREACHED, Facts, Node
-from .model import Aggregate, PolicyModel, Rule
+from .model import Aggregate, PolicyModel, Rule, StepDef
 from .table import StepTable
 
 __all__ = ["Evaluator", "GraphResult", "Memo"]
@@ -27,6 +27,11 @@ __all__ = ["Evaluator", "GraphResult", "Memo"]
 # The decision memo holds decisions of this many connector nodes in all
 # (each node with its facts and trail, about 2 KiB): a fleet's graphs repeat, and each is decided once.
 MEMO_NODES = 16_384
+
+# The answers memo holds this many rulesets' answers (each a node's or a
+# document's facts and its steps, about 5 KiB): a fleet's graphs repeat a
+# few hundred kinds of node.
+MEMO_ANSWERS = 4_096
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # supports_hma of a node, by the node contract's `support` values (None for the others).
@@ -43,8 +48,22 @@ class Run(NamedTuple):
     errors: dict[str, Message]  # by the step that raised (or copied) it
     warnings: tuple[Message, ...]
     reasons: dict[str, str]  # by step
-    trail: tuple[TrailEntry, ...]
+    trail: Visit
     halted: Message | None  # the error that ended the run (rulesets that halt)
+
+
+class Answer(NamedTuple):
+    """What a ruleset's steps give for one set of facts, before they are
+    placed in a document (a Run adds where: its trail and messages). Shared
+    between decisions: never changed once made."""
+
+    facts: dict[str, Any]  # the inputs and every step's value
+    picked: tuple[tuple[StepDef, Rule | None], ...]  # each step run, with the rule that fired (None: its default)
+    fired: tuple[Rule, ...]
+    reasons: dict[str, str]  # by step
+    steps: tuple[tuple[str, str | None, tuple[str, ...]], ...]  # for the trail: Visit.steps
+    snapshot: tuple[tuple[str, Any], ...]  # for the trail: Visit.facts
+    speaks: bool  # a rule that fired raises an error or a warning
 
 
 class GraphResult(NamedTuple):
@@ -61,18 +80,22 @@ class GraphResult(NamedTuple):
 class Evaluator:
     """A checked policy's steps, answered by its step table."""
 
-    def __init__(self, model: PolicyModel, table: StepTable, vllm: VllmRelease | None = None):
+    def __init__(self, model: PolicyModel, table: StepTable, vllm: VllmRelease | None = None, *, memo: bool = True):
         self.model = model
         self._vllm = vllm
         self.table = table
         self._rules = {rule.id: rule for steps in model.steps.values() for step in steps for rule in step.rules}
         self._aggregates: tuple[Aggregate, ...] = model.aggregates
+        # A node without children takes each aggregate's value for none.
+        self._no_children = {aggregate.fact: aggregate.none for aggregate in model.aggregates}
         self._registered = model.registered_names
         self._graph = tuple((g.fact, g.step) for g in model.graph)
         # The release's facts join every run's: one value for the whole policy
         # (so they are not part of the memo's key).
         self._release = dict(model.release_facts)
-        self._memo = Memo(MEMO_NODES)
+        # memo=False: every decision asks the table for every step (for tests that compare).
+        self._memo = Memo(MEMO_NODES if memo else 0)
+        self._answers = Memo(MEMO_ANSWERS if memo else 0)
 
     def decide(self, facts: Facts) -> Decision:
         """The decision for these facts: the memo's, or made now."""
@@ -112,8 +135,12 @@ class Evaluator:
         """Run the node rules over the graph, children first."""
         runs: list[Run] = []
         for node in nodes:
-            children = [runs[i] for i in node.children]
             facts = node.facts._asdict()
+            if not node.children:
+                facts.update(self._no_children)
+                runs.append(self.run("node", facts, base=node.path))
+                continue
+            children = [runs[i] for i in node.children]
             inherited: dict[str, Message] = {}
             given_by: dict[str, int] = {}  # an aggregate -> the position of the child that gave it
             for aggregate in self._aggregates:
@@ -131,7 +158,34 @@ class Evaluator:
         """Each step of ``ruleset`` in order, answered by the table; then the
         reasons and messages of the rules that fired, from the final facts."""
         facts.update(self._release)
-        picked: list[tuple[Any, Rule | None]] = []
+        answer = self._answer(ruleset, facts, halting)
+        final = answer.facts
+        trail = Visit(base, ruleset, answer.steps, answer.snapshot)
+        if not answer.speaks:
+            return Run(final, answer.fired, {}, (), answer.reasons, trail, None)
+        errors: dict[str, Message] = {}
+        warnings: list[Message] = []
+        halted = None
+        for step, rule in answer.picked:
+            if rule is None:
+                continue
+            if rule.warning:
+                warnings.append(self._message(rule.warning, rule, final, base, "warning"))
+            if rule.error:
+                errors[step.name] = self._error(rule, final, base, errors, inherited or {})
+                if halting:
+                    halted = errors[step.name]
+        return Run(final, answer.fired, errors, tuple(warnings), answer.reasons, trail, halted)
+
+    def _answer(self, ruleset: str, facts: dict[str, Any], halting: bool) -> Answer:
+        """What the steps give for these facts, wherever in a document they
+        stand: kept by the facts' values, since a fleet's graphs repeat their
+        nodes (each ruleset builds its facts in one order, so the values alone are the key)."""
+        key = (ruleset, *facts.values())
+        answer = self._answers.get(key)
+        if answer is not None:
+            return answer
+        picked: list[tuple[StepDef, Rule | None]] = []
         for step in self.model.steps[ruleset]:
             row = self.table.row(ruleset, step.name, facts)
             if row.rule is None and step.default is None:
@@ -144,26 +198,14 @@ class Evaluator:
             picked.append((step, row.rule))
             if halting and row.rule is not None and row.rule.error:
                 break
+        fired = tuple(rule for _, rule in picked if rule is not None)
         snapshot = tuple(facts.items())
-        trail = tuple(TrailEntry(ruleset, step.name, base, rule.id if rule else None, facts[step.name], step.reads, snapshot)
-                      for step, rule in picked)
-        errors: dict[str, Message] = {}
-        warnings: list[Message] = []
-        reasons: dict[str, str] = {}
-        halted = None
-        for step, rule in picked:
-            if rule is None:
-                continue
-            if rule.reason:
-                reasons[step.name] = _render(rule.reason, facts)
-            if rule.warning:
-                warnings.append(self._message(rule.warning, rule, facts, base, "warning"))
-            if rule.error:
-                errors[step.name] = self._error(rule, facts, base, errors, inherited or {})
-                if halting:
-                    halted = errors[step.name]
-        return Run(facts, tuple(rule for _, rule in picked if rule is not None), errors, tuple(warnings), reasons,
-                   trail, halted)
+        answer = Answer(facts, tuple(picked), fired,
+                        {step.name: _render(rule.reason, facts) for step, rule in picked if rule is not None and rule.reason},
+                        tuple((step.name, rule.id if rule else None, step.reads) for step, rule in picked), snapshot,
+                        any(rule.warning or rule.error for rule in fired))
+        self._answers.put(key, answer, 1)
+        return answer
 
     def _error(self, rule: Rule, facts: Mapping[str, Any], base: str | None, raised: Mapping[str, Message],
                inherited: Mapping[str, Message]) -> Message:
@@ -209,7 +251,7 @@ class Evaluator:
             trace=tuple(rule.id for run in runs for rule in run.fired),
             policy_digest=self.model.digest,
             reasons=tuple(dict.fromkeys(reasons)),
-            trail=tuple(entry for run in (*runs, result) for entry in run.trail),
+            trail=tuple(run.trail for run in (*runs, result)),
             vllm=self._vllm,
         )
         remediation = self._remediation(result.facts.get("remediation", "none"), decided, graph, final)
@@ -231,25 +273,28 @@ class Evaluator:
 
 
 class Memo:
-    """Decisions by the facts they read, bounded by the nodes they hold (a
-    decision weighs its graph): cleared whole when full. Plain dict reads and
-    writes, without a lock, so that a decision made from a signal handler or
-    another thread never waits on one."""
+    """Values by the facts they were made from, bounded by the weight they
+    hold (a decision weighs its graph's nodes, a ruleset's answer 1): cleared
+    whole when full; a limit of 0 keeps nothing. Plain dict reads and writes,
+    without a lock, so that a decision made from a signal handler or another
+    thread never waits on one."""
 
     def __init__(self, limit: int):
         self.limit = limit
-        self.nodes = 0
-        self._held: dict[tuple, Decision] = {}
+        self.weight = 0
+        self._held: dict[tuple, Any] = {}
 
-    def get(self, key: tuple) -> Decision | None:
+    def get(self, key: tuple) -> Any:
         return self._held.get(key)
 
-    def put(self, key: tuple, decision: Decision, nodes: int) -> None:
-        self.nodes += nodes
-        if self.nodes > self.limit:
+    def put(self, key: tuple, value: Any, weight: int) -> None:
+        if self.limit == 0:
+            return
+        self.weight += weight
+        if self.weight > self.limit:
             self._held = {}
-            self.nodes = nodes
-        self._held[key] = decision
+            self.weight = weight
+        self._held[key] = value
 
 
 def _aggregate(aggregate: Aggregate, children: list[Run], facts: Mapping[str, Any],

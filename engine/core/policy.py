@@ -77,13 +77,13 @@ class Policy:
         self._runtimes = load_rulesets(compiled.definitions)
         self._closed = False
         try:
-            # memo=False: no table, every step goes to durable-rules (for tests
-            # that compare the two).
+            # memo=False: no table and no memo, every step goes to durable-rules
+            # (for tests that compare the two).
             self._table = StepTable(self._model, _asker(self._runtimes, compiled), prefill=memo)
         except EvaluationError:
             self.close()
             raise
-        self._evaluator = Evaluator(self._model, self._table, self._vllm)
+        self._evaluator = Evaluator(self._model, self._table, self._vllm, memo=memo)
 
     @property
     def digest(self) -> str:
