@@ -501,6 +501,19 @@ def test_yaml_timestamps_stay_strings(text, path, value):
     decide(document)  # valid: no InputError
 
 
+def test_yaml_scalars_read_again_keep_their_tags_and_quotes():
+    # Short scalars are read once and kept by (tag, text, quoting): the same
+    # text tagged or quoted otherwise is another value, wherever it comes.
+    for _ in range(2):
+        document = parse_text("metadata: {a: 1, b: '1', c: !!str 1, d: 1, e: true, f: 'true', g: ~, h: '~', i: 1.5}\n")
+        assert document["metadata"] == {"a": 1, "b": "1", "c": "1", "d": 1, "e": True, "f": "true", "g": None,
+                                        "h": "~", "i": 1.5}
+    # A scalar that breaks a rule is refused each time it is read, never taken from what was kept.
+    for _ in range(2):
+        assert parse_problem("metadata: {a: !!python/name:os.system }\n").code == "input.parse"
+        assert parse_problem("metadata: {a: !!timestamp 2024-01-01}\n").code == "input.parse"
+
+
 def test_yaml_non_string_key_is_an_input_error():
     problem = parse_problem("metadata: {1: 2}\n")
     assert problem.code == "input.parse"

@@ -58,7 +58,34 @@ def _escape(part: Any) -> str:
     return "/" + str(part).replace("~", "~0").replace("/", "~1")
 
 
+# Events that only open or close the stream or the document.
+_FRAME_EVENTS = (yaml.StreamStartEvent, yaml.StreamEndEvent, yaml.DocumentEndEvent)
+
+
+# Short scalars already read, by (tag, text, implicit): a rules folder
+# repeats its words (operators, step names, true), and reading one runs YAML
+# 1.1's regular expressions. Only JSON scalars, which are immutable, are
+# kept, and only short ones: a document's long strings are not held.
+_READ: dict[tuple[Any, str, Any], Any] = {}
+_READ_LIMIT = 8_192
+_READ_LENGTH = 64
+
+
 def _scalar(event: yaml.ScalarEvent) -> Any:
+    if len(event.value) > _READ_LENGTH:
+        return _construct(event)
+    key = (event.tag, event.value, event.implicit)
+    value = _READ.get(key, _READ)  # (the dict itself: no scalar is it)
+    if value is not _READ:
+        return value
+    value = _construct(event)
+    if len(_READ) >= _READ_LIMIT:
+        _READ.clear()
+    _READ[key] = value
+    return value
+
+
+def _construct(event: yaml.ScalarEvent) -> Any:
     tag = event.tag
     if tag is None or tag == "!":
         tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
@@ -89,35 +116,11 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, 
             event = loader.get_event()
             if event is None:
                 break
-            if isinstance(event, yaml.DocumentStartEvent):
-                documents += 1
-                if documents > 1:
-                    mark = event.start_mark
-                    raise YamlProblem("more than one YAML document; one is expected", mark.line + 1, mark.column + 1)
-                continue
-            if isinstance(event, (yaml.StreamStartEvent, yaml.StreamEndEvent, yaml.DocumentEndEvent)):
-                continue
-            mark = event.start_mark
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise YamlProblem("YAML anchors and aliases are not allowed", mark.line + 1, mark.column + 1)
-            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                value, _, _, _ = stack.pop()
-                _place(stack, value, where, marks, None)
-                if not stack:
-                    root = value
-                continue
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                if event.tag not in (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
-                    raise YamlProblem(f"the tag `{event.tag}` is not allowed; only JSON types can be read", mark.line + 1, mark.column + 1)
-                if len(stack) >= max_depth:
-                    raise YamlProblem(f"nested deeper than {max_depth} levels", mark.line + 1, mark.column + 1, limit=True)
-                path = _child_path(stack)
-                if marks:
-                    where[path] = (mark.line + 1, mark.column + 1)
-                container: Any = {} if isinstance(event, yaml.MappingStartEvent) else []
-                stack.append([container, path, _NO_KEY if isinstance(container, dict) else 0, None])
-                continue
-            if isinstance(event, yaml.ScalarEvent):
+            kind = type(event)
+            if kind is yaml.ScalarEvent:  # first: most events are
+                mark = event.start_mark
+                if event.anchor:
+                    raise YamlProblem("YAML anchors and aliases are not allowed", mark.line + 1, mark.column + 1)
                 value = _scalar(event)
                 if not stack:
                     root = value
@@ -125,7 +128,7 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, 
                         where[""] = (mark.line + 1, mark.column + 1)
                     continue
                 top = stack[-1]
-                if isinstance(top[0], dict) and top[2] is _NO_KEY:
+                if type(top[0]) is dict and top[2] is _NO_KEY:
                     if not isinstance(value, str):
                         raise YamlProblem(f"mapping keys must be strings, got `{event.value}`", mark.line + 1, mark.column + 1)
                     if value in top[0]:
@@ -134,6 +137,34 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, 
                     top[2] = value
                     continue
                 _place(stack, value, where, marks, (mark.line + 1, mark.column + 1))
+                continue
+            if kind is yaml.DocumentStartEvent:
+                documents += 1
+                if documents > 1:
+                    mark = event.start_mark
+                    raise YamlProblem("more than one YAML document; one is expected", mark.line + 1, mark.column + 1)
+                continue
+            if kind in _FRAME_EVENTS:
+                continue
+            mark = event.start_mark
+            if kind is yaml.AliasEvent or getattr(event, "anchor", None):
+                raise YamlProblem("YAML anchors and aliases are not allowed", mark.line + 1, mark.column + 1)
+            if kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                value, _, _, _ = stack.pop()
+                _place(stack, value, where, marks, None)
+                if not stack:
+                    root = value
+                continue
+            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                if event.tag not in (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
+                    raise YamlProblem(f"the tag `{event.tag}` is not allowed; only JSON types can be read", mark.line + 1, mark.column + 1)
+                if len(stack) >= max_depth:
+                    raise YamlProblem(f"nested deeper than {max_depth} levels", mark.line + 1, mark.column + 1, limit=True)
+                path = _child_path(stack)
+                if marks:
+                    where[path] = (mark.line + 1, mark.column + 1)
+                container: Any = {} if kind is yaml.MappingStartEvent else []
+                stack.append([container, path, _NO_KEY if kind is yaml.MappingStartEvent else 0, None])
                 continue
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
