@@ -356,10 +356,12 @@ def _audit_report(args: argparse.Namespace, policy: Any, ref: Any) -> tuple[int,
         args.console.note(f"policy {label(ref, policy.digest)}")
     log = _open_log(args) if args.log else None
     try:
-        # Only the decision log shows documents: without --log they are let go.
+        # Only the decision log shows documents: without --log they are let go,
+        # and a JSON report without one needs only the rendered text and the counts.
         report = audit(args.paths, policy=policy, jobs=args.jobs, config_roots=args.config_root,
                        progress=None if args.console.quiet else progress_bar(sys.stderr),
-                       documents=log is not None, prerender=args.format == "json")
+                       documents=log is not None, prerender=args.format == "json",
+                       entries=log is not None or args.format != "json")
         if log is not None:
             for entry in report.entries:
                 log.append(entry.decision, source=entry.deployment.id, document=entry.deployment.document,

@@ -460,6 +460,34 @@ def test_a_json_report_prerendered_by_the_audits_processes_is_the_bytes_of_the_w
         assert written(copied) == written(plain)
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_prerendered_report_without_entries_writes_and_counts_what_one_with_them_does(jobs, monkeypatch):
+    # audit(prerender=True, entries=False) (the CLI's --format json without
+    # --log): the processes send back only each chunk's counts and text.
+    from hma_policy.audit import report as report_module
+    from hma_policy.audit import run as audit_module
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764374400")
+    monkeypatch.setattr(audit_module, "CHUNK", 4)
+    whole = audit([str(FLEET)], jobs=jobs, prerender=True, documents=False)
+    bare = audit([str(FLEET)], jobs=jobs, prerender=True, documents=False, entries=False)
+    assert bare.entries == () and len(whole.entries) == len(EXPECTED)
+    assert bare.summary() == whole.summary() and bare.summary()["deployments"] == len(EXPECTED)
+    assert bare.files == whole.files
+    conditions = ["error", "undetermined", "disabled", "warning", "problem"]
+    assert bare.failing(conditions) == whole.failing(conditions) != []
+    out = io.BytesIO()
+    report_module.write(bare, "json", out)
+    assert out.getvalue() == report_module.render_bytes(whole, "json")
+
+
+def test_a_report_without_entries_must_be_prerendered():
+    with pytest.raises(AuditError) as caught:
+        audit([str(FLEET)], entries=False)
+    problem = caught.value.problems[0]
+    assert (problem.code, problem.message) == ("audit.entries", "a report without entries needs prerender=True")
+
+
 def test_the_json_report_on_standard_output_is_the_report_file(tmp_path):
     # `audit --format json` streams to standard output the bytes `-o FILE` holds.
     env = {"SOURCE_DATE_EPOCH": "1764374400"}

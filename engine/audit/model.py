@@ -96,9 +96,12 @@ class Tally(dict):
 
     @classmethod
     def of(cls, entries: Iterable[Entry]) -> "Tally":
-        out = cls(outcomes={}, stages={}, codes={}, rules={}, formats={}, warnings=0, connectors={})
+        out = cls(outcomes={}, stages={}, codes={}, rules={}, formats={}, warnings=0, connectors={}, deployments=0,
+                  warned=0)
         for e in entries:
             decision, count = e.decision, 1
+            out["deployments"] += 1
+            out["warned"] += 1 if decision["warnings"] else 0
             _add(out["formats"], e.deployment.format, count)
             _add(out["outcomes"], decision["outcome"], count)
             if decision["errors"]:
@@ -124,7 +127,8 @@ class Tally(dict):
         for part in ("outcomes", "stages", "codes", "rules", "formats"):
             for key, count in other[part].items():
                 _add(out[part], key, count)
-        out["warnings"] += other["warnings"]
+        for part in ("warnings", "deployments", "warned"):
+            out[part] += other[part]
         for name, row in other["connectors"].items():
             into = out["connectors"].setdefault(name, dict.fromkeys(row, 0))
             for key, count in row.items():
@@ -144,7 +148,9 @@ class AuditReport:
     they went; else the summary counts them. ``rendered``: the JSON text of
     the deployments, chunk by chunk in order, when the processes rendered it
     as they went (``audit(..., prerender=True)``); else report.write()
-    renders them."""
+    renders them. ``entries`` is empty when the audit was asked to keep
+    none (``audit(..., entries=False)``): the tally and the rendered text
+    are then the report's deployments."""
 
     paths: tuple[str, ...]
     policy_source: str
@@ -169,8 +175,12 @@ class AuditReport:
         return copy.deepcopy(self._summary)
 
     @cached_property
-    def _summary(self) -> dict[str, Any]:  # a report is immutable: counted once
-        tally = self.tally if self.tally is not None else Tally.of(self.entries)
+    def _tally(self) -> Tally:  # a report is immutable: counted once
+        return self.tally if self.tally is not None else Tally.of(self.entries)
+
+    @cached_property
+    def _summary(self) -> dict[str, Any]:
+        tally = self._tally
         examined = [f for f in self.files if f.skipped is None]
         return {
             "files": {
@@ -180,7 +190,7 @@ class AuditReport:
                 "with_problems": sum(1 for f in self.files if f.problems),
                 "skipped": len(self.files) - len(examined),
             },
-            "deployments": len(self.entries),
+            "deployments": tally["deployments"],
             "outcomes": {name: tally["outcomes"].get(name, 0) for name in OUTCOMES},
             "error_stages": {name: tally["stages"].get(name, 0) for name in ("input", "config", "connector")},
             "codes": dict(sorted(tally["codes"].items())),
@@ -207,7 +217,7 @@ class AuditReport:
             if condition in ("error", "undetermined", "disabled"):
                 count = summary["outcomes"][condition]
             elif condition == "warning":
-                count = sum(1 for e in self.entries if e.decision["warnings"])
+                count = self._tally["warned"]
             else:
                 count = summary["problems"]
             if count:

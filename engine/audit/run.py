@@ -52,6 +52,7 @@ class Settings(NamedTuple):
     prerender: bool  # render each chunk's deployments as the JSON report holds them
     known: tuple[str, ...]  # connector names whose mention in a file with no launch is noted
     named: frozenset[str] = frozenset()  # the files named on the command line (an empty one is a problem)
+    entries: bool = True  # send each deployment's entry back (else only its tally and rendered text)
 
 
 class Chunk(NamedTuple):
@@ -65,7 +66,8 @@ class Chunk(NamedTuple):
 
 def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, config_roots: Sequence[str] = (),
           limits: SourceLimits = DEFAULT_SOURCE_LIMITS, progress: Callable[[int, int], None] | None = None,
-          documents: bool = True, policy: Policy | PolicySet | None = None, prerender: bool = False) -> AuditReport:
+          documents: bool = True, policy: Policy | PolicySet | None = None, prerender: bool = False,
+          entries: bool = True) -> AuditReport:
     """Audit every deployment under ``paths`` with the rules in ``rules``
     (None: the bundled rules), using ``jobs`` processes. Each deployment is
     decided for the vLLM release it names (vllm_version, or what deploys
@@ -81,7 +83,9 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     the audit leaves it open for the caller to close (spawned workers load
     the rules again). ``prerender=True``: the report
     will be written as JSON (report.write), and each process renders the
-    deployments it decided as it goes. Raises :class:`AuditError` for a
+    deployments it decided as it goes; with ``entries=False`` as well, the
+    report keeps no entries, only their counts and that text (what a JSON
+    report without a decision log needs): the processes send a third as much. Raises :class:`AuditError` for a
     missing path or a closed policy and :class:`PolicyError` for invalid
     rules; nothing in the files makes it raise.
     """
@@ -95,8 +99,10 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     chunks = [files[i:i + CHUNK] for i in range(0, len(files), CHUNK)]
     own = policy is None
     policies = PolicySet(rules) if policy is None else policy if isinstance(policy, PolicySet) else PolicySet.wrap(policy)
+    if not entries and not prerender:
+        raise AuditError([Problem("audit.entries", "a report without entries needs prerender=True", file="entries")])
     settings = Settings(roots(paths, config_roots), limits, documents, prerender, policies.registered_names,
-                        frozenset(str(Path(p)) for p in paths if not Path(p).is_dir()))
+                        frozenset(str(Path(p)) for p in paths if not Path(p).is_dir()), entries)
     done = 0
     parts: list[Chunk] = []
     paused = gc.isenabled()
@@ -199,7 +205,7 @@ def examine(policy: PolicySet, files: list[tuple[str, str, bool]], settings: Set
     results = [r for r in out if r is not None]
     entries = [e for _, found in results for e in found]
     rendered = bytes(deployments_json([e.to_dict() for e in entries])) if settings.prerender else None
-    return Chunk([r for r, _ in results], entries, Tally.of(entries), rendered)
+    return Chunk([r for r, _ in results], entries if settings.entries else [], Tally.of(entries), rendered)
 
 
 def _guarded(display: str, stage: Callable[[], Any]) -> tuple[Any, Any]:
