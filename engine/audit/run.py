@@ -227,7 +227,10 @@ def _read(display: str, name: str, plain: bool, settings: Settings) -> Any:
         if path.is_symlink() and not inside(path.resolve(strict=False), settings.roots):
             return FileResult(display, None, 0, (Problem("source.outside_roots", f"`{display}` links to a file "
                                                          "outside the audited paths; it is not read", file=display),))
-    found = read_source(name, display=display, roots=settings.roots, limits=settings.limits, known=settings.known)
+    # The path stays a string, and the listing already said whether the file is regular:
+    # a path object and a stat per file cost about what reading a small file does.
+    found = read_source(name, display=display, roots=settings.roots, limits=settings.limits, known=settings.known,
+                        regular=plain)
     if found.skipped == EMPTY and name in settings.named:  # given to decide, as `hma-policy decide FILE` would be
         return FileResult(display, None, 0, (Problem("input.empty", f"`{display}` {EMPTY}", file=display,
                                                      hint="give a deployment document; `{}` is a deployment "

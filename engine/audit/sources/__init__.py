@@ -57,16 +57,19 @@ _NOT_A_SOURCE = "not a deployment source (not JSON, YAML, a shell script or a Do
 
 
 def read_source(path: str | Path, *, display: str | None = None, roots: tuple[Path, ...] = (),
-                limits: SourceLimits = DEFAULT_SOURCE_LIMITS, known: tuple[str, ...] = ()) -> SourceFile:
+                limits: SourceLimits = DEFAULT_SOURCE_LIMITS, known: tuple[str, ...] = (),
+                regular: bool = False) -> SourceFile:
     """Read one file and find its deployments. Never raises for any content.
 
     ``roots`` are the directories a ``--config`` file may be read from
     (resolved, symlinks included); by default the file's own directory.
     ``known``: connector names (a policy's ``registered_names``) whose
     mention in a file that yields no launch is noted (``source.unrecognized``).
+    ``regular``: the caller knows ``path`` is a regular file (a directory
+    listing told it), so it is not asked again.
     """
-    path = path if isinstance(path, Path) else Path(path)
-    return _read_source(path, display if display is not None else str(path), roots, limits, known=known)
+    return _read_source(path, display if display is not None else str(path), roots, limits, regular=regular,
+                        known=known)
 
 
 def find_deployments(name: str, text: str, *, limits: SourceLimits = DEFAULT_SOURCE_LIMITS,
