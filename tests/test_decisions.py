@@ -574,7 +574,9 @@ def test_undeclared_external_connector_is_undetermined(policy):
     assert [(w.code, w.source, w.path) for w in d.warnings] == [("connector.capability_unknown", "policy", TOP)]
     w = d.warnings[0]
     assert "`AcmeConnector`" in w.message and "`acme.kv.connector`" in w.message
-    assert "connectors.yaml" in (w.hint or "")
+    # The hint says what to write and where, whatever the folder's layout (a bundle has no connectors.yaml).
+    assert w.hint == ("declare it under `connectors` in a `kind: registry` file of your rules, with `registered: false`, "
+                      "`module_path` and `supports_hma`")
     assert rows(d) == [(TOP, "AcmeConnector", None, "node.support.class_unknown")]
     assert "node.resolution.module_path" in d.trace and "node.class.external_undeclared" in d.trace
     assert "hma.auto_unknown" in d.trace
