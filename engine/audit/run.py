@@ -85,9 +85,10 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     will be written as JSON (report.write), and each process renders the
     deployments it decided as it goes; with ``entries=False`` as well, the
     report keeps no entries, only their counts and that text (what a JSON
-    report without a decision log needs): the processes send a third as much. Raises :class:`AuditError` for a
-    missing path or a closed policy and :class:`PolicyError` for invalid
-    rules; nothing in the files makes it raise.
+    report without a decision log needs): the processes send a third as
+    much. Raises :class:`AuditError` for a missing path or a closed policy
+    (or ``entries=False`` without prerender) and :class:`PolicyError` for
+    invalid rules; nothing in the files makes it raise.
     """
     if jobs < 1:
         raise AuditError([Problem("audit.jobs", f"must be at least 1, got {jobs}", file="--jobs")])

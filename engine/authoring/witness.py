@@ -160,8 +160,11 @@ def _reached(policy: Policy, document: dict[str, Any]) -> tuple[frozenset[tuple]
         return frozenset(), gap
     except InputError:
         return frozenset(), None
-    return frozenset((visit.ruleset, step, keys[(visit.ruleset, step)](dict(visit.facts)))
-                     for visit in decision.trail for step, _, _ in visit.steps), None
+    reached = set()
+    for visit in decision.trail:
+        facts = dict(visit.facts)  # a run's facts, read by each of its steps
+        reached.update((visit.ruleset, step, keys[(visit.ruleset, step)](facts)) for step, _, _ in visit.steps)
+    return frozenset(reached), None
 
 
 class _Decided:

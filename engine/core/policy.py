@@ -23,7 +23,7 @@ from .errors import ConnectorError, EvaluationError, InputError, Problem
 from .evaluate import Evaluator
 from .command import command_document
 from .configlist import document_schema
-from .facts import extract
+from .facts import Facts, extract
 from .input import DEFAULT_LIMITS, Limits, prepare, respell
 from .releases import parse_version
 from .model import PolicyModel, Rule
@@ -154,7 +154,7 @@ class Policy:
             newer += [replace(p, path=respell(p.path, spelled)) for p in self._schema.problems(document)]
         if newer:
             raise InputError(newer)
-        decision = self._evaluator.decide(extract(document, self._model.containers, self._model.modules, self._registered))
+        decision = self._evaluator.decide(self._facts(document))
         if stamp != decision.vllm:
             decision = replace(decision, vllm=stamp)
         if any(name != as_written for name, as_written in spelled.items()):
@@ -198,13 +198,17 @@ class Policy:
         document = prepare(document)
         if document.get("kv_transfer_config") is None:
             raise InputError([Problem("input.schema", "a kv_transfer_config is required", "/kv_transfer_config")])
-        top = self._evaluator.graph(extract(document, self._model.containers, self._model.modules, self._registered).graph).top
+        top = self._evaluator.graph(self._facts(document).graph).top
         assert top is not None  # a kv_transfer_config makes a graph
         support = top.facts["support"]
         if support == "error":
             error = top.errors["support"]
             raise ConnectorError([Problem(error.code, error.message, error.path, error.hint)])
         return {"supported": True, "unsupported": False}.get(support)
+
+    def _facts(self, document: Mapping[str, Any]) -> Facts:
+        """The facts of a prepared document, read with this release's name sets and module table."""
+        return extract(document, self._model.containers, self._model.modules, self._registered)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -278,10 +278,10 @@ def _walk(model: PolicyModel, ruleset: str, start: list[State], keys: Mapping[tu
           answer: Answer, observe: Observe | None, *, halting: bool, also_read: frozenset[str] | set[str] = frozenset()) -> list[State]:
     steps = model.steps[ruleset]
     vocabulary = model.vocabulary[ruleset]
-    domains = _domains(model, ruleset)
+    named = _named(model)
+    domains = _domains(model, ruleset, named)
     joint = _joint_domains(_joint(steps, vocabulary), domains)
     entering = _entering(steps, vocabulary, domains, {fact: partner for fact, (partner, _, _) in joint.items()})
-    named = _named(model)
     track = observe is not None
     states = start
     for index, step in enumerate(steps):
@@ -292,7 +292,7 @@ def _walk(model: PolicyModel, ruleset: str, start: list[State], keys: Mapping[tu
         for later, facts in zip(steps[index + 1:], entering[index + 1:]):
             keep.update(later.reads)
             keep.update(r.fact for fact in facts for r in vocabulary[fact].given)
-        project = _projections(model, vocabulary, domains, steps[index + 1:], entering[index + 1:], keep - set(also_read))
+        project = _projections(named, vocabulary, domains, steps[index + 1:], entering[index + 1:], keep - set(also_read))
         expanded: list[State] = []
         for state in states:
             if state.halted:
@@ -399,7 +399,7 @@ def _joint_domains(joint: Mapping[str, tuple[str, Mapping[str, frozenset[str]]]]
     return out
 
 
-def _projections(model: PolicyModel, vocabulary: Mapping[str, Fact], domains: Mapping[str, list[Any]],
+def _projections(named: Mapping[str, frozenset[str]], vocabulary: Mapping[str, Fact], domains: Mapping[str, list[Any]],
                  later: tuple[StepDef, ...], entering: list[list[str]], kept: set[str]) -> dict[str, Callable[[Any], Any]]:
     """For each open string fact kept after a step: its value's class as the
     later steps and the relations of the facts entering later tell values
@@ -410,7 +410,7 @@ def _projections(model: PolicyModel, vocabulary: Mapping[str, Fact], domains: Ma
         literals.setdefault(fact, set()).update(operand if op in ("in", "not_in") else (operand,))
     for relation in (r for facts in entering for fact in facts for r in vocabulary[fact].given):
         literals.setdefault(relation.fact, set()).update(
-            _named(model)[relation.op] if relation.op in NAMED else (relation.value,))
+            named[relation.op] if relation.op in NAMED else (relation.value,))
     out: dict[str, Callable[[Any], Any]] = {}
     for fact in kept:
         declared = vocabulary.get(fact)
@@ -462,9 +462,10 @@ def _as_domain(fact: Fact, value: Any) -> Any:
     return tuple(value) if fact.type == "names" else value
 
 
-def _domains(model: PolicyModel, ruleset: str) -> dict[str, list[Any]]:
+def _domains(model: PolicyModel, ruleset: str, named: Mapping[str, frozenset[str]]) -> dict[str, list[Any]]:
     """One representative of each class of every input fact's values, as all
-    the rules and relations of the ruleset tell them apart."""
+    the rules and relations of the ruleset tell them apart (``named``: the
+    name sets of :data:`NAMED`)."""
     vocabulary = model.vocabulary[ruleset]
     step_names = {s.name for s in model.steps[ruleset]}
     atoms = _atoms(model.steps[ruleset])
@@ -472,7 +473,7 @@ def _domains(model: PolicyModel, ruleset: str) -> dict[str, list[Any]]:
     for fact in vocabulary.values():
         for relation in fact.given:
             if relation.op in NAMED:
-                atoms.setdefault(relation.fact, []).extend(("eq", c) for c in sorted(_named(model)[relation.op]))
+                atoms.setdefault(relation.fact, []).extend(("eq", c) for c in sorted(named[relation.op]))
             elif relation.value is not None:
                 atoms.setdefault(relation.fact, []).append(("ge" if relation.op == "ge" else "eq", relation.value))
         if fact.given and fact.type in ("str", "int") and fact.values is None:
