@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -83,6 +84,10 @@ class Server:
     def lines(self) -> list[dict[str, Any]]:
         """The JSON log lines written so far (each line must be one JSON object)."""
         return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]
+
+    def wait_workers(self, workers: int) -> None:
+        """Until every worker has loaded its policy: /readyz answers as soon as one has."""
+        self.wait_log(lambda l: l.get("event") == "load", count=workers)
 
     def wait_log(self, predicate: Any, count: int = 1, timeout: float = 30) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
@@ -577,7 +582,98 @@ def test_serve_usage_errors_exit_2(tmp_path):
         assert words in done.stderr
 
 
+# serve with uvicorn's supervisor replaced by one that has already stopped, its workers' exit statuses given.
+STOPPED_SUPERVISOR = """
+import sys, types
+from hma_policy.cli import main
+from hma_policy.server import run
+
+class Stopped:
+    processes = [types.SimpleNamespace(exitcode=int(status)) for status in sys.argv[1].split(",")]
+
+    def run(self):
+        pass
+
+run._supervisor = lambda base, config, sockets: Stopped()
+sys.exit(main(["serve", "--workers", "2", "--port", sys.argv[2]]))
+"""
+
+
+def test_a_worker_that_fails_to_start_ends_the_service_with_exit_status_2(tmp_path):
+    # uvicorn's supervisor stops every worker and returns when one exits with its start-up failure
+    # status, 3 (the rules changed on disk and no longer load): the service then exits 2, not 0.
+    for statuses, expected in (("0,3", 2), ("0,0", 0), ("-15,0", 0)):
+        done = subprocess.run([sys.executable, "-c", STOPPED_SUPERVISOR, statuses, str(free_port())],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert done.returncode == expected, (statuses, done.stderr)
+        assert "Traceback" not in done.stderr
+
+
+def test_the_supervisor_hands_sighup_only_to_a_worker_that_has_started():
+    # A worker installs its SIGHUP handler as it starts, and SIGHUP's default action ends a process:
+    # a worker still starting (it reads the rules as they are then) is left alone.
+    from hma_policy.server.run import _supervisor
+
+    class Base:  # the part of uvicorn's supervisor that handle_hup reads
+        def __init__(self, config: Any, sockets: list[Any]):
+            self.config, self.processes, self.should_exit = config, [], threading.Event()
+
+    class Worker:
+        def __init__(self, process: subprocess.Popen[bytes], ready: bool):
+            self.pid, self.exitcode, self.ready = process.pid, None, ready
+
+        def wait_until_ready(self, timeout: float, should_exit: threading.Event) -> bool:
+            return self.ready
+
+    started, starting = (subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2))
+    try:
+        supervisor = _supervisor(Base, types.SimpleNamespace(timeout_worker_healthcheck=5), [])
+        supervisor.processes = [Worker(started, True), Worker(starting, False)]
+        supervisor.handle_hup()
+        assert started.wait(10) == -signal.SIGHUP
+        assert starting.poll() is None
+    finally:
+        for process in (started, starting):
+            process.kill()
+            process.wait()
+
+
 # -- SIGTERM and SIGHUP ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_sighup_while_the_service_starts_does_not_stop_it(tmp_path, workers):
+    # SIGHUP's default action ends a process: until the service (and each worker) handles it, it is ignored.
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as err:
+        process = subprocess.Popen([sys.executable, "-m", "hma_policy", "serve", "--port", str(port),
+                                    "--workers", workers], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=err, cwd=tmp_path)
+    try:
+        # serve has begun once it logs; from then on, a SIGHUP every 20 ms until every worker has started.
+        deadline = time.monotonic() + 30
+        while not log.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+        def started() -> int:
+            return log.read_text(encoding="utf-8").count('"message": "Application startup complete."')
+        sent = 0
+        while started() < int(workers) and time.monotonic() < deadline:
+            assert process.poll() is None, log.read_text(encoding="utf-8")
+            process.send_signal(signal.SIGHUP)
+            sent += 1
+            time.sleep(0.02)
+        assert sent > 0 and started() == int(workers)
+        time.sleep(1)  # the supervisor hands SIGHUP on every 0.5 s
+        messages = [line.get("message", "") for line in map(json.loads, log.read_text(encoding="utf-8").splitlines())]
+        assert not [m for m in messages if m.endswith("died")]  # no worker ended by it (and replaced)
+        assert httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=10).status_code == 200
+        assert process.poll() is None
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0, log.read_text(encoding="utf-8")
 
 def load(server: Server, clients: int, stop: threading.Event, results: list[Any]) -> list[threading.Thread]:
     """``clients`` keep-alive clients posting decisions until ``stop`` (bounded in count)."""
@@ -661,6 +757,8 @@ def test_sighup_keeps_the_old_policy_when_the_new_one_is_bad_and_serves_a_good_o
     rules = copy_rules(tmp_path / "rules")
     server = Server(tmp_path, "--rules", str(rules), "--workers", str(workers))
     try:
+        # Rules edited while a worker starts are what that worker loads: the edit waits for every worker.
+        server.wait_workers(workers)
         old = hma_policy.load_policy(rules).digest
         with server.client() as client:
             def served() -> set[tuple[str, str]]:

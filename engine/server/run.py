@@ -7,11 +7,17 @@ policy itself (state.py): uvicorn's own answer to SIGHUP, replacing every
 worker, would start them from the rule files again, so rules that do not
 load would take the workers down instead of leaving the old policy in force.
 
+SIGHUP that comes while the service starts is ignored (its default action
+would end the process): the rules are read after it, as they are then. For
+the same reason the supervisor hands SIGHUP to a worker only once it has
+started (uvicorn's readiness check): a worker installs its handler as it
+starts, and reads the rules then.
+
 SIGTERM and SIGINT stop the service gracefully: the listening socket closes,
 requests in flight are answered (within ``--graceful-timeout`` seconds),
 then the process exits 0. Exit status 2: a usage error, rules that do not
 load, or a server that cannot start (the port is taken, TLS files that
-cannot be read).
+cannot be read, a worker that fails to start).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import logging.config
 import os
 import signal
 import tempfile
@@ -69,6 +76,18 @@ class _Stopped(Exception):
 
 
 @contextlib.contextmanager
+def _hangups_ignored() -> Iterator[None]:
+    """SIGHUP ignored until a handler replaces it (uvicorn's supervisor, or
+    the lifespan of the worker in this process): the default action would
+    end the process."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+@contextlib.contextmanager
 def _stop_quietly() -> Iterator[None]:
     """SIGTERM and SIGINT end the command with exit status 0, not as an
     interruption: they are how a service is stopped. uvicorn handles them
@@ -87,6 +106,7 @@ def _stop_quietly() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+@_hangups_ignored()
 def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
     """The serve command (cli.py's handler)."""
     try:
@@ -96,6 +116,8 @@ def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
     except ImportError as exc:
         raise UsageError(f"`hma-policy serve` needs the server extra, which is not installed "
                          f"(no module `{exc.name}`): {INSTALL_HINT}") from None
+    from uvicorn.config import STARTUP_FAILURE
+
     from .logs import LOG_CONFIG
     from .state import SETTINGS_VARIABLE, Settings
 
@@ -116,6 +138,8 @@ def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
     with _stop_quietly():
         try:
             if args.workers == 1:
+                # uvicorn sets up the log as it reads its config; the app logs the policy it starts with before.
+                logging.config.dictConfig(LOG_CONFIG)
                 config = uvicorn.Config(_app.create_app(settings, policy=policy), **common)
                 server = uvicorn.Server(config)
                 server.run()
@@ -127,7 +151,10 @@ def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
                 os.environ[SETTINGS_VARIABLE] = settings.to_environment()
                 config = uvicorn.Config("hma_policy.server.app:app_from_environment", factory=True,
                                         workers=args.workers, **common)
-                _supervisor(Multiprocess, config, [config.bind_socket()]).run()
+                supervisor = _supervisor(Multiprocess, config, [config.bind_socket()])
+                supervisor.run()
+                # uvicorn stops every worker, and returns, when one fails to start (its rules no longer load).
+                return (2 if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes) else 0), None
         except SystemExit:  # uvicorn's exit when it cannot start (logged): the port is taken, a TLS file is unreadable
             return 2, None
     return 0, None
@@ -140,7 +167,10 @@ def _supervisor(base: Any, config: Any, sockets: list[Any]) -> Any:
         def handle_hup(self) -> None:
             log.info("SIGHUP: each worker reloads the policy")
             for process in self.processes:
-                if process.pid is not None and process.exitcode is None:
+                # A worker still starting may not handle SIGHUP yet; it reads the rules as it starts.
+                # One that does not start in time is left to the supervisor's health check.
+                if process.pid is not None and process.exitcode is None and \
+                        process.wait_until_ready(self.config.timeout_worker_healthcheck, self.should_exit):
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(process.pid, signal.SIGHUP)
 
