@@ -129,19 +129,21 @@ def test_any_argv_gives_a_result_never_an_exception(argv):
 
 
 def test_a_command_given_as_shell_text_is_split_as_the_shell_splits_it():
-    from hma_policy.audit.sources.shell import command_words
+    from hma_policy.core.command import _shell_words
 
-    words = command_words(f"VLLM_USE_SIMPLE_KV_OFFLOAD=1 vllm serve m --kv-transfer-config '{NIXL}' --port \"$PORT\"")
+    words = _shell_words(f"VLLM_USE_SIMPLE_KV_OFFLOAD=1 vllm serve m --kv-transfer-config '{NIXL}' --port \"$PORT\"", {})
     assert words[:5] == ["VLLM_USE_SIMPLE_KV_OFFLOAD=1", "vllm", "serve", "m", "--kv-transfer-config"]
     result = read_command(words)
     assert json.loads(result.document["kv_transfer_config"]) == json.loads(NIXL)
     assert [n.message for n in result.notes] == [
-        "`--port` takes its value from `$PORT`, which this file does not set; the decision does not read it"]
-    unknown = read_command(command_words('vllm serve m --kv-transfer-config "$KV"'))
-    assert unknown.problems[0].message == "`--kv-transfer-config` takes its value from `$KV`, which this file does not set"
-    for text in ("vllm serve a; vllm serve b", "vllm serve 'm", "a | b", ""):
-        with pytest.raises(ValueError):
-            command_words(text)
+        "`--port` takes its value from `$PORT` (which is not given in `env`); the decision does not read it"]
+    unknown = read_command(_shell_words('vllm serve m --kv-transfer-config "$KV"', {}))
+    assert unknown.problems[0].message == "`--kv-transfer-config` takes its value from `$KV` (which is not given in `env`)"
+    for text, why in (("vllm serve 'm", "no closing quotation"), ('vllm serve "m', "no closing quotation"),
+                      ("vllm serve m \\", "no escaped character")):
+        with pytest.raises(InputError) as raised:
+            _shell_words(text, {})
+        assert raised.value.problems[0].message == f"the command cannot be split into words: {why}"
 
 
 def test_a_shell_string_is_expanded_as_the_shell_expands_it():

@@ -30,6 +30,8 @@ from hma_policy.audit.sources.context import Ctx
 from hma_policy.audit.sources.dockerfile import DockerWords
 from hma_policy.audit.sources.shell_syntax import parse_script
 from hma_policy.audit.sources.shell_tree import ShellSyntaxError, Simple
+from hma_policy.core.command import _shell_words as split_command
+from hma_policy.core.errors import InputError
 from hma_policy.core.limits import DEFAULT_SOURCE_LIMITS
 
 EXAMPLES = int(os.environ.get("HMA_FUZZ_EXAMPLES", "0"))
@@ -235,6 +237,23 @@ def test_the_shell_parser_splits_words_as_shlex_does(text):
         # else "No escaped character": a backslash at the very end, which shlex refuses and the shell keeps
         return
     assert _shell_words(text) == expected
+
+
+@QUICK
+@given(QUOTED)
+def test_the_command_splitter_of_decide_command_splits_words_as_shlex_does(text):
+    # decide_command(str) has its own splitter (core may not use the audit's parser): the same reference holds it.
+    try:
+        expected = shlex.split(text)
+    except ValueError:
+        # Refused alike; the reason may differ: `"\` is "no escaped character" to shlex and, as to the
+        # shell, a quotation never closed here.
+        with pytest.raises(InputError) as raised:
+            split_command(text, {})
+        assert raised.value.problems[0].message in ("the command cannot be split into words: no closing quotation",
+                                                    "the command cannot be split into words: no escaped character")
+        return
+    assert split_command(text, {}) == expected
 
 
 @QUICK

@@ -36,20 +36,18 @@ from collections.abc import Callable
 
 from ...core.options import Arg, ConfigFile, find_vllm
 from ...core.errors import InputError, Problem
-from ...core.limits import DEFAULT_SOURCE_LIMITS
 from .context import Ctx
 from .deployment import Deployment
 from .detect import SHELLS
 from .launch import Invocation, apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
 from .shell_commands import nested_script
-from .shell_expand import Expander
 from .shell_run import Interpreter
 from .shell_state import BUDGET_FACTOR, Place, Run, Scope, Stop, Var, written_at
 from .shell_syntax import parse_script
-from .shell_tree import ShellSyntaxError, Simple
+from .shell_tree import ShellSyntaxError
 
-__all__ = ["shell_file", "argv_invocations", "run_script", "command_words"]
+__all__ = ["shell_file", "argv_invocations", "run_script"]
 
 
 def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, origin: Callable[[int], str],
@@ -112,30 +110,6 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
     if located is None:
         return []
     return [Invocation([Arg(a, origin) for a in argv], line, dict(env), anchor)]
-
-
-def command_words(text: str) -> list[str]:
-    """The words of one shell command line given as text (`vllm serve m
-    --kv-transfer-config '{...}'`), quotes removed, as the shell splits
-    them; a variable or substitution is an unresolved marker, which
-    :func:`hma_policy.core.command.read_command` reports by name. Nothing
-    is run. Raises ValueError when the text is not one simple command."""
-    items = list(parse_script(text.replace("\x00", "\ufffd")))
-    if len(items) != 1 or isinstance(items[0], ShellSyntaxError):
-        first = next((i for i in items if isinstance(i, ShellSyntaxError)), None)
-        raise ValueError(first.message if first is not None else "expected one command")
-    pipelines = items[0].pipelines
-    if items[0].background or len(pipelines) != 1 or len(pipelines[0].commands) != 1 \
-            or not isinstance(pipelines[0].commands[0], Simple):
-        raise ValueError("expected one command, without ;, &&, ||, | or &")
-    command = pipelines[0].commands[0]
-    ctx = Ctx("<command>", "<command>", (), DEFAULT_SOURCE_LIMITS, text, fs=False)
-    run = Run(ctx, [], BUDGET_FACTOR * len(text) + 128 * ctx.limits.max_variable_length)
-    expander = Expander(run, Scope(None), command.line)
-    try:
-        return [field for word in command.words for field in expander.fields(word)]
-    except Stop:
-        raise ValueError("the command expands to more than the audit reads") from None
 
 
 def shell_file(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
