@@ -16,6 +16,7 @@ HMA_FUZZ_EXAMPLES=N sets the examples of every property (docs/hardening.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import time
@@ -245,15 +246,19 @@ def test_the_command_splitter_of_decide_command_splits_words_as_shlex_does(text)
     # decide_command(str) has its own splitter (core may not use the audit's parser): the same reference holds it.
     try:
         expected = shlex.split(text)
-    except ValueError:
-        # Refused alike; the reason may differ: `"\` is "no escaped character" to shlex and, as to the
-        # shell, a quotation never closed here.
+    except ValueError as exc:
+        expected = None
+        if str(exc) == "No escaped character":
+            # A backslash that ends the text: the shell keeps it, as shlex reads an escaped one (`\\`);
+            # inside double quotes (`"\`) the quotation is never closed, to both.
+            with contextlib.suppress(ValueError):
+                expected = shlex.split(text + "\\")
+    if expected is None:
         with pytest.raises(InputError) as raised:
             split_command(text, {})
-        assert raised.value.problems[0].message in ("the command cannot be split into words: no closing quotation",
-                                                    "the command cannot be split into words: no escaped character")
-        return
-    assert split_command(text, {}) == expected
+        assert raised.value.problems[0].message == "the command cannot be split into words: no closing quotation"
+    else:
+        assert split_command(text, {}) == expected
 
 
 @QUICK

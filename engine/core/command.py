@@ -380,12 +380,14 @@ def _shell_words(text: str, env: Mapping[str, str]) -> list[str]:
                     current.append(c)
                     i += 1
         elif c == "\\":
-            if i + 1 >= n:
-                raise _unsplittable("no escaped character")
-            if text[i + 1] != "\n":  # backslash-newline joins lines
+            if i + 1 >= n:  # a backslash that ends the text stays, as the shell keeps it
+                current.append(c)
+                started, i = True, i + 1
+            elif text[i + 1] != "\n":  # backslash-newline joins lines
                 current.append(text[i + 1])
-                started = True
-            i += 2
+                started, i = True, i + 2
+            else:
+                i += 2
         elif c == "$" and (found := expansion(i)) is not None:
             value, i = found
             fields = [value] if has_unresolved(value) else value.split()  # a marker is one word
