@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 import shutil
 import signal
@@ -609,7 +610,7 @@ def test_a_worker_that_fails_to_start_ends_the_service_with_exit_status_2(tmp_pa
         assert "Traceback" not in done.stderr
 
 
-def test_the_supervisor_hands_sighup_only_to_a_worker_that_has_started():
+def test_the_supervisor_hands_sighup_only_to_a_worker_that_has_started(caplog):
     # A worker installs its SIGHUP handler as it starts, and SIGHUP's default action ends a process:
     # a worker still starting (it reads the rules as they are then) is left alone.
     from hma_policy.server.run import _supervisor
@@ -629,9 +630,14 @@ def test_the_supervisor_hands_sighup_only_to_a_worker_that_has_started():
     try:
         supervisor = _supervisor(Base, types.SimpleNamespace(timeout_worker_healthcheck=5), [])
         supervisor.processes = [Worker(started, True), Worker(starting, False)]
-        supervisor.handle_hup()
+        with caplog.at_level(logging.INFO, logger="hma_policy.server"):
+            supervisor.handle_hup()
         assert started.wait(10) == -signal.SIGHUP
         assert starting.poll() is None
+        # The one left alone is named in the log: it may serve the rules it started with.
+        [skipped] = [r for r in caplog.records if getattr(r, "fields", {}).get("result") == "skipped"]
+        assert skipped.levelname == "WARNING" and skipped.fields == {"event": "reload", "result": "skipped",
+                                                                      "worker": starting.pid}
     finally:
         for process in (started, starting):
             process.kill()

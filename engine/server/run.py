@@ -167,11 +167,15 @@ def _supervisor(base: Any, config: Any, sockets: list[Any]) -> Any:
         def handle_hup(self) -> None:
             log.info("SIGHUP: each worker reloads the policy")
             for process in self.processes:
-                # A worker still starting may not handle SIGHUP yet; it reads the rules as it starts.
+                if process.pid is None or process.exitcode is not None:
+                    continue
+                # A worker still starting may not handle SIGHUP yet: it is signalled once it has started.
                 # One that does not start in time is left to the supervisor's health check.
-                if process.pid is not None and process.exitcode is None and \
-                        process.wait_until_ready(self.config.timeout_worker_healthcheck, self.should_exit):
+                if process.wait_until_ready(self.config.timeout_worker_healthcheck, self.should_exit):
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(process.pid, signal.SIGHUP)
+                else:
+                    log.warning("a worker did not start in time and did not reload the policy",
+                                extra={"fields": {"event": "reload", "result": "skipped", "worker": process.pid}})
 
     return ReloadingSupervisor(config, sockets=sockets)
