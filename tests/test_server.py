@@ -797,6 +797,39 @@ def test_sighup_keeps_the_old_policy_when_the_new_one_is_bad_and_serves_a_good_o
         assert server.stop() == 0
 
 
+@pytest.mark.slow
+def test_a_worker_started_in_place_of_one_that_died_serves_the_rules_that_loaded_last(tmp_path):
+    # The workers read copies of the rules: rules on disk that no longer load neither reach a
+    # replacement worker nor stop the service (uvicorn stops it when a worker cannot start).
+    rules = copy_rules(tmp_path / "rules")
+    server = Server(tmp_path, "--rules", str(rules), "--workers", "2")
+    try:
+        server.wait_workers(2)
+        old = hma_policy.load_policy(rules).digest
+        original = (rules / "connectors.yaml").read_text(encoding="utf-8")
+        (rules / "connectors.yaml").write_text(original + "\n  : [\n", encoding="utf-8")
+        reload_and_wait(server, 2, "failed")
+        victim = next(l["pid"] for l in server.lines() if l.get("event") == "load")
+        os.kill(victim, signal.SIGKILL)
+        server.wait_log(lambda l: l.get("message", "").endswith("died"))
+        [replacement] = server.wait_log(lambda l: l.get("event") == "load" and l["pid"] != victim, count=2)[1:]
+        assert replacement["digest"] == old and server.process.poll() is None
+        with server.client() as client:
+            answers = [client.post("/v1/decide", json=DOCUMENTS["disabled"]).json() for _ in range(20)]
+            assert {(a["policy"]["digest"], a["outcome"]) for a in answers} == {(old, "disabled")}
+            assert client.get("/readyz").json()["policy"]["source"] == str(rules)
+        # Rules that load again reach every worker, the replacement among them.
+        (rules / "connectors.yaml").write_text(original, encoding="utf-8")
+        lmcache_supported(tmp_path / "better")
+        shutil.copy(tmp_path / "better" / "connectors.yaml", rules / "connectors.yaml")
+        reload_and_wait(server, 2, "loaded")
+        loaded = [l for l in server.lines() if l.get("result") == "loaded" and l.get("event") == "reload"]
+        assert replacement["pid"] in {l["pid"] for l in loaded}
+        assert {l["digest"] for l in loaded} == {hma_policy.load_policy(rules).digest}
+    finally:
+        assert server.stop() == 0
+
+
 def test_a_launch_is_decided_with_the_release_its_image_tag_names():
     # The admission webhook reads the release as the audit does: the image
     # tag of the container, and the policy set decides with that release.

@@ -153,7 +153,7 @@ def create_app(settings: Settings | None = None, *, policy: Policy | PolicySet |
     (else it is loaded at start-up)."""
     settings = settings or Settings()
     metrics = Metrics()
-    holder = PolicyHolder(settings.rules, on_change=metrics.policy_changed)
+    holder = PolicyHolder(settings.rules, on_change=metrics.policy_changed, snapshots=settings.snapshots)
     if policy is not None:
         holder.adopt(policy)
 
@@ -195,7 +195,7 @@ def create_app(settings: Settings | None = None, *, policy: Policy | PolicySet |
 
     async def readyz(request: Request) -> Response:
         policy = current()
-        return _json({"status": "ready", "policy": {"digest": policy.digest, "source": policy.source}})
+        return _json({"status": "ready", "policy": {"digest": policy.digest, "source": holder.source}})
 
     async def metrics_text(request: Request) -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)

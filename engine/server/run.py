@@ -6,6 +6,8 @@ module's subclass of it hands SIGHUP on to each worker, which reloads its
 policy itself (state.py): uvicorn's own answer to SIGHUP, replacing every
 worker, would start them from the rule files again, so rules that do not
 load would take the workers down instead of leaving the old policy in force.
+The workers read the rules from copies (snapshot.py): one that uvicorn
+starts later, in place of one that died, serves the rules that loaded last.
 
 SIGHUP that comes while the service starts is ignored (its default action
 would end the process): the rules are read after it, as they are then. For
@@ -29,9 +31,11 @@ import logging.config
 import os
 import signal
 import tempfile
+from dataclasses import replace
 from typing import Any, Iterator
 
-from ..clisupport import UsageError, load
+from ..clisupport import InvalidRules, UsageError, load
+from ..core.errors import PolicyError
 from ..policyref import opened
 
 __all__ = ["serve", "add_arguments", "INSTALL_HINT"]
@@ -119,7 +123,7 @@ def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
     from uvicorn.config import STARTUP_FAILURE
 
     from .logs import LOG_CONFIG
-    from .state import SETTINGS_VARIABLE, Settings
+    from .state import SETTINGS_VARIABLE, PolicyHolder, Settings
 
     if bool(args.tls_cert) != bool(args.tls_key):
         raise UsageError("--tls-cert and --tls-key go together")
@@ -145,9 +149,16 @@ def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
                 server.run()
                 return (0 if server.started else 2), None
             policy.close()  # each worker loads its own
-            # The workers' metrics files (prometheus_client's multiprocess mode), removed when the service stops.
-            with tempfile.TemporaryDirectory(prefix="hma-policy-metrics-") as metrics_dir:
-                os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+            # The workers' metrics files (prometheus_client's multiprocess mode) and the copies of the rules
+            # they serve (snapshot.py), removed when the service stops.
+            with tempfile.TemporaryDirectory(prefix="hma-policy-serve-") as state:
+                os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(state, "metrics")
+                os.mkdir(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+                settings = replace(settings, snapshots=os.path.join(state, "rules"))
+                try:
+                    PolicyHolder(settings.rules, snapshots=settings.snapshots).publish_first()
+                except PolicyError as exc:  # the rules changed since they were checked above
+                    raise InvalidRules(exc.problems, ref) from None
                 os.environ[SETTINGS_VARIABLE] = settings.to_environment()
                 config = uvicorn.Config("hma_policy.server.app:app_from_environment", factory=True,
                                         workers=args.workers, **common)

@@ -1,0 +1,101 @@
+"""The rules a service with several workers serves: copies of the rules
+directory, the newest that loaded published as ``current``.
+
+uvicorn replaces a worker that dies, and the new worker loads its policy as
+it starts. Were it to read the rules directory, rules edited since the last
+reload (and perhaps not loading) would be what it serves, or it would fail
+to start, and uvicorn then stops the service. So a worker loads rules only
+from a copy: at start-up the one published last; on SIGHUP a new copy of the
+directory, published once it has loaded. A copy, not the directory, is what
+the policy is read from, so a policy is never made of files from before and
+after an edit.
+
+Copies live in a directory of the service's own, removed when it stops;
+one is never removed while the service runs, since a worker may still load
+another release's rules from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..core.errors import PolicyError, Problem
+
+__all__ = ["Snapshots", "MAX_SNAPSHOT_BYTES"]
+
+# A rules directory holds YAML and the release data the bundle records (a few
+# megabytes): a directory far larger is not copied on every reload.
+MAX_SNAPSHOT_BYTES = 256 << 20
+CURRENT = "current"
+
+
+class Snapshots:
+    """Copies of a rules directory under ``folder`` (made if missing)."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def current(self) -> Path | None:
+        """The copy published last (its own path: later publications do not move it), or None."""
+        link = self.folder / CURRENT
+        return Path(os.path.realpath(link)) if link.is_symlink() else None
+
+    def copy(self, rules_dir: str | Path) -> Path:
+        """A new copy of ``rules_dir``, as the loader reads it: its
+        directories and regular files, not hidden ones; a symbolic link to a
+        file inside the directory as that file, any other link as the link
+        itself. PolicyError (``rules.read``) when it cannot be copied."""
+        source = Path(os.path.realpath(rules_dir))
+        target = Path(tempfile.mkdtemp(prefix="rules-", dir=self.folder))
+        try:
+            _copy_tree(source, source, target, [0])
+        except OSError as exc:
+            self.discard(target)
+            raise PolicyError([Problem("rules.read", f"the rules cannot be copied to be served: {exc}",
+                                       file=str(rules_dir))]) from None
+        except PolicyError:
+            self.discard(target)
+            raise
+        return target
+
+    def publish(self, copy: Path) -> None:
+        """Make ``copy`` the one a worker starting from now on loads (atomically)."""
+        link = self.folder / f".{CURRENT}-{os.getpid()}"
+        with contextlib.suppress(FileNotFoundError):
+            link.unlink()
+        link.symlink_to(copy.name)
+        os.replace(link, self.folder / CURRENT)
+
+    def discard(self, copy: Path) -> None:
+        """Remove a copy that was never published."""
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+def _copy_tree(root: Path, folder: Path, target: Path, size: list[int]) -> None:
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if entry.name.startswith("."):
+            continue
+        path = Path(entry.path)
+        if entry.is_symlink():
+            resolved = Path(os.path.realpath(path))
+            if os.path.commonpath([root, resolved]) != str(root) or not resolved.is_file():
+                # A link out of the directory (which the loader refuses, as it refuses the original), or
+                # to a directory (not followed, so that a link to an ancestor cannot loop): the link itself.
+                os.symlink(os.readlink(path), target / entry.name)
+                continue
+            path = resolved
+        if path.is_dir():
+            (target / entry.name).mkdir()
+            _copy_tree(root, path, target / entry.name, size)
+        elif path.is_file():
+            size[0] += path.stat().st_size
+            if size[0] > MAX_SNAPSHOT_BYTES:
+                raise PolicyError([Problem("rules.read", f"the rules directory holds more than {MAX_SNAPSHOT_BYTES >> 20} MiB "
+                                           "of files; a service with several workers copies it on every reload",
+                                           file=str(root), hint="keep only rule files and release data in it")])
+            shutil.copyfile(path, target / entry.name)
