@@ -227,32 +227,32 @@ def _shell_words(text: str) -> list[str] | None:
     return [w.literal() for w in command.words]  # type: ignore[misc]
 
 
-@QUICK
-@given(QUOTED)
-def test_the_shell_parser_splits_words_as_shlex_does(text):
+def shell_reading(text: str) -> list[str] | None:
+    r"""The words POSIX shell makes of ``text`` (in QUOTED's alphabet), as shlex
+    reads them; None where the shell refuses it (a quotation never closed).
+    A backslash that ends the text, which shlex refuses, the shell keeps, as
+    shlex reads an escaped one (`\\`); inside double quotes (`"\`), the
+    quotation is never closed, to both."""
     try:
-        expected = shlex.split(text)
+        return shlex.split(text)
     except ValueError as exc:
-        if str(exc) == "No closing quotation":
-            assert _shell_words(text) is None
-        # else "No escaped character": a backslash at the very end, which shlex refuses and the shell keeps
-        return
-    assert _shell_words(text) == expected
-
-
-@QUICK
-@given(QUOTED)
-def test_the_command_splitter_of_decide_command_splits_words_as_shlex_does(text):
-    # decide_command(str) has its own splitter (core may not use the audit's parser): the same reference holds it.
-    try:
-        expected = shlex.split(text)
-    except ValueError as exc:
-        expected = None
         if str(exc) == "No escaped character":
-            # A backslash that ends the text: the shell keeps it, as shlex reads an escaped one (`\\`);
-            # inside double quotes (`"\`) the quotation is never closed, to both.
             with contextlib.suppress(ValueError):
-                expected = shlex.split(text + "\\")
+                return shlex.split(text + "\\")
+        return None
+
+
+@QUICK
+@given(QUOTED)
+def test_the_shell_parser_splits_words_as_the_shell_does(text):
+    assert _shell_words(text) == shell_reading(text)
+
+
+@QUICK
+@given(QUOTED)
+def test_the_command_splitter_of_decide_command_splits_words_as_the_shell_does(text):
+    # decide_command(str) has its own splitter (core may not use the audit's parser): the same reference holds it.
+    expected = shell_reading(text)
     if expected is None:
         with pytest.raises(InputError) as raised:
             split_command(text, {})
