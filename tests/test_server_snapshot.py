@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 
 import pytest
+
+import hma_policy
 
 from hma_policy.core.errors import PolicyError
 from hma_policy.server import snapshot
 from hma_policy.server.snapshot import Snapshots
+from hma_policy.server.state import PolicyHolder
+from rulecopy import copy_rules, lmcache_supported
 
 
 def test_a_copy_holds_what_the_loader_reads_and_a_link_out_stays_a_link(tmp_path):
@@ -62,3 +68,26 @@ def test_a_directory_too_large_to_copy_is_refused_and_nothing_is_left(tmp_path, 
     [problem] = raised.value.problems
     assert problem.code == "rules.read" and "holds more than 0 MiB of files" in problem.message
     assert list((tmp_path / "served").iterdir()) == []
+
+
+def test_a_reload_of_the_same_rules_keeps_the_policy_and_no_copy_and_an_edit_is_published(tmp_path):
+    rules = copy_rules(tmp_path / "rules")
+    served = tmp_path / "served"
+    PolicyHolder(str(rules), snapshots=str(served)).publish_first()  # as the first process does
+    holder = PolicyHolder(str(rules), snapshots=str(served))  # a worker
+    policy = holder.load()
+    assert policy.rules_dir == Snapshots(served).current() and holder.source == str(rules)
+    copies = sorted(served.iterdir())
+    try:
+        # A reload on a timer: nothing changed, nothing new is kept.
+        assert asyncio.run(holder.reload()) is True
+        assert holder.policy is policy and sorted(served.iterdir()) == copies
+        # An edit: read from a new copy, which a worker started from now on reads too.
+        lmcache_supported(tmp_path / "better")
+        shutil.copy(tmp_path / "better" / "connectors.yaml", rules / "connectors.yaml")
+        assert asyncio.run(holder.reload()) is True
+        assert holder.policy.digest == hma_policy.load_policy(rules).digest != policy.digest
+        assert holder.policy.rules_dir == Snapshots(served).current() not in copies
+        assert len(list(served.iterdir())) == len(copies) + 1 and holder.source == str(rules)
+    finally:
+        holder.policy.close()

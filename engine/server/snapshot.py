@@ -12,7 +12,8 @@ after an edit.
 
 Copies live in a directory of the service's own, removed when it stops;
 one is never removed while the service runs, since a worker may still load
-another release's rules from it.
+another release's rules from it. A reload whose rules are the ones in force
+keeps no copy (state.py), so copies grow with the edits, not the reloads.
 """
 
 from __future__ import annotations

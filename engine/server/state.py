@@ -128,6 +128,12 @@ class PolicyHolder:
             if fresh:
                 self._snapshots.discard(copy)
             raise
+        if fresh and self.policy is not None and policy.digest == self.policy.digest:
+            # The same rules again (a reload sent on a timer, say): the policy in force stays, and no
+            # copy is kept, so that copies grow with the edits, not with the reloads.
+            policy.close()
+            self._snapshots.discard(copy)
+            return self.policy, self.source or str(ref.directory)
         if fresh:
             self._snapshots.publish(copy)
         return policy, str(ref.directory)  # the directory the copy was made of, as a policy read from it says
