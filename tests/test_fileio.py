@@ -257,7 +257,13 @@ ALLOWED_WRITES = {
     ("engine/authoring/impact.py", "rules_from_git", ".extractall"): "into that temporary directory",
     ("engine/isolation.py", "_serve", "os.fdopen"): "the worker's answers, on a duplicate of its standard output (a pipe)",
     ("engine/server/run.py", "serve", "tempfile.TemporaryDirectory"):
-        "the service's workers' metrics files (prometheus_client), removed when it stops",
+        "the service's workers' metrics files (prometheus_client) and rules copies, removed when it stops",
+    ("engine/server/snapshot.py", "Snapshots.copy", "tempfile.mkdtemp"):
+        "a new directory for a copy of the rules, which nothing reads until it is published",
+    ("engine/server/snapshot.py", "_copy_tree", "shutil.copyfile"): "a file of that copy, before it is published",
+    ("engine/server/snapshot.py", "_copy_tree", "os.symlink"): "a link of that copy, before it is published",
+    ("engine/server/snapshot.py", "Snapshots.publish", "os.replace"):
+        "the `current` link swapped atomically to a finished copy (its publication)",
 }
 
 
