@@ -85,9 +85,11 @@ class PolicyHolder:
 
     def publish_first(self) -> None:
         """With snapshots: copy the rules, check that they load, and publish
-        the copy, which the workers then start from (raises as :meth:`load`)."""
-        policy, _ = self._load()
-        policy.close()
+        the copy, which the workers then start from (raises as :meth:`load`).
+        The bundled rules are read in place: nothing to copy."""
+        if self._snapshots is not None and resolve(self.rules).directory is not None:
+            policy, _ = self._load()
+            policy.close()
 
     async def reload(self) -> bool:
         """Load the rules again, off the event loop; True when the new policy
@@ -115,15 +117,15 @@ class PolicyHolder:
         published copy of the directory; else, with snapshots, from a new
         copy, published once it loads."""
         ref = resolve(self.rules)
-        source = f"rules {ref.name}" if ref.release else None
+        why = f"rules {ref.name}" if ref.release else None  # why the release, when the reference fixes it
         if self._snapshots is None or ref.directory is None:  # the bundled rules do not change
-            policy = PolicySet(ref.directory, release=ref.release, source=source)
+            policy = PolicySet(ref.directory, release=ref.release, source=why)
             return policy, policy.source
         fresh = copy is None
         if copy is None:
             copy = self._snapshots.copy(ref.directory)
         try:
-            policy = PolicySet(copy, release=ref.release, source=source)
+            policy = PolicySet(copy, release=ref.release, source=why)
         except BaseException:
             if fresh:
                 self._snapshots.discard(copy)
