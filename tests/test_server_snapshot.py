@@ -57,6 +57,17 @@ def test_the_copy_published_last_is_current_and_keeps_its_own_path(tmp_path):
     assert not unpublished.exists() and snapshots.current() == second
 
 
+def test_a_directory_nested_deeper_than_the_stack_is_copied(tmp_path):
+    rules = tmp_path / "rules"
+    deep = rules
+    for _ in range(1100):  # deeper than Python's recursion limit (1,000); one level at a time, as pathlib recurses
+        deep = deep / "d"
+        deep.mkdir(parents=deep.parent == rules)
+    (deep / "x.yaml").write_text("deep\n", encoding="utf-8")
+    copy = Snapshots(tmp_path / "served").copy(rules)
+    assert copy.joinpath(*["d"] * 1100, "x.yaml").read_text(encoding="utf-8") == "deep\n"
+
+
 def test_a_directory_too_large_to_copy_is_refused_and_nothing_is_left(tmp_path, monkeypatch):
     monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_BYTES", 10)
     rules = tmp_path / "rules"

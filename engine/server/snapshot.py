@@ -54,7 +54,7 @@ class Snapshots:
         source = Path(os.path.realpath(rules_dir))
         target = Path(tempfile.mkdtemp(prefix="rules-", dir=self.folder))
         try:
-            _copy_tree(source, source, target, [0])
+            _copy_tree(source, target)
         except OSError as exc:
             self.discard(target)
             raise PolicyError([Problem("rules.read", f"the rules cannot be copied to be served: {exc}",
@@ -77,26 +77,33 @@ class Snapshots:
         shutil.rmtree(copy, ignore_errors=True)
 
 
-def _copy_tree(root: Path, folder: Path, target: Path, size: list[int]) -> None:
-    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-        if entry.name.startswith("."):
-            continue
-        path = Path(entry.path)
-        if entry.is_symlink():
-            resolved = Path(os.path.realpath(path))
-            if os.path.commonpath([root, resolved]) != str(root) or not resolved.is_file():
-                # A link out of the directory (which the loader refuses, as it refuses the original), or
-                # to a directory (not followed, so that a link to an ancestor cannot loop): the link itself.
-                os.symlink(os.readlink(path), target / entry.name)
+def _copy_tree(root: Path, target: Path) -> None:
+    """Copy ``root`` into the empty directory ``target`` (see :meth:`Snapshots.copy`);
+    a directory at a time, without recursion, so that no depth of nesting can stop it."""
+    size = 0
+    pending = [(root, target)]
+    while pending:
+        folder, into = pending.pop()
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            if entry.name.startswith("."):
                 continue
-            path = resolved
-        if path.is_dir():
-            (target / entry.name).mkdir()
-            _copy_tree(root, path, target / entry.name, size)
-        elif path.is_file():
-            size[0] += path.stat().st_size
-            if size[0] > MAX_SNAPSHOT_BYTES:
-                raise PolicyError([Problem("rules.read", f"the rules directory holds more than {MAX_SNAPSHOT_BYTES >> 20} MiB "
-                                           "of files; a service with several workers copies it on every reload",
-                                           file=str(root), hint="keep only rule files and release data in it")])
-            shutil.copyfile(path, target / entry.name)
+            path = Path(entry.path)
+            if entry.is_symlink():
+                resolved = Path(os.path.realpath(path))
+                if os.path.commonpath([root, resolved]) != str(root) or not resolved.is_file():
+                    # A link out of the directory (which the loader refuses, as it refuses the original), or
+                    # to a directory (not followed, so that a link to an ancestor cannot loop): the link itself.
+                    os.symlink(os.readlink(path), into / entry.name)
+                    continue
+                path = resolved
+            if path.is_dir():
+                (into / entry.name).mkdir()
+                pending.append((path, into / entry.name))
+            elif path.is_file():
+                size += path.stat().st_size
+                if size > MAX_SNAPSHOT_BYTES:
+                    raise PolicyError([Problem("rules.read", f"the rules directory holds more than "
+                                               f"{MAX_SNAPSHOT_BYTES >> 20} MiB of files; a service with several "
+                                               "workers copies it on every reload", file=str(root),
+                                               hint="keep only rule files and release data in it")])
+                shutil.copyfile(path, into / entry.name)
