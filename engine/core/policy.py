@@ -63,16 +63,17 @@ class Policy:
             release_source = "rules folder" if not self._model.bundle else "requested" if release else "default"
         self._vllm = VllmRelease(self._model.release, release_source)
         # The options the release's `vllm serve` accepts, where the bundle
-        # records them (else the default release's).
-        self._own_options = self._model.release in known_releases()
-        self._options = known_options(self._model.release if self._own_options else None)
+        # records them (else the default release's). Options a later release
+        # added (known_options(): the newest list, read here once) can be
+        # refused only where the release has its own, older, list.
+        own_options = self._model.release in known_releases()
+        self._options = known_options(self._model.release if own_options else None)
+        self._may_lack_options = own_options and self._options.release != known_options().release
         # The fields the release's config classes take, where the bundle records them (else 0.33.0's);
         # its check is compiled here, as is all work every decision needs, so that the
-        # first decision costs what a warm one does (known_options(): the newest list,
-        # which a document's names are checked against).
+        # first decision costs what a warm one does.
         self._schema = document_schema(self._model.release)
         self._registered = frozenset(self._model.registered_names)
-        known_options()
         compiled = compile_policy(self._model)
         self._runtimes = load_rulesets(compiled.definitions)
         self._closed = False
@@ -168,7 +169,7 @@ class Policy:
         env, vllm_version) are no options and are not checked, nor is an
         option given as null: that is an option not given (vLLM is passed
         nothing for it)."""
-        if not self._own_options:
+        if not self._may_lack_options:
             return []
         newest = known_options()
         return [Problem("input.schema", f"`{spelled.get(name, name)}` is not an option of vLLM {self.release}",
