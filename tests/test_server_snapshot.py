@@ -57,15 +57,17 @@ def test_the_copy_published_last_is_current_and_keeps_its_own_path(tmp_path):
     assert not unpublished.exists() and snapshots.current() == second
 
 
-def test_a_directory_nested_deeper_than_the_stack_is_copied(tmp_path):
+def test_a_directory_nested_too_deep_is_refused_and_nothing_is_left(tmp_path):
     rules = tmp_path / "rules"
-    deep = rules
-    for _ in range(1100):  # deeper than Python's recursion limit (1,000); one level at a time, as pathlib recurses
-        deep = deep / "d"
-        deep.mkdir(parents=deep.parent == rules)
-    (deep / "x.yaml").write_text("deep\n", encoding="utf-8")
-    copy = Snapshots(tmp_path / "served").copy(rules)
-    assert copy.joinpath(*["d"] * 1100, "x.yaml").read_text(encoding="utf-8") == "deep\n"
+    rules.joinpath(*["d"] * (snapshot.MAX_SNAPSHOT_DEPTH + 1)).mkdir(parents=True)
+    rules.joinpath(*["d"] * snapshot.MAX_SNAPSHOT_DEPTH, "x.yaml").write_text("deep\n", encoding="utf-8")
+    served = tmp_path / "served"
+    Snapshots(served).copy(rules.joinpath("d"))  # as deep as allowed: copied
+    with pytest.raises(PolicyError) as raised:
+        Snapshots(served).copy(rules)
+    [problem] = raised.value.problems
+    assert problem.code == "rules.read" and "nests folders more than 32 deep" in problem.message
+    assert len(list(served.iterdir())) == 1
 
 
 def test_a_directory_too_large_to_copy_is_refused_and_nothing_is_left(tmp_path, monkeypatch):

@@ -26,11 +26,14 @@ from pathlib import Path
 
 from ..core.errors import PolicyError, Problem
 
-__all__ = ["Snapshots", "MAX_SNAPSHOT_BYTES"]
+__all__ = ["Snapshots", "MAX_SNAPSHOT_BYTES", "MAX_SNAPSHOT_DEPTH"]
 
 # A rules directory holds YAML and the release data the bundle records (a few
-# megabytes): a directory far larger is not copied on every reload.
+# megabytes, two levels of folders): a directory far larger or deeper is not
+# copied on every reload (and a copy is removed with shutil.rmtree, which
+# recurses).
 MAX_SNAPSHOT_BYTES = 256 << 20
+MAX_SNAPSHOT_DEPTH = 32
 CURRENT = "current"
 
 
@@ -78,12 +81,16 @@ class Snapshots:
 
 
 def _copy_tree(root: Path, target: Path) -> None:
-    """Copy ``root`` into the empty directory ``target`` (see :meth:`Snapshots.copy`);
-    a directory at a time, without recursion, so that no depth of nesting can stop it."""
+    """Copy ``root`` into the empty directory ``target`` (see :meth:`Snapshots.copy`),
+    a directory at a time."""
     size = 0
-    pending = [(root, target)]
+    pending = [(root, target, 0)]
     while pending:
-        folder, into = pending.pop()
+        folder, into, depth = pending.pop()
+        if depth > MAX_SNAPSHOT_DEPTH:
+            raise PolicyError([Problem("rules.read", f"the rules directory nests folders more than {MAX_SNAPSHOT_DEPTH} "
+                                       "deep; a service with several workers copies it on every reload", file=str(root),
+                                       hint="keep only rule files and release data in it")])
         for entry in sorted(os.scandir(folder), key=lambda e: e.name):
             if entry.name.startswith("."):
                 continue
@@ -98,7 +105,7 @@ def _copy_tree(root: Path, target: Path) -> None:
                 path = resolved
             if path.is_dir():
                 (into / entry.name).mkdir()
-                pending.append((path, into / entry.name))
+                pending.append((path, into / entry.name, depth + 1))
             elif path.is_file():
                 size += path.stat().st_size
                 if size > MAX_SNAPSHOT_BYTES:
