@@ -9,6 +9,7 @@ package imports this one, so every other command works without it.
 - :mod:`.admission`: AdmissionReview in, AdmissionReview out (no HTTP here);
 - :mod:`.state`: the service's settings and the current policy, replaced
   whole on SIGHUP;
+- :mod:`.snapshot`: the copies of the rules that several workers read;
 - :mod:`.metrics`: Prometheus metrics; :mod:`.logs`: JSON log lines;
 - :mod:`.run`: the ``serve`` command (uvicorn, TLS, workers).
 
