@@ -262,8 +262,6 @@ ALLOWED_WRITES = {
         "a new directory for a copy of the rules, which nothing reads until it is published",
     ("engine/server/snapshot.py", "_copy_tree", "shutil.copyfile"): "a file of that copy, before it is published",
     ("engine/server/snapshot.py", "_copy_tree", "os.symlink"): "a link of that copy, before it is published",
-    ("engine/server/snapshot.py", "Snapshots.publish", "os.replace"):
-        "the `current` link swapped atomically to a finished copy (its publication)",
 }
 
 

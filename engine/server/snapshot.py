@@ -8,7 +8,8 @@ to start, and uvicorn then stops the service. So a worker loads rules only
 from a copy: at start-up the one published last; on SIGHUP a new copy of the
 directory, published once it has loaded. A copy, not the directory, is what
 the policy is read from, so a policy is never made of files from before and
-after an edit.
+after an edit. The file ``current`` names the copy published last; it is
+replaced atomically, so a worker reads one name or the other.
 
 Copies live in a directory of the service's own, removed when it stops;
 one is never removed while the service runs, since a worker may still load
@@ -18,13 +19,13 @@ keeps no copy (state.py), so copies grow with the edits, not the reloads.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from ..core.errors import PolicyError, Problem
+from ..fileio import atomic_write
 
 __all__ = ["Snapshots", "MAX_SNAPSHOT_BYTES", "MAX_SNAPSHOT_DEPTH"]
 
@@ -46,8 +47,12 @@ class Snapshots:
 
     def current(self) -> Path | None:
         """The copy published last (its own path: later publications do not move it), or None."""
-        link = self.folder / CURRENT
-        return Path(os.path.realpath(link)) if link.is_symlink() else None
+        try:
+            name = (self.folder / CURRENT).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        copy = self.folder / name
+        return copy if name.startswith("rules-") and "/" not in name and copy.is_dir() else None
 
     def copy(self, rules_dir: str | Path) -> Path:
         """A new copy of ``rules_dir``, as the loader reads it: its
@@ -68,12 +73,10 @@ class Snapshots:
         return target
 
     def publish(self, copy: Path) -> None:
-        """Make ``copy`` the one a worker starting from now on loads (atomically)."""
-        link = self.folder / f".{CURRENT}-{os.getpid()}"
-        with contextlib.suppress(FileNotFoundError):
-            link.unlink()
-        link.symlink_to(copy.name)
-        os.replace(link, self.folder / CURRENT)
+        """Make ``copy`` the one a worker starting from now on loads: its
+        name, written atomically to the file ``current``."""
+        with atomic_write(self.folder / CURRENT) as out:
+            out.write(copy.name.encode("utf-8"))
 
     def discard(self, copy: Path) -> None:
         """Remove a copy that was never published."""
