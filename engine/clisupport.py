@@ -105,8 +105,15 @@ def load_set(ref: PolicyRef, vllm_version: str | None = None) -> Any:
 def _loaded(ref: PolicyRef, vllm_version: str | None, make: Any) -> Any:
     """``make(release, source)``, its errors as the command line reports them."""
     release, source = release_of(ref, vllm_version)
+    return checked(ref, lambda: make(release, source), vllm_version)
+
+
+def checked(ref: PolicyRef, make: Any, vllm_version: str | None = None) -> Any:
+    """``make()``, which loads the rules ``ref`` names, its errors as the
+    command line reports them: InvalidRules, or UsageError for a release
+    the rules do not hold (``vllm_version``: the one asked for, if any)."""
     try:
-        return make(release, source)
+        return make()
     except PolicyError as exc:
         raise InvalidRules(exc.problems, ref) from None
     except InputError as exc:

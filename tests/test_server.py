@@ -562,11 +562,12 @@ def test_a_port_in_use_exits_2(tmp_path):
             assert "address already in use" in done.stderr.lower()
 
 
-def test_serve_with_invalid_rules_exits_2_before_listening(tmp_path):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serve_with_invalid_rules_exits_2_before_listening(tmp_path, workers):
     rules = copy_rules(tmp_path / "rules")
     (rules / "nodes.yaml").write_text("rules: [\n", encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "hma_policy", "serve", "--rules", str(rules), "--port", str(free_port())],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "hma_policy", "serve", "--rules", str(rules), "--port", str(free_port()),
+                           "--workers", workers], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "the rules are invalid" in done.stderr and "nodes.yaml" in done.stderr
     assert "Traceback" not in done.stderr

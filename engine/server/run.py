@@ -34,8 +34,7 @@ import tempfile
 from dataclasses import replace
 from typing import Any, Iterator
 
-from ..clisupport import InvalidRules, UsageError, load
-from ..core.errors import PolicyError
+from ..clisupport import UsageError, checked, load
 from ..policyref import opened
 
 __all__ = ["serve", "add_arguments", "INSTALL_HINT"]
@@ -134,7 +133,9 @@ def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
         raise UsageError("serve reloads its rules from a directory on SIGHUP: give --rules a directory")
     settings = Settings(rules=args.rules, max_body=args.max_body)
     with opened(args.rules) as ref:
-        policy = load(ref)  # rules that do not load stop here, with their problems (exit 2)
+        # Rules that do not load stop here, with their problems (exit 2); with several
+        # workers, as the first copy of them loads (below), before anything listens.
+        policy = load(ref) if args.workers == 1 else None
     common: dict[str, Any] = dict(
         host=args.host, port=args.port, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key,
         log_config=LOG_CONFIG, access_log=False, lifespan="on", server_header=False, proxy_headers=False,
@@ -148,17 +149,13 @@ def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
                 server = uvicorn.Server(config)
                 server.run()
                 return (0 if server.started else 2), None
-            policy.close()  # each worker loads its own
             # The workers' metrics files (prometheus_client's multiprocess mode) and the copies of the rules
             # they serve (snapshot.py), removed when the service stops.
             with tempfile.TemporaryDirectory(prefix="hma-policy-serve-") as state:
                 os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(state, "metrics")
                 os.mkdir(os.environ["PROMETHEUS_MULTIPROC_DIR"])
                 settings = replace(settings, snapshots=os.path.join(state, "rules"))
-                try:
-                    PolicyHolder(settings.rules, snapshots=settings.snapshots).publish_first()
-                except PolicyError as exc:  # the rules changed since they were checked above
-                    raise InvalidRules(exc.problems, ref) from None
+                checked(ref, PolicyHolder(settings.rules, snapshots=settings.snapshots).publish_first)
                 os.environ[SETTINGS_VARIABLE] = settings.to_environment()
                 config = uvicorn.Config("hma_policy.server.app:app_from_environment", factory=True,
                                         workers=args.workers, **common)
