@@ -119,9 +119,7 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
             gc.enable()
         if own:
             policies.close()
-    tally = Tally.of(())
-    for part in parts:
-        tally = tally.plus(part.tally)
+    tally = Tally.total(part.tally for part in parts)
     rendered = tuple(p.rendered for p in parts) if prerender and all(p.rendered is not None for p in parts) else None
     return AuditReport(tuple(paths), policies.source, policies.digest,
                        tuple(f for p in parts for f in p.files) + tuple(skipped),
