@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.errors import HMAPolicyError, Problem
 from ..version import __version__
@@ -64,9 +64,10 @@ class Entry:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class FileResult:
-    """One file examined: what it was, how many deployments, its problems and notes."""
+class FileResult(NamedTuple):
+    """One file examined: what it was, how many deployments, its problems and notes.
+    (A NamedTuple: an audit's workers send one per file, and a tuple is
+    pickled and loaded several times faster than a slotted dataclass.)"""
 
     file: str
     format: str | None
