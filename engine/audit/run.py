@@ -260,7 +260,9 @@ def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
 
 
 def _filed(found: Any, decisions: list[Decision], settings: Settings) -> tuple[FileResult, list[Entry]]:
-    entries = [Entry(d if settings.documents or d.document is None else d.without_document(), decision.to_dict(),
+    # Entries that are not kept (only their report text and counts are) go with their chunk, documents and all.
+    lean = not settings.documents and settings.entries
+    entries = [Entry(d.without_document() if lean and d.document is not None else d, decision.to_dict(),
                      input_digest(d.document) if d.document is not None else None, decision.remediation)
                for d, decision in zip(found.deployments, decisions)]
     return FileResult(found.file, found.format, len(entries), found.problems, found.skipped, found.notes), entries
