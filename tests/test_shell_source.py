@@ -122,6 +122,20 @@ vllm serve $MODEL --kv-transfer-config "$KV"
                                      "the paths through `if` at line 1)")
 
 
+def test_an_unknown_value_is_one_word_however_its_reason_reads(tmp_path):
+    """Field splitting of `$MODEL` set differently on two paths keeps the unknown
+    value whole (regression: the words of its reason were split off as words of
+    the command, the model was `\x00$MODEL\x01is`, and `vllm serve` read the
+    rest as arguments it would refuse)."""
+    script = write(tmp_path / "run.sh", f"""if [ "$ROLE" = prefill ]; then MODEL=a; else MODEL=b; fi
+vllm serve $MODEL --kv-transfer-config '{NIXL}'
+""")
+    d = only(read_source(script))
+    assert d.problems == () and "model" not in d.document
+    assert [n.message for n in d.notes] == ["the model is `$MODEL`, where `$MODEL` is set differently on the "
+                                            "paths through `if` at line 1; the decision does not read the model's name"]
+
+
 def test_a_case_on_a_value_the_script_sets_takes_its_arm(tmp_path):
     script = write(tmp_path / "run.sh", f"""ROLE=decode
 case "$ROLE" in

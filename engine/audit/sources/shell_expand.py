@@ -12,7 +12,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Sequence
 
-from ...core.markers import has_unresolved, unresolved
+from ...core.markers import UNRESOLVED, has_unresolved, unresolved
 from .shell_state import Run, Scope, Stop, Var
 from .shell_syntax import parse_heredoc_text
 from .shell_tree import Lit, Param, Redirect, Simple, Sub, Word
@@ -202,6 +202,10 @@ def common_start(values: list[str | None], unknown: str) -> str:
     return start + (" " if start and rests and all(r[:1].isspace() for r in rests) else "") + unknown
 
 
+# An unresolved marker (core.markers) whole, or any other one character.
+_ATOM = re.compile("\x00[^\x00]*\x00|[^\x00]|\x00")
+
+
 def _split(text: str, ifs: str) -> tuple[bool, list[str], bool] | None:
     """Field splitting of an unquoted expansion's text: (starts with a
     separator, the fields, ends with one); None for empty text."""
@@ -209,12 +213,34 @@ def _split(text: str, ifs: str) -> tuple[bool, list[str], bool] | None:
         return None
     if not ifs:
         return (False, [text], False)
+    if "\x00" in text and UNRESOLVED.search(text):
+        return _split_atoms(_ATOM.findall(text), ifs)
     if not ifs.strip(" \t\n"):  # whitespace only: runs of it separate, at the ends they vanish
         words = text.split() if ifs == " \t\n" else re.split("[" + re.escape(ifs) + "]+", text.strip(ifs))
         words = [w for w in words if w]
         return (text[0] in ifs, words, text[-1] in ifs)
     words = re.split("[" + re.escape(ifs) + "]", text)
     lead, trail = words[0] == "", len(words) > 1 and words[-1] == ""
+    return (lead, words[1 if lead else 0:len(words) - 1 if trail else len(words)], trail)
+
+
+def _split_atoms(atoms: list[str], ifs: str) -> tuple[bool, list[str], bool]:
+    """:func:`_split` of a text that holds unresolved markers: a marker is
+    never split (where the value it stands for would split is not known,
+    and the reason it carries is no part of it), so it stays in one field."""
+    whitespace = not ifs.strip(" \t\n")
+    # The default IFS splits as str.split() does, as _split does for text without markers.
+    separates = str.isspace if ifs == " \t\n" else ifs.__contains__
+    pieces: list[list[str]] = [[]]
+    for atom in atoms:
+        if len(atom) == 1 and separates(atom):
+            pieces.append([])
+        else:
+            pieces[-1].append(atom)
+    words = ["".join(p) for p in pieces]
+    lead, trail = not pieces[0], len(pieces) > 1 and not pieces[-1]
+    if whitespace:  # runs of it separate, at the ends they vanish
+        return (lead, [w for w in words if w], trail)
     return (lead, words[1 if lead else 0:len(words) - 1 if trail else len(words)], trail)
 
 
