@@ -219,6 +219,15 @@ def test_an_aibrix_chart_template_is_read_where_the_command_is_literal():
     assert found.format == "helm-template"
     assert [(d.role, d.line) for d in found.deployments] == [("prefill", 49), ("decode", 129)]
     assert found.deployments[0].notes[-1].code == "source.template"
+    # The `sh -c` script keeps the template's values as unknown values, one word each
+    # (regression: `--model {{ .Values.model.path }}` became three words, the model `\ufffd{{`).
+    prefill = found.deployments[0]
+    assert "model" not in prefill.document and prefill.problems == ()
+    assert [n.message for n in prefill.notes[:2]] == [
+        "the model is `{{ .Values.model.path }}`, which this file does not set; the decision does not read "
+        "the model's name",
+        "`--served-model-name` takes its value from `{{ .Values.model.name }}`, which this file does not set; "
+        "the decision does not read it"]
 
 
 def test_a_template_that_builds_its_args_from_values_is_one_problem_and_a_note():

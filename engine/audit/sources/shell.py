@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...core.markers import UNRESOLVED
 from ...core.options import Arg, ConfigFile, find_vllm
 from ...core.errors import InputError, Problem
 from .context import Ctx
@@ -63,7 +64,10 @@ def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, ori
     scope = Scope(base)
     place = Place(origin, anchor, first_line if fixed else None)
     interpreter = Interpreter(run, place)
-    text = text.replace("\x00", "\ufffd")  # markers are the reader's own
+    # Markers are the readers' own: a file's NUL is none. A container's script (``fixed``)
+    # keeps those its reader made (a Helm template's `{{ .Values.model }}`), which the
+    # lexer reads as one word each.
+    text = _own_markers(text) if fixed else text.replace("\x00", "\ufffd")
     try:
         for item in parse_script(text, first_line):
             if isinstance(item, ShellSyntaxError):
@@ -110,6 +114,17 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
     if located is None:
         return []
     return [Invocation([Arg(a, origin) for a in argv], line, dict(env), anchor)]
+
+
+def _own_markers(text: str) -> str:
+    """``text`` with every NUL that is not part of an unresolved marker replaced."""
+    if "\x00" not in text:
+        return text
+    kept, at = [], 0
+    for match in UNRESOLVED.finditer(text):
+        kept += [text[at:match.start()].replace("\x00", "\ufffd"), match.group(0)]
+        at = match.end()
+    return "".join(kept) + text[at:].replace("\x00", "\ufffd")
 
 
 def shell_file(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
