@@ -3,6 +3,7 @@ public read_command that the audit's readers and decide_command share."""
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -121,6 +122,101 @@ def test_with_a_releases_option_list_every_unknown_option_is_refused_and_prefixe
     assert read_command(["vllm", "serve", "m", "--some-new-option", "1"]).problems == ()
 
 
+def test_words_past_the_model_that_no_option_takes_are_refused_as_vllm_refuses_them():
+    """argparse gives `vllm serve` one positional argument, the model, wherever
+    it stands; a list option takes every word up to the next option; any other
+    word makes vLLM exit with "unrecognized arguments" (regression: `vllm serve
+    m x` was decided as if `x` were not there)."""
+    extra = read_command(["vllm", "serve", "m", "x", "--kv-transfer-config", NIXL])
+    assert codes(extra.problems) == ["source.extra_argument"] and extra.document is None
+    assert extra.problems[0].message == ("vLLM rejects the unrecognized argument `x` (command line): `vllm serve` "
+                                         "takes one model, and no option takes this word")
+    two = read_command(["vllm", "serve", "--model", "m", "x", "--", "y"])
+    assert two.problems[0].message.startswith("vLLM rejects the unrecognized arguments `x`, `y` (command line)")
+    assert codes(read_command(["vllm", "serve", "m", "--port=8000", "x"]).problems) == ["source.extra_argument"]
+    # Words vLLM takes: a list option's values, a negative number, the model after options.
+    for argv, model in [(["vllm", "serve", "m", "--served-model-name", "a", "b", "--port", "1"], "m"),
+                        (["vllm", "serve", "m", "--seed", "-1"], "m"),
+                        (["vllm", "serve", "--port", "8000", "m"], "m"),
+                        (["vllm", "serve", "--disable-hybrid-kv-cache-manager", "m"], "m")]:
+        result = read_command(argv)
+        assert result.problems == () and result.model.text == model, argv
+    # Where the words an option takes are not known for certain, nothing is refused: a list
+    # option of older releases only, a short option, an option that may take an optional
+    # word in an older release (a boolean), a word the shell would expand.
+    for argv in (["vllm", "serve", "m", "--cuda-graph-sizes", "1", "2", "4"], ["vllm", "serve", "m", "-tp", "2", "x"],
+                 ["vllm", "serve", "m", "--enforce-eager", "true"],
+                 ["vllm", "serve", "m", unresolved("$EXTRA", "is not set"), "x"]):
+        assert codes(read_command(argv).problems) == [], argv
+    # The api_server entry point takes the model by --model, and a positional word only in later releases.
+    assert read_command(["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m", "x"]).problems == ()
+
+
+def _vllm_argparse(options: dict) -> argparse.ArgumentParser:
+    """vLLM 0.33.0's `vllm serve` parser as argparse sees it, from its recorded option
+    list: the positional model_tag (nargs='?'), and each option with the arity its type gives."""
+    parser = argparse.ArgumentParser(exit_on_error=False, add_help=False)
+    parser.add_argument("model_tag", nargs="?")
+    for flag, entry in options.items():
+        names = [flag, *entry["aliases"]]
+        if entry["type"] == "bool":
+            parser.add_argument(*names, action=argparse.BooleanOptionalAction if entry["no_form"] else "store_true")
+        else:
+            parser.add_argument(*names, nargs="+" if entry["type"] == "list" else None)
+    return parser
+
+
+def test_refused_words_are_those_vllms_argparse_refuses():
+    """Differential: random `vllm serve` command lines from 0.33.0's recorded options
+    (rules/options/0.33.0.json), read by read_command and by argparse built from the
+    same list. Every command read_command refuses, argparse refuses ("unrecognized
+    arguments"); and without a boolean option (after which read_command stays careful
+    about the next word, which older releases may take), they agree both ways."""
+    import random
+    from pathlib import Path
+
+    listed = json.loads((Path(__file__).resolve().parents[1] / "rules/options/0.33.0.json").read_text())["options"]
+    parser = _vllm_argparse(listed)
+    longs = {kind: [f for f, e in listed.items() if e["type"] == kind] for kind in ("bool", "list", "int", "str")}
+    rng = random.Random(41847)
+    agreed = refused = 0
+    for _ in range(1500):
+        words: list[str] = []
+        if rng.random() < 0.8:
+            words.append("model")
+        with_bool = False
+        for _ in range(rng.randint(0, 5)):
+            kind = rng.choice(["bool", "list", "int", "str", "word", "word"])
+            if kind == "word":
+                words.append(rng.choice(["x", "y", "7"]))
+            elif kind == "bool":
+                with_bool = True
+                words.append(rng.choice(longs["bool"]))
+            else:
+                flag = rng.choice(longs[kind])
+                values = ["1", "2", "3"][:rng.randint(1, 3)] if kind == "list" else ["1"]
+                words += [f"{flag}={values[0]}"] if rng.random() < 0.2 else [flag, *values]
+        # FlexibleArgumentParser.parse_args first moves `--model X` to be the positional model.
+        at = next((i for i, w in enumerate(words) if w == "--model" or w.startswith("--model=")), None)
+        argv = words if at is None else (
+            [words[at + 1], *words[:at], *words[at + 2:]] if words[at] == "--model" else
+            [words[at][len("--model="):], *words[:at], *words[at + 1:]])
+        try:
+            parser.parse_args(argv)
+            vllm_refuses = False
+        except argparse.ArgumentError:
+            continue  # another refusal (a value missing), not the one read_command names
+        except SystemExit:  # argparse.error: unrecognized arguments
+            vllm_refuses = True
+        ours = "source.extra_argument" in codes(read_command(["vllm", "serve", *words]).problems)
+        assert not ours or vllm_refuses, words
+        if not with_bool:
+            assert ours == vllm_refuses, words
+            agreed += 1
+        refused += ours
+    assert agreed > 500 and refused > 200  # the comparison ran on both kinds of command
+
+
 @pytest.mark.parametrize("argv", [[], [""], ["vllm"], ["vllm", "serve"], ["vllm", "serve", "--config"],
                                   ["vllm", "serve", "m", "--kv-transfer-config.kv_role"], ["vllm", "serve", "\x00"]])
 def test_any_argv_gives_a_result_never_an_exception(argv):
@@ -170,5 +266,9 @@ def test_a_shell_string_is_expanded_as_the_shell_expands_it():
         with pytest.raises(InputError) as caught:
             hma_policy.decide_command(text)
         assert caught.value.problems[0].message == "the command cannot be split into words: no closing quotation"
-    # A backslash that ends the text is a word of its own, as the shell gives it (it was refused before).
-    assert hma_policy.decide_command("vllm serve m \\").outcome == "enabled"
+    # A backslash that ends the text is a word of its own, as the shell gives it, and vLLM's
+    # argparse refuses that word as it refuses any word past the model that no option takes.
+    with pytest.raises(InputError) as caught:
+        hma_policy.decide_command("vllm serve m \\")
+    assert caught.value.problems[0].code == "source.extra_argument"
+    assert caught.value.problems[0].message.startswith("vLLM rejects the unrecognized argument `\\` (command line)")

@@ -414,7 +414,11 @@ items:
     source = read_source(manifest)
     a, b = source.deployments
     assert a.problems[0].message == "Pod a, container c: args[4] must be strings; Kubernetes rejects the manifest"
-    assert b.problems[0].message == ("the annotation hma-policy.dev/facts of Pod b may only give model, model_facts, platform, env; "
+    # `serve` in the image's args is the model, so vLLM's argparse refuses `m` as well.
+    assert codes(b.problems) == ["source.extra_argument", "source.directive"]
+    assert b.problems[0].message == ("vLLM rejects the unrecognized argument `m` (Pod b, container c): `vllm serve` "
+                                     "takes one model, and no option takes this word")
+    assert b.problems[1].message == ("the annotation hma-policy.dev/facts of Pod b may only give model, model_facts, platform, env; "
                                      "`kv_transfer_config` must come from the deployment itself")
     assert codes(source.problems) == ["source.serve_twice"]
 

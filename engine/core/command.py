@@ -93,8 +93,12 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
 
 
 def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str | Arg]) -> CommandResult:
-    tokens, model = vllm_tokens(reading, args, serve)
-    found, loose = read_options(reading, tokens)
+    tokens, model, positional = vllm_tokens(reading, args, serve)
+    found, loose, words = read_options(reading, tokens)
+    if serve:
+        _extra_words(reading, words if positional else words[1:])
+        if not positional and words:  # argparse's model_tag, wherever it stands (it wins over a config file's --model)
+            model = words[0]
     document: dict[str, Any] = {}
     origins: dict[str, str] = {}
     if model is None and "model" in found:  # `--model` from a config file, or for the api_server entry point
@@ -266,6 +270,19 @@ def _quote_bare_markers(text: str) -> str:
 
 
 _SCRIPT_ARGUMENT = re.compile(r"\$(?:[@*]|[0-9]+|\{[0-9]+\}|\{[@*]\})")
+
+
+def _extra_words(reading: Reading, extra: list[Arg]) -> None:
+    """Words past `vllm serve`'s one positional argument, the model: argparse
+    refuses them ("unrecognized arguments"), and vLLM does not start."""
+    if not extra:
+        return
+    shown = ", ".join(f"`{show(word.text)}`" for word in extra[:5]) + (", ..." if len(extra) > 5 else "")
+    reading.fail("source.extra_argument", f"vLLM rejects the unrecognized argument{'s' if len(extra) > 1 else ''} "
+                 f"{shown} ({extra[0].origin}): `vllm serve` takes one model, and no option takes "
+                 f"{'these words' if len(extra) > 1 else 'this word'}",
+                 hint="give the model once, first; write each option's value after it, or quote a value "
+                      "that holds spaces")
 
 
 def _loose_notes(reading: Reading, loose: list[tuple[str | None, Arg]]) -> None:

@@ -24,7 +24,7 @@ from typing import NamedTuple
 from . import releases
 from .errors import InputError, Problem, suggest
 
-__all__ = ["Option", "ReleaseOptions", "DEFAULT_RELEASE", "known_options", "known_releases"]
+__all__ = ["Option", "ReleaseOptions", "DEFAULT_RELEASE", "known_options", "known_releases", "list_options"]
 
 # The release whose list is read until a deployment's release chooses one.
 DEFAULT_RELEASE = "0.33.0"
@@ -75,6 +75,19 @@ def known_options(release: str | None = None, *, path: str | Path | None = None)
     if path is not None:
         return _file_options(str(path))
     return _release_options(DEFAULT_RELEASE if release is None else release)
+
+
+@functools.lru_cache(maxsize=1)
+def list_options() -> tuple[frozenset[str], frozenset[str]]:
+    """(the option strings that take one or more words, every option string)
+    of the default release's list, long aliases included: how a command
+    line's words are read before its release is known. A list option of an
+    older release only (``--cuda-graph-sizes``) is not listed, so its words
+    are read with care (vllm_args.read_options)."""
+    newest = known_options()
+    spelled = {option.flag: option for option in newest.by_dest.values()}
+    spelled.update({"--" + alias.replace("_", "-"): newest.by_dest[dest] for alias, dest in newest.aliases.items()})
+    return frozenset(flag for flag, option in spelled.items() if option.type == "list"), frozenset(spelled)
 
 
 # Cached by the resolved release, so that known_options() and

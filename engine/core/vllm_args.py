@@ -23,14 +23,15 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import InputError, Problem, suggest
 from .input import parse_text
 from .markers import has_unresolved, references, show
+from .optionlist import list_options
 from .options import DECISION_OPTIONS, FLAG_OPTIONS, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions
 
-__all__ = ["Reading", "vllm_tokens", "read_options", "config_args", "scalar_text", "number_value"]
+__all__ = ["Reading", "Options", "vllm_tokens", "read_options", "config_args", "scalar_text", "number_value"]
 
 
 @dataclass
@@ -57,11 +58,12 @@ class Reading:
         self.notes.append(self.problem(code, message, **kw))
 
 
-def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Arg], Arg | None]:
+def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Arg], Arg | None, bool]:
     """vLLM's FlexibleArgumentParser.parse_args up to argparse: --model moved
     first, --config pulled in, `_` in option names read as `-`, dotted
-    options merged into one JSON value placed last. Returns the tokens and the
-    model."""
+    options merged into one JSON value placed last. Returns the tokens, the
+    model, and whether the command line gave it where argparse takes it as
+    `vllm serve`'s positional model (first, or by a --model moved there)."""
     model: Arg | None = None
     if serve:
         rest = args[1:]
@@ -79,6 +81,7 @@ def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Ar
             if rest and not rest[0].text.startswith("-"):
                 model, rest = rest[0], rest[1:]
         args = rest
+    positional = model is not None
     texts = [t.text for t in args]
     if "--config" in texts:
         if texts.count("--config") > 1:
@@ -109,7 +112,7 @@ def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Ar
             head, dot, tail = key[2:].partition(".")
             text = "--" + head.replace("_", "-") + dot + tail + eq + value
         normal.append(Arg(text, tok.origin))
-    return _merge_dotted(reading, normal), model
+    return _merge_dotted(reading, normal), model, positional
 
 
 def _merge_dotted(reading: Reading, normal: list[Arg]) -> list[Arg]:
@@ -248,22 +251,56 @@ def _looks_like_number(text: str) -> bool:
     return bool(re.fullmatch(r"-\d+(\.\d*)?|-\.\d+", text))
 
 
-def read_options(reading: Reading, tokens: list[Arg]) -> tuple[dict[str, tuple[Any, str, str]], list[tuple[str | None, Arg]]]:
+class Options(NamedTuple):
+    """What :func:`read_options` read from the tokens."""
+
+    found: dict[str, tuple[Any, str, str]]  # field -> (value, origin, option): the options the decision reads
+    loose: list[tuple[str | None, Arg]]  # words holding unresolved values the decision does not read (their option or None)
+    positionals: list[Arg]  # the words argparse takes as positional arguments, where that is certain
+
+
+def read_options(reading: Reading, tokens: list[Arg]) -> Options:
     """argparse over the options the decision needs: the last occurrence
     wins. Also the words holding unresolved values that the decision does
-    not read: (the option they are a value of, or None; the word)."""
+    not read, and the words that are no option and no option's value.
+
+    An option the decision does not read takes the words its type takes in
+    the newest bundled release (:func:`.optionlist.list_options`: every word
+    up to the next option for a list, such as ``--served-model-name a b``),
+    else one word. Positional words are listed only while that is certain:
+    not after a word that the audit would have to expand (``$ARGS``), nor
+    after the value of an option that release does not list (another
+    release may take more words)."""
     found: dict[str, tuple[Any, str, str]] = {}
     loose: list[tuple[str | None, Arg]] = []
+    positionals: list[Arg] = []
     flags = reading.options.flags
+    lists, listed = list_options()
+    unsure = False  # a positional word may be something else: list no more of them
+    after_unknown = False  # the last option is one the newest release does not list, and it has had its one word
     i = 0
     while i < len(tokens):
         tok = tokens[i]
         text = tok.text
         i += 1
-        if not text.startswith("-") or text == "--":
+        if text == "--":  # argparse: every word after it is a positional argument
+            for tok in tokens[i:]:
+                if has_unresolved(tok.text):
+                    loose.append((None, tok))
+                    unsure = True
+                elif not unsure:
+                    positionals.append(tok)
+            break
+        if not text.startswith("-"):
             if has_unresolved(text):
                 loose.append((None, tok))
+                unsure = True
+            elif after_unknown:
+                unsure = True
+            elif not unsure:
+                positionals.append(tok)
             continue
+        after_unknown = False
         option, eq, value = text.partition("=")
         accepted = reading.options.accepted
         resolved: str | None = option
@@ -281,14 +318,20 @@ def read_options(reading: Reading, tokens: list[Arg]) -> tuple[dict[str, tuple[A
                                  hint=suggest(option, DECISION_OPTIONS))
                 resolved = None
         if resolved is None or resolved not in VALUE_OPTIONS and resolved not in FLAG_OPTIONS:
-            # An option the decision does not read; a word after it is taken as its value.
+            # An option the decision does not read: the words after it that its type takes are its value.
+            name = resolved or option
             if eq:
                 if has_unresolved(value):
                     loose.append((option, Arg(value, tok.origin)))
-            elif i < len(tokens) and not tokens[i].text.startswith("-") and (resolved or option) not in flags:
+                continue
+            taken = 0
+            while (i < len(tokens) and name not in flags and (taken == 0 or name in lists)
+                   and (not tokens[i].text.startswith("-") or _looks_like_number(tokens[i].text))):
                 if has_unresolved(tokens[i].text):
                     loose.append((option, tokens[i]))
                 i += 1
+                taken += 1
+            after_unknown = name not in listed
             continue
         option = resolved
         if option in FLAG_OPTIONS:
@@ -309,7 +352,7 @@ def read_options(reading: Reading, tokens: list[Arg]) -> tuple[dict[str, tuple[A
         if earlier is not None and isinstance(earlier[0], str) and has_unresolved(earlier[0]):
             loose.append((f"{earlier[2]} (a later `{option}` wins)", Arg(earlier[0], earlier[1])))
         found[field_name] = (value, tok.origin, option)
-    return found, loose
+    return Options(found, loose, positionals)
 
 
 def _accepted_option(reading: Reading, option: str, accepted: frozenset[str]) -> str | None:
