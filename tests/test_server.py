@@ -841,8 +841,8 @@ def test_a_launch_is_decided_with_the_release_its_image_tag_names():
     from hma_policy.server.admission import hint_for
 
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{
-        "name": "vllm", "image": "vllm/vllm-openai:v0.33.0",
-        "args": ["vllm", "serve", "m", "--kv-transfer-config",
+        "name": "vllm", "image": "vllm/vllm-openai:v0.33.0",  # its entrypoint is `vllm serve`
+        "args": ["m", "--kv-transfer-config",
                  '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}']}]}}
     (deployment,) = find_deployments("object.json", orjson.dumps(pod).decode()).deployments
     hint = hint_for(deployment)

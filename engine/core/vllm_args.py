@@ -267,7 +267,8 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
     An option the decision does not read takes the words its type takes in
     the newest bundled release (:func:`.optionlist.list_options`: every word
     up to the next option for a list, such as ``--served-model-name a b``),
-    else one word. Positional words are listed only while that is certain:
+    else one word (a boolean option too: older releases may take one).
+    Positional words are listed only while that is certain:
     not after a word that the audit would have to expand (``$ARGS``), nor
     after the value of an option that release does not list (another
     release may take more words)."""
