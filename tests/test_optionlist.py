@@ -62,3 +62,24 @@ def test_an_option_list_that_cannot_be_read_is_an_input_error(tmp_path, content,
         known_options(path=path)
     (problem,) = info.value.problems
     assert problem.code == "release.options" and problem.message.startswith(message.format(path)), problem
+
+
+def test_no_release_gives_an_option_more_words_than_the_command_reader_lets_it_take():
+    """The command reader takes an option's words by the default release's list
+    (list_options): a list option every word up to the next option, any other one
+    word, and it refuses no word after an option that list lacks. That never
+    refuses a word an older release takes as a value only while every option that
+    takes a list in some release is a list option there, or absent from it (then
+    the reader stays careful). A bundled list that breaks this fails here."""
+    from hma_policy.core.optionlist import list_options
+
+    lists, listed = list_options()
+    assert "--served-model-name" in lists and "--port" in listed and "--port" not in lists
+    wider = sorted({(release, option.flag) for release in known_releases()
+                    for option in known_options(release).by_dest.values()
+                    if option.type == "list" and option.flag in listed and option.flag not in lists})
+    assert wider == []
+    # The options that take a list in older releases only are the ones the reader is careful after.
+    older_only = sorted({option.flag for release in known_releases() for option in known_options(release).by_dest.values()
+                         if option.type == "list" and option.flag not in listed})
+    assert older_only == ["--cuda-graph-sizes", "--long-lora-scaling-factors"]
