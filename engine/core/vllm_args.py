@@ -279,20 +279,16 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
     lists, listed = list_options()
     unsure = False  # a positional word may be something else: list no more of them
     after_unknown = False  # the last option is one the newest release does not list, and it has had its one word
+    only_positional = False  # after `--`, every word is a positional argument (argparse)
     i = 0
     while i < len(tokens):
         tok = tokens[i]
         text = tok.text
         i += 1
-        if text == "--":  # argparse: every word after it is a positional argument
-            for tok in tokens[i:]:
-                if has_unresolved(tok.text):
-                    loose.append((None, tok))
-                    unsure = True
-                elif not unsure:
-                    positionals.append(tok)
-            break
-        if not text.startswith("-"):
+        if text == "--" and not only_positional:
+            only_positional, after_unknown = True, False
+            continue
+        if only_positional or not text.startswith("-"):
             if has_unresolved(text):
                 loose.append((None, tok))
                 unsure = True

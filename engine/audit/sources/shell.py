@@ -32,6 +32,7 @@ commands by their words). This module holds the entry points.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from ...core.markers import UNRESOLVED
@@ -116,15 +117,18 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
     return [Invocation([Arg(a, origin) for a in argv], line, dict(env), anchor)]
 
 
+# An unresolved marker (core.markers), or a NUL that is part of none.
+_MARKER_OR_NUL = re.compile(f"(?:{UNRESOLVED.pattern})|\x00")
+
+
 def _own_markers(text: str) -> str:
-    """``text`` with every NUL that is not part of an unresolved marker replaced."""
+    """``text`` with every NUL that is not part of an unresolved marker replaced.
+    A NUL the file wrote itself (a ``\\0`` escape in a YAML string: args that no
+    container can be started with) is told from a marker only when it pairs
+    with none; one that does is read as a value not known, never run."""
     if "\x00" not in text:
         return text
-    kept, at = [], 0
-    for match in UNRESOLVED.finditer(text):
-        kept += [text[at:match.start()].replace("\x00", "\ufffd"), match.group(0)]
-        at = match.end()
-    return "".join(kept) + text[at:].replace("\x00", "\ufffd")
+    return _MARKER_OR_NUL.sub(lambda found: "\ufffd" if found.group(0) == "\x00" else found.group(0), text)
 
 
 def shell_file(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:

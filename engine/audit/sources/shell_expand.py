@@ -203,7 +203,7 @@ def common_start(values: list[str | None], unknown: str) -> str:
 
 
 # An unresolved marker (core.markers) whole, or any other one character.
-_ATOM = re.compile("\x00[^\x00]*\x00|[^\x00]|\x00")
+_ATOM = re.compile(f"(?:{UNRESOLVED.pattern})|[^\x00]|\x00")
 
 
 def _split(text: str, ifs: str) -> tuple[bool, list[str], bool] | None:
@@ -214,7 +214,7 @@ def _split(text: str, ifs: str) -> tuple[bool, list[str], bool] | None:
     if not ifs:
         return (False, [text], False)
     if "\x00" in text and UNRESOLVED.search(text):
-        return _split_atoms(_ATOM.findall(text), ifs)
+        return _split_atoms([atom.group(0) for atom in _ATOM.finditer(text)], ifs)
     if not ifs.strip(" \t\n"):  # whitespace only: runs of it separate, at the ends they vanish
         words = text.split() if ifs == " \t\n" else re.split("[" + re.escape(ifs) + "]+", text.strip(ifs))
         words = [w for w in words if w]
