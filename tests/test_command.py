@@ -10,7 +10,7 @@ import pytest
 
 import hma_policy
 from hma_policy.core.command import read_command
-from hma_policy.core.markers import unresolved
+from hma_policy.core.markers import plain, unresolved
 from hma_policy.core.options import Arg, ConfigFile, VllmOptions, find_vllm
 from hma_policy.core.errors import InputError, Problem
 
@@ -90,6 +90,15 @@ def test_an_unresolved_value_the_decision_reads_is_a_problem_naming_it():
     result = read_command(["vllm", "serve", "m", "--kv-transfer-config", unresolved("$KV")], file="f", line=2)
     assert result.document is None
     assert result.problems[0].message == "`--kv-transfer-config` takes its value from `$KV`, which this file does not set"
+
+
+def test_a_marker_never_nests_and_plain_text_holds_none():
+    """A marker's name and reason show the markers they were made from as written."""
+    inner = unresolved("$(...)", "runs a command")
+    assert unresolved("$A", f"may be set by `source {inner}/env.sh`") == "\x00$A\x01may be set by `source $(...)/env.sh`\x00"
+    assert unresolved(f"{inner}/x") == "\x00$(...)/x\x00"
+    assert plain(f"a {inner} b \x00 c\x01") == "a $(...) b \ufffd c\ufffd"
+    assert plain("no marker") == "no marker"
 
 
 def test_words_carry_their_origins_into_the_document():

@@ -136,6 +136,22 @@ vllm serve $MODEL --kv-transfer-config '{NIXL}'
                                             "paths through `if` at line 1; the decision does not read the model's name"]
 
 
+def test_an_unknown_value_whose_reason_quotes_another_reads_as_written(tmp_path):
+    """A reason that quotes a word holding an unknown value (`source
+    "$(dirname $0)/env.sh"`) shows it as written (regression: the markers
+    nested, and the note read "`$A$(...)/env.sh` at line 2, ...`, where
+    `$A` may be set by `source ;")."""
+    script = write(tmp_path / "run.sh", f"""A=--enforce-eager
+. "$(dirname "$0")/env.sh"
+vllm serve m $A --kv-transfer-config '{NIXL}'
+""")
+    d = only(read_source(script))
+    assert d.problems == () and ktc(d)["kv_connector"] == "NixlConnector"
+    assert [n.message for n in d.notes] == [
+        "the command also takes `$A` (which may be set by `source $(...)/env.sh` at line 2, a file the audit does "
+        "not read); only the options written here are read, and it may hold others"]
+
+
 def test_a_case_on_a_value_the_script_sets_takes_its_arm(tmp_path):
     script = write(tmp_path / "run.sh", f"""ROLE=decode
 case "$ROLE" in

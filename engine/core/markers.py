@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["UNRESOLVED", "unresolved", "has_unresolved", "unresolved_names", "references", "show"]
+__all__ = ["UNRESOLVED", "unresolved", "has_unresolved", "unresolved_names", "references", "show", "plain"]
 
 
 # An unresolved reference, kept in the text so that an option whose value
@@ -23,7 +23,9 @@ def unresolved(name: str, reason: str | None = None) -> str:
     """The marker of a value not known, shown as ``name`` (``$KV``,
     ``$(...)``); ``reason`` completes "which ..." ("is set at run time by
     `read` at line 3") where "this file does not set" would not be true."""
-    name = name.replace("\x00", "").replace("\x01", "")
+    # A name or reason made from words that hold markers themselves (`source
+    # $(...)/env.sh`) shows them as written: a marker never nests.
+    name, reason = plain(name), plain(reason) if reason else reason
     return f"\x00{name}\x01{reason}\x00" if reason else f"\x00{name}\x00"
 
 
@@ -47,6 +49,14 @@ def references(text: str, *, whole: bool = False) -> str:
     if not reasons:
         return ", ".join(f"`{name}`" for name, _ in found) + ", which this file does not set"
     return ", ".join(f"`{name}` (which {reason or 'this file does not set'})" for name, reason in found)
+
+
+def plain(text: str) -> str:
+    """``text`` with its markers shown as written and no other NUL or SOH
+    left: what leaves a reader for a report (ids, names, messages)."""
+    if "\x00" not in text and "\x01" not in text:
+        return text
+    return UNRESOLVED.sub(lambda m: m.group(1), text).replace("\x00", "\ufffd").replace("\x01", "\ufffd")
 
 
 def show(text: str, limit: int | None = 120) -> str:
