@@ -92,6 +92,20 @@ def test_an_unresolved_value_the_decision_reads_is_a_problem_naming_it():
     assert result.problems[0].message == "`--kv-transfer-config` takes its value from `$KV`, which this file does not set"
 
 
+def test_an_option_named_by_an_unknown_value_is_one_word_whatever_its_reason_holds():
+    """The name of `--x_$A` is not known, whatever the reason it carries
+    holds (`=`, `.`, `_`): the word is neither split at them nor read as a
+    dotted option, takes no value, and its variable keeps its underscores."""
+    word = "--kv_" + unresolved("$A_B", "may be set by `declare \"$n=1\"` at line 3 of env.sh")
+    result = read_command(["vllm", "serve", "m", word, "--kv-transfer-config", NIXL, "--no-disable-hybrid-kv-cache-manager"])
+    assert result.problems == () and result.document["kv_transfer_config"] == NIXL
+    assert result.document["disable_hybrid_kv_cache_manager"] is False
+    assert [(n.code, n.message) for n in result.notes] == [
+        ("source.unresolved_arguments", "the command also takes the option `--kv-$A_B`, where `$A_B` may be set "
+         "by `declare \"$n=1\"` at line 3 of env.sh; its name is not known, and only the options written here "
+         "are read")]
+
+
 def test_a_marker_never_nests_and_plain_text_holds_none():
     """A marker's name and reason show the markers they were made from as written."""
     inner = unresolved("$(...)", "runs a command")

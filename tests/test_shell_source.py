@@ -152,6 +152,31 @@ vllm serve m $A --kv-transfer-config '{NIXL}'
         "not read); only the options written here are read, and it may hold others"]
 
 
+def test_an_option_named_by_an_unknown_value_takes_no_word_and_keeps_its_name(tmp_path):
+    """`${ACCESS_LOG_ARGS}`, set differently on two paths, is `--disable-`
+    and an unknown rest: an option whose name is not known (kserve's
+    LLMInferenceServiceConfig presets do this). It takes no word of the
+    command, its variable keeps its underscores, and the notes show it as
+    written (regression: `--disable-\x00$ACCESS-LOG-ARGS\x01...` took
+    `$SHUTDOWN_ARGS` as its value)."""
+    script = write(tmp_path / "run.sh", f"""ACCESS_LOG_ARGS="--disable-uvicorn-access-log"
+SHUTDOWN_ARGS=""
+if [ -n "$NEW" ]; then
+  ACCESS_LOG_ARGS="--disable-access-log-for-endpoints /health,/metrics"
+  SHUTDOWN_ARGS="--shutdown-timeout 15"
+fi
+vllm serve m ${{ACCESS_LOG_ARGS}} ${{SHUTDOWN_ARGS}} --kv-transfer-config '{NIXL}'
+""")
+    d = only(read_source(script))
+    assert d.problems == () and ktc(d)["kv_connector"] == "NixlConnector"
+    assert [(n.code, n.message) for n in d.notes] == [
+        ("source.unresolved_arguments", "the command also takes the option `--disable-$ACCESS_LOG_ARGS`, where "
+         "`$ACCESS_LOG_ARGS` is set differently on the paths through `if` at line 3; its name is not known, and "
+         "only the options written here are read"),
+        ("source.unresolved_arguments", "the command also takes `$SHUTDOWN_ARGS` (which is set differently on the "
+         "paths through `if` at line 3); only the options written here are read, and it may hold others")]
+
+
 def test_a_case_on_a_value_the_script_sets_takes_its_arm(tmp_path):
     script = write(tmp_path / "run.sh", f"""ROLE=decode
 case "$ROLE" in

@@ -303,6 +303,10 @@ def _loose_notes(reading: Reading, loose: list[tuple[str | None, Arg]]) -> None:
             else:
                 reading.note("source.unresolved_arguments", f"the command also takes {references(word.text)}; "
                              "only the options written here are read, and it may hold others")
+        elif word.text.startswith("-"):
+            reading.note("source.unresolved_arguments", f"the command also takes the option "
+                         f"{references(word.text, whole=True)}; its name is not known, and only the options "
+                         "written here are read")
         else:
             reading.note("source.unresolved_unused", f"the argument {references(word.text, whole=True)}; "
                          "the decision does not read it")

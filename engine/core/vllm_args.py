@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from .errors import InputError, Problem, suggest
 from .input import parse_text
-from .markers import has_unresolved, references, show
+from .markers import UNRESOLVED, has_unresolved, references, show
 from .optionlist import list_options
 from .options import DECISION_OPTIONS, FLAG_OPTIONS, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions
 
@@ -108,11 +108,32 @@ def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Ar
     for tok in args:
         text = tok.text
         if text.startswith("--"):
-            key, eq, value = text.partition("=")
-            head, dot, tail = key[2:].partition(".")
-            text = "--" + head.replace("_", "-") + dot + tail + eq + value
+            key, eq, value = _partition(text, "=")
+            head, dot, tail = _partition(key[2:], ".")
+            text = "--" + _dashed(head) + dot + tail + eq + value
         normal.append(Arg(text, tok.origin))
     return _merge_dotted(reading, normal), model, positional
+
+
+def _partition(text: str, separator: str) -> tuple[str, str, str]:
+    """str.partition at the first ``separator`` outside the unknown values
+    ``text`` holds (a marker's reason may hold any character)."""
+    if "\x00" not in text:
+        return text.partition(separator)
+    at = UNRESOLVED.sub(lambda m: "\x00" * len(m.group(0)), text).find(separator)
+    return (text, "", "") if at < 0 else (text[:at], separator, text[at + 1:])
+
+
+def _dashed(name: str) -> str:
+    """An option name with `_` as `-`, outside the unknown values it holds
+    (`--disable-$ACCESS_LOG` keeps the variable's name as written)."""
+    if "\x00" not in name:
+        return name.replace("_", "-")
+    out, at = [], 0
+    for marker in UNRESOLVED.finditer(name):
+        out += [name[at:marker.start()].replace("_", "-"), marker.group(0)]
+        at = marker.end()
+    return "".join(out) + name[at:].replace("_", "-")
 
 
 def _merge_dotted(reading: Reading, normal: list[Arg]) -> list[Arg]:
@@ -128,9 +149,9 @@ def _merge_dotted(reading: Reading, normal: list[Arg]) -> list[Arg]:
         if not (text.startswith("-") and "." in text):
             out.append(tok)
             continue
-        key, eq, value = text.partition("=")
-        if eq and "." not in key:
-            out.append(tok)  # the `.` was only in the value
+        key, eq, value = _partition(text, "=")
+        if _partition(key, ".")[1] == "":
+            out.append(tok)  # the `.` was only in the value, or in an unknown value the name holds
             continue
         if not eq:
             if i + 1 >= len(normal):
@@ -298,7 +319,13 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
                 positionals.append(tok)
             continue
         after_unknown = False
-        option, eq, value = text.partition("=")
+        option, eq, value = _partition(text, "=")
+        if has_unresolved(option):
+            # An option named by an unknown value (`--disable-$ARGS`): neither
+            # its name nor how many words it takes is known, as for `$ARGS`.
+            loose.append((None, tok))
+            unsure = True
+            continue
         accepted = reading.options.accepted
         resolved: str | None = option
         if accepted is not None and option.startswith("--") and option not in accepted:
@@ -356,8 +383,6 @@ def _accepted_option(reading: Reading, option: str, accepted: frozenset[str]) ->
     """An option the release does not list: argparse's unique-prefix
     expansion, else vLLM refuses it. None when it is not an option the
     release accepts."""
-    if has_unresolved(option):
-        return None
     matches = sorted(o for o in accepted if o.startswith(option))
     if len(matches) == 1:
         reading.note("source.abbreviated_option", f"`{option}` is read as `{matches[0]}`, as argparse "
