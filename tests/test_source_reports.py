@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import hma_policy
-from hma_policy.audit.report import render
+from hma_policy.audit.report import FORMATS, render
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
 from sourcefiles import NIXL, write
@@ -163,3 +166,30 @@ spec:
 """)
     (d,) = read_source(manifest).deployments
     assert (d.line, d.container, json.loads(d.document["kv_transfer_config"])["kv_connector"]) == (16, "vllm", "NixlConnector")
+
+
+CORPORA = [str(Path(__file__).resolve().parent / name) for name in ("fleet_corpus", "k8s_samples")]
+
+
+def test_no_report_of_the_public_corpus_holds_a_readers_marker(tmp_path):
+    """Readers mark a value a file does not give (NUL, the name, SOH, why,
+    NUL); a report, in every format, and the decision log show each as the
+    file writes it. The public files hold Helm and Go template names,
+    if-dependent variables and options named by one (`--disable-$ACCESS_LOG_ARGS`)."""
+    report = audit(CORPORA)
+    for fmt in FORMATS:
+        text = render(report, fmt)
+        assert "\x00" not in text and "\x01" not in text and "\\u0000" not in text and "\\u0001" not in text, fmt
+    log = tmp_path / "decisions.jsonl"
+    result = subprocess.run([sys.executable, "-m", "hma_policy", "audit", *CORPORA, "--format", "json",
+                             "-o", str(tmp_path / "report.json"), "--log", str(log)], capture_output=True, text=True)
+    assert result.returncode in (0, 1), result.stderr
+    assert "\\u0000" not in log.read_text() and "\\u0001" not in log.read_text()
+    # Each unknown value reads as written, once, in the deployments that hold one.
+    shown = {e.deployment.id for e in report.entries} | {p.message for e in report.entries for p in e.deployment.notes}
+    assert any("/{{ .Release.Namespace }}/{{ include \"aibrix-model.fullname\" . }}/prefill/prefill" in s for s in shown)
+    assert any(s.startswith("the command also takes the option `--disable-$ACCESS_LOG_ARGS`, where "
+                            "`$ACCESS_LOG_ARGS` is set differently on the paths through `if` at line") for s in shown)
+    assert any("takes its value from `{{ .ObjectMeta.Namespace }}`, which this file does not set" in s for s in shown)
+    assert ("the model is `$MODEL`, where `$MODEL` may be set by `source $(...)/../../../common/launch_utils.sh` "
+            "at line 10, a file the audit does not read; the decision does not read the model's name") in shown

@@ -26,10 +26,12 @@ never guesses.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
 from ...core.errors import Problem
+from ...core.markers import plain
 from ...core.limits import DEFAULT_SOURCE_LIMITS, SourceLimits
 from .context import Ctx, read_directives
 from .deployment import Deployment, SourceFile
@@ -161,7 +163,45 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
         found = compose_file(ctx)
     else:
         found = structured_file(ctx, fmt)  # json or yaml
-    return _unique_ids(found)
+    return _as_written(_unique_ids(found))
+
+
+def _as_written(found: SourceFile) -> SourceFile:
+    """What a file gave, as a report shows it: each unknown value as the
+    file writes it (`$MODEL`, `{{ .Release.Namespace }}`). Markers are the
+    readers' own device, and a report holds no NUL. The documents keep
+    theirs: validation reports a value the decision reads that holds one."""
+    deployments = tuple(_deployment_as_written(d) for d in found.deployments)
+    problems = _problems_as_written(found.problems)
+    if deployments == found.deployments and problems is found.problems:
+        return found
+    return SourceFile(found.file, found.format, deployments, problems, found.skipped, found.notes)
+
+
+def _deployment_as_written(d: Deployment) -> Deployment:
+    texts = (d.anchor, d.name or "", d.container or "", d.role or "", *(v for _, v in d.resource),
+             *(v for _, v in d.origins))
+    problems, notes = _problems_as_written(d.problems), _problems_as_written(d.notes)
+    if not any("\x00" in t or "\x01" in t for t in texts) and problems is d.problems and notes is d.notes:
+        return d
+    return d.replace(anchor=plain(d.anchor), name=_optional(d.name), container=_optional(d.container),
+                     role=_optional(d.role), resource=tuple((k, plain(v)) for k, v in d.resource),
+                     origins=tuple((k, plain(v)) for k, v in d.origins), problems=problems, notes=notes)
+
+
+def _problems_as_written(problems: tuple[Problem, ...]) -> tuple[Problem, ...]:
+    if not any(_marked(p) for p in problems):
+        return problems
+    return tuple(replace(p, message=plain(p.message), path=plain(p.path), hint=_optional(p.hint)) if _marked(p) else p
+                 for p in problems)
+
+
+def _marked(problem: Problem) -> bool:
+    return any("\x00" in t or "\x01" in t for t in (problem.message, problem.path, problem.hint or ""))
+
+
+def _optional(text: str | None) -> str | None:
+    return None if text is None else plain(text)
 
 
 def _unique_ids(found: SourceFile) -> SourceFile:

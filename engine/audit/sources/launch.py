@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ...core.command import read_command
-from ...core.markers import has_unresolved
+from ...core.markers import has_unresolved, plain
 from ...core.options import Arg, ConfigFile
 from ...core.errors import InputError, Problem
 from .context import RUNTIME_FACTS, Ctx
@@ -83,7 +83,7 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     origins.update((k, v) for k, v in result.origins if not (k == "model" and "model" in facts))
     document: dict[str, Any] = {}
     if inv.name:
-        document["name"] = inv.name
+        document["name"] = plain(inv.name)  # a label: its unknown parts as the file writes them
     document.update((k, v) for k, v in read.items() if k not in ("model", "env"))
     for key in RUNTIME_FACTS:
         if key in facts:
