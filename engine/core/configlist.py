@@ -34,6 +34,7 @@ from . import releases
 from .errors import InputError, Problem
 from .schema import accept_check, iter_problems, load_schema, problems_against
 from .accept import compile_schema
+from .lax import KINDS
 
 __all__ = ["ConfigField", "ConfigClass", "ReleaseConfigs", "DocumentSchema", "known_configs", "document_schema",
            "release_schema"]
@@ -160,6 +161,8 @@ class DocumentSchema(NamedTuple):
     release: str | None
     schema: Mapping[str, Any]
     accepts: Callable[[Any], bool]
+    # The KVTransferConfig fields pydantic reads leniently (core.lax): name -> int, float or bool.
+    lax: Mapping[str, str] = MappingProxyType({})
 
     def problems(self, document: Any) -> list[Problem]:
         """Every problem of ``document`` (none when it is valid)."""
@@ -183,9 +186,19 @@ def document_schema(release: str | None = None) -> DocumentSchema:
     classes are not recorded: the bundled schema as it is), built once."""
     base = load_schema("deployment")
     configs = known_configs(release) if release is not None else None
-    if configs is None:
-        return DocumentSchema(None, base, accept_check("deployment"))
-    schema = release_schema(base, configs)
+    schema = release_schema(base, configs) if configs is not None else base
     if schema == base:
-        return DocumentSchema(None, base, accept_check("deployment"))
-    return DocumentSchema(release, schema, compile_schema(schema))
+        return DocumentSchema(None, base, accept_check("deployment"), _lax_fields(base))
+    return DocumentSchema(release, schema, compile_schema(schema), _lax_fields(schema))
+
+
+def _lax_fields(schema: Mapping[str, Any]) -> Mapping[str, str]:
+    """The fields of the schema's KVTransferConfig typed integer, number or boolean, by kind."""
+    node = next((n for n in schema.get("$defs", {}).values()
+                 if isinstance(n, dict) and n.get("x-vllm-class") == "KVTransferConfig"), {})
+    out = {}
+    for name, field in node.get("properties", {}).items():
+        kinds = [KINDS[k] for k in _kinds(field) if k in KINDS]
+        if len(kinds) == 1:
+            out[name] = kinds[0]
+    return MappingProxyType(out)

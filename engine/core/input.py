@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from . import yamlsafe
+from . import lax, yamlsafe
 from ..fileio import NotRegularFile, open_regular
 from .bounds import bounded, check_values, plain_key, short_key
 from .errors import InputError, Problem, suggest
@@ -420,7 +420,10 @@ def prepare(document: Any, *, limits: Limits = DEFAULT_LIMITS, spelled: dict[str
         _count_connectors(document, limits)
     # The compiled check first, here: the report's generator (jsonschema's,
     # with every problem located) only for a document it refuses.
-    problems = unknown + schema.problems(document)
+    problems = schema.problems(document)
+    if problems and lax.read_refused(document, [p.path for p in problems], schema.lax):
+        problems = schema.problems(document)
+    problems = unknown + problems
     size = document.get("kv_offloading_size")
     if isinstance(size, float) and not math.isfinite(size):
         problems.append(Problem("input.schema", f"`{size}` is not a finite number", "/kv_offloading_size"))
