@@ -94,3 +94,15 @@ def test_each_release_reads_its_own_fields_leniently():
     with pytest.raises(InputError) as caught:
         decided(document)
     assert [p.message for p in caught.value.problems] == ["unknown field `kv_buffer_size`"]
+
+
+def test_a_value_the_file_does_not_give_in_a_number_field_is_not_decided(tmp_path):
+    """`"kv_port":"$kv_port"` with $kv_port unknown: whether vLLM starts
+    depends on its text, so the launch is not decided (regression: the
+    text `$kv_port` was checked as the port, "expected integer")."""
+    result = hma_policy.core.command.read_command(
+        ["vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector":"NixlConnector","kv_role":"kv_both",'
+         '"kv_port":"\x00$kv_port\x00","engine_id":"\x00$ID\x00"}'])
+    assert result.document is None
+    assert [(p.code, p.message) for p in result.problems] == [
+        ("source.unresolved", "`--kv-transfer-config` takes its value from `$kv_port`, `$ID`, which this file does not set")]

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InputError, Problem
+from .lax import KINDS as LAX_KINDS
 from .markers import UNRESOLVED, has_unresolved, references, show, unresolved, unresolved_names
 from .options import (DECISION_OPTIONS, DEFAULT_OPTIONS, ENV_NAMES, SCHEMA, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions,
                       find_vllm)
@@ -158,7 +159,8 @@ def _unread_json(field_name: str, value: str) -> tuple[str, list[tuple[str, str]
 
     What the decision reads comes from the document's schema. Inside a JSON
     string, an unresolved value is read where the schema constrains the
-    string's text (an enum, a pattern); elsewhere the value is a string
+    string's text (an enum, a pattern) or vLLM reads a number or a boolean
+    from it (``"kv_port": "$PORT"``); elsewhere the value is a string
     whatever it holds (the schema accepts it, or refuses any string). A
     value written bare (``"port": $PORT``) is read unless the schema knows
     nothing of its key (a key of ``kv_connector_extra_config``).
@@ -231,8 +233,16 @@ def _schema_items(schema: Any) -> Any:
 
 
 def _constrained(schema: Any) -> bool:
-    """Whether the schema reads a string's text (not only that it is a string)."""
-    return any(key in part for part in _schema_parts(schema) for key in ("enum", "const", "pattern"))
+    """Whether the schema reads a string's text (not only that it is a string):
+    a choice or a pattern, or a number or boolean field, which vLLM's pydantic
+    reads from a string's text (`"kv_port": "8000"`, core.lax)."""
+    return any(key in part for part in _schema_parts(schema) for key in ("enum", "const", "pattern")) or \
+        any(_lax_type(part.get("type")) for part in _schema_parts(schema))
+
+
+def _lax_type(kind: Any) -> bool:
+    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
+    return "string" not in kinds and any(k in LAX_KINDS for k in kinds)
 
 
 # What marks a value written bare in JSON (outside a string) once it is quoted to be parsed.
