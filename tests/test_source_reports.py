@@ -193,3 +193,32 @@ def test_no_report_of_the_public_corpus_holds_a_readers_marker(tmp_path):
     assert any("takes its value from `{{ .ObjectMeta.Namespace }}`, which this file does not set" in s for s in shown)
     assert ("the model is `$MODEL`, where `$MODEL` may be set by `source $(...)/../../../common/launch_utils.sh` "
             "at line 10, a file the audit does not read; the decision does not read the model's name") in shown
+
+
+def test_what_leaves_the_readers_shows_each_marker_as_written():
+    """The one pass every file's findings take (sources._as_written): ids,
+    names, resources, origins, and the messages, paths and hints of the
+    deployments' problems and notes, the file's problems and its notes."""
+    from hma_policy.audit.sources import _as_written
+    from hma_policy.audit.sources.deployment import Deployment, SourceFile
+    from hma_policy.core.errors import Problem
+    from hma_policy.core.markers import unresolved
+
+    ns = unresolved("{{ .Release.Namespace }}")
+    why = unresolved("$A", "is set differently on the paths through `if` at line 3")
+    problem = Problem("source.x", f"the option `--disable-{why}`", f"/a/{ns}", hint=f"see {ns}")
+    found = SourceFile("f.yaml", "kubernetes", (Deployment(
+        "f.yaml", "kubernetes", f"#Deployment/{ns}/m", 3, f"{ns}/m", {"name": f"{ns}/m"}, (problem,), (problem,),
+        (("kv_transfer_config", f"Deployment {ns}/m: args"),), (("name", f"{ns}"), ("namespace", "x")), "c", "r"),),
+        (problem,), None, (problem,))
+    shown = _as_written(found)
+    (d,) = shown.deployments
+    assert (d.id, d.name, dict(d.resource)["name"], d.origins[0][1]) == (
+        "f.yaml#Deployment/{{ .Release.Namespace }}/m", "{{ .Release.Namespace }}/m", "{{ .Release.Namespace }}",
+        "Deployment {{ .Release.Namespace }}/m: args")
+    for p in (*d.problems, *d.notes, *shown.problems, *shown.notes):
+        assert (p.message, p.path, p.hint) == ("the option `--disable-$A`", "/a/{{ .Release.Namespace }}",
+                                               "see {{ .Release.Namespace }}")
+    assert d.document == {"name": f"{ns}/m"}  # a document keeps its markers for validation
+    clean = SourceFile("g.sh", "shell", (Deployment("g.sh", "shell", ":1", 1, "m"),))
+    assert _as_written(clean) is clean

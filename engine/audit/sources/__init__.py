@@ -172,10 +172,10 @@ def _as_written(found: SourceFile) -> SourceFile:
     readers' own device, and a report holds no NUL. The documents keep
     theirs: validation reports a value the decision reads that holds one."""
     deployments = tuple(_deployment_as_written(d) for d in found.deployments)
-    problems = _problems_as_written(found.problems)
-    if deployments == found.deployments and problems is found.problems:
+    problems, notes = _problems_as_written(found.problems), _problems_as_written(found.notes)
+    if deployments == found.deployments and problems is found.problems and notes is found.notes:
         return found
-    return SourceFile(found.file, found.format, deployments, problems, found.skipped, found.notes)
+    return SourceFile(found.file, found.format, deployments, problems, found.skipped, notes)
 
 
 def _deployment_as_written(d: Deployment) -> Deployment:
