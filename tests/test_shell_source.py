@@ -177,6 +177,21 @@ vllm serve m ${{ACCESS_LOG_ARGS}} ${{SHUTDOWN_ARGS}} --kv-transfer-config '{NIXL
          "paths through `if` at line 3); only the options written here are read, and it may hold others")]
 
 
+def test_a_substitution_says_why_its_value_is_not_known(tmp_path):
+    """`$(...)` and `$((...))` are set by the file, but only running it gives
+    their text: the notes say so (they said "which this file does not set")."""
+    script = write(tmp_path / "run.sh", f"""vllm serve m --port $((BASE + 1)) --served-model-name $(hostname) \\
+  --kv-transfer-config '{NIXL}'
+""")
+    d = only(read_source(script))
+    assert d.problems == () and ktc(d)["kv_connector"] == "NixlConnector"
+    assert [n.message for n in d.notes] == [
+        "`--port` takes its value from `$((BASE + 1))` (which is arithmetic the audit does not evaluate); "
+        "the decision does not read it",
+        "`--served-model-name` takes its value from `$(...)` (which is the output of a command the audit "
+        "does not run); the decision does not read it"]
+
+
 def test_a_case_on_a_value_the_script_sets_takes_its_arm(tmp_path):
     script = write(tmp_path / "run.sh", f"""ROLE=decode
 case "$ROLE" in

@@ -158,7 +158,8 @@ def test_nothing_in_a_script_is_executed(tmp_path):
                                         f"touch {marker}\n")
     d = only(read_source(script))
     assert not marker.exists()
-    assert d.problems[0].message == "`--kv-transfer-config` takes its value from `$(...)`, which this file does not set"
+    assert d.problems[0].message == ("`--kv-transfer-config` takes its value from `$(...)` (which is the output of a "
+                                     "command the audit does not run)")
 
 
 def test_heredoc_bodies_comments_and_continuations(tmp_path):

@@ -23,6 +23,13 @@ __all__ = ["Expander", "common_start", "assign", "runtime", "clobber", "stdin_te
 _TOO_LONG = "(a value too long to expand)"
 
 
+# Why a substitution's text is not known (Sub.kind), for the notes that name it.
+_WHY_UNKNOWN = {"command": "is the output of a command the audit does not run",
+                "backtick": "is the output of a command the audit does not run",
+                "process": "is a file a command the audit does not run writes",
+                "arith": "is arithmetic the audit does not evaluate"}
+
+
 class Expander:
     """Words to fields, as the shell expands them, from what the script sets."""
 
@@ -121,7 +128,7 @@ class Expander:
                     text = self.deleted(commands[1], text)  # type: ignore[arg-type]
                 if text is not None:
                     return text.rstrip("\n")
-        return unresolved(part.raw)
+        return unresolved(part.raw, _WHY_UNKNOWN.get(part.kind))
 
     def output(self, command: Simple) -> str | None:
         if not command.words:
