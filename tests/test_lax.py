@@ -106,3 +106,16 @@ def test_a_value_the_file_does_not_give_in_a_number_field_is_not_decided(tmp_pat
     assert result.document is None
     assert [(p.code, p.message) for p in result.problems] == [
         ("source.unresolved", "`--kv-transfer-config` takes its value from `$kv_port`, `$ID`, which this file does not set")]
+
+
+def test_a_path_that_does_not_follow_the_document_changes_nothing():
+    """read_refused follows problem paths; one that does not fit the document
+    (a list where a key is named, an index past the end) is passed over."""
+    from hma_policy.core.lax import read_refused
+    document = {"kv_transfer_config": {"kv_port": "80", "kv_connector_extra_config": [1],
+                                       "x": {"kv_connector_extra_config": {"connectors": []}}}}
+    paths = ["/kv_transfer_config/kv_connector_extra_config/connectors/0/kv_port",
+             "/kv_transfer_config/x/kv_connector_extra_config/connectors/3/kv_port", "/model/kv_port"]
+    assert read_refused(document, paths, {"kv_port": "int"}) is False
+    assert read_refused(document, ["/kv_transfer_config/kv_port"], {"kv_port": "int"}) is True
+    assert document["kv_transfer_config"]["kv_port"] == 80

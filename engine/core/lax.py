@@ -128,8 +128,8 @@ def read_refused(document: dict[str, Any], paths: list[str], fields: Mapping[str
         parts = path[1:].split("/")
         holder: Any = document
         for part in parts[:-1]:
-            if isinstance(holder, list):
-                child = holder[int(part)] if int(part) < len(holder) else None
+            if isinstance(holder, list):  # a problem's path follows the document; checked all the same
+                child = holder[int(part)] if part.isdigit() and int(part) < len(holder) else None
             else:
                 child = holder.get(part) if isinstance(holder, dict) else None
             if not isinstance(child, (dict, list)):
@@ -137,7 +137,7 @@ def read_refused(document: dict[str, Any], paths: list[str], fields: Mapping[str
             if id(child) not in copied:
                 child = dict(child) if isinstance(child, dict) else list(child)
                 copied.add(id(child))
-                holder[int(part) if isinstance(holder, list) else part] = child
+                holder[int(part) if isinstance(holder, list) else part] = child  # type: ignore[index]
             holder = child
         else:
             value = read(holder.get(parts[-1]), kind) if isinstance(holder, dict) else NOT_READ
