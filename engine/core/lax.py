@@ -50,7 +50,6 @@ _ZEROS_THEN_NEGATIVE = re.compile(r"\+?0[0_]*(-[0-9]+(?:_[0-9]+)*)(?:\.0+)?")
 _FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE)
 _BOOLS = {"true": True, "yes": True, "on": True, "1": True, "t": True, "y": True,
           "false": False, "no": False, "off": False, "0": False, "f": False, "n": False}
-_I64 = 2 ** 63
 
 
 def read(value: Any, kind: str) -> Any:
@@ -102,8 +101,8 @@ def _float(value: Any) -> Any:
 
 
 def _bool(value: Any) -> Any:
-    if type(value) is str:
-        return _BOOLS.get(value.lower(), NOT_READ)
+    if type(value) is str:  # its ASCII letters in either case (Rust's eq_ignore_ascii_case)
+        return _BOOLS.get(value.lower(), NOT_READ) if value.isascii() else NOT_READ
     if type(value) in (int, float) and value in (0, 1):
         return bool(value)
     return NOT_READ

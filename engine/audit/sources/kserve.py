@@ -228,8 +228,8 @@ def _config(ctx: Ctx, name: str, here: dict[str, dict[str, Any]]) -> tuple[dict[
 def _rendered(pod: dict[str, Any], spec: dict[str, Any], meta: dict[str, Any], offloading: Any) -> dict[str, Any]:
     """The pod's containers with their command, args and env rendered as the
     controller renders them, and the preset's eval written out."""
-    data = {"Spec": spec, "ObjectMeta": {**meta, "namespace": meta.get("namespace") or unresolved("{{ .ObjectMeta.Namespace }}")},
-            "GlobalConfig": {}}
+    namespace = meta.get("namespace") or unresolved("{{ .ObjectMeta.Namespace }}")
+    data = {"Spec": spec, "ObjectMeta": {**meta, "namespace": namespace}, "GlobalConfig": {}}
     # kvTransferConfig renders nothing in the preset's KV_TRANSFER_ARGS="..." (its JSON would end
     # the shell string there): _uneval puts its text where the eval reads it.
     functions = {"kvTransferConfig": lambda *a: "",

@@ -117,7 +117,8 @@ def _base_config(ctx: Ctx, name: str, here: dict[str, tuple[dict[str, Any], str]
 def _deployment(ctx: Ctx, template: str, svc: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
     """The Deployment a base config key holds, its Go template actions rendered against the service."""
     meta = svc["metadata"] if isinstance(svc.get("metadata"), dict) else {}
-    data = {"ModelServiceName": meta.get("name"), "ModelServiceNamespace": meta.get("namespace") or unresolved("{{ .ModelServiceNamespace }}")}
+    data = {"ModelServiceName": meta.get("name"),
+            "ModelServiceNamespace": meta.get("namespace") or unresolved("{{ .ModelServiceNamespace }}")}
     text = render(template, data, {}) if "{{" in template else template
     try:
         value = parse_text(text, source="a base config", fmt="yaml")
