@@ -105,7 +105,8 @@ def test_a_value_the_file_does_not_give_in_a_number_field_is_not_decided(tmp_pat
          '"kv_port":"\x00$kv_port\x00","engine_id":"\x00$ID\x00"}'])
     assert result.document is None
     assert [(p.code, p.message) for p in result.problems] == [
-        ("source.unresolved", "`--kv-transfer-config` takes its value from `$kv_port`, `$ID`, which this file does not set")]
+        ("source.unresolved", "`--kv-transfer-config` takes its value at `/kv_port` from `$kv_port`, which this file "
+         "does not set")]  # only the value the decision reads: `$ID` (engine_id) is not one
 
 
 def test_a_path_that_does_not_follow_the_document_changes_nothing():

@@ -309,7 +309,8 @@ def test_an_unresolved_value_the_decision_does_not_read_is_a_note(tmp_path):
 def test_an_unresolved_value_the_decision_reads_inside_json_is_still_a_problem(tmp_path):
     d = only(read_source(write(tmp_path / "run.sh",
                                'vllm serve m --kv-transfer-config "{\\"kv_connector\\":\\"$CONN\\",\\"kv_role\\":\\"kv_both\\"}"\n')))
-    assert d.problems[0].message == "`--kv-transfer-config` takes its value from `$CONN`, which this file does not set"
+    assert d.problems[0].message == ("`--kv-transfer-config` takes its value at `/kv_connector` from `$CONN`, which "
+                                     "this file does not set")
 
 
 def test_a_word_from_an_unset_variable_may_hold_options_and_says_so(tmp_path):

@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import InputError, Problem
 from .lax import KINDS as LAX_KINDS
@@ -110,8 +110,11 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
             continue
         if isinstance(value, str) and has_unresolved(value):
             unread = _unread_json(field_name, value) if VALUE_OPTIONS[option][1] == "json" else None
-            if unread is None:
-                reading.fail("source.unresolved", f"`{option}` takes its value from {references(value)}",
+            if unread is None or isinstance(unread, _ReadAt):
+                # Where in a JSON value the decision reads the unknown one, when it is inside.
+                at = f" at `{unread.at}`" if unread is not None and unread.at else ""
+                held = unread.text if at else value
+                reading.fail("source.unresolved", f"`{option}` takes its value{at} from {references(held)}",
                              path=pointer([field_name]),
                              hint="give its value in `env`, or write it in the command" if reading.file is None
                              else "the audit reads files and never runs them; write the value in the file")
@@ -147,15 +150,28 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
 
 
 class _Read(Exception):
-    """An unresolved value where the decision reads it."""
+    """An unresolved value where the decision reads it: where in the option (a JSON Pointer), and the text."""
+
+    def __init__(self, at: str, text: str):
+        super().__init__(at)
+        self.at, self.text = at, text
 
 
-def _unread_json(field_name: str, value: str) -> tuple[str, list[tuple[str, str]]] | None:
+class _ReadAt(NamedTuple):
+    """Where in a JSON option an unresolved value sits that the decision reads, and its text.
+    (Not the exception itself: its traceback would hold the reader's frames in a cycle.)"""
+
+    at: str
+    text: str
+
+
+def _unread_json(field_name: str, value: str) -> tuple[str, list[tuple[str, str]]] | _ReadAt | None:
     """A JSON option whose unresolved values all sit where the decision
     does not read them (an engine_id, a proxy address in
     kv_connector_extra_config): the value with each shown as written, and
-    where each was (a JSON Pointer in the option, and the string). None when
-    one of them is read, or the value is not JSON.
+    where each was (a JSON Pointer in the option, and the string). The
+    first one the decision reads (:class:`_ReadAt`), or None when the value
+    is not JSON.
 
     What the decision reads comes from the document's schema. Inside a JSON
     string, an unresolved value is read where the schema constrains the
@@ -172,7 +188,9 @@ def _unread_json(field_name: str, value: str) -> tuple[str, list[tuple[str, str]
     unread: list[tuple[str, str]] = []
     try:
         shown = _walk_unread(parsed, SCHEMA["properties"].get(field_name), [], unread)
-    except (_Read, RecursionError):
+    except _Read as read:
+        return _ReadAt(read.at, read.text)
+    except RecursionError:
         return None
     return json.dumps(shown), unread
 
@@ -187,13 +205,14 @@ def _walk_unread(node: Any, schema: Any, path: list[Any], unread: list[tuple[str
         if bare:
             node = node[len(_BARE):]
         if (schema is not None) if bare else _constrained(schema):
-            raise _Read
+            raise _Read(pointer(path), node)
         unread.append((pointer(path), node))
         return show(node, None)
     if isinstance(node, dict):
         properties = _schema_properties(schema)
-        if any(has_unresolved(k) for k in node):
-            raise _Read
+        named = next((k for k in node if has_unresolved(k)), None)
+        if named is not None:  # a key the file does not give: any field, the read ones too
+            raise _Read(pointer(path), named)
         return {k: _walk_unread(v, properties.get(k), path + [k], unread) for k, v in node.items()}
     if isinstance(node, list):
         items = _schema_items(schema)
