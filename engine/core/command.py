@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .errors import InputError, Problem
-from .lax import KINDS as LAX_KINDS
+from . import lax
 from .markers import UNRESOLVED, has_unresolved, references, show, unresolved, unresolved_names
 from .options import (DECISION_OPTIONS, DEFAULT_OPTIONS, ENV_NAMES, SCHEMA, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions,
                       find_vllm)
@@ -149,20 +149,16 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
                          tuple(origins.items()), tuple(reading.configs))
 
 
-class _Read(Exception):
-    """An unresolved value where the decision reads it: where in the option (a JSON Pointer), and the text."""
-
-    def __init__(self, at: str, text: str):
-        super().__init__(at)
-        self.at, self.text = at, text
-
-
 class _ReadAt(NamedTuple):
-    """Where in a JSON option an unresolved value sits that the decision reads, and its text.
-    (Not the exception itself: its traceback would hold the reader's frames in a cycle.)"""
+    """Where in a JSON option an unresolved value sits that the decision reads, and its text."""
 
     at: str
     text: str
+
+
+class _Read(Exception):
+    """Raised at a :class:`_ReadAt` (its one argument). The value is returned,
+    never the exception: its traceback would hold the reader's frames in a cycle."""
 
 
 def _unread_json(field_name: str, value: str) -> tuple[str, list[tuple[str, str]]] | _ReadAt | None:
@@ -189,7 +185,7 @@ def _unread_json(field_name: str, value: str) -> tuple[str, list[tuple[str, str]
     try:
         shown = _walk_unread(parsed, SCHEMA["properties"].get(field_name), [], unread)
     except _Read as read:
-        return _ReadAt(read.at, read.text)
+        return read.args[0]
     except RecursionError:
         return None
     return json.dumps(shown), unread
@@ -205,14 +201,14 @@ def _walk_unread(node: Any, schema: Any, path: list[Any], unread: list[tuple[str
         if bare:
             node = node[len(_BARE):]
         if (schema is not None) if bare else _constrained(schema):
-            raise _Read(pointer(path), node)
+            raise _Read(_ReadAt(pointer(path), node))
         unread.append((pointer(path), node))
         return show(node, None)
     if isinstance(node, dict):
         properties = _schema_properties(schema)
         named = next((k for k in node if has_unresolved(k)), None)
         if named is not None:  # a key the file does not give: any field, the read ones too
-            raise _Read(pointer(path), named)
+            raise _Read(_ReadAt(pointer(path), named))
         return {k: _walk_unread(v, properties.get(k), path + [k], unread) for k, v in node.items()}
     if isinstance(node, list):
         items = _schema_items(schema)
@@ -255,13 +251,8 @@ def _constrained(schema: Any) -> bool:
     """Whether the schema reads a string's text (not only that it is a string):
     a choice or a pattern, or a number or boolean field, which vLLM's pydantic
     reads from a string's text (`"kv_port": "8000"`, core.lax)."""
-    return any(key in part for part in _schema_parts(schema) for key in ("enum", "const", "pattern")) or \
-        any(_lax_type(part.get("type")) for part in _schema_parts(schema))
-
-
-def _lax_type(kind: Any) -> bool:
-    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
-    return "string" not in kinds and any(k in LAX_KINDS for k in kinds)
+    return any(lax.kind_of(part) is not None or any(key in part for key in ("enum", "const", "pattern"))
+               for part in _schema_parts(schema))
 
 
 # What marks a value written bare in JSON (outside a string) once it is quoted to be parsed.

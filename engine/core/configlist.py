@@ -34,7 +34,7 @@ from . import releases
 from .errors import InputError, Problem
 from .schema import accept_check, iter_problems, load_schema, problems_against
 from .accept import compile_schema
-from .lax import KINDS
+from .lax import kind_of
 
 __all__ = ["ConfigField", "ConfigClass", "ReleaseConfigs", "DocumentSchema", "known_configs", "document_schema",
            "release_schema"]
@@ -196,9 +196,5 @@ def _lax_fields(schema: Mapping[str, Any]) -> Mapping[str, str]:
     """The fields of the schema's KVTransferConfig typed integer, number or boolean, by kind."""
     node = next((n for n in schema.get("$defs", {}).values()
                  if isinstance(n, dict) and n.get("x-vllm-class") == "KVTransferConfig"), {})
-    out = {}
-    for name, field in node.get("properties", {}).items():
-        kinds = [KINDS[k] for k in _kinds(field) if k in KINDS]
-        if len(kinds) == 1:
-            out[name] = kinds[0]
-    return MappingProxyType(out)
+    kinds = {name: kind_of(field) for name, field in node.get("properties", {}).items()}
+    return MappingProxyType({name: kind for name, kind in kinds.items() if kind is not None})

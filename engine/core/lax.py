@@ -23,10 +23,20 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["KINDS", "read", "read_refused", "NOT_READ"]
+__all__ = ["KINDS", "kind_of", "read", "read_refused", "NOT_READ"]
 
 # The field types this applies to, by their JSON Schema names.
 KINDS = {"integer": "int", "number": "float", "boolean": "bool"}
+
+
+def kind_of(schema: Mapping[str, Any]) -> str | None:
+    """The kind pydantic reads text into for a field of this schema: int,
+    float or bool where its type names exactly one of those (null beside it
+    or not), and no string (a string stays one); else None."""
+    kind = schema.get("type")
+    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
+    read = [KINDS[k] for k in kinds if k in KINDS]
+    return read[0] if len(read) == 1 and "string" not in kinds else None
 
 
 class _NotRead:

@@ -8,8 +8,10 @@ value for a message with its markers as written.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-__all__ = ["UNRESOLVED", "unresolved", "has_unresolved", "unresolved_names", "references", "show", "plain"]
+__all__ = ["UNRESOLVED", "unresolved", "has_unresolved", "unresolved_names", "references", "show", "plain",
+           "outside"]
 
 
 # An unresolved reference, kept in the text so that an option whose value
@@ -57,6 +59,19 @@ def plain(text: str) -> str:
     if "\x00" not in text and "\x01" not in text:
         return text
     return UNRESOLVED.sub(lambda m: m.group(1), text).replace("\x00", "\ufffd").replace("\x01", "\ufffd")
+
+
+def outside(text: str, transform: Callable[[str], str]) -> str:
+    """``text`` with ``transform`` applied to each stretch outside its
+    markers, the markers kept whole (an option name's `_` read as `-`
+    leaves a variable's name as written)."""
+    if "\x00" not in text:
+        return transform(text)
+    out, at = [], 0
+    for marker in UNRESOLVED.finditer(text):
+        out += [transform(text[at:marker.start()]), marker.group(0)]
+        at = marker.end()
+    return "".join(out) + transform(text[at:])
 
 
 def show(text: str, limit: int | None = 120) -> str:

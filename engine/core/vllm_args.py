@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from .errors import InputError, Problem, suggest
 from .input import parse_text
-from .markers import UNRESOLVED, has_unresolved, references, show
+from .markers import UNRESOLVED, has_unresolved, outside, references, show
 from .optionlist import list_options
 from .options import DECISION_OPTIONS, FLAG_OPTIONS, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions
 
@@ -103,14 +103,15 @@ def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Ar
     elif any(t.startswith("--config=") for t in texts):
         reading.note("source.config_ignored", "vLLM reads a config file only from `--config FILE`; "
                      "`--config=FILE` is accepted and ignored")
-    # Option names: `_` is `-` between the leading `--` and the first `.`.
+    # Option names: `_` is `-` between the leading `--` and the first `.`, outside the
+    # unknown values a name holds (`--disable-$ACCESS_LOG` keeps the variable's name).
     normal: list[Arg] = []
     for tok in args:
         text = tok.text
         if text.startswith("--"):
             key, eq, value = _partition(text, "=")
             head, dot, tail = _partition(key[2:], ".")
-            text = "--" + _dashed(head) + dot + tail + eq + value
+            text = "--" + outside(head, lambda part: part.replace("_", "-")) + dot + tail + eq + value
         normal.append(Arg(text, tok.origin))
     return _merge_dotted(reading, normal), model, positional
 
@@ -122,18 +123,6 @@ def _partition(text: str, separator: str) -> tuple[str, str, str]:
         return text.partition(separator)
     at = UNRESOLVED.sub(lambda m: "\x00" * len(m.group(0)), text).find(separator)
     return (text, "", "") if at < 0 else (text[:at], separator, text[at + 1:])
-
-
-def _dashed(name: str) -> str:
-    """An option name with `_` as `-`, outside the unknown values it holds
-    (`--disable-$ACCESS_LOG` keeps the variable's name as written)."""
-    if "\x00" not in name:
-        return name.replace("_", "-")
-    out, at = [], 0
-    for marker in UNRESOLVED.finditer(name):
-        out += [name[at:marker.start()].replace("_", "-"), marker.group(0)]
-        at = marker.end()
-    return "".join(out) + name[at:].replace("_", "-")
 
 
 def _merge_dotted(reading: Reading, normal: list[Arg]) -> list[Arg]:

@@ -32,10 +32,9 @@ commands by their words). This module holds the entry points.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
-from ...core.markers import UNRESOLVED
+from ...core.markers import outside
 from ...core.options import Arg, ConfigFile, find_vllm
 from ...core.errors import InputError, Problem
 from .context import Ctx
@@ -68,7 +67,7 @@ def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, ori
     # Markers are the readers' own: a file's NUL is none. A container's script (``fixed``)
     # keeps those its reader made (a Helm template's `{{ .Values.model }}`), which the
     # lexer reads as one word each.
-    text = _own_markers(text) if fixed else text.replace("\x00", "\ufffd")
+    text = outside(text, _no_nul) if fixed else _no_nul(text)
     try:
         for item in parse_script(text, first_line):
             if isinstance(item, ShellSyntaxError):
@@ -117,18 +116,11 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
     return [Invocation([Arg(a, origin) for a in argv], line, dict(env), anchor)]
 
 
-# An unresolved marker (core.markers), or a NUL that is part of none.
-_MARKER_OR_NUL = re.compile(f"(?:{UNRESOLVED.pattern})|\x00")
-
-
-def _own_markers(text: str) -> str:
-    """``text`` with every NUL that is not part of an unresolved marker replaced.
-    A NUL the file wrote itself (a ``\\0`` escape in a YAML string: args that no
-    container can be started with) is told from a marker only when it pairs
-    with none; one that does is read as a value not known, never run."""
-    if "\x00" not in text:
-        return text
-    return _MARKER_OR_NUL.sub(lambda found: "\ufffd" if found.group(0) == "\x00" else found.group(0), text)
+def _no_nul(text: str) -> str:
+    """A NUL the file wrote itself (a ``\\0`` escape in a YAML string: args no
+    container can be started with) is no marker; one that pairs with a
+    marker's text is read as a value not known, never run."""
+    return text.replace("\x00", "\ufffd")
 
 
 def shell_file(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
