@@ -299,6 +299,17 @@ def test_access_log_lines_are_json_with_the_outcome(server, http):
     assert line["time"].endswith("+00:00") and isinstance(line["duration_ms"], float)
 
 
+def test_decide_decides_a_document_for_the_release_it_names(http):
+    """As `decide` and the audit do (regression: a service of one worker decided every
+    document for the newest release, until its first reload)."""
+    document = {"vllm_version": "0.10.2", "kv_transfer_config": {
+        "kv_connector": "P2pNcclConnector", "kv_role": "kv_producer", "kv_buffer_size": "1e1"}}
+    response = http.post("/v1/decide", json=document)
+    assert response.status_code == 200, response.text
+    assert response.json() == hma_policy.decide(document).to_dict()
+    assert response.json()["vllm"] == {"release": "0.10.2", "source": "document vllm_version"}
+
+
 # -- /v1/admission -----------------------------------------------------------------------
 
 def objects_of(path: Path) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import replace
 from typing import Any, Iterator
 
-from ..clisupport import UsageError, checked, load
+from ..clisupport import UsageError, checked, load_set
 from ..policyref import opened
 
 __all__ = ["serve", "add_arguments", "INSTALL_HINT"]
@@ -135,7 +135,8 @@ def serve(args: argparse.Namespace, stdin: Any) -> tuple[int, None]:
     with opened(args.rules) as ref:
         # Rules that do not load stop here, with their problems (exit 2); with several
         # workers, as the first copy of them loads (below), before anything listens.
-        policy = load(ref) if args.workers == 1 else None
+        # Each deployment is decided for its own release, as a reload and the workers' policies do.
+        policy = load_set(ref) if args.workers == 1 else None
     common: dict[str, Any] = dict(
         host=args.host, port=args.port, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key,
         log_config=LOG_CONFIG, access_log=False, lifespan="on", server_header=False, proxy_headers=False,
