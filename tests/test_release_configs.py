@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import hma_policy
+from hma_policy.audit.run import audit
 from hma_policy.authoring.wheel import configs_json
 from hma_policy.core import yamlsafe
 from hma_policy.core.configlist import document_schema, known_configs
@@ -166,3 +167,24 @@ def test_a_policy_set_checks_a_document_with_the_release_it_names():
         assert policies.decide_prepared(prepared).outcome  # the default release takes it
     finally:
         policies.close()
+
+
+def test_a_release_named_by_what_deploys_it_checks_the_fields_the_default_lacks(tmp_path):
+    """An image tag of 0.10.1 and a kv_buffer_size (a field up to 0.10.2):
+    prepared with the tag's release, not refused by the default's schema
+    (regression: the audit and the admission webhook reported `unknown
+    field kv_buffer_size` for a launch 0.10.1 starts)."""
+    ktc = {"kv_connector": "P2pNcclConnector", "kv_role": "kv_producer", "kv_buffer_size": "1e1"}
+    policies = PolicySet()
+    try:
+        tagged = policies.decide({"kv_transfer_config": ktc}, hint=Hint("0.10.1", "image tag vllm/vllm-openai:v0.10.1"))
+        assert (tagged.outcome, tagged.vllm) == ("disabled", ("0.10.1", "image tag vllm/vllm-openai:v0.10.1"))
+        with pytest.raises(hma_policy.InputError, match="unknown field `kv_buffer_size`"):
+            policies.decide({"kv_transfer_config": ktc})
+    finally:
+        policies.close()
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.1\n"
+        f"    command: [--model, m, --kv-transfer-config, '{json.dumps(ktc)}']\n", encoding="utf-8")
+    (entry,) = audit([str(tmp_path)]).entries
+    assert (entry.decision["outcome"], entry.decision["errors"]) == ("disabled", [])

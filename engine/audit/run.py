@@ -242,8 +242,10 @@ def _prepare(policy: PolicySet, deployment: Deployment) -> Any:
     already known (a source problem or an invalid document)."""
     if deployment.problems:
         return input_error_decision([_located(p) for p in deployment.problems], policy.digest, policy.default.vllm)
+    # The release its source names checks it, as it decides it (an older one may have other fields).
+    hint = Hint(*deployment.release) if deployment.release is not None else None
     try:
-        return policy.prepare(deployment.document)
+        return policy.prepare(deployment.document, hint=hint)
     except InputError as exc:
         return input_error_decision(exc.problems, policy.digest, policy.default.vllm)
 

@@ -117,19 +117,22 @@ class PolicySet:
         """The releases these rules decide for, oldest first."""
         return tuple(self._bundle.releases) if self._bundle is not None else (self.default.release,)
 
-    def prepare(self, document: Any, *, limits: Limits = DEFAULT_LIMITS) -> Prepared:
+    def prepare(self, document: Any, *, hint: Hint | None = None, limits: Limits = DEFAULT_LIMITS) -> Prepared:
         """Read and check ``document`` once, for :meth:`decide_prepared`: with
         the schema and options of the release the document names
-        (``vllm_version``, when these rules hold it), else of the fixed or
-        default release. The policy that decides it checks it again where its
-        release would refuse what the one that prepared it accepts."""
-        return self._preparer(document).prepare(document, limits=limits)
+        (``vllm_version``, when these rules hold it), else the one ``hint``
+        names, else of the fixed or default release. The policy that decides
+        it checks it again where its release would refuse what the one that
+        prepared it accepts."""
+        return self._preparer(document, hint).prepare(document, limits=limits)
 
-    def _preparer(self, document: Any) -> Policy:
-        """The policy of the release a plain document names, else the default."""
+    def _preparer(self, document: Any, hint: Hint | None) -> Policy:
+        """The policy of the release a plain document names (else its hint), else the default."""
         if self.fixed is not None or self._bundle is None or not isinstance(document, dict):
             return self.default
         named = dict.get(document, "vllm_version")  # dict's own get: a subclass's may raise
+        if named is None and hint is not None:
+            named = hint.version
         if not isinstance(named, str):
             return self.default
         try:
@@ -203,7 +206,7 @@ class PolicySet:
 
     def decide(self, document: Any, *, hint: Hint | None = None, limits: Limits = DEFAULT_LIMITS) -> Decision:
         """Decide one deployment document with the policy of its release."""
-        return self.decide_prepared(self.prepare(document, limits=limits), hint)
+        return self.decide_prepared(self.prepare(document, hint=hint, limits=limits), hint)
 
     def decide_command(self, argv: str | Sequence[str], *, env: Mapping[str, str] | None = None,
                        cwd: str | os.PathLike[str] | None = None, config_root: str | os.PathLike[str] | None = None,
