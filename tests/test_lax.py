@@ -109,6 +109,95 @@ def test_a_value_the_file_does_not_give_in_a_number_field_is_not_decided(tmp_pat
          "does not set")]  # only the value the decision reads: `$ID` (engine_id) is not one
 
 
+# vLLM's own P2P NCCL example (disagg_example_p2p_nccl_xpyd.sh), as a launcher holds it: kv_port from a
+# variable not given, and kv_buffer_size, a field up to 0.10.2 only.
+P2P = ('vllm serve m --kv-transfer-config "{\\"kv_connector\\":\\"P2pNcclConnector\\",\\"kv_role\\":\\"kv_producer\\",'
+       '\\"kv_buffer_size\\":\\"1e1\\",\\"kv_port\\":\\"$KV_PORT\\",\\"engine_id\\":\\"$ID\\"}"')
+
+
+def refusal(call):
+    with pytest.raises(InputError) as caught:
+        call()
+    return [(p.code, p.path, p.message) for p in caught.value.problems]
+
+
+def test_a_number_the_file_does_not_give_is_given_a_stand_in():
+    result = hma_policy.core.command.read_command(
+        ["vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector":"NixlConnector","kv_role":"kv_both",'
+         '"kv_port":"\x00$kv_port\x00","enable_permute_local_kv":"\x00$P\x00","engine_id":"\x00$ID\x00"}'])
+    assert result.document is None
+    stand_in = result.stand_in
+    assert stand_in.paths == ("/kv_transfer_config/kv_port", "/kv_transfer_config/enable_permute_local_kv")
+    assert json.loads(stand_in.document["kv_transfer_config"]) == {
+        "kv_connector": "NixlConnector", "kv_role": "kv_both", "kv_port": 0, "enable_permute_local_kv": False,
+        "engine_id": "$ID"}
+    assert stand_in.document["model"] == {"name": "m"}
+
+
+@pytest.mark.parametrize("argv", [
+    # a value read for more than its type: which connector it is
+    ["vllm", "serve", "m", "--kv-transfer-config",
+     '{"kv_connector":"\x00$C\x00","kv_role":"kv_both","kv_port":"\x00$P\x00"}'],
+    # written bare, an unknown value may be any JSON at all (more keys too)
+    ["vllm", "serve", "m", "--kv-transfer-config",
+     '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_port":\x00$P\x00}'],
+    # another problem, which no stand-in answers
+    ["vllm", "serve", "m", "x", "--kv-transfer-config",
+     '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_port":"\x00$P\x00"}'],
+])
+def test_no_stand_in_where_one_would_not_settle_the_command(argv):
+    result = hma_policy.core.command.read_command(argv)
+    assert result.problems and result.stand_in is None
+
+
+def test_a_command_refused_whatever_its_unknown_number_is_gets_that_refusal():
+    """kv_buffer_size is no field of 0.33.0's KVTransferConfig: vLLM refuses the
+    command whatever $KV_PORT holds (regression: source.unresolved at /kv_port)."""
+    assert refusal(lambda: hma_policy.decide_command(P2P, env={})) == [
+        ("input.schema", "/kv_transfer_config/kv_buffer_size", "unknown field `kv_buffer_size`")]
+    # Where the release has the field, whether vLLM starts depends on the number.
+    unresolved = [("source.unresolved", "/kv_transfer_config", "`--kv-transfer-config` takes its value at `/kv_port` "
+                   "from `$KV_PORT` (which is not given in `env`)")]
+    assert refusal(lambda: hma_policy.decide_command(P2P, env={}, vllm_version="0.10.2")) == unresolved
+    assert refusal(lambda: hma_policy.load_policy(release="0.10.2").decide_command(P2P, env={})) == unresolved
+    assert refusal(lambda: hma_policy.decide_command(P2P.replace('\\"kv_buffer_size\\":\\"1e1\\",', ""), env={})) \
+        == unresolved
+    assert hma_policy.decide_command(P2P.replace("$KV_PORT", "14579"), env={"ID": "x"}, vllm_version="0.10.2").outcome \
+        == "disabled"
+
+
+def test_a_refusal_holds_whatever_the_values_only_away_from_them():
+    from hma_policy.core.command import StandIn, refused_whatever
+    from hma_policy.core.errors import Problem
+    stand_in = StandIn({}, ("/kv_transfer_config/kv_port",))
+    assert refused_whatever([Problem("input.schema", "x", "/kv_transfer_config/kv_buffer_size")], stand_in)
+    assert refused_whatever([Problem("input.schema", "x", "/kv_transfer_config")], stand_in)  # kv_role missing
+    assert not refused_whatever([], stand_in)
+    # the stand-in itself refused (out of the field's range): nothing is known of the value
+    assert not refused_whatever([Problem("input.schema", "x", "/kv_transfer_config/kv_buffer_size"),
+                                 Problem("input.schema", "x", "/kv_transfer_config/kv_port")], stand_in)
+    assert not refused_whatever([Problem("input.schema", "x", "/kv_transfer_config/kv_port/0")], stand_in)
+    assert refused_whatever([Problem("input.schema", "x", "/kv_transfer_config/kv_port_x")], stand_in)
+
+
+def test_the_audit_reports_the_refusal_and_notes_the_unknown_number(tmp_path):
+    script = tmp_path / "run.sh"
+    ktc = ('{\\"kv_connector\\":\\"P2pNcclConnector\\",\\"kv_role\\":\\"kv_producer\\",\\"kv_buffer_size\\":\\"1e1\\",'
+           '\\"kv_port\\":\\"$((21001 + i))\\"}')
+    script.write_text(f'vllm serve m --kv-transfer-config "{ktc}"\n'
+                      f'# hma-policy: {{"vllm_version": "0.10.2"}}\nvllm serve m --kv-transfer-config "{ktc}"\n',
+                      encoding="utf-8")
+    from hma_policy.audit.run import audit
+    first, older = audit([str(script)]).entries
+    assert [(e["code"], e["path"]) for e in first.decision["errors"]] == [
+        ("input.schema", "/kv_transfer_config/kv_buffer_size")]
+    assert [(n.code, n.line, n.message) for n in first.deployment.notes] == [
+        ("source.unresolved_unused", 1, "`--kv-transfer-config` takes its value at `/kv_port` from `$((21001 + i))` "
+         "(which is arithmetic the audit does not evaluate); vLLM refuses the command whatever that value is")]
+    assert [e["code"] for e in older.decision["errors"]] == ["source.unresolved"]
+    assert older.deployment.notes == ()
+
+
 def test_a_path_that_does_not_follow_the_document_changes_nothing():
     """read_refused follows problem paths; one that does not fit the document
     (a list where a key is named, an index past the end) is passed over."""

@@ -451,6 +451,28 @@ def test_a_launch_whose_values_are_elsewhere_is_allowed_with_a_warning(http):
                for w in answer["warnings"])
 
 
+def test_a_launch_refused_whatever_its_unknown_port_is_denied(http):
+    """The P2P NCCL example's config in a Pod: kv_port from an env var the
+    object takes from elsewhere (any number will do), and kv_buffer_size,
+    which 0.33.0 refuses: vLLM refuses it whatever the port. Where the image
+    is 0.10.2, which has the field, it cannot be decided."""
+    pod = copy.deepcopy(objects_of(FLEET / "typo-connector-pod.yaml")[0])
+    container = pod["spec"]["containers"][0]
+    container["env"] = [{"name": "KV_PORT", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['port']"}}}]
+    container["args"][2] = ('{"kv_connector":"P2pNcclConnector","kv_role":"kv_producer","kv_buffer_size":"1e1",'
+                            '"kv_port":"$(KV_PORT)"}')
+    answer = admit(http, review_of(FLEET / "typo-connector-pod.yaml", obj=pod))
+    assert answer["allowed"] is False
+    assert answer["status"]["message"].startswith(
+        "hma-policy: vLLM would refuse to start container `vllm` of Pod inference/qwen-decode-canary: "
+        "input.schema: unknown field `kv_buffer_size`")
+    container["image"] = "vllm/vllm-openai:v0.10.2"
+    answer = admit(http, review_of(FLEET / "typo-connector-pod.yaml", obj=pod))
+    assert answer["allowed"] is True
+    [warning] = answer["warnings"]
+    assert "cannot be decided: source.unresolved: `--kv-transfer-config` takes its value at `/kv_port`" in warning
+
+
 def test_an_object_without_vllm_and_a_delete_are_allowed(http):
     service = CORPUS / "vllm-project__production-stack/examples/disaggregated_prefill_orchestrated/prefill-deploy.yaml"
     assert admit(http, review_of(service, 0)) == {"uid": REVIEW["request"]["uid"], "allowed": True}

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..core.command import StandIn, refused_whatever
 from ..core.decision import Decision, input_error_decision
 from ..core.errors import HMAPolicyError, InputError, Problem
 from ..core.policies import Hint, PolicySet
@@ -237,13 +238,29 @@ def _read(display: str, name: str, plain: bool, settings: Settings) -> Any:
     return found
 
 
+class _StandIn(NamedTuple):
+    """A stand-in document the schema took (core.command.StandIn): the
+    decide stage tells whether its release refuses it whatever the unknown
+    values are, else the deployment's problems are the decision."""
+
+    prepared: Any
+    stand_in: StandIn
+    unresolved: Decision
+
+
 def _prepare(policy: PolicySet, deployment: Deployment) -> Any:
     """What the decide stage needs: a prepared document, or the decision
     already known (a source problem or an invalid document)."""
-    if deployment.problems:
-        return input_error_decision([_located(p) for p in deployment.problems], policy.digest, policy.default.vllm)
     # The release its source names checks it, as it decides it (an older one may have other fields).
     hint = Hint(*deployment.release) if deployment.release is not None else None
+    if deployment.problems:
+        unresolved = input_error_decision([_located(p) for p in deployment.problems], policy.digest, policy.default.vllm)
+        if deployment.stand_in is None:
+            return unresolved
+        try:
+            return _StandIn(policy.prepare(deployment.stand_in.document, hint=hint), deployment.stand_in, unresolved)
+        except InputError as exc:
+            return _refused(policy, exc, deployment.stand_in) or unresolved
     try:
         return policy.prepare(deployment.document, hint=hint)
     except InputError as exc:
@@ -255,19 +272,45 @@ def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
     (``release``: the ReleaseHint its source read, or None)."""
     if isinstance(checked, Decision):
         return checked
+    hint = Hint(*release) if release is not None else None
+    if isinstance(checked, _StandIn):
+        try:
+            policy.decide_prepared(checked.prepared, hint)
+        except InputError as exc:
+            return _refused(policy, exc, checked.stand_in) or checked.unresolved
+        return checked.unresolved
     try:
-        return policy.decide_prepared(checked, Hint(*release) if release is not None else None)
+        return policy.decide_prepared(checked, hint)
     except InputError as exc:
         return input_error_decision(exc.problems, policy.digest, policy.default.vllm)
+
+
+def _refused(policy: PolicySet, refusal: InputError, stand_in: StandIn) -> Decision | None:
+    """The decision of a stand-in document's refusal, when it holds whatever the unknown values are."""
+    if not refused_whatever(refusal.problems, stand_in):
+        return None
+    return input_error_decision(refusal.problems, policy.digest, policy.default.vllm)
 
 
 def _filed(found: Any, decisions: list[Decision], settings: Settings) -> tuple[FileResult, list[Entry]]:
     # Entries that are not kept (only their report text and counts are) go with their chunk, documents and all.
     lean = not settings.documents and settings.entries
+    deployments = [_noted(d, decision) for d, decision in zip(found.deployments, decisions)]
     entries = [Entry(d.without_document() if lean and d.document is not None else d, decision.to_dict(),
                      input_digest(d.document) if d.document is not None else None, decision.remediation)
-               for d, decision in zip(found.deployments, decisions)]
+               for d, decision in zip(deployments, decisions)]
     return FileResult(found.file, found.format, len(entries), found.problems, found.skipped, found.notes), entries
+
+
+def _noted(deployment: Deployment, decision: Decision) -> Deployment:
+    """The deployment, its unknown values noted where vLLM refuses it whatever
+    they are (the decision is that refusal, not its ``source.unresolved``
+    problems: a refusal is never one), so that the report still shows them."""
+    if deployment.stand_in is None or any(error.code == "source.unresolved" for error in decision.errors):
+        return deployment
+    notes = tuple(Problem("source.unresolved_unused", f"{p.message}; vLLM refuses the command whatever that value is",
+                          p.path, file=p.file, line=p.line) for p in deployment.problems)
+    return deployment.replace(notes=deployment.notes + notes, stand_in=None)
 
 
 def _located(problem: Problem) -> Problem:

@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from .errors import InputError, Problem
 from . import lax
@@ -40,8 +40,9 @@ from .schema import pointer
 from .vllm_args import Reading, number_value, read_options, vllm_tokens
 from ..fileio import open_regular
 
-__all__ = ["Arg", "ConfigFile", "CommandResult", "VllmOptions", "DEFAULT_OPTIONS", "read_command", "find_vllm",
-           "unresolved", "has_unresolved", "show", "ENV_NAMES", "DECISION_OPTIONS", "command_document"]
+__all__ = ["Arg", "ConfigFile", "CommandResult", "StandIn", "VllmOptions", "DEFAULT_OPTIONS", "read_command", "find_vllm",
+           "unresolved", "has_unresolved", "show", "ENV_NAMES", "DECISION_OPTIONS", "command_document",
+           "command_result", "decided", "refused_whatever"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,46 @@ class CommandResult:
     notes: tuple[Problem, ...] = ()
     origins: tuple[tuple[str, str], ...] = ()
     configs: tuple[str, ...] = ()   # the --config file read, as read_config named it
+    stand_in: StandIn | None = None  # when the only problems are values read for their type alone
+
+
+_T = TypeVar("_T")
+
+
+class StandIn(NamedTuple):
+    """A command whose only problems are unknown values that vLLM reads for
+    their type alone (``"kv_port": "$PORT"``: any number will do): the
+    document with a value of that type standing in for each, and where each
+    stands. When vLLM refuses that document for another of its values, it
+    refuses the command whatever the unknown ones are: that refusal is the
+    answer (:func:`refused_whatever`), not the unknown values."""
+
+    document: dict[str, Any]
+    paths: tuple[str, ...]  # JSON Pointers into the document
+
+
+def refused_whatever(problems: Sequence[Problem], stand_in: StandIn) -> bool:
+    """Whether ``problems``, the refusal of ``stand_in``'s document, hold
+    whatever its unknown values are: there is one, and none is at one of
+    them (a refused stand-in says nothing of the value it stands for)."""
+    return bool(problems) and not any(problem.path == path or problem.path.startswith(path + "/")
+                                      for problem in problems for path in stand_in.paths)
+
+
+def decided(result: CommandResult, decide: Callable[[dict[str, Any]], _T]) -> _T:
+    """``decide(result.document)``; for a command with problems, the refusal
+    its stand-in shows whatever the unknown values are (an InputError), else
+    an InputError of its problems."""
+    if not result.problems:
+        assert result.document is not None
+        return decide(result.document)
+    if result.stand_in is not None:
+        try:
+            decide(result.stand_in.document)
+        except InputError as exc:
+            if refused_whatever(exc.problems, result.stand_in):
+                raise
+    raise InputError(list(result.problems))
 
 
 # -- reading a command --------------------------------------------------------------------
@@ -105,31 +146,43 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
     if model is None and "model" in found:  # `--model` from a config file, or for the api_server entry point
         value, origin, _ = found["model"]
         model = Arg(value, origin)
+    # The document with stand-ins for the values read for their type alone (StandIn).
+    standing: dict[str, Any] = {}
+    stood: list[str] = []
+    covered = 0  # the problems a stand-in answers
     for field_name, (value, origin, option) in found.items():
         if field_name == "model":
             continue
         if isinstance(value, str) and has_unresolved(value):
             unread = _unread_json(field_name, value) if VALUE_OPTIONS[option][1] == "json" else None
-            if unread is None or isinstance(unread, _ReadAt):
+            read = unread.read if isinstance(unread, _Unread) else unread
+            if unread is None or read is not None:
                 # Where in a JSON value the decision reads the unknown one, when it is inside.
-                at = f" at `{unread.at}`" if unread is not None and unread.at else ""
-                held = unread.text if at else value
+                at = f" at `{read.at}`" if read is not None and read.at else ""
+                held = read.text if at else value
                 reading.fail("source.unresolved", f"`{option}` takes its value{at} from {references(held)}",
                              path=pointer([field_name]),
                              hint="give its value in `env`, or write it in the command" if reading.file is None
                              else "the audit reads files and never runs them; write the value in the file")
+                if isinstance(unread, _Unread):  # read for their type alone: a stand-in for each
+                    standing[field_name] = unread.shown
+                    stood += [pointer([field_name]) + inner for inner in unread.stood]
+                    covered += 1
                 continue
-            value, unread_at = unread
+            assert isinstance(unread, _Unread)
+            value, unread_at = unread.shown, unread.unread
             held = "; ".join(f"{references(text)} at `{at}`" for at, text in unread_at)
             reading.note("source.unresolved_unused", f"`{option}` holds {held}; the decision does not read "
                          + ("that value" if len(unread_at) == 1 else "those values"), path=pointer([field_name]))
-        document[field_name] = number_value(value) if field_name == "kv_offloading_size" else value
+        if field_name == "kv_offloading_size":
+            value = number_value(value)
+        document[field_name] = standing[field_name] = value
         origins[field_name] = f"{origin}: {option}"
     if model is not None and has_unresolved(model.text):
         reading.note("source.unresolved_unused", f"the model is {references(model.text, whole=True)}; "
                      "the decision does not read the model's name")
     elif model is not None:
-        document["model"] = {"name": model.text}
+        document["model"] = standing["model"] = {"name": model.text}
         origins["model"] = model.origin
     _loose_notes(reading, loose)
     command_env: dict[str, Any] = {}
@@ -144,9 +197,11 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
         command_env[name] = value
         origins["env"] = origin
     if command_env:
-        document["env"] = command_env
+        document["env"] = standing["env"] = command_env
+    # A stand-in answers only when every problem is an unknown value it stands for.
+    stand_in = StandIn(standing, tuple(stood)) if stood and covered == len(reading.problems) else None
     return CommandResult(None if reading.problems else document, model, tuple(reading.problems), tuple(reading.notes),
-                         tuple(origins.items()), tuple(reading.configs))
+                         tuple(origins.items()), tuple(reading.configs), stand_in)
 
 
 class _ReadAt(NamedTuple):
@@ -161,45 +216,64 @@ class _Read(Exception):
     never the exception: its traceback would hold the reader's frames in a cycle."""
 
 
-def _unread_json(field_name: str, value: str) -> tuple[str, list[tuple[str, str]]] | _ReadAt | None:
-    """A JSON option whose unresolved values all sit where the decision
-    does not read them (an engine_id, a proxy address in
-    kv_connector_extra_config): the value with each shown as written, and
-    where each was (a JSON Pointer in the option, and the string). The
-    first one the decision reads (:class:`_ReadAt`), or None when the value
-    is not JSON.
+class _Unread(NamedTuple):
+    """A JSON option's unresolved values, none read for more than its type:
+    ``shown``, the value with each the decision does not read shown as
+    written and a stand-in for each it reads for its type (StandIn); those
+    not read (``unread``: where, and the text), and the first read (None: none is)."""
+
+    shown: str
+    unread: list[tuple[str, str]]
+    read: _ReadAt | None
+    stood: tuple[str, ...]  # where each stand-in stands (JSON Pointers in the option)
+
+
+# What stands in for a value read for its type alone (core.lax's kinds): one the schema takes.
+_STAND_IN: dict[str, Any] = {"int": 0, "float": 0.0, "bool": False}
+
+
+def _unread_json(field_name: str, value: str) -> _Unread | _ReadAt | None:
+    """A JSON option's unresolved values: where each sits, and whether the
+    decision reads it (:class:`_Unread`), or the first one it reads for more
+    than its type (:class:`_ReadAt`), or None when the value is not JSON.
 
     What the decision reads comes from the document's schema. Inside a JSON
     string, an unresolved value is read where the schema constrains the
-    string's text (an enum, a pattern) or vLLM reads a number or a boolean
-    from it (``"kv_port": "$PORT"``); elsewhere the value is a string
-    whatever it holds (the schema accepts it, or refuses any string). A
-    value written bare (``"port": $PORT``) is read unless the schema knows
-    nothing of its key (a key of ``kv_connector_extra_config``).
+    string's text (an enum, a pattern), or, for its type alone, where vLLM
+    reads a number or a boolean from it (``"kv_port": "$PORT"``); elsewhere
+    the value is a string whatever it holds (the schema accepts it, or
+    refuses any string). A value written bare (``"port": $PORT``) is read
+    unless the schema knows nothing of its key (a key of
+    ``kv_connector_extra_config``): it may be any JSON at all.
     """
     try:
         parsed = json.loads(_quote_bare_markers(value), strict=False)  # markers are control characters
     except (ValueError, RecursionError):
         return None
     unread: list[tuple[str, str]] = []
+    stood: list[_ReadAt] = []
     try:
-        shown = _walk_unread(parsed, SCHEMA["properties"].get(field_name), [], unread)
+        shown = _walk_unread(parsed, SCHEMA["properties"].get(field_name), [], unread, stood)
     except _Read as read:
-        return read.args[0]
+        return stood[0] if stood else read.args[0]  # the first one read, in the value's order
     except RecursionError:
         return None
-    return json.dumps(shown), unread
+    return _Unread(json.dumps(shown), unread, stood[0] if stood else None, tuple(read.at for read in stood))
 
 
-def _walk_unread(node: Any, schema: Any, path: list[Any], unread: list[tuple[str, str]]) -> Any:
+def _walk_unread(node: Any, schema: Any, path: list[Any], unread: list[tuple[str, str]], stood: list[_ReadAt]) -> Any:
     """``node`` with each unresolved string the decision does not read shown
-    as written (and listed in ``unread``); raises _Read at one it reads."""
+    as written (and listed in ``unread``), and a stand-in for each it reads
+    for its type alone (listed in ``stood``); raises _Read at one it reads otherwise."""
     if isinstance(node, str):
         if not has_unresolved(node):
             return node
         bare = node.startswith(_BARE)
         if bare:
             node = node[len(_BARE):]
+        elif _typed_only(schema):
+            stood.append(_ReadAt(pointer(path), node))
+            return _STAND_IN[next(kind for kind in map(lax.kind_of, _schema_parts(schema)) if kind is not None)]
         if (schema is not None) if bare else _constrained(schema):
             raise _Read(_ReadAt(pointer(path), node))
         unread.append((pointer(path), node))
@@ -209,10 +283,10 @@ def _walk_unread(node: Any, schema: Any, path: list[Any], unread: list[tuple[str
         named = next((k for k in node if has_unresolved(k)), None)
         if named is not None:  # a key the file does not give: any field, the read ones too
             raise _Read(_ReadAt(pointer(path), named))
-        return {k: _walk_unread(v, properties.get(k), path + [k], unread) for k, v in node.items()}
+        return {k: _walk_unread(v, properties.get(k), path + [k], unread, stood) for k, v in node.items()}
     if isinstance(node, list):
         items = _schema_items(schema)
-        return [_walk_unread(v, items, path + [i], unread) for i, v in enumerate(node)]
+        return [_walk_unread(v, items, path + [i], unread, stood) for i, v in enumerate(node)]
     return node
 
 
@@ -245,6 +319,14 @@ def _schema_properties(schema: Any) -> dict[str, Any]:
 
 def _schema_items(schema: Any) -> Any:
     return next((part["items"] for part in _schema_parts(schema) if "items" in part), None)
+
+
+def _typed_only(schema: Any) -> bool:
+    """Whether the schema reads a string's text for its type alone: a number
+    or boolean field (core.lax) without a choice or a pattern."""
+    parts = _schema_parts(schema)
+    return any(lax.kind_of(part) is not None for part in parts) and \
+        not any(key in part for part in parts for key in ("enum", "const", "pattern"))
 
 
 def _constrained(schema: Any) -> bool:
@@ -346,6 +428,18 @@ def command_document(argv: str | Sequence[str], *, env: Mapping[str, str] | None
                      config_root: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The deployment document of a command a launcher holds (see
     :func:`hma_policy.decide_command`); :class:`InputError` when there is none."""
+    result = command_result(argv, env=env, cwd=cwd, config_root=config_root)
+    if result.problems:
+        raise InputError(result.problems)
+    assert result.document is not None
+    return result.document
+
+
+def command_result(argv: str | Sequence[str], *, env: Mapping[str, str] | None = None,
+                   cwd: str | os.PathLike[str] | None = None,
+                   config_root: str | os.PathLike[str] | None = None) -> CommandResult:
+    """What a command a launcher holds says (:func:`read_command`), its
+    ``--config`` file read from disk; :class:`InputError` for no command at all."""
     if argv is None or (isinstance(argv, (str, list, tuple)) and not argv):
         raise InputError([Problem("input.empty", "the command is empty", hint="give `vllm serve MODEL ...`")])
     if isinstance(argv, str):
@@ -356,11 +450,7 @@ def command_document(argv: str | Sequence[str], *, env: Mapping[str, str] | None
         raise InputError([Problem("input.type", "a command is a list of strings or one shell string")])
     base = os.path.realpath(os.fspath(cwd) if cwd is not None else os.getcwd())
     root = os.path.realpath(os.fspath(config_root)) if config_root is not None else base
-    result = read_command(words, env=env, read_config=lambda name: _config_file(name, base, root))
-    if result.problems:
-        raise InputError(result.problems)
-    assert result.document is not None
-    return result.document
+    return read_command(words, env=env, read_config=lambda name: _config_file(name, base, root))
 
 
 def _shell_words(text: str, env: Mapping[str, str]) -> list[str]:

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .command import command_document
+from .command import command_result, decided
 from .decision import Decision
 from .errors import InputError
 from .input import DEFAULT_LIMITS, Limits
@@ -212,7 +212,8 @@ class PolicySet:
                        cwd: str | os.PathLike[str] | None = None, config_root: str | os.PathLike[str] | None = None,
                        limits: Limits = DEFAULT_LIMITS) -> Decision:
         """:func:`decide_command` with these policies."""
-        return self.decide(command_document(argv, env=env, cwd=cwd, config_root=config_root), limits=limits)
+        return decided(command_result(argv, env=env, cwd=cwd, config_root=config_root),
+                       lambda document: self.decide(document, limits=limits))
 
     def __repr__(self) -> str:
         fixed = f", release={self.fixed!r}" if self.fixed else ""
@@ -286,10 +287,12 @@ def decide_command(argv: str | Sequence[str], *, env: Mapping[str, str] | None =
     ``vllm_version``: the release that runs the command (as a document's
     ``vllm_version``; default: the newest bundled).
     """
-    document = command_document(argv, env=env, cwd=cwd, config_root=config_root)
-    if vllm_version is not None:
-        document = {**document, "vllm_version": vllm_version}
-    return (policy or default_policies()).decide(document, limits=limits)
+    def decide_document(document: dict[str, Any]) -> Decision:
+        if vllm_version is not None:
+            document = {**document, "vllm_version": vllm_version}
+        return (policy or default_policies()).decide(document, limits=limits)
+
+    return decided(command_result(argv, env=env, cwd=cwd, config_root=config_root), decide_document)
 
 
 def supports_hma(kv_transfer_config: Any, *, policy: Policy | None = None, env: Mapping[str, Any] | None = None) -> bool | None:

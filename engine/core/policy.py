@@ -21,7 +21,7 @@ from .compiler import Compiled, Misanswered, compile_policy
 from .decision import Decision, VllmRelease
 from .errors import ConnectorError, EvaluationError, InputError, Problem
 from .evaluate import Evaluator
-from .command import command_document
+from .command import command_result, decided
 from .configlist import document_schema
 from .facts import Facts, extract
 from .input import DEFAULT_LIMITS, Limits, prepare, respell
@@ -185,7 +185,8 @@ class Policy:
                        cwd: str | os.PathLike[str] | None = None, config_root: str | os.PathLike[str] | None = None,
                        limits: Limits = DEFAULT_LIMITS) -> Decision:
         """See :func:`decide_command`."""
-        return self.decide(command_document(argv, env=env, cwd=cwd, config_root=config_root), limits=limits)
+        return decided(command_result(argv, env=env, cwd=cwd, config_root=config_root),
+                       lambda document: self.decide(document, limits=limits))
 
     def supports_hma(self, kv_transfer_config: Any, *, env: Mapping[str, Any] | None = None) -> bool | None:
         """See :func:`supports_hma`."""

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..audit.sources import Deployment, find_deployments
+from ..core.command import refused_whatever
 from ..core.decision import Decision, input_error_decision
 from ..core.errors import InputError, Problem, printable
 from ..core.policies import Hint, PolicySet
@@ -150,6 +151,13 @@ def _decide(deployment: Deployment, policy: PolicySet) -> tuple[Decision, Proble
     """The launch's decision, and the problem for which vLLM would refuse to start it (None: it starts)."""
     if deployment.problems:
         refusing = [p for p in deployment.problems if p.code not in NOT_IN_OBJECT]
+        if not refusing and deployment.stand_in is not None:  # vLLM may refuse it whatever the unknown values are
+            try:
+                policy.decide(deployment.stand_in.document, hint=hint_for(deployment))
+            except InputError as exc:
+                if refused_whatever(exc.problems, deployment.stand_in):
+                    decision = input_error_decision(exc.problems, policy.digest, policy.default.vllm)
+                    return decision, decision.errors[0]
         decision = input_error_decision(refusing or deployment.problems, policy.digest, policy.default.vllm)
         return decision, refusing[0] if refusing else None
     assert deployment.document is not None  # a launch without problems has its document

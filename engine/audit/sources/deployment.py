@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
+from ...core.command import StandIn
 from ...core.errors import Problem
 from .release import ReleaseHint
 
@@ -21,7 +22,9 @@ class Deployment:
     are input-stage problems (the deployment is decided as an input error);
     ``notes`` are things a reader should know that do not stop the decision.
     ``origins`` maps each top-level document field to where its value came
-    from (``line 12: --kv-transfer-config``).
+    from (``line 12: --kv-transfer-config``). ``stand_in``: when the
+    problems are unknown values vLLM reads for their type alone, the
+    document with a stand-in for each (core.command.StandIn).
     """
 
     file: str
@@ -38,6 +41,7 @@ class Deployment:
     role: str | None = None                      # prefill, decode, leader, worker, ... where the object says
     chain: tuple[str, ...] = ()                  # the files merged to make it, in order: the file, a --config file, ...
     release: ReleaseHint | None = None           # the vLLM release that deploys it, where the file tells
+    stand_in: StandIn | None = None              # where ``problems`` are values read for their type alone
 
     @property
     def id(self) -> str:
@@ -50,7 +54,7 @@ class Deployment:
 
     def without_document(self) -> "Deployment":
         """This deployment with ``document`` None (an audit that need not keep it)."""
-        return self.replace(document=None)
+        return self.replace(document=None, stand_in=None)
 
     def replace(self, **changes: Any) -> "Deployment":
         values = {name: getattr(self, name) for name in _FIELDS}

@@ -76,11 +76,32 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     problems = inv.problems + list(result.problems)
     if inv.facts_problem is not None:
         problems.append(inv.facts_problem)
-    read = result.document or {}
     facts = inv.facts if isinstance(inv.facts, dict) else {}
     # Where each field came from: a directive's model wins over the command's, the command's env over a directive's.
     origins = {key: inv.facts_origin for key in RUNTIME_FACTS if key in facts}
     origins.update((k, v) for k, v in result.origins if not (k == "model" and "model" in facts))
+    document = _document(inv, result.document or {}, facts)
+    # A stand-in answers for the command's own problems only (core.command.StandIn).
+    stand_in = result.stand_in if result.stand_in is not None and len(problems) == len(result.problems) else None
+    if stand_in is not None:
+        stand_in = stand_in._replace(document=_document(inv, stand_in.document, facts))
+    model = result.model
+    called = inv.name or (model.text if model is not None and not has_unresolved(model.text) else None)
+    notes = list(inv.notes) + list(result.notes)
+    release = inv.release
+    if isinstance(facts.get("vllm_version"), str):
+        release = ReleaseHint(facts["vllm_version"], inv.facts_origin)
+    if release is not None and release.version is None:
+        notes.append(ctx.problem("source.release_unknown", f"the vLLM release is not known: {release.origin}",
+                                 line=inv.line))
+    chain = tuple(dict.fromkeys((ctx.display,) + inv.chain + result.configs))
+    return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
+                      tuple(problems), tuple(notes), tuple(sorted(origins.items())), inv.resource,
+                      inv.container, inv.role, chain, release, stand_in)
+
+
+def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
+    """The deployment document: what the command ``read`` gives, with the facts a directive gives."""
     document: dict[str, Any] = {}
     if inv.name:
         document["name"] = plain(inv.name)  # a label: its unknown parts as the file writes them
@@ -96,19 +117,7 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
         env: dict[str, Any] = dict(facts["env"]) if isinstance(facts.get("env"), dict) else {}
         env.update(read["env"])
         document["env"] = env
-    model = result.model
-    called = inv.name or (model.text if model is not None and not has_unresolved(model.text) else None)
-    notes = list(inv.notes) + list(result.notes)
-    release = inv.release
-    if isinstance(facts.get("vllm_version"), str):
-        release = ReleaseHint(facts["vllm_version"], inv.facts_origin)
-    if release is not None and release.version is None:
-        notes.append(ctx.problem("source.release_unknown", f"the vLLM release is not known: {release.origin}",
-                                 line=inv.line))
-    chain = tuple(dict.fromkeys((ctx.display,) + inv.chain + result.configs))
-    return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
-                      tuple(problems), tuple(notes), tuple(sorted(origins.items())), inv.resource,
-                      inv.container, inv.role, chain, release)
+    return document
 
 
 def config_from_fs(ctx: Ctx, base: Path, in_image: Callable[[str], Path | None] | None = None) -> ConfigReader:
