@@ -28,8 +28,9 @@ from typing import Any, NoReturn, Sequence
 
 from .version import __version__
 from .core.decision import Decision, input_error_decision
-from .core.input import prepare, read_document
+from .core.input import read_document
 from .core.errors import HMAPolicyError, InputError, PolicyError
+from .core.policies import DEFAULT_SOURCE
 from .core.schema import SCHEMAS
 from .render import explain_dict, render_explain, render_text
 from .clisupport import COLOR_CHOICES, Console, InvalidRules, UsageError, console, label, load_set
@@ -153,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     policy_option(explain)
     version_option(explain)
     explain.add_argument("--format", choices=("text", "json"), default="text")
-    validate = command(sub, "validate", "check a deployment document against the schema")
+    validate = command(sub, "validate", "check a deployment document against the schema of the release that decides it")
     validate.add_argument("file", metavar="FILE", help="deployment document (JSON or YAML), or - for standard input")
     policy_option(validate)
     version_option(validate)
@@ -311,24 +312,17 @@ def _decide(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
 
 
 def _validate(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
-    """validate: the document against the schema, and the release it names
-    (or --vllm-version) against the releases the rules hold."""
-    from .clisupport import release_of
-    from .core.releases import bundled, of_folder
-
+    """validate: the document as the release that decides it reads it (the
+    release it names, or --vllm-version, or the newest; its schema and
+    options). Not the decision: a configuration vLLM rejects is valid input."""
     with opened(args.rules) as ref:
-        fixed, _ = release_of(ref, args.vllm_version)
-        try:
-            document = prepare(read_document(args.file, stdin=stdin))
-            named = fixed or document.get("vllm_version")
-            if named is None:
-                return EXIT_OK, f"{args.file}: valid"
-            releases = bundled() if ref.directory is None else of_folder(ref.directory)
-            if releases is not None:
-                named = releases.get(named, "" if fixed else "/vllm_version").version
-        except InputError as exc:
-            return EXIT_INVALID, "\n".join(p.render() for p in exc.problems)
-    return EXIT_OK, f"{args.file}: valid (vLLM {named})"
+        policy = load_set(ref, args.vllm_version)
+    try:
+        decision = policy.decide(read_document(args.file, stdin=stdin))
+    except InputError as exc:
+        return EXIT_INVALID, "\n".join(p.render() for p in exc.problems)
+    named = decision.vllm.source not in (DEFAULT_SOURCE, "rules folder")
+    return EXIT_OK, f"{args.file}: valid" + (f" (vLLM {decision.vllm.release})" if named else "")
 
 
 def _audit(args: argparse.Namespace, stdin: Any) -> tuple[int, str, Any]:

@@ -307,6 +307,18 @@ def test_validate_valid_document(workdir):
     assert run(workdir, "validate", "connector_error.json")[0] == 0
 
 
+def test_validate_reads_a_document_as_the_release_it_names(workdir):
+    """kv_buffer_size is a field up to 0.10.2: valid where decide takes it
+    (regression: checked against the newest release's fields only)."""
+    old = {"vllm_version": "0.10.1", "kv_transfer_config": {
+        "kv_connector": "P2pNcclConnector", "kv_role": "kv_producer", "kv_buffer_size": "1e1"}}
+    (workdir / "old.json").write_text(json.dumps(old), encoding="utf-8")
+    assert run(workdir, "validate", "old.json")[:2] == (0, "old.json: valid (vLLM 0.10.1)\n")
+    assert run(workdir, "decide", "old.json")[0] == 0
+    code, out, _ = run(workdir, "validate", "old.json", "--vllm-version", "0.33.0")
+    assert (code, out) == (2, "/kv_transfer_config/kv_buffer_size: input.schema: unknown field `kv_buffer_size`\n")
+
+
 def test_validate_lists_problems(workdir):
     (workdir / "two.json").write_text(json.dumps({
         "kv_transfer_config": NIXL, "platform": {"gpu": "h100"}, "model": {"layer_kinds": ["sliding_windw"]},
