@@ -145,6 +145,23 @@ def test_decide_takes_a_command_as_words_or_one_string_with_its_environment(http
     assert response.json()["outcome"] == "enabled"
 
 
+def test_a_command_is_decided_for_the_release_that_runs_it(http):
+    """`vllm_version`, as decide_command(vllm_version=) and `decide --vllm-version` take it:
+    kv_buffer_size is a field up to 0.10.2."""
+    words = ["vllm", "serve", "m", "--kv-transfer-config",
+             '{"kv_connector":"P2pNcclConnector","kv_role":"kv_producer","kv_buffer_size":"1e1"}']
+    response = http.post("/v1/decide", json={"command": words, "vllm_version": "0.10.2"})
+    assert response.status_code == 200, response.text
+    assert response.json() == hma_policy.decide_command(words, vllm_version="0.10.2").to_dict()
+    assert response.json()["vllm"] == {"release": "0.10.2", "source": "document vllm_version"}
+    response = http.post("/v1/decide", json={"command": words})
+    assert response.status_code == 422
+    assert [p["message"] for p in response.json()["problems"]] == ["unknown field `kv_buffer_size`"]
+    response = http.post("/v1/decide", json={"command": ["vllm", "serve", "m"], "vllm_version": 10})
+    assert response.status_code == 422
+    assert [(p["code"], p["path"]) for p in response.json()["problems"]] == [("release.malformed", "/vllm_version")]
+
+
 def test_a_command_naming_an_unset_variable_is_422_naming_it(http):
     response = http.post("/v1/decide", json={"command": "vllm serve m --kv-transfer-config $KV"})
     assert response.status_code == 422

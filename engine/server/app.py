@@ -43,7 +43,7 @@ from starlette.routing import Route
 
 from ..core.errors import InputError, Problem
 from ..core.input import parse_text
-from ..core.policies import PolicySet
+from ..core.policies import PolicySet, decide_command
 from ..core.policy import Policy
 from ..core.schema import pointer
 from . import admission
@@ -57,7 +57,7 @@ log = logging.getLogger("hma_policy.server")
 
 # Where a request's handler leaves what its access line reports (outcome, uid).
 _LOG_KEY = "hma_policy.log"
-_COMMAND_FIELDS = ("command", "env")
+_COMMAND_FIELDS = ("command", "env", "vllm_version")
 # The service reads no files: a `--config FILE` in a command is looked for
 # under /dev/null, which is not a directory, so no path under it exists; the
 # problems that lookup gives are then said plainly.
@@ -131,9 +131,10 @@ def _document(raw: bytes) -> dict[str, Any]:
 
 
 def _decide_command(policy: PolicySet, request: dict[str, Any]) -> Any:
-    """``{"command": ..., "env": {...}}``: hma_policy.decide_command, reading no file."""
+    """``{"command": ..., "env": {...}, "vllm_version": ...}``:
+    hma_policy.decide_command, reading no file."""
     problems = [Problem("input.schema", f"`{key}` is not a field of a command request", pointer([key]),
-                        hint='send {"command": [...] or "...", "env": {...}}')
+                        hint='send {"command": [...] or "...", "env": {...}, "vllm_version": "X.Y.Z"}')
                 for key in request if key not in _COMMAND_FIELDS]
     env = request.get("env")
     if env is not None and not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
@@ -141,7 +142,9 @@ def _decide_command(policy: PolicySet, request: dict[str, Any]) -> Any:
     if problems:
         raise InputError(problems)
     try:
-        return policy.decide_command(request["command"], env=env, cwd=_NO_FILES, config_root=_NO_FILES)
+        # The release that runs the command, as a document's vllm_version (checked as one).
+        return decide_command(request["command"], env=env, vllm_version=request.get("vllm_version"), policy=policy,
+                              cwd=_NO_FILES, config_root=_NO_FILES)
     except InputError as exc:
         raise InputError([Problem("request.config_file", "the decision service reads no files, so a `--config` "
                                   "file cannot be read", p.path, hint="put the file's options on the command line")
