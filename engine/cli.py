@@ -27,7 +27,7 @@ import sys
 from typing import Any, NoReturn, Sequence
 
 from .version import __version__
-from .core.decision import Decision, input_error_decision
+from .core.decision import Decision
 from .core.input import read_document
 from .core.errors import HMAPolicyError, InputError, PolicyError
 from .core.policies import DEFAULT_SOURCE
@@ -291,7 +291,7 @@ def _decide(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
                     document = read_document(file, stdin=stdin)
                     decision = policy.decide(document)
             except InputError as exc:
-                decision = input_error_decision(exc.problems, policy.digest, policy.default.vllm)
+                decision = policy.refused(exc.problems, document)
             if log is not None:
                 log.append(decision, source=file, document=document)
             codes.append(_exit_code(decision))

@@ -188,3 +188,37 @@ def test_a_release_named_by_what_deploys_it_checks_the_fields_the_default_lacks(
         f"    command: [--model, m, --kv-transfer-config, '{json.dumps(ktc)}']\n", encoding="utf-8")
     (entry,) = audit([str(tmp_path)]).entries
     assert (entry.decision["outcome"], entry.decision["errors"]) == ("disabled", [])
+
+
+def test_a_refused_document_is_stamped_with_the_release_that_read_it(tmp_path):
+    """An input error says which release refused it and why that one
+    (regression: every refusal said `0.33.0 (default)` and 0.33.0's digest)."""
+    bad_role = {"kv_connector": "NixlConnector", "kv_role": "kv_decoder"}
+    policies = PolicySet()
+    old = hma_policy.load_policy(release="0.10.1")
+    try:
+        with pytest.raises(hma_policy.InputError) as caught:
+            policies.decide({"vllm_version": "0.10.1", "kv_transfer_config": bad_role})
+        refused = policies.refused(caught.value.problems, {"vllm_version": "0.10.1"})
+        assert (refused.vllm, refused.policy_digest) == (("0.10.1", "document vllm_version"), old.digest)
+        tagged = policies.refused(caught.value.problems, None, Hint("0.10.1", "image tag vllm/vllm-openai:v0.10.1"))
+        assert tagged.vllm == ("0.10.1", "image tag vllm/vllm-openai:v0.10.1")
+        # A release these rules do not hold is one of the problems: the default stamps it.
+        unknown = policies.refused(caught.value.problems, {"vllm_version": "0.1.0"})
+        assert (unknown.vllm, unknown.policy_digest) == (("0.33.0", "default"), policies.digest)
+    finally:
+        policies.close()
+        old.close()
+    fixed = PolicySet(release="0.20.0", source="--vllm-version")
+    try:
+        assert fixed.refused([], {"vllm_version": "0.10.1"}).vllm == (
+            "0.20.0", "--vllm-version (the document names 0.10.1)")
+    finally:
+        fixed.close()
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.1\n"
+        f"    command: [--model, m, --kv-transfer-config, '{json.dumps(bad_role)}']\n", encoding="utf-8")
+    (entry,) = audit([str(tmp_path)]).entries
+    assert (entry.decision["outcome"], entry.decision["vllm"]) == (
+        "error", {"release": "0.10.1", "source": "image tag vllm/vllm-openai:v0.10.1"})
+

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..core.command import StandIn, refused_whatever
-from ..core.decision import Decision, input_error_decision
+from ..core.decision import Decision
 from ..core.errors import HMAPolicyError, InputError, Problem
 from ..core.policies import Hint, PolicySet
 from ..core.policy import Policy
@@ -254,17 +254,17 @@ def _prepare(policy: PolicySet, deployment: Deployment) -> Any:
     # The release its source names checks it, as it decides it (an older one may have other fields).
     hint = Hint(*deployment.release) if deployment.release is not None else None
     if deployment.problems:
-        unresolved = input_error_decision([_located(p) for p in deployment.problems], policy.digest, policy.default.vllm)
+        unresolved = policy.refused([_located(p) for p in deployment.problems], None, hint)
         if deployment.stand_in is None:
             return unresolved
         try:
             return _StandIn(policy.prepare(deployment.stand_in.document, hint=hint), deployment.stand_in, unresolved)
         except InputError as exc:
-            return _refused(policy, exc, deployment.stand_in) or unresolved
+            return _refused(policy, exc, deployment.stand_in, hint) or unresolved
     try:
         return policy.prepare(deployment.document, hint=hint)
     except InputError as exc:
-        return input_error_decision(exc.problems, policy.digest, policy.default.vllm)
+        return policy.refused(exc.problems, deployment.document, hint)
 
 
 def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
@@ -277,19 +277,19 @@ def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
         try:
             policy.decide_prepared(checked.prepared, hint)
         except InputError as exc:
-            return _refused(policy, exc, checked.stand_in) or checked.unresolved
+            return _refused(policy, exc, checked.stand_in, hint) or checked.unresolved
         return checked.unresolved
     try:
         return policy.decide_prepared(checked, hint)
     except InputError as exc:
-        return input_error_decision(exc.problems, policy.digest, policy.default.vllm)
+        return policy.refused(exc.problems, checked.document, hint)
 
 
-def _refused(policy: PolicySet, refusal: InputError, stand_in: StandIn) -> Decision | None:
+def _refused(policy: PolicySet, refusal: InputError, stand_in: StandIn, hint: Hint | None) -> Decision | None:
     """The decision of a stand-in document's refusal, when it holds whatever the unknown values are."""
     if not refused_whatever(refusal.problems, stand_in):
         return None
-    return input_error_decision(refusal.problems, policy.digest, policy.default.vllm)
+    return policy.refused(refusal.problems, stand_in.document, hint)
 
 
 def _filed(found: Any, decisions: list[Decision], settings: Settings) -> tuple[FileResult, list[Entry]]:

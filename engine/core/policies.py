@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .command import command_result, decided
-from .decision import Decision
-from .errors import InputError
+from .decision import Decision, VllmRelease, input_error_decision
+from .errors import InputError, Problem
 from .input import DEFAULT_LIMITS, Limits
 from .policy import Policy, Prepared
 from .releases import Releases, bundled, of_folder, parse_version
@@ -198,6 +198,21 @@ class PolicySet:
         return DEFAULT_SOURCE if self._bundle is not None else self.default.vllm.source
 
     # -- deciding ---------------------------------------------------------------
+
+    def refused(self, problems: Sequence[Problem], document: Any = None, hint: Hint | None = None) -> Decision:
+        """The decision of a deployment refused as input (``problems``):
+        stamped with the release that reads it, as :meth:`choose` picks it
+        from ``document`` (as given, or None) and ``hint``; the default
+        release where neither names one these rules hold."""
+        policy, source = self.default, self.default.vllm.source
+        if self._bundle is not None or self.fixed is not None:
+            try:
+                policy, source = self.choose(document if isinstance(document, dict) else {}, hint)
+            except InputError:  # the release named is unknown or malformed: one of the problems
+                pass
+        stamp = VllmRelease(policy.release, source if source is not None else DOCUMENT_SOURCE)
+        return input_error_decision(problems, policy.digest, stamp)
+
 
     def decide_prepared(self, prepared: Prepared, hint: Hint | None = None) -> Decision:
         """Decide a prepared document with the policy of its release."""

@@ -35,7 +35,7 @@ import orjson
 
 from ..audit.sources import Deployment, find_deployments
 from ..core.command import refused_whatever
-from ..core.decision import Decision, input_error_decision
+from ..core.decision import Decision
 from ..core.errors import InputError, Problem, printable
 from ..core.policies import Hint, PolicySet
 
@@ -149,22 +149,23 @@ def _request(body: Any) -> dict[str, Any]:
 
 def _decide(deployment: Deployment, policy: PolicySet) -> tuple[Decision, Problem | None]:
     """The launch's decision, and the problem for which vLLM would refuse to start it (None: it starts)."""
+    hint = hint_for(deployment)
     if deployment.problems:
         refusing = [p for p in deployment.problems if p.code not in NOT_IN_OBJECT]
         if not refusing and deployment.stand_in is not None:  # vLLM may refuse it whatever the unknown values are
             try:
-                policy.decide(deployment.stand_in.document, hint=hint_for(deployment))
+                policy.decide(deployment.stand_in.document, hint=hint)
             except InputError as exc:
                 if refused_whatever(exc.problems, deployment.stand_in):
-                    decision = input_error_decision(exc.problems, policy.digest, policy.default.vllm)
+                    decision = policy.refused(exc.problems, deployment.stand_in.document, hint)
                     return decision, decision.errors[0]
-        decision = input_error_decision(refusing or deployment.problems, policy.digest, policy.default.vllm)
+        decision = policy.refused(refusing or deployment.problems, None, hint)
         return decision, refusing[0] if refusing else None
     assert deployment.document is not None  # a launch without problems has its document
     try:
-        decision = policy.decide(deployment.document, hint=hint_for(deployment))
+        decision = policy.decide(deployment.document, hint=hint)
     except InputError as exc:  # vLLM's own validation refuses it too
-        decision = input_error_decision(exc.problems, policy.digest, policy.default.vllm)
+        decision = policy.refused(exc.problems, deployment.document, hint)
     return decision, decision.errors[0] if decision.outcome == "error" else None
 
 
