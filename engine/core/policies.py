@@ -206,13 +206,14 @@ class PolicySet:
         release where neither names one these rules hold."""
         policy, source = self.default, self.default.vllm.source
         if self._bundle is not None or self.fixed is not None:
+            # As given: dict's own get (a subclass's may raise), and only the release it names.
+            named = dict.get(document, "vllm_version") if isinstance(document, dict) else None
             try:
-                policy, source = self.choose(document if isinstance(document, dict) else {}, hint)
+                policy, source = self.choose({} if named is None else {"vllm_version": named}, hint)
             except InputError:  # the release named is unknown or malformed: one of the problems
                 pass
         stamp = VllmRelease(policy.release, source if source is not None else DOCUMENT_SOURCE)
         return input_error_decision(problems, policy.digest, stamp)
-
 
     def decide_prepared(self, prepared: Prepared, hint: Hint | None = None) -> Decision:
         """Decide a prepared document with the policy of its release."""
