@@ -183,11 +183,17 @@ def test_a_release_named_by_what_deploys_it_checks_the_fields_the_default_lacks(
             policies.decide({"kv_transfer_config": ktc})
     finally:
         policies.close()
-    (tmp_path / "compose.yaml").write_text(
-        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.1\n"
-        f"    command: [--model, m, --kv-transfer-config, '{json.dumps(ktc)}']\n", encoding="utf-8")
-    (entry,) = audit([str(tmp_path)]).entries
+    entry = audited_launch_of_0_10_1(tmp_path, ktc)
     assert (entry.decision["outcome"], entry.decision["errors"]) == ("disabled", [])
+
+
+def audited_launch_of_0_10_1(folder, kv_transfer_config):
+    """The audit's entry of a compose service of vLLM 0.10.1's image with this config."""
+    (folder / "compose.yaml").write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.1\n"
+        f"    command: [--model, m, --kv-transfer-config, '{json.dumps(kv_transfer_config)}']\n", encoding="utf-8")
+    (entry,) = audit([str(folder)]).entries
+    return entry
 
 
 def test_a_refused_document_is_stamped_with_the_release_that_read_it(tmp_path):
@@ -215,10 +221,7 @@ def test_a_refused_document_is_stamped_with_the_release_that_read_it(tmp_path):
             "0.20.0", "--vllm-version (the document names 0.10.1)")
     finally:
         fixed.close()
-    (tmp_path / "compose.yaml").write_text(
-        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.1\n"
-        f"    command: [--model, m, --kv-transfer-config, '{json.dumps(bad_role)}']\n", encoding="utf-8")
-    (entry,) = audit([str(tmp_path)]).entries
+    entry = audited_launch_of_0_10_1(tmp_path, bad_role)
     assert (entry.decision["outcome"], entry.decision["vllm"]) == (
         "error", {"release": "0.10.1", "source": "image tag vllm/vllm-openai:v0.10.1"})
 
