@@ -271,9 +271,9 @@ def _walk_unread(node: Any, schema: Any, path: list[Any], unread: list[tuple[str
         bare = node.startswith(_BARE)
         if bare:
             node = node[len(_BARE):]
-        elif _typed_only(schema):
+        elif (kind := _typed_only(schema)) is not None:
             stood.append(_ReadAt(pointer(path), node))
-            return _STAND_IN[next(kind for kind in map(lax.kind_of, _schema_parts(schema)) if kind is not None)]
+            return _STAND_IN[kind]
         if (schema is not None) if bare else _constrained(schema):
             raise _Read(_ReadAt(pointer(path), node))
         unread.append((pointer(path), node))
@@ -321,12 +321,14 @@ def _schema_items(schema: Any) -> Any:
     return next((part["items"] for part in _schema_parts(schema) if "items" in part), None)
 
 
-def _typed_only(schema: Any) -> bool:
-    """Whether the schema reads a string's text for its type alone: a number
-    or boolean field (core.lax) without a choice or a pattern."""
+def _typed_only(schema: Any) -> str | None:
+    """The kind (core.lax) a schema reads a string's text into when it reads
+    it for that alone: a number or boolean field without a choice or a
+    pattern; else None."""
     parts = _schema_parts(schema)
-    return any(lax.kind_of(part) is not None for part in parts) and \
-        not any(key in part for part in parts for key in ("enum", "const", "pattern"))
+    if any(key in part for part in parts for key in ("enum", "const", "pattern")):
+        return None
+    return next((kind for kind in map(lax.kind_of, parts) if kind is not None), None)
 
 
 def _constrained(schema: Any) -> bool:
