@@ -169,6 +169,21 @@ def test_a_policy_set_checks_a_document_with_the_release_it_names():
         policies.close()
 
 
+def test_a_release_named_in_kebab_case_checks_the_document_too():
+    """`vllm-version`, as vLLM's options may be spelled, names the release that
+    checks the document as well as the one that decides it (regression: 0.10.1
+    decided it, after 0.33.0's schema had refused its kv_buffer_size)."""
+    document = {"vllm-version": "0.10.1", "kv-transfer-config": {
+        "kv_connector": "P2pNcclConnector", "kv_role": "kv_producer", "kv_buffer_size": "1e1"}}
+    policies = PolicySet()
+    try:
+        assert policies.decide(document).vllm == ("0.10.1", "document vllm_version")
+        refused = policies.refused([], {"vllm-version": "0.10.1"})
+        assert refused.vllm == ("0.10.1", "document vllm_version")
+    finally:
+        policies.close()
+
+
 def test_a_release_named_by_what_deploys_it_checks_the_fields_the_default_lacks(tmp_path):
     """An image tag of 0.10.1 and a kv_buffer_size (a field up to 0.10.2):
     prepared with the tag's release, not refused by the default's schema

@@ -130,7 +130,7 @@ class PolicySet:
         """The policy of the release a plain document names (else its hint), else the default."""
         if self.fixed is not None or self._bundle is None or not isinstance(document, dict):
             return self.default
-        named = dict.get(document, "vllm_version")  # dict's own get: a subclass's may raise
+        named = _named_release(document)
         if named is None and hint is not None:
             named = hint.version
         if not isinstance(named, str):
@@ -206,8 +206,7 @@ class PolicySet:
         release where neither names one these rules hold."""
         policy, source = self.default, self.default.vllm.source
         if self._bundle is not None or self.fixed is not None:
-            # As given: dict's own get (a subclass's may raise), and only the release it names.
-            named = dict.get(document, "vllm_version") if isinstance(document, dict) else None
+            named = _named_release(document) if isinstance(document, dict) else None
             try:
                 policy, source = self.choose({} if named is None else {"vllm_version": named}, hint)
             except InputError:  # the release named is unknown or malformed: one of the problems
@@ -234,6 +233,14 @@ class PolicySet:
     def __repr__(self) -> str:
         fixed = f", release={self.fixed!r}" if self.fixed else ""
         return f"PolicySet(source={self.source!r}{fixed})"
+
+
+def _named_release(document: dict[Any, Any]) -> Any:
+    """The release a document as given names: its ``vllm_version``, in
+    either spelling the document takes (None: none). dict's own get: a
+    subclass's may raise."""
+    named = dict.get(document, "vllm_version")
+    return dict.get(document, "vllm-version") if named is None else named
 
 
 def _same(version: str) -> str:
