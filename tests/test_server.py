@@ -490,6 +490,16 @@ def test_a_launch_refused_whatever_its_unknown_port_is_denied(http):
     assert "cannot be decided: source.unresolved: `--kv-transfer-config` takes its value at `/kv_port`" in warning
 
 
+def test_a_script_whose_paths_decide_alike_is_answered_with_that_decision(http):
+    """LMCache's 1p1d LWS worker picks kv_config by $LWS_WORKER_INDEX, both paths
+    LMCacheConnectorV1: HMA is off either way (regression: "cannot be decided")."""
+    answer = admit(http, review_of(CORPUS / "LMCache__LMCache/examples/disagg_prefill/1p1d/k8s/1p1d-lws.yaml"))
+    assert answer["allowed"] is True
+    assert answer["warnings"] == [
+        "hma-policy: container `vllm-pd-instance` (worker) of LeaderWorkerSet default/vllm-pd-lws: HMA disabled "
+        "(hma.auto_disabled): the connector graph does not support HMA, so vLLM turns the hybrid KV cache manager off"]
+
+
 def test_an_object_without_vllm_and_a_delete_are_allowed(http):
     service = CORPUS / "vllm-project__production-stack/examples/disaggregated_prefill_orchestrated/prefill-deploy.yaml"
     assert admit(http, review_of(service, 0)) == {"uid": REVIEW["request"]["uid"], "allowed": True}

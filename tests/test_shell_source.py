@@ -122,6 +122,73 @@ vllm serve $MODEL --kv-transfer-config "$KV"
                                      "the paths through `if` at line 1)")
 
 
+def decided(path, **kw):
+    from hma_policy.audit.run import audit
+
+    return audit([str(path)], **kw).entries
+
+
+def test_a_launch_decided_alike_on_each_path_of_an_if_gets_that_decision(tmp_path):
+    """The shape of LMCache's 1p1d LWS worker: the role picks kv_config on two paths, both
+    LMCacheConnectorV1 (regression: source.unresolved, the weaker answer)."""
+    producer, consumer = (LMCACHE.replace("kv_both", role) for role in ("kv_producer", "kv_consumer"))
+    script = write(tmp_path / "run.sh", f"""if [ $LWS_WORKER_INDEX -eq 1 ]; then
+  kv_config='{consumer}'; CONF=decoder.yaml
+else
+  kv_config='{producer}'; CONF=prefiller.yaml
+  echo waiting > wait.log
+fi
+LMCACHE_CONFIG_FILE=$CONF vllm serve m --kv-transfer-config "$kv_config" > serve.log 2>&1
+""")
+    d = only(read_source(script))
+    assert [which for which, _ in d.paths] == ["path 1 of 2 through `if` at line 1", "path 2 of 2 through `if` at line 1"]
+    assert [doc["kv_transfer_config"] for _, doc in d.paths] == [consumer, producer]
+    (entry,) = decided(script)
+    assert (entry.decision["outcome"], entry.decision["errors"]) == ("disabled", [])
+    assert [n.message for n in entry.deployment.notes] == [
+        "`--kv-transfer-config` takes its value from `$kv_config` (which is set differently on the paths through `if` "
+        "at line 1); the decision is the same on each of the 2 paths"]
+
+
+def test_a_launch_by_exec_is_read_again_for_each_path_too(tmp_path):
+    (entry,) = decided(write(tmp_path / "run.sh", f"""if [ "$R" = a ]; then KV='{NIXL}'; else KV='{NIXL} '; fi
+exec vllm serve m --kv-transfer-config "$KV"
+"""))
+    assert (entry.decision["outcome"], len(entry.deployment.notes)) == ("enabled", 1)
+
+
+def test_reading_a_launch_again_for_each_path_says_its_problems_once(tmp_path):
+    found = read_source(write(tmp_path / "run.sh", f"""if [ "$R" = a ]; then KV='{NIXL}'; else KV='{NIXL} '; fi
+docker run vllm/vllm-openai:v0.20.0 serve --kv-transfer-config "$KV"
+"""))
+    assert len(only(found).paths) == 2
+    assert [p.code for p in found.problems] == ["source.serve_twice"]
+
+
+@pytest.mark.parametrize("script", [
+    # the paths decide differently (HMA on with NixlConnector, off with LMCacheConnectorV1)
+    f"""if [ "$ROLE" = p ]; then KV='{NIXL}'; else KV='{LMCACHE}'; fi
+vllm serve m --kv-transfer-config "$KV"
+""",
+    # the value changed after the `if`: what each path set is no longer what the launch reads
+    f"""if [ "$ROLE" = p ]; then KV='{NIXL}'; else KV='{NIXL}  '; fi
+KV="$KV$EXTRA"
+vllm serve m --kv-transfer-config "$KV"
+""",
+    # a path whose value is itself unknown
+    f"""if [ "$ROLE" = p ]; then KV='{NIXL}'; else KV="$OTHER"; fi
+vllm serve m --kv-transfer-config "$KV"
+""",
+    # more paths than are read again (each alone would give the same decision)
+    "case $R in\n" + "".join(f"  {arm}) KV='{NIXL[:-1]}, \"engine_id\": \"e{i}\"}}';;\n"
+                               for i, arm in enumerate(["0", "1", "2", "3", "*"])) + "esac\n"
+    + 'vllm serve m --kv-transfer-config "$KV"\n',
+])
+def test_a_launch_the_paths_do_not_decide_alike_stays_unresolved(tmp_path, script):
+    (entry,) = decided(write(tmp_path / "run.sh", script))
+    assert [e["code"] for e in entry.decision["errors"]] == ["source.unresolved"]
+
+
 def test_an_unknown_value_is_one_word_however_its_reason_reads(tmp_path):
     """Field splitting of `$MODEL` set differently on two paths keeps the unknown
     value whole (regression: the words of its reason were split off as words of

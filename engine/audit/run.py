@@ -248,6 +248,16 @@ class _StandIn(NamedTuple):
     unresolved: Decision
 
 
+class _Paths(NamedTuple):
+    """A deployment's document on each path of its script that sets a value
+    it reads differently (Deployment.paths), each prepared or refused: the
+    decide stage gives their decision where it is the same on every path,
+    else the deployment's problems are the decision."""
+
+    prepared: tuple[Any, ...]  # a prepared document, or its refusal (a Decision)
+    unresolved: Decision
+
+
 def _prepare(policy: PolicySet, deployment: Deployment) -> Any:
     """What the decide stage needs: a prepared document, or the decision
     already known (a source problem or an invalid document)."""
@@ -255,16 +265,23 @@ def _prepare(policy: PolicySet, deployment: Deployment) -> Any:
     hint = Hint(*deployment.release) if deployment.release is not None else None
     if deployment.problems:
         unresolved = policy.refused([_located(p) for p in deployment.problems], None, hint)
+        if deployment.paths:
+            return _Paths(tuple(_checked(policy, document, hint) for _, document in deployment.paths), unresolved)
         if deployment.stand_in is None:
             return unresolved
         try:
             return _StandIn(policy.prepare(deployment.stand_in.document, hint=hint), deployment.stand_in, unresolved)
         except InputError as exc:
             return _refused(policy, exc, deployment.stand_in, hint) or unresolved
+    return _checked(policy, deployment.document, hint)
+
+
+def _checked(policy: PolicySet, document: Any, hint: Hint | None) -> Any:
+    """The prepared document, or its refusal."""
     try:
-        return policy.prepare(deployment.document, hint=hint)
+        return policy.prepare(document, hint=hint)
     except InputError as exc:
-        return policy.refused(exc.problems, deployment.document, hint)
+        return policy.refused(exc.problems, document, hint)
 
 
 def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
@@ -273,6 +290,9 @@ def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
     if isinstance(checked, Decision):
         return checked
     hint = Hint(*release) if release is not None else None
+    if isinstance(checked, _Paths):
+        first, *others = [_decide(policy, prepared, release) for prepared in checked.prepared]
+        return first if all(other == first for other in others) else checked.unresolved
     if isinstance(checked, _StandIn):
         try:
             policy.decide_prepared(checked.prepared, hint)
@@ -303,14 +323,19 @@ def _filed(found: Any, decisions: list[Decision], settings: Settings) -> tuple[F
 
 
 def _noted(deployment: Deployment, decision: Decision) -> Deployment:
-    """The deployment, its unknown values noted where vLLM refuses it whatever
-    they are (the decision is that refusal, not its ``source.unresolved``
-    problems: a refusal is never one), so that the report still shows them."""
-    if deployment.stand_in is None or any(error.code == "source.unresolved" for error in decision.errors):
+    """The deployment, its unknown values noted where they do not change its
+    decision (a decision made of them is never ``source.unresolved``): the
+    same on each path of the script (paths), or vLLM refuses it whatever they
+    are (stand_in). So the report still shows them."""
+    settled = (deployment.paths or deployment.stand_in is not None) and deployment.problems and \
+        not any(error.code == "source.unresolved" for error in decision.errors)
+    if not settled:
         return deployment
-    notes = tuple(Problem("source.unresolved_unused", f"{p.message}; vLLM refuses the command whatever that value is",
-                          p.path, file=p.file, line=p.line) for p in deployment.problems)
-    return deployment.replace(notes=deployment.notes + notes, stand_in=None)
+    why = (f"the decision is the same on each of the {len(deployment.paths)} paths" if deployment.paths
+           else "vLLM refuses the command whatever that value is")
+    notes = tuple(Problem("source.unresolved_unused", f"{p.message}; {why}", p.path, file=p.file, line=p.line)
+                  for p in deployment.problems)
+    return deployment.replace(notes=deployment.notes + notes, stand_in=None, paths=())
 
 
 def _located(problem: Problem) -> Problem:

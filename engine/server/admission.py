@@ -152,7 +152,11 @@ def _decide(deployment: Deployment, policy: PolicySet) -> tuple[Decision, Proble
     hint = hint_for(deployment)
     if deployment.problems:
         refusing = [p for p in deployment.problems if p.code not in NOT_IN_OBJECT]
-        if not refusing and deployment.stand_in is not None:  # vLLM may refuse it whatever the unknown values are
+        if not refusing and deployment.paths:  # a script's `if` sets a value differently: the same on each path?
+            first, *others = [_decided(policy, document, hint) for _, document in deployment.paths]
+            if all(other == first for other in others):
+                return first, first.errors[0] if first.outcome == "error" else None
+        elif not refusing and deployment.stand_in is not None:  # vLLM may refuse it whatever the unknown values are
             try:
                 policy.decide(deployment.stand_in.document, hint=hint)
             except InputError as exc:
@@ -162,11 +166,16 @@ def _decide(deployment: Deployment, policy: PolicySet) -> tuple[Decision, Proble
         decision = policy.refused(refusing or deployment.problems, None, hint)
         return decision, refusing[0] if refusing else None
     assert deployment.document is not None  # a launch without problems has its document
-    try:
-        decision = policy.decide(deployment.document, hint=hint)
-    except InputError as exc:  # vLLM's own validation refuses it too
-        decision = policy.refused(exc.problems, deployment.document, hint)
+    decision = _decided(policy, deployment.document, hint)
     return decision, decision.errors[0] if decision.outcome == "error" else None
+
+
+def _decided(policy: PolicySet, document: Any, hint: Hint | None) -> Decision:
+    """The decision of a launch's document, or of its refusal (vLLM's own validation refuses it too)."""
+    try:
+        return policy.decide(document, hint=hint)
+    except InputError as exc:
+        return policy.refused(exc.problems, document, hint)
 
 
 def _problem_text(problem: Problem) -> str:

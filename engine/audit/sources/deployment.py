@@ -24,7 +24,9 @@ class Deployment:
     ``origins`` maps each top-level document field to where its value came
     from (``line 12: --kv-transfer-config``). ``stand_in``: when the
     problems are unknown values vLLM reads for their type alone, the
-    document with a stand-in for each (core.command.StandIn).
+    document with a stand-in for each (core.command.StandIn). ``paths``:
+    when the problems are values a script's `if` or `case` sets differently
+    on its paths, the document on each path (which path, the document).
     """
 
     file: str
@@ -42,6 +44,7 @@ class Deployment:
     chain: tuple[str, ...] = ()                  # the files merged to make it, in order: the file, a --config file, ...
     release: ReleaseHint | None = None           # the vLLM release that deploys it, where the file tells
     stand_in: StandIn | None = None              # where ``problems`` are values read for their type alone
+    paths: tuple[tuple[str, dict[str, Any]], ...] = ()  # the document on each path that makes a value unknown
 
     @property
     def id(self) -> str:
@@ -54,7 +57,7 @@ class Deployment:
 
     def without_document(self) -> "Deployment":
         """This deployment with ``document`` None (an audit that need not keep it)."""
-        return self.replace(document=None, stand_in=None)
+        return self.replace(document=None, stand_in=None, paths=())
 
     def replace(self, **changes: Any) -> "Deployment":
         values = {name: getattr(self, name) for name in _FIELDS}

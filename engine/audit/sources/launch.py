@@ -53,6 +53,9 @@ class Invocation:
     sequence: int | None = None     # where in its script's reading it was met (files written before it are seen)
     image: str | None = None        # the container image that runs it, when the file names one
     release: ReleaseHint | None = None  # the vLLM release its image or a pin names (a directive's wins)
+    # Read again once per path through the `if` or `case` that made a value it reads unknown
+    # (shell_run.Interpreter.paths): (which path, the words, the environment) for each.
+    paths: tuple[tuple[str, list[Arg], dict[str, Arg]], ...] = ()
 
 
 def refuse(problem: Problem) -> InputError:
@@ -85,6 +88,7 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     stand_in = result.stand_in if result.stand_in is not None and len(problems) == len(result.problems) else None
     if stand_in is not None:
         stand_in = stand_in._replace(document=_document(inv, stand_in.document, facts))
+    paths = _paths(inv, ctx, facts) if result.problems and len(problems) == len(result.problems) else ()
     model = result.model
     called = inv.name or (model.text if model is not None and not has_unresolved(model.text) else None)
     notes = list(inv.notes) + list(result.notes)
@@ -97,7 +101,20 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     chain = tuple(dict.fromkeys((ctx.display,) + inv.chain + result.configs))
     return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
                       tuple(problems), tuple(notes), tuple(sorted(origins.items())), inv.resource,
-                      inv.container, inv.role, chain, release, stand_in)
+                      inv.container, inv.role, chain, release, stand_in, paths)
+
+
+def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The deployment document on each path of ``inv.paths`` (which path,
+    the document); none unless each path's command reads without a problem."""
+    out = []
+    for which, argv, env in inv.paths:
+        result = read_command(argv, env=env, read_config=inv.config_reader, file=ctx.display, line=inv.line,
+                              require_model=inv.require_model)
+        if result.problems or result.document is None:
+            return ()
+        out.append((which, _document(inv, result.document, facts)))
+    return tuple(out)
 
 
 def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...core.markers import has_unresolved, unresolved
 from .shell_expand import Expander, assign, clobber, common_start, runtime
-from .shell_state import UNSET, Place, Run, Scope, Var
+from .shell_state import MAX_BRANCHES, UNSET, Branches, Place, Run, Scope, Var
 from .shell_tree import (AndOr, Arith, Array, Case, CommandList, FunctionDef, Group, If, Lit, Loop, Simple, Subshell,
                          Word)
 from .shell_words import NAME
@@ -163,6 +163,9 @@ class Flow:
             names.update(dict.fromkeys(path.vars))
             for name, fn in path.funcs.items():
                 scope.funcs[name] = fn
+        differing: dict[str, tuple[str, ...]] = {}  # set on every path, differently: for Branches
+        epochs: dict[str, int] = {}
+        markers: list[str] = []
         for name in names:
             found = [p.lookup(name) for p in live]
             values = {(v.value, v.exported) if v is not None else None for v in found}
@@ -175,9 +178,16 @@ class Flow:
                     scope.vars[name] = Var(value[0], value[1], self.run.next_epoch(), line)
             else:
                 exported = any(v is not None and v[1] for v in values)
-                merged = common_start([v.value if v is not None else None for v in found],
-                                       unresolved("$" + name, f"is set differently on the paths through {where}"))
+                marker = unresolved("$" + name, f"is set differently on the paths through {where}")
+                merged = common_start([v.value if v is not None else None for v in found], marker)
                 scope.vars[name] = Var(merged, exported, self.run.next_epoch(), line)
+                if all(v is not None for v in found) and len(live) <= MAX_BRANCHES:
+                    differing[name] = tuple(v.value for v in found if v is not None and v.value is not None)
+                    epochs[name] = self.run.epoch
+                    markers.append(marker)
+        if differing:
+            branches = Branches(where, differing, epochs)
+            self.run.branches.update(dict.fromkeys(markers, branches))
         frame = scope.frame_scope()
         if frame is not None:
             for path in live:

@@ -10,8 +10,9 @@ api_server module, ``docker run`` of a vLLM image), with its environment.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from ...core.markers import has_unresolved, show, unresolved
+from ...core.markers import UNRESOLVED, has_unresolved, show, unresolved
 from ...core.options import ENV_NAMES, Arg, find_vllm
 from ...core.errors import InputError
 from .detect import SHELLS
@@ -42,18 +43,7 @@ class Interpreter(Flow):
         line = self.place.line(command.line)
         if not run.spend(1 + len(command.words), line):
             raise Stop
-        expander = Expander(run, scope, line)
-        assignments: list[tuple[str, bool, Word]] = []
-        index = 0
-        for word in command.words:
-            head = word.parts[0] if word.parts else None
-            match = ASSIGNMENT.match(head.text) if isinstance(head, Lit) and not head.quoted else None
-            if match is None:
-                break
-            rest = (Lit(head.text[match.end():]),) + word.parts[1:]  # type: ignore[union-attr]
-            assignments.append((match.group(1), bool(match.group(2)), Word(rest, word.line)))
-            index += 1
-        words = command.words[index:]
+        assignments, words = _assignments(command)
         if not words:
             for name, append, value_word in assignments:
                 self.assign_word(scope, name, append, value_word, line)
@@ -63,10 +53,17 @@ class Interpreter(Flow):
         if name in ("export", "declare", "typeset", "local", "readonly"):
             self.declaration(name, words[1:], scope, line)
             return
+        fields, env = self.expand(assignments, words, scope, line)
+        self.dispatch(fields, env, command, scope, line)
+
+    def expand(self, assignments: list[tuple[str, bool, Word]], words: Any, scope: Scope,
+               line: int) -> tuple[list[str], dict[str, Arg]]:
+        """A simple command's fields, and the environment its assignments give it."""
+        expander = Expander(self.run, scope, line)
         fields = [f for w in words for f in expander.fields(w)]
         env = {n: Arg(self.value(scope, n, value_word, append), self.place.origin(line))
                for n, append, value_word in assignments}
-        self.dispatch(fields, env, command, scope, line)
+        return fields, env
 
     def dispatch(self, fields: list[str], env: dict[str, Arg], command: Simple, scope: Scope, line: int) -> None:
         """A simple command's expanded words: a builtin that changes the
@@ -141,7 +138,7 @@ class Interpreter(Flow):
         if function is not None:
             self.call(function, args, scope, line)
             return
-        if self.launch(fields, env, scope, line):
+        if self.launch(fields, env, scope, line, command):
             return
         self.run_scripts(fields, command, scope, line)
 
@@ -174,6 +171,8 @@ class Interpreter(Flow):
     def write_files(self, command: Simple, fields: list[str], scope: Scope, line: int) -> None:
         """`cat > FILE <<EOF`, `tee FILE <<EOF`, `echo TEXT > FILE`: the file's content, for a later
         `bash FILE` or `--config FILE`."""
+        if self.run.capturing is not None:  # a launch read again for one path writes nothing new
+            return
         targets = [r for r in command.redirects if r.op in (">", ">>", ">|") and r.fd in ("", "1") and r.target is not None]
         name = fields[0] if fields else ""
         content: str | None = None
@@ -350,8 +349,52 @@ class Interpreter(Flow):
             return Script(text, heredoc.body_line, True)
         return Script(text, line, False)
 
+    def paths(self, command: Simple, scope: Scope, line: int, texts: list[str]) -> tuple[Any, ...]:
+        """A launch whose words (``texts``, its environment's too) read a
+        value that the end of an `if` or `case` made unknown, the variables
+        it set still as it left them: the launch read again once per path,
+        each variable set as that path sets it. (Which path, the words, the
+        environment) for each; none where the values come from several
+        merges, or a path's reading is not one launch of the same program
+        (the command's first word)."""
+        found = {branches for text in texts if "\x00" in text for marker in UNRESOLVED.finditer(text)
+                 if (branches := self.run.branches.get(marker.group(0))) is not None}
+        if len(found) != 1:
+            return ()
+        (branches,) = found
+        kept = {name: var for name, epoch in branches.epochs.items()
+                if (var := scope.lookup(name)) is not None and var.epoch == epoch}
+        if not kept:
+            return ()
+        count = len(next(iter(branches.values.values())))
+        assignments, words = _assignments(command)
+        program = self.expand([], words[:1], scope, line)[0]
+        origin = self.place.origin(line)
+        problems = len(self.run.problems)
+        out = []
+        for index in range(count):
+            path = Scope(scope)
+            for name, var in kept.items():
+                path.vars[name] = Var(branches.values[name][index], var.exported, self.run.next_epoch(), var.line)
+            fields, env = self.expand(assignments, words, path, line)
+            if fields[:len(program)] != program:  # another program on this path: not the same launch
+                return ()
+            self.run.capturing = captured = []
+            try:
+                self.dispatch(fields, env, command, path, line)
+            finally:
+                self.run.capturing = None
+                del self.run.problems[problems:]  # said once, by the reading of the script itself
+            if len(captured) != 1:
+                return ()
+            argv, env = captured[0]
+            out.append((f"path {index + 1} of {count} through {branches.where}", [Arg(a, origin) for a in argv], env))
+        return tuple(out)
+
     def note_pins(self, fields: list[str], line: int) -> None:
         """`pip install vllm==X.Y.Z` (also pip3, python -m pip, uv pip): the release the launches after it run."""
+        if self.run.capturing is not None:
+            return
         if "install" not in fields or not any(f.rsplit("/", 1)[-1] in ("pip", "pip3", "uv") or f == "pip" for f in fields):
             return
         for word in fields[fields.index("install") + 1:]:
@@ -362,7 +405,7 @@ class Interpreter(Flow):
                     ReleaseHint(None, f"pip pin {show(word)} at line {line}: the version is not known from this file")
                 self.run.pins.append((hint, self.run.sequence))
 
-    def launch(self, fields: list[str], env: dict[str, Arg], scope: Scope, line: int) -> bool:
+    def launch(self, fields: list[str], env: dict[str, Arg], scope: Scope, line: int, command: Simple) -> bool:
         """A vLLM launch: `vllm serve`, the api_server module, or `docker run` of a vLLM image."""
         run = self.run
         if fields[0].rsplit("/", 1)[-1] in NOT_RUNNING:
@@ -407,10 +450,30 @@ class Interpreter(Flow):
                     launch_env[match.group(1)] = Arg(word[match.end():], origin)
         if not run.collect:
             return True
+        if run.capturing is not None:  # read again for one path (paths())
+            run.capturing.append((argv, launch_env))
+            return True
         inv = Invocation([Arg(a, origin) for a in argv], line, launch_env, self.place.anchor(line),
-                         sequence=run.sequence, image=image)
+                         sequence=run.sequence, image=image,
+                         paths=self.paths(command, scope, line, [*argv, *(a.text for a in launch_env.values())]))
         run.found.append(inv)
         if len(run.found) > run.ctx.limits.max_commands:
             run.limit("commands", f"more than {run.ctx.limits.max_commands} vLLM commands", line)
             raise Stop
         return True
+
+
+def _assignments(command: Simple) -> tuple[list[tuple[str, bool, Word]], Any]:
+    """A simple command's leading assignments (name, +=, value) and its other words."""
+    assignments: list[tuple[str, bool, Word]] = []
+    index = 0
+    for word in command.words:
+        head = word.parts[0] if word.parts else None
+        match = ASSIGNMENT.match(head.text) if isinstance(head, Lit) and not head.quoted else None
+        if match is None:
+            break
+        rest = (Lit(head.text[match.end():]),) + word.parts[1:]  # type: ignore[union-attr]
+        assignments.append((match.group(1), bool(match.group(2)), Word(rest, word.line)))
+        index += 1
+    return assignments, command.words[index:]
+

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from ...core.markers import unresolved
 from ...core.errors import Problem
+from ...core.options import Arg
 from .context import Ctx
 from .launch import Invocation
 from .release import ReleaseHint
@@ -141,6 +142,23 @@ class Place:
         return Place(self.origin, self.anchor, at)
 
 
+# At most this many paths through one `if` or `case` are each read again for
+# a launch that reads a value they set differently (shell_run.Interpreter.paths).
+MAX_BRANCHES = 4
+
+
+@dataclass(frozen=True, eq=False)  # one merge is one value, whatever it holds (a set of them is kept)
+class Branches:
+    """Variables set differently on the paths through one `if` or `case`
+    (``where``), which its end made unknown: each one's value on each path,
+    and the epoch of the unknown value the merge gave it. A launch that
+    reads one, still as the merge left it, is read again once per path."""
+
+    where: str
+    values: dict[str, tuple[str, ...]]  # name -> its value on each path
+    epochs: dict[str, int]
+
+
 @dataclass
 class Run:
     """One reading of a script: what it found and what it may still spend."""
@@ -162,6 +180,10 @@ class Run:
     defined: list[tuple[FunctionDef, "Place"]] = field(default_factory=list)
     called: set[int] = field(default_factory=set)
     foreign: set[int] = field(default_factory=set)
+    # The unknown value a path merge gave a variable (its marker) -> the merge (Branches).
+    branches: dict[str, Branches] = field(default_factory=dict)
+    # While a launch is read again for one path: its words and environment, instead of a launch.
+    capturing: list[tuple[list[str], dict[str, Arg]]] | None = None
 
     def next_epoch(self) -> int:
         self.epoch += 1
