@@ -316,7 +316,8 @@ def _filed(found: Any, decisions: list[Decision], settings: Settings) -> tuple[F
     # Entries that are not kept (only their report text and counts are) go with their chunk, documents and all.
     lean = not settings.documents and settings.entries
     deployments = [_noted(d, decision) for d, decision in zip(found.deployments, decisions)]
-    entries = [Entry(d.without_document() if lean and d.document is not None else d, decision.to_dict(),
+    entries = [Entry(d.without_document() if lean and (d.document is not None or d.paths or d.stand_in is not None)
+                     else d, decision.to_dict(),
                      input_digest(d.document) if d.document is not None else None, decision.remediation)
                for d, decision in zip(deployments, decisions)]
     return FileResult(found.file, found.format, len(entries), found.problems, found.skipped, found.notes), entries

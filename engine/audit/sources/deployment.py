@@ -56,7 +56,7 @@ class Deployment:
         return (type(self), tuple(getattr(self, name) for name in _FIELDS))
 
     def without_document(self) -> "Deployment":
-        """This deployment with ``document`` None (an audit that need not keep it)."""
+        """This deployment without its documents (an audit that need not keep them)."""
         return self.replace(document=None, stand_in=None, paths=())
 
     def replace(self, **changes: Any) -> "Deployment":

@@ -180,10 +180,11 @@ class Flow:
                 exported = any(v is not None and v[1] for v in values)
                 marker = unresolved("$" + name, f"is set differently on the paths through {where}")
                 merged = common_start([v.value if v is not None else None for v in found], marker)
-                scope.vars[name] = Var(merged, exported, self.run.next_epoch(), line)
-                if all(v is not None for v in found) and len(live) <= MAX_BRANCHES:
-                    differing[name] = tuple(v.value for v in found if v is not None and v.value is not None)
-                    epochs[name] = self.run.epoch
+                epoch = self.run.next_epoch()
+                scope.vars[name] = Var(merged, exported, epoch, line)
+                set_on_each = [v.value for v in found if v is not None and v.value is not None]
+                if len(set_on_each) == len(live) <= MAX_BRANCHES:
+                    differing[name], epochs[name] = tuple(set_on_each), epoch
                     markers.append(marker)
         if differing:
             branches = Branches(where, differing, epochs)

@@ -147,7 +147,7 @@ class Place:
 MAX_BRANCHES = 4
 
 
-@dataclass(frozen=True, eq=False)  # one merge is one value, whatever it holds (a set of them is kept)
+@dataclass(frozen=True, eq=False)  # each merge is its own value (Interpreter.paths gathers them in a set)
 class Branches:
     """Variables set differently on the paths through one `if` or `case`
     (``where``), which its end made unknown: each one's value on each path,
