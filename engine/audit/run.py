@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..core.command import StandIn, refused_whatever
 from ..core.decision import Decision
 from ..core.errors import HMAPolicyError, InputError, Problem
 from ..core.policies import Hint, PolicySet
@@ -33,6 +32,7 @@ from ..core.policy import Policy
 from .declog_format import input_digest
 from .model import FAIL_ON, AuditError, AuditReport, Entry, FileResult, Tally
 from .report import deployments_json
+from .unknowns import settled
 from .sources import DEFAULT_SOURCE_LIMITS, EMPTY, Deployment, SourceLimits, read_source
 from .walk import inside, roots, walk
 
@@ -238,50 +238,17 @@ def _read(display: str, name: str, plain: bool, settings: Settings) -> Any:
     return found
 
 
-class _StandIn(NamedTuple):
-    """A stand-in document the schema took (core.command.StandIn): the
-    decide stage tells whether its release refuses it whatever the unknown
-    values are, else the deployment's problems are the decision."""
-
-    prepared: Any
-    stand_in: StandIn
-    unresolved: Decision
-
-
-class _Paths(NamedTuple):
-    """A deployment's document on each path of its script that sets a value
-    it reads differently (Deployment.paths), each prepared or refused: the
-    decide stage gives their decision where it is the same on every path,
-    else the deployment's problems are the decision."""
-
-    prepared: tuple[Any, ...]  # a prepared document, or its refusal (a Decision)
-    unresolved: Decision
-
-
 def _prepare(policy: PolicySet, deployment: Deployment) -> Any:
     """What the decide stage needs: a prepared document, or the decision
     already known (a source problem or an invalid document)."""
     # The release its source names checks it, as it decides it (an older one may have other fields).
     hint = Hint(*deployment.release) if deployment.release is not None else None
-    if deployment.problems:
-        unresolved = policy.refused([_located(p) for p in deployment.problems], None, hint)
-        if deployment.paths:
-            return _Paths(tuple(_checked(policy, document, hint) for _, document in deployment.paths), unresolved)
-        if deployment.stand_in is None:
-            return unresolved
-        try:
-            return _StandIn(policy.prepare(deployment.stand_in.document, hint=hint), deployment.stand_in, unresolved)
-        except InputError as exc:
-            return _refused(policy, exc, deployment.stand_in, hint) or unresolved
-    return _checked(policy, deployment.document, hint)
-
-
-def _checked(policy: PolicySet, document: Any, hint: Hint | None) -> Any:
-    """The prepared document, or its refusal."""
+    if deployment.problems:  # decided here: few deployments have them
+        return settled(policy, deployment, hint) or policy.refused([_located(p) for p in deployment.problems], None, hint)
     try:
-        return policy.prepare(document, hint=hint)
+        return policy.prepare(deployment.document, hint=hint)
     except InputError as exc:
-        return policy.refused(exc.problems, document, hint)
+        return policy.refused(exc.problems, deployment.document, hint)
 
 
 def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
@@ -290,26 +257,10 @@ def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
     if isinstance(checked, Decision):
         return checked
     hint = Hint(*release) if release is not None else None
-    if isinstance(checked, _Paths):
-        first, *others = [_decide(policy, prepared, release) for prepared in checked.prepared]
-        return first if all(other == first for other in others) else checked.unresolved
-    if isinstance(checked, _StandIn):
-        try:
-            policy.decide_prepared(checked.prepared, hint)
-        except InputError as exc:
-            return _refused(policy, exc, checked.stand_in, hint) or checked.unresolved
-        return checked.unresolved
     try:
         return policy.decide_prepared(checked, hint)
     except InputError as exc:
         return policy.refused(exc.problems, checked.document, hint)
-
-
-def _refused(policy: PolicySet, refusal: InputError, stand_in: StandIn, hint: Hint | None) -> Decision | None:
-    """The decision of a stand-in document's refusal, when it holds whatever the unknown values are."""
-    if not refused_whatever(refusal.problems, stand_in):
-        return None
-    return policy.refused(refusal.problems, stand_in.document, hint)
 
 
 def _filed(found: Any, decisions: list[Decision], settings: Settings) -> tuple[FileResult, list[Entry]]:

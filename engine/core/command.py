@@ -325,18 +325,14 @@ def _typed_only(schema: Any) -> str | None:
     """The kind (core.lax) a schema reads a string's text into when it reads
     it for that alone: a number or boolean field without a choice or a
     pattern; else None."""
-    parts = _schema_parts(schema)
-    if any(key in part for part in parts for key in ("enum", "const", "pattern")):
+    if _constrained(schema):
         return None
-    return next((kind for kind in map(lax.kind_of, parts) if kind is not None), None)
+    return next((kind for kind in map(lax.kind_of, _schema_parts(schema)) if kind is not None), None)
 
 
 def _constrained(schema: Any) -> bool:
-    """Whether the schema reads a string's text (not only that it is a string):
-    a choice or a pattern, or a number or boolean field, which vLLM's pydantic
-    reads from a string's text (`"kv_port": "8000"`, core.lax)."""
-    return any(lax.kind_of(part) is not None or any(key in part for key in ("enum", "const", "pattern"))
-               for part in _schema_parts(schema))
+    """Whether the schema reads a string's text for more than its type: a choice or a pattern."""
+    return any(key in part for part in _schema_parts(schema) for key in ("enum", "const", "pattern"))
 
 
 # What marks a value written bare in JSON (outside a string) once it is quoted to be parsed.

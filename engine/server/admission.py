@@ -34,9 +34,9 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..audit.sources import Deployment, find_deployments
-from ..core.command import refused_whatever
+from ..audit.unknowns import decided, settled
 from ..core.decision import Decision
-from ..core.errors import InputError, Problem, printable
+from ..core.errors import Problem, printable
 from ..core.policies import Hint, PolicySet
 
 __all__ = ["API_VERSION", "MalformedReview", "Review", "review", "hint_for", "NOT_IN_OBJECT"]
@@ -152,30 +152,13 @@ def _decide(deployment: Deployment, policy: PolicySet) -> tuple[Decision, Proble
     hint = hint_for(deployment)
     if deployment.problems:
         refusing = [p for p in deployment.problems if p.code not in NOT_IN_OBJECT]
-        if not refusing and deployment.paths:  # a script's `if` sets a value differently: the same on each path?
-            first, *others = [_decided(policy, document, hint) for _, document in deployment.paths]
-            if all(other == first for other in others):
-                return first, first.errors[0] if first.outcome == "error" else None
-        elif not refusing and deployment.stand_in is not None:  # vLLM may refuse it whatever the unknown values are
-            try:
-                policy.decide(deployment.stand_in.document, hint=hint)
-            except InputError as exc:
-                if refused_whatever(exc.problems, deployment.stand_in):
-                    decision = policy.refused(exc.problems, deployment.stand_in.document, hint)
-                    return decision, decision.errors[0]
-        decision = policy.refused(refusing or deployment.problems, None, hint)
-        return decision, refusing[0] if refusing else None
-    assert deployment.document is not None  # a launch without problems has its document
-    decision = _decided(policy, deployment.document, hint)
+        decision = None if refusing else settled(policy, deployment, hint)
+        if decision is None:
+            return policy.refused(refusing or deployment.problems, None, hint), refusing[0] if refusing else None
+    else:
+        assert deployment.document is not None  # a launch without problems has its document
+        decision = decided(policy, deployment.document, hint)
     return decision, decision.errors[0] if decision.outcome == "error" else None
-
-
-def _decided(policy: PolicySet, document: Any, hint: Hint | None) -> Decision:
-    """The decision of a launch's document, or of its refusal (vLLM's own validation refuses it too)."""
-    try:
-        return policy.decide(document, hint=hint)
-    except InputError as exc:
-        return policy.refused(exc.problems, document, hint)
 
 
 def _problem_text(problem: Problem) -> str:
