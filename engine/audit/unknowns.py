@@ -14,10 +14,10 @@ from ..core.errors import InputError
 from ..core.policies import Hint, PolicySet
 from .sources import Deployment
 
-__all__ = ["decided", "settled"]
+__all__ = ["decision_of", "settled"]
 
 
-def decided(policy: PolicySet, document: Any, hint: Hint | None) -> Decision:
+def decision_of(policy: PolicySet, document: Any, hint: Hint | None) -> Decision:
     """The decision of a document, or of its refusal (vLLM's own validation refuses it too)."""
     try:
         return policy.decide(document, hint=hint)
@@ -28,7 +28,7 @@ def decided(policy: PolicySet, document: Any, hint: Hint | None) -> Decision:
 def settled(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> Decision | None:
     """The decision its unknown values do not change, or None where they may."""
     if deployment.paths:
-        first, *others = [decided(policy, document, hint) for _, document in deployment.paths]
+        first, *others = [decision_of(policy, document, hint) for _, document in deployment.paths]
         return first if all(other == first for other in others) else None
     if deployment.stand_in is not None:
         try:

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..audit.sources import Deployment, find_deployments
-from ..audit.unknowns import decided, settled
+from ..audit.unknowns import decision_of, settled
 from ..core.decision import Decision
 from ..core.errors import Problem, printable
 from ..core.policies import Hint, PolicySet
@@ -157,7 +157,7 @@ def _decide(deployment: Deployment, policy: PolicySet) -> tuple[Decision, Proble
             return policy.refused(refusing or deployment.problems, None, hint), refusing[0] if refusing else None
     else:
         assert deployment.document is not None  # a launch without problems has its document
-        decision = decided(policy, deployment.document, hint)
+        decision = decision_of(policy, deployment.document, hint)
     return decision, decision.errors[0] if decision.outcome == "error" else None
 
 
