@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 from .facts import UNREACHED, Fact, Relation
 from .model import PolicyModel, Rule, StepDef
 
-__all__ = ["Row", "StepKey", "StepTable", "State", "reachable", "OTHER"]
+__all__ = ["Row", "StepKey", "StepTable", "State", "reachable", "step_keys", "OTHER"]
 
 # The class of a string no rule of a step names (and its representative in
 # an event: a string no rule can mean, since none names it).
@@ -190,15 +190,13 @@ class StepTable:
     def __init__(self, model: PolicyModel, ask: Callable[[list[dict[str, Any]]], list[Rule | None]], *,
                  prefill: bool = True):
         self._ask = ask
-        self.keys: dict[tuple[str, str], StepKey] = {
-            (ruleset, step.name): StepKey(step, model.vocabulary[ruleset])
-            for ruleset, steps in model.steps.items() for step in steps}
+        self.keys = step_keys(model)
         self._rows: dict[tuple[str, str], dict[tuple, Row]] = {key: {} for key in self.keys}
         # Without the prefill nothing is kept either: every step goes to durable-rules.
         self._room = MISS_LIMIT if prefill else 0
         self._lock = threading.Lock()  # held only around the dict updates of a miss, never while asking
         if prefill:
-            reachable(model, self._fill)
+            reachable(model, self._fill, keys=self.keys)
         self.size = sum(len(rows) for rows in self._rows.values())
 
     def _fill(self, key: StepKey, inputs: list[tuple]) -> list[Row]:
@@ -249,13 +247,20 @@ class State:
 Observe = Callable[[StepDef, State, tuple, Row], None]
 
 
-def reachable(model: PolicyModel, answer: Answer, observe: Observe | None = None) -> list[State]:
+def step_keys(model: PolicyModel) -> dict[tuple[str, str], StepKey]:
+    """How each step's input is keyed, by (ruleset, step)."""
+    return {(ruleset, step.name): StepKey(step, model.vocabulary[ruleset])
+            for ruleset, steps in model.steps.items() for step in steps}
+
+
+def reachable(model: PolicyModel, answer: Answer, observe: Observe | None = None, *,
+              keys: Mapping[tuple[str, str], StepKey] | None = None) -> list[State]:
     """Walk every reachable input of every step, asking ``answer`` for each
     step's new inputs in one batch; ``observe`` sees each (step, state, input,
     answer), and with it each state keeps its witness. Returns the final
-    states: after the result steps, and those a policy gap stopped."""
-    keys = {(ruleset, step.name): StepKey(step, model.vocabulary[ruleset])
-            for ruleset, steps in model.steps.items() for step in steps}
+    states: after the result steps, and those a policy gap stopped. ``keys``:
+    the step keys of :func:`step_keys`, when the caller already holds them."""
+    keys = step_keys(model) if keys is None else keys
     track = observe is not None
     offloading = _walk(model, "offloading", [State({})], keys, answer, observe, halting=True)
     _walk(model, "node", [State({})], keys, answer, observe, halting=False)
@@ -300,12 +305,12 @@ def _walk(model: PolicyModel, ruleset: str, start: list[State], keys: Mapping[tu
             else:
                 expanded.extend(_introduce(state, entering[index], vocabulary, domains, joint, named, track))
         key = keys[(ruleset, step.name)]
-        live = [key(s.facts) for s in expanded if not s.halted]
+        inputs = [None if s.halted else key(s.facts) for s in expanded]  # each state's input, once
+        live = [k for k in inputs if k is not None]
         rows = dict(zip(live, answer(key, live))) if live else {}
         merged: dict[tuple, State] = {}
-        for state in expanded:
-            if not state.halted:
-                k = key(state.facts)
+        for state, k in zip(expanded, inputs):
+            if k is not None:
                 row = rows[k]
                 if observe is not None:
                     observe(step, state, k, row)
