@@ -395,6 +395,19 @@ def test_shell_syntax_errors_are_located_and_reading_goes_on(tmp_path):
     assert only(source).line == 3
 
 
+@pytest.mark.parametrize("script", [
+    "start() {{\n  {{\n    vllm serve m --kv-transfer-config '{k}'\n  }} 2>&1 | tee log\n}}\nstart\n",
+    "( vllm serve m --kv-transfer-config '{k}' ) 2>>err.log >out.log\n",
+    "if true; then vllm serve m --kv-transfer-config '{k}'; fi 2>&1 1>log\n",
+])
+def test_a_compound_command_takes_a_descriptor_redirection(tmp_path, script):
+    # `{ ...; } 2>&1 | tee log` (a real launch script's form) was a syntax
+    # error, and the script's launch was lost with it.
+    source = read_source(write(tmp_path / "run.sh", script.format(k=NIXL)))
+    assert source.problems == ()
+    assert ktc(only(source))["kv_connector"] == "NixlConnector"
+
+
 @pytest.mark.parametrize("text", ["$(" * 5000, "${" * 5000, "(" * 5000, "if " * 5000, "f() { " * 5000, "'" + "x" * 100,
                                   "cat <<EOF\n" + "x\n" * 100, "$((" * 3000, "[[ " * 3000, "a=(" * 3000])
 def test_deep_or_unterminated_text_is_a_problem_not_a_crash(tmp_path, text):

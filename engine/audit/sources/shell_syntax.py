@@ -31,7 +31,7 @@ from collections.abc import Iterator
 
 from .shell_tree import (AndOr, Arith, Case, Command, CommandList, FunctionDef, Group, If, Lit, Loop, Part,
                          Pipeline, Redirect, ShellSyntaxError, Simple, Subshell, Word)
-from .shell_words import NAME, Lexer
+from .shell_words import NAME, Lexer, Token
 
 __all__ = ["parse_script", "parse_body", "parse_heredoc_text"]
 
@@ -295,12 +295,12 @@ class _Parser(Lexer):
                 if not word.parts:
                     self.take()
                     raise self.error(f"unexpected `{self.s[self.i:self.i + 1]}`", token.line)
+                descriptor = self.descriptor(token)
                 self.take()
-                text = word.unquoted_literal()
-                if text is not None and text.isdigit() and self.i < self.n and self.s[self.i] in "<>" \
-                        and self.peek().kind == "op" and self.peek().value in _REDIRECTIONS:
-                    redirects.append(self.redirect(text))  # 2>file: a redirection of descriptor 2
+                if descriptor is not None:
+                    redirects.append(self.redirect(descriptor))
                     continue
+                text = word.unquoted_literal()
                 if not words and not redirects and text and NAME.fullmatch(text) and self.peek().value == "(":
                     self.take()
                     if self.take().value != ")":
@@ -331,10 +331,27 @@ class _Parser(Lexer):
         return redirect
 
     def redirects(self) -> list[Redirect]:
+        """The redirections after a compound command (`} > log`, `} 2>&1`)."""
         out = []
-        while self.peek().kind == "op" and self.peek().value in _REDIRECTIONS:
-            out.append(self.redirect(""))
-        return out
+        while True:
+            token = self.peek()
+            descriptor = self.descriptor(token)
+            if descriptor is not None:
+                self.take()
+                out.append(self.redirect(descriptor))
+            elif token.kind == "op" and token.value in _REDIRECTIONS:
+                out.append(self.redirect(""))
+            else:
+                return out
+
+    def descriptor(self, token: Token) -> str | None:
+        """The descriptor that ``token``, the token just peeked, names: digits
+        written right before a redirection (the 2 of `2>file`), else None."""
+        text = token.word.unquoted_literal() if token.kind == "word" and token.word is not None else None
+        s, i = self.s, self.i
+        if text is None or not text.isdigit() or i >= self.n or s[i] not in "<>" or s.startswith("(", i + 1):
+            return None  # (`2<(...)`: a word, process substitution)
+        return text
 
 
 def parse_script(text: str, first_line: int = 1) -> Iterator[AndOr | ShellSyntaxError]:
