@@ -519,6 +519,11 @@ def test_yaml_non_string_key_is_an_input_error():
     problem = parse_problem("metadata: {1: 2}\n")
     assert problem.code == "input.parse"
     assert problem.message == "invalid YAML in <document> at line 1, column 12: mapping keys must be strings, got `1`"
+    # A collection as a key (what an unrendered `{{ ... }}` template is) is located too.
+    problem = parse_problem("metadata:\n  {{ .Values.x }}: 1\n")
+    assert problem.code == "input.parse"
+    assert problem.message == ("invalid YAML in <document> at line 2, column 3: mapping keys must be strings, "
+                               "got a mapping or a list")
 
 
 def test_read_document_reads_yaml_and_json_files(tmp_path):

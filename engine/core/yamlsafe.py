@@ -160,7 +160,7 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, 
                     raise YamlProblem(f"the tag `{event.tag}` is not allowed; only JSON types can be read", mark.line + 1, mark.column + 1)
                 if len(stack) >= max_depth:
                     raise YamlProblem(f"nested deeper than {max_depth} levels", mark.line + 1, mark.column + 1, limit=True)
-                path = _child_path(stack)
+                path = _child_path(stack, mark)
                 if marks:
                     where[path] = (mark.line + 1, mark.column + 1)
                 container: Any = {} if kind is yaml.MappingStartEvent else []
@@ -189,13 +189,14 @@ class _NoKey:
 _NO_KEY = _NoKey()
 
 
-def _child_path(stack: list[list[Any]]) -> str:
+def _child_path(stack: list[list[Any]], mark: Any) -> str:
+    """The JSON Pointer of a collection that starts at ``mark``."""
     if not stack:
         return ""
     container, path, slot, _ = stack[-1]
     if isinstance(container, dict):
-        if slot is _NO_KEY:  # a collection used as a mapping key
-            raise YamlProblem("mapping keys must be strings")
+        if slot is _NO_KEY:  # a collection used as a mapping key (`{{ ... }}`, a template's, is one)
+            raise YamlProblem("mapping keys must be strings, got a mapping or a list", mark.line + 1, mark.column + 1)
         return path + _escape(slot)
     return path + _escape(slot)
 
