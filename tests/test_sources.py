@@ -347,6 +347,54 @@ def test_kubernetes_args_with_the_vllm_image_env_and_k8s_expansion(tmp_path):
     assert d.document["env"] == {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}
 
 
+def test_a_manifest_with_anchors_aliases_and_merge_keys_is_read_as_kubernetes_reads_it(tmp_path):
+    # kubectl takes anchors and merge keys (a Dynamo graph sharing its workers'
+    # `envs: &worker-env`, for one, in highopes/pd-disaggregation-demo); they
+    # were an input.parse problem for the file, and its launches were lost.
+    manifest = write(tmp_path / "pod.yaml", """apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns}
+x-env: &env
+  - {name: VLLM_USE_SIMPLE_KV_OFFLOAD, value: "1"}
+x-base: &base
+  image: vllm/vllm-openai:v0.33.0
+  env: *env
+spec:
+  containers:
+    - <<: *base
+      name: vllm
+      args: [m, --kv-transfer-config, '%s']
+    - <<: *base
+      name: script
+      command: [/bin/sh, -c]
+      args:
+        - |
+          echo starting
+          vllm serve m --kv-transfer-config '%s'
+""" % (NIXL, NIXL))
+    source = read_source(manifest)
+    first, script = source.deployments
+    assert (source.format, source.problems, first.id) == ("kubernetes", (), f"{manifest}#Pod/ns/p/vllm")
+    assert ktc(first)["kv_connector"] == ktc(script)["kv_connector"] == "NixlConnector"
+    assert first.document["env"] == script.document["env"] == {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}
+    # The lines still come from the file (each container's name), and the
+    # script held in a block scalar is read from the value already parsed.
+    assert (first.line, script.line) == (12, 15)
+
+
+def test_an_alias_bomb_in_a_manifest_is_a_located_problem_and_a_document_still_refuses_anchors(tmp_path):
+    bomb = "apiVersion: v1\nkind: Pod\nimage: vllm/vllm-openai\na: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6))
+    source = read_source(write(tmp_path / "bomb.yaml", bomb))
+    assert [(p.code, p.line, p.message) for p in source.problems] == [
+        ("input.parse", 9, f"invalid YAML in `{tmp_path / 'bomb.yaml'}` at line 9: holds more than 1000000 values "
+                           "through its aliases")]
+    # A deployment document is this project's format: `hma-policy decide` refuses anchors in it, so does the audit.
+    document = read_source(write(tmp_path / "d.yaml", "kv_transfer_config: &k {kv_connector: NixlConnector}\n"))
+    assert [(p.code, p.message) for p in document.problems] == [
+        ("input.parse", f"invalid YAML in `{tmp_path / 'd.yaml'}` at line 1, column 21: YAML anchors and aliases are not allowed")]
+
+
 def test_a_value_from_a_secret_is_unresolved_when_the_decision_needs_it(tmp_path):
     manifest = write(tmp_path / "pod.yaml", POD + """    - name: vllm
       image: vllm/vllm-openai

@@ -28,13 +28,14 @@ class YamlProblem(Exception):
     """A YAML text that cannot be read as JSON data; ``line``/``column`` are 1-based."""
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None, *,
-                 limit: bool = False, duplicate: bool = False):
+                 limit: bool = False, duplicate: bool = False, anchored: bool = False):
         super().__init__(message)
         self.message = message
         self.line = line
         self.column = column
         self.limit = limit
         self.duplicate = duplicate
+        self.anchored = anchored  # refused only for an anchor or alias (the audit reads those of other formats)
 
 
 class _Resolver(yaml.resolver.Resolver):
@@ -120,7 +121,8 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, 
             if kind is yaml.ScalarEvent:  # first: most events are
                 mark = event.start_mark
                 if event.anchor:
-                    raise YamlProblem("YAML anchors and aliases are not allowed", mark.line + 1, mark.column + 1)
+                    raise YamlProblem("YAML anchors and aliases are not allowed", mark.line + 1, mark.column + 1,
+                                      anchored=True)
                 value = _scalar(event)
                 if not stack:
                     root = value
@@ -148,7 +150,8 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, 
                 continue
             mark = event.start_mark
             if kind is yaml.AliasEvent or getattr(event, "anchor", None):
-                raise YamlProblem("YAML anchors and aliases are not allowed", mark.line + 1, mark.column + 1)
+                raise YamlProblem("YAML anchors and aliases are not allowed", mark.line + 1, mark.column + 1,
+                                  anchored=True)
             if kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
                 value, _, _, _ = stack.pop()
                 _place(stack, value, where, marks, None)

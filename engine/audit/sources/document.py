@@ -5,6 +5,7 @@ to the reader of what it holds (a vLLM config file, Kubernetes manifests)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ...core import yamlsafe
 from ...core.errors import InputError, Problem
@@ -17,6 +18,7 @@ from .helm_template import chart_template, in_chart
 from .manifests import manifest_file
 from .marks import Lines
 from .marks import yaml_chunks as _yaml_chunks
+from . import yamlread
 from .vllm_config import vllm_config_file
 
 __all__ = ["structured_file", "EMPTY"]
@@ -41,6 +43,24 @@ def _parse_problem(ctx: Ctx, exc: InputError, offset: int = 0) -> Problem:
         line = int(match.group(1)) + offset
         message = message[:match.start(1)] + str(line) + message[match.end(1):]
     return Problem(first.code, message, first.path, hint, file=ctx.display, line=line)
+
+
+def _anchored(ctx: Ctx, body: str, start: int) -> tuple[Any, dict[str, tuple[int, int]]] | Problem | None:
+    """A YAML document with anchors and aliases (and merge keys), read as
+    Kubernetes and Helm read it, the aliases bounded as compose's are
+    (yamlread.py). None for a deployment document or a vLLM config file,
+    whose reader (core/input.py, as `hma-policy decide` and `--config` read
+    them) refuses anchors; a Problem for a document yamlread refuses."""
+    where: dict[str, tuple[int, int]] = {}
+    try:
+        value = yamlread.load(body, marks=where)[0]
+    except yamlread.YamlError as exc:
+        line = exc.line + start if exc.line is not None else None
+        at = f" at line {line}" if line is not None else ""
+        return Problem("input.parse", f"invalid YAML in `{ctx.display}`{at}: {exc.message}", file=ctx.display, line=line)
+    if classify(value, single=True) in ("document", "vllm-config"):
+        return None
+    return value, where
 
 
 def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
@@ -68,7 +88,15 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             try:
                 # With the line of every value, which the readers report: one parse, not a second one for lines.
                 value, where = yamlsafe.load(body, marks=True)
-            except yamlsafe.YamlProblem:
+            except yamlsafe.YamlProblem as refused:
+                read = _anchored(ctx, body, start) if refused.anchored else None
+                if isinstance(read, Problem):
+                    problems.append(read)
+                    continue
+                if read is not None:
+                    values.append((start, read[0]))
+                    lines.append(Lines(body, start + 1, read[1], read[0]))  # (yamlsafe would refuse it again)
+                    continue
                 try:
                     parse_text(body, source=source, fmt="yaml")  # the same refusal, as the located input error
                 except InputError as exc:

@@ -18,9 +18,11 @@ class Lines:
     text held in a string of another document): ``first`` is the file's line
     of the text's first line."""
 
-    def __init__(self, text: str, first: int, where: dict[str, tuple[int, int]] | None = None) -> None:
+    def __init__(self, text: str, first: int, where: dict[str, tuple[int, int]] | None = None,
+                 value: Any = None) -> None:
         self._text, self._first = text, first
         self._where = where  # the marks, when the caller parsed the text with them
+        self._value = value  # the text's value, when the caller parsed it (None: parsed again when asked)
 
     def _marks(self) -> dict[str, tuple[int, int]]:
         if self._where is None:
@@ -67,7 +69,7 @@ class Lines:
 
 def _string_at(lines: Lines, path: tuple[Any, ...]) -> str:
     try:
-        value: Any = yamlsafe.load(lines._text)[0]
+        value: Any = lines._value if lines._value is not None else yamlsafe.load(lines._text)[0]
         for part in path:
             value = value[part]
     except (yamlsafe.YamlProblem, KeyError, IndexError, TypeError):

@@ -66,9 +66,13 @@ def _escape(part: Any) -> str:
     return "/" + str(part).replace("~", "~0").replace("/", "~1")
 
 
-def load(text: str, *, max_depth: int = 256, max_values: int = 1_000_000) -> tuple[Any, dict[str, int]]:
+def load(text: str, *, max_depth: int = 256, max_values: int = 1_000_000,
+         marks: dict[str, tuple[int, int]] | None = None) -> tuple[Any, dict[str, int]]:
     """The first YAML document of ``text`` as JSON data, and the line of
-    each mapping key by the pointer of its value. Raises YamlError."""
+    each mapping key by the pointer of its value. ``marks``, when given, is
+    filled with the (line, column) where each value starts, by its pointer,
+    as core/yamlsafe.py gives them (a value reached through an alias: the
+    alias's). Raises YamlError."""
     loader = _Parser(text)
     anchors: dict[str, tuple[Any, int]] = {}
     lines: dict[str, int] = {}
@@ -88,6 +92,8 @@ def load(text: str, *, max_depth: int = 256, max_values: int = 1_000_000) -> tup
                 if len(stack) >= max_depth:
                     raise YamlError(f"nested deeper than {max_depth} levels", line)
                 path = _path(stack)
+                if marks is not None:
+                    marks[path] = (line, event.start_mark.column + 1)
                 stack.append(_Open({} if isinstance(event, yaml.MappingStartEvent) else [], path, event.anchor))
                 continue
             if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
@@ -110,6 +116,9 @@ def load(text: str, *, max_depth: int = 256, max_values: int = 1_000_000) -> tup
             total += size
             if total > max_values:
                 raise YamlError(f"holds more than {max_values} values through its aliases", line)
+            if marks is not None and not isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)) \
+                    and not (stack and isinstance(stack[-1].value, dict) and stack[-1].key is _NO_KEY):
+                marks[_path(stack)] = (line, event.start_mark.column + 1)  # a scalar's or an alias's (not a key's)
             if not stack:
                 root, done = value, True
                 continue
