@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hma_policy.audit.sources import read_source
 from hma_policy.audit.sources.deployers import config, deployer
-from hma_policy.audit.sources.dynamo import dynamo_vllm_argv
+from hma_policy.audit.sources.dynamo_args import dynamo_vllm_argv
 from hma_policy.audit.sources.kserve import kv_transfer_config
 from hma_policy.core.markers import has_unresolved
 
@@ -74,6 +74,37 @@ def test_dynamo_connectors_one_by_one_and_several():
     assert dynamo_vllm_argv(["--connector", "null"]) == ["vllm", "serve"]
     given = '{"kv_connector":"X","kv_role":"kv_both"}'
     assert dynamo_vllm_argv(["--kv-transfer-config", given]) == ["vllm", "serve", "--kv-transfer-config", given]
+
+
+def test_a_dynamo_graph_worker_run_from_a_shell_and_a_plain_container_get_dynamos_config(tmp_path):
+    # highopes/pd-disaggregation-demo pd-disaggregation/dynamo/qwen3-14b-pd.yaml runs
+    # `/bin/sh -c "ulimit -l unlimited && exec python3 -m dynamo.vllm ..."`: no launch was found.
+    graph, pod = launches(tmp_path, "graph.yaml", """apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: g, namespace: ns}
+spec:
+  services:
+    VllmDecodeWorker:
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.0
+          command: [/bin/sh, -c]
+          args:
+            - >-
+              ulimit -l unlimited && exec python3 -m dynamo.vllm --model m --connector lmcache
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns}
+spec:
+  containers:
+    - name: worker
+      image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.0
+      command: [python3, -m, dynamo.vllm, --model, m]
+""")
+    assert (graph.format, graph.role, ktc(graph)) == ("dynamo", "decode", {"kv_connector": "LMCacheConnectorV1",
+                                                                             "kv_role": "kv_both"})
+    assert (pod.format, ktc(pod)) == ("kubernetes", {"kv_connector": "NixlConnector", "kv_role": "kv_both"})
 
 
 # -- KServe kvCacheOffloading ------------------------------------------------------------------

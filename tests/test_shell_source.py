@@ -449,6 +449,19 @@ def test_a_dynamo_vllm_worker_takes_vllm_engine_arguments(tmp_path):
     assert (d.name, d.document["disable_hybrid_kv_cache_manager"]) == ("Qwen/Qwen3-0.6B", True)
 
 
+def test_a_dynamo_vllm_worker_without_a_kv_transfer_config_gets_the_one_its_connector_makes(tmp_path):
+    # Dynamo's launcher makes a --kv-transfer-config of its own --connector
+    # (default nixl). A script's launch was read as vLLM's own command line:
+    # no connector, so HMA "on by default" where LMCache turns it off.
+    script = write(tmp_path / "run.sh", "python3 -m dynamo.vllm --model m --connector lmcache &\n"
+                                        "python3 -m dynamo.vllm --model m\n")
+    lmcache, default = read_source(script).deployments
+    assert ktc(lmcache) == {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+    assert ktc(default) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert "connector" not in lmcache.document  # Dynamo's option, not vLLM's
+    assert dict(lmcache.origins)["kv_transfer_config"] == "line 1: --kv-transfer-config"
+
+
 def test_an_expansion_where_a_reserved_word_may_stand_is_a_word(tmp_path):
     # `if` whose body starts with an expansion: once an uncaught AttributeError.
     script = write(tmp_path / "run.sh", f"if true; then\n  $SMI_BIN --query\nfi\nvllm serve m --kv-transfer-config '{NIXL}'\n")

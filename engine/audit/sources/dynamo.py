@@ -7,7 +7,9 @@ container runs a vLLM engine is one launch.
   (default ``nixl``) makes it: one connector -> ``lmcache``
   LMCacheConnectorV1, ``nixl`` NixlConnector, ``kvbm`` DynamoConnector
   (module ``kvbm.vllm_integration.connector``), each ``kv_both``; several ->
-  ``PdConnector`` over them; ``none``/``null`` -> none.
+  ``PdConnector`` over them; ``none``/``null`` -> none (dynamo_args.py). A
+  main container that runs it from a shell (``sh -c "... exec python3 -m
+  dynamo.vllm ..."``) is read as that script.
 - Dynamo 0.3 ``dynamo serve graphs.X:Service`` reads the JSON in the
   ``DYN_DEPLOYMENT_CONFIG`` env variable: the service's section, plus the
   ``Common`` keys it lists in ``common-configs``, become vLLM flags.
@@ -25,46 +27,16 @@ from typing import Any
 from ...core.markers import unresolved
 from ...core.errors import Problem
 from .context import Ctx
-from .deployers import config, deployer
+from .detect import SHELLS
+from .dynamo_args import DYNAMO_MODULE, dynamo_vllm_argv
 from .deployment import Deployment
 from .kubernetes import Site, pod_launches
 from .marks import Lines
 
-__all__ = ["dynamo_graphs", "GRAPH_KIND", "dynamo_vllm_argv"]
+__all__ = ["dynamo_graphs", "GRAPH_KIND"]
 
 GRAPH_KIND = "DynamoGraphDeployment"
 _SERVE = re.compile(r"\bdynamo\s+serve\s+\S+:(\w+)")
-
-
-def dynamo_vllm_argv(args: list[str]) -> list[str]:
-    """``vllm serve`` words for ``python -m dynamo.vllm ARGS`` (the 0.5-1.x line)."""
-    kept: list[str] = []
-    connectors: list[str] | None = None
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word == "--connector" or word.startswith("--connector="):
-            connectors = [word.split("=", 1)[1]] if "=" in word else []
-            i += 1
-            while "=" not in word and i < len(args) and not args[i].startswith("-"):
-                connectors.append(args[i])
-                i += 1
-            continue
-        kept.append(word)
-        i += 1
-    given = any(re.match(r"--kv[-_]transfer[-_]config", w) for w in kept)
-    mapping = deployer("dynamo-vllm")
-    names = list(mapping["connector-default"]) if connectors is None else connectors
-    if given or not names or names[0] in mapping["connector-off"]:
-        return ["vllm", "serve", *kept]
-    known = mapping["connectors"]
-    if len(names) == 1:
-        kv: dict[str, Any] = config(known[names[0]]) if names[0] in known \
-            else {"kv_connector": unresolved(f"--connector {names[0]}")}
-    else:
-        children = [config(known[n]) if n in known else {"kv_connector": n} for n in names]
-        kv = config(mapping["several"], {"connectors": children})
-    return ["vllm", "serve", *kept, "--kv-transfer-config", json.dumps(kv)]
 
 
 def _serve_argv(config_text: str | None, service: str) -> list[str] | None:
@@ -124,10 +96,12 @@ def dynamo_graphs(ctx: Ctx, graphs: list[tuple[dict[str, Any], Lines]]) -> tuple
 def _engine_argv(words: list[str], name: str, envs: list[dict[str, Any]]) -> list[str] | None:
     """The vLLM words of a service's command, or None when it runs no vLLM engine."""
     for i, word in enumerate(words[:-1]):
-        if word == "-m" and words[i + 1] == "dynamo.vllm":
+        if word == "-m" and words[i + 1] == DYNAMO_MODULE:
             return dynamo_vllm_argv(words[i + 2:])
     match = _SERVE.search(" ".join(words))
     if match and re.search(r"(?:Vllm|Prefill)Worker$", match.group(1)):
         config = next((e.get("value") for e in envs if e.get("name") == "DYN_DEPLOYMENT_CONFIG"), None)
         return _serve_argv(config if isinstance(config, str) else None, match.group(1))
+    if words and words[0].rsplit("/", 1)[-1] in SHELLS and any(DYNAMO_MODULE in word for word in words[1:]):
+        return words  # a script: the shell reader finds the launch in it, and launch.py reads Dynamo's words
     return None

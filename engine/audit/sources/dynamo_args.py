@@ -1,0 +1,51 @@
+"""Dynamo's vLLM launcher, ``python3 -m dynamo.vllm ARGS``: the command
+line vLLM gets from it. It takes vLLM's engine arguments plus Dynamo's. In
+the Dynamo 0.5-1.x line (``components/src/dynamo/vllm/args.py``), a
+``--kv-transfer-config`` given wins; otherwise ``--connector`` (default
+``nixl``) makes it, as deployers.yaml's ``dynamo-vllm`` entry says. Every
+reader's launch goes through it (launch.py), a DynamoGraphDeployment's
+services too (dynamo.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ...core.markers import unresolved
+from .deployers import config, deployer
+
+__all__ = ["DYNAMO_MODULE", "dynamo_vllm_argv"]
+
+DYNAMO_MODULE = "dynamo.vllm"
+
+
+def dynamo_vllm_argv(args: list[str]) -> list[str]:
+    """``vllm serve`` words for ``python -m dynamo.vllm ARGS`` (the 0.5-1.x line)."""
+    kept: list[str] = []
+    connectors: list[str] | None = None
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--connector" or word.startswith("--connector="):
+            connectors = [word.split("=", 1)[1]] if "=" in word else []
+            i += 1
+            while "=" not in word and i < len(args) and not args[i].startswith("-"):
+                connectors.append(args[i])
+                i += 1
+            continue
+        kept.append(word)
+        i += 1
+    given = any(re.match(r"--kv[-_]transfer[-_]config", w) for w in kept)
+    mapping = deployer("dynamo-vllm")
+    names = list(mapping["connector-default"]) if connectors is None else connectors
+    if given or not names or names[0] in mapping["connector-off"]:
+        return ["vllm", "serve", *kept]
+    known = mapping["connectors"]
+    if len(names) == 1:
+        kv: dict[str, Any] = config(known[names[0]]) if names[0] in known \
+            else {"kv_connector": unresolved(f"--connector {names[0]}")}
+    else:
+        children = [config(known[n]) if n in known else {"kv_connector": n} for n in names]
+        kv = config(mapping["several"], {"connectors": children})
+    return ["vllm", "serve", *kept, "--kv-transfer-config", json.dumps(kv)]
