@@ -18,8 +18,8 @@ from .helm_template import chart_template, in_chart
 from .manifests import manifest_file
 from .marks import Lines
 from .marks import yaml_chunks as _yaml_chunks
-from . import yamlread
 from .vllm_config import vllm_config_file
+from .yamlread import YamlError, load as load_anchored
 
 __all__ = ["structured_file", "EMPTY"]
 
@@ -53,8 +53,8 @@ def _anchored(ctx: Ctx, body: str, start: int) -> tuple[Any, dict[str, tuple[int
     them) refuses anchors; a Problem for a document yamlread refuses."""
     where: dict[str, tuple[int, int]] = {}
     try:
-        value = yamlread.load(body, marks=where)[0]
-    except yamlread.YamlError as exc:
+        value = load_anchored(body, marks=where)[0]
+    except YamlError as exc:
         line = exc.line + start if exc.line is not None else None
         at = f" at line {line}" if line is not None else ""
         return Problem("input.parse", f"invalid YAML in `{ctx.display}`{at}: {exc.message}", file=ctx.display, line=line)
