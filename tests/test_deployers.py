@@ -107,6 +107,45 @@ spec:
     assert (pod.format, ktc(pod)) == ("kubernetes", {"kv_connector": "NixlConnector", "kv_role": "kv_both"})
 
 
+def test_a_v1beta1_dynamo_graph_is_read_from_its_components(tmp_path):
+    # v1beta1 (the storage version: ai-dynamo/dynamo deploy/operator/api/v1beta1)
+    # lists `spec.components`, each with a `podTemplate` whose container `main`
+    # runs the engine; `spec.env` goes before a component's own. Its graphs
+    # (highopes/pd-disaggregation-demo phase2) were read as having no services.
+    decode, prefill = launches(tmp_path, "graph.yaml", """apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: g, namespace: ns}
+spec:
+  env: [{name: VLLM_USE_SIMPLE_KV_OFFLOAD, value: "1"}]
+  components:
+    - name: Frontend
+      type: frontend
+      podTemplate: {spec: {containers: [{name: main, image: i, command: [python3, -m, dynamo.frontend]}]}}
+    - name: VllmDecodeWorker
+      type: worker
+      podTemplate:
+        spec:
+          containers:
+            - {name: sidecar, image: s, command: [python3, -m, dynamo.vllm, --connector, lmcache]}
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1
+              command: [python3, -m, dynamo.vllm]
+              args: [--model, m, --disaggregation-mode, decode]
+    - name: VllmPrefillWorker
+      type: worker
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1
+              command: [/bin/sh, -c]
+              args: ["exec python3 -m dynamo.vllm --model m --disaggregation-mode prefill --connector lmcache"]
+""")
+    assert [(d.format, d.role, d.line, ktc(d)["kv_connector"]) for d in (decode, prefill)] == [
+        ("dynamo", "decode", 10, "NixlConnector"), ("dynamo", "prefill", 20, "LMCacheConnectorV1")]
+    assert decode.document["env"] == prefill.document["env"] == {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}
+
+
 # -- KServe kvCacheOffloading ------------------------------------------------------------------
 
 def test_kserve_offloading_with_an_eviction_policy_and_without_tiers():

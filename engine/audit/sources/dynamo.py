@@ -14,15 +14,17 @@ container runs a vLLM engine is one launch.
   ``DYN_DEPLOYMENT_CONFIG`` env variable: the service's section, plus the
   ``Common`` keys it lists in ``common-configs``, become vLLM flags.
 
-Frontends, processors and routers run no vLLM engine. The role is the
-service's ``subComponentType``, else prefill for a prefill worker and decode
-for the others."""
+Both versions of the CRD are read: v1alpha1's ``spec.services`` and
+v1beta1's ``spec.components`` (:func:`_services`). Frontends, processors and
+routers run no vLLM engine. The role is the service's ``subComponentType``
+(v1beta1: a component's ``type`` prefill or decode), else prefill for a
+prefill worker and decode for the others."""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...core.markers import unresolved
 from ...core.errors import Problem
@@ -37,6 +39,7 @@ __all__ = ["dynamo_graphs", "GRAPH_KIND"]
 
 GRAPH_KIND = "DynamoGraphDeployment"
 _SERVE = re.compile(r"\bdynamo\s+serve\s+\S+:(\w+)")
+_PREFILL_MODE = re.compile(r"--disaggregation-mode[=\s]+[\"']?prefill\b")
 
 
 def _serve_argv(config_text: str | None, service: str) -> list[str] | None:
@@ -65,32 +68,73 @@ def dynamo_graphs(ctx: Ctx, graphs: list[tuple[dict[str, Any], Lines]]) -> tuple
     out: list[Deployment] = []
     for graph, lines in graphs:
         meta = graph["metadata"] if isinstance(graph.get("metadata"), dict) else {}
-        spec = graph["spec"] if isinstance(graph.get("spec"), dict) else {}
-        services = spec["services"] if isinstance(spec.get("services"), dict) else {}
-        common_env = spec.get("envs") if isinstance(spec.get("envs"), list) else []
-        for name, service in services.items():
-            if not isinstance(service, dict):
-                continue
-            main = ((service.get("extraPodSpec") or {}).get("mainContainer") or {}) \
-                if isinstance(service.get("extraPodSpec"), dict) else {}
-            if not isinstance(main, dict):
-                continue
+        for service in _services(graph, lines):
+            main = service.main
             words = [str(w) for w in (main.get("command") or []) + (main.get("args") or [])] \
                 if isinstance(main.get("command") or [], list) and isinstance(main.get("args") or [], list) else []
-            envs = [e for e in common_env + (service.get("envs") if isinstance(service.get("envs"), list) else [])
-                    if isinstance(e, dict)]
-            argv = _engine_argv(words, str(name), envs)
+            argv = _engine_argv(words, service.name, service.env)
             if argv is None:
                 continue
-            role = service.get("subComponentType") or (
-                "prefill" if "--is-prefill-worker" in words or str(name).startswith("Prefill") else "decode")
+            role = service.role or ("prefill" if _prefill_worker(words, service.name) else "decode")
             container = {"name": main.get("name") or "main", "image": main.get("image"), "command": argv,
-                         "env": envs + [e for e in main["env"] if isinstance(e, dict)] if isinstance(main.get("env"), list) else envs}
+                         "env": service.env + [e for e in main["env"] if isinstance(e, dict)]
+                         if isinstance(main.get("env"), list) else service.env}
             site = Site(GRAPH_KIND, str(meta.get("name") or ""), str(meta.get("namespace") or ""),
                         str(graph.get("apiVersion")), str(role), format="dynamo")
-            line = lines.key("spec", "services", name) or lines.at()
-            out += pod_launches(ctx, {"containers": [container]}, None, site, lines, (), {}, problems, line=line)
+            out += pod_launches(ctx, {"containers": [container]}, None, site, lines, (), {}, problems,
+                                line=service.line or lines.at())
     return out, problems
+
+
+def _prefill_worker(words: list[str], name: str) -> bool:
+    """Whether a service without a role is a prefill worker: Dynamo's flag
+    for one (``--is-prefill-worker`` before 0.6, ``--disaggregation-mode
+    prefill`` since, in its words or the script it runs), or its name."""
+    return "--is-prefill-worker" in words or name.startswith("Prefill") or \
+        _PREFILL_MODE.search(" ".join(words)) is not None
+
+
+class _Service(NamedTuple):
+    """One service (v1alpha1) or component (v1beta1) of a graph."""
+
+    name: str
+    main: dict[str, Any]        # its main container
+    env: list[dict[str, Any]]   # the graph's and the service's env, before the container's own
+    role: str | None            # as the graph says it (subComponentType, a component's prefill/decode type)
+    line: int | None
+
+
+def _services(graph: dict[str, Any], lines: Lines) -> list[_Service]:
+    """The services of a graph, in either version of the CRD: v1alpha1's
+    ``spec.services`` map (``extraPodSpec.mainContainer``, ``envs``) and
+    v1beta1's ``spec.components`` list (the ``podTemplate`` container named
+    ``main``, graph-level ``spec.env``; ``type`` prefill or decode is the
+    role), which ai-dynamo/dynamo deploy/operator/api/v1beta1 defines."""
+    spec = graph["spec"] if isinstance(graph.get("spec"), dict) else {}
+    out: list[_Service] = []
+    if isinstance(spec.get("services"), dict):
+        common = [e for e in spec.get("envs") or [] if isinstance(e, dict)] if isinstance(spec.get("envs"), list) else []
+        for name, service in spec["services"].items():
+            extra = service.get("extraPodSpec") if isinstance(service, dict) else None
+            main = extra.get("mainContainer") if isinstance(extra, dict) else None
+            if isinstance(main, dict):
+                own = service.get("envs") if isinstance(service.get("envs"), list) else []
+                out.append(_Service(str(name), main, common + [e for e in own if isinstance(e, dict)],
+                                    service.get("subComponentType"), lines.key("spec", "services", name)))
+    if isinstance(spec.get("components"), list):
+        common = [e for e in spec.get("env") or [] if isinstance(e, dict)] if isinstance(spec.get("env"), list) else []
+        for index, component in enumerate(spec["components"]):
+            template = component.get("podTemplate") if isinstance(component, dict) else None
+            pod = template.get("spec") if isinstance(template, dict) else None
+            containers = pod.get("containers") if isinstance(pod, dict) else None
+            main = next((c for c in containers if isinstance(c, dict) and c.get("name") == "main"), None) \
+                if isinstance(containers, list) else None
+            if main is not None:
+                kind = component.get("type")
+                out.append(_Service(str(component.get("name") or index), main, common,
+                                    kind if kind in ("prefill", "decode") else None,
+                                    lines.at("spec", "components", index)))
+    return out
 
 
 def _engine_argv(words: list[str], name: str, envs: list[dict[str, Any]]) -> list[str] | None:
