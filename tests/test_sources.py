@@ -395,6 +395,22 @@ def test_an_alias_bomb_in_a_manifest_is_a_located_problem_and_a_document_still_r
         ("input.parse", f"invalid YAML in `{tmp_path / 'd.yaml'}` at line 1, column 21: YAML anchors and aliases are not allowed")]
 
 
+@pytest.mark.parametrize("command", ['["/bin/bash", "-c", "--"]', '[bash, -o, pipefail, -c]', '[sh, -e, -c]',
+                                     '[bash, --login, -c]'])
+def test_a_shell_takes_its_script_after_all_its_options(tmp_path, command):
+    # vllm-project/tpu-inference .buildkite/kubernetes/manifests/v7x/single_decode.yaml runs
+    # `command: ["/bin/bash", "-c", "--"]`, `args: ["vllm serve ..."]`: `--` was read as the
+    # script, and the launch was lost.
+    manifest = write(tmp_path / "pod.yaml", POD + f"""    - name: vllm
+      image: vllm/vllm-tpu:nightly
+      command: {command}
+      args:
+        - |
+          vllm serve --model=m --kv-transfer-config='{NIXL}'
+""")
+    assert ktc(only(read_source(manifest)))["kv_connector"] == "NixlConnector"
+
+
 def test_a_value_from_a_secret_is_unresolved_when_the_decision_needs_it(tmp_path):
     manifest = write(tmp_path / "pod.yaml", POD + """    - name: vllm
       image: vllm/vllm-openai

@@ -53,11 +53,35 @@ def name_operands(args: list[str], with_value: str, array_flag: str | None) -> l
     return names
 
 
+# The shells' options that take a value (`bash -o pipefail -c ...`, `--rcfile FILE`).
+_SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+_SHELL_OPTIONS = re.compile(r"[-+][A-Za-z]+")
+
+
 def nested_script(words: list[str]) -> tuple[str, list[str]] | None:
-    """The script of `sh -c SCRIPT [NAME ARGS...]` (also `bash -lc`, `-ec`, ...), and what follows it."""
-    for i, word in enumerate(words[:-2]):
-        if word.rsplit("/", 1)[-1] in SHELLS and re.fullmatch(r"-[a-z]*c[a-z]*", words[i + 1]):
-            return words[i + 2], words[i + 3:]
+    """The script of `sh -c SCRIPT [NAME ARGS...]` (also `bash -lc`, `-ec`,
+    `bash -o pipefail -c`, `bash -c -- SCRIPT`, ...), and what follows it:
+    with `-c` among a shell's options, the script is the first word after
+    them, as bash and dash take it."""
+    for i, word in enumerate(words):
+        if word.rsplit("/", 1)[-1] not in SHELLS:
+            continue
+        command, at = False, i + 1
+        while at < len(words):
+            option = words[at]
+            if option in ("--", "-"):  # the end of the options
+                at += 1
+                break
+            if option in _SHELL_VALUE_OPTIONS or (_SHELL_OPTIONS.fullmatch(option) and option[-1] in "oO"):
+                command = command or (option[0] == "-" and "c" in option[1:])
+                at += 2
+            elif option.startswith("--") or _SHELL_OPTIONS.fullmatch(option):
+                command = command or (option[0] == "-" and option[1] != "-" and "c" in option[1:])
+                at += 1
+            else:
+                break
+        if command and at < len(words):
+            return words[at], words[at + 1:]
     return None
 
 
