@@ -5,6 +5,7 @@ the shlex-based reader it replaced."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -122,6 +123,12 @@ vllm serve $MODEL --kv-transfer-config "$KV"
                                      "the paths through `if` at line 1)")
 
 
+def ktc_of(document: dict) -> dict:
+    """The kv_transfer_config of a document (a path's), parsed when given as JSON text."""
+    value = document["kv_transfer_config"]
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def decided(path, **kw):
     from hma_policy.audit.run import audit
 
@@ -189,6 +196,47 @@ def test_a_launch_the_paths_do_not_decide_alike_stays_unresolved(tmp_path, scrip
     assert [e["code"] for e in entry.decision["errors"]] == ["source.unresolved"]
 
 
+@pytest.mark.parametrize("build, outcome", [
+    # a string, grown on one path of the `if` (the shape of vLLM's multi-connector accuracy test)
+    ("""CMD="vllm serve m --port 8000"
+if [ -n "$OFFLOAD" ]; then CMD="$CMD --kv-transfer-config {kv}"; fi
+$CMD
+""", None),
+    # an array, grown on one path (ModelEngine-Group/unified-cache-management's run_vllm.sh)
+    ("""CMD=(vllm serve m --port 8000)
+if [ -n "$OFFLOAD" ]; then CMD+=(--kv-transfer-config '{kv}'); fi
+"${{CMD[@]}}"
+""", None),
+    # the same on both paths: decided
+    ("""CMD=(vllm serve m --port 8000)
+if [ -n "$OFFLOAD" ]; then CMD+=(--max-num-seqs 8); fi
+"${{CMD[@]}}" --kv-transfer-config '{kv}'
+""", "disabled"),
+])
+def test_a_command_grown_on_one_path_is_decided_per_path(tmp_path, build, outcome):
+    # A word the paths set differently may hold options: it was read as "only the options
+    # written here", so LMCache added on one path was "enabled" with a note.
+    (entry,) = decided(write(tmp_path / "run.sh", build.format(kv=LMCACHE)))
+    if outcome is None:
+        assert [e["code"] for e in entry.decision["errors"]] == ["source.unresolved"]
+    else:
+        assert (entry.decision["outcome"], entry.decision["errors"]) == (outcome, [])
+
+
+def test_a_command_held_in_an_array_is_read_element_by_element(tmp_path):
+    # `"${CMD[@]}"` is each element a word (spaces kept), `${CMD[*]}` them joined,
+    # `${CMD[1]}` one; an array was an unknown value, and its launch was not found.
+    d = only(read_source(write(tmp_path / "run.sh", f"""KV='{NIXL}'
+ARGS=(--served-model-name "my model")
+declare -a CMD=(vllm serve m)
+CMD+=(--kv-transfer-config "$KV" "${{ARGS[@]}}")
+echo "${{CMD[*]}} ${{#CMD[@]}} ${{CMD[1]}}"
+"${{CMD[@]}}"
+""")))
+    assert (d.line, d.problems, ktc(d)["kv_connector"]) == (6, (), "NixlConnector")
+    assert dict(d.origins)["kv_transfer_config"] == "line 6: --kv-transfer-config"
+
+
 def test_an_unknown_value_is_one_word_however_its_reason_reads(tmp_path):
     """Field splitting of `$MODEL` set differently on two paths keeps the unknown
     value whole (regression: the words of its reason were split off as words of
@@ -235,13 +283,16 @@ fi
 vllm serve m ${{ACCESS_LOG_ARGS}} ${{SHUTDOWN_ARGS}} --kv-transfer-config '{NIXL}'
 """)
     d = only(read_source(script))
-    assert d.problems == () and ktc(d)["kv_connector"] == "NixlConnector"
-    assert [(n.code, n.message) for n in d.notes] == [
-        ("source.unresolved_arguments", "the command also takes the option `--disable-$ACCESS_LOG_ARGS`, where "
-         "`$ACCESS_LOG_ARGS` is set differently on the paths through `if` at line 3; its name is not known, and "
-         "only the options written here are read"),
-        ("source.unresolved_arguments", "the command also takes `$SHUTDOWN_ARGS` (which is set differently on the "
-         "paths through `if` at line 3); only the options written here are read, and it may hold others")]
+    assert [(p.code, p.message) for p in d.problems] == [
+        ("source.unresolved", "the command also takes the option `--disable-$ACCESS_LOG_ARGS`, where "
+         "`$ACCESS_LOG_ARGS` is set differently on the paths through `if` at line 3, whose name is not known"),
+        ("source.unresolved", "the command also takes `$SHUTDOWN_ARGS` (which is set differently on the paths "
+         "through `if` at line 3), which may hold options")]
+    # Each path's command is read as written there, and both decide alike: that is the decision.
+    assert [ktc_of(doc)["kv_connector"] for _, doc in d.paths] == ["NixlConnector", "NixlConnector"]
+    (entry,) = decided(script)
+    assert (entry.decision["outcome"], [n.code for n in entry.deployment.notes]) == (
+        "enabled", ["source.unresolved_unused", "source.unresolved_unused"])
 
 
 def test_a_substitution_says_why_its_value_is_not_known(tmp_path):
@@ -437,8 +488,9 @@ run() {
 run "$KV"
 """)
     d = only(read_source(script))
-    assert (d.line, ktc(d)) == (8, {"kv_connector": "NixlConnector", "kv_role": "kv_both"})
-    assert [n.code for n in d.notes] == ["source.unresolved_unused", "source.unresolved_arguments"]
+    assert d.line == 8  # `$EXTRA` may add options on one path of the `if`: each path is read
+    assert [ktc_of(doc) for _, doc in d.paths] == [{"kv_connector": "NixlConnector", "kv_role": "kv_both"}] * 2
+    assert ([n.code for n in d.notes], [p.code for p in d.problems]) == (["source.unresolved_unused"], ["source.unresolved"])
 
 
 def test_a_dynamo_vllm_worker_takes_vllm_engine_arguments(tmp_path):

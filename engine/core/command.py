@@ -106,7 +106,7 @@ def decided(result: CommandResult, decide: Callable[[dict[str, Any]], _T]) -> _T
 def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | None = None,
                  read_config: Callable[[str], str | ConfigFile] | None = None,
                  options: VllmOptions | None = None, file: str | None = None, line: int | None = None,
-                 require_model: bool = True) -> CommandResult:
+                 require_model: bool = True, per_path: bool = False) -> CommandResult:
     """The deployment document of a vLLM server command line. Never raises
     for any argv.
 
@@ -122,8 +122,12 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
     release (default: 0.33.0's, as far as the decision needs them).
     ``file`` and ``line`` locate the problems. ``require_model=False``: a
     command without a model is not refused (a config file read alone).
+    ``per_path=True``: the caller reads the command again on each path of a
+    script that sets a value it reads differently (the audit's shell
+    reader), so a word from such a value, which may hold options, is a
+    ``source.unresolved`` problem the paths settle, not a note.
     """
-    reading = Reading(file, line, options or DEFAULT_OPTIONS, read_config, require_model)
+    reading = Reading(file, line, options or DEFAULT_OPTIONS, read_config, require_model, per_path)
     words = [w if isinstance(w, Arg) else Arg(w) for w in argv]
     located = find_vllm([w.text for w in words])
     if located is None:
@@ -400,9 +404,15 @@ def _loose_notes(reading: Reading, loose: list[tuple[str | None, Arg]]) -> None:
                     reading.note("source.script_arguments", "the command also takes the script's own arguments "
                                  "(`$@`); only the options written here are read")
                 script_arguments = True
+            elif reading.per_path:
+                reading.fail("source.unresolved", f"the command also takes {references(word.text)}, "
+                             "which may hold options")
             else:
                 reading.note("source.unresolved_arguments", f"the command also takes {references(word.text)}; "
                              "only the options written here are read, and it may hold others")
+        elif word.text.startswith("-") and reading.per_path:
+            reading.fail("source.unresolved", f"the command also takes the option {references(word.text, whole=True)}, "
+                         "whose name is not known")
         elif word.text.startswith("-"):
             reading.note("source.unresolved_arguments", f"the command also takes the option "
                          f"{references(word.text, whole=True)}; its name is not known, and only the options "

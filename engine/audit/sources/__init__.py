@@ -216,7 +216,7 @@ def _unique_ids(found: SourceFile) -> SourceFile:
     out = []
     for deployment in found.deployments:
         reading = (deployment.anchor, repr((deployment.document, deployment.problems, deployment.notes,
-                                            deployment.release)))
+                                            deployment.release, deployment.paths, deployment.stand_in)))
         if reading in readings:
             continue
         readings.add(reading)

@@ -76,7 +76,7 @@ def apply_facts(invocations: list[Invocation], ctx: Ctx) -> None:
 def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     """The deployment document of one vLLM command, or its input problems."""
     result = read_command(vllm_words(inv.argv), env=inv.env, read_config=inv.config_reader, file=ctx.display,
-                          line=inv.line, require_model=inv.require_model)
+                          line=inv.line, require_model=inv.require_model, per_path=bool(inv.paths))
     problems = inv.problems + list(result.problems)
     if inv.facts_problem is not None:
         problems.append(inv.facts_problem)

@@ -39,6 +39,14 @@ class Expander:
     def param(self, part: Param) -> str | None:
         """The value of a parameter expansion (None: unset and empty)."""
         name, op = part.name, part.op
+        subscript = _subscript(part)
+        if subscript is not None:  # `${NAME[@]}`, `${NAME[*]}`, `${NAME[0]}`
+            items = self.elements(name)
+            if items is None:
+                return unresolved(part.raw)
+            if subscript in ("@", "*"):
+                return " ".join(items)
+            return items[int(subscript)] if int(subscript) < len(items) else ""
         if op == "complex" or not name:
             return unresolved(part.raw)
         if name in ("@", "*", "#") or name.isdigit():
@@ -76,6 +84,14 @@ class Expander:
             return "" if empty else self.word(part.arg)
         return value if not empty else unresolved("$" + name)  # ? : the shell stops with an error
 
+    def elements(self, name: str) -> tuple[str, ...] | None:
+        """The elements of the array ``name`` (a set variable that is no
+        array is one of one element, as in bash); None when it is not set."""
+        var = self.scope.lookup(name)
+        if var is None or var.value is None:
+            return None
+        return var.items if var.items is not None else (var.value,)
+
     def word(self, word: Word | None) -> str:
         """A word's value as one string (no field splitting): an assignment's value, a default."""
         if word is None:
@@ -97,8 +113,12 @@ class Expander:
                 out.append((part.text, False))
             elif isinstance(part, Param):
                 params = self.scope.params() if part.name == "@" and part.op is None else None
+                if params is None and part.quoted and _subscript(part) == "@":
+                    params = self.elements(part.name)
+                    for element in params or ():
+                        self.charge(element)
                 if params is not None and part.quoted:
-                    for k, param in enumerate(params):  # "$@": each parameter a field
+                    for k, param in enumerate(params):  # "$@", "${NAME[@]}": each parameter (element) a field
                         if k:
                             out.append((None, False))
                         out.append((param, False))
@@ -196,6 +216,36 @@ class Expander:
         return var.value
 
 
+_SUBSCRIPT = re.compile(r"\[(@|\*|[0-9]+)\]")
+
+
+def _subscript(part: Param) -> str | None:
+    """The subscript of `${NAME[@]}`, `${NAME[*]}` or `${NAME[3]}`, else None."""
+    if part.op != "complex" or part.arg is None or not part.name:
+        return None
+    text = part.arg.literal()
+    match = _SUBSCRIPT.fullmatch(text) if text is not None else None
+    return match.group(1) if match else None
+
+
+def common_elements(found: list[Var | None], unknown: str) -> tuple[str, ...]:
+    """What several paths agree an array starts with, then ``unknown`` as
+    one element for the rest: a command built up on some paths
+    (`CMD+=(--kv-transfer-config "$KV")` in an `if`) keeps its known words.
+    Unset on a path: ``unknown`` alone."""
+    if any(v is None or v.value is None for v in found):
+        return (unknown,)
+    arrays = [v.items if v.items is not None else (v.value,) for v in found]  # type: ignore[union-attr]
+    if all(items == arrays[0] for items in arrays):  # (the paths differ in what they export)
+        return arrays[0]  # type: ignore[return-value]
+    start: list[str] = []
+    for column in zip(*arrays):
+        if len(set(column)) != 1:
+            break
+        start.append(column[0])
+    return (*start, unknown)
+
+
 def common_start(values: list[str | None], unknown: str) -> str:
     """What several paths agree a value starts with, then ``unknown``: a
     command line built up on some paths (`CMD="$CMD $arg"`) keeps its known
@@ -252,11 +302,15 @@ def _split_atoms(atoms: list[str], ifs: str) -> tuple[bool, list[str], bool]:
 
 
 def assign(run: Run, scope: Scope, name: str, value: str, *, exported: bool | None = None, local: bool = False,
-            line: int | None = None) -> None:
-    if len(value) > run.ctx.limits.max_variable_length:
+            line: int | None = None, items: tuple[str, ...] | None = None) -> None:
+    """Set ``name`` to ``value``, or to the array ``items`` (its value: the first)."""
+    if items is not None:
+        value = items[0] if items else ""
+    if len(value) > run.ctx.limits.max_variable_length or \
+            (items is not None and sum(map(len, items)) > run.ctx.limits.max_variable_length):
         run.limit("variable", f"a value of `{name}` grows past {run.ctx.limits.max_variable_length} characters at line "
                   f"{line}; it is read as unknown from there", line)
-        value = unresolved(_TOO_LONG)
+        value, items = unresolved(_TOO_LONG), None
     current = scope.record(name)
     if exported is None:
         exported = (current is not None and current.exported) or _allexport(scope)
@@ -264,7 +318,7 @@ def assign(run: Run, scope: Scope, name: str, value: str, *, exported: bool | No
         frame = scope.frame_scope()
         if frame is not None:
             frame.locals.add(name)
-    scope.vars[name] = Var(value, exported, run.next_epoch(), line or 0)
+    scope.vars[name] = Var(value, exported, run.next_epoch(), line or 0, items)
 
 
 def _allexport(scope: Scope) -> bool:

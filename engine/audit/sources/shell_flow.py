@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from ...core.markers import has_unresolved, unresolved
-from .shell_expand import Expander, assign, clobber, common_start, runtime
+from .shell_expand import Expander, assign, clobber, common_elements, common_start, runtime
 from .shell_state import MAX_BRANCHES, UNSET, Branches, Place, Run, Scope, Var
 from .shell_tree import (AndOr, Arith, Array, Case, CommandList, FunctionDef, Group, If, Lit, Loop, Simple, Subshell,
                          Word)
@@ -163,26 +163,30 @@ class Flow:
             names.update(dict.fromkeys(path.vars))
             for name, fn in path.funcs.items():
                 scope.funcs[name] = fn
-        differing: dict[str, tuple[str, ...]] = {}  # set on every path, differently: for Branches
+        differing: dict[str, tuple[Var, ...]] = {}  # set on every path, differently: for Branches
         epochs: dict[str, int] = {}
         markers: list[str] = []
         for name in names:
             found = [p.lookup(name) for p in live]
-            values = {(v.value, v.exported) if v is not None else None for v in found}
+            values = {(v.value, v.exported, v.items) if v is not None else None for v in found}
             line = min((v.line for v in found if v is not None and v.line), default=0)
             if len(values) == 1:
                 (value,) = values
                 if value is None:
                     scope.vars[name] = UNSET
                 else:
-                    scope.vars[name] = Var(value[0], value[1], self.run.next_epoch(), line)
+                    scope.vars[name] = Var(value[0], value[1], self.run.next_epoch(), line, value[2])
             else:
                 exported = any(v is not None and v[1] for v in values)
                 marker = unresolved("$" + name, f"is set differently on the paths through {where}")
-                merged = common_start([v.value if v is not None else None for v in found], marker)
                 epoch = self.run.next_epoch()
-                scope.vars[name] = Var(merged, exported, epoch, line)
-                set_on_each = [v.value for v in found if v is not None and v.value is not None]
+                if any(v is not None and v.items is not None for v in found):
+                    items = common_elements(found, marker)
+                    scope.vars[name] = Var(items[0], exported, epoch, line, items)
+                else:
+                    merged = common_start([v.value if v is not None else None for v in found], marker)
+                    scope.vars[name] = Var(merged, exported, epoch, line)
+                set_on_each = [v for v in found if v is not None and v.value is not None]
                 if len(set_on_each) == len(live) <= MAX_BRANCHES:
                     differing[name], epochs[name] = tuple(set_on_each), epoch
                     markers.append(marker)
@@ -210,15 +214,25 @@ class Flow:
 
     def assign_word(self, scope: Scope, name: str, append: bool, value_word: Word, line: int, *,
                     exported: bool | None = None, local: bool = False) -> None:
+        parts = [p for p in value_word.parts if not (isinstance(p, Lit) and not p.text)]  # (`NAME=` leaves a '')
+        array = parts[0] if len(parts) == 1 and isinstance(parts[0], Array) else None
+        if array is not None:  # NAME=(...), NAME+=(...): each element word's fields, as bash expands them
+            expander = Expander(self.run, scope, self.place.line(value_word.line))
+            items = [field for word in array.words for field in expander.fields(word)]
+            if append:
+                before = expander.elements(name)
+                items = [*(before or ()), *items]
+            assign(self.run, scope, name, "", exported=exported, local=local, line=line, items=tuple(items))
+            return
         assign(self.run, scope, name, self.value(scope, name, value_word, append), exported=exported, local=local,
-                line=line)
+               line=line)
 
     def declaration(self, builtin: str, words: list[Word], scope: Scope, line: int) -> None:
         """export, declare, typeset, local, readonly: their arguments are assignments."""
         expander = Expander(self.run, scope, line)
         exported: bool | None = True if builtin == "export" else None
         local = builtin == "local" or (builtin in ("declare", "typeset") and scope.frame_scope() is not None)
-        array = False
+        unfollowed = False  # an associative array or an integer (declare -A, -i)
         for word in words:
             literal = word.unquoted_literal()
             if literal is not None and literal[:1] in ("-", "+") and len(literal) > 1:
@@ -227,8 +241,8 @@ class Flow:
                     exported = literal[0] == "-"
                 if "g" in letters:
                     local = False
-                if "a" in letters or "A" in letters or "i" in letters:
-                    array = True
+                if "A" in letters or "i" in letters:
+                    unfollowed = True
                 if "n" in letters and literal[0] == "-":
                     clobber(self.run, scope, f"is set at run time through a name reference (`{builtin} -n` at line {line})")
                 if "f" in letters or "F" in letters or "p" in letters:
@@ -238,7 +252,7 @@ class Flow:
             match = ASSIGNMENT.match(head.text) if isinstance(head, Lit) and not head.quoted else None
             if match is not None and match.end() > 0:
                 name = match.group(1)
-                if array:
+                if unfollowed:
                     runtime(self.run, scope, [name], f"is an array or integer `{builtin}` sets at line {line}")
                     continue
                 rest = (Lit(head.text[match.end():]),) + word.parts[1:]  # type: ignore[union-attr]

@@ -368,14 +368,15 @@ class Interpreter(Flow):
             return ()
         count = len(next(iter(branches.values.values())))
         assignments, words = _assignments(command)
-        program = self.expand([], words[:1], scope, line)[0]
+        program = self.expand([], words[:1], scope, line)[0][:1]  # (a first word "${CMD[@]}" is many fields)
         origin = self.place.origin(line)
         problems = len(self.run.problems)
         out = []
         for index in range(count):
             path = Scope(scope)
             for name, var in kept.items():
-                path.vars[name] = Var(branches.values[name][index], var.exported, self.run.next_epoch(), var.line)
+                path.vars[name] = branches.values[name][index]._replace(exported=var.exported,
+                                                                         epoch=self.run.next_epoch(), line=var.line)
             fields, env = self.expand(assignments, words, path, line)
             if fields[:len(program)] != program:  # another program on this path: not the same launch
                 return ()
@@ -453,9 +454,9 @@ class Interpreter(Flow):
         if run.capturing is not None:  # read again for one path (paths())
             run.capturing.append((argv, launch_env))
             return True
+        paths = self.paths(command, scope, line, [*argv, *(a.text for a in launch_env.values())])
         inv = Invocation([Arg(a, origin) for a in argv], line, launch_env, self.place.anchor(line),
-                         sequence=run.sequence, image=image,
-                         paths=self.paths(command, scope, line, [*argv, *(a.text for a in launch_env.values())]))
+                         sequence=run.sequence, image=image, paths=paths)
         run.found.append(inv)
         if len(run.found) > run.ctx.limits.max_commands:
             run.limit("commands", f"more than {run.ctx.limits.max_commands} vLLM commands", line)

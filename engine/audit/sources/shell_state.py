@@ -31,10 +31,11 @@ BUDGET_FACTOR = 16
 
 
 class Var(NamedTuple):
-    value: str | None   # None: unset (shadows a value further out)
+    value: str | None   # None: unset (shadows a value further out); an array's: its first element
     exported: bool
     epoch: int          # when it was set: a run-time change later makes it unknown
     line: int = 0       # where it was set (a launch in a text it holds, run by eval, is placed there)
+    items: tuple[str, ...] | None = None  # an array's elements (`CMD=(vllm serve ...)`); None: not an array
 
 
 UNSET = Var(None, False, 0)
@@ -155,7 +156,7 @@ class Branches:
     reads one, still as the merge left it, is read again once per path."""
 
     where: str
-    values: dict[str, tuple[str, ...]]  # name -> its value on each path
+    values: dict[str, tuple[Var, ...]]  # name -> the variable on each path
     epochs: dict[str, int]
 
 
