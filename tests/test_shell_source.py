@@ -493,6 +493,15 @@ run "$KV"
     assert ([n.code for n in d.notes], [p.code for p in d.problems]) == (["source.unresolved_unused"], ["source.unresolved"])
 
 
+def test_the_vllm_commands_own_module_is_a_launch(tmp_path):
+    # `python -m vllm.entrypoints.cli.main serve ...` is `vllm serve ...` (the console script's
+    # module), as a DGX Spark launch script runs it; it was no launch.
+    d = only(read_source(write(tmp_path / "run.sh", "args=(serve m --kv-transfer-config "
+                                                    f"'{NIXL}')\n\"$VENV/bin/python\" -m vllm.entrypoints.cli.main "
+                                                    '"${args[@]}" > log 2>&1 &\n')))
+    assert (d.name, ktc(d)["kv_connector"]) == ("m", "NixlConnector")
+
+
 def test_a_dynamo_vllm_worker_takes_vllm_engine_arguments(tmp_path):
     # ai-dynamo/dynamo examples/backends/vllm/launch/disagg_flexkv.sh
     d = only(read_source(write(tmp_path / "run.sh", "CUDA_VISIBLE_DEVICES=0 python -m dynamo.vllm --model Qwen/Qwen3-0.6B "

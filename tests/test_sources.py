@@ -31,6 +31,20 @@ def test_the_reader_is_chosen_by_name_or_shebang(name, head, expected):
     assert source_format(f"some/dir/{name}", head) == expected  # an audit passes strings
 
 
+@pytest.mark.parametrize("name, shebang, found", [
+    ("start", "#!/bin/bash", True), ("serve.slurm", "#!/bin/bash", True), ("job.sbatch", "#!/usr/bin/env bash", True),
+    ("job.pbs", "#!/bin/sh", True), ("serve.slurm", "#!/usr/bin/env python3", False), ("notes.txt", "#!/bin/bash", False),
+])
+def test_a_script_named_without_a_suffix_or_as_a_batch_job_is_read_by_its_shebang(tmp_path, name, shebang, found):
+    # The shebang was looked for in the first 256 bytes only when the file had no more
+    # (a longer one was "larger than 256 bytes": skipped), and never in a Slurm or PBS
+    # job script (open-r1's serve_r1_vllm.slurm, OLCF's launch*_lustre.sbatch).
+    path = write(tmp_path / name, f"{shebang}\n#SBATCH --nodes=1\n" + "# padding\n" * 40
+                 + f"vllm serve m --kv-transfer-config '{NIXL}'\n")
+    source = read_source(path)
+    assert (source.format, len(source.deployments)) == (("shell", 1) if found else (None, 0))
+
+
 @given(st.text(alphabet=".aJ-sonyml_ ", max_size=8))
 def test_a_name_without_a_path_object_has_pathlibs_suffix(name):
     # An audit reads names as strings; they must be read as pathlib would.

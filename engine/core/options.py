@@ -94,14 +94,17 @@ DECISION_OPTIONS = tuple(VALUE_OPTIONS) + tuple(FLAG_OPTIONS)
 # Modules run with `python -m` that start a vLLM engine from vLLM's own arguments: the OpenAI server, and
 # NVIDIA Dynamo's vLLM worker (which takes vLLM's engine arguments, the model by `--model`).
 _API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "dynamo.vllm"})
+# The `vllm` command itself (its console script's module): `python -m vllm.entrypoints.cli.main serve ...`.
+_CLI_MODULE = "vllm.entrypoints.cli.main"
 
 
 # -- finding vLLM in a command ------------------------------------------------------------
 
 def find_vllm(words: Sequence[str]) -> tuple[int, bool] | None:
     """Where vLLM's own arguments start in a command's words, and whether
-    they start with the ``serve`` subcommand: ``vllm serve ...`` gives the
-    index of ``serve``; ``python -m vllm.entrypoints.openai.api_server ...``
+    they start with the ``serve`` subcommand: ``vllm serve ...`` (and
+    ``python -m vllm.entrypoints.cli.main serve ...``, the same command)
+    gives the index of ``serve``; ``python -m vllm.entrypoints.openai.api_server ...``
     the index after the module. None when the words run no vLLM server."""
     python = False  # a python interpreter came before
     for i, word in enumerate(words):
@@ -110,6 +113,8 @@ def find_vllm(words: Sequence[str]) -> tuple[int, bool] | None:
             return i + 1, True
         if word == "-m" and python and i + 1 < len(words) and words[i + 1] in _API_SERVER_MODULES:
             return i + 2, False
+        if word == "-m" and python and tuple(words[i + 1:i + 3]) == (_CLI_MODULE, "serve"):
+            return i + 2, True
         python = python or bool(_PYTHON.fullmatch(base))
     return None
 

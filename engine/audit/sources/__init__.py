@@ -35,7 +35,7 @@ from ...core.markers import plain
 from ...core.limits import DEFAULT_SOURCE_LIMITS, SourceLimits
 from .context import Ctx, read_directives
 from .deployment import Deployment, SourceFile
-from .detect import MENTION_SUFFIXES, basename, mention, source_format, suffix
+from .detect import BATCH_SUFFIXES, MENTION_SUFFIXES, basename, mention, source_format, suffix
 from .compose import compose_file
 from .dockerfile import dockerfile
 from .document import EMPTY, structured_file
@@ -100,11 +100,12 @@ def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits
     ext = suffix(basename(path)).lower()
     if fmt is None and ext in MENTION_SUFFIXES:  # a template or a document: read only for mentions
         return _mentions_only(path, display, limits, regular, known)
-    if fmt is None and ext:  # decided by the name: a model's weights are never read
+    if fmt is None and ext and ext not in BATCH_SUFFIXES:  # decided by the name: a model's weights are never read
         return SourceFile(display, None, skipped=_NOT_A_SOURCE)
     if not regular and not is_regular(path):  # a FIFO or a device would block or never end
         return SourceFile(display, None, skipped="not a regular file")
-    raw, problem = read_bytes(path, display, limits.max_file_bytes if fmt else 256)
+    # A name that does not tell: its first bytes do (a shebang), then the file is read whole.
+    raw, problem = read_bytes(path, display, limits.max_file_bytes if fmt else 256, head=fmt is None)
     if fmt is None and problem is not NOT_REGULAR:
         fmt = source_format(path, raw or b"")
         if fmt is None:

@@ -14,7 +14,8 @@ from ...core.errors import suggest
 from ...core.optionlist import known_options
 from ...core.schema import load_schema
 
-__all__ = ["SHELLS", "source_format", "classify", "mentions_vllm", "mention", "suffix", "basename", "MENTION_SUFFIXES"]
+__all__ = ["SHELLS", "source_format", "classify", "mentions_vllm", "mention", "suffix", "basename", "MENTION_SUFFIXES",
+           "BATCH_SUFFIXES"]
 
 SHELLS = frozenset({"sh", "bash", "dash", "ash", "ksh", "zsh", "busybox"})
 
@@ -42,8 +43,9 @@ def basename(path: str | Path) -> str:
 
 
 def source_format(path: str | Path, head: bytes = b"") -> str | None:
-    """The reader for ``path`` by its name (or shebang): dockerfile, shell,
-    json, yaml; None when it is not a deployment source."""
+    """The reader for ``path`` by its name (or, for a name without a suffix
+    or a batch job's, by its shebang): dockerfile, shell, json, yaml; None
+    when it is not a deployment source."""
     name = basename(path).lower()
     if name in ("dockerfile", "containerfile") or name.startswith(("dockerfile.", "containerfile.")) \
             or name.endswith((".dockerfile", ".containerfile")):
@@ -57,7 +59,7 @@ def source_format(path: str | Path, head: bytes = b"") -> str | None:
         return "json"
     if ext in (".yaml", ".yml"):
         return "yaml"
-    if not ext and head.startswith(b"#!"):
+    if (not ext or ext in BATCH_SUFFIXES) and head.startswith(b"#!"):
         words = head[2:].split(b"\n", 1)[0].decode("latin-1").split()
         if words:
             interpreter = words[0].rsplit("/", 1)[-1]
@@ -68,6 +70,9 @@ def source_format(path: str | Path, head: bytes = b"") -> str | None:
     return None
 
 
+# Batch-job scripts (Slurm's sbatch, PBS's qsub): shell scripts with their directives in
+# comments, when their shebang names a shell (sbatch requires one).
+BATCH_SUFFIXES = frozenset({".slurm", ".sbatch", ".pbs"})
 # docker compose's file names: compose.yaml, docker-compose.yml, docker-compose.prod.yaml, ...
 _COMPOSE_NAME = re.compile(r"(docker-)?compose(\.[^/]*)?\.ya?ml")
 _VLLM_WORDS = re.compile(r"vllm|kv[-_](transfer|connector|offloading|role)|hybrid[-_]kv", re.I)

@@ -61,8 +61,11 @@ def _read_fd(fd: int, max_bytes: int) -> bytes:
     return chunks[0] if len(chunks) == 2 and not chunks[1] else b"".join(chunks)
 
 
-def read_bytes(path: str | Path, display: str, max_bytes: int) -> tuple[bytes | None, Problem | None]:
-    """The bytes of a regular file, or why not (:data:`NOT_REGULAR`, a read error, the size limit)."""
+def read_bytes(path: str | Path, display: str, max_bytes: int, *, head: bool = False
+               ) -> tuple[bytes | None, Problem | None]:
+    """The bytes of a regular file, or why not (:data:`NOT_REGULAR`, a read
+    error, the size limit). ``head``: its first ``max_bytes`` bytes, whatever
+    its size (a shebang)."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
         try:
@@ -74,6 +77,8 @@ def read_bytes(path: str | Path, display: str, max_bytes: int) -> tuple[bytes | 
     except OSError as exc:
         return None, Problem("input.read", f"cannot read `{display}`: {exc.strerror or exc}", file=display)
     if len(raw) > max_bytes:
+        if head:
+            return raw[:max_bytes], None
         return None, Problem("input.limit", f"`{display}` is larger than {max_bytes} bytes", file=display)
     return raw, None
 
