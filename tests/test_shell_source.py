@@ -62,6 +62,17 @@ def test_where_a_value_outgrows_its_bound_is_a_located_problem(tmp_path):
     assert only(source).problems[0].code == "source.unresolved"
 
 
+def test_an_array_that_outgrows_its_bound_is_a_located_problem(tmp_path):
+    # Each element counts with its separator: an array of empty strings is bounded too.
+    text = 'X=("")\n' + 'X=("${X[@]}" "${X[@]}")\n' * 14 + 'vllm serve m --kv-transfer-config "${X[@]}"\n'
+    source = read_source(write(tmp_path / "run.sh", text), limits=SourceLimits(max_variable_length=4096))
+    # X doubles on each line: 2**12 = 4096 elements at line 13, more at line 14.
+    (limit,) = [p for p in source.problems if p.code == "source.limit"]
+    assert (limit.line, limit.message) == (14, "a value of `X` grows past 4096 characters at line 14; it is read "
+                                               "as unknown from there")
+    assert only(source).problems[0].code == "source.unresolved"
+
+
 @pytest.mark.slow
 def test_a_16_mib_script_is_read_in_linear_time(tmp_path):
     block = ("MODEL=${MODEL:-org/m}\nif [ -n \"$X\" ]; then echo \"x $MODEL\" > /dev/null 2>&1; fi\n"

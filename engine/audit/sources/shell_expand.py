@@ -307,7 +307,7 @@ def assign(run: Run, scope: Scope, name: str, value: str, *, exported: bool | No
     if items is not None:
         value = items[0] if items else ""
     if len(value) > run.ctx.limits.max_variable_length or \
-            (items is not None and sum(map(len, items)) > run.ctx.limits.max_variable_length):
+            (items is not None and sum(len(item) + 1 for item in items) > run.ctx.limits.max_variable_length):
         run.limit("variable", f"a value of `{name}` grows past {run.ctx.limits.max_variable_length} characters at line "
                   f"{line}; it is read as unknown from there", line)
         value, items = unresolved(_TOO_LONG), None

@@ -266,7 +266,7 @@ class Flow:
                     assign(self.run, scope, plain, "", exported=exported, local=True, line=line)
                     scope.vars[plain] = UNSET
                 elif current is not None and exported is not None:
-                    scope.vars[plain] = Var(current.value, exported, current.epoch)
+                    scope.vars[plain] = Var(current.value, exported, current.epoch, items=current.items)
                 elif current is None and exported:
                     scope.vars[plain] = Var(None, True, self.run.next_epoch())  # exported once it is set
                 continue
