@@ -101,6 +101,20 @@ def test_env_doubling_is_bounded(tmp_path):
     assert only(source).problems[0].code == "source.unresolved"
 
 
+def test_run_options_are_buildkits_not_the_scripts(tmp_path):
+    # runpod-workers' Dockerfile: `RUN --mount=type=secret,... \` then `if ...; then ... fi`
+    # was a shell syntax error ("unexpected `then`"): the options were read as the script's.
+    source = read_source(write(tmp_path / "Dockerfile", """FROM python:3.12
+RUN --mount=type=secret,id=HF_TOKEN,required=false --network=default \\
+    if [ -f /run/secrets/HF_TOKEN ]; then \\
+        echo found; \\
+    fi
+RUN --mount=type=cache,target=/root/.cache pip install "vllm==0.22.0"
+""" + f"CMD vllm serve m --kv-transfer-config '{NIXL}'\n"))
+    assert source.problems == ()
+    assert only(source).release == ("0.22.0", "pip pin vllm==0.22.0 at line 6")
+
+
 # -- the release (issue 16, part 4) ---------------------------------------------------------------------
 
 def test_the_release_is_the_base_images_tag_or_a_pip_pin_on_top_of_it(tmp_path):

@@ -443,11 +443,18 @@ def _substituted(body: str, scope: Mapping[str, str], words: DockerWords, line: 
     return words.bounded("".join(out), line)
 
 
+# BuildKit's options of RUN, before its command: `RUN --mount=type=secret,id=T --network=none ...`.
+_RUN_OPTION = re.compile(r"\s*--(?:mount|network|security|device)=(?:\"[^\"]*\"|'[^']*'|\S)+")
+
+
 def _run(ctx: Ctx, stage: _Stage, ins: _Instruction, scope: Mapping[str, str], problems: list[Problem]) -> None:
     """A RUN script, read for the files it writes into the image and its `pip install vllm==X` pins."""
-    if _exec_form(ins.rest) is not None:
-        return
     command = ins.rest
+    while (option := _RUN_OPTION.match(command)) is not None:  # the shell never sees them
+        command = command[option.end():]
+    command = command.lstrip()
+    if _exec_form(command) is not None:
+        return
     if ins.heredocs and not " ".join(w for w in _raw_words(command, "\\") if w not in {h.word for h in ins.heredocs}).strip():
         script = "".join(h.body for h in ins.heredocs)  # RUN <<EOF: the body is the script
     else:
