@@ -85,6 +85,32 @@ def test_a_misspelt_document_stays_a_document_so_validation_names_the_typo(tmp_p
     assert info.value.problems[0].hint == "did you mean `kv_transfer_config`?"
 
 
+@pytest.mark.parametrize("text", [
+    # vllm-project/recipes models/deepseek-ai/DeepSeek-V4-Pro.yaml
+    "meta: {title: DeepSeek-V4-Pro}\nmodel: {model_id: deepseek-ai/DeepSeek-V4-Pro, min_vllm_version: '0.20.0'}\n"
+    "compatible_strategies: [tp]\nkv_offload_support: true\n",
+    # NVIDIA/srt-slurm recipes/vllm/.../disagg-kv-router.yaml
+    "name: disagg\nmodel: {path: deepseekv4-fp4, container: 'vllm/vllm-openai:v0.20.0', precision: fp4}\n"
+    "backend: {type: vllm}\n",
+    # vllm-project/aibrix test/regression/v0.4.0/values.yaml
+    "engine: {type: vllm}\nmodel: {name: m, path: /models/m, tensorParallel: 1}\nenv: []\n",
+])
+def test_another_tools_model_mapping_is_no_deployment(tmp_path, text):
+    # A `model` mapping was taken for a document's model facts: each of these was an
+    # "error" deployment (input.schema, unknown field `compatible_strategies`), and once
+    # that was narrowed, a vLLM config ("enabled"). vLLM's model is a name.
+    source = read_source(write(tmp_path / "recipe.yaml", text))
+    assert (source.deployments, source.problems, source.skipped) == (
+        (), (), "not a deployment document, vLLM config or Kubernetes manifest")
+
+
+def test_a_documents_misspelt_model_fact_is_still_a_document(tmp_path):
+    source = read_source(write(tmp_path / "d.yaml", "model: {layer_kind: [mamba]}\n"))
+    with pytest.raises(hma_policy.InputError) as info:
+        hma_policy.decide(only(source).document)
+    assert info.value.problems[0].hint == "did you mean `layer_kinds`?"
+
+
 def test_json_and_yaml_that_describe_no_deployment_are_skipped(tmp_path):
     assert read_source(write(tmp_path / "package.json", '{"name": 1, "scripts": {}}')).skipped \
         == "not a deployment document, vLLM config or Kubernetes manifest"

@@ -25,6 +25,9 @@ DOC_FIELDS = frozenset(_SCHEMA["properties"])
 _DECISION_FIELDS = DOC_FIELDS - {"name", "description", "metadata", "$schema"}
 # Those that are vLLM's KV options, and every option of vLLM (a document may name them, as decide() takes it).
 _KV_FIELDS = _DECISION_FIELDS - {"model", "model_facts", "platform", "env"}
+# What a document's `model` object may hold (its facts): a `model` mapping with other keys is another
+# tool's (a recipe's `model: {model_id, ...}`, a chart's `model: {path, tensorParallel}`).
+_MODEL_OBJECT = frozenset(_SCHEMA["$defs"]["modelObject"]["properties"])
 _OPTIONS = frozenset(known_options().by_dest) | frozenset(known_options().aliases)
 
 
@@ -113,7 +116,11 @@ def classify(value: Any, *, single: bool) -> str | None:
         return "kubernetes"
     keys = {k.replace("-", "_") for k in value if isinstance(k, str)}
     unknown = keys - DOC_FIELDS
-    if isinstance(value.get("model"), dict) or "model_facts" in keys:  # a document's model facts
+    model = value.get("model")
+    if isinstance(model, dict):  # a document's model facts, or another tool's `model` (vLLM's is a name)
+        facts = all(isinstance(k, str) and (k in _MODEL_OBJECT or suggest(k, _MODEL_OBJECT)) for k in model)
+        return "document" if facts else None
+    if "model_facts" in keys:
         return "document"
     if single and isinstance(value.get("model"), str):  # vLLM's is the model's name
         return "vllm-config"
