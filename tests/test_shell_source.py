@@ -208,9 +208,9 @@ def test_a_launch_the_paths_do_not_decide_alike_stays_unresolved(tmp_path, scrip
 
 
 @pytest.mark.parametrize("build, outcome", [
-    # a string, grown on one path of the `if` (the shape of vLLM's multi-connector accuracy test)
+    # a string, grown on one path of the `if`
     ("""CMD="vllm serve m --port 8000"
-if [ -n "$OFFLOAD" ]; then CMD="$CMD --kv-transfer-config {kv}"; fi
+if [ -n "$OFFLOAD" ]; then CMD="$CMD --kv-transfer-config {kv_escaped}"; fi
 $CMD
 """, None),
     # an array, grown on one path (ModelEngine-Group/unified-cache-management's run_vllm.sh)
@@ -227,11 +227,51 @@ if [ -n "$OFFLOAD" ]; then CMD+=(--max-num-seqs 8); fi
 def test_a_command_grown_on_one_path_is_decided_per_path(tmp_path, build, outcome):
     # A word the paths set differently may hold options: it was read as "only the options
     # written here", so LMCache added on one path was "enabled" with a note.
-    (entry,) = decided(write(tmp_path / "run.sh", build.format(kv=LMCACHE)))
+    kv = LMCACHE.replace(" ", "")
+    (entry,) = decided(write(tmp_path / "run.sh", build.format(kv=kv, kv_escaped=kv.replace('"', '\\"'))))
     if outcome is None:
         assert [e["code"] for e in entry.decision["errors"]] == ["source.unresolved"]
     else:
         assert (entry.decision["outcome"], entry.decision["errors"]) == (outcome, [])
+
+
+def test_a_launch_is_read_on_each_combination_of_two_ifs_paths(tmp_path):
+    # Two `if`s, two paths each: four readings (MAX_BRANCHES), all alike here.
+    script = f"""ARGS=""
+if [ -n "$A" ]; then ARGS="--max-num-seqs 8"; fi
+if [ -n "$B" ]; then EXTRA="--enforce-eager"; else EXTRA="--port 8000"; fi
+vllm serve m $ARGS $EXTRA --kv-transfer-config '{LMCACHE}'
+"""
+    d = only(read_source(write(tmp_path / "run.sh", script)))
+    assert [which for which, _ in d.paths] == [
+        f"path {i} of 4 through `if` at line 2 and `if` at line 3" for i in range(1, 5)]
+    (entry,) = decided(write(tmp_path / "run.sh", script))
+    assert (entry.decision["outcome"], entry.decision["errors"]) == ("disabled", [])
+    # A third `if` makes eight: more than are read again, and the words stay a note.
+    many = script.replace("vllm serve", 'if [ -n "$C" ]; then MORE=-x; else MORE=-y; fi\nvllm serve $MORE')
+    d = only(read_source(write(tmp_path / "many.sh", many)))
+    assert (d.paths, [p.code for p in d.problems]) == ((), [])
+
+
+def test_an_evaluated_text_made_before_is_not_read_again_per_path(tmp_path):
+    # `eval "$CMD"` runs a text made from the merged value: reading the launch again in
+    # a path's variables gives the same words, which is no reading of that path (it
+    # said "the decision is the same on each of the 2 paths" without having read them).
+    d = only(read_source(write(tmp_path / "run.sh", f"""CMD="vllm serve m --kv-transfer-config '{NIXL}'"
+if [ -n "$A" ]; then CMD="$CMD --enforce-eager"; fi
+eval "$CMD"
+""")))
+    assert (d.paths, d.problems, [n.code for n in d.notes]) == ((), (), ["source.unresolved_arguments"])
+
+
+def test_where_a_path_cannot_be_read_the_words_stay_a_note(tmp_path):
+    # The paths settle a word only if every path's command reads: here one gives
+    # `--kv-transfer-config` no value, and the launch is read as before, with a note.
+    script = f"""if [ -n "$A" ]; then EXTRA="--kv-transfer-config"; else EXTRA="--enforce-eager"; fi
+vllm serve m $EXTRA --port 8000
+"""
+    d = only(read_source(write(tmp_path / "run.sh", script)))
+    assert (d.problems, [n.code for n in d.notes]) == ((), ["source.unresolved_arguments"])
 
 
 def test_a_command_held_in_an_array_is_read_element_by_element(tmp_path):
@@ -499,9 +539,8 @@ run() {
 run "$KV"
 """)
     d = only(read_source(script))
-    assert d.line == 8  # `$EXTRA` may add options on one path of the `if`: each path is read
-    assert [ktc_of(doc) for _, doc in d.paths] == [{"kv_connector": "NixlConnector", "kv_role": "kv_both"}] * 2
-    assert ([n.code for n in d.notes], [p.code for p in d.problems]) == (["source.unresolved_unused"], ["source.unresolved"])
+    assert (d.line, ktc(d)) == (8, {"kv_connector": "NixlConnector", "kv_role": "kv_both"})
+    assert [n.code for n in d.notes] == ["source.unresolved_unused", "source.unresolved_arguments"]
 
 
 def test_the_vllm_commands_own_module_is_a_launch(tmp_path):

@@ -75,12 +75,14 @@ def apply_facts(invocations: list[Invocation], ctx: Ctx) -> None:
 
 def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     """The deployment document of one vLLM command, or its input problems."""
+    facts = inv.facts if isinstance(inv.facts, dict) else {}
+    # Read on each path first: only where every path reads can the paths settle what the command leaves open.
+    documents = _paths(inv, ctx, facts) if inv.paths else ()
     result = read_command(vllm_words(inv.argv), env=inv.env, read_config=inv.config_reader, file=ctx.display,
-                          line=inv.line, require_model=inv.require_model, per_path=bool(inv.paths))
+                          line=inv.line, require_model=inv.require_model, per_path=bool(documents))
     problems = inv.problems + list(result.problems)
     if inv.facts_problem is not None:
         problems.append(inv.facts_problem)
-    facts = inv.facts if isinstance(inv.facts, dict) else {}
     # Where each field came from: a directive's model wins over the command's, the command's env over a directive's.
     origins = {key: inv.facts_origin for key in RUNTIME_FACTS if key in facts}
     origins.update((k, v) for k, v in result.origins if not (k == "model" and "model" in facts))
@@ -89,7 +91,7 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     stand_in = result.stand_in if result.stand_in is not None and len(problems) == len(result.problems) else None
     if stand_in is not None:
         stand_in = stand_in._replace(document=_document(inv, stand_in.document, facts))
-    paths = _paths(inv, ctx, facts) if result.problems and len(problems) == len(result.problems) else ()
+    paths = documents if result.problems and len(problems) == len(result.problems) else ()
     model = result.model
     called = inv.name or (model.text if model is not None and not has_unresolved(model.text) else None)
     notes = list(inv.notes) + list(result.notes)

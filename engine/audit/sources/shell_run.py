@@ -9,6 +9,7 @@ api_server module, ``docker run`` of a vLLM image), with its environment.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -22,7 +23,7 @@ from .shell_commands import (NOT_RUNNING, VLLM_IMAGE, docker_run, name_operands,
                              ssh_command)
 from .shell_expand import Expander, clobber, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, ASSIGNMENT, Flow
-from .shell_state import MAX_NESTING, UNSET, Place, Script, Scope, Stop, Var, normal_path
+from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Place, Script, Scope, Stop, Var, normal_path
 from .shell_syntax import parse_body
 from .shell_tree import FunctionDef, Lit, Param, ShellSyntaxError, Simple, Word
 from .shell_words import NAME
@@ -350,33 +351,38 @@ class Interpreter(Flow):
         return Script(text, line, False)
 
     def paths(self, command: Simple, scope: Scope, line: int, texts: list[str]) -> tuple[Any, ...]:
-        """A launch whose words (``texts``, its environment's too) read a
-        value that the end of an `if` or `case` made unknown, the variables
-        it set still as it left them: the launch read again once per path,
-        each variable set as that path sets it. (Which path, the words, the
-        environment) for each; none where the values come from several
-        merges, or a path's reading is not one launch of the same program
-        (the command's first word)."""
-        found = {branches for text in texts if "\x00" in text for marker in UNRESOLVED.finditer(text)
-                 if (branches := self.run.branches.get(marker.group(0))) is not None}
-        if len(found) != 1:
+        """A launch whose words (``texts``, its environment's too) read
+        values that the ends of `if`s or `case`s made unknown, the variables
+        they set still as they left them: the launch read again once per
+        path, each variable set as that path sets it; through several such
+        merges, once per combination of their paths, at most MAX_BRANCHES
+        in all. (Which path, the words, the environment) for each; none
+        beyond that bound, or where a path's reading is not one launch of
+        the same program (the command's first word)."""
+        read = {marker.group(0): branches for text in texts if "\x00" in text for marker in UNRESOLVED.finditer(text)
+                if (branches := self.run.branches.get(marker.group(0))) is not None}
+        markers = tuple(read)
+        merges = sorted(set(read.values()), key=lambda b: min(b.epochs.values()))  # in the script's order
+        kept = [{name: var for name, epoch in branches.epochs.items()
+                 if (var := scope.lookup(name)) is not None and var.epoch == epoch} for branches in merges]
+        if not merges or not all(kept):
             return ()
-        (branches,) = found
-        kept = {name: var for name, epoch in branches.epochs.items()
-                if (var := scope.lookup(name)) is not None and var.epoch == epoch}
-        if not kept:
+        combinations = list(itertools.product(*(range(len(next(iter(b.values.values())))) for b in merges)))
+        if len(combinations) > MAX_BRANCHES:
             return ()
-        count = len(next(iter(branches.values.values())))
+        count = len(combinations)
+        through = " and ".join(branches.where for branches in merges)
         assignments, words = _assignments(command)
         program = self.expand([], words[:1], scope, line)[0][:1]  # (a first word "${CMD[@]}" is many fields)
         origin = self.place.origin(line)
         problems = len(self.run.problems)
         out = []
-        for index in range(count):
+        for index, combination in enumerate(combinations):
             path = Scope(scope)
-            for name, var in kept.items():
-                path.vars[name] = branches.values[name][index]._replace(exported=var.exported,
-                                                                         epoch=self.run.next_epoch(), line=var.line)
+            for branches, variables, taken in zip(merges, kept, combination):
+                for name, var in variables.items():
+                    path.vars[name] = branches.values[name][taken]._replace(exported=var.exported,
+                                                                             epoch=self.run.next_epoch(), line=var.line)
             fields, env = self.expand(assignments, words, path, line)
             if fields[:len(program)] != program:  # another program on this path: not the same launch
                 return ()
@@ -389,7 +395,9 @@ class Interpreter(Flow):
             if len(captured) != 1:
                 return ()
             argv, env = captured[0]
-            out.append((f"path {index + 1} of {count} through {branches.where}", [Arg(a, origin) for a in argv], env))
+            if any(marker in text for text in [*argv, *(a.text for a in env.values())] for marker in markers):
+                return ()  # the words do not come from the variables here (an `eval`'s text was made before)
+            out.append((f"path {index + 1} of {count} through {through}", [Arg(a, origin) for a in argv], env))
         return tuple(out)
 
     def note_pins(self, fields: list[str], line: int) -> None:
