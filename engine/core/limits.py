@@ -40,6 +40,10 @@ class SourceLimits:
     max_commands: int = 10_000
     # Shell variables: `X=$X$X` repeated doubles a value each time.
     max_variable_length: int = 1024 * 1024
+    # Shell arrays (`CMD+=(...)`), whose elements are the words of a command:
+    # `A=("${A[@]}" "${A[@]}")` repeated doubles them, and an element costs
+    # the audit far more than a character does.
+    max_array_elements: int = 4096
     max_script_depth: int = 3  # sh -c "... sh -c '...'" nesting
 
 

@@ -18,10 +18,14 @@ from .shell_syntax import parse_heredoc_text
 from .shell_tree import Lit, Param, Redirect, Simple, Sub, Word
 from .shell_words import NAME
 
-__all__ = ["Expander", "common_start", "assign", "runtime", "clobber", "stdin_text"]
+__all__ = ["Expander", "common_elements", "common_start", "assign", "runtime", "clobber", "stdin_text", "ELEMENT_COST"]
 
 _TOO_LONG = "(a value too long to expand)"
 
+
+# What an array's element costs the budget beyond its characters: a word of its own is
+# made and kept for it, which costs the reader about what copying 16 characters does.
+ELEMENT_COST = 16
 
 # Why a substitution's text is not known (Sub.kind), for the notes that name it.
 _WHY_UNKNOWN = {"command": "is the output of a command the audit does not run",
@@ -116,7 +120,7 @@ class Expander:
                 if params is None and part.quoted and _subscript(part) == "@":
                     params = self.elements(part.name)
                     for element in params or ():
-                        self.charge(element)
+                        self.charge(element, ELEMENT_COST)
                 if params is not None and part.quoted:
                     for k, param in enumerate(params):  # "$@", "${NAME[@]}": each parameter (element) a field
                         if k:
@@ -179,8 +183,8 @@ class Expander:
             return None  # ranges, classes and escapes not read here
         return text.translate({ord(c): None for c in spec if c != "\x00"})
 
-    def charge(self, value: str) -> None:
-        if not self.run.spend(len(value), self.line):
+    def charge(self, value: str, extra: int = 0) -> None:
+        if not self.run.spend(len(value) + extra, self.line):
             raise Stop
 
     def fields(self, word: Word) -> list[str]:
@@ -304,11 +308,16 @@ def _split_atoms(atoms: list[str], ifs: str) -> tuple[bool, list[str], bool]:
 def assign(run: Run, scope: Scope, name: str, value: str, *, exported: bool | None = None, local: bool = False,
             line: int | None = None, items: tuple[str, ...] | None = None) -> None:
     """Set ``name`` to ``value``, or to the array ``items`` (its value: the first)."""
+    limits = run.ctx.limits
     if items is not None:
         value = items[0] if items else ""
-    if len(value) > run.ctx.limits.max_variable_length or \
-            (items is not None and sum(len(item) + 1 for item in items) > run.ctx.limits.max_variable_length):
-        run.limit("variable", f"a value of `{name}` grows past {run.ctx.limits.max_variable_length} characters at line "
+        if len(items) > limits.max_array_elements:
+            run.limit("array", f"the array `{name}` grows past {limits.max_array_elements} elements at line {line}; "
+                      "it is read as unknown from there", line)
+            value, items = unresolved(_TOO_LONG), None
+    if len(value) > limits.max_variable_length or \
+            (items is not None and sum(len(item) + 1 for item in items) > limits.max_variable_length):
+        run.limit("variable", f"a value of `{name}` grows past {limits.max_variable_length} characters at line "
                   f"{line}; it is read as unknown from there", line)
         value, items = unresolved(_TOO_LONG), None
     current = scope.record(name)
