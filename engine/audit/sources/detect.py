@@ -122,7 +122,7 @@ def classify(value: Any, *, single: bool) -> str | None:
         return "document" if facts else None
     if "model_facts" in keys:
         return "document"
-    if single and isinstance(value.get("model"), str):  # vLLM's is the model's name
+    if single and isinstance(model, str):  # vLLM's is the model's name
         return "vllm-config"
     if keys & _DECISION_FIELDS and not unknown or keys & _KV_FIELDS and not unknown - _OPTIONS:
         return "document"

@@ -77,13 +77,17 @@ def dynamo_graphs(ctx: Ctx, graphs: list[tuple[dict[str, Any], Lines]]) -> tuple
                 continue
             role = service.role or ("prefill" if _prefill_worker(words, service.name) else "decode")
             container = {"name": main.get("name") or "main", "image": main.get("image"), "command": argv,
-                         "env": service.env + [e for e in main["env"] if isinstance(e, dict)]
-                         if isinstance(main.get("env"), list) else service.env}
+                         "env": service.env + _dicts(main.get("env"))}
             site = Site(GRAPH_KIND, str(meta.get("name") or ""), str(meta.get("namespace") or ""),
                         str(graph.get("apiVersion")), str(role), format="dynamo")
             out += pod_launches(ctx, {"containers": [container]}, None, site, lines, (), {}, problems,
                                 line=service.line or lines.at())
     return out, problems
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    """The mappings of a list (an env list, containers); none for anything else."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _prefill_worker(words: list[str], name: str) -> bool:
@@ -113,25 +117,21 @@ def _services(graph: dict[str, Any], lines: Lines) -> list[_Service]:
     spec = graph["spec"] if isinstance(graph.get("spec"), dict) else {}
     out: list[_Service] = []
     if isinstance(spec.get("services"), dict):
-        common = [e for e in spec.get("envs") or [] if isinstance(e, dict)] if isinstance(spec.get("envs"), list) else []
         for name, service in spec["services"].items():
             extra = service.get("extraPodSpec") if isinstance(service, dict) else None
             main = extra.get("mainContainer") if isinstance(extra, dict) else None
             if isinstance(main, dict):
-                own = service.get("envs") if isinstance(service.get("envs"), list) else []
-                out.append(_Service(str(name), main, common + [e for e in own if isinstance(e, dict)],
+                out.append(_Service(str(name), main, _dicts(spec.get("envs")) + _dicts(service.get("envs")),
                                     service.get("subComponentType"), lines.key("spec", "services", name)))
     if isinstance(spec.get("components"), list):
-        common = [e for e in spec.get("env") or [] if isinstance(e, dict)] if isinstance(spec.get("env"), list) else []
         for index, component in enumerate(spec["components"]):
             template = component.get("podTemplate") if isinstance(component, dict) else None
             pod = template.get("spec") if isinstance(template, dict) else None
-            containers = pod.get("containers") if isinstance(pod, dict) else None
-            main = next((c for c in containers if isinstance(c, dict) and c.get("name") == "main"), None) \
-                if isinstance(containers, list) else None
+            main = next((c for c in _dicts(pod.get("containers") if isinstance(pod, dict) else None)
+                         if c.get("name") == "main"), None)
             if main is not None:
                 kind = component.get("type")
-                out.append(_Service(str(component.get("name") or index), main, common,
+                out.append(_Service(str(component.get("name") or index), main, _dicts(spec.get("env")),
                                     kind if kind in ("prefill", "decode") else None,
                                     lines.at("spec", "components", index)))
     return out
