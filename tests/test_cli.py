@@ -515,6 +515,14 @@ def test_decide_takes_the_command_that_starts_vllm_after_double_dash(tmp_path):
         hma_policy.decide_command(["vllm", "serve", "m", "--kv-transfer-config", nixl], env={}).to_dict()
 
 
+def test_decide_reads_dynamos_launcher_after_double_dash(tmp_path):
+    code, out, _ = run(tmp_path, "decide", "--format", "json", "--", "python3", "-m", "dynamo.vllm", "--model", "m",
+                       "--connector", "lmcache")
+    data = json.loads(out)
+    assert (code, data["outcome"], [c["kv_connector"] for c in data["connectors"]]) == \
+        (0, "disabled", ["LMCacheConnectorV1"])
+
+
 def test_a_command_that_is_not_a_vllm_launch_is_an_input_error_and_files_after_dashes_stay_files(tmp_path):
     code, out, _ = run(tmp_path, "decide", "--format", "json", "--", "vllm", "bench", "m")
     assert code == 2 and json.loads(out)["errors"][0]["stage"] == "input"

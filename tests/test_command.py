@@ -37,6 +37,28 @@ def test_the_api_server_module_takes_the_model_from_an_option():
     assert result.document == {"kv_transfer_config": NIXL, "model": {"name": "m"}}
 
 
+def test_dynamos_launcher_is_read_as_the_command_line_it_hands_vllm():
+    # `python3 -m dynamo.vllm --connector lmcache` configures LMCacheConnectorV1
+    # (core/deployers.yaml): its --connector was dropped as an option vLLM
+    # lacks, and a launcher calling decide_command got "enabled".
+    result = read_command(["python3", "-m", "dynamo.vllm", "--model", "m", "--connector", "lmcache"])
+    assert result.problems == () and result.notes == ()
+    assert result.document == {"model": {"name": "m"},
+                               "kv_transfer_config": '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'}
+    assert dict(result.origins) == {"model": "command line", "kv_transfer_config": "command line: --kv-transfer-config"}
+    decision = hma_policy.decide_command("python3 -m dynamo.vllm --model m --connector lmcache")
+    assert (decision.outcome, [w.code for w in decision.warnings]) == ("disabled", ["hma.auto_disabled"])
+    assert [c.kv_connector for c in decision.connectors] == ["LMCacheConnectorV1"]
+    # Dynamo's default is nixl; `none` configures no connector; a --kv-transfer-config given wins.
+    assert [c.kv_connector for c in hma_policy.decide_command(["python3", "-m", "dynamo.vllm", "--model", "m"]).connectors] \
+        == ["NixlConnector"]
+    assert "kv_transfer_config" not in read_command(["python3", "-m", "dynamo.vllm", "--model", "m", "--connector",
+                                                     "none"]).document
+    given = read_command(["python3", "-m", "dynamo.vllm", "--model", "m", "--connector", "lmcache",
+                          "--kv-transfer-config", NIXL])
+    assert given.document == {"model": {"name": "m"}, "kv_transfer_config": NIXL}
+
+
 def test_equals_forms_no_forms_dotted_options_and_the_last_occurrence_wins():
     result = read_command(["vllm", "serve", "m", f"--kv-transfer-config={NIXL}",
                            "--kv-transfer-config.kv_connector", "MooncakeConnector",

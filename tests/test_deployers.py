@@ -1,4 +1,4 @@
-"""The deployer mappings (engine/audit/sources/deployers.yaml): the
+"""The deployer mappings (engine/core/deployers.yaml): the
 `--kv-transfer-config` each chart, controller or launcher setting becomes,
 as data the readers apply. The fleet corpus tests (test_k8s_sources.py) read
 real files; these cover the template forms and the branches the corpus does
@@ -11,8 +11,8 @@ from importlib import resources
 from pathlib import Path
 
 from hma_policy.audit.sources import read_source
-from hma_policy.audit.sources.deployers import config, deployer
-from hma_policy.audit.sources.dynamo_args import dynamo_vllm_argv
+from hma_policy.core.deployers import config, deployer
+from hma_policy.core.dynamo_args import dynamo_vllm_argv
 from hma_policy.audit.sources.kserve import kv_transfer_config
 from hma_policy.core.markers import has_unresolved
 
@@ -48,7 +48,7 @@ def test_config_returns_a_fresh_copy():
 
 
 def test_the_mapping_ships_inside_the_package():
-    text = resources.files("hma_policy.audit.sources").joinpath("deployers.yaml").read_text("utf-8")
+    text = resources.files("hma_policy.core").joinpath("deployers.yaml").read_text("utf-8")
     assert "config_merge.go L723-765" in text
     assert set(deployer("dynamo-vllm")["connectors"]) == {"nixl", "lmcache", "kvbm"}
 

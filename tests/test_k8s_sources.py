@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hma_policy.audit.sources import find_deployments, read_source
-from hma_policy.audit.sources.dynamo_args import dynamo_vllm_argv
+from hma_policy.core.dynamo_args import dynamo_vllm_argv
 from hma_policy.audit.sources.gotemplate import render
 from hma_policy.audit.sources.kserve import kv_transfer_config, strategic_merge
 from hma_policy.audit.sources.release import from_image

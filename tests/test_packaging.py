@@ -59,6 +59,6 @@ def test_wheel_contains_the_data_folders(tmp_path):
     # the wheel reader's tables (hma-policy registry from-wheel)
     assert {"hma_policy/authoring/wheel/external.json", "hma_policy/authoring/wheel/facts.schema.json"} <= names
     assert "hma_policy/core/_durable.py" in names and "hma_policy/py.typed" in names
-    assert "hma_policy/audit/sources/deployers.yaml" in names
+    assert "hma_policy/core/deployers.yaml" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "hma-policy = hma_policy.cli:run" in zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
+from .dynamo_args import DYNAMO_MODULE, dynamo_vllm_argv
 from .errors import InputError, Problem
 from . import lax
 from .markers import UNRESOLVED, has_unresolved, references, show, unresolved, unresolved_names
@@ -135,6 +136,12 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
                      "`python -m vllm.entrypoints.openai.api_server ...`")
         return CommandResult(None, None, tuple(reading.problems))
     start, serve = located
+    if not serve and words[start - 1].text == DYNAMO_MODULE:
+        # Dynamo's launcher hands vLLM a --kv-transfer-config made of its own
+        # --connector: vLLM's command line is that one. Its words take the launcher's origin.
+        origin = words[start - 1].origin
+        words = [Arg(word, origin) for word in dynamo_vllm_argv([w.text for w in words[start:]])]
+        start, serve = 1, True
     return _read(reading, words[start:], serve, env or {})
 
 

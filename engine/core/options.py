@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from .dynamo_args import DYNAMO_MODULE
 from .schema import load_schema
 
 __all__ = ["Arg", "ConfigFile", "VllmOptions", "DEFAULT_OPTIONS", "SCHEMA", "ENV_NAMES", "VALUE_OPTIONS",
@@ -92,8 +93,9 @@ FLAG_OPTIONS = {
 # Every option the decision reads.
 DECISION_OPTIONS = tuple(VALUE_OPTIONS) + tuple(FLAG_OPTIONS)
 # Modules run with `python -m` that start a vLLM engine from vLLM's own arguments: the OpenAI server, and
-# NVIDIA Dynamo's vLLM worker (which takes vLLM's engine arguments, the model by `--model`).
-_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "dynamo.vllm"})
+# NVIDIA Dynamo's vLLM worker (which takes vLLM's engine arguments, the model by `--model`, and its own:
+# read_command applies them, dynamo_args.py).
+_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", DYNAMO_MODULE})
 # The `vllm` command itself (its console script's module): `python -m vllm.entrypoints.cli.main serve ...`.
 _CLI_MODULE = "vllm.entrypoints.cli.main"
 

@@ -30,7 +30,7 @@ from ...core.markers import unresolved
 from ...core.errors import Problem
 from .context import Ctx
 from .detect import SHELLS
-from .dynamo_args import DYNAMO_MODULE, dynamo_vllm_argv
+from ...core.dynamo_args import DYNAMO_MODULE, dynamo_vllm_argv
 from .deployment import Deployment
 from .kubernetes import Site, pod_launches
 from .marks import Lines
@@ -147,5 +147,5 @@ def _engine_argv(words: list[str], name: str, envs: list[dict[str, Any]]) -> lis
         config = next((e.get("value") for e in envs if e.get("name") == "DYN_DEPLOYMENT_CONFIG"), None)
         return _serve_argv(config if isinstance(config, str) else None, match.group(1))
     if words and words[0].rsplit("/", 1)[-1] in SHELLS and any(DYNAMO_MODULE in word for word in words[1:]):
-        return words  # a script: the shell reader finds the launch in it, and launch.py reads Dynamo's words
+        return words  # a script: the shell reader finds the launch in it, and read_command reads Dynamo's words
     return None

@@ -29,7 +29,7 @@ from ...core.markers import unresolved
 from ...core.errors import Problem
 from .companions import objects_of_kind
 from .context import Ctx
-from .deployers import config, deployer
+from ...core.deployers import config, deployer
 from .deployment import Deployment
 from .gotemplate import render
 from .kubernetes import Site, pod_launches

@@ -21,7 +21,6 @@ from ...core.options import Arg, ConfigFile, find_vllm
 from ...core.errors import InputError, Problem
 from .context import RUNTIME_FACTS, Ctx
 from .deployment import Deployment
-from .dynamo_args import DYNAMO_MODULE, dynamo_vllm_argv
 from .files import NOT_REGULAR, decode, read_bytes, regular
 from .release import ReleaseHint
 
@@ -78,7 +77,7 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     facts = inv.facts if isinstance(inv.facts, dict) else {}
     # Read on each path first: only where every path reads can the paths settle what the command leaves open.
     documents = _paths(inv, ctx, facts) if inv.paths else ()
-    result = read_command(vllm_words(inv.argv), env=inv.env, read_config=inv.config_reader, file=ctx.display,
+    result = read_command(inv.argv, env=inv.env, read_config=inv.config_reader, file=ctx.display,
                           line=inv.line, require_model=inv.require_model, per_path=bool(documents))
     problems = inv.problems + list(result.problems)
     if inv.facts_problem is not None:
@@ -112,25 +111,12 @@ def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[str,
     the document); none unless each path's command reads without a problem."""
     out = []
     for which, argv, env in inv.paths:
-        result = read_command(vllm_words(argv), env=env, read_config=inv.config_reader, file=ctx.display,
+        result = read_command(argv, env=env, read_config=inv.config_reader, file=ctx.display,
                               line=inv.line, require_model=inv.require_model)
         if result.problems or result.document is None:
             return ()
         out.append((which, _document(inv, result.document, facts)))
     return tuple(out)
-
-
-def vllm_words(argv: list[Arg]) -> list[Arg]:
-    """The command line vLLM gets from a launch's words: themselves, but for
-    Dynamo's launcher (``python3 -m dynamo.vllm``), which makes a
-    ``--kv-transfer-config`` of its own ``--connector`` (dynamo_args.py).
-    The words made take the launcher's origin."""
-    texts = [a.text for a in argv]
-    located = find_vllm(texts)
-    if located is None or located[1] or texts[located[0] - 1] != DYNAMO_MODULE:
-        return argv
-    origin = argv[located[0] - 1].origin
-    return [Arg(word, origin) for word in dynamo_vllm_argv(texts[located[0]:])]
 
 
 def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from ...core.errors import Problem
 from .context import Ctx
-from .deployers import config, deployer
+from ...core.deployers import config, deployer
 from .deployment import Deployment
 from .kubernetes import Site, pod_launches
 from .marks import Lines

@@ -3,10 +3,12 @@
 Charts, controllers and launchers turn their own settings into a
 ``--kv-transfer-config``: production-stack's ``lmcacheConfig``, KServe's
 ``kvCacheOffloading``, llm-d-benchmark's ``kvTransfer``, Dynamo's
-``--connector``. The readers find those settings in a file and which branch
-of the deployer's template applies; the configs each branch writes (and so
-the connector names) are data, in deployers.yaml next to this module, each
-entry citing the file and lines it reproduces. :func:`config` fills one in.
+``--connector``. The audit's readers find those settings in a file and which
+branch of the deployer's template applies; the configs each branch writes
+(and so the connector names) are data, in deployers.yaml next to this
+module, each entry citing the file and lines it reproduces. :func:`config`
+fills one in. It is core, not audit, data: the command reader applies
+Dynamo's launcher to any command line (dynamo_args.py).
 
 The file ships inside the package and is read once per process.
 """
@@ -17,7 +19,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ...core import yamlsafe
+from . import yamlsafe
 
 __all__ = ["deployer", "config"]
 
@@ -27,7 +29,7 @@ _LEFT_OUT = object()
 
 @cache
 def _table() -> dict[str, Any]:
-    text = resources.files("hma_policy.audit.sources").joinpath("deployers.yaml").read_text("utf-8")
+    text = resources.files("hma_policy.core").joinpath("deployers.yaml").read_text("utf-8")
     data, _ = yamlsafe.load(text)
     return data
 

@@ -2,9 +2,11 @@
 line vLLM gets from it. It takes vLLM's engine arguments plus Dynamo's. In
 the Dynamo 0.5-1.x line (``components/src/dynamo/vllm/args.py``), a
 ``--kv-transfer-config`` given wins; otherwise ``--connector`` (default
-``nixl``) makes it, as deployers.yaml's ``dynamo-vllm`` entry says. Every
-reader's launch goes through it (launch.py), a DynamoGraphDeployment's
-services too (dynamo.py)."""
+``nixl``) makes it, as deployers.yaml's ``dynamo-vllm`` entry says.
+:func:`~.command.read_command` applies it to every command that runs the
+launcher: ``hma-policy decide -- python3 -m dynamo.vllm ...``,
+:func:`hma_policy.decide_command`, each launch the audit reads, and a
+DynamoGraphDeployment's services (audit/sources/dynamo.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from ...core.markers import unresolved
+from .markers import unresolved
 from .deployers import config, deployer
 
 __all__ = ["DYNAMO_MODULE", "dynamo_vllm_argv"]
