@@ -29,6 +29,7 @@ from .context import FACTS_ANNOTATION, Ctx, parse_facts
 from .deployment import Deployment
 from .launch import Invocation, deployment, refuse
 from .marks import NO_LINES, Lines
+from .rayserve import ray_service
 from .release import from_image
 from .shell import argv_invocations
 from .shell_commands import VLLM_IMAGE
@@ -72,6 +73,8 @@ def kubernetes(ctx: Ctx, objects: list[dict[str, Any]], starts: list[int],
         meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         site = Site(str(obj.get("kind")), str(meta.get("name") or ""), str(meta.get("namespace") or ""),
                     str(obj.get("apiVersion")))
+        if site.kind == "RayService" and site.api.startswith("ray.io/"):  # its Serve config starts the engines
+            out += ray_service(ctx, obj, lines, base, site.resource(), problems)
         templates = list(pod_templates(obj))
         names = [str(c.get("name")) for _, pod, _, _ in templates for c in pod["containers"] if isinstance(c, dict)]
         for path, pod, pod_meta, role in templates:

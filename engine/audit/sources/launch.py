@@ -24,7 +24,7 @@ from .deployment import Deployment
 from .files import NOT_REGULAR, decode, read_bytes, regular
 from .release import ReleaseHint
 
-__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "refuse"]
+__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "refuse", "with_facts"]
 
 ConfigReader = Callable[[str], "str | ConfigFile"]
 
@@ -120,10 +120,15 @@ def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[str,
 
 
 def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
-    """The deployment document: what the command ``read`` gives, with the facts a directive gives."""
+    return with_facts(read, facts, inv.name)
+
+
+def with_facts(read: dict[str, Any], facts: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    """The deployment document: what a launch ``read`` gives (a command, a
+    deployer's config), with the facts a directive gives, named ``name``."""
     document: dict[str, Any] = {}
-    if inv.name:
-        document["name"] = plain(inv.name)  # a label: its unknown parts as the file writes them
+    if name:
+        document["name"] = plain(name)  # a label: its unknown parts as the file writes them
     document.update((k, v) for k, v in read.items() if k not in ("model", "env"))
     for key in RUNTIME_FACTS:
         if key in facts:

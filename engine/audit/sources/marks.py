@@ -58,13 +58,14 @@ class Lines:
                 return line
         return None
 
-    def inner(self, *path: Any) -> "Lines":
+    def inner(self, *path: Any, where: dict[str, tuple[int, int]] | None = None, value: Any = None) -> "Lines":
         """The lines of the YAML text held in the string at ``path`` (a block
-        scalar's text starts on the line after its indicator)."""
+        scalar's text starts on the line after its indicator); ``where`` and
+        ``value``: the caller's parse of that text, with its marks."""
         mark = self._marks().get(pointer(path))
         line = mark[0] + self._first - 1 if mark else self._first
         block = mark is not None and self._text.split("\n")[mark[0] - 1][mark[1] - 1:mark[1]] in ("|", ">")
-        return Lines(_string_at(self, path), line + 1 if block else line)
+        return Lines(_string_at(self, path), line + 1 if block else line, where, value)
 
 
 def _string_at(lines: Lines, path: tuple[Any, ...]) -> str:

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from ...core.markers import has_unresolved, show
 
-__all__ = ["ReleaseHint", "from_image", "from_pin", "valid_version", "VERSION"]
+__all__ = ["ReleaseHint", "from_image", "from_pin", "split_image", "valid_version", "VERSION"]
 
 # A vLLM release as PyPI spells it: 0.21.0, 0.10.1.1, 0.11.0rc1, 0.6.3.post1.
 VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev|dev)[0-9]+)?")
@@ -39,7 +39,7 @@ def valid_version(text: str) -> bool:
     return bool(VERSION.fullmatch(text))
 
 
-def _split_image(image: str) -> tuple[str, str | None, str | None]:
+def split_image(image: str) -> tuple[str, str | None, str | None]:
     """An image reference as (repository path without the registry, tag, digest)."""
     name, _, digest = image.partition("@")
     slash = name.rfind("/")
@@ -58,7 +58,7 @@ def from_image(image: str) -> ReleaseHint:
     shown = show(image)
     if has_unresolved(image):
         return ReleaseHint(None, f"image {shown}: the image is not known from this file")
-    path, tag, digest = _split_image(image)
+    path, tag, digest = split_image(image)
     # vLLM's release image, and its CPU build (vllm/vllm-openai-cpu), on any registry or mirror
     official = any(path == image or path.endswith("/" + image) for image in ("vllm/vllm-openai", "vllm/vllm-openai-cpu"))
     rocm = path == "rocm/vllm" or path.endswith("/rocm/vllm")

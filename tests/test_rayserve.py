@@ -1,0 +1,213 @@
+"""Ray Serve LLM configs and KubeRay RayServices (audit/sources/rayserve.py).
+The fleet corpus (tests/fleet_corpus/ray-project__*) holds real files; these
+cover the forms and failures the corpus does not, on small files written as
+Ray's users write them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import hma_policy
+from hma_policy.audit.sources import read_source
+
+LMCACHE = "{kv_connector: LMCacheConnectorV1, kv_role: kv_both}"
+
+
+def read(tmp_path: Path, name: str, text: str, roots: tuple[Path, ...] = ()):
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return read_source(path, display=name, roots=roots or (tmp_path.resolve(),))
+
+
+def outcome(deployment) -> str:
+    assert deployment.document is not None, deployment.problems
+    return hma_policy.decide(deployment.document).outcome
+
+
+def test_each_llm_config_of_build_openai_app_is_a_deployment_with_what_the_decision_reads(tmp_path):
+    found = read(tmp_path, "serve.yaml", f"""\
+applications:
+- name: llms
+  import_path: ray.serve.llm:build_openai_app
+  runtime_env: {{env_vars: {{LMCACHE_USE_UPSTREAM_MP: "0", HF_HOME: /cache}}}}
+  args:
+    llm_configs:
+    - model_loading_config: {{model_id: small, model_source: Qwen/Qwen3-0.6B}}
+      engine_kwargs:
+        max_model_len: 1024
+        device: auto
+        kv_transfer_config: {LMCACHE}
+      runtime_env: {{env_vars: {{LMCACHE_USE_UPSTREAM_MP: "1"}}}}
+    - model_loading_config: {{model_id: Qwen/Qwen3-8B}}
+      engine_kwargs: {{disable_hybrid_kv_cache_manager: true}}
+- name: other
+  import_path: app:build
+""")
+    assert (found.format, found.problems) == ("ray-serve", ())
+    first, second = found.deployments
+    assert (first.id, first.line, first.name, first.role) == ("serve.yaml#llms/llm_configs/0", 7, "small", None)
+    # engine_kwargs the decision does not read (vLLM's field names, not its options) are left out;
+    # the config's env_vars win over the application's, and only the variables the decision reads are kept
+    assert first.document == {"kv_transfer_config": {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"},
+                              "env": {"LMCACHE_USE_UPSTREAM_MP": "1"}, "model": {"name": "Qwen/Qwen3-0.6B"}}
+    assert dict(first.origins) == {"kv_transfer_config": "line 11: engine_kwargs.kv_transfer_config",
+                                   "env": "runtime_env.env_vars", "model": "line 7: model_loading_config"}
+    assert outcome(first) == "disabled"
+    # a config without env_vars of its own runs with the application's
+    assert second.document == {"disable_hybrid_kv_cache_manager": True, "env": {"LMCACHE_USE_UPSTREAM_MP": "0"},
+                               "model": {"name": "Qwen/Qwen3-8B"}}
+    assert (second.id, second.line) == ("serve.yaml#llms/llm_configs/1", 13)
+
+
+def test_prefill_and_decode_without_a_kv_transfer_config_get_rays_default_and_a_note(tmp_path):
+    text = """\
+applications:
+- name: pd
+  import_path: {builder}
+  args:
+    prefill_config:
+      model_loading_config: {{model_id: m}}
+    decode_config:
+      model_loading_config: {{model_id: m}}
+      engine_kwargs: {{kv_transfer_config: {{kv_connector: NixlConnector, kv_role: kv_consumer}}}}
+"""
+    found = read(tmp_path, "pd.yaml", text.format(builder="ray.serve.llm:build_pd_openai_app"))
+    prefill, decode = found.deployments
+    assert (prefill.role, prefill.line, decode.role, decode.line) == ("prefill", 5, "decode", 7)
+    assert prefill.document["kv_transfer_config"] == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert dict(prefill.origins)["kv_transfer_config"] == "Ray's default for prefill/decode (2.47-2.50)"
+    assert [(n.code, n.line, n.message) for n in prefill.notes] == [
+        ("source.deployer_default", 5, "the prefill config sets no `engine_kwargs.kv_transfer_config`: Ray 2.47-2.50 "
+         "add NixlConnector (kv_both), as decided here; Ray 2.51 and later refuse the application")]
+    assert decode.notes == () and decode.document["kv_transfer_config"]["kv_role"] == "kv_consumer"
+    # Ray 2.47-2.48's builder exists only where the default applies: no note
+    old = read(tmp_path, "old.yaml", text.format(
+        builder="ray.llm._internal.serve.deployments.prefill_decode_disagg.prefill_decode_disagg:build_app"))
+    assert old.deployments[0].notes == () and outcome(old.deployments[0]) == "enabled"
+
+
+def test_the_data_parallel_builder_takes_one_llm_config(tmp_path):
+    found = read(tmp_path, "dp.yaml", f"""\
+applications:
+- import_path: ray.serve.llm:build_dp_openai_app
+  args:
+    llm_config:
+      model_loading_config: {{model_id: m}}
+      engine_kwargs: {{data_parallel_size: 2, kv_transfer_config: {LMCACHE}}}
+""")
+    (only,) = found.deployments
+    assert (only.id, only.line, outcome(only)) == ("dp.yaml#0/llm_config", 4, "disabled")
+
+
+def test_an_llm_config_file_is_found_where_serve_run_runs_or_reported_missing(tmp_path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "model.yaml").write_text(f"""\
+model_loading_config:
+  model_id: m
+engine_kwargs:
+  kv_transfer_config: {LMCACHE}
+""", encoding="utf-8")
+    # the path is relative to where `serve run` runs (tmp_path), not to the Serve config's folder
+    found = read(tmp_path, "serve/configs/serve.yaml", f"""\
+applications:
+- import_path: ray.serve.llm:build_openai_app
+  args:
+    llm_configs:
+    - ./configs/model.yaml
+    - ./configs/absent.yaml
+    - [not, a, mapping]
+    - "a\\0b"
+    - {"x" * 5000}
+""")
+    there, absent, shapeless, nul, long = found.deployments
+    assert (there.line, outcome(there)) == (5, "disabled")
+    assert there.chain == ("serve/configs/serve.yaml", str(tmp_path / "configs" / "model.yaml"))
+    assert dict(there.origins)["kv_transfer_config"] == \
+        f"{tmp_path / 'configs' / 'model.yaml'}, line 4: engine_kwargs.kv_transfer_config"
+    assert absent.document is None
+    assert [(p.code, p.line) for p in absent.problems] == [("source.config_missing", 6)]
+    assert "`./configs/absent.yaml` is not beside this file or in a folder above it" in absent.problems[0].message
+    assert [(p.code, p.message) for p in shapeless.problems] == [
+        ("source.config_shape", "the LLM config at `0/llm_configs/2` is not a mapping")]
+    # names the file system refuses (a NUL, too long) are files not found, never an exception
+    assert [p.code for d in (nul, long) for p in d.problems] == ["source.config_missing"] * 2
+    # a folder above the audited paths is not looked in
+    inner = read(tmp_path, "serve/configs/again.yaml", "applications:\n- import_path: ray.serve.llm:build_openai_app\n"
+                 "  args: {llm_configs: [./configs/model.yaml]}\n", roots=((tmp_path / "serve").resolve(),))
+    assert [p.code for p in inner.deployments[0].problems] == ["source.config_missing"]
+
+
+def test_a_rayservice_serve_config_is_read_with_its_lines_and_its_images_release(tmp_path):
+    service = """\
+apiVersion: ray.io/v1
+kind: RayService
+metadata: {{name: svc, namespace: team}}
+spec:
+  serveConfigV2: |
+    applications:
+    - name: app
+      import_path: ray.serve.llm:build_openai_app
+      args:
+        llm_configs:
+        - model_loading_config: {{model_id: m}}
+          engine_kwargs:
+            kv_transfer_config: {{kv_connector: NixlConnector, kv_role: kv_both}}
+  rayClusterConfig:
+    headGroupSpec:
+      template: {{spec: {{containers: [{{name: head, image: {head}}}]}}}}
+    workerGroupSpecs:
+    - template: {{spec: {{containers: [{{name: gpu, image: {worker}}}]}}}}
+"""
+    found = read(tmp_path, "svc.yaml", service.format(head="rayproject/ray-llm:2.60.0-py311-cu128",
+                                                      worker="docker.io/rayproject/ray-llm:2.60.1-py311-cu128"))
+    (only,) = found.deployments
+    assert (only.id, only.line, only.format) == ("svc.yaml#RayService/team/svc/app/llm_configs/0", 11, "ray-serve")
+    assert dict(only.resource) == {"apiVersion": "ray.io/v1", "kind": "RayService", "name": "svc", "namespace": "team"}
+    assert dict(only.origins)["kv_transfer_config"] == "line 13: engine_kwargs.kv_transfer_config"
+    assert (only.release.version, only.release.origin) == (
+        "0.29.0", "image tag docker.io/rayproject/ray-llm:2.60.1-py311-cu128: Ray 2.60 pins vllm==0.29.0")
+    assert only.notes == () and outcome(only) == "enabled"
+    # another image names no vLLM release: noted
+    other = read(tmp_path, "other.yaml", service.format(head="rayproject/ray:2.60.0", worker="my/ray:1"))
+    assert [n.message for n in other.deployments[0].notes] == [
+        "the vLLM release is not known: image my/ray:1 is not Ray's LLM image (rayproject/ray-llm): its tag names "
+        "no vLLM release"]
+
+
+def test_a_rayservice_whose_serve_config_is_not_yaml_is_a_located_file_problem(tmp_path):
+    found = read(tmp_path, "bad.yaml", """\
+apiVersion: ray.io/v1
+kind: RayService
+metadata: {name: svc}
+spec:
+  serveConfigV2: |
+    applications: [
+""")
+    assert found.deployments == ()
+    ((code, line, message),) = [(p.code, p.line, p.message) for p in found.problems]
+    assert (code, line) == ("input.parse", 5)
+    assert message.startswith("`spec.serveConfigV2` of RayService svc is not valid YAML (its line ")
+
+
+def test_a_directive_above_an_llm_config_gives_its_facts(tmp_path):
+    found = read(tmp_path, "facts.yaml", """\
+applications:
+- import_path: ray.serve.llm:build_openai_app
+  args:
+    llm_configs:
+    # hma-policy: {model_facts: {layer_kinds: [mamba, full_attention]}, vllm_version: "0.30.0"}
+    - model_loading_config: {model_id: m}
+""")
+    (only,) = found.deployments
+    assert only.document["model"] == {"name": "m"} and only.document["model_facts"]["layer_kinds"] == \
+        ["mamba", "full_attention"]
+    assert (only.release.version, only.release.origin) == ("0.30.0", "line 5: hma-policy directive")
+
+
+def test_a_serve_config_without_an_llm_builder_is_no_deployment(tmp_path):
+    found = read(tmp_path, "plain.yaml", "applications:\n- import_path: app:build\n  args: {kv_transfer_config: x}\n")
+    assert (found.format, found.deployments) == (None, ())
+    # an import path that is no string (a fuzzed file's list raised TypeError, unhashable)
+    odd = read(tmp_path, "odd.yaml", "applications:\n- import_path: [ray.serve.llm:build_openai_app]\n")
+    assert (odd.format, odd.deployments, odd.problems) == (None, (), ())
