@@ -1,7 +1,7 @@
 """JSON and YAML files: this project's deployment documents (a YAML file may
 hold several, separated by ``---``), and the dispatch of a JSON or YAML file
 to the reader of what it holds (a vLLM config file, Kubernetes manifests, a
-Ray Serve config, a chart's values)."""
+Ray Serve config, a SkyPilot task, a chart's values)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from .helm import chart_values
 from .helm_template import chart_template, in_chart
 from .manifests import manifest_file
 from .rayserve import is_serve_config, serve_file
+from .skypilot import is_task, task_file
 from .marks import Lines
 from .marks import yaml_chunks as _yaml_chunks
 from .vllm_config import vllm_config_file
@@ -126,6 +127,8 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
         return manifest_file(ctx, [(s, v, t) for (s, v), t, k in zip(values, lines, kinds) if k == "kubernetes"])
     if len(values) == 1 and is_serve_config(values[0][1]):
         return serve_file(ctx, values[0][1], lines[0])
+    if fmt == "yaml" and len(values) == 1 and is_task(values[0][1]):
+        return task_file(ctx, values[0][1], lines[0])
     if fmt == "yaml" and len(values) == 1:
         chart = chart_values(ctx, values[0][1], lines[0])
         if chart is not None:

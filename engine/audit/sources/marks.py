@@ -24,6 +24,11 @@ class Lines:
         self._where = where  # the marks, when the caller parsed the text with them
         self._value = value  # the text's value, when the caller parsed it (None: parsed again when asked)
 
+    @property
+    def start(self) -> int:
+        """The file's line of the text's first line."""
+        return self._first
+
     def _marks(self) -> dict[str, tuple[int, int]]:
         if self._where is None:
             try:
