@@ -37,6 +37,16 @@ def test_the_api_server_module_takes_the_model_from_an_option():
     assert result.document == {"kv_transfer_config": NIXL, "model": {"name": "m"}}
 
 
+def test_vllms_grpc_server_module_takes_the_engine_arguments_as_the_api_server_does():
+    # llm-d/smg and dstack's P/D examples start `python -m vllm.entrypoints.grpc_server`: no launch was found.
+    result = read_command(["python3", "-m", "vllm.entrypoints.grpc_server", "--model", "m", "--port", "50051",
+                           "--kv-transfer-config", NIXL])
+    assert (result.problems, result.document) == ((), {"kv_transfer_config": NIXL, "model": {"name": "m"}})
+    lmcache = '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
+    assert hma_policy.decide_command(["python", "-m", "vllm.entrypoints.grpc_server", "--model", "m",
+                                      "--kv-transfer-config", lmcache]).outcome == "disabled"
+
+
 def test_dynamos_launcher_is_read_as_the_command_line_it_hands_vllm():
     # `python3 -m dynamo.vllm --connector lmcache` configures LMCacheConnectorV1
     # (core/deployers.yaml): its --connector was dropped as an option vLLM

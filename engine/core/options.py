@@ -92,10 +92,12 @@ FLAG_OPTIONS = {
 }
 # Every option the decision reads.
 DECISION_OPTIONS = tuple(VALUE_OPTIONS) + tuple(FLAG_OPTIONS)
-# Modules run with `python -m` that start a vLLM engine from vLLM's own arguments: the OpenAI server, and
-# NVIDIA Dynamo's vLLM worker (which takes vLLM's engine arguments, the model by `--model`, and its own:
-# read_command applies them, dynamo_args.py).
-_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", DYNAMO_MODULE})
+# Modules run with `python -m` that start a vLLM engine from vLLM's own arguments, the model by `--model`:
+# the OpenAI server; vLLM's gRPC server (vllm/entrypoints/grpc_server.py main(): a FlexibleArgumentParser
+# with --host, --port and AsyncEngineArgs.add_cli_args, the engine built by create_engine_config as the
+# OpenAI server builds it); NVIDIA Dynamo's vLLM worker, which also takes options of its own
+# (read_command applies them, dynamo_args.py).
+_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.grpc_server", DYNAMO_MODULE})
 # The `vllm` command itself (its console script's module): `python -m vllm.entrypoints.cli.main serve ...`.
 _CLI_MODULE = "vllm.entrypoints.cli.main"
 
