@@ -112,6 +112,26 @@ def small_fleet(tmp_path):
         os.chdir(cwd)
 
 
+def test_a_release_the_rules_do_not_hold_is_shown_as_the_release_decided(tmp_path):
+    # aibrix's compose file runs vllm/vllm-openai:v0.6.6: the text and HTML reports said "vllm
+    # release: 0.6.6" for a launch decided as the default release, as the JSON's decision says.
+    write(tmp_path / "old.sh", "pip install vllm==0.6.6\nvllm serve m\n")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = audit(["old.sh"])
+    finally:
+        os.chdir(cwd)
+    (deployment,) = json.loads(render(result, "json"))["deployments"]
+    assert deployment["release_hint"]["version"] == "0.6.6" and deployment["decision"]["vllm"]["release"] == "0.33.0"
+    assert ("  vllm release: 0.33.0 (default (pip pin vllm==0.6.6 at line 1: vLLM 0.6.6 is not a release these "
+            "rules know; they know 0.9.1 to 0.33.0))") in render(result, "text")
+    assert "vLLM release: 0.33.0 (default (pip pin vllm==0.6.6 at line 1: " in render(result, "html")
+    forced = subprocess.run([sys.executable, "-m", "hma_policy", "audit", "old.sh", "--vllm-version", "0.22.0"],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert "  vllm release: 0.22.0 (--vllm-version (pip pin vllm==0.6.6 at line 1 names 0.6.6))" in forced.stdout
+
+
 def test_every_report_format_shows_places_releases_and_file_notes(small_fleet):
     data = json.loads(render(small_fleet, "json"))
     by_id = {d["id"]: d for d in data["deployments"]}

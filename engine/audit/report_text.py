@@ -86,10 +86,18 @@ def first_error(decision: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def release_text(entry: dict[str, Any]) -> str:
+    """The release what deploys it names; where the decision was made as
+    another (one the rules do not hold, or --vllm-version), that one, with
+    the decision's own account of why."""
     hint = entry.get("release_hint")
     if not hint:
         return ""
-    return f"{hint['version']} ({hint['origin']})" if hint["version"] else f"unknown ({hint['origin']})"
+    if not hint["version"]:
+        return f"unknown ({hint['origin']})"
+    used = (entry.get("decision") or {}).get("vllm") or {}
+    if used.get("release") and used["release"] != hint["version"]:
+        return f"{used['release']} ({used['source']})"
+    return f"{hint['version']} ({hint['origin']})"
 
 
 # -- text -----------------------------------------------------------------------
