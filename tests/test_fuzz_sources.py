@@ -270,3 +270,53 @@ def test_dockers_word_splitting_agrees_with_shlex_on_the_quoting_both_define(tex
         return  # Docker reads an unbalanced quote to the end; shlex refuses it
     words = DockerWords(Ctx("Dockerfile", "Dockerfile", (), DEFAULT_SOURCE_LIMITS), []).split(text, {}, 1)
     assert words == expected
+
+
+# -- the deployer config readers, on mutated real files -------------------------------------------
+
+CORPUS = Path(__file__).resolve().parent / "fleet_corpus"
+CONFIG_FILES = sorted(str(p.relative_to(CORPUS)) for d in ("ray-project__ray", "ray-project__kuberay", "skypilot-org__skypilot")
+                      for p in (CORPUS / d).rglob("*.yaml"))
+# What a mutation puts in place of a value: other JSON types, names that reach the file system, a builder.
+ODD = [None, 0, 7, True, "", "x", [], [1], ["a"], {}, {"a": 1}, "./configs/model_config/qwen_3_8B_fp8_1replica.yaml",
+       "/etc/hostname", "../" * 8 + "x", "a\x00b", "x" * 5000, "ray.serve.llm:build_pd_openai_app",
+       "docker:vllm/vllm-openai:v0.22.0", "vllm serve m --kv-transfer-config \"$KV\""]
+
+
+def _mutated(value, rng):
+    """``value`` with about one value in six replaced by an odd one, and some list items dropped."""
+    if rng.random() < 0.16:
+        return rng.choice(ODD)
+    if isinstance(value, dict):
+        return {k: _mutated(v, rng) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mutated(v, rng) for v in value if rng.random() > 0.1]
+    return value
+
+
+@QUICK
+@given(name=st.sampled_from(CONFIG_FILES), seed=st.integers(0, 2**32))
+def test_mutated_ray_and_skypilot_files_are_read_without_raising_or_running_anything(tmp_path_factory, name, seed):
+    import random
+
+    import yaml
+    directory = tmp_path_factory.mktemp("configs")
+    canary = directory / "canary"
+    model = "ray-project__ray/release/llm_tests/serve/configs/model_config/qwen_3_8B_fp8_1replica.yaml"
+    (directory / model).parent.mkdir(parents=True)  # so that an LLM config file named by path is found
+    (directory / model).write_text((CORPUS / model).read_text(encoding="utf-8"), encoding="utf-8")
+    target = directory / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A few uniform mutations of the file each (Hypothesis' own randoms start from the simplest draws).
+    for variant in range(6):
+        rng = random.Random(seed * 8 + variant)
+        values = [_mutated(v, rng) for v in yaml.safe_load_all((CORPUS / name).read_text(encoding="utf-8"))]
+        for value in values:
+            if isinstance(value, dict) and isinstance(value.get("run"), str):  # a SkyPilot task's script
+                value["run"] = f"touch {canary}\n" + value["run"]
+            spec = value.get("spec") if isinstance(value, dict) else None
+            if isinstance(spec, dict) and isinstance(spec.get("serveConfigV2"), str):  # a RayService's Serve config
+                with contextlib.suppress(yaml.YAMLError):  # (unless a mutation put an odd string there)
+                    spec["serveConfigV2"] = yaml.safe_dump(_mutated(yaml.safe_load(spec["serveConfigV2"]), rng))
+        target.write_text(yaml.safe_dump_all(values), encoding="utf-8")
+        _read_checked(target, canary)
