@@ -112,16 +112,12 @@ def small_fleet(tmp_path):
         os.chdir(cwd)
 
 
-def test_a_release_the_rules_do_not_hold_is_shown_as_the_release_decided(tmp_path):
+def test_a_release_the_rules_do_not_hold_is_shown_as_the_release_decided(tmp_path, monkeypatch):
     # aibrix's compose file runs vllm/vllm-openai:v0.6.6: the text and HTML reports said "vllm
     # release: 0.6.6" for a launch decided as the default release, as the JSON's decision says.
     write(tmp_path / "old.sh", "pip install vllm==0.6.6\nvllm serve m\n")
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        result = audit(["old.sh"])
-    finally:
-        os.chdir(cwd)
+    monkeypatch.chdir(tmp_path)
+    result = audit(["old.sh"])
     (deployment,) = json.loads(render(result, "json"))["deployments"]
     assert deployment["release_hint"]["version"] == "0.6.6" and deployment["decision"]["vllm"]["release"] == "0.33.0"
     assert ("  vllm release: 0.33.0 (default (pip pin vllm==0.6.6 at line 1: vLLM 0.6.6 is not a release these "
