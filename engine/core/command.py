@@ -113,7 +113,9 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
 
     ``argv``: the command's words, from the program on (``["vllm", "serve",
     "Qwen/Qwen3-8B", "--kv-transfer-config", "{...}"]``, ``["python3", "-m",
-    "vllm.entrypoints.openai.api_server", ...]``); a word may be an
+    "vllm.entrypoints.openai.api_server", ...]``, vLLM's gRPC server module,
+    or Dynamo's ``python3 -m dynamo.vllm``, read as the command line it hands
+    vLLM: dynamo_args.py); a word may be an
     :class:`Arg` that says where it came from. ``env``: the environment the
     command runs with; only the variables the decision reads are copied into
     the document. ``read_config(name)``: the text of the ``--config`` file
