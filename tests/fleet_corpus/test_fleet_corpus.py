@@ -26,7 +26,7 @@ OUTCOMES = {"enabled", "disabled", "error", "undetermined", "file_problem"}
 # controller CRDs (audit/sources: kubernetes, kserve, dynamo, kustomize, helm,
 # helm_template, production_stack, llmdbench). Shell scripts and docker compose
 # have their own readers.
-KUBERNETES_FAMILY = {"kubernetes", "lws", "helm-values", "helm-template", "kserve", "kustomize", "dynamo", "aibrix", "ray-serve",
+KUBERNETES_FAMILY = {"kubernetes", "lws", "helm-values", "helm-template", "kserve", "kustomize", "dynamo", "aibrix", "ray-serve", "ome",
                      "llmdbench-scenario", "llmdbench-env", "production-stack-crd"}
 
 # no_launch files this branch does not note, each with why.

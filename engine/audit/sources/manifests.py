@@ -1,7 +1,8 @@
 """A file of Kubernetes-like objects, each read by the reader of its kind:
 kustomize overlays (kustomize.py), KServe LLMInferenceServices (kserve.py),
 NVIDIA Dynamo graphs (dynamo.py), production-stack VLLMRuntimes
-(production_stack.py), llm-d ModelServices (modelservice.py), and every other object's pod templates
+(production_stack.py), llm-d ModelServices (modelservice.py), OME runtimes
+(ome.py), and every other object's pod templates
 (kubernetes.py). A kustomize patch file is read with its base
 (kustomize.py). Objects a controller only merges into others
 (LLMInferenceServiceConfig) are no launches."""
@@ -19,6 +20,7 @@ from .kubernetes import kubernetes
 from .kustomize import is_kustomization, kustomization, patch_file
 from .marks import Lines
 from .modelservice import is_base_config, is_model_service, model_services
+from .ome import is_runtime, ome_runtimes
 from .production_stack import RUNTIME_KIND, vllm_runtimes
 
 __all__ = ["manifest_file"]
@@ -30,6 +32,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
     services: list[tuple[dict[str, Any], Lines]] = []
     graphs: list[tuple[dict[str, Any], Lines]] = []
     runtimes: list[tuple[dict[str, Any], Lines]] = []
+    ome: list[tuple[dict[str, Any], Lines]] = []
     model_service_objects: list[tuple[dict[str, Any], Lines]] = []
     configs: list[dict[str, Any]] = []
     config_maps = [obj for _, obj, _ in documents if obj.get("kind") == "ConfigMap"]
@@ -64,12 +67,15 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             graphs.append((obj, lines))
         elif kind == RUNTIME_KIND:
             runtimes.append((obj, lines))
+        elif is_runtime(obj):
+            ome.append((obj, lines))
         else:
             plain.append((start, obj, lines))
     readers = ((services, "kserve", lambda: llm_inference_services(ctx, services, configs)),
                (graphs, "dynamo", lambda: dynamo_graphs(ctx, graphs)),
                (runtimes, "production-stack-crd", lambda: vllm_runtimes(ctx, runtimes)),
-               (model_service_objects, "modelservice", lambda: model_services(ctx, model_service_objects, config_maps)))
+               (model_service_objects, "modelservice", lambda: model_services(ctx, model_service_objects, config_maps)),
+               (ome, "ome", lambda: ome_runtimes(ctx, ome, config_maps)))
     for items, name, read in readers:
         if items:
             found, found_problems = read()
