@@ -75,6 +75,8 @@ CASES = {
     "1000-node tree": {"kv_transfer_config": tree(1000)},
 }
 FIRST_CASE = "3 levels, 8 leaves"
+# A case that shares no connector node with FIRST_CASE (LMCacheConnectorV1 is none of its leaves).
+UNRELATED_CASE = "single unsupported"
 
 
 def same_facts(document: dict, count: int) -> list[dict]:
