@@ -39,7 +39,7 @@ from .detect import BATCH_SUFFIXES, MENTION_SUFFIXES, basename, mention, source_
 from .compose import compose_file
 from .dockerfile import dockerfile
 from .document import EMPTY, structured_file
-from .files import NOT_REGULAR, decode, read_bytes
+from .files import NOT_REGULAR, decode, read_bytes, read_text
 from .llmdbench import env_file, is_env_file
 from .files import regular as is_regular
 from .shell import shell_file
@@ -126,8 +126,7 @@ def _mentions_only(path: str | Path, display: str, limits: SourceLimits, regular
     skipped = SourceFile(display, None, skipped=_NOT_A_SOURCE)
     if not regular and not is_regular(path):
         return skipped
-    raw, problem = read_bytes(path, display, limits.max_file_bytes)
-    text, problem = decode(raw, display) if raw is not None else (None, problem)
+    text, _ = read_text(path, display, limits.max_file_bytes)
     return _noted(skipped, text, known) if text is not None else skipped
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ...core.errors import InputError
 from ...core.input import parse_text
 from .context import Ctx
-from .files import decode, read_bytes, regular
+from .files import read_bytes, read_text, regular
 from .marks import Lines, yaml_chunks
 
 __all__ = ["Companion", "read_companion", "shown", "objects_of_kind"]
@@ -35,10 +35,6 @@ def shown(ctx: Ctx, path: Path) -> str:
         return str(path)
 
 
-def _inside(ctx: Ctx, real: Path) -> bool:
-    return any(real == root or root in real.parents for root in ctx.config_roots())
-
-
 def read_companion(ctx: Ctx, path: Path) -> Companion | None:
     """A YAML file inside the audited paths, or None (missing, outside, not
     YAML, too large). Never raises."""
@@ -48,12 +44,9 @@ def read_companion(ctx: Ctx, path: Path) -> Companion | None:
         real = path.resolve(strict=True)
     except (OSError, RuntimeError):
         return None
-    if not _inside(ctx, real) or not regular(real):
+    if not ctx.may_read(real) or not regular(real):
         return None
-    raw, problem = read_bytes(real, str(path), ctx.limits.max_file_bytes)
-    if problem is not None or raw is None:
-        return None
-    text, problem = decode(cast(bytes, raw), str(path))
+    text, problem = read_text(real, str(path), ctx.limits.max_file_bytes)
     if problem is not None or text is None:
         return None
     documents = []

@@ -49,6 +49,11 @@ class Ctx:
         file's own directory (resolved only here: most files name no config)."""
         return self.roots or (self.path.resolve().parent,)
 
+    def may_read(self, real: Path) -> bool:
+        """Whether a resolved path lies in the paths another file (a --config
+        file, a companion) may be read from."""
+        return any(real == root or root in real.parents for root in self.config_roots())
+
     def problem(self, code: str, message: str, *, line: int | None = None, path: str = "", hint: str | None = None) -> Problem:
         return Problem(code, message, path, hint, file=self.display, line=line)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...core.errors import Problem
 
-__all__ = ["regular", "read_bytes", "decode", "NOT_REGULAR"]
+__all__ = ["regular", "read_bytes", "read_text", "decode", "NOT_REGULAR"]
 
 
 def regular(path: str | Path) -> bool:
@@ -93,3 +93,10 @@ def decode(raw: bytes, display: str) -> tuple[str | None, Problem | None]:
         return (raw[3:] if raw[:3] == b"\xef\xbb\xbf" else raw).decode("utf-8"), None
     except UnicodeDecodeError as exc:
         return None, Problem("input.encoding", f"`{display}` is not UTF-8 text (byte {exc.start})", file=display)
+
+
+def read_text(path: str | Path, display: str, max_bytes: int) -> tuple[str | None, Problem | None]:
+    """The UTF-8 text of a regular file, or why not: :func:`read_bytes`'s
+    problems (:data:`NOT_REGULAR` among them), then :func:`decode`'s."""
+    raw, problem = read_bytes(path, display, max_bytes)
+    return decode(raw, display) if raw is not None else (None, problem)

@@ -17,14 +17,14 @@ from typing import Any, cast
 
 from ...core.command import read_command
 from ...core.markers import has_unresolved, plain
-from ...core.options import Arg, ConfigFile, find_vllm
+from ...core.options import Arg, ConfigFile
 from ...core.errors import InputError, Problem
 from .context import RUNTIME_FACTS, Ctx
 from .deployment import Deployment
-from .files import NOT_REGULAR, decode, read_bytes, regular
+from .files import NOT_REGULAR, read_text, regular
 from .release import ReleaseHint
 
-__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "refuse", "with_facts"]
+__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "refuse", "release_noted", "with_facts"]
 
 ConfigReader = Callable[[str], "str | ConfigFile"]
 
@@ -56,6 +56,18 @@ class Invocation:
     # Read again once per path through the `if` or `case` that made a value it reads unknown
     # (shell_run.Interpreter.paths): (which path, the words, the environment) for each.
     paths: tuple[tuple[str, list[Arg], dict[str, Arg]], ...] = ()
+
+
+def release_noted(ctx: Ctx, release: ReleaseHint | None, facts: dict[str, Any], facts_origin: str,
+                  line: int | None, notes: list[Problem]) -> ReleaseHint | None:
+    """A launch's release: a directive's ``vllm_version`` over what deploys
+    it; where neither names one, why, as a ``source.release_unknown`` note."""
+    if isinstance(facts.get("vllm_version"), str):
+        release = ReleaseHint(facts["vllm_version"], facts_origin)
+    if release is not None and release.version is None:
+        notes.append(ctx.problem("source.release_unknown", f"the vLLM release is not known: {release.origin}",
+                                 line=line))
+    return release
 
 
 def refuse(problem: Problem) -> InputError:
@@ -94,12 +106,7 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     model = result.model
     called = inv.name or (model.text if model is not None and not has_unresolved(model.text) else None)
     notes = list(inv.notes) + list(result.notes)
-    release = inv.release
-    if isinstance(facts.get("vllm_version"), str):
-        release = ReleaseHint(facts["vllm_version"], inv.facts_origin)
-    if release is not None and release.version is None:
-        notes.append(ctx.problem("source.release_unknown", f"the vLLM release is not known: {release.origin}",
-                                 line=inv.line))
+    release = release_noted(ctx, inv.release, facts, inv.facts_origin, inv.line, notes)
     chain = tuple(dict.fromkeys((ctx.display,) + inv.chain + result.configs))
     return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
                       tuple(problems), tuple(notes), tuple(sorted(origins.items())), inv.resource,
@@ -166,17 +173,14 @@ def config_from_fs(ctx: Ctx, base: Path, in_image: Callable[[str], Path | None] 
         except (OSError, RuntimeError):
             raise refuse(ctx.problem("source.config_missing", f"the config file `{name}` does not exist "
                                      f"(looked for `{shown}`); vLLM fails to start without it")) from None
-        if not any(real == root or root in real.parents for root in ctx.config_roots()):
+        if not ctx.may_read(real):
             raise refuse(ctx.problem("source.config_outside", f"the config file `{shown}` is outside the audited paths",
                                      hint="audit its directory too, or allow it with --config-root DIR"))
         if not regular(real):
             raise refuse(ctx.problem("source.config_missing", f"the config file `{shown}` is not a regular file"))
-        raw, problem = read_bytes(real, shown, ctx.limits.max_config_bytes)
+        text, problem = read_text(real, shown, ctx.limits.max_config_bytes)
         if problem is NOT_REGULAR:
             raise refuse(ctx.problem("source.config_missing", f"the config file `{shown}` is not a regular file"))
-        if problem is not None:
-            raise refuse(problem)
-        text, problem = decode(cast(bytes, raw), shown)  # read: no problem
         if problem is not None:
             raise refuse(problem)
         return ConfigFile(cast(str, text), shown)

@@ -41,8 +41,8 @@ from ...core.markers import show
 from ...core.options import ENV_NAMES, FLAG_OPTIONS, VALUE_OPTIONS
 from .context import Ctx
 from .deployment import Deployment, SourceFile
-from .files import NOT_REGULAR, decode, read_bytes
-from .launch import with_facts
+from .files import NOT_REGULAR, read_text
+from .launch import release_noted, with_facts
 from .marks import Lines
 from .release import ReleaseHint, split_image
 from .yamlread import YamlError, load as load_anchored
@@ -200,11 +200,7 @@ def _deployment(ctx: Ctx, site: _Site, anchor: str, path: tuple, config: Any, ro
     facts = facts if isinstance(facts, dict) else {}
     if facts_problem is not None:
         problems.append(facts_problem)
-    release = site.release
-    if isinstance(facts.get("vllm_version"), str):
-        release = ReleaseHint(facts["vllm_version"], f"line {directive}: hma-policy directive")
-    if release is not None and release.version is None:
-        notes.append(ctx.problem("source.release_unknown", f"the vLLM release is not known: {release.origin}", line=line))
+    release = release_noted(ctx, site.release, facts, f"line {directive}: hma-policy directive", line, notes)
     served = loading.get("model_id") if isinstance(loading.get("model_id"), str) else model
     return Deployment(ctx.display, "ray-serve", anchor, line, served, None if problems else with_facts(document, facts),
                       tuple(problems), tuple(notes), tuple(sorted(origins.items())), site.resource, None, role, chain,
@@ -224,12 +220,10 @@ def _config_file(ctx: Ctx, name: str, line: int | None) -> tuple[Any, Lines, str
     if not ctx.fs:
         return ctx.problem("source.config_unresolved", f"the LLM config file `{name}` cannot be located from this "
                            "file", line=line)
-    roots = [root.resolve() for root in ctx.config_roots()]
 
     def there(path: Path) -> bool:  # a file inside the roots; any name the OS refuses (too long, a NUL) is none
         try:
-            real = path.resolve()
-            return path.is_file() and any(real == root or root in real.parents for root in roots)
+            return path.is_file() and ctx.may_read(path.resolve())
         except (OSError, ValueError, RuntimeError):
             return False
 
@@ -240,13 +234,10 @@ def _config_file(ctx: Ctx, name: str, line: int | None) -> tuple[Any, Lines, str
                            "folder above it, within the audited paths (Ray reads it relative to where `serve run` "
                            "runs)", line=line, hint="audit the folder `serve run` runs in")
     shown = os.path.normpath(found)
-    raw, problem = read_bytes(found, shown, ctx.limits.max_config_bytes)
+    text, problem = read_text(found, shown, ctx.limits.max_config_bytes)
     if problem is not None:
         return problem if problem is not NOT_REGULAR else ctx.problem(
             "source.config_missing", f"the LLM config file `{shown}` is not a regular file", line=line)
-    text, problem = decode(cast(bytes, raw), shown)
-    if problem is not None:
-        return problem
     try:
         value, where = _parse(cast(str, text))
     except (yamlsafe.YamlProblem, YamlError) as exc:
