@@ -55,7 +55,15 @@ def test_kubernetes_launches_carry_container_role_and_release(tmp_path):
     ("quay.io/vllm/vllm-openai:0.9.2", "0.9.2"), ("public.ecr.aws/abc123/vllm/vllm-openai:v0.11.0rc1", "0.11.0rc1"),
     ("localhost:5000/vllm/vllm-openai:v0.22.0", "0.22.0"), ("rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909", "0.10.1"),
     ("vllm/vllm-openai:latest", None), ("vllm/vllm-openai:nightly", None), ("vllm/vllm-openai", None),
-    ("lmcache/vllm-openai:v0.3.9", None), ("rocm/vllm:latest", None), ("vllm/vllm-openai:v0.9.0-cu128", None),
+    ("lmcache/vllm-openai:v0.3.9", None), ("rocm/vllm:latest", None),
+    # The build variants vLLM's release scripts push (publish-release-images.sh): the same release.
+    ("docker.io/vllm/vllm-openai:v0.20.1-cu129", "0.20.1"), ("vllm/vllm-openai:v0.20.1-x86_64-cu129-ubuntu2404", "0.20.1"),
+    ("vllm/vllm-openai:v0.33.0-aarch64", "0.33.0"), ("vllm/vllm-openai:v0.33.0-x86_64-zstd", "0.33.0"),
+    ("vllm/vllm-openai:v0.33.0-ubuntu2404", "0.33.0"), ("vllm/vllm-openai-cpu:v0.23.0-arm64", "0.23.0"),
+    # Not one of them: another suffix, the order changed, a moving tag, another image with a variant-like tag.
+    ("vllm/vllm-openai:v0.20.1-cu129-nixl", None), ("vllm/vllm-openai:v0.20.1-cu129-x86_64", None),
+    ("vllm/vllm-openai:latest-x86_64-cu129", None), ("aibrix/vllm-openai:v0.9.2-cu128-nixl-v0.4.1", None),
+    ("vllm/vllm-openai:v0.20.1-", None), ("vllm/vllm-openai:v0.20.1-cu", None),
 ])
 def test_the_release_an_image_tag_names(image, version):
     from hma_policy.audit.sources.release import from_image

@@ -5,8 +5,11 @@ container image's tag, a ``pip install vllm==X.Y.Z`` pin, or a
 
 Only a tag of vLLM's own release image names a release
 (``vllm/vllm-openai:v0.21.0``, the same path on any registry or mirror:
-``docker.io/``, ``ghcr.io/``, ``quay.io/``, ``public.ecr.aws/...``), and of
-ROCm's ``rocm/vllm`` images the tags that spell ``vllm_X.Y.Z``. A digest,
+``docker.io/``, ``ghcr.io/``, ``quay.io/``, ``public.ecr.aws/...``), with
+the build-variant suffixes vLLM's release scripts push beside it
+(``v0.20.1-cu129``, ``v0.20.1-x86_64-cu129-ubuntu2404``: the same release
+built for another architecture, CUDA or base image), and of ROCm's
+``rocm/vllm`` images the tags that spell ``vllm_X.Y.Z``. A digest,
 ``latest``, ``nightly``, any other tag and any other image (LMCache's
 ``lmcache/vllm-openai`` is tagged with LMCache's releases) give no version,
 with the reason in the origin: nothing is guessed. This module only reads
@@ -24,7 +27,13 @@ __all__ = ["ReleaseHint", "from_image", "from_pin", "split_image", "valid_versio
 
 # A vLLM release as PyPI spells it: 0.21.0, 0.10.1.1, 0.11.0rc1, 0.6.3.post1.
 VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev|dev)[0-9]+)?")
-_TAG_VERSION = re.compile(r"v?(" + VERSION.pattern + ")")
+# The suffixes of vLLM's release tags, in the order they are written
+# (vllm-project/vllm .buildkite/scripts/publish-release-images.sh and, for
+# earlier releases, annotate-release.sh): the architecture, the CUDA
+# build, the base image, the zstd-compressed copy. Each names a build of
+# the same release.
+_VARIANT = r"(?:-(?:x86_64|aarch64|arm64))?(?:-cu[0-9]+)?(?:-ubuntu[0-9]+)?(?:-zstd)?"
+_TAG_VERSION = re.compile(r"v?(" + VERSION.pattern + ")" + _VARIANT)
 _ROCM_TAG_VERSION = re.compile(r"(?:^|_)vllm_(" + VERSION.pattern + r")(?:_|$)")
 
 
