@@ -131,9 +131,27 @@ def test_a_release_the_rules_do_not_hold_is_shown_as_the_release_decided(tmp_pat
     assert ("  vllm release: 0.33.0 (default (pip pin vllm==0.6.6 at line 1: vLLM 0.6.6 is not a release these "
             "rules know; they know 0.9.1 to 0.33.0))") in render(result, "text")
     assert "vLLM release: 0.33.0 (default (pip pin vllm==0.6.6 at line 1: " in render(result, "html")
+    # A note, with a code a reader can find every such launch by.
+    assert deployment["notes"] == [{
+        "code": "source.release_not_held", "file": "old.sh", "line": 2, "path": "",
+        "message": "pip pin vllm==0.6.6 at line 1 names vLLM 0.6.6, not a release these rules decide for "
+                   "(0.9.1 to 0.33.0); decided as vLLM 0.33.0"}]
     forced = subprocess.run([sys.executable, "-m", "hma_policy", "audit", "old.sh", "--vllm-version", "0.22.0"],
                             cwd=tmp_path, capture_output=True, text=True)
     assert "  vllm release: 0.22.0 (--vllm-version (pip pin vllm==0.6.6 at line 1 names 0.6.6))" in forced.stdout
+    assert "release_not_held" not in forced.stdout  # the release asked for decides every launch
+
+
+def test_no_release_note_where_the_release_named_decides(tmp_path, monkeypatch):
+    # Held by the rules; named by a directive that wins over the pin; or naming none (its own note).
+    write(tmp_path / "held.sh", "pip install vllm==0.22.0\nvllm serve m\n")
+    write(tmp_path / "directive.sh", 'pip install vllm==0.6.6\n# hma-policy: {vllm_version: "0.24.0"}\nvllm serve m\n')
+    write(tmp_path / "latest.sh", "docker run vllm/vllm-openai:latest m\n")
+    monkeypatch.chdir(tmp_path)
+    data = json.loads(render(audit(["held.sh", "directive.sh", "latest.sh"]), "json"))
+    got = {d["file"]: (d["decision"]["vllm"]["release"], [n["code"] for n in d["notes"]]) for d in data["deployments"]}
+    assert got == {"held.sh": ("0.22.0", []), "directive.sh": ("0.24.0", []),
+                   "latest.sh": ("0.33.0", ["source.release_unknown"])}
 
 
 def test_every_report_format_shows_places_releases_and_file_notes(small_fleet):

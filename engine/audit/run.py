@@ -200,7 +200,7 @@ def examine(policy: PolicySet, files: list[tuple[str, str, bool]], settings: Set
         if decisions is not None:
             decided.append((index, display, found, decisions))
     for index, display, found, decisions in decided:
-        failure, filed = _guarded(display, lambda: _filed(found, decisions, settings))
+        failure, filed = _guarded(display, lambda: _filed(policy, found, decisions, settings))
         out[index] = failure or filed
     results = [r for r in out if r is not None]
     entries = [e for _, found in results for e in found]
@@ -263,10 +263,10 @@ def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
         return policy.refused(exc.problems, checked.document, hint)
 
 
-def _filed(found: Any, decisions: list[Decision], settings: Settings) -> tuple[FileResult, list[Entry]]:
+def _filed(policy: PolicySet, found: Any, decisions: list[Decision], settings: Settings) -> tuple[FileResult, list[Entry]]:
     # Entries that are not kept (only their report text and counts are) go with their chunk, documents and all.
     lean = not settings.documents and settings.entries
-    deployments = [_noted(d, decision) for d, decision in zip(found.deployments, decisions)]
+    deployments = [_noted(_release_noted(policy, d, decision), decision) for d, decision in zip(found.deployments, decisions)]
     entries = [Entry(d.without_document() if lean and (d.document is not None or d.paths or d.stand_in is not None)
                      else d, decision.to_dict(),
                      input_digest(d.document) if d.document is not None else None, decision.remediation)
@@ -288,6 +288,22 @@ def _noted(deployment: Deployment, decision: Decision) -> Deployment:
     notes = tuple(Problem("source.unresolved_unused", f"{p.message}; {why}", p.path, file=p.file, line=p.line)
                   for p in deployment.problems)
     return deployment.replace(notes=deployment.notes + notes, stand_in=None, paths=())
+
+
+def _release_noted(policy: PolicySet, deployment: Deployment, decision: Decision) -> Deployment:
+    """The deployment, noted where what deploys it names a release these
+    rules do not hold, so that another release decided it (the default):
+    the decision's release line says so, and the note lets a report's
+    reader find every such launch by its code."""
+    hint = Hint(*deployment.release) if deployment.release is not None else None
+    named = deployment.document.get("vllm_version") if deployment.document is not None else None
+    if hint is None or policy.unheld(hint) is None or named is not None:  # (a document's own release decides it)
+        return deployment
+    known = policy.releases
+    span = known[0] if len(known) == 1 else f"{known[0]} to {known[-1]}"
+    note = Problem("source.release_not_held", f"{hint.origin} names vLLM {hint.version}, not a release these rules "
+                   f"decide for ({span}); decided as vLLM {decision.vllm.release}", file=deployment.file, line=deployment.line)
+    return deployment.replace(notes=deployment.notes + (note,))
 
 
 def _located(problem: Problem) -> Problem:

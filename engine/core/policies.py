@@ -183,16 +183,28 @@ class PolicySet:
             return self.default, DEFAULT_SOURCE if self._bundle is not None else None
         if hint.version is None:
             return self.default, f"{self._default_source()} ({hint.origin})"
+        unheld = self.unheld(hint)
+        if unheld is not None:
+            return self.default, f"{self._default_source()} ({hint.origin}{unheld})"
+        if self._bundle is None:
+            return self.default, hint.origin
+        return self.policy(_same(hint.version)), hint.origin
+
+    def unheld(self, hint: Hint | None) -> str | None:
+        """Why the release ``hint`` names does not decide its deployment:
+        these rules do not hold it, and the default decides instead (None:
+        they hold it, it names none, or a fixed release decides every
+        deployment). Said after the hint's origin: "; these rules decide for
+        0.33.0 only", ": vLLM 0.6.6 is not a release these rules know; ..."."""
+        if self.fixed is not None or hint is None or hint.version is None:
+            return None
         version = _same(hint.version)
         if self._bundle is None:
-            if version == self.default.release:
-                return self.default, hint.origin
-            return self.default, f"{self._default_source()} ({hint.origin}; these rules decide for {self.default.release} only)"
-        if version not in self._bundle.releases:
-            known = self.releases
-            return self.default, (f"default ({hint.origin}: vLLM {version} is not a release these rules know; "
-                                  f"they know {known[0]} to {known[-1]})")
-        return self.policy(version), hint.origin
+            return None if version == self.default.release else f"; these rules decide for {self.default.release} only"
+        if version in self._bundle.releases:
+            return None
+        known = self.releases
+        return f": vLLM {version} is not a release these rules know; they know {known[0]} to {known[-1]}"
 
     def _default_source(self) -> str:
         return DEFAULT_SOURCE if self._bundle is not None else self.default.vllm.source
