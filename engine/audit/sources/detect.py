@@ -86,8 +86,9 @@ def mentions_vllm(text: str) -> bool:
 
 
 # Files read only to look for a mention of a KV option or connector: templates that render
-# deployments (Helm, Jinja, Go) and documentation, which the audit cannot decide from.
-MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2", ".md", ".rst", ".txt"})
+# deployments (Helm, Jinja, Go), documentation, and Python (a launcher that builds vLLM's
+# LLM or EngineArgs with a kv_transfer_config), which the audit cannot decide from.
+MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2", ".md", ".rst", ".txt", ".py"})
 # vLLM's KV options in any spelling: --kv-transfer-config, kv_connector, kvTransferConfig (Helm values), ...
 _KV_OPTIONS = r"(?i:kv[-_]?transfer(?:[-_]?config)?|kv[-_]?connector|kv[-_]?offloading)"
 
