@@ -104,15 +104,16 @@ def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path)
     (note,) = read_source(template, known=hma_policy.load_policy().registered_names).notes
     assert note.message == "mentions `LMCacheConnectorV1` at line 2, no vLLM launch recognised"
     assert read_source(write(tmp_path / "unrelated.yaml", "kv_cache_dtype: fp8\nconnector_name: x\n")).notes == ()
-    # A Python launcher (vLLM's offline examples, LMCache's): noted, not read as a launch, never run.
+    # A Python file that starts no engine the Python reader knows (tests/test_python_source.py), but runs
+    # `vllm serve` another way: noted, never run.
     marker = tmp_path / "ran"
-    launcher = write(tmp_path / "prefill.py", f"open({str(marker)!r}, 'w').close()\nfrom vllm import LLM\n"
-                     "from vllm.config import KVTransferConfig\n\nktc = KVTransferConfig(kv_connector='NixlConnector', "
-                     "kv_role='kv_both')\nllm = LLM(model='m', kv_transfer_config=ktc)\n")
+    launcher = write(tmp_path / "launch.py", f"open({str(marker)!r}, 'w').close()\nimport subprocess\n"
+                     "KV = 'kv_connector: NixlConnector'\nsubprocess.run(['vllm', 'serve', 'm', "
+                     "'--kv-transfer-config', KV])\n")
     found = read_source(launcher)
     assert (found.deployments, found.skipped, [(n.code, n.line) for n in found.notes]) == (
         (), "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)", [("source.unrecognized", 3)])
-    assert found.notes[0].message == "mentions `KVTransferConfig` at line 3, no vLLM launch recognised"
+    assert found.notes[0].message == "mentions `kv_connector` at line 3, no vLLM launch recognised"
     assert not marker.exists()
     assert read_source(write(tmp_path / "train.py", "import torch\nmodel = torch.nn.Linear(2, 2)\n")).notes == ()
 

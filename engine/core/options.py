@@ -17,7 +17,7 @@ from .dynamo_args import DYNAMO_MODULE
 from .schema import load_schema
 
 __all__ = ["Arg", "ConfigFile", "VllmOptions", "DEFAULT_OPTIONS", "SCHEMA", "ENV_NAMES", "VALUE_OPTIONS",
-           "FLAG_OPTIONS", "DECISION_OPTIONS", "find_vllm"]
+           "FLAG_OPTIONS", "DECISION_OPTIONS", "ENGINE_FIELDS", "find_vllm"]
 
 
 class Arg(NamedTuple):
@@ -92,6 +92,9 @@ FLAG_OPTIONS = {
 }
 # Every option the decision reads.
 DECISION_OPTIONS = tuple(VALUE_OPTIONS) + tuple(FLAG_OPTIONS)
+# The engine arguments the decision reads, by vLLM's field names (EngineArgs, LLM(...)'s
+# keywords, a Ray Serve config's engine_kwargs); the model names a deployment, the decision does not read it.
+ENGINE_FIELDS = frozenset(field for field, _ in (*VALUE_OPTIONS.values(), *FLAG_OPTIONS.values())) - {"model"}
 # Modules run with `python -m` that start a vLLM engine from vLLM's own arguments, the model by `--model`:
 # the OpenAI server; vLLM's gRPC server (vllm/entrypoints/grpc_server.py main(): a FlexibleArgumentParser
 # with --host, --port and AsyncEngineArgs.add_cli_args, the engine built by create_engine_config as the

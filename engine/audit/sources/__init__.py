@@ -41,6 +41,7 @@ from .dockerfile import dockerfile
 from .document import EMPTY, structured_file
 from .files import NOT_REGULAR, decode, read_bytes, read_text
 from .llmdbench import env_file, is_env_file
+from .python import python_file
 from .files import regular as is_regular
 from .shell import shell_file
 
@@ -159,6 +160,8 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
     elif fmt == "dockerfile":
         deployments, problems = dockerfile(ctx)
         found = SourceFile(ctx.display, "dockerfile", tuple(deployments), tuple(problems))
+    elif fmt == "python":  # a launcher, or (None) a Python file that starts no vLLM engine
+        found = python_file(ctx) or SourceFile(ctx.display, None, skipped=_NOT_A_SOURCE)
     elif fmt == "compose" or (fmt == "yaml" and _SERVICES.search(ctx.text) and compose_file(ctx).skipped is None):
         found = compose_file(ctx)
     else:

@@ -47,8 +47,8 @@ def basename(path: str | Path) -> str:
 
 def source_format(path: str | Path, head: bytes = b"") -> str | None:
     """The reader for ``path`` by its name (or, for a name without a suffix
-    or a batch job's, by its shebang): dockerfile, shell, json, yaml; None
-    when it is not a deployment source."""
+    or a batch job's, by its shebang): dockerfile, shell, json, yaml,
+    python; None when it is not a deployment source."""
     name = basename(path).lower()
     if name in ("dockerfile", "containerfile") or name.startswith(("dockerfile.", "containerfile.")) \
             or name.endswith((".dockerfile", ".containerfile")):
@@ -62,6 +62,8 @@ def source_format(path: str | Path, head: bytes = b"") -> str | None:
         return "json"
     if ext in (".yaml", ".yml"):
         return "yaml"
+    if ext == ".py":
+        return "python"
     if (not ext or ext in BATCH_SUFFIXES) and head.startswith(b"#!"):
         words = head[2:].split(b"\n", 1)[0].decode("latin-1").split()
         if words:
@@ -86,9 +88,8 @@ def mentions_vllm(text: str) -> bool:
 
 
 # Files read only to look for a mention of a KV option or connector: templates that render
-# deployments (Helm, Jinja, Go), documentation, and Python (a launcher that builds vLLM's
-# LLM or EngineArgs with a kv_transfer_config), which the audit cannot decide from.
-MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2", ".md", ".rst", ".txt", ".py"})
+# deployments (Helm, Jinja, Go) and documentation, which the audit cannot decide from.
+MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2", ".md", ".rst", ".txt"})
 # vLLM's KV options in any spelling: --kv-transfer-config, kv_connector, kvTransferConfig (Helm values), ...
 _KV_OPTIONS = r"(?i:kv[-_]?transfer(?:[-_]?config)?|kv[-_]?connector|kv[-_]?offloading)"
 

@@ -38,7 +38,7 @@ from ...core import yamlsafe
 from ...core.deployers import config as filled, deployer
 from ...core.errors import Problem
 from ...core.markers import show
-from ...core.options import ENV_NAMES, FLAG_OPTIONS, VALUE_OPTIONS
+from ...core.options import ENGINE_FIELDS, ENV_NAMES
 from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .files import NOT_REGULAR, read_text
@@ -60,8 +60,6 @@ BUILDERS = {
     "ray.serve.llm:build_pd_openai_app": _PD,
     _OLD_PD: _PD,
 }
-# The engine arguments the decision reads (vLLM's field names).
-_READ = frozenset(field for field, _ in (*VALUE_OPTIONS.values(), *FLAG_OPTIONS.values())) - {"model"}
 # Ray's LLM image, whose tag is the Ray release (rayproject/ray-llm:2.56.0-py312-cu130).
 _RAY_LLM = "rayproject/ray-llm"
 
@@ -172,7 +170,7 @@ def _deployment(ctx: Ctx, site: _Site, anchor: str, path: tuple, config: Any, ro
     loading = config["model_loading_config"] if isinstance(config.get("model_loading_config"), dict) else {}
     model = next((m for m in (loading.get("model_source"), loading.get("model_id")) if isinstance(m, str)), None)
     kwargs = config["engine_kwargs"] if isinstance(config.get("engine_kwargs"), dict) else {}
-    document: dict[str, Any] = {k: v for k, v in kwargs.items() if k in _READ}
+    document: dict[str, Any] = {k: v for k, v in kwargs.items() if k in ENGINE_FIELDS}
 
     def origin(what: str, *keys: str) -> str:
         # A value reached through an alias has no line of its own: the alias's (the config's) then.

@@ -1,0 +1,435 @@
+"""Python launchers: a script that starts vLLM in-process (vLLM's offline
+examples, LMCache's), each call of vLLM's ``LLM``, ``EngineArgs`` or
+``AsyncEngineArgs`` one deployment.
+
+The file is parsed with :mod:`ast`, never run or imported. The calls are
+those of the names the file imports from ``vllm`` (``from vllm import LLM``,
+``import vllm`` then ``vllm.LLM``). Their keyword arguments are vLLM's
+config field names (``LLM`` passes them on to ``EngineArgs``), as a Ray
+Serve config's ``engine_kwargs`` are: the decision reads those of
+:data:`ENGINE_FIELDS`, and ``model`` (the first positional argument, or the
+keyword) names the deployment. A ``kv_transfer_config`` may be a dict or a
+``KVTransferConfig(...)`` call (or ``KVTransferConfig.from_cli(JSON)``).
+
+A value is read as written: a literal, or a name bound once in its
+function or the module to one, or a parameter of a function the file calls
+once, by that call's argument. Anything else (``args.connector``, a name
+bound twice, an f-string) is a value not known: a ``source.unresolved``
+problem where the decision reads it, a note where it does not. An
+``EngineArgs`` object passed on whole (``LLM(**asdict(engine_args))``,
+``from_engine_args(engine_args)``) is the one launch of its ``EngineArgs``
+call; ``EngineArgs.from_cli_args(args)`` is a launch whose options all come
+from the script's command line. The environment variables the decision reads
+are those the script sets in ``os.environ`` with a literal (anywhere in the
+file: the reader does not follow the order of statements).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any, NamedTuple
+
+from ...core.errors import Problem
+from ...core.options import ENGINE_FIELDS, ENV_NAMES
+from .context import Ctx
+from .deployment import Deployment, SourceFile
+from .detect import mentions_vllm
+from .launch import release_noted, with_facts
+
+__all__ = ["python_file"]
+
+# The classes whose call starts (or configures) an engine, and the KV-transfer config class.
+_ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
+_KV_CONFIG = "KVTransferConfig"
+# The calls that are launches: an engine's arguments written out, or taken from the command line.
+_LAUNCHES = _ENGINES | {"EngineArgs.from_cli_args", "AsyncEngineArgs.from_cli_args"}
+# How a script hands an EngineArgs object on whole: LLM(**asdict(args)), LLM(**vars(args)).
+_UNPACKERS = frozenset({"asdict", "vars"})
+# Past this depth an expression is a value not known (a literal nested deeper is not a vLLM config).
+_MAX_DEPTH = 32
+
+
+class _Unknown(NamedTuple):
+    """A value the file does not give: as written, and why it is not known."""
+
+    shown: str
+    why: str
+
+
+class _Binding(NamedTuple):
+    """A name bound in a scope: to ``value`` (None: bound some other way, say how)."""
+
+    value: ast.expr | None
+    how: str
+    scope: Any  # the scope the value is read in (a function node, or the module)
+
+
+def python_file(ctx: Ctx) -> SourceFile | None:
+    """The launches of a Python file; None when it is not a launcher (no
+    launch of an engine it imports from vLLM, not Python, or larger than a
+    config file may be)."""
+    if len(ctx.text) > ctx.limits.max_config_bytes or not mentions_vllm(ctx.text):
+        return None
+    try:
+        tree = ast.parse(ctx.text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python (or not this Python's)
+        return None
+    reader = _Reader(ctx, tree)
+    found = tuple(reader.deployments()) if reader.imported or reader.modules else ()
+    return SourceFile(ctx.display, "python", found) if found else None
+
+
+class _Reader:
+    """One parsed file: what it imports from vLLM, the names each scope
+    binds, the functions it calls once, and the environment it sets."""
+
+    def __init__(self, ctx: Ctx, tree: ast.Module):
+        self.ctx, self.tree = ctx, tree
+        self.imported: dict[str, str] = {}  # a local name -> the vLLM class it is
+        self.modules: set[str] = set()  # local names of the vllm package or a module in it
+        self.scopes: dict[Any, dict[str, list[_Binding]]] = {}
+        self.parent: dict[Any, Any] = {}  # a node -> its enclosing scope
+        self.calls: list[tuple[ast.Call, Any]] = []  # every call, with its scope
+        self._imports()
+        if self.imported or self.modules:
+            self._bind(tree, tree)
+
+    # -- what the file holds ---------------------------------------------------------------
+
+    def _imports(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and _is_vllm(node.module or ""):
+                for alias in node.names:
+                    if alias.name in _ENGINES or alias.name == _KV_CONFIG:
+                        self.imported[alias.asname or alias.name] = alias.name
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if _is_vllm(alias.name):
+                        self.modules.add(alias.asname or alias.name.split(".")[0])
+
+    def _bind(self, node: ast.AST, scope: Any) -> None:
+        """Record the bindings and calls under ``node``, in ``scope``; without
+        recursion, so that a deeply nested file cannot exhaust the stack."""
+        stack = [(node, scope)]
+        while stack:
+            node, scope = stack.pop()
+            names = self.scopes.setdefault(scope, {})
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not scope:
+                inner = self.scopes.setdefault(node, {})
+                self.parent[node] = scope
+                arguments = node.args
+                for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                            *(a for a in (arguments.vararg, arguments.kwarg) if a is not None)):
+                    inner.setdefault(arg.arg, []).append(_Binding(None, "parameter", node))
+                if not isinstance(node, ast.Lambda):
+                    names.setdefault(node.name, []).append(_Binding(None, "function", scope))
+                body = node.body if isinstance(node.body, list) else [node.body]
+                stack.extend((child, node) for child in body)
+                stack.extend((d, scope) for d in (*arguments.defaults, *(d for d in arguments.kw_defaults if d)))
+                continue
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    value = node.value if isinstance(target, ast.Name) else None
+                    for name in _targets(target):
+                        names.setdefault(name, []).append(_Binding(value, "assigned", scope))
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                value = node.value if isinstance(node, (ast.AnnAssign, ast.NamedExpr)) else None
+                for name in _targets(node.target):
+                    names.setdefault(name, []).append(_Binding(value, "assigned", scope))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                for name in _targets(node.target):
+                    names.setdefault(name, []).append(_Binding(None, "a loop variable", scope))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                for name in _targets(node.optional_vars):
+                    names.setdefault(name, []).append(_Binding(None, "bound by `with`", scope))
+            elif isinstance(node, ast.ClassDef):
+                names.setdefault(node.name, []).append(_Binding(None, "a class", scope))
+            elif isinstance(node, ast.Call):
+                self.calls.append((node, scope))
+            stack.extend((child, scope) for child in ast.iter_child_nodes(node))
+
+    def _what(self, func: ast.expr) -> str | None:
+        """The vLLM class a callee is (``LLM``), or its class method
+        (``KVTransferConfig.from_cli``, ``EngineArgs.from_cli_args``); None for any other."""
+        chain: list[str] = []  # the attributes after the first name, read without recursion
+        while isinstance(func, ast.Attribute):
+            chain.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return None
+        chain.reverse()
+        known = _ENGINES | {_KV_CONFIG}
+        if func.id in self.imported:
+            owner = self.imported[func.id]
+            return owner if not chain else f"{owner}.{chain[0]}" if len(chain) == 1 else None
+        if func.id in self.modules and chain:  # vllm.LLM, vllm.config.KVTransferConfig.from_cli
+            if chain[-1] in known:
+                return chain[-1]
+            if len(chain) > 1 and chain[-2] in known:
+                return f"{chain[-2]}.{chain[-1]}"
+        return None
+
+    # -- the launches ----------------------------------------------------------------------
+
+    def deployments(self) -> list[Deployment]:
+        out = []
+        for call, scope in sorted(self.calls, key=lambda item: (item[0].lineno, item[0].col_offset)):
+            what = self._what(call.func)
+            if what in _LAUNCHES and not self._only_hands_on(call, scope):
+                out.append(self._deployment(call, scope, what))
+        return out
+
+    def _only_hands_on(self, call: ast.Call, scope: Any) -> bool:
+        """Whether ``call`` only passes on an EngineArgs object that is a launch
+        of its own: ``LLM(**asdict(engine_args))``, ``from_engine_args(args)``."""
+        if self._what(call.func) != "LLM" or call.args:
+            return False
+        splats = [k.value for k in call.keywords if k.arg is None]
+        if len(splats) != 1 or len(call.keywords) != 1:
+            return False
+        splat = splats[0]
+        if isinstance(splat, ast.Call) and isinstance(splat.func, (ast.Name, ast.Attribute)) and len(splat.args) == 1 \
+                and (splat.func.id if isinstance(splat.func, ast.Name) else splat.func.attr) in _UNPACKERS:
+            source = self._source(splat.args[0], scope, 0)
+            return isinstance(source, ast.Call) and self._what(source.func) in _LAUNCHES
+        return False
+
+    def _source(self, node: ast.expr, scope: Any, depth: int) -> ast.expr | None:
+        """The expression a name stands for, through single bindings (None: not known)."""
+        while isinstance(node, ast.Name) and depth < _MAX_DEPTH:
+            found = self._lookup(node.id, scope)
+            if not isinstance(found, tuple):
+                return None
+            node, scope = found
+            depth += 1
+        return node
+
+    def _deployment(self, call: ast.Call, scope: Any, what: str) -> Deployment:
+        line = call.lineno
+        problems: list[Problem] = []
+        notes: list[Problem] = []
+        document: dict[str, Any] = {}
+        origins: dict[str, str] = {}
+        if what.endswith(".from_cli_args"):
+            notes.append(self.ctx.problem("source.unresolved_arguments", f"`{_shown(call)}` takes every engine "
+                                          "option from the script's command line; none is read", line=line))
+        keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+        model_node = keywords.get("model") or (call.args[0] if call.args and what in _ENGINES else None)
+        for splat in (k.value for k in call.keywords if k.arg is None):
+            notes.append(self.ctx.problem("source.unresolved_arguments", f"the call also takes `**{_shown(splat)}`; only "
+                                          "the keyword arguments written here are read, and it may hold others", line=line))
+        for name, node in keywords.items():
+            if name not in ENGINE_FIELDS:
+                continue
+            value = self._value(node, scope, 0)
+            if _has_unknown(value):
+                problems.append(self.ctx.problem(
+                    "source.unresolved", f"`{name}` takes its value from {_unknowns(value)}", line=line, path="/" + name,
+                    hint="the audit reads files and never runs them; write the value in the file"))
+                continue
+            if value is None:  # vLLM's default, as not given
+                continue
+            document[name] = value
+            origins[name] = f"line {node.lineno}: {name}="
+        model = self._value(model_node, scope, 0) if model_node is not None else None
+        named = model if isinstance(model, str) else None
+        if model_node is not None and _has_unknown(model):
+            notes.append(self.ctx.problem("source.unresolved_unused", f"`model` takes its value from {_unknowns(model)}; "
+                                          "the decision does not read it", line=line))
+        elif named is not None:
+            document["model"] = {"name": named}
+            origins["model"] = f"line {model_node.lineno}: model"
+        env, env_line, env_problems = self._environment()
+        problems += env_problems
+        if env:
+            document["env"] = env
+            origins["env"] = f"line {env_line}: os.environ"
+        facts, facts_problem, directive = self.ctx.facts_for(line)
+        facts = facts if isinstance(facts, dict) else {}
+        if facts_problem is not None:
+            problems.append(facts_problem)
+        release = release_noted(self.ctx, None, facts, f"line {directive}: hma-policy directive", line, notes)
+        return Deployment(self.ctx.display, "python", f":{line}", line, named,
+                          None if problems else with_facts(document, facts), tuple(problems), tuple(notes),
+                          tuple(sorted(origins.items())), release=release)
+
+    def _environment(self) -> tuple[dict[str, Any], int | None, list[Problem]]:
+        """The variables the decision reads that the script sets in ``os.environ``,
+        the first line that sets one, and the problems of those not known."""
+        values: dict[str, list[tuple[Any, int]]] = {}
+        for call, scope in self.calls:
+            func = call.func
+            if not (isinstance(func, ast.Attribute) and _is_environ(func.value)):
+                continue
+            if func.attr == "setdefault" and len(call.args) == 2:
+                pairs = [(call.args[0], call.args[1])]
+            elif func.attr == "update" and len(call.args) == 1 and isinstance(call.args[0], ast.Dict):
+                pairs = [(k, v) for k, v in zip(call.args[0].keys, call.args[0].values) if k is not None]
+            else:
+                pairs = []
+            pairs += [(ast.Constant(k.arg), k.value) for k in call.keywords if func.attr == "update" and k.arg]
+            for key, value in pairs:
+                if isinstance(key, ast.Constant) and key.value in ENV_NAMES:
+                    values.setdefault(key.value, []).append((self._value(value, scope, 0), call.lineno))
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Subscript) and _is_environ(target.value) \
+                            and isinstance(target.slice, ast.Constant) and target.slice.value in ENV_NAMES:
+                        values.setdefault(target.slice.value, []).append((self._value(node.value, self.tree, 0), node.lineno))
+        env: dict[str, Any] = {}
+        problems = []
+        for name, found in values.items():
+            distinct = {json.dumps(v, sort_keys=True, default=str) for v, _ in found}
+            value, line = found[0]
+            if _has_unknown(value) or len(distinct) > 1:
+                why = _unknowns(value) if _has_unknown(value) else "values set in more than one place in this file"
+                problems.append(self.ctx.problem("source.unresolved", f"the environment variable `{name}` takes its value "
+                                                 f"from {why}", line=line, path="/env/" + name))
+            elif isinstance(value, (str, int, float, bool)):
+                env[name] = value
+        lines = [line for name in env for _, line in values[name]]
+        return env, min(lines) if lines else None, problems
+
+    # -- values ----------------------------------------------------------------------------
+
+    def _lookup(self, name: str, scope: Any) -> tuple[ast.expr, Any] | _Unknown:
+        """What ``name`` stands for in ``scope``: its one value (and where to read it), or why not known."""
+        while scope is not None:
+            bound = self.scopes.get(scope, {}).get(name)
+            if bound:
+                if len(bound) > 1:
+                    return _Unknown(name, f"is set {len(bound)} times in this file")
+                binding = bound[0]
+                if binding.value is not None:
+                    return binding.value, binding.scope
+                if binding.how == "parameter":
+                    return self._argument(name, binding.scope)
+                return _Unknown(name, f"is {binding.how}")
+            scope = self.parent.get(scope)
+        return _Unknown(name, "is not set in this file")
+
+    def _argument(self, name: str, function: Any) -> tuple[ast.expr, Any] | _Unknown:
+        """A parameter's value: the argument of the one call of its function in this file."""
+        why = _Unknown(name, f"is a parameter of `{getattr(function, 'name', 'lambda')}`")
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return why
+        calls = [(c, s) for c, s in self.calls if isinstance(c.func, ast.Name) and c.func.id == function.name]
+        if len(calls) != 1:
+            return why
+        call, scope = calls[0]
+        arguments = function.args
+        positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+        for keyword in call.keywords:
+            if keyword.arg == name:
+                return keyword.value, scope
+        if name in positional:
+            at = positional.index(name)
+            if at < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:at + 1]):
+                return call.args[at], scope
+            defaults = arguments.defaults
+            first_default = len(positional) - len(defaults)
+            if at >= first_default and not any(isinstance(a, ast.Starred) for a in call.args) \
+                    and not any(k.arg is None for k in call.keywords):
+                return defaults[at - first_default], self.parent.get(function)
+        return why
+
+    def _value(self, node: ast.expr, scope: Any, depth: int) -> Any:
+        """A JSON value as written; an unknown part is an :class:`_Unknown`."""
+        if depth > _MAX_DEPTH:
+            return _Unknown(_shown(node), "is nested too deeply to read")
+        if isinstance(node, ast.Constant):
+            value = node.value
+            return value if value is None or isinstance(value, (str, int, float, bool)) else _Unknown(_shown(node), "is not JSON")
+        if isinstance(node, ast.Name):
+            found = self._lookup(node.id, scope)
+            return found if isinstance(found, _Unknown) else self._value(found[0], found[1], depth + 1)
+        if isinstance(node, ast.Dict):
+            if any(k is None for k in node.keys):
+                return _Unknown(_shown(node), "merges another mapping (`**`)")
+            out = {}
+            for key, value in zip(node.keys, node.values):
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                    return _Unknown(_shown(node), "has a key that is not a string")
+                out[key.value] = self._value(value, scope, depth + 1)
+            return out
+        if isinstance(node, (ast.List, ast.Tuple)):
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                return _Unknown(_shown(node), "unpacks another list (`*`)")
+            return [self._value(e, scope, depth + 1) for e in node.elts]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+                and isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
+            return -node.operand.value
+        if isinstance(node, ast.Call):
+            return self._called(node, scope, depth)
+        return _Unknown(_shown(node), "is computed when the script runs")
+
+    def _called(self, node: ast.Call, scope: Any, depth: int) -> Any:
+        what = self._what(node.func)
+        is_dict = isinstance(node.func, ast.Name) and node.func.id == "dict" and "dict" not in self.scopes.get(self.tree, {})
+        if (what == _KV_CONFIG or is_dict) and not node.args:
+            if any(k.arg is None for k in node.keywords):
+                return _Unknown(_shown(node), "merges another mapping (`**`)")
+            return {k.arg: self._value(k.value, scope, depth + 1) for k in node.keywords}
+        if what == f"{_KV_CONFIG}.from_cli" and len(node.args) == 1 and not node.keywords:
+            # The JSON text itself, as a command line gives it: the deployment's checks parse it, within their bounds.
+            text = self._value(node.args[0], scope, depth + 1)
+            if isinstance(text, (str, _Unknown)):
+                return text
+        return _Unknown(_shown(node), "is computed when the script runs")
+
+
+def _is_vllm(module: str) -> bool:
+    return module == "vllm" or module.startswith("vllm.")
+
+
+def _is_environ(node: ast.expr) -> bool:
+    """``os.environ`` (or ``environ`` imported from os)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "environ" and isinstance(node.value, ast.Name)
+            and node.value.id == "os") or (isinstance(node, ast.Name) and node.id == "environ")
+
+
+def _targets(target: ast.expr) -> list[str]:
+    """The names an assignment target binds (a tuple binds each)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _targets(element)]
+    if isinstance(target, ast.Starred):
+        return _targets(target.value)
+    return []
+
+
+def _shown(node: ast.AST) -> str:
+    """An expression as a message shows it: its source, on one line, at most 60 characters."""
+    try:
+        text = " ".join(ast.unparse(node).split())
+    except (ValueError, RecursionError):  # (an AST too deep to print back)
+        text = type(node).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _has_unknown(value: Any) -> bool:
+    if isinstance(value, _Unknown):
+        return True
+    if isinstance(value, dict):
+        return any(_has_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_unknown(v) for v in value)
+    return False
+
+
+def _unknowns(value: Any) -> str:
+    """The unknown parts of a value for a message: "`args.kv` (which is computed when the script runs)"."""
+    found: list[_Unknown] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Unknown):
+            found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return ", ".join(f"`{u.shown}` (which {u.why})" for u in dict.fromkeys(found))

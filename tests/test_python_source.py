@@ -1,0 +1,238 @@
+"""Python launchers (audit/sources/python.py): a script that starts vLLM
+in-process with LLM(...), EngineArgs(...) or AsyncEngineArgs(...). The fleet
+corpus holds real ones (tests/fleet_corpus/*, format python); these cover
+how values are resolved, what stays unknown, and that nothing is run."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import hma_policy
+from hma_policy.audit.run import audit
+from hma_policy.audit.sources import read_source
+
+HEADER = "from vllm import LLM\nfrom vllm.config import KVTransferConfig\n"
+NOT_A_SOURCE = "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"
+
+
+def read(tmp_path: Path, text: str, name: str = "run.py"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return read_source(path, display=name)
+
+
+def decided(deployment) -> tuple[str, bool | None]:
+    decision = hma_policy.decide(deployment.document)
+    return decision.outcome, decision.hma_enabled
+
+
+def test_a_literal_kv_transfer_config_is_read_and_decided(tmp_path):
+    found = read(tmp_path, HEADER + """
+llm = LLM(
+    model="Qwen/Qwen3-8B",
+    kv_transfer_config=KVTransferConfig(kv_connector="LMCacheConnectorV1", kv_role="kv_both"),
+    gpu_memory_utilization=0.8,
+)
+""")
+    assert found.format == "python"
+    (only,) = found.deployments
+    assert (only.id, only.line, only.name) == ("run.py:4", 4, "Qwen/Qwen3-8B")
+    # The fields the decision reads, by vLLM's names; the others (gpu_memory_utilization) are not read.
+    assert only.document == {"kv_transfer_config": {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"},
+                             "model": {"name": "Qwen/Qwen3-8B"}}
+    assert dict(only.origins) == {"kv_transfer_config": "line 6: kv_transfer_config=", "model": "line 5: model"}
+    assert decided(only) == ("disabled", False)
+
+
+def test_engine_args_handed_to_llm_whole_is_one_launch_at_the_engine_args(tmp_path):
+    found = read(tmp_path, """\
+from dataclasses import asdict
+from vllm import LLM, EngineArgs
+from vllm.config import KVTransferConfig
+
+def build(connector, model="m"):
+    ktc = KVTransferConfig(kv_connector=connector, kv_role="kv_both")
+    args = EngineArgs(model=model, kv_transfer_config=ktc, disable_hybrid_kv_cache_manager=True)
+    return LLM(**asdict(args))
+
+build("LMCacheConnectorV1")
+""")
+    (only,) = found.deployments
+    # The parameter takes the argument of the function's one call, the model its default.
+    assert only.line == 7 and only.document["kv_transfer_config"]["kv_connector"] == "LMCacheConnectorV1"
+    assert only.document["disable_hybrid_kv_cache_manager"] is True and only.name == "m"
+    assert decided(only) == ("disabled", False)
+
+
+def test_values_the_file_does_not_give_are_reported_where_the_decision_reads_them(tmp_path):
+    found = read(tmp_path, HEADER + """
+import argparse
+
+def build(connector):
+    return LLM(model=args.model, kv_transfer_config={"kv_connector": connector, "kv_role": "kv_both"})
+
+args = argparse.ArgumentParser().parse_args()
+ktc = KVTransferConfig(kv_connector="NixlConnector", kv_role="kv_both")
+ktc = KVTransferConfig(kv_connector="LMCacheConnectorV1", kv_role="kv_both")
+build("NixlConnector")
+build(args.connector)
+LLM("m", kv_transfer_config=ktc)
+LLM("m", kv_transfer_config=KVTransferConfig(kv_connector=f"{args.name}Connector", kv_role="kv_both"))
+""")
+    first, second, third = found.deployments
+    assert [(p.code, p.message, p.path) for p in first.problems] == [
+        ("source.unresolved", "`kv_transfer_config` takes its value from `connector` (which is a parameter of `build`)",
+         "/kv_transfer_config")]
+    assert [(n.code, n.message) for n in first.notes] == [
+        ("source.unresolved_unused", "`model` takes its value from `args.model` (which is computed when the script "
+                                     "runs); the decision does not read it")]
+    assert second.problems[0].message == "`kv_transfer_config` takes its value from `ktc` (which is set 2 times in this file)"
+    assert third.problems[0].message == ("`kv_transfer_config` takes its value from `f'{args.name}Connector'` "
+                                         "(which is computed when the script runs)")
+    assert first.document is None and third.document is None
+
+
+def test_other_spellings_of_a_launch(tmp_path):
+    found = read(tmp_path, """\
+import os
+import vllm
+from vllm import EngineArgs as Args, AsyncEngineArgs
+from vllm.config import KVTransferConfig as KTC
+
+os.environ["LMCACHE_USE_UPSTREAM_MP"] = "1"
+os.environ.setdefault("VLLM_USE_SIMPLE_KV_OFFLOAD", "0")
+os.environ["HF_TOKEN"] = "not read"
+a = vllm.LLM("m", kv_transfer_config=KTC.from_cli('{"kv_connector":"NixlConnector","kv_role":"kv_both"}'))
+b = Args(model="m", kv_transfer_config=dict(kv_connector="NixlConnector", kv_role="kv_producer"), **extra)
+c = AsyncEngineArgs.from_cli_args(parsed)
+d = vllm.LLM(model="m", kv_offloading_size=8.0, kv_offloading_backend="native", disable_hybrid_kv_cache_manager=None)
+""")
+    a, b, c, d = found.deployments
+    # from_cli's JSON text as a command line gives it: the deployment's checks parse it.
+    assert a.document["kv_transfer_config"] == '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+    assert decided(a) == ("enabled", True)
+    # Only the variables the decision reads, with the line that sets the first.
+    assert a.document["env"] == {"LMCACHE_USE_UPSTREAM_MP": "1", "VLLM_USE_SIMPLE_KV_OFFLOAD": "0"}
+    assert dict(a.origins)["env"] == "line 6: os.environ"
+    assert b.document["kv_transfer_config"]["kv_role"] == "kv_producer"
+    assert [n.message for n in b.notes] == ["the call also takes `**extra`; only the keyword arguments written here "
+                                            "are read, and it may hold others"]
+    assert [(n.code, n.message) for n in c.notes] == [
+        ("source.unresolved_arguments", "`AsyncEngineArgs.from_cli_args(parsed)` takes every engine option from the "
+                                        "script's command line; none is read")]
+    assert "kv_transfer_config" not in c.document
+    # None is vLLM's default: as not given.
+    assert {k: v for k, v in d.document.items() if k != "env"} == {
+        "kv_offloading_size": 8.0, "kv_offloading_backend": "native", "model": {"name": "m"}}
+
+
+def test_an_environment_variable_set_twice_is_not_known(tmp_path):
+    found = read(tmp_path, HEADER + """import os
+os.environ["LMCACHE_USE_UPSTREAM_MP"] = "1"
+os.environ.update(LMCACHE_USE_UPSTREAM_MP="")
+LLM("m")
+""")
+    (only,) = found.deployments
+    assert [(p.code, p.path, p.message) for p in only.problems] == [
+        ("source.unresolved", "/env/LMCACHE_USE_UPSTREAM_MP", "the environment variable `LMCACHE_USE_UPSTREAM_MP` takes "
+                                                              "its value from values set in more than one place in this file")]
+
+
+def test_a_directive_gives_the_release_and_model_facts(tmp_path):
+    found = read(tmp_path, HEADER + """
+# hma-policy: {vllm_version: "0.22.0", model_facts: {layer_kinds: [full_attention, sliding_window]}}
+llm = LLM("m")
+""")
+    (only,) = found.deployments
+    assert only.release == ("0.22.0", "line 4: hma-policy directive")
+    assert only.document["model_facts"] == {"layer_kinds": ["full_attention", "sliding_window"]}
+
+
+@pytest.mark.parametrize("text", [
+    "import torch\nmodel = torch.nn.Linear(2, 2)\n",  # no vLLM
+    "from vllm import SamplingParams\nparams = SamplingParams(temperature=0)\n",  # vLLM, no engine
+    "print 'python 2'\nLLM(kv_transfer_config=x)\n",  # not Python 3
+    "from vllm import LLM\nx = " + "[" * 5000 + "]" * 5000 + "\n",  # too deep for the parser
+])
+def test_a_python_file_that_starts_no_engine_is_skipped(tmp_path, text):
+    found = read(tmp_path, text)
+    assert (found.deployments, found.problems, found.skipped) == ((), (), NOT_A_SOURCE)
+
+
+def test_a_binary_python_file_is_a_problem_as_any_binary_source_is(tmp_path):
+    found = read(tmp_path, "from vllm import LLM\n\x00\n")
+    assert [(p.code, p.message) for p in found.problems] == [("source.binary", "`run.py` is a binary file, not text")]
+
+
+def test_a_python_file_that_mentions_a_kv_option_and_is_not_read_is_noted(tmp_path):
+    found = read(tmp_path, "import subprocess\nsubprocess.run(['vllm', 'serve', 'm', '--kv-transfer-config', KV])\n")
+    assert [(n.code, n.line, n.message) for n in found.notes] == [
+        ("source.unrecognized", 2, "mentions `kv-transfer-config` at line 2, no vLLM launch recognised")]
+
+
+def test_a_deeply_nested_value_is_not_known_and_the_reader_does_not_recurse(tmp_path):
+    deep = "{'a': " * 60 + "1" + "}" * 60
+    found = read(tmp_path, HEADER + f"LLM('m', kv_transfer_config={deep})\n")
+    (only,) = found.deployments
+    assert only.problems[0].message.endswith("(which is nested too deeply to read)")
+    chained = read(tmp_path, HEADER + "".join(f"v{i} = v{i + 1}\n" for i in range(3000)) + "v3000 = 1\n"
+                   "LLM('m', kv_transfer_config=v0)\n", name="chain.py")
+    (only,) = chained.deployments
+    assert only.problems[0].message.endswith("(which is nested too deeply to read)")
+    # A callee 2,000 attributes long (the parser takes it; a recursive reading of it would not).
+    long = read(tmp_path, "import vllm\nx = vllm" + ".a" * 2000 + ".LLM('m')\n", name="long.py")
+    assert [d.line for d in long.deployments] == [2]
+
+
+def test_deeply_nested_json_text_is_refused_by_the_deployment_checks_not_a_fault(tmp_path):
+    found = read(tmp_path, HEADER + "LLM('m', kv_transfer_config=KVTransferConfig.from_cli('" + "[" * 100_000 + "]" * 100_000 + "'))\n")
+    (only,) = found.deployments
+    with pytest.raises(hma_policy.InputError) as refused:
+        hma_policy.decide(only.document)
+    assert refused.value.problems[0].code == "input.limit"
+
+
+def test_the_file_is_never_run_or_imported(tmp_path, monkeypatch):
+    marker = tmp_path / "ran"
+    (tmp_path / "evil_module.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = read(tmp_path, f"open({str(marker)!r}, 'w').close()\nimport evil_module\n" + HEADER +
+                 "LLM('m', kv_transfer_config=__import__('evil_module').KV)\n")
+    assert found.deployments[0].problems[0].code == "source.unresolved"
+    assert not marker.exists() and "evil_module" not in sys.modules
+
+
+# -- never raises, never runs: mutated launchers ------------------------------------------------
+
+_EXPRESSIONS = ["'NixlConnector'", "None", "True", "1e400", "-5", "args.kv", "f'{x}'", "{**base}", "[*xs]", "x", "(1, 2)",
+                "{'kv_connector': 'MultiConnector', 'kv_connector_extra_config': {'connectors': [{}]}}",
+                "KVTransferConfig(**kw)", "KVTransferConfig.from_cli('{')", "KVTransferConfig.from_cli('[1]')",
+                "KVTransferConfig.from_cli('" + "[" * 5000 + "]" * 5000 + "')",
+                "dict(a=1)", "lambda: 1", "b'bytes'", "{1: 2}", "os.environ['X']", "__import__('os').system('touch ran')"]
+_STATEMENTS = ["x = {e}", "x = {e}\nx = 1", "def f(a, *b, c={e}, **d):\n    return LLM(model=a, kv_transfer_config=c)\n",
+               "f({e})", "f(*{e})", "os.environ['LMCACHE_USE_UPSTREAM_MP'] = {e}", "os.environ.update({e})",
+               "LLM({e}, kv_transfer_config={e}, **{e})", "EngineArgs(model={e}, disable_hybrid_kv_cache_manager={e})",
+               "LLM(**asdict({e}))", "LLM(**vars(x))", "for x in {e}:\n    LLM('m', kv_transfer_config=x)",
+               "with {e} as x:\n    pass", "class C:\n    x = {e}", "(y := {e})", "import vllm as v\nv.LLM(kv_transfer_config={e})"]
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32))
+def test_generated_launchers_are_read_without_raising_or_running_anything(tmp_path_factory, seed):
+    rng = random.Random(seed)  # (Hypothesis' own draws start from the simplest: Python's random mixes more)
+    lines = [HEADER + "import os\nfrom dataclasses import asdict\nfrom vllm import EngineArgs"]
+    for _ in range(rng.randint(1, 8)):
+        lines.append(rng.choice(_STATEMENTS).replace("{e}", rng.choice(_EXPRESSIONS)))
+    directory = tmp_path_factory.mktemp("py")
+    found = read(directory, "\n".join(lines))
+    assert all((d.document is None) == bool(d.problems) for d in found.deployments)
+    report = audit([str(directory / "run.py")])  # decided, or refused as input: never a fault of the audit
+    assert [p.code for f in report.files for p in f.problems if p.code == "audit.internal"] == []
+    assert len(report.entries) == len(found.deployments)
+    assert {e.decision["outcome"] for e in report.entries} <= {"enabled", "disabled", "error", "undetermined"}
+    assert not (directory / "ran").exists()
