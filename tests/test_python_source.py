@@ -83,8 +83,10 @@ build("NixlConnector")
 build(args.connector)
 LLM("m", kv_transfer_config=ktc)
 LLM("m", kv_transfer_config=KVTransferConfig(kv_connector=f"{args.name}Connector", kv_role="kv_both"))
+for config in configs:
+    LLM("m", kv_transfer_config=config)
 """)
-    first, second, third = found.deployments
+    first, second, third, loop = found.deployments
     assert [(p.code, p.message, p.path) for p in first.problems] == [
         ("source.unresolved", "`kv_transfer_config` takes its value from `connector` (which is a parameter of `build`)",
          "/kv_transfer_config")]
@@ -94,6 +96,7 @@ LLM("m", kv_transfer_config=KVTransferConfig(kv_connector=f"{args.name}Connector
     assert second.problems[0].message == "`kv_transfer_config` takes its value from `ktc` (which is set 2 times in this file)"
     assert third.problems[0].message == ("`kv_transfer_config` takes its value from `f'{args.name}Connector'` "
                                          "(which is computed when the script runs)")
+    assert loop.problems[0].message == "`kv_transfer_config` takes its value from `config` (which is a loop variable)"
     assert first.document is None and third.document is None
 
 

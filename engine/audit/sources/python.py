@@ -46,6 +46,7 @@ _KV_CONFIG = "KVTransferConfig"
 _LAUNCHES = _ENGINES | {"EngineArgs.from_cli_args", "AsyncEngineArgs.from_cli_args"}
 # How a script hands an EngineArgs object on whole: LLM(**asdict(args)), LLM(**vars(args)).
 _UNPACKERS = frozenset({"asdict", "vars"})
+_PARAMETER = "a parameter"
 # Past this depth an expression is a value not known (a literal nested deeper is not a vLLM config).
 _MAX_DEPTH = 32
 
@@ -58,7 +59,8 @@ class _Unknown(NamedTuple):
 
 
 class _Binding(NamedTuple):
-    """A name bound in a scope: to ``value`` (None: bound some other way, say how)."""
+    """A name bound in a scope: to ``value`` (None: bound some other way;
+    ``how`` completes "which is ...")."""
 
     value: ast.expr | None
     how: str
@@ -121,9 +123,10 @@ class _Reader:
                 arguments = node.args
                 for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
                             *(a for a in (arguments.vararg, arguments.kwarg) if a is not None)):
-                    inner.setdefault(arg.arg, []).append(_Binding(None, "parameter", node))
+                    inner.setdefault(arg.arg, []).append(_Binding(None, _PARAMETER, node))
                 if not isinstance(node, ast.Lambda):
-                    names.setdefault(node.name, []).append(_Binding(None, "function", scope))
+                    names.setdefault(node.name, []).append(_Binding(None, "a function", scope))
+                    stack.extend((d, scope) for d in node.decorator_list)
                 body = node.body if isinstance(node.body, list) else [node.body]
                 stack.extend((child, node) for child in body)
                 stack.extend((d, scope) for d in (*arguments.defaults, *(d for d in arguments.kw_defaults if d)))
@@ -132,11 +135,13 @@ class _Reader:
                 for target in node.targets:
                     value = node.value if isinstance(target, ast.Name) else None
                     for name in _targets(target):
-                        names.setdefault(name, []).append(_Binding(value, "assigned", scope))
-            elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
-                value = node.value if isinstance(node, (ast.AnnAssign, ast.NamedExpr)) else None
+                        names.setdefault(name, []).append(_Binding(value, "unpacked from another value", scope))
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
                 for name in _targets(node.target):
-                    names.setdefault(name, []).append(_Binding(value, "assigned", scope))
+                    names.setdefault(name, []).append(_Binding(node.value, "declared without a value", scope))
+            elif isinstance(node, ast.AugAssign):
+                for name in _targets(node.target):
+                    names.setdefault(name, []).append(_Binding(None, "changed in place", scope))
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
                 for name in _targets(node.target):
                     names.setdefault(name, []).append(_Binding(None, "a loop variable", scope))
@@ -304,7 +309,7 @@ class _Reader:
                 binding = bound[0]
                 if binding.value is not None:
                     return binding.value, binding.scope
-                if binding.how == "parameter":
+                if binding.how == _PARAMETER:
                     return self._argument(name, binding.scope)
                 return _Unknown(name, f"is {binding.how}")
             scope = self.parent.get(scope)
