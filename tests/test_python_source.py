@@ -5,6 +5,7 @@ how values are resolved, what stays unknown, and that nothing is run."""
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from pathlib import Path
@@ -42,8 +43,9 @@ llm = LLM(
     assert found.format == "python"
     (only,) = found.deployments
     assert (only.id, only.line, only.name) == ("run.py:4", 4, "Qwen/Qwen3-8B")
-    # The fields the decision reads, by vLLM's names; the others (gpu_memory_utilization) are not read.
-    assert only.document == {"kv_transfer_config": {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"},
+    # The fields the decision reads, by vLLM's names, as a command line gives them (a JSON option as its
+    # text); the others (gpu_memory_utilization) are not read.
+    assert only.document == {"kv_transfer_config": '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}',
                              "model": {"name": "Qwen/Qwen3-8B"}}
     assert dict(only.origins) == {"kv_transfer_config": "line 6: kv_transfer_config=", "model": "line 5: model"}
     assert decided(only) == ("disabled", False)
@@ -64,7 +66,7 @@ build("LMCacheConnectorV1")
 """)
     (only,) = found.deployments
     # The parameter takes the argument of the function's one call, the model its default.
-    assert only.line == 7 and only.document["kv_transfer_config"]["kv_connector"] == "LMCacheConnectorV1"
+    assert only.line == 7 and json.loads(only.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
     assert only.document["disable_hybrid_kv_cache_manager"] is True and only.name == "m"
     assert decided(only) == ("disabled", False)
 
@@ -88,14 +90,15 @@ for config in configs:
 """)
     first, second, third, loop = found.deployments
     assert [(p.code, p.message, p.path) for p in first.problems] == [
-        ("source.unresolved", "`kv_transfer_config` takes its value from `connector` (which is a parameter of `build`)",
-         "/kv_transfer_config")]
+        ("source.unresolved", "`kv_transfer_config` takes its value at `/kv_connector` from `connector` (which is a "
+                              "parameter of `build`)", "/kv_transfer_config")]
     assert [(n.code, n.message) for n in first.notes] == [
-        ("source.unresolved_unused", "`model` takes its value from `args.model` (which is computed when the script "
-                                     "runs); the decision does not read it")]
-    assert second.problems[0].message == "`kv_transfer_config` takes its value from `ktc` (which is set 2 times in this file)"
-    assert third.problems[0].message == ("`kv_transfer_config` takes its value from `f'{args.name}Connector'` "
-                                         "(which is computed when the script runs)")
+        ("source.unresolved_unused", "the model is `args.model`, where `args.model` is computed when the script runs; "
+                                     "the decision does not read the model's name")]
+    # `ktc` is set twice at the top of the module, each before the call: the second is in effect.
+    assert json.loads(second.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
+    assert third.problems[0].message == ("`kv_transfer_config` takes its value at `/kv_connector` from "
+                                         "`f'{args.name}Connector'` (which is computed when the script runs)")
     assert loop.problems[0].message == "`kv_transfer_config` takes its value from `config` (which is a loop variable)"
     assert first.document is None and third.document is None
 
@@ -121,17 +124,61 @@ d = vllm.LLM(model="m", kv_offloading_size=8.0, kv_offloading_backend="native", 
     assert decided(a) == ("enabled", True)
     # Only the variables the decision reads, with the line that sets the first.
     assert a.document["env"] == {"LMCACHE_USE_UPSTREAM_MP": "1", "VLLM_USE_SIMPLE_KV_OFFLOAD": "0"}
-    assert dict(a.origins)["env"] == "line 6: os.environ"
-    assert b.document["kv_transfer_config"]["kv_role"] == "kv_producer"
-    assert [n.message for n in b.notes] == ["the call also takes `**extra`; only the keyword arguments written here "
-                                            "are read, and it may hold others"]
+    assert dict(a.origins) == {"env": "line 7: os.environ", "kv_transfer_config": "line 9: kv_transfer_config=",
+                               "model": "line 9: model"}
+    assert json.loads(b.document["kv_transfer_config"])["kv_role"] == "kv_producer"
+    assert [n.message for n in b.notes] == ["the command also takes `**extra` (which is unpacked when the script runs); "
+                                            "only the options written here are read, and it may hold others"]
     assert [(n.code, n.message) for n in c.notes] == [
-        ("source.unresolved_arguments", "`AsyncEngineArgs.from_cli_args(parsed)` takes every engine option from the "
-                                        "script's command line; none is read")]
+        ("source.unresolved_unused", "the model is `parsed.model`, where `parsed.model` is given on the script's command "
+                                     "line; the decision does not read the model's name"),
+        ("source.unresolved_arguments", "the command also takes `AsyncEngineArgs.from_cli_args(parsed)` (which takes "
+                                        "the script's command line); only the options written here are read, and it "
+                                        "may hold others")]
     assert "kv_transfer_config" not in c.document
     # None is vLLM's default: as not given.
     assert {k: v for k, v in d.document.items() if k != "env"} == {
         "kv_offloading_size": 8.0, "kv_offloading_backend": "native", "model": {"name": "m"}}
+
+
+def test_a_name_set_more_than_once_is_known_only_in_straight_line_code(tmp_path):
+    found = read(tmp_path, HEADER + """
+kv = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+LLM("a", kv_transfer_config=kv)
+kv = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+LLM("b", kv_transfer_config=kv)
+if flag:
+    LLM("c", kv_transfer_config=kv)
+def f():
+    LLM("d", kv_transfer_config=kv)
+f()
+role = "kv_both"
+if flag:
+    role = "kv_producer"
+LLM("e", kv_transfer_config={"kv_connector": "NixlConnector", "kv_role": role})
+""")
+    a, b, c, d, e = found.deployments
+    assert [json.loads(x.document["kv_transfer_config"])["kv_connector"] for x in (a, b, c)] == [
+        "LMCacheConnectorV1", "NixlConnector", "NixlConnector"]
+    # Read in a function (called when?) or set in an `if`: not known.
+    assert d.problems[0].message == "`kv_transfer_config` takes its value from `kv` (which is set 2 times in this file)"
+    assert e.problems[0].message == ("`kv_transfer_config` takes its value at `/kv_role` from `role` (which is set 2 "
+                                     "times in this file)")
+
+
+def test_the_hybrid_kv_cache_manager_flag(tmp_path):
+    found = read(tmp_path, HEADER + """
+LLM("a", disable_hybrid_kv_cache_manager=True)
+LLM("b", disable_hybrid_kv_cache_manager=False)
+LLM("c", disable_hybrid_kv_cache_manager=args.disable)
+LLM("d", disable_hybrid_kv_cache_manager="yes")
+""")
+    a, b, c, d = found.deployments
+    assert (a.document["disable_hybrid_kv_cache_manager"], b.document["disable_hybrid_kv_cache_manager"]) == (True, False)
+    assert [(p.code, p.message) for p in c.problems + d.problems] == [
+        ("source.unresolved", "`disable_hybrid_kv_cache_manager` takes its value from `args.disable`, where `args.disable` "
+                              "is computed when the script runs"),
+        ("input.schema", "`disable_hybrid_kv_cache_manager` must be True, False or None, not `'yes'`")]
 
 
 def test_an_environment_variable_set_twice_is_not_known(tmp_path):
@@ -143,7 +190,19 @@ LLM("m")
     (only,) = found.deployments
     assert [(p.code, p.path, p.message) for p in only.problems] == [
         ("source.unresolved", "/env/LMCACHE_USE_UPSTREAM_MP", "the environment variable `LMCACHE_USE_UPSTREAM_MP` takes "
-                                                              "its value from values set in more than one place in this file")]
+         "its value from `os.environ['LMCACHE_USE_UPSTREAM_MP']`, where `os.environ['LMCACHE_USE_UPSTREAM_MP']` is set "
+         "to different values in this file")]
+
+
+def test_an_environment_variable_counts_for_the_calls_below_it(tmp_path):
+    a, b = read(tmp_path, HEADER + """import os
+os.environ["VLLM_USE_SIMPLE_KV_OFFLOAD"] = "1"
+LLM("a")
+os.environ["LMCACHE_USE_UPSTREAM_MP"] = "1"  # after the first call has built its config
+LLM("b")
+""").deployments
+    assert a.document["env"] == {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}
+    assert b.document["env"] == {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1", "LMCACHE_USE_UPSTREAM_MP": "1"}
 
 
 def test_a_directive_gives_the_release_and_model_facts(tmp_path):
@@ -182,7 +241,7 @@ def test_a_deeply_nested_value_is_not_known_and_the_reader_does_not_recurse(tmp_
     deep = "{'a': " * 60 + "1" + "}" * 60
     found = read(tmp_path, HEADER + f"LLM('m', kv_transfer_config={deep})\n")
     (only,) = found.deployments
-    assert only.problems[0].message.endswith("(which is nested too deeply to read)")
+    assert "(which is nested too deeply to read)" in only.notes[0].message  # (where the decision reads nothing)
     chained = read(tmp_path, HEADER + "".join(f"v{i} = v{i + 1}\n" for i in range(3000)) + "v3000 = 1\n"
                    "LLM('m', kv_transfer_config=v0)\n", name="chain.py")
     (only,) = chained.deployments

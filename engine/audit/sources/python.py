@@ -11,31 +11,38 @@ Serve config's ``engine_kwargs`` are: the decision reads those of
 keyword) names the deployment. A ``kv_transfer_config`` may be a dict or a
 ``KVTransferConfig(...)`` call (or ``KVTransferConfig.from_cli(JSON)``).
 
-A value is read as written: a literal, or a name bound once in its
-function or the module to one, or a parameter of a function the file calls
-once, by that call's argument. Anything else (``args.connector``, a name
-bound twice, an f-string) is a value not known: a ``source.unresolved``
-problem where the decision reads it, a note where it does not. An
+A value is read as written: a literal, a name bound once in its function
+or the module (or more than once by the statements of its own body, the
+last above the use), or a parameter of a function the file calls once, by
+that call's argument. The launch is then read as the command line vLLM
+would be given (``vllm serve MODEL --kv-transfer-config JSON ...``), as every
+launch is (core.command.read_command): anything else (``args.connector``,
+an f-string, a loop variable) is a value not known there, a
+``source.unresolved`` problem where the decision reads it and a note where
+it does not. An
 ``EngineArgs`` object passed on whole (``LLM(**asdict(engine_args))``,
 ``from_engine_args(engine_args)``) is the one launch of its ``EngineArgs``
 call; ``EngineArgs.from_cli_args(args)`` is a launch whose options all come
 from the script's command line. The environment variables the decision reads
-are those the script sets in ``os.environ`` with a literal (anywhere in the
-file: the reader does not follow the order of statements).
+are those the script sets in ``os.environ`` above the call (vLLM reads them
+when the call builds its config).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ...core.errors import Problem
-from ...core.options import ENGINE_FIELDS, ENV_NAMES
+from ...core.markers import references, unresolved
+from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, VALUE_OPTIONS, Arg
 from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import mentions_vllm
-from .launch import release_noted, with_facts
+from .launch import Invocation, apply_facts, deployment
 
 __all__ = ["python_file"]
 
@@ -46,7 +53,17 @@ _KV_CONFIG = "KVTransferConfig"
 _LAUNCHES = _ENGINES | {"EngineArgs.from_cli_args", "AsyncEngineArgs.from_cli_args"}
 # How a script hands an EngineArgs object on whole: LLM(**asdict(args)), LLM(**vars(args)).
 _UNPACKERS = frozenset({"asdict", "vars"})
+# How a parameter is bound (see _Reader._argument).
 _PARAMETER = "a parameter"
+# vLLM's option for each field the decision reads (its long spelling), and the flags of the boolean ones.
+_OPTIONS = {field: option for option, (field, _) in reversed(VALUE_OPTIONS.items()) if option.startswith("--")}
+_FLAGS = {field: {value: flag for flag, (named, value) in FLAG_OPTIONS.items() if named == field}
+          for field, _ in FLAG_OPTIONS.values()}
+# vLLM's options as a message or an origin names them ("`--kv-transfer-config` takes ..."), and the
+# keyword a script writes for each.
+_OPTION_NAMED = re.compile("|".join(re.escape(o) for o in sorted({*VALUE_OPTIONS, *FLAG_OPTIONS}, key=len, reverse=True)
+                                    if o.startswith("--")))
+_KEYWORD = {option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items()}
 # Past this depth an expression is a value not known (a literal nested deeper is not a vLLM config).
 _MAX_DEPTH = 32
 
@@ -65,6 +82,8 @@ class _Binding(NamedTuple):
     value: ast.expr | None
     how: str
     scope: Any  # the scope the value is read in (a function node, or the module)
+    line: int = 0
+    straight: bool = False  # bound by a statement of the scope's own body (not in an if, a loop, a try)
 
 
 def python_file(ctx: Ctx) -> SourceFile | None:
@@ -113,10 +132,12 @@ class _Reader:
     def _bind(self, node: ast.AST, scope: Any) -> None:
         """Record the bindings and calls under ``node``, in ``scope``; without
         recursion, so that a deeply nested file cannot exhaust the stack."""
-        stack = [(node, scope)]
+        # (a node, its scope, whether it is a statement of that scope's own body)
+        stack: list[tuple[Any, Any, bool]] = [(child, scope, True) for child in ast.iter_child_nodes(node)]
         while stack:
-            node, scope = stack.pop()
+            node, scope, straight = stack.pop()
             names = self.scopes.setdefault(scope, {})
+            line = getattr(node, "lineno", 0)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not scope:
                 inner = self.scopes.setdefault(node, {})
                 self.parent[node] = scope
@@ -125,23 +146,25 @@ class _Reader:
                             *(a for a in (arguments.vararg, arguments.kwarg) if a is not None)):
                     inner.setdefault(arg.arg, []).append(_Binding(None, _PARAMETER, node))
                 if not isinstance(node, ast.Lambda):
-                    names.setdefault(node.name, []).append(_Binding(None, "a function", scope))
-                    stack.extend((d, scope) for d in node.decorator_list)
+                    names.setdefault(node.name, []).append(_Binding(None, "a function", scope, line, straight))
+                    stack.extend((d, scope, False) for d in node.decorator_list)
                 body = node.body if isinstance(node.body, list) else [node.body]
-                stack.extend((child, node) for child in body)
-                stack.extend((d, scope) for d in (*arguments.defaults, *(d for d in arguments.kw_defaults if d)))
+                stack.extend((child, node, not isinstance(node, ast.Lambda)) for child in body)
+                stack.extend((d, scope, False) for d in (*arguments.defaults, *(d for d in arguments.kw_defaults if d)))
                 continue
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     value = node.value if isinstance(target, ast.Name) else None
                     for name in _targets(target):
-                        names.setdefault(name, []).append(_Binding(value, "unpacked from another value", scope))
+                        names.setdefault(name, []).append(_Binding(value, "unpacked from another value", scope, line,
+                                                                   straight))
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
                 for name in _targets(node.target):
-                    names.setdefault(name, []).append(_Binding(node.value, "declared without a value", scope))
+                    names.setdefault(name, []).append(_Binding(node.value, "declared without a value", scope, line,
+                                                               straight and isinstance(node, ast.AnnAssign)))
             elif isinstance(node, ast.AugAssign):
                 for name in _targets(node.target):
-                    names.setdefault(name, []).append(_Binding(None, "changed in place", scope))
+                    names.setdefault(name, []).append(_Binding(None, "changed in place", scope, line, straight))
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
                 for name in _targets(node.target):
                     names.setdefault(name, []).append(_Binding(None, "a loop variable", scope))
@@ -152,7 +175,7 @@ class _Reader:
                 names.setdefault(node.name, []).append(_Binding(None, "a class", scope))
             elif isinstance(node, ast.Call):
                 self.calls.append((node, scope))
-            stack.extend((child, scope) for child in ast.iter_child_nodes(node))
+            stack.extend((child, scope, False) for child in ast.iter_child_nodes(node))
 
     def _what(self, func: ast.expr) -> str | None:
         """The vLLM class a callee is (``LLM``), or its class method
@@ -203,7 +226,7 @@ class _Reader:
     def _source(self, node: ast.expr, scope: Any, depth: int) -> ast.expr | None:
         """The expression a name stands for, through single bindings (None: not known)."""
         while isinstance(node, ast.Name) and depth < _MAX_DEPTH:
-            found = self._lookup(node.id, scope)
+            found = self._lookup(node.id, scope, node.lineno)
             if not isinstance(found, tuple):
                 return None
             node, scope = found
@@ -211,57 +234,50 @@ class _Reader:
         return node
 
     def _deployment(self, call: ast.Call, scope: Any, what: str) -> Deployment:
+        """The launch as the command line vLLM would be given for it (`vllm
+        serve MODEL --kv-transfer-config JSON ...`), read as every launch is
+        (core.command.read_command): a value not known is a marker there."""
         line = call.lineno
+        here = f"line {line}"
+        words = [Arg("vllm", here), Arg("serve", here)]
         problems: list[Problem] = []
-        notes: list[Problem] = []
-        document: dict[str, Any] = {}
-        origins: dict[str, str] = {}
-        if what.endswith(".from_cli_args"):
-            notes.append(self.ctx.problem("source.unresolved_arguments", f"`{_shown(call)}` takes every engine "
-                                          "option from the script's command line; none is read", line=line))
         keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
-        model_node = keywords.get("model") or (call.args[0] if call.args and what in _ENGINES else None)
-        for splat in (k.value for k in call.keywords if k.arg is None):
-            notes.append(self.ctx.problem("source.unresolved_arguments", f"the call also takes `**{_shown(splat)}`; only "
-                                          "the keyword arguments written here are read, and it may hold others", line=line))
+        model = keywords.get("model") or (call.args[0] if call.args and what in _ENGINES else None)
+        if model is not None:
+            words.append(Arg(_word(self._value(model, scope, 0)), f"line {model.lineno}: model"))
+        elif what.endswith(".from_cli_args"):  # the model is on the command line too
+            given = f"{_shown(call.args[0])}.model" if call.args else "model"
+            words.append(Arg(unresolved(given, "is given on the script's command line"), here))
         for name, node in keywords.items():
-            if name not in ENGINE_FIELDS:
+            value = self._value(node, scope, 0) if name in ENGINE_FIELDS else None
+            if value is None:  # not read, or None: vLLM's default, as not given
                 continue
-            value = self._value(node, scope, 0)
-            if _has_unknown(value):
-                problems.append(self.ctx.problem(
-                    "source.unresolved", f"`{name}` takes its value from {_unknowns(value)}", line=line, path="/" + name,
-                    hint="the audit reads files and never runs them; write the value in the file"))
+            origin = f"line {node.lineno}"
+            if name in _FLAGS:
+                if isinstance(value, bool):
+                    words.append(Arg(_FLAGS[name][value], origin))
+                elif isinstance(value, _Unknown):
+                    problems.append(self.ctx.problem("source.unresolved", f"`{name}` takes its value from "
+                                                     f"{references(_word(value), whole=True)}", line=node.lineno,
+                                                     path="/" + name))
+                else:
+                    problems.append(self.ctx.problem("input.schema", f"`{name}` must be True, False or None, not "
+                                                     f"`{_shown(node)}`", line=node.lineno, path="/" + name))
                 continue
-            if value is None:  # vLLM's default, as not given
-                continue
-            document[name] = value
-            origins[name] = f"line {node.lineno}: {name}="
-        model = self._value(model_node, scope, 0) if model_node is not None else None
-        named = model if isinstance(model, str) else None
-        if model_node is not None and _has_unknown(model):
-            notes.append(self.ctx.problem("source.unresolved_unused", f"`model` takes its value from {_unknowns(model)}; "
-                                          "the decision does not read it", line=line))
-        elif named is not None:
-            document["model"] = {"name": named}
-            origins["model"] = f"line {model_node.lineno}: model"
-        env, env_line, env_problems = self._environment()
-        problems += env_problems
-        if env:
-            document["env"] = env
-            origins["env"] = f"line {env_line}: os.environ"
-        facts, facts_problem, directive = self.ctx.facts_for(line)
-        facts = facts if isinstance(facts, dict) else {}
-        if facts_problem is not None:
-            problems.append(facts_problem)
-        release = release_noted(self.ctx, None, facts, f"line {directive}: hma-policy directive", line, notes)
-        return Deployment(self.ctx.display, "python", f":{line}", line, named,
-                          None if problems else with_facts(document, facts), tuple(problems), tuple(notes),
-                          tuple(sorted(origins.items())), release=release)
+            words += [Arg(_OPTIONS[name], origin), Arg(_word(value), origin)]
+        for splat in (k.value for k in call.keywords if k.arg is None):
+            words.append(Arg(unresolved(f"**{_shown(splat)}", "is unpacked when the script runs"), here))
+        if what.endswith(".from_cli_args"):
+            words.append(Arg(unresolved(_shown(call), "takes the script's command line"), here))
+        inv = Invocation(words, line, self._environment(line), f":{line}", require_model=len(words) > 2,
+                         problems=problems)
+        apply_facts([inv], self.ctx)
+        return _as_keywords(deployment(inv, self.ctx, "python"))
 
-    def _environment(self) -> tuple[dict[str, Any], int | None, list[Problem]]:
-        """The variables the decision reads that the script sets in ``os.environ``,
-        the first line that sets one, and the problems of those not known."""
+    def _environment(self, before: int) -> dict[str, Arg]:
+        """The variables the decision reads that the script sets in ``os.environ``
+        above line ``before`` (vLLM reads them when the call builds its config;
+        a marker for one not known, or set to different values)."""
         values: dict[str, list[tuple[Any, int]]] = {}
         for call, scope in self.calls:
             func = call.func
@@ -283,29 +299,34 @@ class _Reader:
                     if isinstance(target, ast.Subscript) and _is_environ(target.value) \
                             and isinstance(target.slice, ast.Constant) and target.slice.value in ENV_NAMES:
                         values.setdefault(target.slice.value, []).append((self._value(node.value, self.tree, 0), node.lineno))
-        env: dict[str, Any] = {}
-        problems = []
+        env: dict[str, Arg] = {}
         for name, found in values.items():
-            distinct = {json.dumps(v, sort_keys=True, default=str) for v, _ in found}
-            value, line = found[0]
-            if _has_unknown(value) or len(distinct) > 1:
-                why = _unknowns(value) if _has_unknown(value) else "values set in more than one place in this file"
-                problems.append(self.ctx.problem("source.unresolved", f"the environment variable `{name}` takes its value "
-                                                 f"from {why}", line=line, path="/env/" + name))
-            elif isinstance(value, (str, int, float, bool)):
-                env[name] = value
-        lines = [line for name in env for _, line in values[name]]
-        return env, min(lines) if lines else None, problems
+            found = [(value, at) for value, at in found if at < before]
+            if not found:
+                continue
+            words = {_word(value) for value, _ in found}
+            line = min(at for _, at in found)
+            text = words.pop() if len(words) == 1 else unresolved(f"os.environ[{name!r}]",
+                                                                  "is set to different values in this file")
+            env[name] = Arg(text, f"line {line}: os.environ")
+        return env
 
     # -- values ----------------------------------------------------------------------------
 
-    def _lookup(self, name: str, scope: Any) -> tuple[ast.expr, Any] | _Unknown:
-        """What ``name`` stands for in ``scope``: its one value (and where to read it), or why not known."""
+    def _lookup(self, name: str, scope: Any, line: int) -> tuple[ast.expr, Any] | _Unknown:
+        """What ``name``, read at ``line``, stands for in ``scope``: its value
+        (and where to read it), or why it is not known. A name bound more than
+        once is known where each binding is a statement of the scope's own
+        body, run in order: the last one above the line, in the scope that reads it."""
+        innermost = True
         while scope is not None:
             bound = self.scopes.get(scope, {}).get(name)
             if bound:
                 if len(bound) > 1:
-                    return _Unknown(name, f"is set {len(bound)} times in this file")
+                    above = [b for b in bound if b.line < line]
+                    if not (innermost and above and all(b.straight for b in bound)):
+                        return _Unknown(name, f"is set {len(bound)} times in this file")
+                    bound = [max(above, key=lambda b: b.line)]  # (recorded in no particular order)
                 binding = bound[0]
                 if binding.value is not None:
                     return binding.value, binding.scope
@@ -313,6 +334,7 @@ class _Reader:
                     return self._argument(name, binding.scope)
                 return _Unknown(name, f"is {binding.how}")
             scope = self.parent.get(scope)
+            innermost = False
         return _Unknown(name, "is not set in this file")
 
     def _argument(self, name: str, function: Any) -> tuple[ast.expr, Any] | _Unknown:
@@ -346,9 +368,11 @@ class _Reader:
             return _Unknown(_shown(node), "is nested too deeply to read")
         if isinstance(node, ast.Constant):
             value = node.value
+            if isinstance(value, str) and ("\x00" in value or "\x01" in value):  # (a marker's own characters)
+                return _Unknown(_shown(node), "holds a character no command line can")
             return value if value is None or isinstance(value, (str, int, float, bool)) else _Unknown(_shown(node), "is not JSON")
         if isinstance(node, ast.Name):
-            found = self._lookup(node.id, scope)
+            found = self._lookup(node.id, scope, node.lineno)
             return found if isinstance(found, _Unknown) else self._value(found[0], found[1], depth + 1)
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
@@ -415,26 +439,36 @@ def _shown(node: ast.AST) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _has_unknown(value: Any) -> bool:
+def _as_keywords(found: Deployment) -> Deployment:
+    """A launch read as a command line, its messages and origins naming each
+    value by the keyword the script writes (``kv_transfer_config=``), not by
+    vLLM's option."""
+    def named(text: str) -> str:
+        return _OPTION_NAMED.sub(lambda m: _KEYWORD[m.group()], text)
+
+    def origin(text: str) -> str:
+        return _OPTION_NAMED.sub(lambda m: _KEYWORD[m.group()] + "=", text)
+
+    return found.replace(problems=tuple(replace(p, message=named(p.message)) for p in found.problems),
+                         notes=tuple(replace(n, message=named(n.message)) for n in found.notes),
+                         origins=tuple((field, origin(text)) for field, text in found.origins))
+
+
+def _word(value: Any) -> str:
+    """A value as the word vLLM's command line would hold: a string as it
+    is, JSON for the rest, each part not known an unresolved marker written
+    bare (so that it may stand for any JSON value)."""
     if isinstance(value, _Unknown):
-        return True
+        return unresolved(value.shown, value.why)
+    if isinstance(value, str):
+        return value
     if isinstance(value, dict):
-        return any(_has_unknown(v) for v in value.values())
+        return "{" + ", ".join(f"{json.dumps(k)}: {_word_in(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
-        return any(_has_unknown(v) for v in value)
-    return False
+        return "[" + ", ".join(_word_in(v) for v in value) + "]"
+    return json.dumps(value)
 
 
-def _unknowns(value: Any) -> str:
-    """The unknown parts of a value for a message: "`args.kv` (which is computed when the script runs)"."""
-    found: list[_Unknown] = []
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, _Unknown):
-            found.append(item)
-        elif isinstance(item, dict):
-            stack.extend(reversed(list(item.values())))
-        elif isinstance(item, list):
-            stack.extend(reversed(item))
-    return ", ".join(f"`{u.shown}` (which {u.why})" for u in dict.fromkeys(found))
+def _word_in(value: Any) -> str:
+    """A value inside a JSON word: a string quoted."""
+    return json.dumps(value) if isinstance(value, str) else _word(value)
