@@ -5,6 +5,7 @@ how values are resolved, what stays unknown, and that nothing is run."""
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import sys
@@ -298,3 +299,48 @@ def test_generated_launchers_are_read_without_raising_or_running_anything(tmp_pa
     assert len(report.entries) == len(found.deployments)
     assert {e.decision["outcome"] for e in report.entries} <= {"enabled", "disabled", "error", "undetermined"}
     assert not (directory / "ran").exists()
+
+
+# -- never raises, never runs: mutated real launchers -------------------------------------------
+
+CORPUS = Path(__file__).resolve().parent / "fleet_corpus"
+LAUNCHERS = sorted(str(p.relative_to(CORPUS)) for p in CORPUS.glob("*__*/**/*.py"))
+
+
+class _Mutate(ast.NodeTransformer):
+    """Replace about one value in five with another expression, and drop about one keyword in ten."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if self.rng.random() < 0.2:
+            return ast.parse(self.rng.choice(_EXPRESSIONS), mode="eval").body
+        return node
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        return node  # an f-string's parts stay strings
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        node.keywords = [k for k in node.keywords if self.rng.random() > 0.1]
+        return node
+
+
+def test_the_corpus_holds_python_launchers():
+    assert len(LAUNCHERS) >= 10, LAUNCHERS
+
+
+@pytest.mark.parametrize("name", LAUNCHERS)
+def test_mutated_real_launchers_are_read_without_raising_or_running_anything(tmp_path, name):
+    rng = random.Random(name)
+    text = (CORPUS / name).read_text(encoding="utf-8")
+    for variant in range(6):
+        mutated = ast.unparse(ast.fix_missing_locations(_Mutate(rng).visit(ast.parse(text))))
+        directory = tmp_path / str(variant)
+        directory.mkdir()
+        found = read(directory, mutated)
+        assert all((d.document is None) == bool(d.problems) for d in found.deployments)
+        report = audit([str(directory / "run.py")])
+        assert [p.code for f in report.files for p in f.problems if p.code == "audit.internal"] == []
+        assert not (directory / "ran").exists()
