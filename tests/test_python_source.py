@@ -84,15 +84,21 @@ ktc = KVTransferConfig(kv_connector="NixlConnector", kv_role="kv_both")
 ktc = KVTransferConfig(kv_connector="LMCacheConnectorV1", kv_role="kv_both")
 build("NixlConnector")
 build(args.connector)
+def same(connector):
+    return LLM("m", kv_transfer_config={"kv_connector": connector, "kv_role": "kv_both"})
+same("NixlConnector")
+same(connector="NixlConnector")
 LLM("m", kv_transfer_config=ktc)
 LLM("m", kv_transfer_config=KVTransferConfig(kv_connector=f"{args.name}Connector", kv_role="kv_both"))
 for config in configs:
     LLM("m", kv_transfer_config=config)
 """)
-    first, second, third, loop = found.deployments
+    first, same, second, third, loop = found.deployments
     assert [(p.code, p.message, p.path) for p in first.problems] == [
         ("source.unresolved", "`kv_transfer_config` takes its value at `/kv_connector` from `connector` (which is a "
-                              "parameter of `build`)", "/kv_transfer_config")]
+                              "parameter of `build`, whose 2 calls do not all pass one known value)", "/kv_transfer_config")]
+    # Each call passes the same value: it is known.
+    assert json.loads(same.document["kv_transfer_config"])["kv_connector"] == "NixlConnector"
     assert [(n.code, n.message) for n in first.notes] == [
         ("source.unresolved_unused", "the model is `args.model`, where `args.model` is computed when the script runs; "
                                      "the decision does not read the model's name")]
@@ -258,6 +264,21 @@ def test_deeply_nested_json_text_is_refused_by_the_deployment_checks_not_a_fault
     with pytest.raises(hma_policy.InputError) as refused:
         hma_policy.decide(only.document)
     assert refused.value.problems[0].code == "input.limit"
+
+
+def test_a_recursive_function_is_read_in_time(tmp_path):
+    # Each level calls itself twice: following every call's argument at every level would take 2**32 steps.
+    found = read(tmp_path, HEADER + """
+def f(kv, n):
+    if n:
+        f(kv, n - 1)
+        f(kv, n - 1)
+    LLM("m", kv_transfer_config=kv)
+f({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, 30)
+""")
+    (only,) = found.deployments
+    assert only.problems[0].message == ("`kv_transfer_config` takes its value from `kv` (which is a parameter of `f`, "
+                                        "whose 3 calls do not all pass one known value)")
 
 
 def test_the_file_is_never_run_or_imported(tmp_path, monkeypatch):

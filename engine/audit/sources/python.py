@@ -13,8 +13,8 @@ keyword) names the deployment. A ``kv_transfer_config`` may be a dict or a
 
 A value is read as written: a literal, a name bound once in its function
 or the module (or more than once by the statements of its own body, the
-last above the use), or a parameter of a function the file calls once, by
-that call's argument. The launch is then read as the command line vLLM
+last above the use), or a parameter of a function, by the argument its
+calls in the file pass (each the same value, or the default). The launch is then read as the command line vLLM
 would be given (``vllm serve MODEL --kv-transfer-config JSON ...``), as every
 launch is (core.command.read_command): anything else (``args.connector``,
 an f-string, a loop variable) is a value not known there, a
@@ -37,7 +37,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ...core.errors import Problem
-from ...core.markers import references, unresolved
+from ...core.markers import has_unresolved, references, unresolved
 from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, VALUE_OPTIONS, Arg
 from .context import Ctx
 from .deployment import Deployment, SourceFile
@@ -64,6 +64,8 @@ _FLAGS = {field: {value: flag for flag, (named, value) in FLAG_OPTIONS.items() i
 _OPTION_NAMED = re.compile("|".join(re.escape(o) for o in sorted({*VALUE_OPTIONS, *FLAG_OPTIONS}, key=len, reverse=True)
                                     if o.startswith("--")))
 _KEYWORD = {option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items()}
+# A parameter of a function called more often than this is not followed (each call's value is read).
+_MAX_CALLS = 8
 # Past this depth an expression is a value not known (a literal nested deeper is not a vLLM config).
 _MAX_DEPTH = 32
 
@@ -112,6 +114,7 @@ class _Reader:
         self.scopes: dict[Any, dict[str, list[_Binding]]] = {}
         self.parent: dict[Any, Any] = {}  # a node -> its enclosing scope
         self.calls: list[tuple[ast.Call, Any]] = []  # every call, with its scope
+        self._following: set[tuple[Any, str]] = set()  # the parameters whose calls are being read
         self._imports()
         if self.imported or self.modules:
             self._bind(tree, tree)
@@ -226,7 +229,7 @@ class _Reader:
     def _source(self, node: ast.expr, scope: Any, depth: int) -> ast.expr | None:
         """The expression a name stands for, through single bindings (None: not known)."""
         while isinstance(node, ast.Name) and depth < _MAX_DEPTH:
-            found = self._lookup(node.id, scope, node.lineno)
+            found = self._lookup(node.id, scope, node.lineno, depth)
             if not isinstance(found, tuple):
                 return None
             node, scope = found
@@ -313,7 +316,7 @@ class _Reader:
 
     # -- values ----------------------------------------------------------------------------
 
-    def _lookup(self, name: str, scope: Any, line: int) -> tuple[ast.expr, Any] | _Unknown:
+    def _lookup(self, name: str, scope: Any, line: int, depth: int) -> tuple[ast.expr, Any] | _Unknown:
         """What ``name``, read at ``line``, stands for in ``scope``: its value
         (and where to read it), or why it is not known. A name bound more than
         once is known where each binding is a statement of the scope's own
@@ -331,21 +334,40 @@ class _Reader:
                 if binding.value is not None:
                     return binding.value, binding.scope
                 if binding.how == _PARAMETER:
-                    return self._argument(name, binding.scope)
+                    return self._argument(name, binding.scope, depth)
                 return _Unknown(name, f"is {binding.how}")
             scope = self.parent.get(scope)
             innermost = False
         return _Unknown(name, "is not set in this file")
 
-    def _argument(self, name: str, function: Any) -> tuple[ast.expr, Any] | _Unknown:
-        """A parameter's value: the argument of the one call of its function in this file."""
+    def _argument(self, name: str, function: Any, depth: int) -> tuple[ast.expr, Any] | _Unknown:
+        """A parameter's value: the argument of the calls of its function in
+        this file, where each passes one that reads the same (or the default)."""
         why = _Unknown(name, f"is a parameter of `{getattr(function, 'name', 'lambda')}`")
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return why
         calls = [(c, s) for c, s in self.calls if isinstance(c.func, ast.Name) and c.func.id == function.name]
-        if len(calls) != 1:
+        if not calls or len(calls) > _MAX_CALLS:
             return why
-        call, scope = calls[0]
+        given = [self._passed(name, function, call, scope) for call, scope in calls]
+        passed = [g for g in given if g is not None]
+        if len(passed) < len(given):
+            return why
+        if len(passed) > 1:  # the same value from every call, or not known
+            if (function, name) in self._following:  # a call inside the function itself: read once, not again
+                return why
+            self._following.add((function, name))
+            try:
+                read = {_word(self._value(expr, scope, depth + 1)) for expr, scope in passed}
+            finally:
+                self._following.discard((function, name))
+            if len(read) > 1 or any(has_unresolved(r) for r in read):
+                return _Unknown(name, f"is a parameter of `{function.name}`, whose {len(passed)} calls do not all pass "
+                                      "one known value")
+        return passed[0]
+
+    def _passed(self, name: str, function: Any, call: ast.Call, scope: Any) -> tuple[ast.expr, Any] | None:
+        """What one call passes for parameter ``name`` (the default where it passes none), and where to read it."""
         arguments = function.args
         positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
         for keyword in call.keywords:
@@ -360,7 +382,7 @@ class _Reader:
             if at >= first_default and not any(isinstance(a, ast.Starred) for a in call.args) \
                     and not any(k.arg is None for k in call.keywords):
                 return defaults[at - first_default], self.parent.get(function)
-        return why
+        return None
 
     def _value(self, node: ast.expr, scope: Any, depth: int) -> Any:
         """A JSON value as written; an unknown part is an :class:`_Unknown`."""
@@ -372,7 +394,7 @@ class _Reader:
                 return _Unknown(_shown(node), "holds a character no command line can")
             return value if value is None or isinstance(value, (str, int, float, bool)) else _Unknown(_shown(node), "is not JSON")
         if isinstance(node, ast.Name):
-            found = self._lookup(node.id, scope, node.lineno)
+            found = self._lookup(node.id, scope, node.lineno, depth)
             return found if isinstance(found, _Unknown) else self._value(found[0], found[1], depth + 1)
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
