@@ -9,6 +9,7 @@ import ast
 import json
 import random
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -279,6 +280,28 @@ f({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, 30)
     (only,) = found.deployments
     assert only.problems[0].message == ("`kv_transfer_config` takes its value from `kv` (which is a parameter of `f`, "
                                         "whose 3 calls do not all pass one known value)")
+
+
+@pytest.mark.parametrize("unit", [
+    "os.environ['VLLM_USE_SIMPLE_KV_OFFLOAD'] = '1'\nLLM('m', kv_transfer_config={'kv_connector': 'NixlConnector'})\n",
+    "kv = {'kv_connector': 'NixlConnector', 'kv_role': 'kv_both'}\nLLM('m', kv_transfer_config=kv)\n",
+])
+def test_reading_is_linear_in_the_number_of_launches(tmp_path, unit):
+    # Each launch takes the environment above it and the last binding of its name: read by a sweep
+    # and a bisection, not by a scan of the whole file per launch (which made these quadratic).
+    def cpu(count: int) -> float:
+        path = tmp_path / f"l{count}.py"
+        path.write_text("import os\nfrom vllm import LLM\n" + unit * count, encoding="utf-8")
+        best = float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            assert len(read_source(path).deployments) == count
+            best = min(best, time.process_time() - start)
+        return best
+
+    cpu(100)
+    ratio = cpu(1600) / cpu(800)
+    assert ratio < 3.0, ratio
 
 
 def test_the_file_is_never_run_or_imported(tmp_path, monkeypatch):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from bisect import bisect_left
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -105,7 +106,7 @@ def python_file(ctx: Ctx) -> SourceFile | None:
 
 class _Reader:
     """One parsed file: what it imports from vLLM, the names each scope
-    binds, the functions it calls once, and the environment it sets."""
+    binds, the calls it makes, and the environment it sets."""
 
     def __init__(self, ctx: Ctx, tree: ast.Module):
         self.ctx, self.tree = ctx, tree
@@ -114,7 +115,10 @@ class _Reader:
         self.scopes: dict[Any, dict[str, list[_Binding]]] = {}
         self.parent: dict[Any, Any] = {}  # a node -> its enclosing scope
         self.calls: list[tuple[ast.Call, Any]] = []  # every call, with its scope
+        self.calls_of: dict[str, list[tuple[ast.Call, Any]]] = {}  # the calls of a name (a function's), with their scopes
+        self.env_assigned: list[tuple[str, ast.expr, Any, int]] = []  # os.environ[NAME] = value: NAME, value, scope, line
         self._following: set[tuple[Any, str]] = set()  # the parameters whose calls are being read
+        self._ordered: dict[tuple[int, str], tuple[list[int], list[_Binding], bool]] = {}  # see _in_order
         self._imports()
         if self.imported or self.modules:
             self._bind(tree, tree)
@@ -157,6 +161,9 @@ class _Reader:
                 continue
             if isinstance(node, ast.Assign):
                 for target in node.targets:
+                    if isinstance(target, ast.Subscript) and _is_environ(target.value) \
+                            and isinstance(target.slice, ast.Constant) and target.slice.value in ENV_NAMES:
+                        self.env_assigned.append((target.slice.value, node.value, scope, line))
                     value = node.value if isinstance(target, ast.Name) else None
                     for name in _targets(target):
                         names.setdefault(name, []).append(_Binding(value, "unpacked from another value", scope, line,
@@ -178,6 +185,8 @@ class _Reader:
                 names.setdefault(node.name, []).append(_Binding(None, "a class", scope))
             elif isinstance(node, ast.Call):
                 self.calls.append((node, scope))
+                if isinstance(node.func, ast.Name):
+                    self.calls_of.setdefault(node.func.id, []).append((node, scope))
             stack.extend((child, scope, False) for child in ast.iter_child_nodes(node))
 
     def _what(self, func: ast.expr) -> str | None:
@@ -204,11 +213,26 @@ class _Reader:
     # -- the launches ----------------------------------------------------------------------
 
     def deployments(self) -> list[Deployment]:
+        # The launches in line order, each with the environment set above it: one sweep over the settings.
+        settings = sorted(self._settings(), key=lambda setting: setting[2])
+        seen = 0
+        words: dict[str, set[str]] = {}
+        first: dict[str, int] = {}
         out = []
         for call, scope in sorted(self.calls, key=lambda item: (item[0].lineno, item[0].col_offset)):
             what = self._what(call.func)
-            if what in _LAUNCHES and not self._only_hands_on(call, scope):
-                out.append(self._deployment(call, scope, what))
+            if what not in _LAUNCHES or self._only_hands_on(call, scope):
+                continue
+            while seen < len(settings) and settings[seen][2] < call.lineno:
+                name, word, line = settings[seen]
+                words.setdefault(name, set()).add(word)
+                first.setdefault(name, line)
+                seen += 1
+            env = {name: Arg(next(iter(texts)) if len(texts) == 1 else
+                             unresolved(f"os.environ[{name!r}]", "is set to different values in this file"),
+                             f"line {first[name]}: os.environ")
+                   for name, texts in words.items()}
+            out.append(self._deployment(call, scope, what, env))
         return out
 
     def _only_hands_on(self, call: ast.Call, scope: Any) -> bool:
@@ -236,7 +260,7 @@ class _Reader:
             depth += 1
         return node
 
-    def _deployment(self, call: ast.Call, scope: Any, what: str) -> Deployment:
+    def _deployment(self, call: ast.Call, scope: Any, what: str, env: dict[str, Arg]) -> Deployment:
         """The launch as the command line vLLM would be given for it (`vllm
         serve MODEL --kv-transfer-config JSON ...`), read as every launch is
         (core.command.read_command): a value not known is a marker there."""
@@ -272,16 +296,16 @@ class _Reader:
             words.append(Arg(unresolved(f"**{_shown(splat)}", "is unpacked when the script runs"), here))
         if what.endswith(".from_cli_args"):
             words.append(Arg(unresolved(_shown(call), "takes the script's command line"), here))
-        inv = Invocation(words, line, self._environment(line), f":{line}", require_model=len(words) > 2,
+        inv = Invocation(words, line, env, f":{line}", require_model=len(words) > 2,
                          problems=problems)
         apply_facts([inv], self.ctx)
         return _as_keywords(deployment(inv, self.ctx, "python"))
 
-    def _environment(self, before: int) -> dict[str, Arg]:
-        """The variables the decision reads that the script sets in ``os.environ``
-        above line ``before`` (vLLM reads them when the call builds its config;
-        a marker for one not known, or set to different values)."""
-        values: dict[str, list[tuple[Any, int]]] = {}
+    def _settings(self) -> list[tuple[str, str, int]]:
+        """Each setting in ``os.environ`` of a variable the decision reads:
+        (name, its value as a word, line), read once for every launch (vLLM
+        reads them when a call builds its config: each launch takes those above it)."""
+        found: list[tuple[str, ast.expr, Any, int]] = list(self.env_assigned)  # os.environ[NAME] = value
         for call, scope in self.calls:
             func = call.func
             if not (isinstance(func, ast.Attribute) and _is_environ(func.value)):
@@ -293,26 +317,9 @@ class _Reader:
             else:
                 pairs = []
             pairs += [(ast.Constant(k.arg), k.value) for k in call.keywords if func.attr == "update" and k.arg]
-            for key, value in pairs:
-                if isinstance(key, ast.Constant) and key.value in ENV_NAMES:
-                    values.setdefault(key.value, []).append((self._value(value, scope, 0), call.lineno))
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Subscript) and _is_environ(target.value) \
-                            and isinstance(target.slice, ast.Constant) and target.slice.value in ENV_NAMES:
-                        values.setdefault(target.slice.value, []).append((self._value(node.value, self.tree, 0), node.lineno))
-        env: dict[str, Arg] = {}
-        for name, found in values.items():
-            found = [(value, at) for value, at in found if at < before]
-            if not found:
-                continue
-            words = {_word(value) for value, _ in found}
-            line = min(at for _, at in found)
-            text = words.pop() if len(words) == 1 else unresolved(f"os.environ[{name!r}]",
-                                                                  "is set to different values in this file")
-            env[name] = Arg(text, f"line {line}: os.environ")
-        return env
+            found += [(key.value, value, scope, call.lineno) for key, value in pairs
+                      if isinstance(key, ast.Constant) and key.value in ENV_NAMES]
+        return [(name, _word(self._value(value, scope, 0)), line) for name, value, scope, line in found]
 
     # -- values ----------------------------------------------------------------------------
 
@@ -326,10 +333,11 @@ class _Reader:
             bound = self.scopes.get(scope, {}).get(name)
             if bound:
                 if len(bound) > 1:
-                    above = [b for b in bound if b.line < line]
-                    if not (innermost and above and all(b.straight for b in bound)):
+                    lines, ordered, straight = self._in_order(scope, name, bound)
+                    above = bisect_left(lines, line)  # the bindings on lines above the use
+                    if not (innermost and above and straight):
                         return _Unknown(name, f"is set {len(bound)} times in this file")
-                    bound = [max(above, key=lambda b: b.line)]  # (recorded in no particular order)
+                    bound = [ordered[above - 1]]
                 binding = bound[0]
                 if binding.value is not None:
                     return binding.value, binding.scope
@@ -340,13 +348,23 @@ class _Reader:
             innermost = False
         return _Unknown(name, "is not set in this file")
 
+    def _in_order(self, scope: Any, name: str, bound: list[_Binding]) -> tuple[list[int], list[_Binding], bool]:
+        """A name's bindings in a scope by line (recorded in no particular
+        order), and whether each is a statement of the scope's own body:
+        sorted once, so that each use finds its binding by bisection."""
+        key = (id(scope), name)
+        if key not in self._ordered:
+            ordered = sorted(bound, key=lambda b: b.line)
+            self._ordered[key] = [b.line for b in ordered], ordered, all(b.straight for b in ordered)
+        return self._ordered[key]
+
     def _argument(self, name: str, function: Any, depth: int) -> tuple[ast.expr, Any] | _Unknown:
         """A parameter's value: the argument of the calls of its function in
         this file, where each passes one that reads the same (or the default)."""
         why = _Unknown(name, f"is a parameter of `{getattr(function, 'name', 'lambda')}`")
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return why
-        calls = [(c, s) for c, s in self.calls if isinstance(c.func, ast.Name) and c.func.id == function.name]
+        calls = self.calls_of.get(function.name, [])
         if not calls or len(calls) > _MAX_CALLS:
             return why
         given = [self._passed(name, function, call, scope) for call, scope in calls]
