@@ -236,8 +236,9 @@ class _Reader:
         return out
 
     def _only_hands_on(self, call: ast.Call, scope: Any) -> bool:
-        """Whether ``call`` only passes on an EngineArgs object that is a launch
-        of its own: ``LLM(**asdict(engine_args))``, ``from_engine_args(args)``."""
+        """Whether ``call`` only passes on an EngineArgs object whose own call
+        is the launch: ``LLM(**asdict(engine_args))`` (``from_engine_args(args)``
+        is no launch at all: its EngineArgs call is)."""
         if self._what(call.func) != "LLM" or call.args:
             return False
         splats = [k.value for k in call.keywords if k.arg is None]
