@@ -242,7 +242,7 @@ def _prepare(policy: PolicySet, deployment: Deployment) -> Any:
     """What the decide stage needs: a prepared document, or the decision
     already known (a source problem or an invalid document)."""
     # The release its source names checks it, as it decides it (an older one may have other fields).
-    hint = Hint(*deployment.release) if deployment.release is not None else None
+    hint = _hint(deployment.release)
     if deployment.problems:  # decided here: few deployments have them
         return settled(policy, deployment, hint) or policy.refused([_located(p) for p in deployment.problems], None, hint)
     try:
@@ -256,7 +256,7 @@ def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
     (``release``: the ReleaseHint its source read, or None)."""
     if isinstance(checked, Decision):
         return checked
-    hint = Hint(*release) if release is not None else None
+    hint = _hint(release)
     try:
         return policy.decide_prepared(checked, hint)
     except InputError as exc:
@@ -295,7 +295,7 @@ def _release_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     rules do not hold, so that another release decided it (the default):
     the decision's release line says so, and the note lets a report's
     reader find every such launch by its code."""
-    hint = Hint(*deployment.release) if deployment.release is not None else None
+    hint = _hint(deployment.release)
     named = deployment.document.get("vllm_version") if deployment.document is not None else None
     if hint is None or policy.unheld(hint) is None or named is not None:  # (a document's own release decides it)
         return deployment
@@ -304,6 +304,11 @@ def _release_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     note = Problem("source.release_not_held", f"{hint.origin} names vLLM {hint.version}, not a release these rules "
                    f"decide for ({span}); decided as vLLM {decision.vllm.release}", file=deployment.file, line=deployment.line)
     return deployment.replace(notes=deployment.notes + (note,))
+
+
+def _hint(release: Any) -> Hint | None:
+    """The policy set's hint of the release a source read (a ReleaseHint, or None)."""
+    return Hint(*release) if release is not None else None
 
 
 def _located(problem: Problem) -> Problem:

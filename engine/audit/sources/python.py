@@ -99,8 +99,7 @@ def python_file(ctx: Ctx) -> SourceFile | None:
         tree = ast.parse(ctx.text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python (or not this Python's)
         return None
-    reader = _Reader(ctx, tree)
-    found = tuple(reader.deployments()) if reader.imported or reader.modules else ()
+    found = tuple(_Reader(ctx, tree).deployments())  # (none where the file imports nothing of vLLM's)
     return SourceFile(ctx.display, "python", found) if found else None
 
 
