@@ -191,7 +191,7 @@ def _parser() -> argparse.ArgumentParser:
                                 "admission webhook), GET /healthz, /readyz, /metrics. Needs the server extra: "
                                 "pip install 'hma-policy[server]'. SIGHUP reloads the rules; SIGTERM stops gracefully.",
                     epilog="exit status: 0 stopped by SIGTERM or SIGINT, 2 usage, invalid rules, or the server cannot start")
-    from .server.run import add_arguments as serve_arguments
+    from .server.options import add_arguments as serve_arguments
 
     serve_arguments(serve)
 

@@ -530,3 +530,13 @@ def test_a_command_that_is_not_a_vllm_launch_is_an_input_error_and_files_after_d
     (tmp_path / "-doc.json").write_text('{"kv_transfer_config": {"kv_connector": "NixlConnector", "kv_role": "kv_both"}}')
     code, out, _ = run(tmp_path, "decide", "--", "-doc.json")
     assert code == 0 and out.splitlines()[0] == "-doc.json: enabled (HMA enabled)"
+
+
+def test_commands_other_than_serve_do_not_load_the_service():
+    # Every command builds the whole parser, `serve`'s options included: those
+    # live apart from the service, whose imports (logging's configuration, the
+    # server extra) would cost every command about 10 ms of start-up.
+    script = ("import sys; from hma_policy import cli; cli._parser().parse_args(['serve', '--port', '8001']); "
+              "print(sorted(m for m in sys.modules if m.startswith('hma_policy.server')))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['hma_policy.server', 'hma_policy.server.options']"
