@@ -200,8 +200,22 @@ def cold(args: argparse.Namespace) -> dict:
     primed = hma_policy.load_policy()
     primed.decide(CASES[UNRELATED_CASE])
     once(lambda: primed.decide(doc), out, "first_decide_after_another", 1)
+    # A warm decision (b) of the same tree, right after the CPU's caches are flushed by writing
+    # more memory than they hold: the same work as a warm one, with the caches as cold as after
+    # a load, so it shows what a cold cache alone costs on this machine.
+    fresh = new_facts(doc, 52)
+    for document in fresh[:50]:
+        primed.decide(document)
+    flush_caches()
+    once(lambda: primed.decide(fresh[50]), out, "warm_decide_after_flush", 1)
     primed.close()
     return out
+
+
+def flush_caches(size: int = 64 << 20) -> None:
+    """Write one byte in each 64-byte line of ``size`` bytes (more than any CPU cache holds)."""
+    memory = bytearray(size)
+    memory[::64] = b"\x01" * (size // 64)
 
 
 def once(fn: Callable[[], Any], out: dict[str, float], name: str, unit: float) -> Any:
