@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from .decision import ConnectorVerdict, Decision, Message, Visit, VllmRelease
 from .errors import EvaluationError, Problem, suggest
-from .facts import UNREACHED, Facts, Node
+from .facts import UNREACHED, Facts, Node, NodeFacts
 from .model import Aggregate, PolicyModel, Rule, StepDef
 from .table import StepTable
 
@@ -86,13 +86,15 @@ class Evaluator:
         self.table = table
         self._rules = {rule.id: rule for steps in model.steps.values() for step in steps for rule in step.rules}
         self._aggregates: tuple[Aggregate, ...] = model.aggregates
-        # A node without children takes each aggregate's value for none.
-        self._no_children = {aggregate.fact: aggregate.none for aggregate in model.aggregates}
+        # A node's input facts: its own (facts.NodeFacts), then each aggregate; one without
+        # children takes each aggregate's value for none.
+        self._node_names = (*NodeFacts._fields, *(aggregate.fact for aggregate in model.aggregates))
+        self._no_children = tuple(aggregate.none for aggregate in model.aggregates)
         self._registered = model.registered_names
         self._graph = tuple((g.fact, g.step) for g in model.graph)
-        # The release's facts join every run's: one value for the whole policy
-        # (so they are not part of the memo's key).
-        self._release = dict(model.release_facts)
+        # The release's facts join every run's: one value for the whole policy.
+        self._release_names = tuple(model.release_facts)
+        self._release_values = tuple(model.release_facts.values())
         # memo=False: every decision asks the table for every step (for tests that compare).
         self._memo = Memo(MEMO_NODES if memo else 0)
         self._answers = Memo(MEMO_ANSWERS if memo else 0)
@@ -109,7 +111,7 @@ class Evaluator:
 
     def _decide(self, facts: Facts) -> tuple[Decision, int | None]:
         """The decision, and what it weighs in the memo (None: not to be kept)."""
-        offload = self.run("offloading", facts.offloading._asdict(), halting=True)
+        offload = self.run("offloading", facts.offloading._fields, facts.offloading, halting=True)
         if offload.halted is not None:
             return self._assemble(offload, None, None), 1
         values = offload.facts
@@ -128,18 +130,18 @@ class Evaluator:
             **{fact: top.facts[step] if top else "none" for fact, step in self._graph},
         }
         inherited = {fact: top.errors[step] for fact, step in self._graph if top and step in top.errors}
-        decision = self.run("decision", decision_facts, inherited=inherited, halting=True)
+        decision = self.run("decision", tuple(decision_facts), tuple(decision_facts.values()), inherited=inherited,
+                            halting=True)
         return self._assemble(offload, graph, decision), keep
 
     def graph(self, nodes: tuple[Node, ...]) -> GraphResult:
         """Run the node rules over the graph, children first."""
         runs: list[Run] = []
         for node in nodes:
-            facts = node.facts._asdict()
             if not node.children:
-                facts.update(self._no_children)
-                runs.append(self.run("node", facts, base=node.path))
+                runs.append(self.run("node", self._node_names, node.facts + self._no_children, base=node.path))
                 continue
+            facts = node.facts._asdict()
             children = [runs[i] for i in node.children]
             inherited: dict[str, Message] = {}
             given_by: dict[str, int] = {}  # an aggregate -> the position of the child that gave it
@@ -150,15 +152,16 @@ class Evaluator:
                     given_by[aggregate.fact] = at
                     if aggregate.over in children[at].errors:
                         inherited[aggregate.fact] = children[at].errors[aggregate.over]
-            runs.append(self.run("node", facts, base=node.path, inherited=inherited))
+            runs.append(self.run("node", self._node_names, tuple(facts.values()), base=node.path, inherited=inherited))
         return GraphResult(nodes, tuple(runs))
 
-    def run(self, ruleset: str, facts: dict[str, Any], *, base: str | None = None,
+    def run(self, ruleset: str, names: tuple[str, ...], values: tuple, *, base: str | None = None,
             inherited: Mapping[str, Message] | None = None, halting: bool = False) -> Run:
-        """Each step of ``ruleset`` in order, answered by the table; then the
-        reasons and messages of the rules that fired, from the final facts."""
-        facts.update(self._release)
-        answer = self._answer(ruleset, facts, halting)
+        """Each step of ``ruleset`` in order, answered by the table, for the
+        input facts ``names`` (each ruleset's in one order) with ``values``
+        and the release's; then the reasons and messages of the rules that
+        fired, from the final facts."""
+        answer = self._answer(ruleset, names, values + self._release_values, halting)
         final = answer.facts
         trail = Visit(base, ruleset, answer.steps, answer.snapshot)
         if not answer.speaks:
@@ -177,14 +180,15 @@ class Evaluator:
                     halted = errors[step.name]
         return Run(final, answer.fired, errors, tuple(warnings), answer.reasons, trail, halted)
 
-    def _answer(self, ruleset: str, facts: dict[str, Any], halting: bool) -> Answer:
+    def _answer(self, ruleset: str, names: tuple[str, ...], values: tuple, halting: bool) -> Answer:
         """What the steps give for these facts, wherever in a document they
         stand: kept by the facts' values, since a fleet's graphs repeat their
-        nodes (each ruleset builds its facts in one order, so the values alone are the key)."""
-        key = (ruleset, *facts.values())
+        nodes (each ruleset's facts come in one order, so the values alone are the key)."""
+        key = (ruleset, values)
         answer = self._answers.get(key)
         if answer is not None:
             return answer
+        facts = dict(zip((*names, *self._release_names), values))
         picked: list[tuple[StepDef, Rule | None]] = []
         for step in self.model.steps[ruleset]:
             row = self.table.row(ruleset, step.name, facts)
@@ -234,8 +238,8 @@ class Evaluator:
         halted = decision.halted if decision is not None else offload.halted
         steps = self.model.steps["decision"]
         final = decision.facts if decision is not None else {}
-        result = self.run("result", {**{s.name: final.get(s.name, UNREACHED) for s in steps},
-                                     "error_stage": halted.stage if halted is not None else "none"})
+        result = self.run("result", (*(s.name for s in steps), "error_stage"),
+                          (*(final.get(s.name, UNREACHED) for s in steps), halted.stage if halted is not None else "none"))
         reasons = list(offload.reasons.values())
         if graph is not None and graph.top is not None and "support" in graph.top.reasons:
             reasons.append(graph.top.reasons["support"])  # the top node's support leads the why
