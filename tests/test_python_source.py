@@ -240,9 +240,82 @@ def test_a_binary_python_file_is_a_problem_as_any_binary_source_is(tmp_path):
 
 
 def test_a_python_file_that_mentions_a_kv_option_and_is_not_read_is_noted(tmp_path):
-    found = read(tmp_path, "import subprocess\nsubprocess.run(['vllm', 'serve', 'm', '--kv-transfer-config', KV])\n")
+    # A command line built as one string for a shell is not read (only a list of words is).
+    found = read(tmp_path, "import subprocess\nsubprocess.run('vllm serve m --kv-transfer-config ' + KV, shell=True)\n")
     assert [(n.code, n.line, n.message) for n in found.notes] == [
         ("source.unrecognized", 2, "mentions `kv-transfer-config` at line 2, no vLLM launch recognised")]
+
+
+# -- command lists: `vllm serve` run by subprocess or os.exec* ---------------------------------------
+
+def test_a_command_list_is_a_launch_read_as_its_command_line(tmp_path):
+    found = read(tmp_path, """\
+import json, subprocess
+MODEL = "Qwen/Qwen3-8B"
+PORT = 8000
+KV = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+
+def serve():
+    cmd = ["vllm", "serve", MODEL, "--port", str(PORT)]
+    cmd += ["--kv-transfer-config", json.dumps(KV)]
+    subprocess.Popen(" ".join(cmd), shell=True)
+""")
+    assert found.format == "python"
+    (only,) = found.deployments
+    # The launch is where the list is written; what the script adds below it is its words too.
+    assert (only.id, only.line, only.name, only.notes, only.problems) == ("run.py:7", 7, "Qwen/Qwen3-8B", (), ())
+    assert only.document == {"kv_transfer_config": '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}',
+                             "model": {"name": "Qwen/Qwen3-8B"}}
+    # Messages and origins name vLLM's options, as the list writes them.
+    assert dict(only.origins) == {"kv_transfer_config": "line 8: --kv-transfer-config", "model": "line 7"}
+    assert decided(only) == ("disabled", False)
+
+
+def test_the_interpreter_and_the_api_server_module(tmp_path):
+    found = read(tmp_path, """\
+import os, sys
+os.execv(sys.executable, [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", "m",
+         "--kv-transfer-config", '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'])
+""")
+    (only,) = found.deployments
+    assert (only.line, only.name, only.problems) == (2, "m", ())
+    assert decided(only) == ("enabled", True)
+
+
+def test_words_the_script_adds_on_some_runs_are_noted_or_reported(tmp_path):
+    found = read(tmp_path, """\
+import subprocess, sys
+def prefill(extra, kv):
+    cmd = ["vllm", "serve", "m"]
+    if extra:
+        cmd.extend(extra)
+    subprocess.run(cmd)
+    subprocess.run(("vllm", "serve", "m", *EXTRA))
+    subprocess.run(["vllm", "serve", "m", "--kv-transfer-config", kv])
+prefill(None, sys.argv[1])
+""")
+    first, second, third = found.deployments
+    assert [(n.code, n.message) for n in first.notes] == [
+        ("source.unresolved_arguments", "the command also takes `cmd.extend(...)` (which adds words on some runs of the "
+                                        "script (in an `if`, a loop or a `try`)); only the options written here are "
+                                        "read, and it may hold others")]
+    assert [(n.code, n.message) for n in second.notes] == [
+        ("source.unresolved_arguments", "the command also takes `EXTRA` (which is not set in this file); only the "
+                                        "options written here are read, and it may hold others")]
+    assert [(p.code, p.path, p.message) for p in third.problems] == [
+        ("source.unresolved", "/kv_transfer_config", "`--kv-transfer-config` takes its value from `sys.argv[1]` (which is "
+                                                     "computed when the script runs)")]
+
+
+@pytest.mark.parametrize("text", [
+    "import subprocess\nsubprocess.run(['vllm', 'bench', 'serve', '--model', 'm'])\n",  # not the server
+    "import subprocess\nsubprocess.run(['vllm', '--version'])\n",
+    "WORDS = ['serve', 'vllm']\n",  # not a command's order
+    "CHOICES = ('serve', 'vllm.entrypoints.openai.api_server')\n",
+])
+def test_a_list_that_starts_no_vllm_server_is_no_launch(tmp_path, text):
+    found = read(tmp_path, text)
+    assert (found.deployments, found.problems, found.skipped) == ((), (), NOT_A_SOURCE)
 
 
 def test_a_deeply_nested_value_is_not_known_and_the_reader_does_not_recurse(tmp_path):
@@ -285,6 +358,7 @@ f({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, 30)
 @pytest.mark.parametrize("unit", [
     "os.environ['VLLM_USE_SIMPLE_KV_OFFLOAD'] = '1'\nLLM('m', kv_transfer_config={'kv_connector': 'NixlConnector'})\n",
     "kv = {'kv_connector': 'NixlConnector', 'kv_role': 'kv_both'}\nLLM('m', kv_transfer_config=kv)\n",
+    "cmd = ['vllm', 'serve', 'm']\ncmd += ['--kv-transfer-config', '{\"kv_connector\": \"NixlConnector\"}']\n",
 ])
 def test_reading_is_linear_in_the_number_of_launches(tmp_path, unit):
     # Each launch takes the environment above it and the last binding of its name: read by a sweep
@@ -325,14 +399,17 @@ _STATEMENTS = ["x = {e}", "x = {e}\nx = 1", "def f(a, *b, c={e}, **d):\n    retu
                "f({e})", "f(*{e})", "os.environ['LMCACHE_USE_UPSTREAM_MP'] = {e}", "os.environ.update({e})",
                "LLM({e}, kv_transfer_config={e}, **{e})", "EngineArgs(model={e}, disable_hybrid_kv_cache_manager={e})",
                "LLM(**asdict({e}))", "LLM(**vars(x))", "for x in {e}:\n    LLM('m', kv_transfer_config=x)",
-               "with {e} as x:\n    pass", "class C:\n    x = {e}", "(y := {e})", "import vllm as v\nv.LLM(kv_transfer_config={e})"]
+               "with {e} as x:\n    pass", "class C:\n    x = {e}", "(y := {e})", "import vllm as v\nv.LLM(kv_transfer_config={e})",
+               "cmd = ['vllm', 'serve', {e}, '--kv-transfer-config', json.dumps({e})]", "cmd += {e}", "cmd.extend({e})",
+               "if {e}:\n    cmd.append({e})", "cmd.insert(0, {e})", "subprocess.run([sys.executable, '-m', "
+               "'vllm.entrypoints.openai.api_server', *{e}, str({e})] + {e})", "os.execvp('vllm', ('vllm', 'serve', {e}))"]
 
 
 @settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32))
 def test_generated_launchers_are_read_without_raising_or_running_anything(tmp_path_factory, seed):
     rng = random.Random(seed)  # (Hypothesis' own draws start from the simplest: Python's random mixes more)
-    lines = [HEADER + "import os\nfrom dataclasses import asdict\nfrom vllm import EngineArgs"]
+    lines = [HEADER + "import json, os, subprocess, sys\nfrom dataclasses import asdict\nfrom vllm import EngineArgs"]
     for _ in range(rng.randint(1, 8)):
         lines.append(rng.choice(_STATEMENTS).replace("{e}", rng.choice(_EXPRESSIONS)))
     directory = tmp_path_factory.mktemp("py")

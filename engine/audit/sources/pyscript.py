@@ -1,0 +1,386 @@
+"""What a parsed Python file holds, for the Python launcher reader
+(python.py): what it imports from vLLM, the names each scope binds, the
+calls it makes, the environment it sets and the lists it writes; and the
+value of an expression as far as the file gives it, each part it does not
+an :class:`Unknown`. Nothing here runs or imports the file: it reads the
+syntax tree, without recursion where the tree may be deep.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from bisect import bisect_left
+from typing import Any, NamedTuple
+
+from ...core.markers import has_unresolved, unresolved
+from ...core.options import ENV_NAMES
+
+__all__ = ["ENGINES", "KV_CONFIG", "Script", "Unknown", "Binding", "as_word", "as_json_word", "dotted_name",
+           "is_environ", "source_text"]
+
+# The classes whose call starts (or configures) an engine, and the KV-transfer config class.
+ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
+KV_CONFIG = "KVTransferConfig"
+# How a parameter is bound (see Script._argument).
+_PARAMETER = "a parameter"
+# How a script changes a command list after writing it (`cmd += [...]`, `cmd.extend([...])`).
+_GROWS = frozenset({"extend", "append", "insert"})
+# A parameter of a function called more often than this is not followed (each call's value is read).
+_MAX_CALLS = 8
+# Past this depth an expression is a value not known (a literal nested deeper is not a vLLM config).
+_MAX_DEPTH = 32
+
+
+class Unknown(NamedTuple):
+    """A value the file does not give: as written, and why it is not known."""
+
+    shown: str
+    why: str
+
+
+class Binding(NamedTuple):
+    """A name bound in a scope: to ``value`` (None: bound some other way;
+    ``how`` completes "which is ...")."""
+
+    value: ast.expr | None
+    how: str
+    scope: Any  # the scope the value is read in (a function node, or the module)
+    line: int = 0
+    straight: bool = False  # bound by a statement of the scope's own body (not in an if, a loop, a try)
+
+
+class Script:
+    """One parsed file: what it imports from vLLM, the names each scope
+    binds, the calls it makes, the environment it sets and the lists it
+    writes; and the value of an expression, as far as the file gives it."""
+
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        self.imported: dict[str, str] = {}  # a local name -> the vLLM class it is
+        self.modules: set[str] = set()  # local names of the vllm package or a module in it
+        self.scopes: dict[Any, dict[str, list[Binding]]] = {}
+        self.parent: dict[Any, Any] = {}  # a node -> its enclosing scope
+        self.calls: list[tuple[ast.Call, Any]] = []  # every call, with its scope
+        self.calls_of: dict[str, list[tuple[ast.Call, Any]]] = {}  # the calls of a name (a function's), with their scopes
+        self.env_assigned: list[tuple[str, ast.expr, Any, int]] = []  # os.environ[NAME] = value: NAME, value, scope, line
+        # Command lists: each list or tuple display, with its scope and the one name it is
+        # assigned to (None: none); and how a name's list grows after it is written.
+        self.lists: list[tuple[ast.List | ast.Tuple, Any, str | None]] = []
+        self.assigned: dict[int, str] = {}  # id of a display -> the one name it is assigned to
+        self.continued: dict[int, ast.expr] = {}  # id of a display -> what `display + ...` adds to it
+        self.grown: dict[tuple[int, str], list[tuple[int, str, ast.expr | None, bool]]] = {}  # (scope, name) -> changes
+        self._following: set[tuple[Any, str]] = set()  # the parameters whose calls are being read
+        self._ordered: dict[tuple[int, str], tuple[list[int], list[Binding], bool]] = {}  # see _in_order
+        self._imports()
+        self._bind(tree, tree)
+
+    # -- what the file holds ---------------------------------------------------------------
+
+    def _imports(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and _is_vllm(node.module or ""):
+                for alias in node.names:
+                    if alias.name in ENGINES or alias.name == KV_CONFIG:
+                        self.imported[alias.asname or alias.name] = alias.name
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if _is_vllm(alias.name):
+                        self.modules.add(alias.asname or alias.name.split(".")[0])
+
+    def _bind(self, node: ast.AST, scope: Any) -> None:
+        """Record the bindings and calls under ``node``, in ``scope``; without
+        recursion, so that a deeply nested file cannot exhaust the stack."""
+        # (a node, its scope, whether it is a statement of that scope's own body)
+        stack: list[tuple[Any, Any, bool]] = [(child, scope, True) for child in ast.iter_child_nodes(node)]
+        while stack:
+            node, scope, straight = stack.pop()
+            names = self.scopes.setdefault(scope, {})
+            line = getattr(node, "lineno", 0)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not scope:
+                inner = self.scopes.setdefault(node, {})
+                self.parent[node] = scope
+                arguments = node.args
+                for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                            *(a for a in (arguments.vararg, arguments.kwarg) if a is not None)):
+                    inner.setdefault(arg.arg, []).append(Binding(None, _PARAMETER, node))
+                if not isinstance(node, ast.Lambda):
+                    names.setdefault(node.name, []).append(Binding(None, "a function", scope, line, straight))
+                    stack.extend((d, scope, False) for d in node.decorator_list)
+                body = node.body if isinstance(node.body, list) else [node.body]
+                stack.extend((child, node, not isinstance(node, ast.Lambda)) for child in body)
+                stack.extend((d, scope, False) for d in (*arguments.defaults, *(d for d in arguments.kw_defaults if d)))
+                continue
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Subscript) and is_environ(target.value) \
+                            and isinstance(target.slice, ast.Constant) and target.slice.value in ENV_NAMES:
+                        self.env_assigned.append((target.slice.value, node.value, scope, line))
+                    value = node.value if isinstance(target, ast.Name) else None
+                    if isinstance(target, ast.Name) and isinstance(value, (ast.List, ast.Tuple)):
+                        self.assigned[id(value)] = target.id
+                    for name in _targets(target):
+                        names.setdefault(name, []).append(Binding(value, "unpacked from another value", scope, line,
+                                                                   straight))
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
+                for name in _targets(node.target):
+                    names.setdefault(name, []).append(Binding(node.value, "declared without a value", scope, line,
+                                                               straight and isinstance(node, ast.AnnAssign)))
+            elif isinstance(node, ast.AugAssign):
+                for name in _targets(node.target):
+                    names.setdefault(name, []).append(Binding(None, "changed in place", scope, line, straight))
+                if isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
+                    self.grown.setdefault((id(scope), node.target.id), []).append((line, "+=", node.value, straight))
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                    and isinstance(node.value.func, ast.Attribute) and node.value.func.attr in _GROWS \
+                    and isinstance(node.value.func.value, ast.Name):
+                call = node.value
+                how = call.func.attr if len(call.args) == 1 and not call.keywords else "insert"  # (insert: at a place)
+                self.grown.setdefault((id(scope), call.func.value.id), []).append(
+                    (line, how, call.args[0] if call.args else None, straight))
+            elif isinstance(node, (ast.List, ast.Tuple)) and isinstance(node.ctx, ast.Load):
+                self.lists.append((node, scope, self.assigned.get(id(node))))
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, (ast.List, ast.Tuple)):
+                self.continued[id(node.left)] = node.right
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                for name in _targets(node.target):
+                    names.setdefault(name, []).append(Binding(None, "a loop variable", scope))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                for name in _targets(node.optional_vars):
+                    names.setdefault(name, []).append(Binding(None, "bound by `with`", scope))
+            elif isinstance(node, ast.ClassDef):
+                names.setdefault(node.name, []).append(Binding(None, "a class", scope))
+            elif isinstance(node, ast.Call):
+                self.calls.append((node, scope))
+                if isinstance(node.func, ast.Name):
+                    self.calls_of.setdefault(node.func.id, []).append((node, scope))
+            stack.extend((child, scope, False) for child in ast.iter_child_nodes(node))
+
+    def what(self, func: ast.expr) -> str | None:
+        """The vLLM class a callee is (``LLM``), or its class method
+        (``KVTransferConfig.from_cli``, ``EngineArgs.from_cli_args``); None for any other."""
+        chain: list[str] = []  # the attributes after the first name, read without recursion
+        while isinstance(func, ast.Attribute):
+            chain.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return None
+        chain.reverse()
+        known = ENGINES | {KV_CONFIG}
+        if func.id in self.imported:
+            owner = self.imported[func.id]
+            return owner if not chain else f"{owner}.{chain[0]}" if len(chain) == 1 else None
+        if func.id in self.modules and chain:  # vllm.LLM, vllm.config.KVTransferConfig.from_cli
+            if chain[-1] in known:
+                return chain[-1]
+            if len(chain) > 1 and chain[-2] in known:
+                return f"{chain[-2]}.{chain[-1]}"
+        return None
+
+    # -- values ----------------------------------------------------------------------------
+
+    def source(self, node: ast.expr, scope: Any, depth: int) -> ast.expr | None:
+        """The expression a name stands for, through single bindings (None: not known)."""
+        while isinstance(node, ast.Name) and depth < _MAX_DEPTH:
+            found = self.lookup(node.id, scope, node.lineno, depth)
+            if not isinstance(found, tuple):
+                return None
+            node, scope = found
+            depth += 1
+        return node
+
+    def lookup(self, name: str, scope: Any, line: int, depth: int) -> tuple[ast.expr, Any] | Unknown:
+        """What ``name``, read at ``line``, stands for in ``scope``: its value
+        (and where to read it), or why it is not known. A name bound more than
+        once is known where each binding is a statement of the scope's own
+        body, run in order: the last one above the line, in the scope that reads it."""
+        innermost = True
+        while scope is not None:
+            bound = self.scopes.get(scope, {}).get(name)
+            if bound:
+                if len(bound) > 1:
+                    lines, ordered, straight = self._in_order(scope, name, bound)
+                    above = bisect_left(lines, line)  # the bindings on lines above the use
+                    if not (innermost and above and straight):
+                        return Unknown(name, f"is set {len(bound)} times in this file")
+                    bound = [ordered[above - 1]]
+                binding = bound[0]
+                if binding.value is not None:
+                    return binding.value, binding.scope
+                if binding.how == _PARAMETER:
+                    return self._argument(name, binding.scope, depth)
+                return Unknown(name, f"is {binding.how}")
+            scope = self.parent.get(scope)
+            innermost = False
+        return Unknown(name, "is not set in this file")
+
+    def _in_order(self, scope: Any, name: str, bound: list[Binding]) -> tuple[list[int], list[Binding], bool]:
+        """A name's bindings in a scope by line (recorded in no particular
+        order), and whether each is a statement of the scope's own body:
+        sorted once, so that each use finds its binding by bisection."""
+        key = (id(scope), name)
+        if key not in self._ordered:
+            ordered = sorted(bound, key=lambda b: b.line)
+            self._ordered[key] = [b.line for b in ordered], ordered, all(b.straight for b in ordered)
+        return self._ordered[key]
+
+    def _argument(self, name: str, function: Any, depth: int) -> tuple[ast.expr, Any] | Unknown:
+        """A parameter's value: the argument of the calls of its function in
+        this file, where each passes one that reads the same (or the default)."""
+        why = Unknown(name, f"is a parameter of `{getattr(function, 'name', 'lambda')}`")
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return why
+        calls = self.calls_of.get(function.name, [])
+        if not calls or len(calls) > _MAX_CALLS:
+            return why
+        given = [self._passed(name, function, call, scope) for call, scope in calls]
+        passed = [g for g in given if g is not None]
+        if len(passed) < len(given):
+            return why
+        if len(passed) > 1:  # the same value from every call, or not known
+            if (function, name) in self._following:  # a call inside the function itself: read once, not again
+                return why
+            self._following.add((function, name))
+            try:
+                read = {as_word(self.value(expr, scope, depth + 1)) for expr, scope in passed}
+            finally:
+                self._following.discard((function, name))
+            if len(read) > 1 or any(has_unresolved(r) for r in read):
+                return Unknown(name, f"is a parameter of `{function.name}`, whose {len(passed)} calls do not all pass "
+                                      "one known value")
+        return passed[0]
+
+    def _passed(self, name: str, function: Any, call: ast.Call, scope: Any) -> tuple[ast.expr, Any] | None:
+        """What one call passes for parameter ``name`` (the default where it passes none), and where to read it."""
+        arguments = function.args
+        positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+        for keyword in call.keywords:
+            if keyword.arg == name:
+                return keyword.value, scope
+        if name in positional:
+            at = positional.index(name)
+            if at < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:at + 1]):
+                return call.args[at], scope
+            defaults = arguments.defaults
+            first_default = len(positional) - len(defaults)
+            if at >= first_default and not any(isinstance(a, ast.Starred) for a in call.args) \
+                    and not any(k.arg is None for k in call.keywords):
+                return defaults[at - first_default], self.parent.get(function)
+        return None
+
+    def value(self, node: ast.expr, scope: Any, depth: int) -> Any:
+        """A JSON value as written; an unknown part is an :class:`Unknown`."""
+        if depth > _MAX_DEPTH:
+            return Unknown(source_text(node), "is nested too deeply to read")
+        if isinstance(node, ast.Constant):
+            value = node.value
+            if isinstance(value, str) and ("\x00" in value or "\x01" in value):  # (a marker's own characters)
+                return Unknown(source_text(node), "holds a character no command line can")
+            return value if value is None or isinstance(value, (str, int, float, bool)) else Unknown(source_text(node), "is not JSON")
+        if isinstance(node, ast.Name):
+            found = self.lookup(node.id, scope, node.lineno, depth)
+            return found if isinstance(found, Unknown) else self.value(found[0], found[1], depth + 1)
+        if isinstance(node, ast.Dict):
+            if any(k is None for k in node.keys):
+                return Unknown(source_text(node), "merges another mapping (`**`)")
+            out = {}
+            for key, value in zip(node.keys, node.values):
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                    return Unknown(source_text(node), "has a key that is not a string")
+                out[key.value] = self.value(value, scope, depth + 1)
+            return out
+        if isinstance(node, (ast.List, ast.Tuple)):
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                return Unknown(source_text(node), "unpacks another list (`*`)")
+            return [self.value(e, scope, depth + 1) for e in node.elts]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+                and isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
+            return -node.operand.value
+        if isinstance(node, ast.Call):
+            return self._called(node, scope, depth)
+        return Unknown(source_text(node), "is computed when the script runs")
+
+    def _called(self, node: ast.Call, scope: Any, depth: int) -> Any:
+        what = self.what(node.func)
+        is_dict = isinstance(node.func, ast.Name) and node.func.id == "dict" and "dict" not in self.scopes.get(self.tree, {})
+        if (what == KV_CONFIG or is_dict) and not node.args:
+            if any(k.arg is None for k in node.keywords):
+                return Unknown(source_text(node), "merges another mapping (`**`)")
+            return {k.arg: self.value(k.value, scope, depth + 1) for k in node.keywords}
+        if dotted_name(node.func) == ("json", "dumps") and len(node.args) == 1 and "json" not in self.scopes.get(self.tree, {}):
+            # The JSON text of a value as written (a command list's `--kv-transfer-config` word).
+            return as_json_word(self.value(node.args[0], scope, depth + 1))
+        if dotted_name(node.func) == ("str",) and len(node.args) == 1 and not node.keywords and "str" not in self.scopes.get(self.tree, {}):
+            value = self.value(node.args[0], scope, depth + 1)
+            if isinstance(value, bool):
+                return str(value)
+            if isinstance(value, (str, int, float, Unknown)):
+                return value if isinstance(value, (str, Unknown)) else json.dumps(value)
+        if what == f"{KV_CONFIG}.from_cli" and len(node.args) == 1 and not node.keywords:
+            # The JSON text itself, as a command line gives it: the deployment's checks parse it, within their bounds.
+            text = self.value(node.args[0], scope, depth + 1)
+            if isinstance(text, (str, Unknown)):
+                return text
+        return Unknown(source_text(node), "is computed when the script runs")
+
+
+def dotted_name(node: ast.expr) -> tuple[str, ...]:
+    """A dotted name as its parts (``sys.executable``: ("sys", "executable")); () for any other expression."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ()
+    parts.append(node.id)
+    return tuple(reversed(parts))
+
+
+def _is_vllm(module: str) -> bool:
+    return module == "vllm" or module.startswith("vllm.")
+
+
+def is_environ(node: ast.expr) -> bool:
+    """``os.environ`` (or ``environ`` imported from os)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "environ" and isinstance(node.value, ast.Name)
+            and node.value.id == "os") or (isinstance(node, ast.Name) and node.id == "environ")
+
+
+def _targets(target: ast.expr) -> list[str]:
+    """The names an assignment target binds (a tuple binds each)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _targets(element)]
+    if isinstance(target, ast.Starred):
+        return _targets(target.value)
+    return []
+
+
+def source_text(node: ast.AST) -> str:
+    """An expression as a message shows it: its source, on one line, at most 60 characters."""
+    try:
+        text = " ".join(ast.unparse(node).split())
+    except (ValueError, RecursionError):  # (an AST too deep to print back)
+        text = type(node).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def as_word(value: Any) -> str:
+    """A value as the word vLLM's command line would hold: a string as it
+    is, JSON for the rest, each part not known an unresolved marker written
+    bare (so that it may stand for any JSON value)."""
+    if isinstance(value, Unknown):
+        return unresolved(value.shown, value.why)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {as_json_word(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(as_json_word(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def as_json_word(value: Any) -> str:
+    """A value inside a JSON word: a string quoted."""
+    return json.dumps(value) if isinstance(value, str) else as_word(value)
