@@ -307,6 +307,26 @@ prefill(None, sys.argv[1])
                                                      "computed when the script runs)")]
 
 
+def test_a_modal_image_pin_gives_the_release_of_every_launch_in_the_file(tmp_path):
+    app = """\
+import subprocess
+import modal
+image = modal.Image.debian_slim().uv_pip_install({pins})
+
+@modal.web_server(port=8000)
+def serve():
+    subprocess.Popen(["vllm", "serve", "m", "--kv-transfer-config", '{{"kv_connector": "NixlConnector", "kv_role": "kv_both"}}'])
+"""
+    (one,) = read(tmp_path, app.format(pins='"vllm==0.10.1.1", "huggingface_hub==0.34.4"')).deployments
+    assert one.release == ("0.10.1.1", "pip pin vllm==0.10.1.1 at line 3")
+    report = audit([str(tmp_path / "run.py")])
+    assert [(e.decision["vllm"]["release"], e.decision["outcome"]) for e in report.entries] == [("0.10.1.1", "disabled")]
+    # Two versions pinned, or none of vLLM: no release is read (the default decides, as for any file that names none).
+    for pins in ('"vllm==0.10.1.1", "vllm[audio]==0.11.0"', '"vllm-ascend==0.10.1"', '"torch==2.8.0"'):
+        (one,) = read(tmp_path, app.format(pins=pins)).deployments
+        assert one.release is None, pins
+
+
 @pytest.mark.parametrize("text", [
     "import subprocess\nsubprocess.run(['vllm', 'bench', 'serve', '--model', 'm'])\n",  # not the server
     "import subprocess\nsubprocess.run(['vllm', '--version'])\n",

@@ -6,7 +6,9 @@ one deployment: ``["vllm", "serve", MODEL, "--kv-transfer-config",
 json.dumps(KV)]`` (or ``[sys.executable, "-m",
 "vllm.entrypoints.openai.api_server", ...]``) as ``subprocess`` or
 ``os.exec*`` is handed it, with the words the lines below it add to the
-list (``cmd += [...]``, ``cmd.extend(...)``, ``cmd.append(...)``).
+list (``cmd += [...]``, ``cmd.extend(...)``, ``cmd.append(...)``). A Modal
+image's pin (``uv_pip_install("vllm==0.10.1.1")``) is the release of the
+file's launches.
 
 The file is parsed with :mod:`ast`, never run or imported. The calls are
 those of the names the file imports from ``vllm`` (``from vllm import LLM``,
@@ -53,6 +55,7 @@ from .deployment import Deployment, SourceFile
 from .detect import mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
 from .pyscript import ENGINES, Script, Unknown, as_word, dotted_name, is_environ, source_text
+from .release import VERSION, ReleaseHint, from_pin
 
 __all__ = ["python_file"]
 
@@ -69,6 +72,10 @@ _FLAGS = {field: {value: flag for flag, (named, value) in FLAG_OPTIONS.items() i
 _OPTION_NAMED = re.compile("|".join(re.escape(o) for o in sorted({*VALUE_OPTIONS, *FLAG_OPTIONS}, key=len, reverse=True)
                                     if o.startswith("--")))
 _KEYWORD = {option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items()}
+# How a Modal app installs packages in its image (`modal.Image...uv_pip_install("vllm==0.10.1.1")`),
+# and a pin of vLLM there.
+_PIP_INSTALLS = frozenset({"pip_install", "uv_pip_install"})
+_PIN = re.compile(r"vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + VERSION.pattern + ")")
 # A word of a command list that names the running Python (`[sys.executable, "-m", ...]`).
 _INTERPRETER = ("sys", "executable")
 
@@ -104,6 +111,7 @@ class _Reader(Script):
             if (what := self.what(call.func)) in _LAUNCHES and not self._only_hands_on(call, scope)]
         launches += [(display, scope, argv) for display, scope, name in self.lists
                      if (argv := self._command(display, scope, name)) is not None]
+        release = self._pinned()
         # The launches in line order, each with the environment set above it: one sweep over the settings.
         settings = sorted(self._settings(), key=lambda setting: setting[2])
         seen = 0
@@ -121,9 +129,9 @@ class _Reader(Script):
                              f"line {first[name]}: os.environ")
                    for name, texts in words.items()}
             if isinstance(launch, str):
-                out.append(self._deployment(cast(ast.Call, node), scope, launch, env))
+                out.append(self._deployment(cast(ast.Call, node), scope, launch, env, release))
             else:
-                out.append(self._command_deployment(launch, node.lineno, env))
+                out.append(self._command_deployment(launch, node.lineno, env, release))
         return out
 
     def _only_hands_on(self, call: ast.Call, scope: Any) -> bool:
@@ -142,7 +150,8 @@ class _Reader(Script):
             return isinstance(source, ast.Call) and self.what(source.func) in _LAUNCHES
         return False
 
-    def _deployment(self, call: ast.Call, scope: Any, what: str, env: dict[str, Arg]) -> Deployment:
+    def _deployment(self, call: ast.Call, scope: Any, what: str, env: dict[str, Arg],
+                    release: ReleaseHint | None) -> Deployment:
         """The launch as the command line vLLM would be given for it (`vllm
         serve MODEL --kv-transfer-config JSON ...`), read as every launch is
         (core.command.read_command): a value not known is a marker there."""
@@ -179,7 +188,7 @@ class _Reader(Script):
         if what.endswith(".from_cli_args"):
             words.append(Arg(unresolved(source_text(call), "takes the script's command line"), here))
         inv = Invocation(words, line, env, f":{line}", require_model=len(words) > 2,
-                         problems=problems)
+                         problems=problems, release=release)
         apply_facts([inv], self.ctx)
         return _as_keywords(deployment(inv, self.ctx, "python"))
 
@@ -259,12 +268,29 @@ class _Reader(Script):
             self._sorted_changes[key] = [c[0] for c in changes], changes, rebound
         return self._sorted_changes[key]
 
-    def _command_deployment(self, words: list[Arg], line: int, env: dict[str, Arg]) -> Deployment:
+    def _command_deployment(self, words: list[Arg], line: int, env: dict[str, Arg],
+                            release: ReleaseHint | None) -> Deployment:
         """A command list's launch, read as every command line is (core.command.read_command)."""
         inv = Invocation(words, line, env, f":{line}",
-                         config_reader=config_from_fs(self.ctx, self.ctx.path.parent))
+                         config_reader=config_from_fs(self.ctx, self.ctx.path.parent), release=release)
         apply_facts([inv], self.ctx)
         return deployment(inv, self.ctx, "python")
+
+    def _pinned(self) -> ReleaseHint | None:
+        """The vLLM release the file's image installs, where it pins one:
+        a Modal app's ``Image...pip_install("vllm==0.10.1.1")`` (or
+        ``uv_pip_install``), the release every launch of the file runs.
+        None where it pins none, or several."""
+        pins: dict[str, int] = {}
+        for call, _ in self.calls:
+            if isinstance(call.func, ast.Attribute) and call.func.attr in _PIP_INSTALLS:
+                for arg in call.args:
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and (match := _PIN.fullmatch(arg.value)):
+                        pins.setdefault(match.group(1), arg.lineno)
+        if len(pins) != 1:
+            return None
+        ((version, line),) = pins.items()
+        return from_pin(version, line)
 
     def _settings(self) -> list[tuple[str, str, int]]:
         """Each setting in ``os.environ`` of a variable the decision reads:
