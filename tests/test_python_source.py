@@ -307,6 +307,30 @@ prefill(None, sys.argv[1])
                                                      "computed when the script runs)")]
 
 
+def test_a_choice_the_script_makes_is_read_on_each_path_and_decided_where_they_agree(tmp_path):
+    found = read(tmp_path, """\
+import json, os, sys
+FAST = False
+role = "kv_producer" if sys.argv[1] == "prefill" else "kv_consumer"
+connector = "NixlConnector" if sys.argv[2] == "a" else "LMCacheConnectorV1"
+same = ["vllm", "serve", "m", "--kv-transfer-config", json.dumps({"kv_connector": "NixlConnector", "kv_role": role})]
+differ = ["vllm", "serve", "m", "--kv-transfer-config", json.dumps({"kv_connector": connector, "kv_role": "kv_both"})]
+known = [os.environ.get("VLLM_BIN", "vllm"), "serve", "m", "--enforce-eager" if FAST else "--no-enforce-eager"]
+""")
+    same, differ, known = found.deployments
+    assert [path for path, _ in same.paths] == ["path 1 of 2, where `sys.argv[1] == 'prefill'` is true",
+                                                "path 2 of 2, where `sys.argv[1] == 'prefill'` is false"]
+    assert [p.code for p in differ.problems] == ["source.unresolved"]
+    report = audit([str(tmp_path / "run.py")])
+    outcomes = [(e.deployment.line, e.decision["outcome"], [n.code for n in e.deployment.notes]) for e in report.entries]
+    assert outcomes == [(5, "enabled", ["source.unresolved_unused"]),  # NixlConnector whichever role
+                        (6, "error", []),  # NixlConnector on one path, LMCacheConnectorV1 on the other: not known
+                        (7, "enabled", [])]  # a test the file gives picks its branch; a variable's default is taken
+    assert "the decision is the same on each of the 2 paths" in report.entries[0].deployment.notes[0].message
+    # The program word is VLLM_BIN's default, and FAST's branch is taken: nothing is left open.
+    assert (known.document, known.notes, known.paths) == ({"model": {"name": "m"}}, (), ())
+
+
 def test_a_modal_image_pin_gives_the_release_of_every_launch_in_the_file(tmp_path):
     app = """\
 import subprocess

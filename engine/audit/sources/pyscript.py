@@ -28,6 +28,8 @@ _PARAMETER = "a parameter"
 _GROWS = frozenset({"extend", "append", "insert"})
 # A parameter of a function called more often than this is not followed (each call's value is read).
 _MAX_CALLS = 8
+# How a script reads an environment variable with a default: os.environ.get(NAME, DEFAULT), os.getenv(...).
+_ENV_READS = frozenset({("os", "environ", "get"), ("os", "getenv"), ("environ", "get"), ("getenv",)})
 # Past this depth an expression is a value not known (a literal nested deeper is not a vLLM config).
 _MAX_DEPTH = 32
 
@@ -70,6 +72,10 @@ class Script:
         self.assigned: dict[int, str] = {}  # id of a display -> the one name it is assigned to
         self.continued: dict[int, ast.expr] = {}  # id of a display -> what `display + ...` adds to it
         self.grown: dict[tuple[int, str], list[tuple[int, str, ast.expr | None, bool]]] = {}  # (scope, name) -> changes
+        # The choices (`a if c else b`) a reading met that the script makes when it runs, and for
+        # a reading once per branch, the branch each takes (see python.py's _readings).
+        self.choices: dict[int, ast.IfExp] = {}
+        self.chosen: dict[int, bool] = {}
         self._following: set[tuple[Any, str]] = set()  # the parameters whose calls are being read
         self._ordered: dict[tuple[int, str], tuple[list[int], list[Binding], bool]] = {}  # see _in_order
         self._imports()
@@ -298,6 +304,13 @@ class Script:
             return -node.operand.value
         if isinstance(node, ast.Call):
             return self._called(node, scope, depth)
+        if isinstance(node, ast.IfExp):  # `a if c else b`: by `c` where the file gives it, else the branch a reading takes
+            test = self.value(node.test, scope, depth + 1)
+            taken = bool(test) if isinstance(test, (bool, int, float, str)) or test is None else self.chosen.get(id(node))
+            if taken is None:
+                self.choices.setdefault(id(node), node)
+                return Unknown(source_text(node), "is chosen when the script runs")
+            return self.value(node.body if taken else node.orelse, scope, depth + 1)
         return Unknown(source_text(node), "is computed when the script runs")
 
     def _called(self, node: ast.Call, scope: Any, depth: int) -> Any:
@@ -307,6 +320,11 @@ class Script:
             if any(k.arg is None for k in node.keywords):
                 return Unknown(source_text(node), "merges another mapping (`**`)")
             return {k.arg: self.value(k.value, scope, depth + 1) for k in node.keywords}
+        if dotted_name(node.func) in _ENV_READS and len(node.args) == 2 and not node.keywords \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            # An environment variable with a default: the default, as the shell reader reads ${VAR:-default}
+            # (the environment the script runs in is not in the file).
+            return self.value(node.args[1], scope, depth + 1)
         if dotted_name(node.func) == ("json", "dumps") and len(node.args) == 1 and "json" not in self.scopes.get(self.tree, {}):
             # The JSON text of a value as written (a command list's `--kv-transfer-config` word).
             return as_json_word(self.value(node.args[0], scope, depth + 1))

@@ -24,8 +24,12 @@ or the module (or more than once by the statements of its own body, the
 last above the use), or a parameter of a function, by the argument its
 calls in the file pass (each the same value, or the default); in a command
 list, also ``str(x)`` and ``json.dumps(x)`` of such a value, and a
-``*starred`` list. A word the script adds on some runs only (in an ``if``, a
-loop) or that is not known is a word of the command left open. The launch is then read as the command line vLLM
+``*starred`` list. An environment variable read with a default
+(``os.environ.get("VLLM_BIN", "vllm")``) is its default, as the shell reader
+takes ``${VAR:-default}``. A choice ``a if c else b`` the file does not
+settle is read once per branch, and decided where the branches agree. A
+word the script adds on some runs only (in an ``if``, a loop) or that is
+not known is a word of the command left open. The launch is then read as the command line vLLM
 would be given (``vllm serve MODEL --kv-transfer-config JSON ...``), as every
 launch is (core.command.read_command): anything else (``args.connector``,
 an f-string, a loop variable) is a value not known there, a
@@ -42,9 +46,11 @@ when the call builds its config).
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import replace
+from collections.abc import Callable
 from typing import Any, cast
 
 from ...core.errors import Problem
@@ -76,6 +82,8 @@ _KEYWORD = {option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPT
 # and a pin of vLLM there.
 _PIP_INSTALLS = frozenset({"pip_install", "uv_pip_install"})
 _PIN = re.compile(r"vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + VERSION.pattern + ")")
+# A command list's words, and its words on each path through the choices it holds (see _readings).
+_Readings = tuple[list[Arg], tuple[tuple[str, list[Arg]], ...]]
 # A word of a command list that names the running Python (`[sys.executable, "-m", ...]`).
 _INTERPRETER = ("sys", "executable")
 
@@ -106,7 +114,7 @@ class _Reader(Script):
 
     def deployments(self) -> list[Deployment]:
         # An engine's call (what it is), or a command list that starts vLLM's server (its words).
-        launches: list[tuple[ast.expr, Any, str | list[Arg]]] = [
+        launches: list[tuple[ast.expr, Any, str | _Readings]] = [
             (call, scope, what) for call, scope in self.calls
             if (what := self.what(call.func)) in _LAUNCHES and not self._only_hands_on(call, scope)]
         launches += [(display, scope, argv) for display, scope, name in self.lists
@@ -131,7 +139,7 @@ class _Reader(Script):
             if isinstance(launch, str):
                 out.append(self._deployment(cast(ast.Call, node), scope, launch, env, release))
             else:
-                out.append(self._command_deployment(launch, node.lineno, env, release))
+                out.append(self._command_deployment(*launch, node.lineno, env, release))
         return out
 
     def _only_hands_on(self, call: ast.Call, scope: Any) -> bool:
@@ -192,25 +200,56 @@ class _Reader(Script):
         apply_facts([inv], self.ctx)
         return _as_keywords(deployment(inv, self.ctx, "python"))
 
-    def _command(self, display: ast.List | ast.Tuple, scope: Any, name: str | None) -> list[Arg] | None:
+    def _command(self, display: ast.List | ast.Tuple, scope: Any, name: str | None) -> _Readings | None:
         """The words of a command list that starts vLLM's server (``["vllm",
         "serve", MODEL, ...]``, ``[sys.executable, "-m",
         "vllm.entrypoints.openai.api_server", ...]``, as a script hands
         ``subprocess`` or ``os.exec*``), with what the script adds to it:
         ``display + more``, and where the list is assigned to a name, what
         ``name += [...]``, ``name.extend([...])`` and ``name.append(...)``
-        add below it. None for any other list."""
+        add below it; and where they hold a choice the script makes (``a if c
+        else b``), the words on each path (:meth:`_readings`). None for any other list."""
         if not any(isinstance(e, ast.Constant) and isinstance(e.value, str) and (e.value == "serve" or e.value.startswith("vllm."))
                    for e in display.elts):
             return None  # (most lists of a file are no command: not read further)
-        words = self._words(display.elts, scope)
-        if find_vllm([w.text for w in words]) is None:
+        if find_vllm([w.text for w in self._words(display.elts, scope)]) is None:
             return None
-        if id(display) in self.continued:
-            words += self._words_of(self.continued[id(display)], scope, display.lineno)
-        if name is not None:
-            words += self._growth(name, scope, display.lineno)
-        return words
+
+        def read() -> list[Arg]:
+            words = self._words(display.elts, scope)
+            if id(display) in self.continued:
+                words += self._words_of(self.continued[id(display)], scope, display.lineno)
+            if name is not None:
+                words += self._growth(name, scope, display.lineno)
+            return words
+
+        return self._readings(read)
+
+    def _readings(self, read: Callable[[], list[Arg]]) -> _Readings:
+        """The words ``read()`` gives, with each choice the script makes when
+        it runs (``a if c else b``) left open; and, where there are one or
+        two such choices, the words once per combination of branches (at
+        most four paths, each named by the branches it takes), which the
+        audit decides where they all agree, as it does a shell script's paths.
+        No paths where a branch holds a choice of its own."""
+        self.choices = {}
+        words = read()
+        points = list(self.choices.values())
+        if not points or len(points) > 2:
+            return words, ()
+        combinations = list(itertools.product((True, False), repeat=len(points)))
+        paths = []
+        try:
+            for index, taken in enumerate(combinations, 1):
+                self.chosen, self.choices = {id(p): t for p, t in zip(points, taken)}, {}
+                argv = read()
+                if self.choices:
+                    return words, ()
+                where = " and ".join(f"`{source_text(p.test)}` is {'true' if t else 'false'}" for p, t in zip(points, taken))
+                paths.append((f"path {index} of {len(combinations)}, where {where}", argv))
+        finally:
+            self.chosen = {}
+        return words, tuple(paths)
 
     def _words(self, elements: list[ast.expr], scope: Any) -> list[Arg]:
         """The words of a command list's elements: each as written, a
@@ -268,11 +307,11 @@ class _Reader(Script):
             self._sorted_changes[key] = [c[0] for c in changes], changes, rebound
         return self._sorted_changes[key]
 
-    def _command_deployment(self, words: list[Arg], line: int, env: dict[str, Arg],
-                            release: ReleaseHint | None) -> Deployment:
+    def _command_deployment(self, words: list[Arg], paths: tuple[tuple[str, list[Arg]], ...], line: int,
+                            env: dict[str, Arg], release: ReleaseHint | None) -> Deployment:
         """A command list's launch, read as every command line is (core.command.read_command)."""
-        inv = Invocation(words, line, env, f":{line}",
-                         config_reader=config_from_fs(self.ctx, self.ctx.path.parent), release=release)
+        inv = Invocation(words, line, env, f":{line}", config_reader=config_from_fs(self.ctx, self.ctx.path.parent),
+                         release=release, paths=tuple((which, argv, env) for which, argv in paths))
         apply_facts([inv], self.ctx)
         return deployment(inv, self.ctx, "python")
 
