@@ -282,8 +282,8 @@ class _Reader(Script):
         out: list[Arg] = []
         lines, changes, rebound = self._changes(scope, name)
         # Those below the list and above the name's next assignment (a list of its own).
-        until = rebound[bisect_right(rebound, line)] if bisect_right(rebound, line) < len(rebound) else None
-        stop = len(lines) if until is None else bisect_left(lines, until)
+        later = bisect_right(rebound, line)
+        stop = bisect_left(lines, rebound[later]) if later < len(rebound) else len(lines)
         for at, how, value, straight in changes[bisect_right(lines, line):stop]:
             written = f"{name} += {source_text(value)}" if how == "+=" and value is not None else f"{name}.{how}(...)"
             if not straight or value is None or how == "insert":
