@@ -165,18 +165,15 @@ class Script:
     def what(self, func: ast.expr) -> str | None:
         """The vLLM class a callee is (``LLM``), or its class method
         (``KVTransferConfig.from_cli``, ``EngineArgs.from_cli_args``); None for any other."""
-        chain: list[str] = []  # the attributes after the first name, read without recursion
-        while isinstance(func, ast.Attribute):
-            chain.append(func.attr)
-            func = func.value
-        if not isinstance(func, ast.Name):
+        dotted = dotted_name(func)
+        if not dotted:
             return None
-        chain.reverse()
+        first, chain = dotted[0], dotted[1:]  # the name, and the attributes after it
         known = ENGINES | {KV_CONFIG}
-        if func.id in self.imported:
-            owner = self.imported[func.id]
+        if first in self.imported:
+            owner = self.imported[first]
             return owner if not chain else f"{owner}.{chain[0]}" if len(chain) == 1 else None
-        if func.id in self.modules and chain:  # vllm.LLM, vllm.config.KVTransferConfig.from_cli
+        if first in self.modules and chain:  # vllm.LLM, vllm.config.KVTransferConfig.from_cli
             if chain[-1] in known:
                 return chain[-1]
             if len(chain) > 1 and chain[-2] in known:
@@ -313,27 +310,31 @@ class Script:
             return self.value(node.body if taken else node.orelse, scope, depth + 1)
         return Unknown(source_text(node), "is computed when the script runs")
 
+    def _builtin(self, callee: tuple[str, ...], name: str) -> bool:
+        """Whether ``callee`` is the built-in ``name`` (the module does not bind that name itself)."""
+        return callee == (name,) and name not in self.scopes.get(self.tree, {})
+
     def _called(self, node: ast.Call, scope: Any, depth: int) -> Any:
         what = self.what(node.func)
-        is_dict = isinstance(node.func, ast.Name) and node.func.id == "dict" and "dict" not in self.scopes.get(self.tree, {})
-        if (what == KV_CONFIG or is_dict) and not node.args:
+        callee = dotted_name(node.func)
+        if (what == KV_CONFIG or self._builtin(callee, "dict")) and not node.args:
             if any(k.arg is None for k in node.keywords):
                 return Unknown(source_text(node), "merges another mapping (`**`)")
             return {k.arg: self.value(k.value, scope, depth + 1) for k in node.keywords}
-        if dotted_name(node.func) in _ENV_READS and len(node.args) == 2 and not node.keywords \
+        if callee in _ENV_READS and len(node.args) == 2 and not node.keywords \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             # An environment variable with a default: the default, as the shell reader reads ${VAR:-default}
             # (the environment the script runs in is not in the file).
             return self.value(node.args[1], scope, depth + 1)
-        if dotted_name(node.func) == ("json", "dumps") and len(node.args) == 1 and "json" not in self.scopes.get(self.tree, {}):
+        if callee == ("json", "dumps") and len(node.args) == 1 and "json" not in self.scopes.get(self.tree, {}):
             # The JSON text of a value as written (a command list's `--kv-transfer-config` word).
             return as_json_word(self.value(node.args[0], scope, depth + 1))
-        if dotted_name(node.func) == ("str",) and len(node.args) == 1 and not node.keywords and "str" not in self.scopes.get(self.tree, {}):
+        if self._builtin(callee, "str") and len(node.args) == 1 and not node.keywords:
             value = self.value(node.args[0], scope, depth + 1)
-            if isinstance(value, bool):
-                return str(value)
-            if isinstance(value, (str, int, float, Unknown)):
-                return value if isinstance(value, (str, Unknown)) else json.dumps(value)
+            if isinstance(value, (bool, str, Unknown)):
+                return str(value) if isinstance(value, bool) else value
+            if isinstance(value, (int, float)):
+                return json.dumps(value)
         if what == f"{KV_CONFIG}.from_cli" and len(node.args) == 1 and not node.keywords:
             # The JSON text itself, as a command line gives it: the deployment's checks parse it, within their bounds.
             text = self.value(node.args[0], scope, depth + 1)
@@ -360,8 +361,7 @@ def _is_vllm(module: str) -> bool:
 
 def is_environ(node: ast.expr) -> bool:
     """``os.environ`` (or ``environ`` imported from os)."""
-    return (isinstance(node, ast.Attribute) and node.attr == "environ" and isinstance(node.value, ast.Name)
-            and node.value.id == "os") or (isinstance(node, ast.Name) and node.id == "environ")
+    return dotted_name(node) in (("os", "environ"), ("environ",))
 
 
 def _targets(target: ast.expr) -> list[str]:
