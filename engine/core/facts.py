@@ -273,11 +273,11 @@ def extract(document: Mapping[str, Any], containers: frozenset[str], modules: An
         platform_supports_hybrid_kv_cache=platform.get("supports_hybrid_kv_cache", True),
         platform_is_cuda=platform.get("is_cuda", True),
         chunked_local_attention=model.get("attention_chunk_size") is not None,
-        speculative_method=_text(spec.get("method") if isinstance(spec, dict) else None, "/speculative_config/method"),
+        speculative_method=_text(spec.get("method") if isinstance(spec, dict) else None, "/speculative_config", "method"),
         hisparse_config=document.get("hisparse_config") is not None,
-        configured_top_name=_text(configured, "/kv_transfer_config/kv_connector"),
+        configured_top_name=_text(configured, "/kv_transfer_config", "kv_connector"),
         configured_child_names=tuple(
-            _text(child.get("kv_connector"), f"/kv_transfer_config/kv_connector_extra_config/connectors/{index}/kv_connector")
+            _text(child.get("kv_connector"), f"/kv_transfer_config/kv_connector_extra_config/connectors/{index}", "kv_connector")
             for index, child in enumerate(children) if isinstance(child, dict)),
         layer_full_attention="full_attention" in kinds,
         layer_sliding_window="sliding_window" in kinds,
@@ -341,11 +341,11 @@ def _node(path: str, config: Any, depth: int, children: tuple[int, ...], upstrea
     extra = config.get("kv_connector_extra_config") or {}
     in_release, in_module = _module_facts(modules, module, name)
     facts = NodeFacts(
-        name=_text(name, path + "/kv_connector"),
+        name=_text(name, path, "kv_connector"),
         name_set=name is not None,
         name_registered=isinstance(name, str) and name in registered,
         module_path="absent" if module is None else ("empty" if module == "" else "set"),
-        module_path_value=_text(module, path + "/kv_connector_module_path"),
+        module_path_value=_text(module, path, "kv_connector_module_path"),
         module_in_release=in_release,
         class_in_module=in_module,
         is_child=depth > 0,
@@ -379,14 +379,18 @@ def _children(config: Any, containers: frozenset[str]) -> list[Any]:
     return _list_of(config) if isinstance(name, str) and name in containers else []
 
 
-def _text(value: Any, path: str) -> str:
-    """A string fact the rule runtime can take (valid UTF-8); "" for a non-string."""
+def _text(value: Any, parent: str, key: str) -> str:
+    """A string fact the rule runtime can take (valid UTF-8); "" for a
+    non-string. ``parent`` and ``key`` locate it (the pointer is made only
+    for an error)."""
     if not isinstance(value, str):
         return ""
+    if value.isascii():  # no surrogate, and no copy made to find out
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InputError([Problem("input.encoding", "the string holds an unpaired surrogate", path)]) from None
+        raise InputError([Problem("input.encoding", "the string holds an unpaired surrogate", f"{parent}/{key}")]) from None
     return value
 
 
