@@ -18,19 +18,21 @@ from typing import Any, NamedTuple
 
 from .decision import ConnectorVerdict, Decision, Message, Visit, VllmRelease
 from .errors import EvaluationError, Problem, suggest
-from .facts import UNREACHED, Facts, Node, NodeFacts
+from .facts import UNREACHED, DocumentFacts, Facts, Node, NodeFacts
 from .model import Aggregate, PolicyModel, Rule, StepDef
 from .table import StepTable
 
 __all__ = ["Evaluator", "GraphResult", "Memo"]
 
-# The decision memo holds decisions of this many connector nodes in all
-# (each node with its facts and trail, about 2 KiB): a fleet's graphs repeat, and each is decided once.
+# The decision memo holds decisions of this many connector nodes in all: a
+# fleet's graphs repeat, and each is decided once. Besides the answers it
+# shares, a decision holds 0.4 KiB a node (a fleet's small graphs) to 1.1 KiB
+# (graphs of 20 random nodes): this bound holds 6 to 18 MiB.
 MEMO_NODES = 16_384
 
 # The answers memo holds this many rulesets' answers (each a node's or a
-# document's facts and its steps, about 5 KiB): a fleet's graphs repeat a
-# few hundred kinds of node.
+# document's facts and its steps, about 5.5 KiB; about 22 MiB in all): a
+# fleet's graphs repeat a few hundred kinds of node.
 MEMO_ANSWERS = 4_096
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -92,6 +94,11 @@ class Evaluator:
         self._no_children = tuple(aggregate.none for aggregate in model.aggregates)
         self._registered = model.registered_names
         self._graph = tuple((g.fact, g.step) for g in model.graph)
+        # The decision's input facts: the document's (facts.DocumentFacts), then
+        # what the top-level node gave (the graph facts); the result steps', each
+        # decision step's value and how the evaluation ended.
+        self._decision_names = (*DocumentFacts._fields, "has_kv_transfer_config", "top_name", *(f for f, _ in self._graph))
+        self._result_names = (*(step.name for step in model.steps["decision"]), "error_stage")
         # The release's facts join every run's: one value for the whole policy.
         self._release_names = tuple(model.release_facts)
         self._release_values = tuple(model.release_facts.values())
@@ -114,24 +121,18 @@ class Evaluator:
         offload = self.run("offloading", facts.offloading._fields, facts.offloading, halting=True)
         if offload.halted is not None:
             return self._assemble(offload, None, None), 1
-        values = offload.facts
-        rewrite = values.get("offload_connector", "none")
-        role = values.get("offload_role", "none")
+        rewrite = offload.facts.get("offload_connector", "none")
+        role = offload.facts.get("offload_role", "none")
         nodes = facts.effective_graph(None if rewrite == "none" else rewrite, None if role == "none" else role)
         # A container that the shorthand names reads children that the
         # configured graph (the memo's key) does not hold: not kept.
         keep = None if rewrite in facts.containers and rewrite != facts.document.configured_top_name else len(nodes) + 1
         graph = self.graph(nodes)
         top = graph.top
-        decision_facts = {
-            **facts.document._asdict(),
-            "has_kv_transfer_config": top is not None,
-            "top_name": nodes[-1].kv_connector or "" if nodes else "",
-            **{fact: top.facts[step] if top else "none" for fact, step in self._graph},
-        }
+        values = (*facts.document, top is not None, nodes[-1].kv_connector or "" if nodes else "",
+                  *(top.facts[step] if top else "none" for _, step in self._graph))
         inherited = {fact: top.errors[step] for fact, step in self._graph if top and step in top.errors}
-        decision = self.run("decision", tuple(decision_facts), tuple(decision_facts.values()), inherited=inherited,
-                            halting=True)
+        decision = self.run("decision", self._decision_names, values, inherited=inherited, halting=True)
         return self._assemble(offload, graph, decision), keep
 
     def graph(self, nodes: tuple[Node, ...]) -> GraphResult:
@@ -141,18 +142,19 @@ class Evaluator:
             if not node.children:
                 runs.append(self.run("node", self._node_names, node.facts + self._no_children, base=node.path))
                 continue
-            facts = node.facts._asdict()
             children = [runs[i] for i in node.children]
+            aggregated: dict[str, Any] = {}  # each aggregate's value, in order
             inherited: dict[str, Message] = {}
             given_by: dict[str, int] = {}  # an aggregate -> the position of the child that gave it
             for aggregate in self._aggregates:
-                value, at = _aggregate(aggregate, children, facts, given_by)
-                facts[aggregate.fact] = value
+                value, at = _aggregate(aggregate, children, aggregated, given_by)
+                aggregated[aggregate.fact] = value
                 if at is not None:
                     given_by[aggregate.fact] = at
                     if aggregate.over in children[at].errors:
                         inherited[aggregate.fact] = children[at].errors[aggregate.over]
-            runs.append(self.run("node", self._node_names, tuple(facts.values()), base=node.path, inherited=inherited))
+            runs.append(self.run("node", self._node_names, node.facts + tuple(aggregated.values()), base=node.path,
+                                 inherited=inherited))
         return GraphResult(nodes, tuple(runs))
 
     def run(self, ruleset: str, names: tuple[str, ...], values: tuple, *, base: str | None = None,
@@ -236,44 +238,44 @@ class Evaluator:
         """The Decision: the result steps' outcome and flag, and what the runs gave, in vLLM's order."""
         runs = [offload, *(graph.runs if graph else ()), *([decision] if decision else ())]
         halted = decision.halted if decision is not None else offload.halted
-        steps = self.model.steps["decision"]
         final = decision.facts if decision is not None else {}
-        result = self.run("result", (*(s.name for s in steps), "error_stage"),
-                          (*(final.get(s.name, UNREACHED) for s in steps), halted.stage if halted is not None else "none"))
+        result = self.run("result", self._result_names, (*(final.get(name, UNREACHED) for name in self._result_names[:-1]),
+                                                         halted.stage if halted is not None else "none"))
         reasons = list(offload.reasons.values())
         if graph is not None and graph.top is not None and "support" in graph.top.reasons:
             reasons.append(graph.top.reasons["support"])  # the top node's support leads the why
         if decision is not None:
             reasons += decision.reasons.values()
-        connectors = _connectors(graph) if graph else ()
-        decided = Decision(
+        errors = (halted,) if halted is not None else ()
+        warnings = tuple(w for run in runs for w in run.warnings)
+        return Decision(
             outcome=result.facts["outcome"],
             hma_enabled=_FLAG.get(result.facts["hma_enabled"]),
-            errors=(halted,) if halted is not None else (),
-            warnings=tuple(w for run in runs for w in run.warnings),
-            connectors=connectors,
+            errors=errors,
+            warnings=warnings,
+            connectors=_connectors(graph) if graph else (),
             trace=tuple(rule.id for run in runs for rule in run.fired),
             policy_digest=self.model.digest,
             reasons=tuple(dict.fromkeys(reasons)),
+            remediation=self._remediation(result.facts.get("remediation", "none"), errors, warnings, graph, final),
             trail=tuple(run.trail for run in (*runs, result)),
             vllm=self._vllm,
         )
-        remediation = self._remediation(result.facts.get("remediation", "none"), decided, graph, final)
-        return Decision(**{**_fields(decided), "remediation": remediation}) if remediation else decided
 
-    def _remediation(self, which: Any, decision: Decision, graph: GraphResult | None, facts: Mapping[str, Any]) -> str | None:
+    def _remediation(self, which: Any, errors: tuple[Message, ...], warnings: tuple[Message, ...],
+                     graph: GraphResult | None, facts: Mapping[str, Any]) -> str | None:
         """The remediation the `remediation` result step names: "error" for the
         first error, or a warning's code; its rule's `remediation`, else its hint."""
         if which == "error":
-            message = decision.errors[0] if decision.errors else None
+            message = errors[0] if errors else None
         else:
-            message = next((w for w in decision.warnings if w.code == which), None)
+            message = next((w for w in warnings if w.code == which), None)
         if message is None:
             return None
         rule = self._rules.get(message.rule or "")
         if rule is None or rule.remediation is None:
-            return message.hint
-        return _render(rule.remediation, {**facts, "blocking": _blocking(graph)})
+            return message.hint or None  # an empty hint is no remediation
+        return _render(rule.remediation, {**facts, "blocking": _blocking(graph)}) or None
 
 
 class Memo:
@@ -301,14 +303,15 @@ class Memo:
         self._held[key] = value
 
 
-def _aggregate(aggregate: Aggregate, children: list[Run], facts: Mapping[str, Any],
+def _aggregate(aggregate: Aggregate, children: list[Run], earlier: Mapping[str, Any],
                given_by: Mapping[str, int]) -> tuple[Any, int | None]:
-    """An aggregate's value for a node (see model.Aggregate), and the position
-    of the child that gave it (None: no child did)."""
+    """An aggregate's value for a node (see model.Aggregate), given the
+    earlier aggregates' values, and the position of the child that gave it
+    (None: no child did)."""
     start = 0
-    if aggregate.after is not None:
+    if aggregate.after is not None:  # the loader checks that it names an earlier aggregate
         fact, value = aggregate.after
-        if facts.get(fact) != value or fact not in given_by:
+        if earlier.get(fact) != value or fact not in given_by:
             return aggregate.none, None
         start = given_by[fact] + 1
     for at in range(start, len(children)):
@@ -316,10 +319,6 @@ def _aggregate(aggregate: Aggregate, children: list[Run], facts: Mapping[str, An
         if value not in aggregate.skip:
             return value, at
     return aggregate.none, None
-
-
-def _fields(decision: Decision) -> dict[str, Any]:
-    return {name: getattr(decision, name) for name in Decision.__dataclass_fields__}
 
 
 def _connectors(graph: GraphResult) -> tuple[ConnectorVerdict, ...]:
