@@ -307,6 +307,25 @@ prefill(None, sys.argv[1])
                                                      "computed when the script runs)")]
 
 
+def test_a_list_not_known_where_the_model_stands_is_no_model_but_open_words(tmp_path):
+    # `["vllm", "serve"] + args` and `*extra`: the list may hold the model and any option.
+    found = read(tmp_path, """\
+import subprocess
+def main(args, extra):
+    subprocess.run(["vllm", "serve"] + args)
+    subprocess.run(["vllm", "serve", *extra, "--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'])
+""")
+    first, second = found.deployments
+    assert [(n.code, n.message) for n in first.notes] == [
+        ("source.unresolved_arguments", "the command also takes `args` (which is a parameter of `main`); only the "
+                                        "options written here are read, and it may hold others")]
+    assert "model" not in first.document and decided(first) == ("enabled", True)
+    assert [(n.code, n.message) for n in second.notes] == [
+        ("source.unresolved_arguments", "the command also takes `extra` (which is a parameter of `main`); only the "
+                                        "options written here are read, and it may hold others")]
+    assert "model" not in second.document and decided(second) == ("disabled", False)
+
+
 def test_a_choice_the_script_makes_is_read_on_each_path_and_decided_where_they_agree(tmp_path):
     found = read(tmp_path, """\
 import json, os, sys

@@ -472,6 +472,23 @@ def test_echo_of_a_command_is_no_launch(tmp_path):
 
 # -- only what the decision reads counts (issue 17) ----------------------------------------------------------
 
+def test_the_scripts_arguments_or_an_array_where_the_model_stands_are_no_model(tmp_path):
+    # `exec vllm serve "$@"` (an entrypoint wrapper) and "${EXTRA[@]}" stand for any number of
+    # words, the model's and options' alike; a scalar `$MODEL` there is the model, as written.
+    script = write(tmp_path / "run.sh", 'exec vllm serve "$@"\nvllm serve "${EXTRA[@]}"\nvllm serve $MODEL\n')
+    wrapper, array, scalar = read_source(script).deployments
+    assert [(n.code, n.message) for n in wrapper.notes] == [
+        ("source.script_arguments", "the command also takes the script's own arguments (`$@`); only the options "
+                                    "written here are read")]
+    assert [(n.code, n.message) for n in array.notes] == [
+        ("source.unresolved_arguments", "the command also takes `${EXTRA[@]}`, which this file does not set; only the "
+                                        "options written here are read, and it may hold others")]
+    assert "model" not in wrapper.document and "model" not in array.document
+    assert [(n.code, n.message) for n in scalar.notes] == [
+        ("source.unresolved_unused", "the model is `$MODEL`, which this file does not set; the decision does not read "
+                                     "the model's name")]
+
+
 def test_an_unresolved_value_the_decision_does_not_read_is_a_note(tmp_path):
     kv = ('{"kv_connector":"NixlConnector","kv_role":"kv_both","engine_id":"prefill-${ROLE_REPLICA_INDEX}",'
           '"kv_connector_extra_config":{"proxy_ip":"$PROXY"}}')

@@ -22,10 +22,13 @@ __all__ = ["Arg", "ConfigFile", "VllmOptions", "DEFAULT_OPTIONS", "SCHEMA", "ENV
 
 class Arg(NamedTuple):
     """One word of a command line and where it came from (``line 12``,
-    ``ConfigMap cfg key serve.yaml``): the origin is what a report shows."""
+    ``ConfigMap cfg key serve.yaml``): the origin is what a report shows.
+    ``many``: the word stands for any number of words that are not known (a
+    Python list the file does not give), as the unknown value it holds says."""
 
     text: str
     origin: str = "command line"
+    many: bool = False
 
 
 class ConfigFile(NamedTuple):

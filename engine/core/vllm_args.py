@@ -59,6 +59,23 @@ class Reading:
         self.notes.append(self.problem(code, message, **kw))
 
 
+# A shell word that expands to any number of words: the script's arguments
+# ("$@") or an array's elements ("${ARGS[@]}"). ($* and ${ARGS[*]} are one
+# word where quoted, which the unknown value does not record.)
+_SHELL_WORDS = re.compile(r"\$(?:@|\{@\}|\{[A-Za-z_][A-Za-z0-9_]*\[@\]\})")
+
+
+def stands_for_words(arg: Arg) -> bool:
+    """Whether a word stands for any number of words that are not known: its
+    reader says so (Arg.many), or it is wholly a shell expansion of the
+    script's arguments or of an array's elements. Such a word is never taken
+    for the model: it may hold the model and options alike."""
+    if arg.many:
+        return True
+    match = UNRESOLVED.fullmatch(arg.text)
+    return match is not None and _SHELL_WORDS.fullmatch(match.group(1)) is not None
+
+
 def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Arg], Arg | None, bool]:
     """vLLM's FlexibleArgumentParser.parse_args up to argparse: --model moved
     first, --config pulled in, `_` in option names read as `-`, dotted
@@ -79,7 +96,7 @@ def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Ar
                     model, rest = Arg(tok.text[len("--model="):], tok.origin), rest[:i] + rest[i + 1:]
                 break
         else:
-            if rest and not rest[0].text.startswith("-"):
+            if rest and not rest[0].text.startswith("-") and not stands_for_words(rest[0]):
                 model, rest = rest[0], rest[1:]
         args = rest
     positional = model is not None
@@ -113,7 +130,7 @@ def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Ar
             key, eq, value = _partition(text, "=")
             head, dot, tail = _partition(key[2:], ".")
             text = "--" + outside(head, lambda part: part.replace("_", "-")) + dot + tail + eq + value
-        normal.append(Arg(text, tok.origin))
+        normal.append(tok._replace(text=text))
     return _merge_dotted(reading, normal), model, positional
 
 

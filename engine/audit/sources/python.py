@@ -272,7 +272,7 @@ class _Reader(Script):
         if isinstance(value, list):
             return [Arg(as_word(v), f"line {line}") for v in value]
         why = value.why if isinstance(value, Unknown) else "is not a list of words"
-        return [Arg(unresolved(source_text(node), why), f"line {line}")]
+        return [Arg(unresolved(source_text(node), why), f"line {line}", many=True)]
 
     def _growth(self, name: str, scope: Any, line: int) -> list[Arg]:
         """What the statements below ``line`` add to the list ``name``: the
@@ -289,7 +289,7 @@ class _Reader(Script):
             if not straight or value is None or how == "insert":
                 why = "adds words at a place the script computes" if how == "insert" and straight else \
                     "adds words on some runs of the script (in an `if`, a loop or a `try`)"
-                out.append(Arg(unresolved(written, why), f"line {at}"))
+                out.append(Arg(unresolved(written, why), f"line {at}", many=True))
             elif how == "append":
                 out.append(Arg(as_word(self.value(value, scope, 0)), f"line {at}"))
             else:
