@@ -25,7 +25,7 @@ from setuptools import setup
 
 # Per decision: input (normalise, validate) and its limits walk, the schema check, facts,
 # the step table and the evaluator.
-COMPILED = ("core/accept", "core/input", "core/bounds", "core/facts", "core/table", "core/evaluate")
+COMPILED = ("core/accept", "core/input", "core/bounds", "core/facts", "core/table", "core/evaluate", "core/memo")
 
 
 def _extensions() -> list:

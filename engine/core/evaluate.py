@@ -19,21 +19,11 @@ from typing import Any, NamedTuple
 from .decision import ConnectorVerdict, Decision, Message, Visit, VllmRelease
 from .errors import EvaluationError, Problem, suggest
 from .facts import UNREACHED, DocumentFacts, Facts, Node, NodeFacts
+from .memo import MEMO_ANSWERS, MEMO_NODES, Memo
 from .model import Aggregate, PolicyModel, Rule, StepDef
 from .table import StepTable
 
-__all__ = ["Evaluator", "GraphResult", "Memo"]
-
-# The decision memo holds decisions of this many connector nodes in all: a
-# fleet's graphs repeat, and each is decided once. Besides the answers it
-# shares, a decision holds 0.4 KiB a node (a fleet's small graphs) to 1.1 KiB
-# (graphs of 20 random nodes): this bound holds 6 to 18 MiB.
-MEMO_NODES = 16_384
-
-# The answers memo holds this many rulesets' answers (each a node's or a
-# document's facts and its steps, about 5.5 KiB; about 22 MiB in all): a
-# fleet's graphs repeat a few hundred kinds of node.
-MEMO_ANSWERS = 4_096
+__all__ = ["Evaluator", "GraphResult"]
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # supports_hma of a node, by the node contract's `support` values (None for the others).
@@ -276,31 +266,6 @@ class Evaluator:
         if rule is None or rule.remediation is None:
             return message.hint or None  # an empty hint is no remediation
         return _render(rule.remediation, {**facts, "blocking": _blocking(graph)}) or None
-
-
-class Memo:
-    """Values by the facts they were made from, bounded by the weight they
-    hold (a decision weighs its graph's nodes, a ruleset's answer 1): cleared
-    whole when full; a limit of 0 keeps nothing. Plain dict reads and writes,
-    without a lock, so that a decision made from a signal handler or another
-    thread never waits on one."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.weight = 0
-        self._held: dict[tuple, Any] = {}
-
-    def get(self, key: tuple) -> Any:
-        return self._held.get(key)
-
-    def put(self, key: tuple, value: Any, weight: int) -> None:
-        if self.limit == 0:
-            return
-        self.weight += weight
-        if self.weight > self.limit:
-            self._held = {}
-            self.weight = weight
-        self._held[key] = value
 
 
 def _aggregate(aggregate: Aggregate, children: list[Run], earlier: Mapping[str, Any],
