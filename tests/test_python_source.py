@@ -395,6 +395,15 @@ def test_a_deeply_nested_value_is_not_known_and_the_reader_does_not_recurse(tmp_
     assert [d.line for d in long.deployments] == [2]
 
 
+def test_a_value_that_doubles_at_each_name_is_one_value_not_known(tmp_path):
+    # 25 lines whose value, read out, would have 2**25 parts: read within a bound, and reported once.
+    doubled = "".join(f"a{i} = {{'a': a{i - 1}, 'b': a{i - 1}}}\n" for i in range(1, 26))
+    found = read(tmp_path, HEADER + "a0 = {'kv_connector': 'NixlConnector'}\n" + doubled + "LLM('m', kv_transfer_config=a25)\n")
+    (only,) = found.deployments
+    assert [(p.code, p.message) for p in only.problems] == [
+        ("source.unresolved", "`kv_transfer_config` takes its value from `a25` (which is larger than the audit reads)")]
+
+
 def test_deeply_nested_json_text_is_refused_by_the_deployment_checks_not_a_fault(tmp_path):
     found = read(tmp_path, HEADER + "LLM('m', kv_transfer_config=KVTransferConfig.from_cli('" + "[" * 100_000 + "]" * 100_000 + "'))\n")
     (only,) = found.deployments

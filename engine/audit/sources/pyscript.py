@@ -32,6 +32,10 @@ _MAX_CALLS = 8
 _ENV_READS = frozenset({("os", "environ", "get"), ("os", "getenv"), ("environ", "get"), ("getenv",)})
 # Past this depth an expression is a value not known (a literal nested deeper is not a vLLM config).
 _MAX_DEPTH = 32
+# A read visits at most this many expressions: names bound to each other (`b = [a, a]`) can make
+# a value of a few lines grow as 2**n. Past the bound the whole value is one not known.
+_MAX_VISITS = 10_000
+_TOO_LARGE = "is larger than the audit reads"
 
 
 class Unknown(NamedTuple):
@@ -78,6 +82,7 @@ class Script:
         self.chosen: dict[int, bool] = {}
         self._following: set[tuple[Any, str]] = set()  # the parameters whose calls are being read
         self._ordered: dict[tuple[int, str], tuple[list[int], list[Binding], bool]] = {}  # see _in_order
+        self._visits = 0  # the expressions the current read has visited (see value)
         self._imports()
         self._bind(tree, tree)
 
@@ -272,7 +277,19 @@ class Script:
         return None
 
     def value(self, node: ast.expr, scope: Any, depth: int) -> Any:
-        """A JSON value as written; an unknown part is an :class:`Unknown`."""
+        """A JSON value as written; an unknown part is an :class:`Unknown`.
+        A read (``depth`` 0) that visits more than _MAX_VISITS expressions is
+        one value not known."""
+        if depth > 0:
+            return self._value(node, scope, depth)
+        self._visits = 0
+        found = self._value(node, scope, 0)
+        return found if self._visits <= _MAX_VISITS else Unknown(source_text(node), _TOO_LARGE)
+
+    def _value(self, node: ast.expr, scope: Any, depth: int) -> Any:
+        self._visits += 1
+        if self._visits > _MAX_VISITS:
+            return Unknown(source_text(node), _TOO_LARGE)
         if depth > _MAX_DEPTH:
             return Unknown(source_text(node), "is nested too deeply to read")
         if isinstance(node, ast.Constant):
