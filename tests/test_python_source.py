@@ -240,10 +240,60 @@ def test_a_binary_python_file_is_a_problem_as_any_binary_source_is(tmp_path):
 
 
 def test_a_python_file_that_mentions_a_kv_option_and_is_not_read_is_noted(tmp_path):
-    # A command line built as one string for a shell is not read (only a list of words is).
-    found = read(tmp_path, "import subprocess\nsubprocess.run('vllm serve m --kv-transfer-config ' + KV, shell=True)\n")
+    # A command line a function makes when the script runs is not read.
+    found = read(tmp_path, "import subprocess\nsubprocess.run(command_for('--kv-transfer-config', KV), shell=True)\n")
     assert [(n.code, n.line, n.message) for n in found.notes] == [
         ("source.unrecognized", 2, "mentions `kv-transfer-config` at line 2, no vLLM launch recognised")]
+
+
+# -- command lines built as one string ----------------------------------------------------------------
+
+def test_a_command_line_a_shell_runs_is_read_as_a_shell_reads_it(tmp_path):
+    found = read(tmp_path, """\
+import json, os, subprocess
+MODEL = "Qwen/Qwen3-8B"
+KV = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+def serve(port):
+    os.system(f"vllm serve {MODEL} --port {port} --kv-transfer-config '{json.dumps(KV)}'")
+    cmd = "VLLM_USE_V1=1 vllm serve " + MODEL + " --kv-transfer-config '{\\"kv_connector\\":\\"NixlConnector\\",\\"kv_role\\":\\"kv_both\\"}'"
+    subprocess.Popen(cmd, shell=True)
+    subprocess.run(f"vllm serve m --kv-transfer-config {serve.kv}", shell=True)
+    subprocess.run("vllm serve m --kv-transfer-config '{}'")  # no shell: a program named so, not vLLM's
+    subprocess.run("echo vllm", shell=True)
+""")
+    first, second, third = found.deployments
+    assert (first.id, first.format, first.name) == ("run.py:5", "python", "Qwen/Qwen3-8B")
+    assert first.document["kv_transfer_config"] == '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
+    assert [(n.code, n.message) for n in first.notes] == [
+        ("source.unresolved_unused", "`--port` takes its value from `port` (which is a parameter of `serve`); the "
+                                     "decision does not read it")]
+    assert decided(first) == ("disabled", False)
+    assert (second.line, decided(second)) == (7, ("enabled", True))
+    assert [(p.code, p.path, p.message) for p in third.problems] == [
+        ("source.unresolved", "/kv_transfer_config", "`--kv-transfer-config` takes its value from `serve.kv` (which is "
+                                                     "computed when the script runs)")]
+
+
+def test_a_command_line_split_into_words_is_read_as_its_words(tmp_path):
+    found = read(tmp_path, """\
+import json, shlex, subprocess
+KV = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+def serve(model):
+    cmd = f"vllm serve {model} --kv-transfer-config '{json.dumps(KV)}' --disable-hybrid-kv-cache-manager"
+    subprocess.Popen(shlex.split(cmd))
+    subprocess.Popen(cmd.split())
+    subprocess.Popen(shlex.split("vllm serve m --kv-transfer-config '{"))
+""")
+    quoted, blanks = found.deployments  # (an unclosed quote: shlex refuses it, and so would the script)
+    # shlex keeps the quoted JSON one word, and the unknown model whole, though its reason holds blanks.
+    assert (quoted.line, decided(quoted)) == (5, ("disabled", False))
+    assert [(n.code, n.message) for n in quoted.notes] == [
+        ("source.unresolved_unused", "the model is `model`, where `model` is a parameter of `serve`; the decision does "
+                                     "not read the model's name")]
+    # str.split() cuts the JSON at its blanks, as vLLM would then be given it.
+    assert blanks.line == 6 and [p.code for p in blanks.problems] == ["source.extra_argument"]
+
+
 
 
 # -- command lists: `vllm serve` run by subprocess or os.exec* ---------------------------------------
@@ -402,6 +452,14 @@ def test_a_value_that_doubles_at_each_name_is_one_value_not_known(tmp_path):
     (only,) = found.deployments
     assert [(p.code, p.message) for p in only.problems] == [
         ("source.unresolved", "`kv_transfer_config` takes its value from `a25` (which is larger than the audit reads)")]
+    # A string the script builds the same way is no command line once it is longer than one may be.
+    strings = "".join(f"s{i} = s{i - 1} + s{i - 1}\n" for i in range(1, 40))
+    started = time.process_time()
+    found = read(tmp_path, "import os\ns0 = 'vllm serve m '\n" + strings + "os.system(s39)\n", name="strings.py")
+    assert (found.deployments, time.process_time() - started < 5) == ((), True)
+    short = "".join(f"s{i} = s{i - 1} + s{i - 1}\n" for i in range(1, 4))  # `vllm serve m ` 8 times: one launch
+    (launch,) = read(tmp_path, "import os\ns0 = 'vllm serve m '\n" + short + "os.system(s3)\n", name="short.py").deployments
+    assert launch.problems[0].code == "source.extra_argument"
 
 
 def test_deeply_nested_json_text_is_refused_by_the_deployment_checks_not_a_fault(tmp_path):

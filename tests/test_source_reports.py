@@ -105,11 +105,11 @@ def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path)
     assert note.message == "mentions `LMCacheConnectorV1` at line 2, no vLLM launch recognised"
     assert read_source(write(tmp_path / "unrelated.yaml", "kv_cache_dtype: fp8\nconnector_name: x\n")).notes == ()
     # A Python file that starts no engine the Python reader knows (tests/test_python_source.py), but runs
-    # `vllm serve` another way (a command line as one string, for a shell): noted, never run.
+    # `vllm serve` another way (a command line a function makes when the script runs): noted, never run.
     marker = tmp_path / "ran"
     launcher = write(tmp_path / "launch.py", f"open({str(marker)!r}, 'w').close()\nimport subprocess\n"
-                     "KV = 'kv_connector: NixlConnector'\nsubprocess.run('vllm serve m --kv-transfer-config ' "
-                     "+ KV, shell=True)\n")
+                     "KV = 'kv_connector: NixlConnector'\nsubprocess.run(build('vllm serve m --kv-transfer-config', "
+                     "KV), shell=True)\n")
     found = read_source(launcher)
     assert (found.deployments, found.skipped, [(n.code, n.line) for n in found.notes]) == (
         (), "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)", [("source.unrecognized", 3)])

@@ -13,6 +13,7 @@ import json
 from bisect import bisect_left
 from typing import Any, NamedTuple
 
+from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved, unresolved
 from ...core.options import ENV_NAMES
 
@@ -32,8 +33,9 @@ _MAX_CALLS = 8
 _ENV_READS = frozenset({("os", "environ", "get"), ("os", "getenv"), ("environ", "get"), ("getenv",)})
 # Past this depth an expression is a value not known (a literal nested deeper is not a vLLM config).
 _MAX_DEPTH = 32
-# A read visits at most this many expressions: names bound to each other (`b = [a, a]`) can make
-# a value of a few lines grow as 2**n. Past the bound the whole value is one not known.
+# A read visits at most this many expressions, and a string the script builds is at most as long
+# as a command line may be: names bound to each other (`b = [a, a]`, `c = b + b`) can make a
+# value of a few lines grow as 2**n. Past either bound the whole value is one not known.
 _MAX_VISITS = 10_000
 _TOO_LARGE = "is larger than the audit reads"
 
@@ -327,6 +329,39 @@ class Script:
             return self.value(node.body if taken else node.orelse, scope, depth + 1)
         return Unknown(source_text(node), "is computed when the script runs")
 
+    def text(self, node: ast.expr, scope: Any, depth: int = 0) -> str:
+        """A string as the script builds it (a command line given as one
+        string): literal text, an f-string's fields and ``a + b``, through
+        names as :meth:`value` follows them; each piece the file does not
+        give is an unresolved marker in its place. (``" ".join([...])`` of a
+        list of words is not read here: that list is a command list.) A
+        string longer than a command line may be is one not known."""
+        if depth == 0:
+            self._visits = 0
+        if depth > _MAX_DEPTH:
+            return as_word(Unknown(source_text(node), "is nested too deeply to read"))
+        pieces = node.values if isinstance(node, ast.JoinedStr) else \
+            (node.left, node.right) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) else None
+        if pieces is not None:
+            out = ""
+            for piece in pieces:  # (stopped as soon as it is too long: each piece may be as long again)
+                out += self._field(piece, scope, depth + 1)
+                if len(out) > MAX_COMMAND_BYTES or self._visits > _MAX_VISITS:
+                    return as_word(Unknown(source_text(node), _TOO_LARGE))
+            return out
+        if isinstance(node, ast.Name):
+            found = self.lookup(node.id, scope, node.lineno, depth)
+            return as_word(found) if isinstance(found, Unknown) else self.text(found[0], found[1], depth + 1)
+        return _shown(self.value(node, scope, depth), node)
+
+    def _field(self, part: ast.expr, scope: Any, depth: int) -> str:
+        """One piece of an f-string: its literal text, or a field as ``str()`` shows it."""
+        if isinstance(part, ast.FormattedValue):
+            if part.conversion in (-1, ord("s")) and part.format_spec is None:
+                return self.text(part.value, scope, depth)
+            return as_word(Unknown(source_text(part.value), "is formatted when the script runs"))
+        return self.text(part, scope, depth)
+
     def _builtin(self, callee: tuple[str, ...], name: str) -> bool:
         """Whether ``callee`` is the built-in ``name`` (the module does not bind that name itself)."""
         return callee == (name,) and name not in self.scopes.get(self.tree, {})
@@ -414,6 +449,32 @@ def as_word(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(as_json_word(v) for v in value) + "]"
     return json.dumps(value)
+
+
+def _shown(value: Any, node: ast.expr) -> str:
+    """A value as ``str()`` shows it in a string the script builds (``True``,
+    a dict in Python's own notation); a value the file does not give, or one
+    that holds such a value, as an unresolved marker."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Unknown):
+        return as_word(value)
+    if _holds_unknown(value):
+        return as_word(Unknown(source_text(node), "is computed when the script runs"))
+    return str(value)
+
+
+def _holds_unknown(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Unknown):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def as_json_word(value: Any) -> str:

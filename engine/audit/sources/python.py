@@ -6,7 +6,11 @@ one deployment: ``["vllm", "serve", MODEL, "--kv-transfer-config",
 json.dumps(KV)]`` (or ``[sys.executable, "-m",
 "vllm.entrypoints.openai.api_server", ...]``) as ``subprocess`` or
 ``os.exec*`` is handed it, with the words the lines below it add to the
-list (``cmd += [...]``, ``cmd.extend(...)``, ``cmd.append(...)``). A Modal
+list (``cmd += [...]``, ``cmd.extend(...)``, ``cmd.append(...)``); or a
+command line built as one string (a literal, an f-string, ``a + b``) that
+a shell runs (``os.system(cmd)``, ``subprocess.run(cmd, shell=True)``:
+read as the shell reader reads a container's ``sh -c`` string) or that the
+script splits into words (``cmd.split()``, ``shlex.split(cmd)``). A Modal
 image's pin (``uv_pip_install("vllm==0.10.1.1")``) is the release of the
 file's launches.
 
@@ -48,13 +52,15 @@ from __future__ import annotations
 import ast
 import itertools
 import re
+import shlex
 from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from ...core.errors import Problem
-from ...core.markers import references, unresolved
+from ...core.command import MAX_COMMAND_BYTES
+from ...core.markers import UNRESOLVED, references, unresolved
 from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, VALUE_OPTIONS, Arg, find_vllm
 from .context import Ctx
 from .deployment import Deployment, SourceFile
@@ -62,6 +68,7 @@ from .detect import mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
 from .pyscript import ENGINES, Script, Unknown, as_word, dotted_name, is_environ, source_text
 from .release import VERSION, ReleaseHint, from_pin
+from .shell import run_script
 
 __all__ = ["python_file"]
 
@@ -86,6 +93,27 @@ _PIN = re.compile(r"vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + VERSION.pattern + ")")
 _Readings = tuple[list[Arg], tuple[tuple[str, list[Arg]], ...]]
 # A word of a command list that names the running Python (`[sys.executable, "-m", ...]`).
 _INTERPRETER = ("sys", "executable")
+# The calls that run a command line given as one string through a shell; those that do so
+# with `shell=True`, and otherwise run a list of words (a string split into them).
+_SHELL_RUNS = frozenset({("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),
+                         ("subprocess", "getstatusoutput"), ("asyncio", "create_subprocess_shell")})
+_SUBPROCESS = frozenset(("subprocess", name) for name in ("run", "Popen", "call", "check_call", "check_output"))
+# A marker held aside while a string is split into words (see _split).
+_HELD = re.compile("\x00([0-9]+)\x00")
+
+
+class _Shell(NamedTuple):
+    """A command line the script runs through a shell, as the string it builds."""
+
+    text: str
+
+
+class _Split(NamedTuple):
+    """A command line the script splits into words: ``cmd.split()``, or
+    ``shlex.split(cmd)`` (``shell_like``)."""
+
+    text: str
+    shell_like: bool
 
 
 def python_file(ctx: Ctx) -> SourceFile | None:
@@ -114,11 +142,13 @@ class _Reader(Script):
 
     def deployments(self) -> list[Deployment]:
         # An engine's call (what it is), or a command list that starts vLLM's server (its words).
-        launches: list[tuple[ast.expr, Any, str | _Readings]] = [
+        launches: list[tuple[ast.expr, Any, str | _Readings | _Shell | _Split]] = [
             (call, scope, what) for call, scope in self.calls
             if (what := self.what(call.func)) in _LAUNCHES and not self._only_hands_on(call, scope)]
         launches += [(display, scope, argv) for display, scope, name in self.lists
                      if (argv := self._command(display, scope, name)) is not None]
+        launches += [(call, scope, string) for call, scope in self.calls
+                     if (string := self._string_command(call, scope)) is not None]
         release = self._pinned()
         # The launches in line order, each with the environment set above it: one sweep over the settings.
         settings = sorted(self._settings(), key=lambda setting: setting[2])
@@ -138,9 +168,53 @@ class _Reader(Script):
                    for name, texts in words.items()}
             if isinstance(launch, str):
                 out.append(self._deployment(cast(ast.Call, node), scope, launch, env, release))
+            elif isinstance(launch, _Shell):
+                out += self._shell_deployments(launch.text, node.lineno, env, release)
+            elif isinstance(launch, _Split):
+                split = _split(launch.text, launch.shell_like)
+                if split is not None and find_vllm(split) is not None:
+                    out.append(self._command_deployment([Arg(w, f"line {node.lineno}") for w in split], (), node.lineno,
+                                                        env, release))
             else:
                 out.append(self._command_deployment(*launch, node.lineno, env, release))
         return out
+
+    def _string_command(self, call: ast.Call, scope: Any) -> _Shell | _Split | None:
+        """The command line built as one string that ``call`` runs: through a
+        shell (``os.system(cmd)``, ``subprocess.run(cmd, shell=True)``), or
+        split into words (``subprocess.Popen(cmd.split())``,
+        ``subprocess.run(shlex.split(cmd))``). None for any other call, and
+        for a string that does not name vLLM."""
+        callee = dotted_name(call.func)
+        if callee not in _SHELL_RUNS and callee not in _SUBPROCESS:
+            return None
+        keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+        command = call.args[0] if call.args else keywords.get("args", keywords.get("cmd", keywords.get("command")))
+        if command is None or isinstance(self.value(command, scope, 0), list):
+            return None  # (a list of words: read as a command list)
+        split = _splitting(command)
+        if callee in _SUBPROCESS and split is not None:
+            text = self.text(split[0], scope)
+            return _Split(text, split[1]) if "vllm" in text else None
+        shell = keywords.get("shell")
+        if callee in _SUBPROCESS and not (isinstance(shell, ast.Constant) and shell.value is True):
+            return None
+        text = self.text(command, scope)
+        return _Shell(text) if "vllm" in text else None
+
+    def _shell_deployments(self, text: str, line: int, env: dict[str, Arg],
+                           release: ReleaseHint | None) -> list[Deployment]:
+        """The launches of a string the script runs through a shell, read as
+        a container's ``sh -c`` string is (its unknown pieces are values not
+        known), each at the line of the call."""
+        problems: list[Problem] = []
+        found, _ = run_script(text, self.ctx, env=env, first_line=line, origin=lambda _line: f"line {line}",
+                              anchor=lambda _line: f":{line}", problems=problems, fixed=True)
+        for inv in found:
+            inv.release = inv.release or release
+            inv.problems = problems + inv.problems  # (the string's own: it cannot be read whole)
+        apply_facts(found, self.ctx)
+        return [deployment(inv, self.ctx, "python") for inv in found]
 
     def _only_hands_on(self, call: ast.Call, scope: Any) -> bool:
         """Whether ``call`` only passes on an EngineArgs object whose own call
@@ -350,6 +424,40 @@ class _Reader(Script):
             found += [(key.value, value, scope, call.lineno) for key, value in pairs
                       if isinstance(key, ast.Constant) and key.value in ENV_NAMES]
         return [(name, as_word(self.value(value, scope, 0)), line) for name, value, scope, line in found]
+
+def _splitting(node: ast.expr) -> tuple[ast.expr, bool] | None:
+    """The string ``node`` splits into a command's words, and whether it
+    splits it as a shell would (``shlex.split(cmd)``) or at blanks
+    (``cmd.split()``); None for any other expression."""
+    if not isinstance(node, ast.Call) or node.keywords:
+        return None
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "split" and not node.args:
+        return node.func.value, False
+    if dotted_name(node.func) == ("shlex", "split") and len(node.args) == 1:
+        return node.args[0], True
+    return None
+
+
+def _split(text: str, shell_like: bool) -> list[str] | None:
+    """``text`` split as ``str.split()`` or ``shlex.split()`` would split it,
+    each unresolved marker kept whole (a marker's reason may hold blanks and
+    quotes); None where shlex refuses it (an unclosed quote) or the text is
+    longer than a command line may be."""
+    if len(text) > MAX_COMMAND_BYTES:
+        return None
+    held: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        held.append(match.group(0))
+        return f"\x00{len(held) - 1}\x00"
+
+    plain = UNRESOLVED.sub(hold, text)
+    try:
+        words = shlex.split(plain) if shell_like else plain.split()
+    except ValueError:
+        return None
+    return [_HELD.sub(lambda match: held[int(match.group(1))], word) for word in words]
+
 
 def _as_keywords(found: Deployment) -> Deployment:
     """A launch read as a command line, its messages and origins naming each
