@@ -274,6 +274,37 @@ def serve(port):
                                                      "computed when the script runs)")]
 
 
+def test_a_function_that_runs_the_string_it_is_given_is_a_launch_at_each_call(tmp_path):
+    # The Modal "mini-dynamo" pattern: one helper starts each process, the caller writes each command.
+    found = read(tmp_path, """\
+import json, subprocess
+NIXL = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+LMCACHE = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+def start_process(cmd):
+    return subprocess.Popen(cmd, shell=True)
+def main():
+    start_process(f"vllm serve m --port 8100 --kv-transfer-config '{json.dumps(NIXL)}'")
+    start_process(f"vllm serve m --port 8200 --kv-transfer-config '{json.dumps(LMCACHE)}'")
+    start_process("python proxy.py --port 8000")
+""")
+    assert [(d.line, decided(d)) for d in found.deployments] == [(7, ("enabled", True)), (8, ("disabled", False))]
+
+
+def test_a_command_list_that_runs_a_shell_is_read_as_its_script(tmp_path):
+    found = read(tmp_path, """\
+import json, subprocess
+KV = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+def serve(model):
+    cmd = f"vllm serve {model} --kv-transfer-config '{json.dumps(KV)}' --disable-hybrid-kv-cache-manager"
+    subprocess.Popen(["bash", "-c", cmd])
+    subprocess.run(["/bin/sh", "-lc", "VLLM_USE_V1=1 vllm serve m"])
+    subprocess.run(["bash", "-c", "echo vllm serve m"])
+""")
+    first, second = found.deployments
+    assert (first.line, decided(first)) == (5, ("disabled", False))
+    assert (second.line, decided(second), second.problems) == (6, ("enabled", True), ())
+
+
 def test_a_command_line_split_into_words_is_read_as_its_words(tmp_path):
     found = read(tmp_path, """\
 import json, shlex, subprocess

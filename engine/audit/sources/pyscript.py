@@ -234,6 +234,14 @@ class Script:
             self._ordered[key] = [b.line for b in ordered], ordered, all(b.straight for b in ordered)
         return self._ordered[key]
 
+    def parameter_of(self, node: ast.expr, scope: Any) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The function ``node`` is a parameter of: a name that ``scope``, a
+        function's body, binds only as its parameter. None for any other."""
+        if not isinstance(node, ast.Name) or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        bound = self.scopes.get(scope, {}).get(node.id, [])
+        return scope if len(bound) == 1 and bound[0].how == _PARAMETER else None
+
     def _argument(self, name: str, function: Any, depth: int) -> tuple[ast.expr, Any] | Unknown:
         """A parameter's value: the argument of the calls of its function in
         this file, where each passes one that reads the same (or the default)."""
@@ -243,7 +251,7 @@ class Script:
         calls = self.calls_of.get(function.name, [])
         if not calls or len(calls) > _MAX_CALLS:
             return why
-        given = [self._passed(name, function, call, scope) for call, scope in calls]
+        given = [self.passed(name, function, call, scope) for call, scope in calls]
         passed = [g for g in given if g is not None]
         if len(passed) < len(given):
             return why
@@ -260,7 +268,7 @@ class Script:
                                       "one known value")
         return passed[0]
 
-    def _passed(self, name: str, function: Any, call: ast.Call, scope: Any) -> tuple[ast.expr, Any] | None:
+    def passed(self, name: str, function: Any, call: ast.Call, scope: Any) -> tuple[ast.expr, Any] | None:
         """What one call passes for parameter ``name`` (the default where it passes none), and where to read it."""
         arguments = function.args
         positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]

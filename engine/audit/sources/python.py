@@ -8,9 +8,11 @@ json.dumps(KV)]`` (or ``[sys.executable, "-m",
 ``os.exec*`` is handed it, with the words the lines below it add to the
 list (``cmd += [...]``, ``cmd.extend(...)``, ``cmd.append(...)``); or a
 command line built as one string (a literal, an f-string, ``a + b``) that
-a shell runs (``os.system(cmd)``, ``subprocess.run(cmd, shell=True)``:
-read as the shell reader reads a container's ``sh -c`` string) or that the
-script splits into words (``cmd.split()``, ``shlex.split(cmd)``). A Modal
+a shell runs (``os.system(cmd)``, ``subprocess.run(cmd, shell=True)``,
+``["bash", "-c", cmd]``: read as the shell reader reads a container's ``sh
+-c`` string) or that the script splits into words (``cmd.split()``,
+``shlex.split(cmd)``), at each call of a function of the script's own that
+runs the string it is given. A Modal
 image's pin (``uv_pip_install("vllm==0.10.1.1")``) is the release of the
 file's launches.
 
@@ -64,11 +66,12 @@ from ...core.markers import UNRESOLVED, references, unresolved
 from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, VALUE_OPTIONS, Arg, find_vllm
 from .context import Ctx
 from .deployment import Deployment, SourceFile
-from .detect import mentions_vllm
+from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
 from .pyscript import ENGINES, Script, Unknown, as_word, dotted_name, is_environ, source_text
 from .release import VERSION, ReleaseHint, from_pin
 from .shell import run_script
+from .shell_commands import nested_script
 
 __all__ = ["python_file"]
 
@@ -98,6 +101,9 @@ _INTERPRETER = ("sys", "executable")
 _SHELL_RUNS = frozenset({("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),
                          ("subprocess", "getstatusoutput"), ("asyncio", "create_subprocess_shell")})
 _SUBPROCESS = frozenset(("subprocess", name) for name in ("run", "Popen", "call", "check_call", "check_output"))
+# A function of the script's own that runs the string it is given is a launch at each of its
+# calls, up to this many.
+_MAX_SITES = 64
 # A marker held aside while a string is split into words (see _split).
 _HELD = re.compile("\x00([0-9]+)\x00")
 
@@ -147,8 +153,8 @@ class _Reader(Script):
             if (what := self.what(call.func)) in _LAUNCHES and not self._only_hands_on(call, scope)]
         launches += [(display, scope, argv) for display, scope, name in self.lists
                      if (argv := self._command(display, scope, name)) is not None]
-        launches += [(call, scope, string) for call, scope in self.calls
-                     if (string := self._string_command(call, scope)) is not None]
+        launches += [launch for call, scope in self.calls for launch in self._string_launches(call, scope)]
+        launches += [launch for display, scope, _ in self.lists for launch in self._string_launches(display, scope)]
         release = self._pinned()
         # The launches in line order, each with the environment set above it: one sweep over the settings.
         settings = sorted(self._settings(), key=lambda setting: setting[2])
@@ -179,28 +185,65 @@ class _Reader(Script):
                 out.append(self._command_deployment(*launch, node.lineno, env, release))
         return out
 
-    def _string_command(self, call: ast.Call, scope: Any) -> _Shell | _Split | None:
-        """The command line built as one string that ``call`` runs: through a
-        shell (``os.system(cmd)``, ``subprocess.run(cmd, shell=True)``), or
-        split into words (``subprocess.Popen(cmd.split())``,
-        ``subprocess.run(shlex.split(cmd))``). None for any other call, and
-        for a string that does not name vLLM."""
-        callee = dotted_name(call.func)
+    def _string_launches(self, node: ast.Call | ast.List | ast.Tuple, scope: Any) -> list[tuple[ast.expr, Any, _Shell | _Split]]:
+        """The launches of a command line built as one string that ``node``
+        runs (:meth:`_string_command`), each where it is written: at ``node``,
+        or where the string is a parameter of a function of the script's own
+        (``def start(cmd): subprocess.Popen(cmd, shell=True)``), at each call
+        of that function, with the string it passes. Only those whose string
+        names vLLM."""
+        found = self._string_command(node, scope)
+        if found is None:
+            return []
+        string, how = found
+        sites: list[tuple[ast.expr, Any, ast.expr]] = [(string, scope, node)]
+        function = self.parameter_of(string, scope)
+        if function is not None and 0 < len(self.calls_of.get(function.name, [])) <= _MAX_SITES:
+            sites = [(passed[0], passed[1], call) for call, where in self.calls_of[function.name]
+                     if (passed := self.passed(string.id, function, call, where)) is not None]
+        out: list[tuple[ast.expr, Any, _Shell | _Split]] = []
+        for expr, where, at in sites:
+            text = self.text(expr, where)
+            if "vllm" in text:
+                out.append((at, where, _Shell(text) if how == "shell" else _Split(text, how == "shlex")))
+        return out
+
+    def _string_command(self, node: ast.Call | ast.List | ast.Tuple, scope: Any) -> tuple[ast.expr, str] | None:
+        """The string ``node`` runs as a command line, and how: through a
+        shell (``os.system(cmd)``, ``subprocess.run(cmd, shell=True)``, a
+        command list ``["bash", "-c", cmd]``), or split into words
+        (``subprocess.Popen(cmd.split())``, ``shlex.split(cmd)``). None for
+        any other call or list."""
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return self._list_script(node)
+        callee = dotted_name(node.func)
         if callee not in _SHELL_RUNS and callee not in _SUBPROCESS:
             return None
-        keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
-        command = call.args[0] if call.args else keywords.get("args", keywords.get("cmd", keywords.get("command")))
-        if command is None or isinstance(self.value(command, scope, 0), list):
+        keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        command = node.args[0] if node.args else keywords.get("args", keywords.get("cmd", keywords.get("command")))
+        if command is None or isinstance(command, (ast.List, ast.Tuple)) or isinstance(self.value(command, scope, 0), list):
             return None  # (a list of words: read as a command list)
         split = _splitting(command)
         if callee in _SUBPROCESS and split is not None:
-            text = self.text(split[0], scope)
-            return _Split(text, split[1]) if "vllm" in text else None
+            return split[0], "shlex" if split[1] else "split"
         shell = keywords.get("shell")
         if callee in _SUBPROCESS and not (isinstance(shell, ast.Constant) and shell.value is True):
             return None
-        text = self.text(command, scope)
-        return _Shell(text) if "vllm" in text else None
+        return command, "shell"
+
+    def _list_script(self, display: ast.List | ast.Tuple) -> tuple[ast.expr, str] | None:
+        """The script a command list hands a shell (``["bash", "-c", cmd]``,
+        ``["sh", "-lc", cmd]``), as the shell reader finds it in a command
+        line; None for a list that runs no shell."""
+        if not any(isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value.rsplit("/", 1)[-1] in SHELLS
+                   for e in display.elts) or any(isinstance(e, ast.Starred) for e in display.elts):
+            return None
+        # Each word as written where it is a literal; any other stands for itself only (\x00).
+        words = [e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else "\x00" for e in display.elts]
+        found = nested_script(words)
+        if found is None:
+            return None
+        return display.elts[len(words) - len(found[1]) - 1], "shell"
 
     def _shell_deployments(self, text: str, line: int, env: dict[str, Arg],
                            release: ReleaseHint | None) -> list[Deployment]:
