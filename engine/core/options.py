@@ -23,8 +23,8 @@ __all__ = ["Arg", "ConfigFile", "VllmOptions", "DEFAULT_OPTIONS", "SCHEMA", "ENV
 class Arg(NamedTuple):
     """One word of a command line and where it came from (``line 12``,
     ``ConfigMap cfg key serve.yaml``): the origin is what a report shows.
-    ``many``: the word stands for any number of words that are not known (a
-    Python list the file does not give), as the unknown value it holds says."""
+    ``many``: the word, an unknown value, stands for any number of words (a
+    Python list the file does not give), not for one."""
 
     text: str
     origin: str = "command line"

@@ -468,6 +468,7 @@ class _Reader(Script):
                       if isinstance(key, ast.Constant) and key.value in ENV_NAMES]
         return [(name, as_word(self.value(value, scope, 0)), line) for name, value, scope, line in found]
 
+
 def _splitting(node: ast.expr) -> tuple[ast.expr, bool] | None:
     """The string ``node`` splits into a command's words, and whether it
     splits it as a shell would (``shlex.split(cmd)``) or at blanks
