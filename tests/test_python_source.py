@@ -105,8 +105,9 @@ for config in configs:
                                      "the decision does not read the model's name")]
     # `ktc` is set twice at the top of the module, each before the call: the second is in effect.
     assert json.loads(second.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
+    # An f-string is a string whatever its fields are: the field not known is named.
     assert third.problems[0].message == ("`kv_transfer_config` takes its value at `/kv_connector` from "
-                                         "`f'{args.name}Connector'` (which is computed when the script runs)")
+                                         "`args.name` (which is computed when the script runs)")
     assert loop.problems[0].message == "`kv_transfer_config` takes its value from `config` (which is a loop variable)"
     assert first.document is None and third.document is None
 
@@ -303,6 +304,51 @@ def serve(model):
     first, second = found.deployments
     assert (first.line, decided(first)) == (5, ("disabled", False))
     assert (second.line, decided(second), second.problems) == (6, ("enabled", True), ())
+
+
+def test_a_launcher_that_starts_each_worker_in_a_loop_is_read_per_worker(tmp_path):
+    # Prefill and decode workers started in two loops, each building `kv` and `cmd` again: the
+    # binding above the use in the same loop body is the one in effect. An f-string's field not
+    # known (`i`) stays a string's part, so the engine_id is a note, not a value of any JSON type.
+    found = read(tmp_path, """\
+import json, subprocess, sys
+CONNECTOR = "NixlConnector"
+def start(cmd, name):
+    return subprocess.Popen(cmd, shell=True)
+def main(ports):
+    for i, port in enumerate(ports):
+        kv = json.dumps({"kv_connector": CONNECTOR, "kv_role": "kv_producer", "engine_id": f"prefill-{i}"})
+        cmd = f"{sys.executable} -m vllm.entrypoints.openai.api_server --port {port} --kv-transfer-config '{kv}'"
+        start(cmd, f"prefill-{i}")
+    for i, port in enumerate(ports):
+        kv = json.dumps({"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_consumer"})
+        cmd = f"{sys.executable} -m vllm.entrypoints.openai.api_server --port {port} --kv-transfer-config '{kv}'"
+        start(cmd, f"decode-{i}")
+""")
+    prefill, decode = found.deployments
+    assert (prefill.line, decided(prefill), prefill.problems) == (9, ("enabled", True), ())
+    assert [n.message for n in prefill.notes] == [
+        "`--kv-transfer-config` holds `i` (which is set 2 times in this file) at `/engine_id`; the decision does not "
+        "read that value",
+        "`--port` takes its value from `port` (which is set 2 times in this file); the decision does not read it"]
+    assert (decode.line, decided(decode)) == (13, ("disabled", False))
+
+
+def test_a_binding_in_a_loop_holds_only_where_nothing_rebinds_it_from_a_later_turn(tmp_path):
+    found = read(tmp_path, """\
+import subprocess
+def main(models):
+    cmd = "vllm serve m --kv-transfer-config '{}'"
+    for model in models:
+        subprocess.run(cmd, shell=True)
+        cmd = "vllm serve other"
+    if models:
+        cmd = "vllm serve m2"
+    subprocess.run(cmd, shell=True)
+""")
+    # The first run sees the first `cmd` on the first turn and the loop's on the next ones; the
+    # second, either binding above it: neither is known, and neither is a launch.
+    assert found.deployments == ()
 
 
 def test_a_command_line_split_into_words_is_read_as_its_words(tmp_path):

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import ast
 import json
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from typing import Any, NamedTuple
 
 from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved, unresolved
 from ...core.options import ENV_NAMES
 
-__all__ = ["ENGINES", "KV_CONFIG", "Script", "Unknown", "Binding", "as_word", "as_json_word", "dotted_name",
+__all__ = ["ENGINES", "KV_CONFIG", "INTERPRETER", "Script", "Unknown", "Binding", "as_word", "as_json_word", "dotted_name",
            "is_environ", "source_text"]
 
 # The classes whose call starts (or configures) an engine, and the KV-transfer config class.
@@ -31,6 +31,8 @@ _GROWS = frozenset({"extend", "append", "insert"})
 _MAX_CALLS = 8
 # How a script reads an environment variable with a default: os.environ.get(NAME, DEFAULT), os.getenv(...).
 _ENV_READS = frozenset({("os", "environ", "get"), ("os", "getenv"), ("environ", "get"), ("getenv",)})
+# The running Python (`sys.executable`): a command's `python` (`[sys.executable, "-m", ...]`).
+INTERPRETER = ("sys", "executable")
 # Past this depth an expression is a value not known (a literal nested deeper is not a vLLM config).
 _MAX_DEPTH = 32
 # A read visits at most this many expressions, and a string the script builds is at most as long
@@ -56,6 +58,9 @@ class Binding(NamedTuple):
     scope: Any  # the scope the value is read in (a function node, or the module)
     line: int = 0
     straight: bool = False  # bound by a statement of the scope's own body (not in an if, a loop, a try)
+    # The last line of the block (a body of statements) whose statement binds it; 0: bound by
+    # no statement of its own. Every use below it in that block comes after it.
+    block_end: int = 0
 
 
 class Script:
@@ -104,10 +109,13 @@ class Script:
     def _bind(self, node: ast.AST, scope: Any) -> None:
         """Record the bindings and calls under ``node``, in ``scope``; without
         recursion, so that a deeply nested file cannot exhaust the stack."""
-        # (a node, its scope, whether it is a statement of that scope's own body)
-        stack: list[tuple[Any, Any, bool]] = [(child, scope, True) for child in ast.iter_child_nodes(node)]
+        # (a node, its scope, whether it is a statement of that scope's own body, and the last
+        # line of the block it is a statement of: 0 for an expression)
+        ends = _block_ends(node)
+        stack: list[tuple[Any, Any, bool, int]] = [(child, scope, True, ends.get(id(child), 0))
+                                                   for child in ast.iter_child_nodes(node)]
         while stack:
-            node, scope, straight = stack.pop()
+            node, scope, straight, end = stack.pop()
             names = self.scopes.setdefault(scope, {})
             line = getattr(node, "lineno", 0)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not scope:
@@ -119,10 +127,11 @@ class Script:
                     inner.setdefault(arg.arg, []).append(Binding(None, _PARAMETER, node))
                 if not isinstance(node, ast.Lambda):
                     names.setdefault(node.name, []).append(Binding(None, "a function", scope, line, straight))
-                    stack.extend((d, scope, False) for d in node.decorator_list)
+                    stack.extend((d, scope, False, 0) for d in node.decorator_list)
                 body = node.body if isinstance(node.body, list) else [node.body]
-                stack.extend((child, node, not isinstance(node, ast.Lambda)) for child in body)
-                stack.extend((d, scope, False) for d in (*arguments.defaults, *(d for d in arguments.kw_defaults if d)))
+                last = (body[-1].end_lineno or 0) if isinstance(node.body, list) else 0
+                stack.extend((child, node, not isinstance(node, ast.Lambda), last) for child in body)
+                stack.extend((d, scope, False, 0) for d in (*arguments.defaults, *(d for d in arguments.kw_defaults if d)))
                 continue
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -134,14 +143,14 @@ class Script:
                         self.assigned[id(value)] = target.id
                     for name in _targets(target):
                         names.setdefault(name, []).append(Binding(value, "unpacked from another value", scope, line,
-                                                                   straight))
+                                                                   straight, end))
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
                 for name in _targets(node.target):
                     names.setdefault(name, []).append(Binding(node.value, "declared without a value", scope, line,
-                                                               straight and isinstance(node, ast.AnnAssign)))
+                                                               straight and isinstance(node, ast.AnnAssign), end))
             elif isinstance(node, ast.AugAssign):
                 for name in _targets(node.target):
-                    names.setdefault(name, []).append(Binding(None, "changed in place", scope, line, straight))
+                    names.setdefault(name, []).append(Binding(None, "changed in place", scope, line, straight, end))
                 if isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
                     self.grown.setdefault((id(scope), node.target.id), []).append((line, "+=", node.value, straight))
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
@@ -167,7 +176,8 @@ class Script:
                 self.calls.append((node, scope))
                 if isinstance(node.func, ast.Name):
                     self.calls_of.setdefault(node.func.id, []).append((node, scope))
-            stack.extend((child, scope, False) for child in ast.iter_child_nodes(node))
+            ends = _block_ends(node)
+            stack.extend((child, scope, False, ends.get(id(child), 0)) for child in ast.iter_child_nodes(node))
 
     def what(self, func: ast.expr) -> str | None:
         """The vLLM class a callee is (``LLM``), or its class method
@@ -202,8 +212,12 @@ class Script:
     def lookup(self, name: str, scope: Any, line: int, depth: int) -> tuple[ast.expr, Any] | Unknown:
         """What ``name``, read at ``line``, stands for in ``scope``: its value
         (and where to read it), or why it is not known. A name bound more than
-        once is known where each binding is a statement of the scope's own
-        body, run in order: the last one above the line, in the scope that reads it."""
+        once is known, in the scope that reads it, by the last binding above
+        the line where that one comes before the use on every way to it:
+        where each binding is a statement of the scope's own body, run in
+        order; or where it is a statement of a block (the body of a loop, an
+        ``if``) that holds the use, and no other binding follows it in that
+        block (one in a loop inside it could reach the use from a later turn)."""
         innermost = True
         while scope is not None:
             bound = self.scopes.get(scope, {}).get(name)
@@ -211,9 +225,11 @@ class Script:
                 if len(bound) > 1:
                     lines, ordered, straight = self._in_order(scope, name, bound)
                     above = bisect_left(lines, line)  # the bindings on lines above the use
-                    if not (innermost and above and straight):
+                    last = ordered[above - 1] if innermost and above else None
+                    if last is None or not (straight or (line <= last.block_end and
+                                                         bisect_right(lines, last.block_end) == above)):
                         return Unknown(name, f"is set {len(bound)} times in this file")
-                    bound = [ordered[above - 1]]
+                    bound = [last]
                 binding = bound[0]
                 if binding.value is not None:
                     return binding.value, binding.scope
@@ -335,6 +351,8 @@ class Script:
                 self.choices.setdefault(id(node), node)
                 return Unknown(source_text(node), "is chosen when the script runs")
             return self.value(node.body if taken else node.orelse, scope, depth + 1)
+        if isinstance(node, ast.JoinedStr):  # a string whatever its fields are: each not known a marker in it
+            return self.text(node, scope, depth)
         return Unknown(source_text(node), "is computed when the script runs")
 
     def text(self, node: ast.expr, scope: Any, depth: int = 0) -> str:
@@ -360,6 +378,8 @@ class Script:
         if isinstance(node, ast.Name):
             found = self.lookup(node.id, scope, node.lineno, depth)
             return as_word(found) if isinstance(found, Unknown) else self.text(found[0], found[1], depth + 1)
+        if dotted_name(node) == INTERPRETER:
+            return "python"
         return _shown(self.value(node, scope, depth), node)
 
     def _field(self, part: ast.expr, scope: Any, depth: int) -> str:
@@ -401,6 +421,18 @@ class Script:
             if isinstance(text, (str, Unknown)):
                 return text
         return Unknown(source_text(node), "is computed when the script runs")
+
+
+def _block_ends(node: ast.AST) -> dict[int, int]:
+    """The statements of each block (a body of statements) of ``node``, by
+    id, each with the last line of its block."""
+    ends: dict[int, int] = {}
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(node, field, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            last = block[-1].end_lineno or 0
+            ends.update((id(statement), last) for statement in block)
+    return ends
 
 
 def dotted_name(node: ast.expr) -> tuple[str, ...]:
@@ -486,5 +518,8 @@ def _holds_unknown(value: Any) -> bool:
 
 
 def as_json_word(value: Any) -> str:
-    """A value inside a JSON word: a string quoted."""
-    return json.dumps(value) if isinstance(value, str) else as_word(value)
+    """A value inside a JSON word: a string quoted, the markers it holds (an
+    f-string's fields not known) kept as markers inside the JSON string."""
+    if isinstance(value, str):
+        return json.dumps(value).replace("\\u0000", "\x00").replace("\\u0001", "\x01")
+    return as_word(value)

@@ -68,7 +68,7 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
-from .pyscript import ENGINES, Script, Unknown, as_word, dotted_name, is_environ, source_text
+from .pyscript import ENGINES, INTERPRETER, Script, Unknown, as_word, dotted_name, is_environ, source_text
 from .release import VERSION, ReleaseHint, from_pin
 from .shell import run_script
 from .shell_commands import nested_script
@@ -94,8 +94,6 @@ _PIP_INSTALLS = frozenset({"pip_install", "uv_pip_install"})
 _PIN = re.compile(r"vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + VERSION.pattern + ")")
 # A command list's words, and its words on each path through the choices it holds (see _readings).
 _Readings = tuple[list[Arg], tuple[tuple[str, list[Arg]], ...]]
-# A word of a command list that names the running Python (`[sys.executable, "-m", ...]`).
-_INTERPRETER = ("sys", "executable")
 # The calls that run a command line given as one string through a shell; those that do so
 # with `shell=True`, and otherwise run a list of words (a string split into them).
 _SHELL_RUNS = frozenset({("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),
@@ -251,9 +249,15 @@ class _Reader(Script):
         a container's ``sh -c`` string is (its unknown pieces are values not
         known), each at the line of the call."""
         problems: list[Problem] = []
-        found, _ = run_script(text, self.ctx, env=env, first_line=line, origin=lambda _line: f"line {line}",
+        # The markers are held aside while the shell reads the string: a marker's name and reason
+        # are Python source and words, whose quotes would end the shell's own.
+        held, plain = _held(text)
+        found, _ = run_script(plain, self.ctx, env=env, first_line=line, origin=lambda _line: f"line {line}",
                               anchor=lambda _line: f":{line}", problems=problems, fixed=True)
         for inv in found:
+            inv.argv, inv.env = _restored_words(inv.argv, held), _restored_env(inv.env, held)
+            inv.paths = tuple((which, _restored_words(argv, held), _restored_env(path_env, held))
+                              for which, argv, path_env in inv.paths)
             inv.release = inv.release or release
             inv.problems = problems + inv.problems  # (the string's own: it cannot be read whole)
         apply_facts(found, self.ctx)
@@ -376,7 +380,7 @@ class _Reader(Script):
         for element in elements:
             if isinstance(element, ast.Starred):
                 out += self._words_of(element.value, scope, element.lineno)
-            elif dotted_name(element) == _INTERPRETER:
+            elif dotted_name(element) == INTERPRETER:
                 out.append(Arg("python", f"line {element.lineno}: sys.executable"))
             else:
                 out.append(Arg(as_word(self.value(element, scope, 0)), f"line {element.lineno}"))
@@ -489,18 +493,37 @@ def _split(text: str, shell_like: bool) -> list[str] | None:
     longer than a command line may be."""
     if len(text) > MAX_COMMAND_BYTES:
         return None
+    held, plain = _held(text)
+    try:
+        words = shlex.split(plain) if shell_like else plain.split()
+    except ValueError:
+        return None
+    return [_restored(word, held) for word in words]
+
+
+def _held(text: str) -> tuple[list[str], str]:
+    """The markers of ``text``, and the text with each replaced by a marker
+    of its number alone (NUL, digits, NUL), which holds no blank or quote."""
     held: list[str] = []
 
     def hold(match: re.Match[str]) -> str:
         held.append(match.group(0))
         return f"\x00{len(held) - 1}\x00"
 
-    plain = UNRESOLVED.sub(hold, text)
-    try:
-        words = shlex.split(plain) if shell_like else plain.split()
-    except ValueError:
-        return None
-    return [_HELD.sub(lambda match: held[int(match.group(1))], word) for word in words]
+    return held, UNRESOLVED.sub(hold, text)
+
+
+def _restored(text: str, held: list[str]) -> str:
+    """``text`` with each marker :func:`_held` held aside put back."""
+    return _HELD.sub(lambda match: held[int(match.group(1))], text) if "\x00" in text else text
+
+
+def _restored_words(words: list[Arg], held: list[str]) -> list[Arg]:
+    return [word._replace(text=_restored(word.text, held)) for word in words]
+
+
+def _restored_env(env: dict[str, Arg], held: list[str]) -> dict[str, Arg]:
+    return {name: value._replace(text=_restored(value.text, held)) for name, value in env.items()}
 
 
 def _as_keywords(found: Deployment) -> Deployment:
