@@ -351,6 +351,23 @@ def main(models):
     assert found.deployments == ()
 
 
+def test_words_added_in_an_if_stay_open_when_the_paths_settle_a_choice(tmp_path):
+    # The shape of vLLM's piecewise_store_pd_launcher.py: the role is a choice read once per
+    # branch; a word appended in an `if` is set on no path, so the paths do not settle it.
+    read(tmp_path, """\
+import json, subprocess, sys
+role = "kv_producer" if sys.argv[1] == "prefill" else "kv_consumer"
+command = ["vllm", "serve", "m", "--kv-transfer-config", json.dumps({"kv_connector": "NixlConnector", "kv_role": role})]
+if len(sys.argv) > 2:
+    command.append(sys.argv[2])
+subprocess.run(command)
+""")
+    (entry,) = audit([str(tmp_path / "run.py")]).entries
+    assert [n.code for n in entry.deployment.notes] == ["source.unresolved_arguments", "source.unresolved_unused"]
+    assert entry.deployment.notes[1].message.endswith("the decision is the same on each of the 2 paths")
+    assert (entry.decision["outcome"], entry.decision["errors"]) == ("enabled", [])
+
+
 def test_a_command_line_split_into_words_is_read_as_its_words(tmp_path):
     found = read(tmp_path, """\
 import json, shlex, subprocess

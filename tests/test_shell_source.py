@@ -268,6 +268,23 @@ vllm serve m $ARGS $EXTRA --kv-transfer-config '{LMCACHE}'
     assert (d.paths, [p.code for p in d.problems]) == ((), [])
 
 
+def test_a_word_no_path_sets_stays_open_when_the_paths_settle_another_value(tmp_path):
+    # The paths read `$KV` as each `if` branch sets it; `$EXTRA_ARGS` is set on none, so they
+    # do not settle it: it is the note it would be without the `if`, not "the same on each path".
+    nixl = '{"kv_connector":"NixlConnector","kv_role":"%s"}'
+    script = (f"if [ \"$ROLE\" = prefill ]; then KV='{nixl % 'kv_producer'}'; else KV='{nixl % 'kv_consumer'}'; fi\n"
+              "vllm serve m $EXTRA_ARGS --kv-transfer-config \"$KV\"\n")
+    d = only(read_source(write(tmp_path / "run.sh", script)))
+    (entry,) = decided(write(tmp_path / "run.sh", script))
+    assert (entry.decision["outcome"], entry.decision["errors"]) == ("enabled", [])
+    assert [(n.code, n.message) for n in entry.deployment.notes] == [
+        ("source.unresolved_arguments", "the command also takes `$EXTRA_ARGS`, which this file does not set; only the "
+                                        "options written here are read, and it may hold others"),
+        ("source.unresolved_unused", "`--kv-transfer-config` takes its value from `$KV` (which is set differently on the "
+                                     "paths through `if` at line 1); the decision is the same on each of the 2 paths")]
+    assert len(d.paths) == 2
+
+
 def test_an_evaluated_text_made_before_is_not_read_again_per_path(tmp_path):
     # `eval "$CMD"` runs a text made from the merged value: reading the launch again in
     # a path's variables gives the same words, which is no reading of that path (it

@@ -107,7 +107,7 @@ def decided(result: CommandResult, decide: Callable[[dict[str, Any]], _T]) -> _T
 def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | None = None,
                  read_config: Callable[[str], str | ConfigFile] | None = None,
                  options: VllmOptions | None = None, file: str | None = None, line: int | None = None,
-                 require_model: bool = True, per_path: bool = False) -> CommandResult:
+                 require_model: bool = True, per_path: frozenset[str] = frozenset()) -> CommandResult:
     """The deployment document of a vLLM server command line. Never raises
     for any argv.
 
@@ -125,10 +125,11 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
     release (default: 0.33.0's, as far as the decision needs them).
     ``file`` and ``line`` locate the problems. ``require_model=False``: a
     command without a model is not refused (a config file read alone).
-    ``per_path=True``: the caller reads the command again on each path of a
-    script that sets a value it reads differently (the audit's shell
-    reader), so a word from such a value, which may hold options, is a
-    ``source.unresolved`` problem the paths settle, not a note.
+    ``per_path``: the unknown values (their markers) that the caller reads
+    again on each path of a script that sets them differently (the audit's
+    readers), so that a word made of such a value, which may hold options,
+    is a ``source.unresolved`` problem the paths settle, not a note. A word
+    from a value no path sets stays a note.
     """
     reading = Reading(file, line, options or DEFAULT_OPTIONS, read_config, require_model, per_path)
     words = [w if isinstance(w, Arg) else Arg(w) for w in argv]
@@ -413,13 +414,13 @@ def _loose_notes(reading: Reading, loose: list[tuple[str | None, Arg]]) -> None:
                     reading.note("source.script_arguments", "the command also takes the script's own arguments "
                                  "(`$@`); only the options written here are read")
                 script_arguments = True
-            elif reading.per_path:
+            elif _settled_by_paths(word.text, reading):
                 reading.fail("source.unresolved", f"the command also takes {references(word.text)}, "
                              "which may hold options")
             else:
                 reading.note("source.unresolved_arguments", f"the command also takes {references(word.text)}; "
                              "only the options written here are read, and it may hold others")
-        elif word.text.startswith("-") and reading.per_path:
+        elif word.text.startswith("-") and _settled_by_paths(word.text, reading):
             reading.fail("source.unresolved", f"the command also takes the option {references(word.text, whole=True)}, "
                          "whose name is not known")
         elif word.text.startswith("-"):
@@ -429,6 +430,11 @@ def _loose_notes(reading: Reading, loose: list[tuple[str | None, Arg]]) -> None:
         else:
             reading.note("source.unresolved_unused", f"the argument {references(word.text, whole=True)}; "
                          "the decision does not read it")
+
+
+def _settled_by_paths(text: str, reading: Reading) -> bool:
+    """Whether every unknown value ``text`` holds is one the caller reads again on each path."""
+    return bool(reading.per_path) and all(m.group(0) in reading.per_path for m in UNRESOLVED.finditer(text))
 
 
 # -- a launcher's command ------------------------------------------------------------------

@@ -44,7 +44,7 @@ class Reading:
     options: VllmOptions
     read_config: Callable[[str], str | ConfigFile] | None
     require_model: bool
-    per_path: bool = False  # read_command's: the caller reads each path of a value set differently
+    per_path: frozenset[str] = frozenset()  # read_command's: the unknown values the caller reads on each path
     problems: list[Problem] = field(default_factory=list)
     notes: list[Problem] = field(default_factory=list)
     configs: list[str] = field(default_factory=list)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ...core.command import read_command
-from ...core.markers import has_unresolved, plain
+from ...core.markers import UNRESOLVED, has_unresolved, plain
 from ...core.options import Arg, ConfigFile
 from ...core.errors import InputError, Problem
 from .context import RUNTIME_FACTS, Ctx
@@ -90,7 +90,8 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     # Read on each path first: only where every path reads can the paths settle what the command leaves open.
     documents = _paths(inv, ctx, facts) if inv.paths else ()
     result = read_command(inv.argv, env=inv.env, read_config=inv.config_reader, file=ctx.display,
-                          line=inv.line, require_model=inv.require_model, per_path=bool(documents))
+                          line=inv.line, require_model=inv.require_model,
+                          per_path=_settled(inv) if documents else frozenset())
     problems = inv.problems + list(result.problems)
     if inv.facts_problem is not None:
         problems.append(inv.facts_problem)
@@ -124,6 +125,17 @@ def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[str,
             return ()
         out.append((which, _document(inv, result.document, facts)))
     return tuple(out)
+
+
+def _settled(inv: Invocation) -> frozenset[str]:
+    """The unknown values of a launch that its paths read as each sets them:
+    those none of the paths still holds (a value no path sets is in each)."""
+    def markers(argv: list[Arg], env: dict[str, Any]) -> set[str]:
+        texts = [w.text for w in argv] + [v.text for v in env.values() if isinstance(v, Arg)]
+        return {m.group(0) for text in texts if "\x00" in text for m in UNRESOLVED.finditer(text)}
+
+    left = set().union(*(markers(argv, env) for _, argv, env in inv.paths))
+    return frozenset(markers(inv.argv, inv.env) - left)
 
 
 def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
