@@ -202,22 +202,25 @@ class Script:
     def source(self, node: ast.expr, scope: Any, depth: int) -> ast.expr | None:
         """The expression a name stands for, through single bindings (None: not known)."""
         while isinstance(node, ast.Name) and depth < _MAX_DEPTH:
-            found = self.lookup(node.id, scope, node.lineno, depth)
+            found = self.lookup(node, scope, depth)
             if not isinstance(found, tuple):
                 return None
             node, scope = found
             depth += 1
         return node
 
-    def lookup(self, name: str, scope: Any, line: int, depth: int) -> tuple[ast.expr, Any] | Unknown:
-        """What ``name``, read at ``line``, stands for in ``scope``: its value
+    def lookup(self, use: ast.Name, scope: Any, depth: int) -> tuple[ast.expr, Any] | Unknown:
+        """What the name ``use`` reads stands for in ``scope``: its value
         (and where to read it), or why it is not known. A name bound more than
         once is known, in the scope that reads it, by the last binding above
         the line where that one comes before the use on every way to it:
         where each binding is a statement of the scope's own body, run in
         order; or where it is a statement of a block (the body of a loop, an
         ``if``) that holds the use, and no other binding follows it in that
-        block (one in a loop inside it could reach the use from a later turn)."""
+        block (one in a loop inside it could reach the use from a later turn).
+        A name read in the value that binds it (``cmd = cmd + " x"``) reads
+        the value it had before: not that one."""
+        name, line = use.id, use.lineno
         innermost = True
         while scope is not None:
             bound = self.scopes.get(scope, {}).get(name)
@@ -231,6 +234,8 @@ class Script:
                         return Unknown(name, f"is set {len(bound)} times in this file")
                     bound = [last]
                 binding = bound[0]
+                if binding.value is not None and _within(use, binding.value):
+                    return Unknown(name, f"is read in its own assignment, at line {binding.line}")
                 if binding.value is not None:
                     return binding.value, binding.scope
                 if binding.how == _PARAMETER:
@@ -324,7 +329,7 @@ class Script:
                 return Unknown(source_text(node), "holds a character no command line can")
             return value if value is None or isinstance(value, (str, int, float, bool)) else Unknown(source_text(node), "is not JSON")
         if isinstance(node, ast.Name):
-            found = self.lookup(node.id, scope, node.lineno, depth)
+            found = self.lookup(node, scope, depth)
             return found if isinstance(found, Unknown) else self.value(found[0], found[1], depth + 1)
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
@@ -364,6 +369,9 @@ class Script:
         string longer than a command line may be is one not known."""
         if depth == 0:
             self._visits = 0
+        self._visits += 1  # (as value() counts them: the piece read when they run out is not known)
+        if self._visits > _MAX_VISITS:
+            return as_word(Unknown(source_text(node), _TOO_LARGE))
         if depth > _MAX_DEPTH:
             return as_word(Unknown(source_text(node), "is nested too deeply to read"))
         pieces = node.values if isinstance(node, ast.JoinedStr) else \
@@ -372,11 +380,11 @@ class Script:
             out = ""
             for piece in pieces:  # (stopped as soon as it is too long: each piece may be as long again)
                 out += self._field(piece, scope, depth + 1)
-                if len(out) > MAX_COMMAND_BYTES or self._visits > _MAX_VISITS:
+                if len(out) > MAX_COMMAND_BYTES:
                     return as_word(Unknown(source_text(node), _TOO_LARGE))
             return out
         if isinstance(node, ast.Name):
-            found = self.lookup(node.id, scope, node.lineno, depth)
+            found = self.lookup(node, scope, depth)
             return as_word(found) if isinstance(found, Unknown) else self.text(found[0], found[1], depth + 1)
         if dotted_name(node) == INTERPRETER:
             return "python"
@@ -433,6 +441,12 @@ def _block_ends(node: ast.AST) -> dict[int, int]:
             last = block[-1].end_lineno or 0
             ends.update((id(statement), last) for statement in block)
     return ends
+
+
+def _within(node: ast.AST, outer: ast.AST) -> bool:
+    """Whether ``node`` is written inside ``outer`` (by their places in the file)."""
+    return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
+        (node.end_lineno or 0, node.end_col_offset or 0) <= (outer.end_lineno or 0, outer.end_col_offset or 0)
 
 
 def dotted_name(node: ast.expr) -> tuple[str, ...]:
