@@ -18,6 +18,7 @@ import json
 import math
 import random
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -140,12 +141,15 @@ def test_mutated_valid_documents(policy, doc):
 @settings(max_examples=300, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(documents(max_nodes=20))
-def test_generated_documents_through_the_default_policy(doc):
-    # The module-level hma_policy.decide and its lazily built default policy.
+def test_generated_documents_through_the_default_policy(policy, doc):
+    # The module-level hma_policy.decide, with its lazily built default policies, answers what
+    # the bundled policy answers (the generated documents name no release).
+    expected = decide_totally(policy, doc)
     try:
-        hma_policy.decide(doc)
-    except hma_policy.InputError:
-        pass
+        answered = hma_policy.decide(doc).to_dict()
+    except hma_policy.InputError as exc:
+        answered = exc.problems
+    assert answered == (expected.problems if isinstance(expected, hma_policy.InputError) else expected.to_dict())
 
 
 # ---------------------------------------------------------------------------
@@ -410,6 +414,53 @@ def test_cli_output_never_carries_control_characters_from_a_document(tmp_path):
         out = result.stdout.decode()
         assert "\x1b" not in out and "\r" not in out
         assert not any(line.startswith("FORGED") for line in out.splitlines())
+
+
+# ---------------------------------------------------------------------------
+# A launcher's command line (decide_command)
+# ---------------------------------------------------------------------------
+
+_STARTS = [["vllm", "serve"], ["vllm", "serve", "m"], ["python3", "-m", "vllm.entrypoints.openai.api_server"],
+           ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"], ["vllm"], [], ["ls", "-l"]]
+_OPTIONS = ["--kv-transfer-config", "--kv-transfer-config.kv_connector", "--kv-transfer-config.kv_role",
+            "--kv_transfer_config", "--kv-transfer", "--disable-hybrid-kv-cache-manager",
+            "--no-disable-hybrid-kv-cache-manager", "--kv-offloading-size", "--kv-offloading-backend",
+            "--speculative-config", "--config", "-O", "--model", "--port", "--kv-events-config", "--"]
+_VALUES = ['{"kv_connector": "NixlConnector", "kv_role": "kv_both"}', '{"kv_connector": "MultiConnector", '
+           '"kv_connector_extra_config": {"connectors": [{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}]}}',
+           "{", "[]", "null", "1e999", "NixlConnector", "kv_both", "8", "lmcache", "$KV", "${KV:-{}}", "'", '"', "\\",
+           "\udcff", "=", "c.yaml", "bad.yaml", "/nonexistent/c.yaml", "x" * 2000, '{"method": "eagle"}']
+_CONFIGS = {"c.yaml": "kv-transfer-config: '{\"kv_connector\": \"LMCacheConnectorV1\", \"kv_role\": \"kv_both\"}'\n",
+            "bad.yaml": "kv-transfer-config: [\n"}
+
+
+@st.composite
+def command_lines(draw):
+    """A command line a launcher may hand over: words or one shell string, an environment, a release."""
+    words = draw(st.sampled_from(_STARTS)) + draw(st.lists(st.sampled_from(_OPTIONS + _VALUES), max_size=10))
+    argv = draw(st.sampled_from([words, " ".join(words), " ".join(shlex.quote(w) for w in words)]))
+    env = draw(st.sampled_from([None, {"KV": _VALUES[0]}, {"KV": "{"}, {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}]))
+    return argv, env, draw(st.sampled_from([None, "0.33.0", "0.9.0", "0.20.0", "v0.14.1", "x"]))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(command_lines())
+def test_any_command_line_is_decided_or_refused_with_located_problems(tmp_path, line):
+    argv, env, release = line
+    for name, text in _CONFIGS.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    try:
+        decision = hma_policy.decide_command(argv, env=env, vllm_version=release, cwd=tmp_path)
+    except hma_policy.InputError as exc:
+        assert exc.problems, line
+        for problem in exc.problems:
+            assert CODE.fullmatch(problem.code), (line, problem)
+            assert problem.path == "" or problem.path.startswith("/"), (line, problem)
+            assert problem.message and "\n" not in problem.message, (line, problem)
+        return
+    assert [e.message for e in DECISION_VALIDATOR.iter_errors(decision.to_dict())] == [], line
+    json.dumps(decision.to_dict(), allow_nan=False)
 
 
 # ---------------------------------------------------------------------------
