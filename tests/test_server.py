@@ -9,6 +9,8 @@ import copy
 import json
 import logging
 import os
+import random
+import re
 import shutil
 import signal
 import socket
@@ -522,6 +524,67 @@ def test_a_malformed_review_is_400(http, mutate, message):
     body = response.json()
     assert body["error"]["code"] == "request.malformed" and message in body["error"]["message"]
     assert http.post("/v1/admission", content=b"{").status_code == 400
+
+
+# -- any request ---------------------------------------------------------------------------------
+
+_JUNK = [None, True, 0, -1, 1e308, "", "x", [], {}, [1], {"a": 1}, "\udcff", "$(touch ran)", "'", "{", "--", "${X:-",
+         "--kv-transfer-config", "x" * 5000]
+_WORDS = ["vllm", "serve", "m", "--kv-transfer-config", json.dumps(NIXL), json.dumps(LMCACHE), "--config", "/etc/passwd",
+          "$KV", "'", "\\", "--disable-hybrid-kv-cache-manager", "--kv-offloading-size", "8", "-O", "{", "`id`"]
+_CODE = re.compile(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+")
+
+
+def _mutated(rng: random.Random, value: Any, depth: int = 0) -> Any:
+    """``value`` with one of its values, at any depth, replaced by junk or dropped."""
+    if depth < 6 and isinstance(value, dict) and value:
+        value = dict(value)
+        key = rng.choice(list(value))
+        if rng.random() < 0.2:
+            del value[key]
+        else:
+            value[key] = rng.choice(_JUNK) if rng.random() < 0.4 else _mutated(rng, value[key], depth + 1)
+    elif depth < 6 and isinstance(value, list) and value:
+        value = list(value)
+        at = rng.randrange(len(value))
+        value[at] = rng.choice(_JUNK) if rng.random() < 0.4 else _mutated(rng, value[at], depth + 1)
+    elif rng.random() < 0.5:
+        value = rng.choice(_JUNK)
+    return value
+
+
+def _any_request(rng: random.Random) -> tuple[str, bytes]:
+    """A route and a body: a document, a command or a review, as made or with a value changed."""
+    kind = rng.randrange(3)
+    if kind == 0:
+        body: Any = _mutated(rng, copy.deepcopy(rng.choice(list(DOCUMENTS.values()))))
+    elif kind == 1:
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(0, 8))]
+        body = {"command": words if rng.random() < 0.5 else " ".join(words)}
+        if rng.random() < 0.3:
+            body["env"] = rng.choice([{"KV": json.dumps(NIXL)}, {"KV": 1}, [], {"A": "\udcff"}])
+        if rng.random() < 0.3:
+            body = _mutated(rng, body)
+    else:
+        review = review_of(FLEET / rng.choice(["typo-connector-pod.yaml", "lmcache-statefulset.yaml", "pd-disagg.yaml"]))
+        body = _mutated(rng, review) if rng.random() < 0.8 else review
+    # Escaped as JSON text allows (a lone surrogate is `\udcff`), as any client may send it.
+    return ("/v1/decide" if kind < 2 else "/v1/admission"), json.dumps(body).encode()
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_any_request_is_answered_with_json_and_never_500(http, seed):
+    route, body = _any_request(random.Random(seed))
+    response = http.post(route, content=body)
+    assert response.status_code in (200, 400, 422), (response.status_code, response.text[:500], body[:500])
+    answer = response.json()
+    if response.status_code != 200:
+        assert _CODE.fullmatch(answer["error"]["code"]), answer
+        assert all(_CODE.fullmatch(p["code"]) for p in answer.get("problems", [])), answer
+    elif route == "/v1/decide":
+        assert answer["outcome"] in ("enabled", "disabled", "error", "undetermined"), answer
+    else:
+        assert isinstance(answer["response"]["allowed"], bool), answer
 
 
 # -- no traceback in a response ----------------------------------------------------------------
