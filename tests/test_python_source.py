@@ -291,6 +291,15 @@ def main():
     assert [(d.line, decided(d)) for d in found.deployments] == [(7, ("enabled", True)), (8, ("disabled", False))]
 
 
+def test_a_function_called_more_often_than_the_audit_reads_is_read_at_its_first_calls(tmp_path):
+    calls = "".join(f"start('vllm serve m --port {8000 + i}')\n" for i in range(70))
+    found = read(tmp_path, "import subprocess\ndef start(cmd):\n    subprocess.Popen(cmd, shell=True)\n" + calls)
+    assert [d.line for d in found.deployments] == list(range(4, 68))
+    assert [(p.code, p.line, p.message) for p in found.problems] == [
+        ("source.limit", 2, "`start` runs the command line it is given, and the file calls it 70 times; the audit "
+                            "reads the first 64 calls, to line 67")]
+
+
 def test_a_command_list_that_runs_a_shell_is_read_as_its_script(tmp_path):
     found = read(tmp_path, """\
 import json, subprocess

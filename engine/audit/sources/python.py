@@ -100,7 +100,7 @@ _SHELL_RUNS = frozenset({("os", "system"), ("os", "popen"), ("subprocess", "geto
                          ("subprocess", "getstatusoutput"), ("asyncio", "create_subprocess_shell")})
 _SUBPROCESS = frozenset(("subprocess", name) for name in ("run", "Popen", "call", "check_call", "check_output"))
 # A function of the script's own that runs the string it is given is a launch at each of its
-# calls, up to this many.
+# calls: its first calls in the file, up to this many (a source.limit problem says so).
 _MAX_SITES = 64
 # A marker held aside while a string is split into words (see _split).
 _HELD = re.compile("\x00([0-9]+)\x00")
@@ -130,8 +130,9 @@ def python_file(ctx: Ctx) -> SourceFile | None:
         tree = ast.parse(ctx.text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python (or not this Python's)
         return None
-    found = tuple(_Reader(ctx, tree).deployments())  # (none: no engine of vLLM's and no command list)
-    return SourceFile(ctx.display, "python", found) if found else None
+    reader = _Reader(ctx, tree)
+    found = tuple(reader.deployments())  # (none: no engine of vLLM's and no command list)
+    return SourceFile(ctx.display, "python", found, tuple(reader.problems)) if found or reader.problems else None
 
 
 class _Reader(Script):
@@ -141,6 +142,8 @@ class _Reader(Script):
         super().__init__(tree)
         self.ctx = ctx
         self._sorted_changes: dict[tuple[int, str], Any] = {}  # see _changes
+        self.problems: list[Problem] = []  # the file's: a bound hit (source.limit)
+        self._limited: set[int] = set()  # the functions whose calls a bound cut
 
     # -- the launches ----------------------------------------------------------------------
 
@@ -196,8 +199,15 @@ class _Reader(Script):
         string, how = found
         sites: list[tuple[ast.expr, Any, ast.expr]] = [(string, scope, node)]
         function = self.parameter_of(string, scope)
-        if function is not None and 0 < len(self.calls_of.get(function.name, [])) <= _MAX_SITES:
-            sites = [(passed[0], passed[1], call) for call, where in self.calls_of[function.name]
+        if function is not None and self.calls_of.get(function.name):
+            calls = sorted(self.calls_of[function.name], key=lambda site: (site[0].lineno, site[0].col_offset))
+            if len(calls) > _MAX_SITES and id(function) not in self._limited:
+                self._limited.add(id(function))
+                self.problems.append(self.ctx.problem(
+                    "source.limit", f"`{function.name}` runs the command line it is given, and the file calls it "
+                    f"{len(calls)} times; the audit reads the first {_MAX_SITES} calls, to line "
+                    f"{calls[_MAX_SITES - 1][0].lineno}", line=function.lineno))
+            sites = [(passed[0], passed[1], call) for call, where in calls[:_MAX_SITES]
                      if (passed := self.passed(string.id, function, call, where)) is not None]
         out: list[tuple[ast.expr, Any, _Shell | _Split]] = []
         for expr, where, at in sites:
