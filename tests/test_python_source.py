@@ -300,6 +300,14 @@ def test_a_function_called_more_often_than_the_audit_reads_is_read_at_its_first_
                             "reads the first 64 calls, to line 67")]
 
 
+def test_a_python_launcher_larger_than_the_audit_parses_is_a_limit_problem_not_skipped(tmp_path):
+    found = read(tmp_path, HEADER + "# padding\n" * 120_000 + "LLM('m', kv_transfer_config={'kv_connector': 'NixlConnector'})\n")
+    assert (found.format, found.deployments, found.skipped) == ("python", (), None)
+    assert [(p.code, p.message) for p in found.problems] == [
+        ("source.limit", "the file is larger than the audit parses as Python (1048576 bytes, "
+                         "SourceLimits.max_config_bytes); its launches are not read")]
+
+
 def test_a_command_list_that_runs_a_shell_is_read_as_its_script(tmp_path):
     found = read(tmp_path, """\
 import json, subprocess

@@ -124,8 +124,12 @@ def python_file(ctx: Ctx) -> SourceFile | None:
     """The launches of a Python file; None when it is not a launcher (no
     launch of an engine it imports from vLLM and no `vllm serve` command
     list, not Python, or larger than a config file may be)."""
-    if len(ctx.text) > ctx.limits.max_config_bytes or not mentions_vllm(ctx.text):
+    if not mentions_vllm(ctx.text):
         return None
+    if len(ctx.text) > ctx.limits.max_config_bytes:  # said, not skipped: it may launch vLLM
+        return SourceFile(ctx.display, "python", (), (ctx.problem(
+            "source.limit", f"the file is larger than the audit parses as Python ({ctx.limits.max_config_bytes} "
+            "bytes, SourceLimits.max_config_bytes); its launches are not read"),))
     try:
         tree = ast.parse(ctx.text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python (or not this Python's)
