@@ -409,6 +409,28 @@ def serve(model):
 
 # -- command lists: `vllm serve` run by subprocess or os.exec* ---------------------------------------
 
+def test_a_command_list_an_attribute_holds_is_read_with_what_the_script_adds_to_it(tmp_path):
+    # A server class builds its command in __init__, and another method may add to it.
+    found = read(tmp_path, """\
+import json, subprocess
+LMCACHE = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+class Server:
+    def __init__(self):
+        self.cmd = ["vllm", "serve", "m"]
+        self.cmd += ["--kv-transfer-config", json.dumps(LMCACHE)]
+    def with_port(self, port):
+        self.cmd.extend(["--port", str(port)])
+    def start(self):
+        return subprocess.Popen(self.cmd)
+""")
+    (launch,) = found.deployments
+    assert (launch.line, decided(launch)) == (5, ("disabled", False))
+    assert [(n.code, n.line, n.message) for n in launch.notes] == [(
+        "source.unresolved_arguments", 5, "the command also takes `self.cmd.extend(...)` (which adds words in another "
+        "function, which may run before the list is used or not); only the options written here are read, and it may "
+        "hold others")]
+
+
 def test_a_command_list_is_a_launch_read_as_its_command_line(tmp_path):
     found = read(tmp_path, """\
 import json, subprocess

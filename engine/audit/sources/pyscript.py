@@ -80,9 +80,10 @@ class Script:
         # Command lists: each list or tuple display, with its scope and the one name it is
         # assigned to (None: none); and how a name's list grows after it is written.
         self.lists: list[tuple[ast.List | ast.Tuple, Any, str | None]] = []
-        self.assigned: dict[int, str] = {}  # id of a display -> the one name it is assigned to
+        self.assigned: dict[int, str] = {}  # id of a display -> the one name (or `self.x`) it is assigned to
         self.continued: dict[int, ast.expr] = {}  # id of a display -> what `display + ...` adds to it
-        self.grown: dict[tuple[int, str], list[tuple[int, str, ast.expr | None, bool]]] = {}  # (scope, name) -> changes
+        # (scope, name or `self.x`) -> the changes that grow its list
+        self.grown: dict[tuple[int, str], list[tuple[int, str, ast.expr | None, bool]]] = {}
         # The choices (`a if c else b`) a reading met that the script makes when it runs, and for
         # a reading once per branch, the branch each takes (see python.py's _readings).
         self.choices: dict[int, ast.IfExp] = {}
@@ -139,8 +140,9 @@ class Script:
                             and isinstance(target.slice, ast.Constant) and target.slice.value in ENV_NAMES:
                         self.env_assigned.append((target.slice.value, node.value, scope, line))
                     value = node.value if isinstance(target, ast.Name) else None
-                    if isinstance(target, ast.Name) and isinstance(value, (ast.List, ast.Tuple)):
-                        self.assigned[id(value)] = target.id
+                    held = list_holder(target)
+                    if held is not None and isinstance(node.value, (ast.List, ast.Tuple)):
+                        self.assigned[id(node.value)] = held
                     for name in _targets(target):
                         names.setdefault(name, []).append(Binding(value, "unpacked from another value", scope, line,
                                                                    straight, end))
@@ -151,14 +153,15 @@ class Script:
             elif isinstance(node, ast.AugAssign):
                 for name in _targets(node.target):
                     names.setdefault(name, []).append(Binding(None, "changed in place", scope, line, straight, end))
-                if isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
-                    self.grown.setdefault((id(scope), node.target.id), []).append((line, "+=", node.value, straight))
+                held = list_holder(node.target)
+                if held is not None and isinstance(node.op, ast.Add):
+                    self.grown.setdefault((id(scope), held), []).append((line, "+=", node.value, straight))
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
                     and isinstance(node.value.func, ast.Attribute) and node.value.func.attr in _GROWS \
-                    and isinstance(node.value.func.value, ast.Name):
+                    and (held := list_holder(node.value.func.value)) is not None:
                 call = node.value
                 how = call.func.attr if len(call.args) == 1 and not call.keywords else "insert"  # (insert: at a place)
-                self.grown.setdefault((id(scope), call.func.value.id), []).append(
+                self.grown.setdefault((id(scope), held), []).append(
                     (line, how, call.args[0] if call.args else None, straight))
             elif isinstance(node, (ast.List, ast.Tuple)) and isinstance(node.ctx, ast.Load):
                 self.lists.append((node, scope, self.assigned.get(id(node))))
@@ -447,6 +450,13 @@ def _within(node: ast.AST, outer: ast.AST) -> bool:
     """Whether ``node`` is written inside ``outer`` (by their places in the file)."""
     return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
         (node.end_lineno or 0, node.end_col_offset or 0) <= (outer.end_lineno or 0, outer.end_col_offset or 0)
+
+
+def list_holder(node: ast.expr) -> str | None:
+    """What holds a list the script grows, as written: a name (``cmd``) or
+    a dotted name (``self.cmd``); None for any other target."""
+    dotted = dotted_name(node)
+    return ".".join(dotted) if dotted else None
 
 
 def dotted_name(node: ast.expr) -> tuple[str, ...]:

@@ -356,6 +356,8 @@ class _Reader(Script):
                 words += self._words_of(self.continued[id(display)], scope, display.lineno)
             if name is not None:
                 words += self._growth(name, scope, display.lineno)
+            if name is not None and "." in name:
+                words += self._grown_elsewhere(name, scope)
             return words
 
         return self._readings(read)
@@ -430,6 +432,20 @@ class _Reader(Script):
             else:
                 out += self._words_of(value, scope, at)
         return out
+
+    def _grown_elsewhere(self, holder: str, scope: Any) -> list[Arg]:
+        """An unresolved word for each statement of another function that
+        grows the list an attribute holds (``self.cmd.extend(...)`` in
+        another method): it may run before the list is used, or not."""
+        found: dict[str, int] = {}  # each change as written, at its first line
+        for (where, held), changes in self.grown.items():
+            if held == holder and where != id(scope):
+                for at, how, value, _ in changes:
+                    written = f"{held} += {source_text(value)}" if how == "+=" and value is not None else f"{held}.{how}(...)"
+                    found[written] = min(at, found.get(written, at))
+        why = "adds words in another function, which may run before the list is used or not"
+        return [Arg(unresolved(written, why), f"line {at}", many=True)
+                for written, at in sorted(found.items(), key=lambda item: item[1])]
 
     def _changes(self, scope: Any, name: str) -> tuple[list[int], list[tuple[int, str, ast.expr | None, bool]], list[int]]:
         """The changes of a name's list in a scope by line, and the lines
