@@ -422,6 +422,9 @@ class Server:
         self.cmd.extend(["--port", str(port)])
     def start(self):
         return subprocess.Popen(self.cmd)
+class Other:  # its own `self.cmd`
+    def grow(self):
+        self.cmd.append("--disable-hybrid-kv-cache-manager")
 """)
     (launch,) = found.deployments
     assert (launch.line, decided(launch)) == (5, ("disabled", False))

@@ -147,6 +147,9 @@ class _Reader(Script):
         self.ctx = ctx
         self._sorted_changes: dict[tuple[int, str], Any] = {}  # see _changes
         self.problems: list[Problem] = []  # the file's: a bound hit (source.limit)
+        # For _grown_elsewhere: the changes of each list holder, and the class of each method.
+        self._holders: dict[str, list[tuple[int, list[tuple[int, str, ast.expr | None, bool]]]]] | None = None
+        self._class_of: dict[int, int] = {}
         self._limited: set[int] = set()  # the functions whose calls a bound cut
 
     # -- the launches ----------------------------------------------------------------------
@@ -422,7 +425,7 @@ class _Reader(Script):
         later = bisect_right(rebound, line)
         stop = bisect_left(lines, rebound[later]) if later < len(rebound) else len(lines)
         for at, how, value, straight in changes[bisect_right(lines, line):stop]:
-            written = f"{name} += {source_text(value)}" if how == "+=" and value is not None else f"{name}.{how}(...)"
+            written = _written(name, how, value)
             if not straight or value is None or how == "insert":
                 why = "adds words at a place the script computes" if how == "insert" and straight else \
                     "adds words on some runs of the script (in an `if`, a loop or a `try`)"
@@ -436,13 +439,22 @@ class _Reader(Script):
     def _grown_elsewhere(self, holder: str, scope: Any) -> list[Arg]:
         """An unresolved word for each statement of another function that
         grows the list an attribute holds (``self.cmd.extend(...)`` in
-        another method): it may run before the list is used, or not."""
+        another method of the same class): it may run before the list is
+        used, or not."""
+        if self._holders is None:  # indexed once: a file of many classes is read in linear time
+            self._class_of = {id(method): id(node) for node in ast.walk(self.tree) if isinstance(node, ast.ClassDef)
+                              for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            self._holders = {}
+            for (where, held), changes in self.grown.items():
+                self._holders.setdefault(held, []).append((where, changes))
+        own = self._class_of.get(id(scope))
         found: dict[str, int] = {}  # each change as written, at its first line
-        for (where, held), changes in self.grown.items():
-            if held == holder and where != id(scope):
-                for at, how, value, _ in changes:
-                    written = f"{held} += {source_text(value)}" if how == "+=" and value is not None else f"{held}.{how}(...)"
-                    found[written] = min(at, found.get(written, at))
+        for where, changes in self._holders.get(holder, ()):
+            if where == id(scope) or (holder.startswith("self.") and self._class_of.get(where) != own):
+                continue  # (read by _growth; or the `self` of another class)
+            for at, how, value, _ in changes:
+                written = _written(holder, how, value)
+                found[written] = min(at, found.get(written, at))
         why = "adds words in another function, which may run before the list is used or not"
         return [Arg(unresolved(written, why), f"line {at}", many=True)
                 for written, at in sorted(found.items(), key=lambda item: item[1])]
@@ -501,6 +513,11 @@ class _Reader(Script):
             found += [(key.value, value, scope, call.lineno) for key, value in pairs
                       if isinstance(key, ast.Constant) and key.value in ENV_NAMES]
         return [(name, as_word(self.value(value, scope, 0)), line) for name, value, scope, line in found]
+
+
+def _written(holder: str, how: str, value: ast.expr | None) -> str:
+    """A change to a command list as a report shows it: ``cmd += [...]``, ``cmd.extend(...)``."""
+    return f"{holder} += {source_text(value)}" if how == "+=" and value is not None else f"{holder}.{how}(...)"
 
 
 def _splitting(node: ast.expr) -> tuple[ast.expr, bool] | None:
