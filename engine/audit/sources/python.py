@@ -148,7 +148,7 @@ class _Reader(Script):
         self._sorted_changes: dict[tuple[int, str], Any] = {}  # see _changes
         self.problems: list[Problem] = []  # the file's: a bound hit (source.limit)
         # For _grown_elsewhere: the changes of each list holder, and the class of each method.
-        self._holders: dict[str, list[tuple[int, list[tuple[int, str, ast.expr | None, bool]]]]] | None = None
+        self._holders: dict[tuple[str, int | None], list[tuple[int, list[tuple[int, str, ast.expr | None, bool]]]]] | None = None
         self._class_of: dict[int, int] = {}
         self._limited: set[int] = set()  # the functions whose calls a bound cut
 
@@ -441,23 +441,27 @@ class _Reader(Script):
         grows the list an attribute holds (``self.cmd.extend(...)`` in
         another method of the same class): it may run before the list is
         used, or not."""
-        if self._holders is None:  # indexed once: a file of many classes is read in linear time
+        if self._holders is None:  # indexed once, by holder and class: a file of many classes is read in linear time
             self._class_of = {id(method): id(node) for node in ast.walk(self.tree) if isinstance(node, ast.ClassDef)
                               for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
             self._holders = {}
             for (where, held), changes in self.grown.items():
-                self._holders.setdefault(held, []).append((where, changes))
-        own = self._class_of.get(id(scope))
+                self._holders.setdefault((held, self._owner(held, where)), []).append((where, changes))
         found: dict[str, int] = {}  # each change as written, at its first line
-        for where, changes in self._holders.get(holder, ()):
-            if where == id(scope) or (holder.startswith("self.") and self._class_of.get(where) != own):
-                continue  # (read by _growth; or the `self` of another class)
+        for where, changes in self._holders.get((holder, self._owner(holder, id(scope))), ()):
+            if where == id(scope):
+                continue  # (read by _growth)
             for at, how, value, _ in changes:
                 written = _written(holder, how, value)
                 found[written] = min(at, found.get(written, at))
         why = "adds words in another function, which may run before the list is used or not"
         return [Arg(unresolved(written, why), f"line {at}", many=True)
                 for written, at in sorted(found.items(), key=lambda item: item[1])]
+
+    def _owner(self, holder: str, scope: int) -> int | None:
+        """Whose list ``holder`` is, seen from the function ``scope`` (an id):
+        a ``self.`` attribute is its class's (None for any other holder)."""
+        return self._class_of.get(scope) if holder.startswith("self.") else None
 
     def _changes(self, scope: Any, name: str) -> tuple[list[int], list[tuple[int, str, ast.expr | None, bool]], list[int]]:
         """The changes of a name's list in a scope by line, and the lines
