@@ -434,6 +434,30 @@ class Other:  # its own `self.cmd`
         "hold others")]
 
 
+def test_a_module_list_a_function_adds_to_is_a_command_that_may_take_those_words(tmp_path):
+    found = read(tmp_path, """\
+import json, subprocess
+CMD = ["vllm", "serve", "m"]
+def with_cache():
+    CMD.extend(["--kv-transfer-config", json.dumps({"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"})])
+def listing():
+    CMD = ["ls"]  # a list of its own
+    CMD.append("-l")
+def main():
+    cmd = ["vllm", "serve", "n"]
+    subprocess.run(cmd)
+def other():
+    cmd.append("--port")  # not main's list
+with_cache()
+subprocess.run(CMD)
+""")
+    assert [(d.line, [(n.code, n.message) for n in d.notes]) for d in found.deployments] == [
+        (2, [("source.unresolved_arguments", "the command also takes `CMD.extend(...)` (which adds words in another "
+              "function, which may run before the list is used or not); only the options written here are read, and "
+              "it may hold others")]),
+        (9, [])]
+
+
 def test_a_command_list_is_a_launch_read_as_its_command_line(tmp_path):
     found = read(tmp_path, """\
 import json, subprocess

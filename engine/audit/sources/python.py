@@ -359,7 +359,7 @@ class _Reader(Script):
                 words += self._words_of(self.continued[id(display)], scope, display.lineno)
             if name is not None:
                 words += self._growth(name, scope, display.lineno)
-            if name is not None and "." in name:
+            if name is not None and ("." in name or scope is self.tree):  # (a function's own name is its own)
                 words += self._grown_elsewhere(name, scope)
             return words
 
@@ -438,15 +438,20 @@ class _Reader(Script):
 
     def _grown_elsewhere(self, holder: str, scope: Any) -> list[Arg]:
         """An unresolved word for each statement of another function that
-        grows the list an attribute holds (``self.cmd.extend(...)`` in
-        another method of the same class): it may run before the list is
-        used, or not."""
+        grows the list an attribute or a module's name holds
+        (``self.cmd.extend(...)`` in another method of the same class,
+        ``CMD.append(...)`` in a function that does not bind ``CMD`` itself):
+        it may run before the list is used, or not."""
         if self._holders is None:  # indexed once, by holder and class: a file of many classes is read in linear time
             self._class_of = {id(method): id(node) for node in ast.walk(self.tree) if isinstance(node, ast.ClassDef)
                               for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            # (a function that binds the name holds a list of its own; `+=` binds none: it needs `global`)
+            local = {(id(where), name) for where, names in self.scopes.items() for name, bound in names.items()
+                     if any(b.how != "changed in place" for b in bound)}
             self._holders = {}
             for (where, held), changes in self.grown.items():
-                self._holders.setdefault((held, self._owner(held, where)), []).append((where, changes))
+                if (where, held) not in local:
+                    self._holders.setdefault((held, self._owner(held, where)), []).append((where, changes))
         found: dict[str, int] = {}  # each change as written, at its first line
         for where, changes in self._holders.get((holder, self._owner(holder, id(scope))), ()):
             if where == id(scope):
