@@ -458,6 +458,32 @@ subprocess.run(CMD)
         (9, [])]
 
 
+def test_command_lists_made_from_one_base_list_are_each_a_launch(tmp_path):
+    # Prefill and decode made from one base list: each list made from it is a launch with its own
+    # words (the base's, then its own); the base, which the file never runs itself, is none.
+    found = read(tmp_path, """\
+import json, subprocess
+NIXL = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+LMCACHE = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+BASE = ["vllm", "serve", "m"]
+prefill = BASE + ["--port", "8100", "--kv-transfer-config", json.dumps(NIXL)]
+decode = list(BASE)
+decode += ["--kv-transfer-config", json.dumps(LMCACHE)]
+both = [*BASE, "--kv-transfer-config", json.dumps(LMCACHE)]
+subprocess.Popen(prefill)
+subprocess.Popen(decode)
+subprocess.Popen(both)
+""")
+    assert [(d.line, decided(d)) for d in found.deployments] == [
+        (5, ("enabled", True)), (6, ("disabled", False)), (8, ("disabled", False))]
+    # A base the file also runs itself is a launch of its own.
+    found = read(tmp_path, "import json, subprocess\nLMCACHE = {'kv_connector': 'LMCacheConnectorV1', 'kv_role': 'kv_both'}\n"
+                 "BASE = ['vllm', 'serve', 'm']\nsubprocess.run(BASE)\n"
+                 "subprocess.run(BASE.copy() + ['--kv-transfer-config', json.dumps(LMCACHE)])\n",
+                 name="runs.py")
+    assert [(d.line, decided(d)) for d in found.deployments] == [(3, ("enabled", True)), (5, ("disabled", False))]
+
+
 def test_a_command_list_is_a_launch_read_as_its_command_line(tmp_path):
     found = read(tmp_path, """\
 import json, subprocess

@@ -82,6 +82,10 @@ class Script:
         self.lists: list[tuple[ast.List | ast.Tuple, Any, str | None]] = []
         self.assigned: dict[int, str] = {}  # id of a display -> the one name (or `self.x`) it is assigned to
         self.continued: dict[int, ast.expr] = {}  # id of a display -> what `display + ...` adds to it
+        # Lists made from another (`base + [...]`, `list(base)`, `base.copy()`, `base[:]`): each with
+        # its scope, the one name it is assigned to, the expression it is made from and what it adds.
+        self.derived: list[tuple[ast.expr, Any, str | None, ast.expr, ast.expr | None]] = []
+        self._copied: set[int] = set()  # copies that are the left of `copy + [...]`: not lists of their own
         # (scope, name or `self.x`) -> the changes that grow its list
         self.grown: dict[tuple[int, str], list[tuple[int, str, ast.expr | None, bool]]] = {}
         # The choices (`a if c else b`) a reading met that the script makes when it runs, and for
@@ -119,6 +123,11 @@ class Script:
             node, scope, straight, end = stack.pop()
             names = self.scopes.setdefault(scope, {})
             line = getattr(node, "lineno", 0)
+            if isinstance(node, (ast.BinOp, ast.Call, ast.Subscript)) and id(node) not in self._copied \
+                    and (made := made_from(node)) is not None:
+                self.derived.append((node, scope, self.assigned.get(id(node)), *made))
+                if isinstance(node, ast.BinOp) and copy_of(node.left) is not None:
+                    self._copied.add(id(node.left))  # (`copy + [...]` is one list, made once)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not scope:
                 inner = self.scopes.setdefault(node, {})
                 self.parent[node] = scope
@@ -141,7 +150,7 @@ class Script:
                         self.env_assigned.append((target.slice.value, node.value, scope, line))
                     value = node.value if isinstance(target, ast.Name) else None
                     held = list_holder(target)
-                    if held is not None and isinstance(node.value, (ast.List, ast.Tuple)):
+                    if held is not None and isinstance(node.value, (ast.List, ast.Tuple, ast.BinOp, ast.Call, ast.Subscript)):
                         self.assigned[id(node.value)] = held
                     for name in _targets(target):
                         names.setdefault(name, []).append(Binding(value, "unpacked from another value", scope, line,
@@ -450,6 +459,30 @@ def _within(node: ast.AST, outer: ast.AST) -> bool:
     """Whether ``node`` is written inside ``outer`` (by their places in the file)."""
     return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
         (node.end_lineno or 0, node.end_col_offset or 0) <= (outer.end_lineno or 0, outer.end_col_offset or 0)
+
+
+def made_from(node: ast.expr) -> tuple[ast.expr, ast.expr | None] | None:
+    """The list a new list is made from, and what it adds: ``base + [...]``
+    (a display's own ``+`` is its continuation) or ``copy + [...]``, a copy
+    (:func:`copy_of`) alone. None for any other expression."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left = copy_of(node.left) or node.left
+        return (left, node.right) if isinstance(left, (ast.Name, ast.Attribute)) else None
+    copied = copy_of(node)
+    return (copied, None) if copied is not None else None
+
+
+def copy_of(node: ast.expr) -> ast.expr | None:
+    """What ``list(x)``, ``x.copy()`` or ``x[:]`` copies (None for any other expression)."""
+    if isinstance(node, ast.Call) and not node.keywords:
+        if isinstance(node.func, ast.Name) and node.func.id == "list" and len(node.args) == 1:
+            return node.args[0]
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "copy" and not node.args:
+            return node.func.value
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) \
+            and node.slice.lower is None and node.slice.upper is None and node.slice.step is None:
+        return node.value
+    return None
 
 
 def list_holder(node: ast.expr) -> str | None:

@@ -68,7 +68,7 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
-from .pyscript import ENGINES, INTERPRETER, Script, Unknown, as_word, dotted_name, is_environ, source_text
+from .pyscript import ENGINES, INTERPRETER, Script, Unknown, as_word, dotted_name, is_environ, list_holder, made_from, source_text
 from .release import VERSION, ReleaseHint, from_pin
 from .shell import run_script
 from .shell_commands import nested_script
@@ -159,8 +159,16 @@ class _Reader(Script):
         launches: list[tuple[ast.expr, Any, str | _Readings | _Shell | _Split]] = [
             (call, scope, what) for call, scope in self.calls
             if (what := self.what(call.func)) in _LAUNCHES and not self._only_hands_on(call, scope)]
+        derived = [(node, scope, argv, base) for node, scope, name, base, extra in self.derived
+                   if (argv := self._derived(node, scope, name, base, extra)) is not None]
+        # A list that others are made from is a launch of its own only where the file runs it itself.
+        bases = {id(self.source(base, scope, 0)) for _, scope, _, base in derived} | {
+            id(self.source(display.elts[0].value, scope, 0)) for display, scope, _ in self.lists
+            if display.elts and isinstance(display.elts[0], ast.Starred)}  # ([*BASE, ...])
         launches += [(display, scope, argv) for display, scope, name in self.lists
-                     if (argv := self._command(display, scope, name)) is not None]
+                     if (id(display) not in bases or self._run_itself(name))
+                     and (argv := self._command(display, scope, name)) is not None]
+        launches += [(node, scope, argv) for node, scope, argv, _ in derived]
         launches += [launch for call, scope in self.calls for launch in self._string_launches(call, scope)]
         launches += [launch for display, scope, _ in self.lists for launch in self._string_launches(display, scope)]
         release = self._pinned()
@@ -347,8 +355,8 @@ class _Reader(Script):
         ``name += [...]``, ``name.extend([...])`` and ``name.append(...)``
         add below it; and where they hold a choice the script makes (``a if c
         else b``), the words on each path (:meth:`_readings`). None for any other list."""
-        if not any(isinstance(e, ast.Constant) and isinstance(e.value, str) and (e.value == "serve" or e.value.startswith("vllm."))
-                   for e in display.elts):
+        first = display.elts[0] if display.elts else None
+        if not _names_server(display) and not (isinstance(first, ast.Starred) and self._server_list(first.value, scope)):
             return None  # (most lists of a file are no command: not read further)
         if find_vllm([w.text for w in self._words(display.elts, scope)]) is None:
             return None
@@ -357,13 +365,50 @@ class _Reader(Script):
             words = self._words(display.elts, scope)
             if id(display) in self.continued:
                 words += self._words_of(self.continued[id(display)], scope, display.lineno)
-            if name is not None:
-                words += self._growth(name, scope, display.lineno)
-            if name is not None and ("." in name or scope is self.tree):  # (a function's own name is its own)
-                words += self._grown_elsewhere(name, scope)
-            return words
+            return words + self._added(name, scope, display.lineno)
 
         return self._readings(read)
+
+    def _derived(self, node: ast.expr, scope: Any, name: str | None, base: ast.expr, extra: ast.expr | None) -> _Readings | None:
+        """The words of a command list made from one that starts vLLM's
+        server (``prefill = BASE + ["--kv-transfer-config", ...]``,
+        ``list(BASE)``, ``BASE.copy()``, ``BASE[:]``): the words of the list
+        it is made from, what it adds, and what the script adds to it below
+        (as :meth:`_command`). None for any other."""
+        if not self._server_list(base, scope):
+            return None
+
+        def read() -> list[Arg]:
+            words = self._words_of(base, scope, node.lineno)
+            if extra is not None:
+                words += self._words_of(extra, scope, node.lineno)
+            return words + self._added(name, scope, node.lineno)
+
+        if find_vllm([w.text for w in read()]) is None:
+            return None
+        return self._readings(read)
+
+    def _run_itself(self, name: str | None) -> bool:
+        """Whether a call of the file is given the list ``name`` holds itself
+        (``subprocess.run(BASE)``), not a list made from it."""
+        return name is not None and any(list_holder(arg) == name for call, _ in self.calls if made_from(call) is None
+                                        for arg in (*call.args, *(k.value for k in call.keywords)))
+
+    def _server_list(self, node: ast.expr, scope: Any) -> bool:
+        """Whether ``node`` stands for a list display that names vLLM's server (a name bound to one)."""
+        display = self.source(node, scope, 0)
+        return isinstance(display, (ast.List, ast.Tuple)) and _names_server(display)
+
+    def _added(self, name: str | None, scope: Any, line: int) -> list[Arg]:
+        """What the script adds below ``line`` to the list ``name`` holds:
+        in its own function body (_growth), and for an attribute's or a
+        module's list, in other functions (_grown_elsewhere)."""
+        if name is None:
+            return []
+        words = self._growth(name, scope, line)
+        if "." in name or scope is self.tree:  # (a function's own name is its own)
+            words += self._grown_elsewhere(name, scope)
+        return words
 
     def _readings(self, read: Callable[[], list[Arg]]) -> _Readings:
         """The words ``read()`` gives, with each choice the script makes when
@@ -522,6 +567,14 @@ class _Reader(Script):
             found += [(key.value, value, scope, call.lineno) for key, value in pairs
                       if isinstance(key, ast.Constant) and key.value in ENV_NAMES]
         return [(name, as_word(self.value(value, scope, 0)), line) for name, value, scope, line in found]
+
+
+def _names_server(display: ast.List | ast.Tuple) -> bool:
+    """Whether a list display holds a word of a command that starts vLLM's
+    server (``serve``, ``vllm.entrypoints...``): most lists of a file do not,
+    and are read no further."""
+    return any(isinstance(e, ast.Constant) and isinstance(e.value, str) and (e.value == "serve" or e.value.startswith("vllm."))
+               for e in display.elts)
 
 
 def _written(holder: str, how: str, value: ast.expr | None) -> str:
