@@ -737,7 +737,11 @@ _STATEMENTS = ["x = {e}", "x = {e}\nx = 1", "def f(a, *b, c={e}, **d):\n    retu
                "cmd = f\"vllm serve m --kv-transfer-config '{json.dumps({e})}'\"", "cmd = cmd + {e}", "os.system({e})",
                "subprocess.run(cmd, shell={e})", "subprocess.Popen(['bash', '-c', {e}])", "subprocess.run(shlex.split({e}))",
                "subprocess.run({e}.split())", "def start(c):\n    subprocess.Popen(c, shell=True)\n", "start({e})",
-               "while {e}:\n    cmd = f'{cmd} {cmd} {cmd}'", "for i in {e}:\n    os.system(f'vllm serve m --port {i} ' + cmd)"]
+               "while {e}:\n    cmd = f'{cmd} {cmd} {cmd}'", "for i in {e}:\n    os.system(f'vllm serve m --port {i} ' + cmd)",
+               # lists made from a base list, held in attributes, grown in other functions
+               "BASE = ['vllm', 'serve', {e}]", "cmd = BASE + {e}", "cmd = list(BASE)", "cmd = [*BASE, {e}]",
+               "cmd = BASE[:] + {e}", "class K:\n    def __init__(self):\n        self.cmd = ['vllm', 'serve', {e}]\n"
+               "    def more(self):\n        self.cmd += {e}", "def grow():\n    cmd.extend({e})"]
 
 
 @settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
