@@ -52,12 +52,9 @@ when the call builds its config).
 from __future__ import annotations
 
 import ast
-import itertools
 import re
 import shlex
-from bisect import bisect_left, bisect_right
 from dataclasses import replace
-from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
 from ...core.errors import Problem
@@ -68,7 +65,8 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
-from .pyscript import ENGINES, INTERPRETER, Script, Unknown, as_word, dotted_name, is_environ, list_holder, made_from, source_text
+from .pylists import CommandLists, Readings
+from .pyscript import ENGINES, Unknown, as_word, dotted_name, is_environ, source_text
 from .release import VERSION, ReleaseHint, from_pin
 from .shell import run_script
 from .shell_commands import nested_script
@@ -92,8 +90,6 @@ _KEYWORD = {option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPT
 # and a pin of vLLM there.
 _PIP_INSTALLS = frozenset({"pip_install", "uv_pip_install"})
 _PIN = re.compile(r"vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + VERSION.pattern + ")")
-# A command list's words, and its words on each path through the choices it holds (see _readings).
-_Readings = tuple[list[Arg], tuple[tuple[str, list[Arg]], ...]]
 # The calls that run a command line given as one string through a shell; those that do so
 # with `shell=True`, and otherwise run a list of words (a string split into them).
 _SHELL_RUNS = frozenset({("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),
@@ -139,35 +135,31 @@ def python_file(ctx: Ctx) -> SourceFile | None:
     return SourceFile(ctx.display, "python", found, tuple(reader.problems)) if found or reader.problems else None
 
 
-class _Reader(Script):
+class _Reader(CommandLists):
     """The launches of one parsed file."""
 
     def __init__(self, ctx: Ctx, tree: ast.Module):
         super().__init__(tree)
         self.ctx = ctx
-        self._sorted_changes: dict[tuple[int, str], Any] = {}  # see _changes
         self.problems: list[Problem] = []  # the file's: a bound hit (source.limit)
-        # For _grown_elsewhere: the changes of each list holder, and the class of each method.
-        self._holders: dict[tuple[str, int | None], list[tuple[int, list[tuple[int, str, ast.expr | None, bool]]]]] | None = None
-        self._class_of: dict[int, int] = {}
         self._limited: set[int] = set()  # the functions whose calls a bound cut
 
     # -- the launches ----------------------------------------------------------------------
 
     def deployments(self) -> list[Deployment]:
         # An engine's call (what it is), or a command list that starts vLLM's server (its words).
-        launches: list[tuple[ast.expr, Any, str | _Readings | _Shell | _Split]] = [
+        launches: list[tuple[ast.expr, Any, str | Readings | _Shell | _Split]] = [
             (call, scope, what) for call, scope in self.calls
             if (what := self.what(call.func)) in _LAUNCHES and not self._only_hands_on(call, scope)]
         derived = [(node, scope, argv, base) for node, scope, name, base, extra in self.derived
-                   if (argv := self._derived(node, scope, name, base, extra)) is not None]
+                   if (argv := self.made_words(node, scope, name, base, extra)) is not None]
         # A list that others are made from is a launch of its own only where the file runs it itself.
         bases = {id(self.source(base, scope, 0)) for _, scope, _, base in derived} | {
             id(self.source(display.elts[0].value, scope, 0)) for display, scope, _ in self.lists
             if display.elts and isinstance(display.elts[0], ast.Starred)}  # ([*BASE, ...])
         launches += [(display, scope, argv) for display, scope, name in self.lists
-                     if (id(display) not in bases or self._run_itself(name))
-                     and (argv := self._command(display, scope, name)) is not None]
+                     if (id(display) not in bases or self.runs_itself(name))
+                     and (argv := self.command_words(display, scope, name)) is not None]
         launches += [(node, scope, argv) for node, scope, argv, _ in derived]
         launches += [launch for call, scope in self.calls for launch in self._string_launches(call, scope)]
         launches += [launch for display, scope, _ in self.lists for launch in self._string_launches(display, scope)]
@@ -346,184 +338,6 @@ class _Reader(Script):
         apply_facts([inv], self.ctx)
         return _as_keywords(deployment(inv, self.ctx, "python"))
 
-    def _command(self, display: ast.List | ast.Tuple, scope: Any, name: str | None) -> _Readings | None:
-        """The words of a command list that starts vLLM's server (``["vllm",
-        "serve", MODEL, ...]``, ``[sys.executable, "-m",
-        "vllm.entrypoints.openai.api_server", ...]``, as a script hands
-        ``subprocess`` or ``os.exec*``), with what the script adds to it:
-        ``display + more``, and where the list is assigned to a name, what
-        ``name += [...]``, ``name.extend([...])`` and ``name.append(...)``
-        add below it; and where they hold a choice the script makes (``a if c
-        else b``), the words on each path (:meth:`_readings`). None for any other list."""
-        first = display.elts[0] if display.elts else None
-        if not _names_server(display) and not (isinstance(first, ast.Starred) and self._server_list(first.value, scope)):
-            return None  # (most lists of a file are no command: not read further)
-        if find_vllm([w.text for w in self._words(display.elts, scope)]) is None:
-            return None
-
-        def read() -> list[Arg]:
-            words = self._words(display.elts, scope)
-            if id(display) in self.continued:
-                words += self._words_of(self.continued[id(display)], scope, display.lineno)
-            return words + self._added(name, scope, display.lineno)
-
-        return self._readings(read)
-
-    def _derived(self, node: ast.expr, scope: Any, name: str | None, base: ast.expr, extra: ast.expr | None) -> _Readings | None:
-        """The words of a command list made from one that starts vLLM's
-        server (``prefill = BASE + ["--kv-transfer-config", ...]``,
-        ``list(BASE)``, ``BASE.copy()``, ``BASE[:]``): the words of the list
-        it is made from, what it adds, and what the script adds to it below
-        (as :meth:`_command`). None for any other."""
-        if not self._server_list(base, scope):
-            return None
-
-        def read() -> list[Arg]:
-            words = self._words_of(base, scope, node.lineno)
-            if extra is not None:
-                words += self._words_of(extra, scope, node.lineno)
-            return words + self._added(name, scope, node.lineno)
-
-        if find_vllm([w.text for w in read()]) is None:
-            return None
-        return self._readings(read)
-
-    def _run_itself(self, name: str | None) -> bool:
-        """Whether a call of the file is given the list ``name`` holds itself
-        (``subprocess.run(BASE)``), not a list made from it."""
-        return name is not None and any(list_holder(arg) == name for call, _ in self.calls if made_from(call) is None
-                                        for arg in (*call.args, *(k.value for k in call.keywords)))
-
-    def _server_list(self, node: ast.expr, scope: Any) -> bool:
-        """Whether ``node`` stands for a list display that names vLLM's server (a name bound to one)."""
-        display = self.source(node, scope, 0)
-        return isinstance(display, (ast.List, ast.Tuple)) and _names_server(display)
-
-    def _added(self, name: str | None, scope: Any, line: int) -> list[Arg]:
-        """What the script adds below ``line`` to the list ``name`` holds:
-        in its own function body (_growth), and for an attribute's or a
-        module's list, in other functions (_grown_elsewhere)."""
-        if name is None:
-            return []
-        words = self._growth(name, scope, line)
-        if "." in name or scope is self.tree:  # (a function's own name is its own)
-            words += self._grown_elsewhere(name, scope)
-        return words
-
-    def _readings(self, read: Callable[[], list[Arg]]) -> _Readings:
-        """The words ``read()`` gives, with each choice the script makes when
-        it runs (``a if c else b``) left open; and, where there are one or
-        two such choices, the words once per combination of branches (at
-        most four paths, each named by the branches it takes), which the
-        audit decides where they all agree, as it does a shell script's paths.
-        No paths where a branch holds a choice of its own."""
-        self.choices = {}
-        words = read()
-        points = list(self.choices.values())
-        if not points or len(points) > 2:
-            return words, ()
-        combinations = list(itertools.product((True, False), repeat=len(points)))
-        paths = []
-        try:
-            for index, taken in enumerate(combinations, 1):
-                self.chosen, self.choices = {id(p): t for p, t in zip(points, taken)}, {}
-                argv = read()
-                if self.choices:
-                    return words, ()
-                where = " and ".join(f"`{source_text(p.test)}` is {'true' if t else 'false'}" for p, t in zip(points, taken))
-                paths.append((f"path {index} of {len(combinations)}, where {where}", argv))
-        finally:
-            self.chosen = {}
-        return words, tuple(paths)
-
-    def _words(self, elements: list[ast.expr], scope: Any) -> list[Arg]:
-        """The words of a command list's elements: each as written, a
-        ``*starred`` list's words in its place, ``sys.executable`` the Python
-        that runs the script."""
-        out: list[Arg] = []
-        for element in elements:
-            if isinstance(element, ast.Starred):
-                out += self._words_of(element.value, scope, element.lineno)
-            elif dotted_name(element) == INTERPRETER:
-                out.append(Arg("python", f"line {element.lineno}: sys.executable"))
-            else:
-                out.append(Arg(as_word(self.value(element, scope, 0)), f"line {element.lineno}"))
-        return out
-
-    def _words_of(self, node: ast.expr, scope: Any, line: int) -> list[Arg]:
-        """The words of an expression that holds a list of them; one
-        unresolved word for a list not known (it may hold any words)."""
-        value = self.value(node, scope, 0)
-        if isinstance(value, list):
-            return [Arg(as_word(v), f"line {line}") for v in value]
-        why = value.why if isinstance(value, Unknown) else "is not a list of words"
-        return [Arg(unresolved(source_text(node), why), f"line {line}", many=True)]
-
-    def _growth(self, name: str, scope: Any, line: int) -> list[Arg]:
-        """What the statements below ``line`` add to the list ``name``: the
-        words of each in order where it is a statement of the scope's own
-        body, and an unresolved word for one the script may run or not (in an
-        ``if``, a loop) or that puts words at a place it computes (``insert``)."""
-        out: list[Arg] = []
-        lines, changes, rebound = self._changes(scope, name)
-        # Those below the list and above the name's next assignment (a list of its own).
-        later = bisect_right(rebound, line)
-        stop = bisect_left(lines, rebound[later]) if later < len(rebound) else len(lines)
-        for at, how, value, straight in changes[bisect_right(lines, line):stop]:
-            written = _written(name, how, value)
-            if not straight or value is None or how == "insert":
-                why = "adds words at a place the script computes" if how == "insert" and straight else \
-                    "adds words on some runs of the script (in an `if`, a loop or a `try`)"
-                out.append(Arg(unresolved(written, why), f"line {at}", many=True))
-            elif how == "append":
-                out.append(Arg(as_word(self.value(value, scope, 0)), f"line {at}"))
-            else:
-                out += self._words_of(value, scope, at)
-        return out
-
-    def _grown_elsewhere(self, holder: str, scope: Any) -> list[Arg]:
-        """An unresolved word for each statement of another function that
-        grows the list an attribute or a module's name holds
-        (``self.cmd.extend(...)`` in another method of the same class,
-        ``CMD.append(...)`` in a function that does not bind ``CMD`` itself):
-        it may run before the list is used, or not."""
-        if self._holders is None:  # indexed once, by holder and class: a file of many classes is read in linear time
-            self._class_of = {id(method): id(node) for node in ast.walk(self.tree) if isinstance(node, ast.ClassDef)
-                              for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
-            # (a function that binds the name holds a list of its own; `+=` binds none: it needs `global`)
-            local = {(id(where), name) for where, names in self.scopes.items() for name, bound in names.items()
-                     if any(b.how != "changed in place" for b in bound)}
-            self._holders = {}
-            for (where, held), changes in self.grown.items():
-                if (where, held) not in local:
-                    self._holders.setdefault((held, self._owner(held, where)), []).append((where, changes))
-        found: dict[str, int] = {}  # each change as written, at its first line
-        for where, changes in self._holders.get((holder, self._owner(holder, id(scope))), ()):
-            if where == id(scope):
-                continue  # (read by _growth)
-            for at, how, value, _ in changes:
-                written = _written(holder, how, value)
-                found[written] = min(at, found.get(written, at))
-        why = "adds words in another function, which may run before the list is used or not"
-        return [Arg(unresolved(written, why), f"line {at}", many=True)
-                for written, at in sorted(found.items(), key=lambda item: item[1])]
-
-    def _owner(self, holder: str, scope: int) -> int | None:
-        """Whose list ``holder`` is, seen from the function ``scope`` (an id):
-        a ``self.`` attribute is its class's (None for any other holder)."""
-        return self._class_of.get(scope) if holder.startswith("self.") else None
-
-    def _changes(self, scope: Any, name: str) -> tuple[list[int], list[tuple[int, str, ast.expr | None, bool]], list[int]]:
-        """The changes of a name's list in a scope by line, and the lines
-        that assign the name anew: sorted once, so that each command list
-        finds its own changes by bisection (a file of many is read in linear time)."""
-        key = (id(scope), name)
-        if key not in self._sorted_changes:
-            changes = sorted(self.grown.get(key, ()), key=lambda change: change[0])
-            rebound = sorted(b.line for b in self.scopes.get(scope, {}).get(name, ()) if b.how != "changed in place")
-            self._sorted_changes[key] = [c[0] for c in changes], changes, rebound
-        return self._sorted_changes[key]
-
     def _command_deployment(self, words: list[Arg], paths: tuple[tuple[str, list[Arg]], ...], line: int,
                             env: dict[str, Arg], release: ReleaseHint | None) -> Deployment:
         """A command list's launch, read as every command line is (core.command.read_command)."""
@@ -567,19 +381,6 @@ class _Reader(Script):
             found += [(key.value, value, scope, call.lineno) for key, value in pairs
                       if isinstance(key, ast.Constant) and key.value in ENV_NAMES]
         return [(name, as_word(self.value(value, scope, 0)), line) for name, value, scope, line in found]
-
-
-def _names_server(display: ast.List | ast.Tuple) -> bool:
-    """Whether a list display holds a word of a command that starts vLLM's
-    server (``serve``, ``vllm.entrypoints...``): most lists of a file do not,
-    and are read no further."""
-    return any(isinstance(e, ast.Constant) and isinstance(e.value, str) and (e.value == "serve" or e.value.startswith("vllm."))
-               for e in display.elts)
-
-
-def _written(holder: str, how: str, value: ast.expr | None) -> str:
-    """A change to a command list as a report shows it: ``cmd += [...]``, ``cmd.extend(...)``."""
-    return f"{holder} += {source_text(value)}" if how == "+=" and value is not None else f"{holder}.{how}(...)"
 
 
 def _splitting(node: ast.expr) -> tuple[ast.expr, bool] | None:
