@@ -73,6 +73,32 @@ build("LMCacheConnectorV1")
     assert decided(only) == ("disabled", False)
 
 
+def test_keyword_arguments_unpacked_from_a_dict_the_file_writes_are_read(tmp_path):
+    found = read(tmp_path, HEADER + """\
+def main(args):
+    llm_kwargs = {"model": "m", "gpu_memory_utilization": 0.9}
+    llm_kwargs["kv_transfer_config"] = KVTransferConfig(kv_connector="LMCacheConnectorV1", kv_role="kv_both")
+    if args.eager:
+        llm_kwargs["enforce_eager"] = True  # (not read by the decision)
+    return LLM(**llm_kwargs)
+def maybe(args):
+    kw = dict(model="n")
+    if args.kv:
+        kw["kv_transfer_config"] = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    return LLM(**kw)
+def merged(extra):
+    kw = {"model": "o"}
+    kw.update(extra)  # (not followed: the dict is not known)
+    return LLM(**kw)
+""")
+    main, maybe, merged = found.deployments
+    assert (main.line, main.document["model"], decided(main)) == (8, {"name": "m"}, ("disabled", False))
+    assert [(p.code, p.line, p.message) for p in maybe.problems] == [
+        ("source.unresolved", 13, "`kv_transfer_config` takes its value from `kw['kv_transfer_config']` (which is set "
+                                  "on some runs of the script (in an `if`, a loop or a `try`))")]
+    assert merged.document == {} and "`**kw`, where `**kw` is unpacked when the script runs" in merged.notes[0].message
+
+
 def test_values_the_file_does_not_give_are_reported_where_the_decision_reads_them(tmp_path):
     found = read(tmp_path, HEADER + """
 import argparse

@@ -21,7 +21,8 @@ from typing import Any
 
 from ...core.markers import unresolved
 from ...core.options import Arg, find_vllm
-from .pyscript import INTERPRETER, Script, Unknown, as_word, dotted_name, list_holder, made_from, source_text
+from .pyforms import dotted_name, list_holder, made_from
+from .pyscript import INTERPRETER, Script, Unknown, as_word, source_text
 
 __all__ = ["CommandLists", "Readings", "names_server"]
 

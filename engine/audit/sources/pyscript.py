@@ -17,6 +17,8 @@ from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved, unresolved
 from ...core.options import ENV_NAMES
 
+from .pyforms import copy_of, dict_changes, dotted_name, list_holder, made_from
+
 __all__ = ["ENGINES", "KV_CONFIG", "INTERPRETER", "Script", "Unknown", "Binding", "as_word", "as_json_word", "dotted_name",
            "is_environ", "source_text"]
 
@@ -88,6 +90,9 @@ class Script:
         self._copied: set[int] = set()  # copies that are the left of `copy + [...]`: not lists of their own
         # (scope, name or `self.x`) -> the changes that grow its list
         self.grown: dict[tuple[int, str], list[tuple[int, str, ast.expr | None, bool]]] = {}
+        # (scope, name) -> the changes to the dict it holds (pyforms.dict_changes), each with its
+        # line and whether it is a statement of the scope's own body.
+        self.keyed: dict[tuple[int, str], list[tuple[int, str | None, ast.expr | None, bool]]] = {}
         # The choices (`a if c else b`) a reading met that the script makes when it runs, and for
         # a reading once per branch, the branch each takes (see python.py's _readings).
         self.choices: dict[int, ast.IfExp] = {}
@@ -143,6 +148,8 @@ class Script:
                 stack.extend((child, node, not isinstance(node, ast.Lambda), last) for child in body)
                 stack.extend((d, scope, False, 0) for d in (*arguments.defaults, *(d for d in arguments.kw_defaults if d)))
                 continue
+            for name, key, value in (dict_changes(node) if isinstance(node, ast.stmt) else ()):
+                self.keyed.setdefault((id(scope), name), []).append((line, key, value, straight))
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Subscript) and is_environ(target.value) \
@@ -211,15 +218,21 @@ class Script:
 
     # -- values ----------------------------------------------------------------------------
 
-    def source(self, node: ast.expr, scope: Any, depth: int) -> ast.expr | None:
-        """The expression a name stands for, through single bindings (None: not known)."""
+    def bound(self, node: ast.expr, scope: Any, depth: int = 0) -> tuple[ast.expr, Any] | None:
+        """The expression a name stands for, through single bindings, and
+        the scope to read it in (None: not known)."""
         while isinstance(node, ast.Name) and depth < _MAX_DEPTH:
             found = self.lookup(node, scope, depth)
             if not isinstance(found, tuple):
                 return None
             node, scope = found
             depth += 1
-        return node
+        return node, scope
+
+    def source(self, node: ast.expr, scope: Any, depth: int) -> ast.expr | None:
+        """The expression a name stands for, through single bindings (None: not known)."""
+        found = self.bound(node, scope, depth)
+        return None if found is None else found[0]
 
     def lookup(self, use: ast.Name, scope: Any, depth: int) -> tuple[ast.expr, Any] | Unknown:
         """What the name ``use`` reads stands for in ``scope``: its value
@@ -459,49 +472,6 @@ def _within(node: ast.AST, outer: ast.AST) -> bool:
     """Whether ``node`` is written inside ``outer`` (by their places in the file)."""
     return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
         (node.end_lineno or 0, node.end_col_offset or 0) <= (outer.end_lineno or 0, outer.end_col_offset or 0)
-
-
-def made_from(node: ast.expr) -> tuple[ast.expr, ast.expr | None] | None:
-    """The list a new list is made from, and what it adds: ``base + [...]``
-    (a display's own ``+`` is its continuation) or ``copy + [...]``, a copy
-    (:func:`copy_of`) alone. None for any other expression."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left = copy_of(node.left) or node.left
-        return (left, node.right) if isinstance(left, (ast.Name, ast.Attribute)) else None
-    copied = copy_of(node)
-    return (copied, None) if copied is not None else None
-
-
-def copy_of(node: ast.expr) -> ast.expr | None:
-    """What ``list(x)``, ``x.copy()`` or ``x[:]`` copies (None for any other expression)."""
-    if isinstance(node, ast.Call) and not node.keywords:
-        if isinstance(node.func, ast.Name) and node.func.id == "list" and len(node.args) == 1:
-            return node.args[0]
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "copy" and not node.args:
-            return node.func.value
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) \
-            and node.slice.lower is None and node.slice.upper is None and node.slice.step is None:
-        return node.value
-    return None
-
-
-def list_holder(node: ast.expr) -> str | None:
-    """What holds a list the script grows, as written: a name (``cmd``) or
-    a dotted name (``self.cmd``); None for any other target."""
-    dotted = dotted_name(node)
-    return ".".join(dotted) if dotted else None
-
-
-def dotted_name(node: ast.expr) -> tuple[str, ...]:
-    """A dotted name as its parts (``sys.executable``: ("sys", "executable")); () for any other expression."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return ()
-    parts.append(node.id)
-    return tuple(reversed(parts))
 
 
 def _is_vllm(module: str) -> bool:

@@ -65,6 +65,7 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
+from .pyforms import dict_entries
 from .pylists import CommandLists, Readings
 from .pyscript import ENGINES, Unknown, as_word, dotted_name, is_environ, source_text
 from .release import VERSION, ReleaseHint, from_pin
@@ -305,38 +306,80 @@ class _Reader(CommandLists):
         here = f"line {line}"
         words = [Arg("vllm", here), Arg("serve", here)]
         problems: list[Problem] = []
-        keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
-        model = keywords.get("model") or (call.args[0] if call.args and what in ENGINES else None)
+        # Each keyword: its value (an expression, or why it is not known), where to read it, its line.
+        keywords: dict[str, tuple[ast.expr | Unknown, Any, int]] = {}
+        opened: list[Arg] = []
+        for keyword in call.keywords:
+            unpacked = self._unpacked(keyword.value, scope, line) if keyword.arg is None else None
+            if keyword.arg is not None:
+                keywords[keyword.arg] = (keyword.value, scope, keyword.value.lineno)
+            elif unpacked is not None:
+                keywords.update(unpacked)
+            else:
+                opened.append(Arg(unresolved(f"**{source_text(keyword.value)}", "is unpacked when the script runs"), here))
+        model = keywords.get("model") or ((call.args[0], scope, call.args[0].lineno) if call.args and what in ENGINES else None)
         if model is not None:
-            words.append(Arg(as_word(self.value(model, scope, 0)), f"line {model.lineno}: model"))
+            words.append(Arg(as_word(self._read(model)), f"line {model[2]}: model"))
         elif what.endswith(".from_cli_args"):  # the model is on the command line too
             given = f"{source_text(call.args[0])}.model" if call.args else "model"
             words.append(Arg(unresolved(given, "is given on the script's command line"), here))
-        for name, node in keywords.items():
-            value = self.value(node, scope, 0) if name in ENGINE_FIELDS else None
+        for name, given in keywords.items():
+            if name == "model":
+                continue
+            value = self._read(given) if name in ENGINE_FIELDS else None
             if value is None:  # not read, or None: vLLM's default, as not given
                 continue
-            origin = f"line {node.lineno}"
+            at = given[2]
+            origin = f"line {at}"
             if name in _FLAGS:
                 if isinstance(value, bool):
                     words.append(Arg(_FLAGS[name][value], origin))
                 elif isinstance(value, Unknown):
                     problems.append(self.ctx.problem("source.unresolved", f"`{name}` takes its value from "
-                                                     f"{references(as_word(value), whole=True)}", line=node.lineno,
-                                                     path="/" + name))
+                                                     f"{references(as_word(value), whole=True)}", line=at, path="/" + name))
                 else:
+                    shown = source_text(given[0]) if isinstance(given[0], ast.expr) else str(value)
                     problems.append(self.ctx.problem("input.schema", f"`{name}` must be True, False or None, not "
-                                                     f"`{source_text(node)}`", line=node.lineno, path="/" + name))
+                                                     f"`{shown}`", line=at, path="/" + name))
                 continue
             words += [Arg(_OPTIONS[name], origin), Arg(as_word(value), origin)]
-        for splat in (k.value for k in call.keywords if k.arg is None):
-            words.append(Arg(unresolved(f"**{source_text(splat)}", "is unpacked when the script runs"), here))
+        words += opened
         if what.endswith(".from_cli_args"):
             words.append(Arg(unresolved(source_text(call), "takes the script's command line"), here))
         inv = Invocation(words, line, env, f":{line}", require_model=len(words) > 2,
                          problems=problems, release=release)
         apply_facts([inv], self.ctx)
         return _as_keywords(deployment(inv, self.ctx, "python"))
+
+    def _read(self, given: tuple[ast.expr | Unknown, Any, int]) -> Any:
+        """A keyword's value (see _deployment): read, or why it is not known."""
+        node, scope, _ = given
+        return node if isinstance(node, Unknown) else self.value(node, scope, 0)
+
+    def _unpacked(self, splat: ast.expr, scope: Any, line: int) -> dict[str, tuple[ast.expr | Unknown, Any, int]] | None:
+        """The keywords ``**splat`` gives where it names a dict the file
+        writes out (``llm_kwargs = {...}`` or ``dict(...)``), with the keys
+        the statements between it and the call at ``line`` set in its own
+        function body (``llm_kwargs["k"] = v``, ``llm_kwargs.update(...)``):
+        each the value it is set to, or, set on some runs of the script
+        only, a value not known. None where ``splat`` names no such dict, or
+        a statement changes it in a way not followed (``update(other)``,
+        ``del``, ``pop``)."""
+        found = self.bound(splat, scope) if isinstance(splat, ast.Name) else None
+        entries = dict_entries(found[0]) if found is not None else None
+        if found is None or entries is None:
+            return None
+        display, where = found
+        out: dict[str, tuple[ast.expr | Unknown, Any, int]] = {k: (v, where, v.lineno) for k, v in entries}
+        bound_at = display.lineno
+        for at, key, value, straight in sorted(self.keyed.get((id(where), cast(ast.Name, splat).id), ())):
+            if at <= bound_at or (where is scope and at >= line):
+                continue  # (above the dict, or below the call)
+            if key is None or value is None:
+                return None
+            out[key] = (value if straight else Unknown(f"{cast(ast.Name, splat).id}[{key!r}]", "is set on some runs "
+                                                       "of the script (in an `if`, a loop or a `try`)"), where, at)
+        return out
 
     def _command_deployment(self, words: list[Arg], paths: tuple[tuple[str, list[Arg]], ...], line: int,
                             env: dict[str, Arg], release: ReleaseHint | None) -> Deployment:

@@ -1,0 +1,105 @@
+"""The forms of the statements that make and change a script's lists and
+dicts, as plain functions of the syntax tree: what a new list is made from
+(``BASE + [...]``, ``list(BASE)``, ``BASE.copy()``, ``BASE[:]``), what holds
+a list (``cmd``, ``self.cmd``), a dotted name, a dict written out
+(``{"k": v}``, ``dict(k=v)``) and what a statement changes in one
+(``d["k"] = v``, ``d.update(...)``). Script (pyscript.py) records them as it
+binds a file; the command lists (pylists.py) and the reader (python.py)
+read what it recorded.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import cast
+
+__all__ = ["made_from", "copy_of", "list_holder", "dotted_name", "dict_entries", "dict_changes"]
+
+# The methods that change a dict: `update` with its keys written out is followed, the others are not.
+_DICT_CHANGES = frozenset({"update", "pop", "popitem", "setdefault", "clear"})
+
+
+def made_from(node: ast.expr) -> tuple[ast.expr, ast.expr | None] | None:
+    """The list a new list is made from, and what it adds: ``base + [...]``
+    (a display's own ``+`` is its continuation) or ``copy + [...]``, a copy
+    (:func:`copy_of`) alone. None for any other expression."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left = copy_of(node.left) or node.left
+        return (left, node.right) if isinstance(left, (ast.Name, ast.Attribute)) else None
+    copied = copy_of(node)
+    return (copied, None) if copied is not None else None
+
+
+def copy_of(node: ast.expr) -> ast.expr | None:
+    """What ``list(x)``, ``x.copy()`` or ``x[:]`` copies (None for any other expression)."""
+    if isinstance(node, ast.Call) and not node.keywords:
+        if isinstance(node.func, ast.Name) and node.func.id == "list" and len(node.args) == 1:
+            return node.args[0]
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "copy" and not node.args:
+            return node.func.value
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) \
+            and node.slice.lower is None and node.slice.upper is None and node.slice.step is None:
+        return node.value
+    return None
+
+
+def list_holder(node: ast.expr) -> str | None:
+    """What holds a list the script grows, as written: a name (``cmd``) or
+    a dotted name (``self.cmd``); None for any other target."""
+    dotted = dotted_name(node)
+    return ".".join(dotted) if dotted else None
+
+
+def dotted_name(node: ast.expr) -> tuple[str, ...]:
+    """A dotted name as its parts (``sys.executable``: ("sys", "executable")); () for any other expression."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ()
+    parts.append(node.id)
+    return tuple(reversed(parts))
+
+
+def dict_entries(node: ast.expr) -> list[tuple[str, ast.expr]] | None:
+    """The entries of a dict written out, ``{"k": v}`` or ``dict(k=v)``, in
+    order; None for any other expression (``{**other}``, a key computed)."""
+    if isinstance(node, ast.Dict) and all(_key(k) is not None for k in node.keys):
+        return [(cast(str, _key(k)), v) for k, v in zip(node.keys, node.values)]
+    if isinstance(node, ast.Call) and dotted_name(node.func) == ("dict",) and not node.args \
+            and all(k.arg for k in node.keywords):
+        return [(cast(str, k.arg), k.value) for k in node.keywords]
+    return None
+
+
+def dict_changes(node: ast.stmt) -> list[tuple[str, str | None, ast.expr | None]]:
+    """What the statement ``node`` changes in a dict a name holds: (name,
+    key, value) for ``d["k"] = v`` and ``d.update({"k": v})`` or
+    ``d.update(k=v)``; (name, None, None) for a change not followed
+    (``d[k()] = v``, ``d.update(other)``, ``del d[k]``, ``d.pop(k)``,
+    ``d |= other``). None of these binds the name."""
+    if isinstance(node, ast.Assign):
+        return [(t.value.id, _key(t.slice), node.value if _key(t.slice) is not None else None) for t in node.targets
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)]
+    if isinstance(node, (ast.AugAssign, ast.Delete)):
+        targets = node.targets if isinstance(node, ast.Delete) else [node.target]
+        changed = [t.value.id for t in targets if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)]
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and isinstance(node.op, ast.BitOr):
+            changed.append(node.target.id)
+        return [(name, None, None) for name in changed]
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute)
+            and isinstance(node.value.func.value, ast.Name) and node.value.func.attr in _DICT_CHANGES):
+        return []
+    call, name = node.value, node.value.func.value.id
+    given = call.args[0] if len(call.args) == 1 and not call.keywords else None
+    if call.func.attr == "update" and isinstance(given, ast.Dict) and all(_key(k) is not None for k in given.keys):
+        return [(name, _key(k), v) for k, v in zip(given.keys, given.values)]
+    if call.func.attr == "update" and not call.args and all(k.arg for k in call.keywords):
+        return [(name, k.arg, k.value) for k in call.keywords]
+    return [(name, None, None)]
+
+
+def _key(node: ast.expr | None) -> str | None:
+    """A dict key written as a string literal (None for any other)."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
