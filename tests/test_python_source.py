@@ -767,7 +767,11 @@ _STATEMENTS = ["x = {e}", "x = {e}\nx = 1", "def f(a, *b, c={e}, **d):\n    retu
                # lists made from a base list, held in attributes, grown in other functions
                "BASE = ['vllm', 'serve', {e}]", "cmd = BASE + {e}", "cmd = list(BASE)", "cmd = [*BASE, {e}]",
                "cmd = BASE[:] + {e}", "class K:\n    def __init__(self):\n        self.cmd = ['vllm', 'serve', {e}]\n"
-               "    def more(self):\n        self.cmd += {e}", "def grow():\n    cmd.extend({e})"]
+               "    def more(self):\n        self.cmd += {e}", "def grow():\n    cmd.extend({e})",
+               # engine arguments in a dict the file writes out
+               "kw = {'model': {e}, 'kv_transfer_config': {e}}", "kw = dict(model={e})", "kw['kv_transfer_config'] = {e}",
+               "kw[{e}] = {e}", "kw.update({e})", "kw.update(kv_transfer_config={e})", "del kw[{e}]", "LLM(**kw)",
+               "if {e}:\n    kw['disable_hybrid_kv_cache_manager'] = {e}"]
 
 
 @settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
