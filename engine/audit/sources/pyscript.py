@@ -16,11 +16,10 @@ from typing import Any, NamedTuple
 from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved, unresolved
 from ...core.options import ENV_NAMES
-
 from .pyforms import copy_of, dict_changes, dotted_name, list_holder, made_from
 
-__all__ = ["ENGINES", "KV_CONFIG", "INTERPRETER", "Script", "Unknown", "Binding", "as_word", "as_json_word", "dotted_name",
-           "is_environ", "source_text"]
+__all__ = ["ENGINES", "KV_CONFIG", "INTERPRETER", "Script", "Unknown", "Binding", "as_word", "as_json_word", "is_environ",
+           "source_text"]
 
 # The classes whose call starts (or configures) an engine, and the KV-transfer config class.
 ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})

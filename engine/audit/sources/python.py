@@ -65,9 +65,9 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
-from .pyforms import dict_entries
+from .pyforms import dict_entries, dotted_name
 from .pylists import CommandLists, Readings
-from .pyscript import ENGINES, Unknown, as_word, dotted_name, is_environ, source_text
+from .pyscript import ENGINES, Unknown, as_word, is_environ, source_text
 from .release import VERSION, ReleaseHint, from_pin
 from .shell import run_script
 from .shell_commands import nested_script
