@@ -612,6 +612,23 @@ known = [os.environ.get("VLLM_BIN", "vllm"), "serve", "m", "--enforce-eager" if 
     assert (known.document, known.notes, known.paths) == ({"model": {"name": "m"}}, (), ())
 
 
+def test_an_engine_call_given_a_choice_is_read_on_each_path_as_a_command_list_is(tmp_path):
+    (tmp_path / "run.py").write_text(HEADER + """\
+import sys
+PREFILL = {"kv_connector": "NixlConnector", "kv_role": "kv_producer"}
+DECODE = {"kv_connector": "NixlConnector", "kv_role": "kv_consumer"}
+LMCACHE = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+LLM("m", kv_transfer_config=PREFILL if sys.argv[1] == "prefill" else DECODE)
+LLM("m", kv_transfer_config=PREFILL if sys.argv[1] == "prefill" else LMCACHE)
+""", encoding="utf-8")
+    report = audit([str(tmp_path / "run.py")])
+    assert [(e.deployment.line, e.decision["outcome"], [n.code for n in e.deployment.notes]) for e in report.entries] == [
+        (7, "enabled", ["source.unresolved_unused"]),  # NixlConnector whichever role: the same decision on each path
+        (8, "error", [])]  # NixlConnector on one path, LMCacheConnectorV1 on the other: not known
+    assert "the decision is the same on each of the 2 paths" in report.entries[0].deployment.notes[0].message
+    assert report.entries[1].decision["errors"][0]["code"] == "source.unresolved"
+
+
 def test_a_modal_image_pin_gives_the_release_of_every_launch_in_the_file(tmp_path):
     app = """\
 import subprocess

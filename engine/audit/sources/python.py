@@ -304,8 +304,6 @@ class _Reader(CommandLists):
         (core.command.read_command): a value not known is a marker there."""
         line = call.lineno
         here = f"line {line}"
-        words = [Arg("vllm", here), Arg("serve", here)]
-        problems: list[Problem] = []
         # Each keyword: its value (an expression, or why it is not known), where to read it, its line.
         keywords: dict[str, tuple[ast.expr | Unknown, Any, int]] = {}
         opened: list[Arg] = []
@@ -317,39 +315,50 @@ class _Reader(CommandLists):
                 keywords.update(unpacked)
             else:
                 opened.append(Arg(unresolved(f"**{source_text(keyword.value)}", "is unpacked when the script runs"), here))
-        model = keywords.get("model") or ((call.args[0], scope, call.args[0].lineno) if call.args and what in ENGINES else None)
-        if model is not None:
-            words.append(Arg(as_word(self._read(model)), f"line {model[2]}: model"))
-        elif what.endswith(".from_cli_args"):  # the model is on the command line too
-            given = f"{source_text(call.args[0])}.model" if call.args else "model"
-            words.append(Arg(unresolved(given, "is given on the script's command line"), here))
-        for name, given in keywords.items():
-            if name == "model":
-                continue
-            value = self._read(given) if name in ENGINE_FIELDS else None
-            if value is None:  # not read, or None: vLLM's default, as not given
-                continue
-            at = given[2]
-            origin = f"line {at}"
-            if name in _FLAGS:
-                if isinstance(value, bool):
-                    words.append(Arg(_FLAGS[name][value], origin))
-                elif isinstance(value, Unknown):
-                    problems.append(self.ctx.problem("source.unresolved", f"`{name}` takes its value from "
-                                                     f"{references(as_word(value), whole=True)}", line=at, path="/" + name))
-                else:
-                    shown = source_text(given[0]) if isinstance(given[0], ast.expr) else str(value)
-                    problems.append(self.ctx.problem("input.schema", f"`{name}` must be True, False or None, not "
-                                                     f"`{shown}`", line=at, path="/" + name))
-                continue
-            words += [Arg(_OPTIONS[name], origin), Arg(as_word(value), origin)]
-        words += opened
         if what.endswith(".from_cli_args"):
-            words.append(Arg(unresolved(source_text(call), "takes the script's command line"), here))
-        inv = Invocation(words, line, env, f":{line}", require_model=len(words) > 2,
-                         problems=problems, release=release)
+            opened.append(Arg(unresolved(source_text(call), "takes the script's command line"), here))
+        model = keywords.get("model") or ((call.args[0], scope, call.args[0].lineno) if call.args and what in ENGINES else None)
+
+        def read() -> list[Arg]:
+            words = [Arg("vllm", here), Arg("serve", here)]
+            if model is not None:
+                words.append(Arg(as_word(self._read(model)), f"line {model[2]}: model"))
+            elif what.endswith(".from_cli_args"):  # the model is on the command line too
+                given = f"{source_text(call.args[0])}.model" if call.args else "model"
+                words.append(Arg(unresolved(given, "is given on the script's command line"), here))
+            for name, given in keywords.items():
+                value = self._read(given) if name in ENGINE_FIELDS and name != "model" else None
+                if value is None or (name in _FLAGS and not isinstance(value, bool)):  # (None: vLLM's default)
+                    continue  # (a flag's other values: _flag_problems)
+                origin = f"line {given[2]}"
+                words += [Arg(_FLAGS[name][value], origin)] if name in _FLAGS else \
+                    [Arg(_OPTIONS[name], origin), Arg(as_word(value), origin)]
+            return words + opened
+
+        # A choice the script makes (`a if c else b`) is read once per branch, as a command list's is.
+        words, paths = self._readings(read)
+        problems = self._flag_problems(keywords)
+        inv = Invocation(words, line, env, f":{line}", require_model=len(words) > 2, problems=problems, release=release,
+                         paths=tuple((which, argv, env) for which, argv in paths))
         apply_facts([inv], self.ctx)
         return _as_keywords(deployment(inv, self.ctx, "python"))
+
+    def _flag_problems(self, keywords: dict[str, tuple[ast.expr | Unknown, Any, int]]) -> list[Problem]:
+        """A problem for each boolean field given a value that is neither True,
+        False nor None: one not known, or another."""
+        problems: list[Problem] = []
+        for name, given in keywords.items():
+            value = self._read(given) if name in _FLAGS else None
+            if value is None or isinstance(value, bool):
+                continue
+            if isinstance(value, Unknown):
+                problems.append(self.ctx.problem("source.unresolved", f"`{name}` takes its value from "
+                                                 f"{references(as_word(value), whole=True)}", line=given[2], path="/" + name))
+            else:
+                shown = source_text(given[0]) if isinstance(given[0], ast.expr) else str(value)
+                problems.append(self.ctx.problem("input.schema", f"`{name}` must be True, False or None, not `{shown}`",
+                                                 line=given[2], path="/" + name))
+        return problems
 
     def _read(self, given: tuple[ast.expr | Unknown, Any, int]) -> Any:
         """A keyword's value (see _deployment): read, or why it is not known."""
