@@ -767,7 +767,8 @@ _EXPRESSIONS = ["'NixlConnector'", "None", "True", "1e400", "-5", "args.kv", "f'
                 "KVTransferConfig(**kw)", "KVTransferConfig.from_cli('{')", "KVTransferConfig.from_cli('[1]')",
                 "KVTransferConfig.from_cli('" + "[" * 5000 + "]" * 5000 + "')",
                 "dict(a=1)", "lambda: 1", "b'bytes'", "{1: 2}", "os.environ['X']", "__import__('os').system('touch ran')",
-                "cmd", "sys.executable", "'$(touch ran)'", "'`touch ran`'", "f'{cmd} --port {x}'", "'vllm serve m ' + x"]
+                "cmd", "sys.executable", "'$(touch ran)'", "'`touch ran`'", "f'{cmd} --port {x}'", "'vllm serve m ' + x",
+                "kv if x else {'kv_connector': 'LMCacheConnectorV1', 'kv_role': 'kv_both'}", "(a if b else c) if d else e"]
 _STATEMENTS = ["x = {e}", "x = {e}\nx = 1", "def f(a, *b, c={e}, **d):\n    return LLM(model=a, kv_transfer_config=c)\n",
                "f({e})", "f(*{e})", "os.environ['LMCACHE_USE_UPSTREAM_MP'] = {e}", "os.environ.update({e})",
                "LLM({e}, kv_transfer_config={e}, **{e})", "EngineArgs(model={e}, disable_hybrid_kv_cache_manager={e})",
