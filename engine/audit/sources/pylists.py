@@ -26,7 +26,7 @@ from .pyscript import INTERPRETER, Script, Unknown, as_word, source_text
 
 __all__ = ["CommandLists", "Readings", "names_server"]
 
-# A command list's words, and its words on each path through the choices it holds (see _readings).
+# A command list's words, and its words on each path through the choices it holds (see readings).
 Readings = tuple[list[Arg], tuple[tuple[str, list[Arg]], ...]]
 
 
@@ -48,7 +48,7 @@ class CommandLists(Script):
         ``display + more``, and where the list is assigned to a name, what
         ``name += [...]``, ``name.extend([...])`` and ``name.append(...)``
         add below it; and where they hold a choice the script makes (``a if c
-        else b``), the words on each path (:meth:`_readings`). None for any other list."""
+        else b``), the words on each path (:meth:`readings`). None for any other list."""
         first = display.elts[0] if display.elts else None
         if not names_server(display) and not (isinstance(first, ast.Starred) and self._server_list(first.value, scope)):
             return None  # (most lists of a file are no command: not read further)
@@ -61,7 +61,7 @@ class CommandLists(Script):
                 words += self._words_of(self.continued[id(display)], scope, display.lineno)
             return words + self._added(name, scope, display.lineno)
 
-        return self._readings(read)
+        return self.readings(read)
 
     def made_words(self, node: ast.expr, scope: Any, name: str | None, base: ast.expr, extra: ast.expr | None) -> Readings | None:
         """The words of a command list made from one that starts vLLM's
@@ -80,7 +80,7 @@ class CommandLists(Script):
 
         if find_vllm([w.text for w in read()]) is None:
             return None
-        return self._readings(read)
+        return self.readings(read)
 
     def runs_itself(self, name: str | None) -> bool:
         """Whether a call of the file is given the list ``name`` holds itself
@@ -104,9 +104,10 @@ class CommandLists(Script):
             words += self._grown_elsewhere(name, scope)
         return words
 
-    def _readings(self, read: Callable[[], list[Arg]]) -> Readings:
-        """The words ``read()`` gives, with each choice the script makes when
-        it runs (``a if c else b``) left open; and, where there are one or
+    def readings(self, read: Callable[[], list[Arg]]) -> Readings:
+        """The words ``read()`` gives (a command list's here, an engine call's
+        in python.py), with each choice the script makes when it runs
+        (``a if c else b``) left open; and, where there are one or
         two such choices, the words once per combination of branches (at
         most four paths, each named by the branches it takes), which the
         audit decides where they all agree, as it does a shell script's paths.

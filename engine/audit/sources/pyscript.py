@@ -93,7 +93,7 @@ class Script:
         # line and whether it is a statement of the scope's own body.
         self.keyed: dict[tuple[int, str], list[tuple[int, str | None, ast.expr | None, bool]]] = {}
         # The choices (`a if c else b`) a reading met that the script makes when it runs, and for
-        # a reading once per branch, the branch each takes (see python.py's _readings).
+        # a reading once per branch, the branch each takes (see pylists.py's readings).
         self.choices: dict[int, ast.IfExp] = {}
         self.chosen: dict[int, bool] = {}
         self._following: set[tuple[Any, str]] = set()  # the parameters whose calls are being read

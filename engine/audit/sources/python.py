@@ -336,7 +336,7 @@ class _Reader(CommandLists):
             return words + opened
 
         # A choice the script makes (`a if c else b`) is read once per branch, as a command list's is.
-        words, paths = self._readings(read)
+        words, paths = self.readings(read)
         problems = self._flag_problems(keywords)
         inv = Invocation(words, line, env, f":{line}", require_model=len(words) > 2, problems=problems, release=release,
                          paths=tuple((which, argv, env) for which, argv in paths))
