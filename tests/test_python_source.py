@@ -97,6 +97,11 @@ def merged(extra):
         ("source.unresolved", 13, "`kv_transfer_config` takes its value from `kw['kv_transfer_config']` (which is set "
                                   "on some runs of the script (in an `if`, a loop or a `try`))")]
     assert merged.document == {} and "`**kw`, where `**kw` is unpacked when the script runs" in merged.notes[0].message
+    # Two changes on one line: the later one holds (they were once compared as syntax trees: a fault).
+    (same,) = read(tmp_path, HEADER + "kw = {'model': 'm'}\nkw['kv_transfer_config'] = {'kv_connector': 'NixlConnector', "
+                   "'kv_role': 'kv_both'}; kw['kv_transfer_config'] = {'kv_connector': 'LMCacheConnectorV1', "
+                   "'kv_role': 'kv_both'}\nLLM(**kw)\n", name="same.py").deployments
+    assert decided(same) == ("disabled", False)
 
 
 def test_values_the_file_does_not_give_are_reported_where_the_decision_reads_them(tmp_path):

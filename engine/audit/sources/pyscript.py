@@ -90,8 +90,8 @@ class Script:
         # (scope, name or `self.x`) -> the changes that grow its list
         self.grown: dict[tuple[int, str], list[tuple[int, str, ast.expr | None, bool]]] = {}
         # (scope, name) -> the changes to the dict it holds (pyforms.dict_changes), each with its
-        # line and whether it is a statement of the scope's own body.
-        self.keyed: dict[tuple[int, str], list[tuple[int, str | None, ast.expr | None, bool]]] = {}
+        # line and column and whether it is a statement of the scope's own body.
+        self.keyed: dict[tuple[int, str], list[tuple[int, int, str | None, ast.expr | None, bool]]] = {}
         # The choices (`a if c else b`) a reading met that the script makes when it runs, and for
         # a reading once per branch, the branch each takes (see pylists.py's readings).
         self.choices: dict[int, ast.IfExp] = {}
@@ -148,7 +148,7 @@ class Script:
                 stack.extend((d, scope, False, 0) for d in (*arguments.defaults, *(d for d in arguments.kw_defaults if d)))
                 continue
             for name, key, value in (dict_changes(node) if isinstance(node, ast.stmt) else ()):
-                self.keyed.setdefault((id(scope), name), []).append((line, key, value, straight))
+                self.keyed.setdefault((id(scope), name), []).append((line, node.col_offset, key, value, straight))
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Subscript) and is_environ(target.value) \

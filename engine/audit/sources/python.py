@@ -374,20 +374,22 @@ class _Reader(CommandLists):
         only, a value not known. None where ``splat`` names no such dict, or
         a statement changes it in a way not followed (``update(other)``,
         ``del``, ``pop``)."""
-        found = self.bound(splat, scope) if isinstance(splat, ast.Name) else None
+        if not isinstance(splat, ast.Name):
+            return None
+        found = self.bound(splat, scope)
         entries = dict_entries(found[0]) if found is not None else None
         if found is None or entries is None:
             return None
         display, where = found
         out: dict[str, tuple[ast.expr | Unknown, Any, int]] = {k: (v, where, v.lineno) for k, v in entries}
-        bound_at = display.lineno
-        for at, key, value, straight in sorted(self.keyed.get((id(where), cast(ast.Name, splat).id), ())):
-            if at <= bound_at or (where is scope and at >= line):
+        # In the order written (by place: the values themselves are not compared).
+        for at, _, key, value, straight in sorted(self.keyed.get((id(where), splat.id), ()), key=lambda c: (c[0], c[1])):
+            if at <= display.lineno or (where is scope and at >= line):
                 continue  # (above the dict, or below the call)
             if key is None or value is None:
                 return None
-            out[key] = (value if straight else Unknown(f"{cast(ast.Name, splat).id}[{key!r}]", "is set on some runs "
-                                                       "of the script (in an `if`, a loop or a `try`)"), where, at)
+            out[key] = (value if straight else Unknown(f"{splat.id}[{key!r}]", "is set on some runs of the script "
+                                                       "(in an `if`, a loop or a `try`)"), where, at)
         return out
 
     def _command_deployment(self, words: list[Arg], paths: tuple[tuple[str, list[Arg]], ...], line: int,
