@@ -440,6 +440,13 @@ def serve(model):
 
 # -- command lists: `vllm serve` run by subprocess or os.exec* ---------------------------------------
 
+def test_words_added_on_one_line_are_read_in_the_order_written(tmp_path):
+    found = read(tmp_path, "import json, subprocess\ncmd = ['vllm', 'serve', 'm']\ncmd.append('--kv-transfer-config'); "
+                 "cmd.append(json.dumps({'kv_connector': 'LMCacheConnectorV1', 'kv_role': 'kv_both'}))\nsubprocess.run(cmd)\n")
+    (launch,) = found.deployments
+    assert (launch.problems, decided(launch)) == ((), ("disabled", False))
+
+
 def test_a_command_list_an_attribute_holds_is_read_with_what_the_script_adds_to_it(tmp_path):
     # A server class builds its command in __init__, and another method may add to it.
     found = read(tmp_path, """\

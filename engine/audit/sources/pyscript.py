@@ -90,8 +90,8 @@ class Script:
         # (scope, name or `self.x`) -> the changes that grow its list
         self.grown: dict[tuple[int, str], list[tuple[int, str, ast.expr | None, bool]]] = {}
         # (scope, name) -> the changes to the dict it holds (pyforms.dict_changes), each with its
-        # line and column and whether it is a statement of the scope's own body.
-        self.keyed: dict[tuple[int, str], list[tuple[int, int, str | None, ast.expr | None, bool]]] = {}
+        # line and whether it is a statement of the scope's own body.
+        self.keyed: dict[tuple[int, str], list[tuple[int, str | None, ast.expr | None, bool]]] = {}
         # The choices (`a if c else b`) a reading met that the script makes when it runs, and for
         # a reading once per branch, the branch each takes (see pylists.py's readings).
         self.choices: dict[int, ast.IfExp] = {}
@@ -116,13 +116,15 @@ class Script:
                         self.modules.add(alias.asname or alias.name.split(".")[0])
 
     def _bind(self, node: ast.AST, scope: Any) -> None:
-        """Record the bindings and calls under ``node``, in ``scope``; without
-        recursion, so that a deeply nested file cannot exhaust the stack."""
+        """Record the bindings and calls under ``node``, in ``scope``, in the
+        order they are written (the changes on one line too: `cmd.append(a);
+        cmd.append(b)`); without recursion, so that a deeply nested file
+        cannot exhaust the stack, whose items are pushed last first."""
         # (a node, its scope, whether it is a statement of that scope's own body, and the last
         # line of the block it is a statement of: 0 for an expression)
         ends = _block_ends(node)
         stack: list[tuple[Any, Any, bool, int]] = [(child, scope, True, ends.get(id(child), 0))
-                                                   for child in ast.iter_child_nodes(node)]
+                                                   for child in reversed(list(ast.iter_child_nodes(node)))]
         while stack:
             node, scope, straight, end = stack.pop()
             names = self.scopes.setdefault(scope, {})
@@ -139,16 +141,17 @@ class Script:
                 for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
                             *(a for a in (arguments.vararg, arguments.kwarg) if a is not None)):
                     inner.setdefault(arg.arg, []).append(Binding(None, _PARAMETER, node))
-                if not isinstance(node, ast.Lambda):
-                    names.setdefault(node.name, []).append(Binding(None, "a function", scope, line, straight))
-                    stack.extend((d, scope, False, 0) for d in node.decorator_list)
                 body = node.body if isinstance(node.body, list) else [node.body]
                 last = (body[-1].end_lineno or 0) if isinstance(node.body, list) else 0
-                stack.extend((child, node, not isinstance(node, ast.Lambda), last) for child in body)
-                stack.extend((d, scope, False, 0) for d in (*arguments.defaults, *(d for d in arguments.kw_defaults if d)))
+                stack.extend((child, node, not isinstance(node, ast.Lambda), last) for child in reversed(body))
+                defaults = (*arguments.defaults, *(d for d in arguments.kw_defaults if d))
+                stack.extend((d, scope, False, 0) for d in reversed(defaults))
+                if not isinstance(node, ast.Lambda):
+                    names.setdefault(node.name, []).append(Binding(None, "a function", scope, line, straight))
+                    stack.extend((d, scope, False, 0) for d in reversed(node.decorator_list))
                 continue
             for name, key, value in (dict_changes(node) if isinstance(node, ast.stmt) else ()):
-                self.keyed.setdefault((id(scope), name), []).append((line, node.col_offset, key, value, straight))
+                self.keyed.setdefault((id(scope), name), []).append((line, key, value, straight))
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Subscript) and is_environ(target.value) \
@@ -195,7 +198,7 @@ class Script:
                 if isinstance(node.func, ast.Name):
                     self.calls_of.setdefault(node.func.id, []).append((node, scope))
             ends = _block_ends(node)
-            stack.extend((child, scope, False, ends.get(id(child), 0)) for child in ast.iter_child_nodes(node))
+            stack.extend((child, scope, False, ends.get(id(child), 0)) for child in reversed(list(ast.iter_child_nodes(node))))
 
     def what(self, func: ast.expr) -> str | None:
         """The vLLM class a callee is (``LLM``), or its class method

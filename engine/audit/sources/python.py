@@ -382,8 +382,8 @@ class _Reader(CommandLists):
             return None
         display, where = found
         out: dict[str, tuple[ast.expr | Unknown, Any, int]] = {k: (v, where, v.lineno) for k, v in entries}
-        # In the order written (by place: the values themselves are not compared).
-        for at, _, key, value, straight in sorted(self.keyed.get((id(where), splat.id), ()), key=lambda c: (c[0], c[1])):
+        # By line, each line's in the order written (the values themselves are never compared).
+        for at, key, value, straight in sorted(self.keyed.get((id(where), splat.id), ()), key=lambda change: change[0]):
             if at <= display.lineno or (where is scope and at >= line):
                 continue  # (above the dict, or below the call)
             if key is None or value is None:
