@@ -38,7 +38,8 @@ INTERPRETER = ("sys", "executable")
 _MAX_DEPTH = 32
 # A read visits at most this many expressions, and a string the script builds is at most as long
 # as a command line may be: names bound to each other (`b = [a, a]`, `c = b + b`) can make a
-# value of a few lines grow as 2**n. Past either bound the whole value is one not known.
+# value of a few lines grow as 2**n. Past the first bound a value is one not known (a string: the
+# piece being read); past the second, the whole string.
 _MAX_VISITS = 10_000
 _TOO_LARGE = "is larger than the audit reads"
 
@@ -344,12 +345,20 @@ class Script:
         found = self._value(node, scope, 0)
         return found if self._visits <= _MAX_VISITS else Unknown(source_text(node), _TOO_LARGE)
 
-    def _value(self, node: ast.expr, scope: Any, depth: int) -> Any:
+    def _past_bounds(self, node: ast.expr, depth: int) -> Unknown | None:
+        """Count a visit of ``node``; why it is not read, where the read has
+        visited too many expressions or gone too deep (None: it is read)."""
         self._visits += 1
         if self._visits > _MAX_VISITS:
             return Unknown(source_text(node), _TOO_LARGE)
         if depth > _MAX_DEPTH:
             return Unknown(source_text(node), "is nested too deeply to read")
+        return None
+
+    def _value(self, node: ast.expr, scope: Any, depth: int) -> Any:
+        past = self._past_bounds(node, depth)
+        if past is not None:
+            return past
         if isinstance(node, ast.Constant):
             value = node.value
             if isinstance(value, str) and ("\x00" in value or "\x01" in value):  # (a marker's own characters)
@@ -396,11 +405,9 @@ class Script:
         string longer than a command line may be is one not known."""
         if depth == 0:
             self._visits = 0
-        self._visits += 1  # (as value() counts them: the piece read when they run out is not known)
-        if self._visits > _MAX_VISITS:
-            return as_word(Unknown(source_text(node), _TOO_LARGE))
-        if depth > _MAX_DEPTH:
-            return as_word(Unknown(source_text(node), "is nested too deeply to read"))
+        past = self._past_bounds(node, depth)  # (the piece read when the visits run out is not known)
+        if past is not None:
+            return as_word(past)
         pieces = node.values if isinstance(node, ast.JoinedStr) else \
             (node.left, node.right) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) else None
         if pieces is not None:
