@@ -121,7 +121,8 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
         if own:
             policies.close()
     tally = Tally.total(part.tally for part in parts)
-    rendered = tuple(p.rendered for p in parts) if prerender and all(p.rendered is not None for p in parts) else None
+    texts = tuple(p.rendered for p in parts if p.rendered is not None)
+    rendered = texts if prerender and len(texts) == len(parts) else None
     return AuditReport(tuple(paths), policies.source, policies.digest,
                        tuple(f for p in parts for f in p.files) + tuple(skipped),
                        tuple(e for p in parts for e in p.entries), tally=tally, rendered=rendered)
@@ -297,7 +298,8 @@ def _release_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     reader find every such launch by its code."""
     hint = _hint(deployment.release)
     named = deployment.document.get("vllm_version") if deployment.document is not None else None
-    if hint is None or policy.unheld(hint) is None or named is not None:  # (a document's own release decides it)
+    # A document's own release (vllm_version) decides it; a decision names the release that made it.
+    if hint is None or named is not None or decision.vllm is None or policy.unheld(hint) is None:
         return deployment
     known = policy.releases
     span = known[0] if len(known) == 1 else f"{known[0]} to {known[-1]}"

@@ -216,7 +216,8 @@ class PolicySet:
         stamped with the release that reads it, as :meth:`choose` picks it
         from ``document`` (as given, or None) and ``hint``; the default
         release where neither names one these rules hold."""
-        policy, source = self.default, self.default.vllm.source
+        policy: Policy = self.default
+        source: str | None = self.default.vllm.source
         if self._bundle is not None or self.fixed is not None:
             named = _named_release(document) if isinstance(document, dict) else None
             try:

@@ -73,7 +73,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             return SourceFile(ctx.display, None, skipped=EMPTY)
         try:
             values = [(0, parse_text(ctx.text, source=source, fmt="json"))]
-            lines = [Lines(ctx.text, 1)]
+            lines: list[Lines] = [Lines(ctx.text, 1)]
         except InputError as exc:
             if not mentions_vllm(ctx.text):
                 return SourceFile(ctx.display, None, skipped=f"mentions no vLLM option, and is not valid JSON "
@@ -85,7 +85,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             return SourceFile(ctx.display, None, problems=(ctx.problem(
                 "input.limit", f"`{ctx.display}` holds more than {ctx.limits.max_yaml_documents} YAML documents"),))
         values = []
-        lines: list[Lines] = []
+        lines = []
         problems = []
         for start, body in chunks:
             try:
