@@ -325,7 +325,7 @@ def _validate(args: argparse.Namespace, stdin: Any) -> tuple[int, str]:
     return EXIT_OK, f"{args.file}: valid" + (f" (vLLM {decision.vllm.release})" if named else "")
 
 
-def _audit(args: argparse.Namespace, stdin: Any) -> tuple[int, str, Any]:
+def _audit(args: argparse.Namespace, stdin: Any) -> tuple[int, str | _Streamed | None, Any]:
     """The audit command: its exit status, its output, and what it made
     (the report, the policy), which the console command leaves to the
     process's end rather than freeing (see _finish)."""
@@ -340,7 +340,7 @@ def _audit(args: argparse.Namespace, stdin: Any) -> tuple[int, str, Any]:
                 policy.close()
 
 
-def _audit_report(args: argparse.Namespace, policy: Any, ref: Any) -> tuple[int, str, Any]:
+def _audit_report(args: argparse.Namespace, policy: Any, ref: Any) -> tuple[int, str | _Streamed | None, Any]:
     from .audit.run import AuditError, audit, progress_bar
     from .core.errors import Problem
     from .audit.report import render, write

@@ -151,6 +151,7 @@ def _serve() -> None:
             request = _read(requests)
         except EOFError:
             return
+        answer: dict[str, Any]
         try:
             limits = Limits(**request["limits"])
             answer = {"decision": encode_decision(policy.decide(request["document"], limits=limits))}
@@ -193,7 +194,8 @@ class _Worker:
         self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
             try:
-                stream.close()
+                if stream is not None:  # (both are pipes: Popen was given PIPE for each)
+                    stream.close()
             except OSError:
                 pass
 
@@ -316,7 +318,8 @@ class IsolatedPolicy:
             self._holder["worker"] = None
             if worker is not None:
                 try:
-                    worker.process.stdin.close()  # the worker's loop ends at EOF
+                    if worker.process.stdin is not None:  # (a pipe: Popen was given PIPE)
+                        worker.process.stdin.close()  # the worker's loop ends at EOF
                     worker.process.wait(timeout=5)
                 except (OSError, subprocess.TimeoutExpired):
                     pass

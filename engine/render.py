@@ -12,6 +12,9 @@ from .core.errors import printable
 
 __all__ = ["render_text", "render_explain", "explain_dict"]
 
+# A node's verdict by supports_hma, where its `support` value has no wording of its own.
+_SUPPORTS_HMA: dict[bool | None, str] = {True: "supports HMA", False: "does not support HMA", None: "unknown"}
+
 
 def _tree(decision: Decision) -> list[str]:
     """The connector tree, drawn from the pre-order list and each node's depth."""
@@ -22,7 +25,8 @@ def _tree(decision: Decision) -> list[str]:
     for index, node in enumerate(items):
         following = next((c.depth for c in items[index + 1:] if c.depth <= node.depth), -1)
         last.append(following < node.depth)
-    lines, open_levels = [], []
+    lines: list[str] = []
+    open_levels: list[bool] = []  # at each depth, whether its node was the last of its siblings
     for node, is_last in zip(items, last):
         del open_levels[max(node.depth - 1, 0):]
         prefix = "".join("   " if done else "│  " for done in open_levels)
@@ -30,7 +34,7 @@ def _tree(decision: Decision) -> list[str]:
             prefix += "└─ " if is_last else "├─ "
             open_levels.append(is_last)
         name = node.kv_connector if node.kv_connector is not None else "(no kv_connector)"
-        verdict = verdicts.get(node.support or "", {True: "supports HMA", False: "does not support HMA"}.get(node.supports_hma, "unknown"))
+        verdict = verdicts.get(node.support or "", _SUPPORTS_HMA[node.supports_hma])
         lines.append(f"  {prefix}{name}: {verdict}  [{node.path}] ({node.rule})")
     return lines
 
@@ -47,7 +51,7 @@ def render_text(decision: Decision, *, source: str = "", policy: str | None = No
     if decision.errors:
         stage = decision.errors[0].stage
         summary = {"input": "the document is invalid", "config": "rejected at config construction",
-                   "connector": "config accepted, connector creation fails at start-up"}.get(stage, summary)
+                   "connector": "config accepted, connector creation fails at start-up"}.get(stage or "", summary)
     head = f"{source}: " if source else ""
     out.append(f"{head}{decision.outcome} ({summary})")
     if decision.hma_enabled is not None:

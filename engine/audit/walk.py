@@ -63,7 +63,8 @@ def walk(paths: Sequence[str]) -> tuple[list[tuple[str, str, bool]], list[FileRe
                     entries = list(listing)
             except OSError:
                 continue  # as os.walk: a directory that cannot be listed is passed over
-            subdirectories, names = [], []
+            subdirectories: list[os.DirEntry[str]] = []
+            names: list[os.DirEntry[str]] = []
             for entry in entries:
                 try:
                     is_dir = entry.is_dir()

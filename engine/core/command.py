@@ -172,8 +172,9 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
             read = unread.read if isinstance(unread, _Unread) else unread
             if unread is None or read is not None:
                 # Where in a JSON value the decision reads the unknown one, when it is inside.
-                at = f" at `{read.at}`" if read is not None and read.at else ""
-                held = read.text if at else value
+                inner = read if read is not None and read.at else None
+                at = f" at `{inner.at}`" if inner is not None else ""
+                held = inner.text if inner is not None else value
                 reading.fail("source.unresolved", f"`{option}` takes its value{at} from {references(held)}",
                              path=pointer([field_name]),
                              hint="give its value in `env`, or write it in the command" if reading.file is None

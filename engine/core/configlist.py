@@ -111,10 +111,10 @@ def _field_schema(field: ConfigField, known: Mapping[str, Any] | None) -> dict[s
             return dict(known)
         return {**{k: v for k, v in (known or {}).items() if k not in ("type", "enum")}, "enum": choices}
     if known is None:
-        kinds = [JSON_TYPES.get(name) for name in field.types]
-        if None in kinds:  # a type JSON cannot name (a nested class, Any): vLLM checks it, not the schema
+        named = [JSON_TYPES.get(name) for name in field.types]
+        if None in named:  # a type JSON cannot name (a nested class, Any): vLLM checks it, not the schema
             return {}
-        return {"type": kinds[0] if len(kinds) == 1 else kinds}
+        return {"type": named[0] if len(named) == 1 else named}
     if "type" not in known:
         return dict(known)
     kinds = [k for k in _kinds(known) if k != "null"] + (["null"] if nullable else [])
@@ -129,7 +129,8 @@ def release_schema(base: Mapping[str, Any], configs: ReleaseConfigs) -> dict[str
     """The deployment schema ``base`` as vLLM ``configs.release`` checks it (see the module docstring)."""
     schema = copy.deepcopy(dict(base))
     for node in [*schema.get("$defs", {}).values(), *schema.get("properties", {}).values()]:
-        cls = configs.classes.get(node.get("x-vllm-class")) if isinstance(node, dict) else None
+        class_name = node.get("x-vllm-class") if isinstance(node, dict) else None
+        cls = configs.classes.get(class_name) if isinstance(class_name, str) else None
         if cls is None:
             continue
         known = node.get("properties", {})

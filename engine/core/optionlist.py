@@ -100,11 +100,11 @@ def _file_options(path: str) -> ReleaseOptions:
 @functools.lru_cache(maxsize=None)
 def _release_options(release: str) -> ReleaseOptions:
     known = known_releases()
-    if release not in known:
+    bundle = releases.bundled()
+    name = bundle.releases[release].options if release in known else None
+    if name is None:
         raise InputError([Problem("release.unknown", f"no option list of vLLM {release} is bundled; known: "
                                   + ", ".join(known), hint=suggest(release, known))])
-    bundle = releases.bundled()
-    name = bundle.releases[release].options
     return _parse(name, lambda: bundle.root.joinpath(name).read_text(encoding="utf-8"))
 
 

@@ -87,8 +87,8 @@ def read_sources(rules_dir: str | Path | None, release: str | None = None) -> So
         entries = [(name, root.joinpath(name)) for name in bundle.files(chosen)]
         files = [_read(entry, name, root if rules_dir is not None else None) for name, entry in entries]
         return Sources(files, source, chosen.version, bundle)
-    entries = sorted((e for e in root.iterdir() if e.name.endswith((".yaml", ".yml"))), key=lambda e: e.name)
-    files = [f for f in (_read(e, e.name, root) for e in entries) if f is not None]
+    found = sorted((e for e in root.iterdir() if e.name.endswith((".yaml", ".yml"))), key=lambda e: e.name)
+    files = [f for f in (_read(e, e.name, root) for e in found) if f is not None]
     return Sources(files, source, release, None)  # the release is checked against the registry once parsed
 
 

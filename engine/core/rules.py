@@ -50,7 +50,7 @@ def _registry_rules(file: RuleFile) -> tuple[list[Rule], dict[str, str]]:
         base = pointer(["connectors", name])
         verdict = "supported" if entry["supports_hma"] else "unsupported"
         class_name = entry.get("class", name)
-        lookups = []
+        lookups: list[tuple[str, tuple[tuple[str, str, Any], ...]]] = []  # (rule id suffix, the tests that find the entry)
         if entry.get("registered", True):
             lookups.append(("", (("resolution", "eq", "registry"), ("name", "eq", name))))
         if entry.get("module_path"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
+from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
 from typing import TYPE_CHECKING
@@ -64,7 +65,7 @@ def pointer(parts: Any) -> str:
     return "".join(out)
 
 
-def _annotation(schema: dict[str, Any], error: "ValidationError", key: str) -> Any:
+def _annotation(schema: Mapping[str, Any], error: "ValidationError", key: str) -> Any:
     """The innermost ``key`` annotation on the schema path of ``error``."""
     node: Any = schema
     found = None
@@ -90,7 +91,7 @@ def _annotation(schema: dict[str, Any], error: "ValidationError", key: str) -> A
     return found
 
 
-def _resolve_local(schema: dict[str, Any], ref: str) -> Any:
+def _resolve_local(schema: Mapping[str, Any], ref: str) -> Any:
     """Follow a local ``#/...`` reference (the bundled schemas use no others)."""
     node: Any = schema
     for raw in ref.lstrip("#").split("/")[1:]:
@@ -146,18 +147,19 @@ def _short(value: Any) -> str:
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
-def _types(schema: Any, root: dict[str, Any]) -> list[str]:
+def _types(schema: Any, root: Mapping[str, Any]) -> list[str]:
     if not isinstance(schema, dict):
         return []
     if "$ref" in schema:
         return _types(_resolve_local(root, schema["$ref"]), root)
     if "anyOf" in schema or "oneOf" in schema:
-        return [t for branch in schema.get("anyOf", schema.get("oneOf")) for t in _types(branch, root)]
+        branches = schema["anyOf"] if "anyOf" in schema else schema["oneOf"]
+        return [t for branch in branches for t in _types(branch, root)]
     kind = schema.get("type")
     return [kind] if isinstance(kind, str) else list(kind or [])
 
 
-def _describe(error: "ValidationError", root: dict[str, Any]) -> tuple[str, str | None, str]:
+def _describe(error: "ValidationError", root: Mapping[str, Any]) -> tuple[str, str | None, str]:
     """(message, hint, path) for one leaf error, in the project's message style."""
     path = pointer(error.absolute_path)
     kind = error.validator
@@ -187,9 +189,8 @@ def _describe(error: "ValidationError", root: dict[str, Any]) -> tuple[str, str 
         return f"`{_short(error.instance)}` is not one of {choices}", hint, path
     if kind == "type":
         expected = error.validator_value
-        if isinstance(expected, list):
-            expected = " or ".join(expected)
-        return f"expected {expected}, got `{_short(error.instance)}`", None, path
+        shown = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"expected {shown}, got `{_short(error.instance)}`", None, path
     if kind == "const":
         return f"expected `{_short(error.validator_value)}`, got `{_short(error.instance)}`", None, path
     if kind == "pattern":
@@ -208,7 +209,7 @@ def iter_problems(name: str, instance: Any, *, default_code: str) -> Iterator[Pr
     yield from problems_against(load_schema(name), validator(name), instance, default_code=default_code)
 
 
-def problems_against(schema: dict[str, Any], checker: "Draft202012Validator", instance: Any, *,
+def problems_against(schema: Mapping[str, Any], checker: "Draft202012Validator", instance: Any, *,
                      default_code: str) -> Iterator[Problem]:
     """Every problem of ``instance`` against ``schema`` (``checker``: its
     jsonschema validator), such as a release's deployment schema (configlist.py)."""

@@ -91,16 +91,21 @@ def _construct(event: yaml.ScalarEvent) -> Any:
     if tag is None or tag == "!":
         tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
     if tag not in _SCALAR_TAGS:
-        mark = event.start_mark
-        raise YamlProblem(f"the tag `{tag}` is not allowed; only JSON types can be read", mark.line + 1, mark.column + 1)
-    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        raise YamlProblem(f"the tag `{tag}` is not allowed; only JSON types can be read", *_start(event))
+    # (The C parser's marks are yaml._yaml.Mark, which the stubs do not list for a node; a node only holds them.)
+    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)  # type: ignore[arg-type]
     try:
         # The tag's constructor directly: construct_object would remember
         # every node in the shared constructor, for ever.
         return _CONSTRUCTOR.yaml_constructors[tag](_CONSTRUCTOR, node)
     except ValueError:  # Python's limit on the digits of an integer
-        mark = event.start_mark
-        raise YamlProblem("a number has too many digits", mark.line + 1, mark.column + 1, limit=True) from None
+        raise YamlProblem("a number has too many digits", *_start(event), limit=True) from None
+
+
+def _start(event: yaml.Event) -> tuple[int | None, int | None]:
+    """The 1-based line and column where an event starts (the parser marks every event it makes)."""
+    mark = event.start_mark
+    return (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
 
 
 def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, dict[str, tuple[int, int]]]:

@@ -265,7 +265,8 @@ class _AccessLog:
             return
         start = time.perf_counter()
         status = 500  # unless a response starts
-        scope[_LOG_KEY] = extra = {}
+        extra: dict[str, Any] = {}
+        scope[_LOG_KEY] = extra
 
         async def sending(message: dict[str, Any]) -> None:
             nonlocal status
