@@ -308,6 +308,24 @@ def test_malformed_objects_are_read_without_a_fault(text):
     assert all(d.file == "objects.yaml" for d in found.deployments)
 
 
+@pytest.mark.parametrize("config, model, kv", [
+    ("[1]", None, None),  # JSON, but not an object
+    ('{"VllmWorker": {"model": "m", "common-configs": 5}}', {"name": "m"}, None),
+    ('{"VllmWorker": {"model": "m", "common-configs": [{"a": 1}, "kv-transfer-config"]}, '
+     '"Common": {"kv-transfer-config": {"kv_connector": "X"}}}', {"name": "m"}, '{"kv_connector": "X"}'),
+])
+def test_a_dynamo_serve_config_of_the_wrong_shape_reads_as_no_flags(config, model, kv):
+    # Dynamo 0.3's DYN_DEPLOYMENT_CONFIG: a config that is not an object has no section for the service, and
+    # common-configs pulls in only the Common keys it lists as strings (these raised AttributeError, TypeError)
+    text = ("apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: g}\n"
+            f"spec:\n  envs: [{{name: DYN_DEPLOYMENT_CONFIG, value: '{config}'}}]\n"
+            "  services: {VllmWorker: {extraPodSpec: {mainContainer: {command: [sh, -c], "
+            "args: ['dynamo serve graphs.disagg:VllmWorker']}}}}\n")
+    (d,) = find_deployments("graph.yaml", text).deployments
+    assert (d.format, d.document.get("model"), d.document.get("kv_transfer_config"), d.problems) == (
+        "dynamo", model, kv, ())
+
+
 def test_a_kustomization_with_malformed_resources_leaves_its_patch_unresolved(tmp_path):
     (tmp_path / "kustomization.yaml").write_text("resources: true\npatches: [{path: patch.yaml}]\n")
     shutil.copy(CORPUS / "llm-d__llm-d/guides/tiered-prefix-cache/modelserver/gpu/vllm/base/patch-vllm.yaml",

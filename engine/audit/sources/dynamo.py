@@ -50,9 +50,18 @@ def _serve_argv(config_text: str | None, service: str) -> list[str] | None:
         config = json.loads(config_text)
     except ValueError:
         return ["vllm", "serve", "--kv-transfer-config", unresolved("DYN_DEPLOYMENT_CONFIG (not JSON)")]
-    section = config.get(service) if isinstance(config, dict) and isinstance(config.get(service), dict) else {}
-    common = config.get("Common") if isinstance(config.get("Common"), dict) else {}
-    values = {k: common[k] for k in section.get("common-configs") or [] if k in common}
+    if not isinstance(config, dict):  # JSON that is not an object (a list, a number): no section, no Common
+        config = {}
+    section = config.get(service)
+    if not isinstance(section, dict):
+        section = {}
+    common = config.get("Common")
+    if not isinstance(common, dict):
+        common = {}
+    listed = section.get("common-configs")
+    # Only a list of keys names Common keys; JSON keys are strings, so another entry (a number, a list) names none.
+    keys = [k for k in listed if isinstance(k, str)] if isinstance(listed, list) else []
+    values = {k: common[k] for k in keys if k in common}
     values.update((k, v) for k, v in section.items() if k not in ("common-configs", "ServiceArgs"))
     argv = ["vllm", "serve"]
     for key, value in values.items():
