@@ -152,10 +152,10 @@ def _interpolate(text: Any, variables: Mapping[str, str]) -> Any:
         if op is None:
             return value if value is not None else unresolved(whole)
         if op.endswith("-"):
-            return _interpolate(word, variables) if empty else value  # type: ignore[return-value]
+            return _interpolate(word, variables) if value is None or empty else value  # (empty when None)
         if op.endswith("+"):
             return "" if empty else _interpolate(word, variables)
-        return value if not empty else unresolved(whole)  # ?: compose refuses to start without it
+        return unresolved(whole) if value is None or empty else value  # ?: compose refuses to start without it
 
     return _INTERPOLATION.sub(sub, text)
 

@@ -323,9 +323,9 @@ def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
         if instruction == "FROM":
             found = [w for w in words.split(rest, args, line) if not w.startswith("--")]
             image = found[0] if found else ""
-            name = found[2] if len(found) >= 3 and found[1].lower() == "as" else None
+            alias = found[2] if len(found) >= 3 and found[1].lower() == "as" else None
             parent = named.get(image)
-            stage = _Stage(line, name, image)
+            stage = _Stage(line, alias, image)
             if parent is not None:  # FROM an earlier stage inherits its configuration
                 stage.env, stage.files, stage.pins = dict(parent.env), dict(parent.files), list(parent.pins)
                 stage.entrypoint, stage.cmd, stage.vllm_image = parent.entrypoint, parent.cmd, parent.vllm_image
@@ -334,8 +334,8 @@ def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
                 stage.vllm_image = bool(VLLM_IMAGE.search(image.split("@")[0]))  # its ENTRYPOINT ["vllm", "serve"]
                 stage.base = from_image(image) if image and image.lower() != "scratch" else None
             stages.append(stage)
-            if name:
-                named[name] = stage
+            if alias:
+                named[alias] = stage
             continue
         if not stages:
             continue
@@ -484,6 +484,7 @@ def _in_image(ctx: Ctx, stage: _Stage):
                 raise refuse(ctx.problem("source.unresolved", f"`--config {name}`: the file the Dockerfile makes holds "
                                          "values it does not set"))
             return ConfigFile(made.text, made.shown)
+        assert made.context is not None  # a file made without a text is a copy from the build context
         return disk(made.context.lstrip("/"))  # a COPY source is inside the build context, even written as /x
 
     return read

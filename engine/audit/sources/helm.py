@@ -43,7 +43,7 @@ def chart_values(ctx: Ctx, values: Any, lines: Lines) -> SourceFile | None:
         container = {"name": "vllm", "image": f"{image.get('repository')}:{image.get('tag')}",
                      "command": [str(w) for w in image["command"]],
                      "env": [e for e in image.get("env") or [] if isinstance(e, dict)] if isinstance(image.get("env"), list) else []}
-        problems: list = []
+        problems = []
         site = Site("Deployment", "<release>-deployment-vllm", "<release-namespace>", "apps/v1", format="helm-values")
         found = pod_launches(ctx, {"containers": [container]}, None, site, lines, (), {}, problems,
                              line=lines.key("image", "command"))
@@ -65,7 +65,7 @@ def _modelservice(ctx: Ctx, values: dict[str, Any], lines: Lines) -> SourceFile:
     ``vllmServe`` runs ``vllm serve <model> --port ... <args>``,
     ``imageDefault`` the image's entrypoint with ``--model``, ``custom``
     the container's own command."""
-    artifacts = values.get("modelArtifacts") if isinstance(values.get("modelArtifacts"), dict) else {}
+    artifacts = values["modelArtifacts"] if isinstance(values.get("modelArtifacts"), dict) else {}
     uri = str(artifacts.get("uri") or "")
     model = uri.split("://", 1)[1] if uri.startswith("hf://") else uri
     problems: list = []

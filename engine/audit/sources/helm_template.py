@@ -60,7 +60,7 @@ def chart_template(ctx: Ctx) -> list[Deployment]:
         if not isinstance(obj, dict):
             continue
         lines = Lines(body, start + 1)
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         for path, pod, pod_meta, role in pod_templates(obj):
             literal = [c for i, c in enumerate(pod["containers"])
                        if isinstance(c, dict) and not _built(lines, path + ("containers", i), c, action_lines, rows)]

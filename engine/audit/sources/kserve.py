@@ -85,7 +85,7 @@ def _presets(spec: dict[str, Any]) -> list[str]:
     def kind(workload: dict[str, Any]) -> str:
         if not isinstance(workload.get("worker"), dict):
             return "template"
-        parallel = workload.get("parallelism") if isinstance(workload.get("parallelism"), dict) else {}
+        parallel = workload["parallelism"] if isinstance(workload.get("parallelism"), dict) else {}
         data = any(isinstance(parallel.get(k), int) and parallel[k] > 0 for k in ("data", "dataLocal"))
         return "worker-data-parallel" if data else "worker-pipeline-parallel"
     if isinstance(spec.get("prefill"), dict):
@@ -107,7 +107,7 @@ def kv_transfer_config(offloading: Any) -> str:
     ``kserve``), or nothing."""
     if not isinstance(offloading, dict):
         return ""
-    tiers = offloading.get("secondary") if isinstance(offloading.get("secondary"), list) else []
+    tiers = offloading["secondary"] if isinstance(offloading.get("secondary"), list) else []
     settings = {"cpu": _bytes(offloading.get("cpu", 0)), "evictionPolicy": offloading.get("evictionPolicy") or None,
                 "secondary": [{"type": "fs", "root_dir": f"/mnt/kv-cache-{i}"} for i in range(len(tiers))] or None}
     kv = config(deployer("kserve")["kv-cache-offloading"], settings)
@@ -163,15 +163,15 @@ def llm_inference_services(ctx: Ctx, services: list[tuple[dict[str, Any], Lines]
         missing: list[str] = []
         layers: list[tuple[dict[str, Any], str]] = []
         for ref in refs:  # baseRefs merged into a scratch copy first, to choose the presets (CM L276-289)
-            found = _config(ctx, ref, here)
-            if found:
-                scratch = strategic_merge(found[0], scratch)
+            read = _config(ctx, ref, here)
+            if read:
+                scratch = strategic_merge(read[0], scratch)
         for preset in _presets(scratch) + refs:
-            found = _config(ctx, preset, here)
-            if found is None:
+            read = _config(ctx, preset, here)
+            if read is None:
                 missing.append(preset)
             else:
-                layers.append(found)
+                layers.append(read)
         merged: dict[str, Any] = {}
         for layer, _ in layers:
             merged = strategic_merge(merged, layer)
@@ -183,12 +183,12 @@ def llm_inference_services(ctx: Ctx, services: list[tuple[dict[str, Any], Lines]
                                         "the LLMInferenceService spec (its workload fields are inlined in `spec`); "
                                         "the API server drops it", line=lines.at("spec", "workload")))
         for path, role in _workloads(merged):
-            pod = merged
+            pod: Any = merged  # any YAML value on the way down the path
             for part in path:
                 pod = pod.get(part) if isinstance(pod, dict) else None
             if not isinstance(pod, dict) or not isinstance(pod.get("containers"), list):
                 continue
-            owner = spec
+            owner: Any = spec
             for part in path:
                 owner = owner.get(part) if isinstance(owner, dict) else None
             index = next((i for i, c in enumerate(owner.get("containers") or []) if isinstance(c, dict)
@@ -252,7 +252,7 @@ def _rendered(pod: dict[str, Any], spec: dict[str, Any], meta: dict[str, Any], o
                 held[key] = [text(v) for v in held[key]]
         if isinstance(held.get("env"), list):
             held["env"] = [{**e, "value": text(e["value"])} if isinstance(e, dict) and "value" in e else e for e in held["env"]]
-        command = held.get("command") if isinstance(held.get("command"), list) else []
+        command = held["command"] if isinstance(held.get("command"), list) else []
         for index, word in enumerate(command):
             if isinstance(word, str) and 'eval "exec ' in word:
                 held["command"] = command[:index] + [_uneval(word, held, offloading)]

@@ -87,7 +87,7 @@ def _base_objects(ctx: Ctx, folder: Path, kustomization: dict[str, Any], depth: 
 
 def _find(objects: list[tuple[dict[str, Any], str]], kind: Any, name: Any) -> tuple[dict[str, Any], str] | None:
     for obj, display in objects:
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         if obj.get("kind") == kind and meta.get("name") == name:
             return obj, display
     return None
@@ -114,7 +114,7 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
     out: list[Deployment] = []
     problems: list[Problem] = []
     for _, patch, lines in documents:
-        meta = patch.get("metadata") if isinstance(patch.get("metadata"), dict) else {}
+        meta = patch["metadata"] if isinstance(patch.get("metadata"), dict) else {}
         base = _find(bases, patch.get("kind"), meta.get("name"))
         obj = strategic_merge(copy.deepcopy(base[0]), patch) if base else patch
         merged_from = (base[1], found.display) if base else (found.display,)
@@ -149,7 +149,7 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
     """The launches a kustomization's inline JSON6902 patches make."""
     out: list[Deployment] = []
     problems: list[Problem] = []
-    patches = kust.get("patches") if isinstance(kust.get("patches"), list) else []
+    patches = kust["patches"] if isinstance(kust.get("patches"), list) else []
     bases = None
     for index, entry in enumerate(patches):
         if not (isinstance(entry, dict) and isinstance(entry.get("patch"), str) and isinstance(entry.get("target"), dict)):
@@ -179,7 +179,7 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
         for op in ops:
             if isinstance(op, dict):
                 _apply(obj, op)
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         for path, pod, pod_meta, role in pod_templates(obj):
             site = Site(str(obj.get("kind")), str(meta.get("name") or ""), str(meta.get("namespace") or ""),
                         str(obj.get("apiVersion")), role, (base[1],), "kustomize")

@@ -163,7 +163,8 @@ def with_facts(read: dict[str, Any], facts: dict[str, Any], name: str | None = N
     return document
 
 
-def config_from_fs(ctx: Ctx, base: Path, in_image: Callable[[str], Path | None] | None = None) -> ConfigReader:
+def config_from_fs(ctx: Ctx, base: Path,
+                   in_image: Callable[[str], Path | None] | None = None) -> Callable[[str], ConfigFile]:
     """A reader of `--config FILE` for a file on disk: a relative name is
     read relative to ``base`` (the file's directory); the file must be inside
     the audited roots (symlinks resolved) and within the size limit. For a

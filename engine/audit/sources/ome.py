@@ -56,9 +56,9 @@ def _runners(ctx: Ctx, obj: dict[str, Any], site: Site, lines: Lines,
             continue
         for part, part_role in (((), role), (("leader",), role or "leader"), (("worker",), "worker")):
             holder = config.get(part[0]) if part else config
-            runner = holder.get("runner") if isinstance(holder, dict) else None
-            if not isinstance(runner, dict):
+            if not isinstance(holder, dict) or not isinstance(holder.get("runner"), dict):
                 continue
+            runner = holder["runner"]
             path = ("spec", component, *part, "runner")
             volumes = holder.get("volumes") if isinstance(holder.get("volumes"), list) else config.get("volumes")
             pod = {"containers": [runner], "volumes": volumes if isinstance(volumes, list) else []}

@@ -72,7 +72,7 @@ def stack_values(ctx: Ctx, values: dict[str, Any], lines: Lines) -> tuple[list[D
         args = [str(entry.get("modelURL") or ""), "--host", "0.0.0.0", "--port", str(engine.get("containerPort") or 8000)]
         if ray:
             args += ["--distributed-executor-backend", "ray"]
-        extra = vllm.get("extraArgs") if isinstance(vllm.get("extraArgs"), list) else []
+        extra = vllm["extraArgs"] if isinstance(vllm.get("extraArgs"), list) else []
         args += [str(a) for a in extra]
         if lmcache.get("enabled") is True:  # the template's branch, then the config it writes (deployers.yaml)
             if ray:  # ray-cluster.yaml L740-752

@@ -91,11 +91,11 @@ def dict_changes(node: ast.stmt) -> list[tuple[str, str | None, ast.expr | None]
     if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute)
             and isinstance(node.value.func.value, ast.Name) and node.value.func.attr in _DICT_CHANGES):
         return []
-    call, name = node.value, node.value.func.value.id
+    call, name, method = node.value, node.value.func.value.id, node.value.func.attr
     given = call.args[0] if len(call.args) == 1 and not call.keywords else None
-    if call.func.attr == "update" and isinstance(given, ast.Dict) and all(_key(k) is not None for k in given.keys):
+    if method == "update" and isinstance(given, ast.Dict) and all(_key(k) is not None for k in given.keys):
         return [(name, _key(k), v) for k, v in zip(given.keys, given.values)]
-    if call.func.attr == "update" and not call.args and all(k.arg for k in call.keywords):
+    if method == "update" and not call.args and all(k.arg for k in call.keywords):
         return [(name, k.arg, k.value) for k in call.keywords]
     return [(name, None, None)]
 

@@ -156,7 +156,8 @@ class Script:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Subscript) and is_environ(target.value) \
-                            and isinstance(target.slice, ast.Constant) and target.slice.value in ENV_NAMES:
+                            and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str) \
+                            and target.slice.value in ENV_NAMES:
                         self.env_assigned.append((target.slice.value, node.value, scope, line))
                     value = node.value if isinstance(target, ast.Name) else None
                     held = list_holder(target)
@@ -179,7 +180,8 @@ class Script:
                     and isinstance(node.value.func, ast.Attribute) and node.value.func.attr in _GROWS \
                     and (held := list_holder(node.value.func.value)) is not None:
                 call = node.value
-                how = call.func.attr if len(call.args) == 1 and not call.keywords else "insert"  # (insert: at a place)
+                method = node.value.func.attr
+                how = method if len(call.args) == 1 and not call.keywords else "insert"  # (insert: at a place)
                 self.grown.setdefault((id(scope), held), []).append(
                     (line, how, call.args[0] if call.args else None, straight))
             elif isinstance(node, (ast.List, ast.Tuple)) and isinstance(node.ctx, ast.Load):
@@ -226,7 +228,7 @@ class Script:
         the scope to read it in (None: not known)."""
         while isinstance(node, ast.Name) and depth < _MAX_DEPTH:
             found = self.lookup(node, scope, depth)
-            if not isinstance(found, tuple):
+            if isinstance(found, Unknown):  # (itself a tuple: a NamedTuple)
                 return None
             node, scope = found
             depth += 1
@@ -371,10 +373,10 @@ class Script:
             if any(k is None for k in node.keys):
                 return Unknown(source_text(node), "merges another mapping (`**`)")
             out = {}
-            for key, value in zip(node.keys, node.values):
+            for key, item in zip(node.keys, node.values):
                 if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                     return Unknown(source_text(node), "has a key that is not a string")
-                out[key.value] = self.value(value, scope, depth + 1)
+                out[key.value] = self.value(item, scope, depth + 1)
             return out
         if isinstance(node, (ast.List, ast.Tuple)):
             if any(isinstance(e, ast.Starred) for e in node.elts):
@@ -477,7 +479,7 @@ def _block_ends(node: ast.AST) -> dict[int, int]:
     return ends
 
 
-def _within(node: ast.AST, outer: ast.AST) -> bool:
+def _within(node: ast.expr, outer: ast.expr) -> bool:
     """Whether ``node`` is written inside ``outer`` (by their places in the file)."""
     return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
         (node.end_lineno or 0, node.end_col_offset or 0) <= (outer.end_lineno or 0, outer.end_col_offset or 0)

@@ -207,7 +207,8 @@ class _Reader(CommandLists):
         string, how = found
         sites: list[tuple[ast.expr, Any, ast.expr]] = [(string, scope, node)]
         function = self.parameter_of(string, scope)
-        if function is not None and self.calls_of.get(function.name):
+        # (string is a name when it is a parameter: the isinstance check tells the type checker)
+        if function is not None and isinstance(string, ast.Name) and self.calls_of.get(function.name):
             calls = sorted(self.calls_of[function.name], key=lambda site: (site[0].lineno, site[0].col_offset))
             if len(calls) > _MAX_SITES and id(function) not in self._limited:
                 self._limited.add(id(function))
@@ -324,8 +325,8 @@ class _Reader(CommandLists):
             if model is not None:
                 words.append(Arg(as_word(self._read(model)), f"line {model[2]}: model"))
             elif what.endswith(".from_cli_args"):  # the model is on the command line too
-                given = f"{source_text(call.args[0])}.model" if call.args else "model"
-                words.append(Arg(unresolved(given, "is given on the script's command line"), here))
+                written = f"{source_text(call.args[0])}.model" if call.args else "model"
+                words.append(Arg(unresolved(written, "is given on the script's command line"), here))
             for name, given in keywords.items():
                 value = self._read(given) if name in ENGINE_FIELDS and name != "model" else None
                 if value is None or (name in _FLAGS and not isinstance(value, bool)):  # (None: vLLM's default)
@@ -433,7 +434,7 @@ class _Reader(CommandLists):
                 pairs = []
             pairs += [(ast.Constant(k.arg), k.value) for k in call.keywords if func.attr == "update" and k.arg]
             found += [(key.value, value, scope, call.lineno) for key, value in pairs
-                      if isinstance(key, ast.Constant) and key.value in ENV_NAMES]
+                      if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value in ENV_NAMES]
         return [(name, as_word(self.value(value, scope, 0)), line) for name, value, scope, line in found]
 
 

@@ -93,8 +93,8 @@ def serve_file(ctx: Ctx, value: dict[str, Any], lines: Lines) -> SourceFile:
 def ray_service(ctx: Ctx, obj: dict[str, Any], lines: Lines, base: tuple, resource: tuple[tuple[str, str], ...],
                 problems: list[Problem]) -> list[Deployment]:
     """The deployments of a KubeRay RayService's ``spec.serveConfigV2``."""
-    spec = obj.get("spec")
-    text = spec.get("serveConfigV2") if isinstance(spec, dict) else None
+    spec = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+    text = spec.get("serveConfigV2")
     if not isinstance(text, str):
         return []
     path = (*base, "spec", "serveConfigV2")
@@ -133,8 +133,9 @@ def _serve_config(ctx: Ctx, value: dict[str, Any], site: _Site) -> list[Deployme
             continue
         args = app["args"] if isinstance(app.get("args"), dict) else {}
         at: tuple[Any, ...] = ("applications", index, "args")
+        configs: list[tuple[str, tuple[Any, ...], Any, str | None]]  # (label, path, config, role)
         if BUILDERS[builder] == _LIST:
-            items = args.get("llm_configs") if isinstance(args.get("llm_configs"), list) else []
+            items = args["llm_configs"] if isinstance(args.get("llm_configs"), list) else []
             configs = [(f"llm_configs/{i}", (*at, "llm_configs", i), item, None) for i, item in enumerate(items)]
         elif BUILDERS[builder] == _ONE:
             configs = [("llm_config", (*at, "llm_config"), args["llm_config"], None)] if "llm_config" in args else []
@@ -152,6 +153,7 @@ def _deployment(ctx: Ctx, site: _Site, anchor: str, path: tuple, config: Any, ro
                 app_env: dict[str, Any], builder: str) -> Deployment:
     """One LLM config's deployment."""
     line = site.lines.key(*path)
+    chain: tuple[str, ...]
     lines, shown, chain = site.lines, "", (ctx.display,)
     where = line  # the line an origin falls back to: the config's (None in a config file of its own)
     problems: list[Problem] = []

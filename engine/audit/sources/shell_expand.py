@@ -116,7 +116,7 @@ class Expander:
                     continue
                 out.append((part.text, False))
             elif isinstance(part, Param):
-                params = self.scope.params() if part.name == "@" and part.op is None else None
+                params: Sequence[str] | None = self.scope.params() if part.name == "@" and part.op is None else None
                 if params is None and part.quoted and _subscript(part) == "@":
                     params = self.elements(part.name)
                     for element in params or ():
@@ -256,10 +256,11 @@ def common_start(values: list[str | None], unknown: str) -> str:
     start. Unset on a path, or no common start: ``unknown`` alone."""
     if any(v is None for v in values):
         return unknown
-    start = posixpath.commonprefix(values)  # type: ignore[type-var]
+    known = [v for v in values if v is not None]  # all of them
+    start = posixpath.commonprefix(known)
     if start.count("\x00") % 2:  # never half a marker
         start = start[:start.rfind("\x00")]
-    rests = [v[len(start):] for v in values if len(v) > len(start)]  # type: ignore[arg-type]
+    rests = [v[len(start):] for v in known if len(v) > len(start)]
     return start + (" " if start and rests and all(r[:1].isspace() for r in rests) else "") + unknown
 
 

@@ -115,8 +115,8 @@ class Interpreter(Flow):
             self.runtime_names(scope, args[1:2], [], "printf -v", line)
             return
         if name == "let":
-            names = {n for arg in args for m in ARITH_ASSIGNED.finditer(arg) for n in m.groups() if n}
-            runtime(run, scope, sorted(names), f"is set by `let` at line {line}")
+            assigned = {n for arg in args for m in ARITH_ASSIGNED.finditer(arg) for n in m.groups() if n}
+            runtime(run, scope, sorted(assigned), f"is set by `let` at line {line}")
             return
         if name in ("source", "."):
             self.source(args, scope, line)
@@ -386,7 +386,8 @@ class Interpreter(Flow):
             fields, env = self.expand(assignments, words, path, line)
             if fields[:len(program)] != program:  # another program on this path: not the same launch
                 return ()
-            self.run.capturing = captured = []
+            captured: list[tuple[list[str], dict[str, Arg]]] = []
+            self.run.capturing = captured
             try:
                 self.dispatch(fields, env, command, path, line)
             finally:
@@ -453,6 +454,7 @@ class Interpreter(Flow):
             for name, value in docker.env.items():
                 launch_env[name] = Arg(value if value is not None else unresolved("$" + name), origin)
         else:
+            assert located is not None  # without a `docker run`, find_vllm located the launch (or it returned above)
             for word in fields[:located[0]]:  # `env NAME=value vllm serve`
                 match = ASSIGNMENT.match(word)
                 if match and not match.group(2):

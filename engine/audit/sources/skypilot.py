@@ -51,7 +51,7 @@ def task_file(ctx: Ctx, task: dict[str, Any], lines: Lines) -> SourceFile:
     """The launches of a task's ``run`` script."""
     env = {name: Arg(unresolved(f"${name}", "is set by SkyPilot at run time"), "SkyPilot") for name in _RUN_TIME}
     for section in ("envs", "secrets"):
-        values = task.get(section) if isinstance(task.get(section), dict) else {}
+        values = task[section] if isinstance(task.get(section), dict) else {}
         for name, value in values.items():
             origin = f"line {lines.at(section, name)}: {section}.{name}"
             if value is None:

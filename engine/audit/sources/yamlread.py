@@ -87,13 +87,14 @@ def load(text: str, *, max_depth: int = 256, max_values: int = 1_000_000,
                 break
             if isinstance(event, (yaml.StreamStartEvent, yaml.DocumentStartEvent, yaml.StreamEndEvent)):
                 continue
-            line = event.start_mark.line + 1
+            mark = event.start_mark  # (the parser gives every event its place)
+            line = mark.line + 1
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 if len(stack) >= max_depth:
                     raise YamlError(f"nested deeper than {max_depth} levels", line)
                 path = _path(stack)
                 if marks is not None:
-                    marks[path] = (line, event.start_mark.column + 1)
+                    marks[path] = (line, mark.column + 1)
                 stack.append(_Open({} if isinstance(event, yaml.MappingStartEvent) else [], path, event.anchor))
                 continue
             if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
