@@ -562,3 +562,54 @@ def test_options_of_a_wheel_without_arg_utils(tmp_path, capsys):
                          "--facts", str(tmp_path / "f.json"), "--options", str(tmp_path / "o.json"))
     assert (code, err) == (2, f"hma-policy: {wheel}: wheel.no_options: the wheel has no parseable vllm/engine/arg_utils.py\n")
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".yaml", ".json")) == []
+
+
+@pytest.mark.parametrize("constant", ['b"1"', "...", "1j"])
+def test_an_env_comparison_with_a_constant_json_cannot_hold_is_not_an_env_test(tmp_path, capsys, constant):
+    # The facts are JSON: such a comparison is kept as its text (an unreadable
+    # condition), not as an `equals` test whose value json.dumps refuses.
+    wheel = make_wheel(tmp_path, {
+        KV + "v1/base.py": BASE,
+        KV + "v1/x.py": (
+            "import os\nfrom .base import KVConnectorBase_V1, SupportsHMA\n"
+            "class Old(KVConnectorBase_V1):\n    pass\n"
+            "class New(KVConnectorBase_V1, SupportsHMA):\n    pass\n"
+            "X = New\n"
+            f"if os.getenv('VLLM_X_LEGACY') == {constant}:\n    X = Old\n"),
+        KV + "factory.py": factory(("X", "vllm.distributed.kv_transfer.kv_connector.v1.x", "X")),
+    })
+    facts = wh.read_wheel(str(wheel))
+    no_canary_ran(tmp_path)
+    first = facts["registrations"][0]["resolves"][0]
+    assert first["when"] == [{"expr": f"os.getenv('VLLM_X_LEGACY') == {constant.replace(chr(34), chr(39))}"}]
+    assert json.loads(wh.facts_json(facts)) == facts
+    code, out, err = hma(capsys, "registry", "from-wheel", str(wheel), "--facts", str(tmp_path / "f.json"))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"hma-policy: {wheel}: facts.unknown_switch: a name switch on an unreadable condition: ")
+
+
+def test_a_flags_override_that_is_not_a_string_names_no_option(tmp_path):
+    # _customize_cli_kwargs: kw["host"]["flags"] = [...]; only its strings are option names
+    cli_args = CLI_ARGS.replace('kw["allowed_origins"]["type"] = json.loads\n',
+                                'kw["allowed_origins"]["type"] = json.loads\n        kw["host"]["flags"] = ["-H", None, 1]\n')
+    assert cli_args != CLI_ARGS
+    found = wh.read_options(str(make_wheel(tmp_path, {**OPTION_FILES, "vllm/entrypoints/openai/cli_args.py": cli_args})))
+    no_canary_ran(tmp_path)
+    assert found["options"]["--host"] == {"no_form": False, "type": "str", "aliases": ["-H"], "source": "FrontendArgs",
+                                          "field": "FrontendArgs.host"}
+
+
+def test_a_literal_choice_that_json_cannot_hold_is_no_choice(tmp_path):
+    # The config classes are written as JSON: `Literal[b"x", ...]` offers a
+    # value no deployment document can give, so it is not one of the field's choices.
+    config = CONFIG.replace("    kv_connector: str | None = None\n",
+                            '    kv_connector: str | None = None\n    kv_role: Literal[b"x", "kv_both", ..., 1j, 2] | None = None\n')
+    assert config != CONFIG
+    files = {**OPTION_FILES, "vllm/config/scheduler.py": config,
+             "vllm/config/__init__.py": "from vllm.config.scheduler import KVTransferConfig, SchedulerConfig\n"}
+    wheel = make_wheel(tmp_path, files)
+    found = wh.read_configs(str(wheel))
+    no_canary_ran(tmp_path)
+    assert found["classes"]["KVTransferConfig"]["fields"]["kv_role"]["choices"] == ["kv_both", 2]
+    # what `registry from-wheel --configs` writes (it ended in an internal error: bytes are not JSON)
+    assert json.loads(wh.configs_json(found)) == found

@@ -107,20 +107,20 @@ def _check(args: Any, ref: PolicyRef) -> tuple[int, str]:
     errors = report.errors
     shown = report.findings if args.rules_command == "verify" else errors
     sources = Sources()
-    diagnostics = {id(f): sources.located(_finding_diagnostic(f, base)) for f in report.findings}
+    by_finding = {id(f): sources.located(_finding_diagnostic(f, base)) for f in report.findings}
     if fmt == "json":
         data = report.to_dict()
         data["digest"] = model.digest
         data["policy"] = ref.name
         data["rules_dir"] = display_path(base)
         for finding, item in zip(report.findings, data["findings"]):
-            item.setdefault("line", diagnostics[id(finding)].line)
-            item.setdefault("column", diagnostics[id(finding)].column)
+            item.setdefault("line", by_finding[id(finding)].line)
+            item.setdefault("column", by_finding[id(finding)].column)
         return (EXIT_FAILED if errors else EXIT_OK), json.dumps(data, indent=2, ensure_ascii=False, default=list)
     if fmt in ("sarif", "github"):
-        return (EXIT_FAILED if errors else EXIT_OK), _ci(fmt, [diagnostics[id(f)] for f in shown], sources,
+        return (EXIT_FAILED if errors else EXIT_OK), _ci(fmt, [by_finding[id(f)] for f in shown], sources,
                                                           policy={"source": ref.name, "digest": model.digest})
-    lines = render([diagnostics[id(f)] for f in shown], concise=fmt == "concise", style=con.out, sources=sources)
+    lines = render([by_finding[id(f)] for f in shown], concise=fmt == "concise", style=con.out, sources=sources)
     verdict = "ok" if not errors else "FAILED"
     if con.out.reset:
         verdict = f"{con.out.level('note' if not errors else 'error')}{verdict}{con.out.reset}"
@@ -243,7 +243,7 @@ def test(args: Any, stdin: Any) -> tuple[int, str | None]:
     below = args.threshold is not None and suite.coverage < args.threshold
     ran = suite.passed + suite.failed
     code = EXIT_FAILED if (suite.failed or below or ran == 0) else EXIT_OK
-    data = {
+    data: dict[str, Any] = {  # the JSON report
         "passed": suite.passed, "failed": suite.failed, "skipped": suite.skipped,
         "coverage": round(suite.coverage, 2), "rules": len(suite.rules), "uncovered": suite.uncovered,
         "registry": {"total": len(suite.registry_rules), "uncovered": [r for r in suite.registry_rules if r not in suite.fired]},

@@ -165,6 +165,7 @@ def _cause(before: dict[str, Any], after: dict[str, Any], base_steps: set, head_
         if b is not None and (b[0], b[2]) not in head_steps:
             return {"ruleset": b[0], "node": b[1], "step": b[2], "before": side(b), "after": None}
         step = a if a is not None else b
+        assert step is not None  # a == b (both None included) was skipped above
         other = next((s for s in b_steps if s[:3] == step[:3]), None)
         now = next((s for s in a_steps if s[:3] == step[:3]), None)
         return {"ruleset": step[0], "node": step[1], "step": step[2],

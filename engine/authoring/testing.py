@@ -268,11 +268,13 @@ def check_names(model: Any, cases: Iterable[Case]) -> list[Problem]:
 
 def _check(case: Case, decision: Any | None, error: InputError | None) -> tuple[list[str], tuple[str, ...]]:
     expect = case.expect
+    actual: dict[str, Any]  # outcome, hma_enabled, error, warnings, trace
     if error is not None:
-        first = error.problems[0]
-        actual = {"outcome": "error", "hma_enabled": None, "error": {"stage": "input", "code": first.code, "path": first.path},
-                  "warnings": [], "trace": ()}
+        problem = error.problems[0]
+        actual = {"outcome": "error", "hma_enabled": None,
+                  "error": {"stage": "input", "code": problem.code, "path": problem.path}, "warnings": [], "trace": ()}
     else:
+        assert decision is not None  # run_cases passes a decision or the InputError that stopped it
         d = decision.to_dict()
         first = d["errors"][0] if d["errors"] else None
         # Every rule that fired, the result steps' included (they make the outcome).

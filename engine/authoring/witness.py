@@ -83,7 +83,7 @@ def _module_misses(model: PolicyModel, name: str) -> list[str]:
     table = model.modules
     if table is None:
         return []
-    out = [_unused(set(table.modules), table.prefix + ".no_such_module")]
+    out: list[str | None] = [_unused(set(table.modules), table.prefix + ".no_such_module")]
     out += [next((m for m, bound in sorted(table.modules.items())
                   if not bound.open and name not in bound.names | bound.maybe), None)] if name else []
     return [m for m in out if m is not None]
@@ -160,7 +160,7 @@ def _reached(policy: Policy, document: dict[str, Any]) -> tuple[frozenset[tuple]
         return frozenset(), gap
     except InputError:
         return frozenset(), None
-    reached = set()
+    reached: set[tuple] = set()
     for visit in decision.trail:
         facts = dict(visit.facts)  # a run's facts, read by each of its steps
         reached.update((visit.ruleset, step, keys[(visit.ruleset, step)](facts)) for step, _, _ in visit.steps)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import json
+from typing import Any
 
 from .options import OptionReader, wheel_reader
 from .source import Module, Wheel, dotted
@@ -52,14 +53,15 @@ def _extra_keyword(node: ast.AST) -> str | None:
     return None
 
 
-def _function(wheel: Wheel, mod: Module, name: str, depth: int = 0):
+def _function(wheel: Wheel, mod: Module | None, name: str,
+              depth: int = 0) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The ``def`` a decorator name is bound to in ``mod`` (through imports), or None."""
     if depth > 8 or mod is None or "." in name:
         return None
     if name in mod.functions:
         return mod.functions[name]
     binding = mod.bindings.get(name)
-    value = binding[-1][1] if binding else {"kind": None}
+    value: dict[str, Any] = binding[-1][1] if binding else {"kind": None}
     if value.get("kind") == "import":
         return _function(wheel, wheel.module(value["module"]), value["name"], depth + 1)
     return None
@@ -109,7 +111,9 @@ def _literal_values(reader: OptionReader, mod: Module, node: ast.AST | None, out
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         for item in items:  # Literal[KVProducer, KVConsumer]: the names are Literal aliases
             if isinstance(item, ast.Constant):
-                out.append(item.value)
+                # A constant no JSON value equals (b"x", ...) is no choice a deployment document can make.
+                if item.value is None or isinstance(item.value, (str, int, float)):
+                    out.append(item.value)
             else:
                 _literal_values(reader, mod, item, out, depth + 1)
         return out
@@ -146,7 +150,7 @@ def read_configs(path: str) -> dict:
         classes: dict[str, dict] = {}
         for name in CONFIG_CLASSES:
             mod, cls = reader.class_of(package, name) if package is not None else (None, None)
-            if cls is None:
+            if mod is None or cls is None:
                 continue
             fields = {field: _field(reader, field_mod, annotation)
                       for field, (field_mod, annotation) in reader.config_fields(mod, cls).items()}

@@ -34,8 +34,15 @@ from __future__ import annotations
 
 import ast
 import json
+import sys
 
 from .source import Wheel, dotted, module_name
+
+# `try`, and `try` with `except*` (ast.TryStar, Python 3.11 and later: the same fields).
+if sys.version_info >= (3, 11):
+    _TRY = (ast.Try, ast.TryStar)
+else:
+    _TRY = (ast.Try,)
 
 __all__ = ["PREFIX", "MODULES_FORMAT", "read_modules", "modules_json"]
 
@@ -131,7 +138,7 @@ def _statement(stmt: ast.stmt) -> _Bound:
         test = _Bound(_walrus(ast.Expr(stmt.test)))
         test.then(_Bound.either(_bound(stmt.body), _bound(stmt.orelse)))
         return test
-    if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+    if isinstance(stmt, _TRY):
         # The body may stop at any statement: what it binds is only sure
         # where every handler binds it too (`try: import x` / `except: x = None`).
         body = _bound(stmt.body + stmt.orelse)

@@ -30,8 +30,9 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
+from typing import Any
 
-from .source import Wheel, WheelError, dotted, file_digest, open_wheel, wheel_metadata
+from .source import Module, Wheel, WheelError, dotted, file_digest, open_wheel, wheel_metadata
 
 __all__ = ["read_options", "options_json", "OPTIONS_FORMAT", "OptionReader", "wheel_reader"]
 
@@ -109,23 +110,24 @@ class OptionReader:
         return self.wheel.read(path).decode("utf-8", "replace") if path else ""
 
     # -- config classes and their fields ----------------------------------
-    def class_of(self, mod, name: str):
+    def class_of(self, mod: Module, name: str) -> tuple[Module, ast.ClassDef] | tuple[None, None]:
         """(module, ClassDef) of a class named in `mod`, or (None, None)."""
         for _, ref in reversed(self.wheel.resolve_expr(mod, name)):
             key = ref.get("class")
             if key:
                 module_name, cls_name = key.split(":")
                 module = self.wheel.module(module_name)
+                assert module is not None  # a "class" ref names a class of a module the wheel parsed (cached)
                 return module, module.classes[cls_name]
         return None, None
 
-    def config_fields(self, mod, cls: ast.ClassDef, seen=()) -> dict[str, tuple]:
+    def config_fields(self, mod: Module, cls: ast.ClassDef, seen: tuple = ()) -> dict[str, tuple]:
         """Dataclass fields of a class, bases first: name -> (module, annotation)."""
         fields: dict[str, tuple] = {}
         for base in cls.bases:
             base_name = dotted(base)
             base_mod, base_cls = self.class_of(mod, base_name) if base_name else (None, None)
-            if base_cls is not None and (base_mod.name, base_cls.name) not in seen:
+            if base_mod is not None and base_cls is not None and (base_mod.name, base_cls.name) not in seen:
                 fields.update(self.config_fields(base_mod, base_cls, seen + ((base_mod.name, base_cls.name),)))
         for stmt in cls.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
@@ -134,19 +136,19 @@ class OptionReader:
                 fields[stmt.target.id] = (mod, stmt.annotation)
         return fields
 
-    def _is_dataclass(self, mod, name: str) -> bool:
+    def _is_dataclass(self, mod: Module, name: str) -> bool:
         target_mod, cls = self.class_of(mod, name)
         if cls is None:
             return False
         decorators = {(dotted(d.func) if isinstance(d, ast.Call) else dotted(d)) or "" for d in cls.decorator_list}
         return any(d.rsplit(".", 1)[-1] in ("config", "dataclass") for d in decorators)
 
-    def alias(self, mod, name: str, depth: int = 0):
+    def alias(self, mod: Module | None, name: str, depth: int = 0) -> tuple[Module, ast.expr] | None:
         """(module, annotation) a type alias name stands for, e.g. ModelDType -> Literal[...]."""
         if depth > 8 or mod is None or "." in name:
             return None
         binding = mod.bindings.get(name)
-        value = binding[-1][1] if binding else {"kind": None}
+        value: dict[str, Any] = binding[-1][1] if binding else {"kind": None}
         if value["kind"] == "import":
             return self.alias(self.wheel.module(value["module"]), value["name"], depth + 1)
         expr = mod.values.get(name)
@@ -154,7 +156,7 @@ class OptionReader:
             return mod, expr
         return None
 
-    def annotation_names(self, mod, annotation, depth: int = 0) -> list[str]:
+    def annotation_names(self, mod: Module, annotation: ast.AST | None, depth: int = 0) -> list[str]:
         """Annotation member names, type aliases expanded."""
         out = []
         for name in _annotation_names(annotation, []):
@@ -165,7 +167,7 @@ class OptionReader:
                 out.append(name)
         return out
 
-    def field_type(self, mod, annotation) -> tuple[str | None, bool]:
+    def field_type(self, mod: Module, annotation: ast.AST | None) -> tuple[str | None, bool]:
         """(type, has --no- form) of a config field, following _compute_kwargs."""
         names = [n.rsplit(".", 1)[-1] if n.count(".") else n for n in self.annotation_names(mod, annotation)]
         members = set(names) - {"None"}
@@ -216,7 +218,8 @@ class OptionReader:
             return None
         return None
 
-    def function(self, mod, func: ast.FunctionDef, source: str, kwargs_vars: dict | None = None) -> None:
+    def function(self, mod: Module, func: ast.FunctionDef | ast.AsyncFunctionDef, source: str,
+                 kwargs_vars: dict | None = None) -> None:
         """Options added by add_argument calls in one function body."""
         kwargs_vars = dict(kwargs_vars or {})
         for node in ast.walk(func):  # xxx_kwargs = get_kwargs(Cls)
@@ -242,9 +245,9 @@ class OptionReader:
             for kw in keywords:
                 if kw.arg is None and isinstance(kw.value, ast.Subscript):  # **xxx_kwargs["field"]
                     var, field = dotted(kw.value.value), kw.value.slice
-                    if var in kwargs_vars and isinstance(field, ast.Constant):
+                    if var in kwargs_vars and isinstance(field, ast.Constant) and isinstance(field.value, str):
                         cls_mod, cls = self.class_of(mod, kwargs_vars[var])
-                        if cls is not None:
+                        if cls_mod is not None and cls is not None:
                             fields = self.config_fields(cls_mod, cls)
                             info["field"] = f"{cls.name}.{field.value}"
                             if field.value in fields:
@@ -260,25 +263,28 @@ class OptionReader:
                     info["type"] = self._explicit_type(kw.value)
             self.add(names, info)
 
-    def dataclass_args(self, mod, cls: ast.ClassDef, source: str) -> None:
+    def dataclass_args(self, mod: Module, cls: ast.ClassDef, source: str) -> None:
         """Options that a FrontendArgs-style add_cli_args makes from every field."""
-        overrides: dict[str, dict] = {}
-        klass = cls
+        overrides: dict[str, dict[str, ast.expr]] = {}
+        klass: ast.ClassDef | None = cls
         chain = [(mod, cls)]
         while klass is not None:  # the customisations live in the class and its bases
             base = next((dotted(b) for b in klass.bases if dotted(b)), None)
             base_mod, klass = self.class_of(chain[-1][0], base) if base else (None, None)
-            if klass is not None:
+            if base_mod is not None and klass is not None:
                 chain.append((base_mod, klass))
         for _, klass in reversed(chain):
             for node in ast.walk(klass):
                 if isinstance(node, ast.Assign) and len(node.targets) == 1:
                     target = node.targets[0]
+                    # kw["field"]["key"] = value; a key that is no string names no field or keyword: never looked up
                     if (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
-                            and isinstance(target.value, ast.Subscript) and isinstance(target.value.slice, ast.Constant)):
+                            and isinstance(target.slice.value, str)
+                            and isinstance(target.value, ast.Subscript) and isinstance(target.value.slice, ast.Constant)
+                            and isinstance(target.value.slice.value, str)):
                         overrides.setdefault(target.value.slice.value, {})[target.slice.value] = node.value
         for name, (field_mod, annotation) in self.config_fields(mod, cls).items():
-            info = {"source": source, "field": f"{cls.name}.{name}"}
+            info: dict[str, Any] = {"source": source, "field": f"{cls.name}.{name}"}
             info["type"], info["no_form"] = self.field_type(field_mod, annotation)
             extra = overrides.get(name, {})
             if "type" in extra:
@@ -288,11 +294,13 @@ class OptionReader:
                 if fixed:
                     info["type"], info["no_form"] = fixed
             flags = extra.get("flags")
-            names = [e.value for e in flags.elts if isinstance(e, ast.Constant)] if isinstance(flags, ast.List) else []
+            # option names are strings: `"flags": [None]` names none (add() reads each as a str)
+            names = ([e.value for e in flags.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+                     if isinstance(flags, ast.List) else [])
             self.add(names + ["--" + name.replace("_", "-")], info)
 
 
-def _method(cls: ast.ClassDef | None, name: str):
+def _method(cls: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
     if cls is None:
         return None
     return next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
@@ -304,7 +312,7 @@ def _loops_over_fields(func: ast.FunctionDef) -> bool:
         isinstance(n, ast.For) for n in ast.walk(func))
 
 
-def _frontend(wheel: Wheel):
+def _frontend(wheel: Wheel) -> Module | None:
     """The module whose make_arg_parser `vllm serve` uses (it moved across releases).
 
     Read from the import in vllm/entrypoints/cli/serve.py; failing that, the
@@ -345,6 +353,7 @@ def read_options(path: str) -> dict:
     with wheel_reader(path, OPTIONS_FORMAT) as (head, reader):
         wheel = reader.wheel
         arg_utils = wheel.module(ARG_UTILS)
+        assert arg_utils is not None  # OptionReader refuses a wheel without it (wheel.no_options); the parse is cached
         for cls_name, source in (("EngineArgs", "EngineArgs"), ("AsyncEngineArgs", "AsyncEngineArgs")):
             func = _method(arg_utils.classes.get(cls_name), "add_cli_args")
             if func is not None:
@@ -357,10 +366,12 @@ def read_options(path: str) -> dict:
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_cli_args":
                     name = dotted(node.func.value)
                     cls_mod, cls = reader.class_of(frontend, name) if name else (None, None)
-                    if cls is None or cls_mod.name == ARG_UTILS:
+                    if cls_mod is None or cls is None or cls_mod.name == ARG_UTILS:
                         continue
-                    adder, klass, klass_mod = None, cls, cls_mod
-                    while adder is None and klass is not None:
+                    adder: ast.FunctionDef | None = None
+                    klass: ast.ClassDef | None = cls
+                    klass_mod: Module | None = cls_mod
+                    while adder is None and klass_mod is not None and klass is not None:
                         adder = _method(klass, "add_cli_args")
                         if adder is None:
                             base = next((dotted(b) for b in klass.bases if dotted(b)), None)
@@ -368,6 +379,7 @@ def read_options(path: str) -> dict:
                     if adder is not None and _loops_over_fields(adder):
                         reader.dataclass_args(cls_mod, cls, cls.name)
                     elif adder is not None:
+                        assert klass_mod is not None  # the module of the class whose add_cli_args was found
                         reader.function(klass_mod, adder, cls.name)
         parser_src = ""  # the FlexibleArgumentParser class's own text only
         for name in PARSER_MODULES:

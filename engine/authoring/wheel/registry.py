@@ -120,8 +120,8 @@ def _classes(wheel: Wheel) -> dict:
     # Resolving bases may parse further modules: their classes are taken in
     # a second pass, after the modules known at first.
     for _ in range(2):
-        for name in sorted(n for n, m in wheel.modules.items() if m is not None):
-            mod = wheel.modules[name]
+        parsed = {n: m for n, m in wheel.modules.items() if m is not None}
+        for name, mod in sorted(parsed.items(), key=lambda item: item[0]):
             for cls_name, node in sorted(mod.classes.items()):
                 key = f"{name}:{cls_name}"
                 if key not in out:

@@ -23,6 +23,7 @@ import re
 import zipfile
 import zlib
 from email.parser import HeaderParser
+from typing import Any
 
 from ...core.errors import HMAPolicyError, Problem
 from ...fileio import open_regular
@@ -158,18 +159,21 @@ def _env_condition(test: ast.AST) -> dict | None:
         var = const_str(test.args[0]) if test.args else None
         if var:
             default = const_str(test.args[1]) if len(test.args) > 1 else None
-            cond = {"env": var, "test": "set"}
+            cond: dict[str, Any] = {"env": var, "test": "set"}
             if default:
                 cond["default"] = default
             return cond
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, op, right = test.left, test.ops[0], test.comparators[0]
-        if isinstance(op, (ast.In, ast.NotIn)) and dotted(right) in ("os.environ", "environ") and const_str(left):
-            cond = {"env": const_str(left), "test": "present"}
+        env = const_str(left)
+        if isinstance(op, (ast.In, ast.NotIn)) and dotted(right) in ("os.environ", "environ") and env:
+            cond = {"env": env, "test": "present"}
             return cond if isinstance(op, ast.In) else {"not": cond}
         if isinstance(op, (ast.Eq, ast.NotEq)):
             inner = _env_condition(left)
-            value = right.value if isinstance(right, ast.Constant) else None
+            constant = right.value if isinstance(right, ast.Constant) else None
+            # Only a JSON value: the facts are written as JSON (`== b"1"` or `== ...` is not an env test read here).
+            value = constant if isinstance(constant, (str, int, float)) else None
             if inner and "env" in inner and value is not None:
                 cond = {"env": inner["env"], "test": "equals", "value": value}
                 return cond if isinstance(op, ast.Eq) else {"not": cond}
