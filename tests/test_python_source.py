@@ -258,12 +258,27 @@ llm = LLM("m")
 @pytest.mark.parametrize("text", [
     "import torch\nmodel = torch.nn.Linear(2, 2)\n",  # no vLLM
     "from vllm import SamplingParams\nparams = SamplingParams(temperature=0)\n",  # vLLM, no engine
-    "print 'python 2'\nLLM(kv_transfer_config=x)\n",  # not Python 3
-    "from vllm import LLM\nx = " + "[" * 5000 + "]" * 5000 + "\n",  # too deep for the parser
 ])
 def test_a_python_file_that_starts_no_engine_is_skipped(tmp_path, text):
     found = read(tmp_path, text)
     assert (found.deployments, found.problems, found.skipped) == ((), (), NOT_A_SOURCE)
+
+
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+@pytest.mark.parametrize("text, line", [
+    ("print 'python 2'\nLLM(kv_transfer_config=x)\n", 1),  # not Python 3
+    ("from vllm import LLM\nx = " + "[" * 5000 + "]" * 5000 + "\n", 2),  # too deep for the parser
+])
+def test_a_python_file_that_mentions_vllm_and_does_not_parse_says_why(tmp_path, text, line):
+    # Such as a launcher written for a later Python than the audit's: the skip and the note give the parser's reason.
+    found = read(tmp_path, text)
+    assert (found.deployments, found.problems) == ((), ())
+    assert found.skipped.startswith(f"not Python that Python {PYTHON} parses (line {line}: "), found.skipped
+    if "kv_transfer_config" in text:
+        assert [(n.code, n.message) for n in found.notes] == [
+            ("source.unrecognized", f"mentions `kv_transfer_config` at line 2, no vLLM launch recognised: {found.skipped}")]
 
 
 def test_a_binary_python_file_is_a_problem_as_any_binary_source_is(tmp_path):

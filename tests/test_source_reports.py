@@ -97,7 +97,8 @@ def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path)
     assert source.deployments == () and source.problems == ()
     (note,) = source.notes
     assert (note.code, note.line, note.message) == (
-        "source.unrecognized", 3, "mentions `kv-transfer-config` at line 3, no vLLM launch recognised")
+        "source.unrecognized", 3, "mentions `kv-transfer-config` at line 3, no vLLM launch recognised: not a "
+                                  "deployment document, vLLM config or Kubernetes manifest")  # (the reader's reason)
     # Connector names come from the policy's registry, not from a list in the code.
     template = write(tmp_path / "templates" / "deploy.tpl", "{{- if .Values.lmcache }}\n  connector: LMCacheConnectorV1\n")
     assert read_source(template).notes == ()
@@ -176,7 +177,8 @@ def test_every_report_format_shows_places_releases_and_file_notes(small_fleet):
     assert (leader["container"], leader["role"]) == ("leader", "prefill")
     assert data["summary"]["notes"] == 1
     assert data["notes"] == [{"code": "source.unrecognized", "message": "mentions `kvConnector` at line 2, no vLLM "
-                              "launch recognised", "file": "chart/values.yaml", "line": 2, "path": "",
+                              "launch recognised: not a deployment document, vLLM config or Kubernetes manifest",
+                              "file": "chart/values.yaml", "line": 2, "path": "",
                               "hint": "if this file deploys vLLM in a way the audit does not read, say so in an issue; "
                                       "see docs/audit-formats.md for what is read"}]
     text = render(small_fleet, "text")

@@ -141,7 +141,9 @@ def _noted(found: SourceFile, text: str, known: tuple[str, ...]) -> SourceFile:
     if mentioned is None:
         return found
     word, line = mentioned
-    note = Problem("source.unrecognized", f"mentions `{word}` at line {line}, no vLLM launch recognised",
+    # Why it was not read, where that is more than "not a deployment source": a reader's own reason.
+    why = f": {found.skipped}" if found.skipped is not None and found.skipped != _NOT_A_SOURCE else ""
+    note = Problem("source.unrecognized", f"mentions `{word}` at line {line}, no vLLM launch recognised{why}",
                    hint="if this file deploys vLLM in a way the audit does not read, say so in an issue; "
                         "see docs/audit-formats.md for what is read", file=found.file, line=line)
     return SourceFile(found.file, found.format, found.deployments, found.problems, found.skipped, (note,))

@@ -54,6 +54,7 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+import sys
 from dataclasses import replace
 from typing import Any, NamedTuple, cast
 
@@ -117,10 +118,15 @@ class _Split(NamedTuple):
     shell_like: bool
 
 
+# The Python that parses the files: a file may use the syntax of a later one (an audit on 3.11 of a 3.12 f-string).
+_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
 def python_file(ctx: Ctx) -> SourceFile | None:
     """The launches of a Python file; None when it is not a launcher (no
     launch of an engine it imports from vLLM and no `vllm serve` command
-    list, not Python, or larger than a config file may be)."""
+    list); a skipped file, saying why, when it mentions vLLM but this
+    Python cannot parse it (Python 2, a template, syntax of a later Python)."""
     if not mentions_vllm(ctx.text):
         return None
     if len(ctx.text) > ctx.limits.max_config_bytes:  # said, not skipped: it may launch vLLM
@@ -129,11 +135,15 @@ def python_file(ctx: Ctx) -> SourceFile | None:
             "bytes, SourceLimits.max_config_bytes); its launches are not read"),))
     try:
         tree = ast.parse(ctx.text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python (or not this Python's)
-        return None
-    reader = _Reader(ctx, tree)
-    found = tuple(reader.deployments())  # (none: no engine of vLLM's and no command list)
-    return SourceFile(ctx.display, "python", found, tuple(reader.problems)) if found or reader.problems else None
+    except SyntaxError as exc:
+        why = f"line {exc.lineno}: {exc.msg}" if exc.lineno else exc.msg
+    except (ValueError, RecursionError, MemoryError) as exc:  # nested deeper than the parser goes
+        why = f"{type(exc).__name__}: {exc}"[:200]
+    else:
+        reader = _Reader(ctx, tree)
+        found = tuple(reader.deployments())  # (none: no engine of vLLM's and no command list)
+        return SourceFile(ctx.display, "python", found, tuple(reader.problems)) if found or reader.problems else None
+    return SourceFile(ctx.display, None, skipped=f"not Python that Python {_PYTHON} parses ({why})")
 
 
 class _Reader(CommandLists):
