@@ -2,7 +2,7 @@
 kustomize overlays (kustomize.py), KServe LLMInferenceServices (kserve.py),
 NVIDIA Dynamo graphs (dynamo.py), production-stack VLLMRuntimes
 (production_stack.py), llm-d ModelServices (modelservice.py), OME runtimes
-(ome.py), and every other object's pod templates
+(ome.py), KubeAI Models (kubeai.py), and every other object's pod templates
 (kubernetes.py). A kustomize patch file is read with its base
 (kustomize.py). Objects a controller only merges into others
 (LLMInferenceServiceConfig) are no launches."""
@@ -16,6 +16,7 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .dynamo import GRAPH_KIND, dynamo_graphs
 from .kserve import CONFIG_KIND, SERVICE_KIND, llm_inference_services
+from .kubeai import is_model, kubeai_models
 from .kubernetes import kubernetes
 from .kustomize import is_kustomization, kustomization, patch_file
 from .marks import Lines
@@ -33,6 +34,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
     graphs: list[tuple[dict[str, Any], Lines]] = []
     runtimes: list[tuple[dict[str, Any], Lines]] = []
     ome: list[tuple[dict[str, Any], Lines]] = []
+    models: list[tuple[dict[str, Any], Lines]] = []
     model_service_objects: list[tuple[dict[str, Any], Lines]] = []
     configs: list[dict[str, Any]] = []
     config_maps = [obj for _, obj, _ in documents if obj.get("kind") == "ConfigMap"]
@@ -69,13 +71,16 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             runtimes.append((obj, lines))
         elif is_runtime(obj):
             ome.append((obj, lines))
+        elif is_model(obj):
+            models.append((obj, lines))
         else:
             plain.append((start, obj, lines))
     readers = ((services, "kserve", lambda: llm_inference_services(ctx, services, configs)),
                (graphs, "dynamo", lambda: dynamo_graphs(ctx, graphs)),
                (runtimes, "production-stack-crd", lambda: vllm_runtimes(ctx, runtimes)),
                (model_service_objects, "modelservice", lambda: model_services(ctx, model_service_objects, config_maps)),
-               (ome, "ome", lambda: ome_runtimes(ctx, ome, config_maps)))
+               (ome, "ome", lambda: ome_runtimes(ctx, ome, config_maps)),
+               (models, "kubeai", lambda: kubeai_models(ctx, models)))
     for items, name, read in readers:
         if items:
             found, found_problems = read()
