@@ -186,17 +186,22 @@ def test_env_switch_becomes_a_case(tmp_path, source):
     assert "        when: {env_lmcache_use_upstream_mp: true}\n        supports_hma: false\n" in text
 
 
-def test_switch_on_an_env_variable_the_engine_lacks(tmp_path):
-    wheel = make_wheel(tmp_path, {
+def switched_wheel(tmp_path: Path, condition: str) -> Path:
+    """A wheel that registers X: the class New (SupportsHMA), or Old where ``condition`` holds."""
+    return make_wheel(tmp_path, {
         KV + "v1/base.py": BASE,
         KV + "v1/x.py": (
             "import os\nfrom .base import KVConnectorBase_V1, SupportsHMA\n"
             "class Old(KVConnectorBase_V1):\n    pass\n"
             "class New(KVConnectorBase_V1, SupportsHMA):\n    pass\n"
             "X = New\n"
-            "if 'VLLM_X_LEGACY' in os.environ:\n    X = Old\n"),
+            f"if {condition}:\n    X = Old\n"),
         KV + "factory.py": factory(("X", "vllm.distributed.kv_transfer.kv_connector.v1.x", "X")),
     })
+
+
+def test_switch_on_an_env_variable_the_engine_lacks(tmp_path):
+    wheel = switched_wheel(tmp_path, "'VLLM_X_LEGACY' in os.environ")
     facts = wh.read_wheel(str(wheel))
     no_canary_ran(tmp_path)
     (switch,) = facts["switches"]
@@ -568,16 +573,7 @@ def test_options_of_a_wheel_without_arg_utils(tmp_path, capsys):
 def test_an_env_comparison_with_a_constant_json_cannot_hold_is_not_an_env_test(tmp_path, capsys, constant):
     # The facts are JSON: such a comparison is kept as its text (an unreadable
     # condition), not as an `equals` test whose value json.dumps refuses.
-    wheel = make_wheel(tmp_path, {
-        KV + "v1/base.py": BASE,
-        KV + "v1/x.py": (
-            "import os\nfrom .base import KVConnectorBase_V1, SupportsHMA\n"
-            "class Old(KVConnectorBase_V1):\n    pass\n"
-            "class New(KVConnectorBase_V1, SupportsHMA):\n    pass\n"
-            "X = New\n"
-            f"if os.getenv('VLLM_X_LEGACY') == {constant}:\n    X = Old\n"),
-        KV + "factory.py": factory(("X", "vllm.distributed.kv_transfer.kv_connector.v1.x", "X")),
-    })
+    wheel = switched_wheel(tmp_path, f"os.getenv('VLLM_X_LEGACY') == {constant}")
     facts = wh.read_wheel(str(wheel))
     no_canary_ran(tmp_path)
     first = facts["registrations"][0]["resolves"][0]
