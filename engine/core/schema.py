@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
-from importlib import resources
 from collections.abc import Mapping
+from importlib import resources
 from typing import Any, Callable, Iterator
 
 from typing import TYPE_CHECKING
