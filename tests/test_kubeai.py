@@ -72,11 +72,18 @@ def test_a_model_that_vllm_does_not_serve_is_no_launch(text):
     assert find_deployments("model.yaml", text).deployments == ()
 
 
-@pytest.mark.parametrize("spec", [
-    "  url: 5\n  engine: VLLM\n  args: {a: 1}\n  env: [1]\n  image: 7\n",
-    "  engine: VLLM\n  args: [1, null, --port=8000]\n  env: {A: 1, B: null}\n  adapters: []\n  envFrom: {}\n",
-])
-def test_a_malformed_model_is_read_without_a_fault(spec):
+def test_a_model_of_the_wrong_shape_is_read_as_far_as_it_goes():
+    # No url: the controller refuses the Model; args and env that are no list or map are none.
+    (d,) = find_deployments("model.yaml", model("  url: 5\n  engine: VLLM\n  args: {a: 1}\n  env: [1]\n  image: 7\n")).deployments
+    assert (d.format, d.problems) == ("kubeai", ())
+    assert [(n.code, n.message) for n in d.notes][:1] == [
+        ("source.unresolved_unused", "the model is `the Model's url`, which this file does not set; the decision does "
+                                     "not read the model's name")]
+
+
+def test_args_and_env_that_are_not_strings_are_refused_as_the_api_server_does():
+    spec = "  url: hf://o/m\n  engine: VLLM\n  args: [1, null, --port=8000]\n  env: {A: 1, B: x}\n"
     (d,) = find_deployments("model.yaml", model(spec)).deployments
-    assert d.format == "kubeai"
-    assert not any(p.code == "audit.internal" for p in d.problems)
+    assert [(p.code, p.message, p.line) for p in d.problems] == [
+        ("source.kubernetes", "Model m: spec.args[0], spec.args[1], spec.env.A must be strings; the API server "
+                              "rejects the Model", 6)]

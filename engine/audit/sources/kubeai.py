@@ -56,9 +56,24 @@ def kubeai_models(ctx: Ctx, models: list[tuple[dict[str, Any], Lines]]) -> tuple
         name = str(meta.get("name") or "")
         site = Site("Model", name, str(meta.get("namespace") or ""), str(obj.get("apiVersion")), format="kubeai")
         pod = {"containers": [_container(obj["spec"], name)]}
-        out += pod_launches(ctx, pod, None, site, lines, ("spec",), {}, problems, object_meta=meta,
-                            line=lines.first(("spec", "engine"), ("spec",)))
+        line = lines.first(("spec", "engine"), ("spec",))
+        found = pod_launches(ctx, pod, None, site, lines, ("spec",), {}, problems, object_meta=meta, line=line)
+        bad = _not_strings(obj["spec"])
+        if bad:  # as a Pod's container with such values is refused (kubernetes.py)
+            must = "must be strings" if len(bad) > 1 else "must be a string"
+            refused = ctx.problem("source.kubernetes", f"Model {name}: {', '.join(bad)} {must}; the API server "
+                                  "rejects the Model", line=line)
+            found = [d.replace(problems=d.problems + (refused,)) for d in found]
+        out += found
     return out, problems
+
+
+def _not_strings(spec: dict[str, Any]) -> list[str]:
+    """Where the Model's args and env hold a value that is not a string (the CRD's types are strings)."""
+    args = spec.get("args")
+    env = spec.get("env")
+    bad = [f"spec.args[{i}]" for i, a in enumerate(args) if not isinstance(a, str)] if isinstance(args, list) else []
+    return bad + ([f"spec.env.{k}" for k, v in env.items() if not isinstance(v, str)] if isinstance(env, dict) else [])
 
 
 def _container(spec: dict[str, Any], name: str) -> dict[str, Any]:
@@ -66,13 +81,13 @@ def _container(spec: dict[str, Any], name: str) -> dict[str, Any]:
     url = _URL.match(spec["url"]) if isinstance(spec.get("url"), str) else None
     if url is not None and url.group(1) == "s3" and not spec.get("cacheProfile"):
         args.append("--load-format=runai_streamer")
-    args += [str(a) for a in spec["args"]] if isinstance(spec.get("args"), list) else []
+    args += [a for a in spec["args"] if isinstance(a, str)] if isinstance(spec.get("args"), list) else []
     env = []
     if spec.get("adapters") is not None:
         args.append("--enable-lora")
         env.append({"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"})
     given = spec["env"] if isinstance(spec.get("env"), dict) else {}
-    env += [{"name": str(key), "value": value} for key, value in sorted(given.items(), key=lambda item: str(item[0]))]
+    env += [{"name": key, "value": value} for key, value in sorted(given.items()) if isinstance(value, str)]
     image = spec["image"] if isinstance(spec.get("image"), str) and spec["image"] else _OPERATOR_IMAGE
     container: dict[str, Any] = {"name": "server", "image": image, "command": list(_COMMAND), "args": args, "env": env}
     if isinstance(spec.get("envFrom"), list):
