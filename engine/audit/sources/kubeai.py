@@ -41,7 +41,7 @@ _OPERATOR_IMAGE = unresolved("modelServers.VLLM.images of the KubeAI operator")
 
 
 def is_model(obj: dict[str, Any]) -> bool:
-    """A KubeAI Model served by vLLM (the controller's default engine is none: a Model names it)."""
+    """A KubeAI Model that vLLM serves (``spec.engine: VLLM``; other engines run other servers)."""
     spec = obj.get("spec")
     return obj.get("kind") == "Model" and str(obj.get("apiVersion", "")).startswith("kubeai.org/") \
         and isinstance(spec, dict) and spec.get("engine") == "VLLM"
