@@ -29,7 +29,7 @@ import json
 from typing import Any
 
 from .options import OptionReader, wheel_reader
-from .source import Module, Wheel, dotted
+from .source import Module, Wheel, dotted, json_constant
 
 __all__ = ["read_configs", "configs_json", "CONFIGS_FORMAT", "CONFIG_CLASSES"]
 
@@ -111,8 +111,7 @@ def _literal_values(reader: OptionReader, mod: Module, node: ast.AST | None, out
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         for item in items:  # Literal[KVProducer, KVConsumer]: the names are Literal aliases
             if isinstance(item, ast.Constant):
-                # A constant no JSON value equals (b"x", ...) is no choice a deployment document can make.
-                if item.value is None or isinstance(item.value, (str, int, float)):
+                if json_constant(item.value):  # (b"x" is no choice a deployment document can make)
                     out.append(item.value)
             else:
                 _literal_values(reader, mod, item, out, depth + 1)

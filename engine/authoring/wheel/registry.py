@@ -121,7 +121,7 @@ def _classes(wheel: Wheel) -> dict:
     # a second pass, after the modules known at first.
     for _ in range(2):
         parsed = {n: m for n, m in wheel.modules.items() if m is not None}
-        for name, mod in sorted(parsed.items(), key=lambda item: item[0]):
+        for name, mod in sorted(parsed.items()):
             for cls_name, node in sorted(mod.classes.items()):
                 key = f"{name}:{cls_name}"
                 if key not in out:

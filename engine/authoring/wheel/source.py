@@ -29,7 +29,7 @@ from ...core.errors import HMAPolicyError, Problem
 from ...fileio import open_regular
 
 __all__ = ["WheelError", "Module", "Wheel", "open_wheel", "wheel_metadata", "file_digest", "module_name", "dotted",
-           "const_str", "returns", "plain", "positive", "read_member", "MAX_MEMBER"]
+           "const_str", "json_constant", "returns", "plain", "positive", "read_member", "MAX_MEMBER"]
 
 # What zipfile raises for a damaged archive or member (a truncated file,
 # a bad CRC, compressed data that does not inflate, an unsupported
@@ -127,6 +127,12 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
+def json_constant(value: object) -> bool:
+    """Whether a constant of the source is one a JSON document can hold
+    (not bytes, ``...`` or a complex number): the wheel's facts are JSON."""
+    return value is None or isinstance(value, (str, int, float))
+
+
 def const_str(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
@@ -172,8 +178,8 @@ def _env_condition(test: ast.AST) -> dict | None:
         if isinstance(op, (ast.Eq, ast.NotEq)):
             inner = _env_condition(left)
             constant = right.value if isinstance(right, ast.Constant) else None
-            # Only a JSON value: the facts are written as JSON (`== b"1"` or `== ...` is not an env test read here).
-            value = constant if isinstance(constant, (str, int, float)) else None
+            # `== b"1"` or `== ...` is not an env test read here (and `== None` is kept as text, below).
+            value = constant if json_constant(constant) else None
             if inner and "env" in inner and value is not None:
                 cond = {"env": inner["env"], "test": "equals", "value": value}
                 return cond if isinstance(op, ast.Eq) else {"not": cond}
