@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 from ..core.decision import Decision
 from ..core.errors import HMAPolicyError, InputError, Problem
+from ..core.optionlist import refusal
 from ..core.policies import Hint, PolicySet
 from ..core.policy import Policy
 from .declog_format import input_digest
@@ -267,7 +268,8 @@ def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
 def _filed(policy: PolicySet, found: Any, decisions: list[Decision], settings: Settings) -> tuple[FileResult, list[Entry]]:
     # Entries that are not kept (only their report text and counts are) go with their chunk, documents and all.
     lean = not settings.documents and settings.entries
-    deployments = [_noted(_release_noted(policy, d, decision), decision) for d, decision in zip(found.deployments, decisions)]
+    deployments = [_noted(_options_noted(policy, _release_noted(policy, d, decision), decision), decision)
+                   for d, decision in zip(found.deployments, decisions)]
     entries = [Entry(d.without_document() if lean and (d.document is not None or d.paths or d.stand_in is not None)
                      else d, decision.to_dict(),
                      input_digest(d.document) if d.document is not None else None, decision.remediation)
@@ -306,6 +308,35 @@ def _release_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     note = Problem("source.release_not_held", f"{hint.origin} names vLLM {hint.version}, not a release these rules "
                    f"decide for ({span}); decided as vLLM {decision.vllm.release}", file=deployment.file, line=deployment.line)
     return deployment.replace(notes=deployment.notes + (note,))
+
+
+def _options_noted(policy: PolicySet, deployment: Deployment, decision: Decision) -> Deployment:
+    """The deployment, noted for each option its command line gives that
+    the release deciding it refuses: vLLM's argparse exits before the engine
+    starts, whatever the decision says of HMA. Only where something names
+    that release (the document's vllm_version, what deploys it, the
+    auditor's --vllm-version): the default release may not be the one that
+    runs it. A note, not the outcome, since what the decision answers is
+    how the release runs the launch's KV configuration."""
+    if not deployment.options or decision.vllm is None or not _release_named(policy, deployment):
+        return deployment
+    notes = []
+    for option, origin in dict.fromkeys(deployment.options):
+        refused = refusal(decision.vllm.release, option)
+        if refused is not None:
+            message, hint = refused
+            notes.append(Problem("source.option_not_in_release", f"{message} ({origin}): the launch does not start",
+                                 hint=hint, file=deployment.file, line=deployment.line))
+    return deployment.replace(notes=deployment.notes + tuple(notes)) if notes else deployment
+
+
+def _release_named(policy: PolicySet, deployment: Deployment) -> bool:
+    """Whether the release deciding ``deployment`` is one something names,
+    not the default standing in for a release nothing says."""
+    hint = _hint(deployment.release)
+    return (policy.fixed is not None
+            or (deployment.document is not None and deployment.document.get("vllm_version") is not None)
+            or (hint is not None and hint.version is not None and policy.unheld(hint) is None))
 
 
 def _hint(release: Any) -> Hint | None:

@@ -28,7 +28,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, TypeVar
 
 from .dynamo_args import DYNAMO_MODULE, dynamo_vllm_argv
@@ -61,6 +61,10 @@ class CommandResult:
     origins: tuple[tuple[str, str], ...] = ()
     configs: tuple[str, ...] = ()   # the --config file read, as read_config named it
     stand_in: StandIn | None = None  # when the only problems are values read for their type alone
+    # The long options given that the decision does not read, where they came
+    # from (for checking against the release that runs the command, once it is
+    # known); none for Dynamo's launcher, which also takes options of its own.
+    unchecked: tuple[Arg, ...] = ()
 
 
 _T = TypeVar("_T")
@@ -144,13 +148,13 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
         # --connector: vLLM's command line is that one. Its words take the launcher's origin.
         origin = words[start - 1].origin
         words = [Arg(word, origin) for word in dynamo_vllm_argv([w.text for w in words[start:]])]
-        start, serve = 1, True
+        return replace(_read(reading, words[1:], True, env or {}), unchecked=())
     return _read(reading, words[start:], serve, env or {})
 
 
 def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str | Arg]) -> CommandResult:
     tokens, model, positional = vllm_tokens(reading, args, serve)
-    found, loose, words = read_options(reading, tokens)
+    found, loose, words, unchecked = read_options(reading, tokens)
     if serve:
         _extra_words(reading, words if positional else words[1:])
         if not positional and words:  # argparse's model_tag, wherever it stands (it wins over a config file's --model)
@@ -216,7 +220,7 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
     # A stand-in answers only when every problem is an unknown value it stands for.
     stand_in = StandIn(standing, tuple(stood)) if stood and covered == len(reading.problems) else None
     return CommandResult(None if reading.problems else document, model, tuple(reading.problems), tuple(reading.notes),
-                         tuple(origins.items()), tuple(reading.configs), stand_in)
+                         tuple(origins.items()), tuple(reading.configs), stand_in, tuple(unchecked))
 
 
 class _ReadAt(NamedTuple):

@@ -24,7 +24,8 @@ from typing import NamedTuple
 from . import releases
 from .errors import InputError, Problem, suggest
 
-__all__ = ["Option", "ReleaseOptions", "DEFAULT_RELEASE", "known_options", "known_releases", "list_options"]
+__all__ = ["Option", "ReleaseOptions", "DEFAULT_RELEASE", "known_options", "known_releases", "list_options",
+           "expanded", "option_strings", "refusal", "rejection"]
 
 # The release whose list is read until a deployment's release chooses one.
 DEFAULT_RELEASE = "0.33.0"
@@ -88,6 +89,69 @@ def list_options() -> tuple[frozenset[str], frozenset[str]]:
     spelled = {option.flag: option for option in newest.by_dest.values()}
     spelled.update({"--" + alias.replace("_", "-"): newest.by_dest[dest] for alias, dest in newest.aliases.items()})
     return frozenset(flag for flag, option in spelled.items() if option.type == "list"), frozenset(spelled)
+
+
+def expanded(option: str, accepted: frozenset[str]) -> list[str]:
+    """The option strings of ``accepted`` that argparse reads ``option``
+    (``--name``, without a value) as: itself, else every option it is a
+    prefix of (argparse expands a unique prefix and refuses an ambiguous one);
+    none for an option it rejects."""
+    if option in accepted:
+        return [option]
+    return sorted(o for o in accepted if o.startswith(option))
+
+
+@functools.lru_cache(maxsize=None)
+def option_strings(release: str) -> frozenset[str]:
+    """Every long option string vLLM ``release``'s ``vllm serve`` accepts:
+    each option's, its ``--no-`` form, its long aliases, and argparse's own
+    ``--help``. :class:`InputError` as for :func:`known_options`."""
+    options = known_options(release)
+    strings = {"--help"}
+    for option in options.by_dest.values():
+        strings.add(option.flag)
+        if option.no_form:
+            strings.add("--no-" + option.flag[2:])
+    strings.update("--" + alias.replace("_", "-") for alias in options.aliases)
+    return frozenset(strings)
+
+
+def refusal(release: str, option: str) -> tuple[str, str | None] | None:
+    """Why vLLM ``release`` refuses the long option ``option``, as its
+    command line gives it once vLLM has read `_` as `-` (``--name``, no
+    value): the message, and a hint (the bundled releases that accept it,
+    else a near spelling). None when it accepts it, or when no option list
+    of ``release`` is bundled."""
+    if release not in known_releases():
+        return None
+    accepted = option_strings(release)
+    matches = expanded(option, accepted)
+    if len(matches) == 1:
+        return None
+    message, hint = rejection(release, option, matches, accepted)
+    others = [version for version in known_releases() if not matches and option in option_strings(version)]
+    return message, f"an option of vLLM {_span(others)} (of the bundled releases)" if others else hint
+
+
+def rejection(release: str, option: str, matches: list[str], accepted: frozenset[str]) -> tuple[str, str | None]:
+    """The message and hint of vLLM ``release`` refusing ``option``, which
+    argparse expands to ``matches`` (:func:`expanded`; none: it is unknown)."""
+    if matches:
+        return (f"vLLM {release} refuses the ambiguous option `{option}`, which could be "
+                + ", ".join(f"`{m}`" for m in matches[:5]) + (", ..." if len(matches) > 5 else ""), None)
+    return f"vLLM {release} rejects the unrecognized argument `{option}`", suggest(option, sorted(accepted))
+
+
+def _span(versions: list[str]) -> str:
+    """Releases as a reader takes them in: one, a run (``0.9.1 to 0.10.2``), or a list of runs."""
+    everyone = known_releases()
+    runs: list[list[str]] = []
+    for version in versions:
+        if runs and everyone.index(version) == everyone.index(runs[-1][-1]) + 1:
+            runs[-1].append(version)
+        else:
+            runs.append([version])
+    return ", ".join(run[0] if len(run) == 1 else f"{run[0]} to {run[-1]}" for run in runs)
 
 
 # Cached by the resolved release, so that known_options() and

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from .errors import InputError, Problem, suggest
 from .input import parse_text
 from .markers import UNRESOLVED, has_unresolved, outside, references, show
-from .optionlist import list_options
+from .optionlist import expanded, list_options, rejection
 from .options import DECISION_OPTIONS, FLAG_OPTIONS, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions
 
 __all__ = ["Reading", "Options", "vllm_tokens", "read_options", "config_args", "scalar_text", "number_value"]
@@ -285,6 +285,9 @@ class Options(NamedTuple):
     found: dict[str, tuple[Any, str, str]]  # field -> (value, origin, option): the options the decision reads
     loose: list[tuple[str | None, Arg]]  # words holding unresolved values the decision does not read (their option or None)
     positionals: list[Arg]  # the words argparse takes as positional arguments, where that is certain
+    # The long options the decision does not read, as given (before argparse
+    # expands a prefix), where no release's option list has checked them yet.
+    unchecked: list[Arg]
 
 
 def read_options(reading: Reading, tokens: list[Arg]) -> Options:
@@ -303,6 +306,7 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
     found: dict[str, tuple[Any, str, str]] = {}
     loose: list[tuple[str | None, Arg]] = []
     positionals: list[Arg] = []
+    unchecked: list[Arg] = []
     flags = reading.options.flags
     lists, listed = list_options()
     unsure = False  # a positional word may be something else: list no more of them
@@ -347,6 +351,8 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
                 if option not in reading.options.neighbours and _similar(option, DECISION_OPTIONS):
                     reading.fail("source.unknown_option", f"vLLM rejects the unrecognized argument `{show(option)}`",
                                  hint=suggest(option, DECISION_OPTIONS))
+                else:
+                    unchecked.append(Arg(option, tok.origin))
                 resolved = None
         if resolved is None or resolved not in VALUE_OPTIONS and resolved not in FLAG_OPTIONS:
             # An option the decision does not read: the words after it that its type takes are its value.
@@ -383,24 +389,20 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
         if earlier is not None and isinstance(earlier[0], str) and has_unresolved(earlier[0]):
             loose.append((f"{earlier[2]} (a later `{option}` wins)", Arg(earlier[0], earlier[1])))
         found[field_name] = (value, tok.origin, option)
-    return Options(found, loose, positionals)
+    return Options(found, loose, positionals, unchecked)
 
 
 def _accepted_option(reading: Reading, option: str, accepted: frozenset[str]) -> str | None:
     """An option the release does not list: argparse's unique-prefix
     expansion, else vLLM refuses it. None when it is not an option the
     release accepts."""
-    matches = sorted(o for o in accepted if o.startswith(option))
+    matches = expanded(option, accepted)
     if len(matches) == 1:
         reading.note("source.abbreviated_option", f"`{option}` is read as `{matches[0]}`, as argparse "
                      "expands a unique prefix; spell the option out")
         return matches[0]
-    if matches:
-        reading.fail("source.ambiguous_option", f"vLLM refuses the ambiguous option `{show(option)}`, which could be "
-                     + ", ".join(f"`{m}`" for m in matches[:5]) + (", ..." if len(matches) > 5 else ""))
-    else:
-        reading.fail("source.unknown_option", f"vLLM {reading.options.release} rejects the unrecognized argument "
-                     f"`{show(option)}`", hint=suggest(option, sorted(accepted)))
+    message, hint = rejection(reading.options.release, show(option), matches, accepted)
+    reading.fail("source.ambiguous_option" if matches else "source.unknown_option", message, hint=hint)
     return None
 
 

@@ -45,6 +45,10 @@ class Deployment:
     release: ReleaseHint | None = None           # the vLLM release that deploys it, where the file tells
     stand_in: StandIn | None = None              # where ``problems`` are values read for their type alone
     paths: tuple[tuple[str, dict[str, Any]], ...] = ()  # the document on each path that makes a value unknown
+    # The long options its command line gives that the decision does not read,
+    # and where (``--max-num-seqs``, ``line 12``): the audit checks them
+    # against the release that runs it, once that is known.
+    options: tuple[tuple[str, str], ...] = ()
 
     @property
     def id(self) -> str:

@@ -111,7 +111,8 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     chain = tuple(dict.fromkeys((ctx.display,) + inv.chain + result.configs))
     return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
                       tuple(problems), tuple(notes), tuple(sorted(origins.items())), inv.resource,
-                      inv.container, inv.role, chain, release, stand_in, paths)
+                      inv.container, inv.role, chain, release, stand_in, paths,
+                      tuple((option.text, option.origin) for option in result.unchecked))
 
 
 def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[str, dict[str, Any]], ...]:
