@@ -2,10 +2,11 @@
 kustomize overlays (kustomize.py), KServe LLMInferenceServices (kserve.py),
 NVIDIA Dynamo graphs (dynamo.py), production-stack VLLMRuntimes
 (production_stack.py), llm-d ModelServices (modelservice.py), OME runtimes
-(ome.py), KubeAI Models (kubeai.py), and every other object's pod templates
-(kubernetes.py). A kustomize patch file is read with its base
-(kustomize.py). Objects a controller only merges into others
-(LLMInferenceServiceConfig) are no launches."""
+(ome.py), KubeAI Models (kubeai.py), llmaz Playgrounds (llmaz.py), and
+every other object's pod templates (kubernetes.py). A kustomize patch file
+is read with its base (kustomize.py). Objects a controller only merges into
+others (LLMInferenceServiceConfig, an llmaz BackendRuntime) are no
+launches."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .kserve import CONFIG_KIND, SERVICE_KIND, llm_inference_services
 from .kubeai import is_model, kubeai_models
 from .kubernetes import kubernetes
 from .kustomize import is_kustomization, kustomization, patch_file
+from .llmaz import is_backend_runtime, is_playground, llmaz_playgrounds, runtime_note
 from .marks import Lines
 from .modelservice import is_base_config, is_model_service, model_services
 from .ome import is_runtime, ome_runtimes
@@ -35,6 +37,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
     runtimes: list[tuple[dict[str, Any], Lines]] = []
     ome: list[tuple[dict[str, Any], Lines]] = []
     models: list[tuple[dict[str, Any], Lines]] = []
+    playgrounds: list[tuple[dict[str, Any], Lines]] = []
     model_service_objects: list[tuple[dict[str, Any], Lines]] = []
     configs: list[dict[str, Any]] = []
     config_maps = [obj for _, obj, _ in documents if obj.get("kind") == "ConfigMap"]
@@ -73,6 +76,11 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             ome.append((obj, lines))
         elif is_model(obj):
             models.append((obj, lines))
+        elif is_playground(obj):
+            playgrounds.append((obj, lines))
+        elif is_backend_runtime(obj):
+            note = runtime_note(ctx, obj, lines.at("kind") or start + 1)
+            notes += [note] if note is not None else []
         else:
             plain.append((start, obj, lines))
     readers = ((services, "kserve", lambda: llm_inference_services(ctx, services, configs)),
@@ -80,7 +88,8 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
                (runtimes, "production-stack-crd", lambda: vllm_runtimes(ctx, runtimes)),
                (model_service_objects, "modelservice", lambda: model_services(ctx, model_service_objects, config_maps)),
                (ome, "ome", lambda: ome_runtimes(ctx, ome, config_maps)),
-               (models, "kubeai", lambda: kubeai_models(ctx, models)))
+               (models, "kubeai", lambda: kubeai_models(ctx, models)),
+               (playgrounds, "llmaz", lambda: llmaz_playgrounds(ctx, playgrounds, [o for _, o, _ in documents], notes)))
     for items, name, read in readers:
         if items:
             found, found_problems = read()
