@@ -275,11 +275,12 @@ def test_dockers_word_splitting_agrees_with_shlex_on_the_quoting_both_define(tex
     assert words == expected
 
 
-# -- the deployer config readers (Ray, SkyPilot, OME, KubeAI), on mutated real files -------------------------------------------
+# -- the deployer config readers (Ray, SkyPilot, OME, KubeAI, llmaz), on mutated real files -------------------------------------------
 
 CORPUS = Path(__file__).resolve().parent / "fleet_corpus"
 CONFIG_FILES = sorted(str(p.relative_to(CORPUS)) for d in ("ray-project__ray", "ray-project__kuberay", "skypilot-org__skypilot",
-                                                                               "sgl-project__ome", "substratusai__kubeai")
+                                                                               "sgl-project__ome", "substratusai__kubeai",
+                                                                               "InftyAI__llmaz")
                       for p in (CORPUS / d).rglob("*.yaml"))
 # What a mutation puts in place of a value: other JSON types, names that reach the file system, a builder.
 ODD = [None, 0, 7, True, "", "x", [], [1], ["a"], {}, {"a": 1}, "./configs/model_config/qwen_3_8B_fp8_1replica.yaml",
@@ -300,7 +301,7 @@ def _mutated(value, rng):
 
 @QUICK
 @given(name=st.sampled_from(CONFIG_FILES), seed=st.integers(0, 2**32))
-def test_mutated_ray_skypilot_ome_and_kubeai_files_are_read_without_raising_or_running_anything(tmp_path_factory, name, seed):
+def test_mutated_ray_skypilot_ome_kubeai_and_llmaz_files_are_read_without_raising_or_running_anything(tmp_path_factory, name, seed):
     import random
 
     import yaml
