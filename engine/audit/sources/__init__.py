@@ -33,6 +33,7 @@ from typing import cast
 from ...core.errors import Problem
 from ...core.markers import plain
 from ...core.limits import DEFAULT_SOURCE_LIMITS, SourceLimits
+from .applied import applied_manifests
 from .context import Ctx, read_directives
 from .deployment import Deployment, SourceFile
 from .detect import BATCH_SUFFIXES, MENTION_SUFFIXES, basename, mention, source_format, suffix
@@ -153,7 +154,10 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
     """The deployments of a file's text, by the reader of its format."""
     read_directives(ctx)
     if fmt == "shell":
-        deployments, problems = shell_file(ctx)
+        deployments, problems, applied = shell_file(ctx)
+        if applied:  # manifests the script applies: read here, since the manifest readers read shell themselves
+            more, more_problems = applied_manifests(ctx, applied)
+            deployments, problems = deployments + more, problems + more_problems
         fmt_shown = "shell"
         if is_env_file(ctx.text):  # an llm-d-benchmark env file: its arguments are in variables
             more, more_problems = env_file(ctx)

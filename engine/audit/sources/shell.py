@@ -44,7 +44,7 @@ from .launch import Invocation, apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
 from .shell_commands import nested_script
 from .shell_run import Interpreter
-from .shell_state import BUDGET_FACTOR, Place, Run, Scope, Stop, Var, written_at
+from .shell_state import BUDGET_FACTOR, Place, Run, Scope, Script, Stop, Var, written_at
 from .shell_syntax import parse_script
 from .shell_tree import ShellSyntaxError
 
@@ -123,7 +123,9 @@ def _no_nul(text: str) -> str:
     return text.replace("\x00", "\ufffd")
 
 
-def shell_file(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
+def shell_file(ctx: Ctx) -> tuple[list[Deployment], list[Problem], list[Script]]:
+    """A script's launches, its problems, and the manifests it applies
+    (``kubectl apply -f``), which the manifest readers read (sources/__init__.py)."""
     problems: list[Problem] = []
     base = ctx.path.parent
     invocations, run = run_script(ctx.text, ctx, env={}, first_line=1, origin=lambda line: f"line {line}",
@@ -132,7 +134,7 @@ def shell_file(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
         inv.config_reader = written_or_disk(run, inv.sequence, config_from_fs(ctx, base))
         inv.release = release_at(run, inv)
     apply_facts(invocations, ctx)
-    return [deployment(inv, ctx, "shell") for inv in invocations], problems
+    return [deployment(inv, ctx, "shell") for inv in invocations], problems, run.applied
 
 
 def release_at(run: Run, inv: Invocation) -> ReleaseHint | None:

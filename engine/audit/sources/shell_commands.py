@@ -1,7 +1,8 @@
 """Commands recognised by their words, once expanded (shell_run.py runs
 them): those that never run their arguments (``echo vllm serve``), the
 script of ``sh -c``, the remote command of ``ssh``, ``docker run``'s image,
-environment and entrypoint, and the names ``read``/``mapfile`` set.
+environment and entrypoint, the manifest ``kubectl apply -f`` applies, and
+the names ``read``/``mapfile`` set.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import NamedTuple
 from .detect import SHELLS
 
 __all__ = ["VLLM_IMAGE", "NOT_RUNNING", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
-           "docker_run"]
+           "docker_run", "applied_file"]
 
 VLLM_IMAGE = re.compile(r"(^|/)vllm-openai(?:[:@]|$)")
 
@@ -152,4 +153,29 @@ def docker_run(words: list[str]) -> DockerRun | None:
         j += 1
     if first is not None:
         return DockerRun(first + 1, env, words[first], entrypoint)
+    return None
+
+
+# kubectl's commands that send a manifest to the API server as it is (`oc` is OpenShift's kubectl).
+_KUBECTL = frozenset({"kubectl", "oc"})
+_APPLYING = frozenset({"apply", "create", "replace"})
+
+
+def applied_file(words: list[str]) -> str | None:
+    """The file ``kubectl apply -f FILE`` (``create``, ``replace``; ``oc``)
+    sends to the API server: ``-`` for its standard input. None for any
+    other command, or one without ``-f``/``--filename``."""
+    if not words or words[0].rsplit("/", 1)[-1] not in _KUBECTL:
+        return None
+    command = next((i for i, word in enumerate(words) if word in _APPLYING), None)
+    if command is None:
+        return None
+    rest = words[command + 1:]
+    for i, word in enumerate(rest):
+        if word in ("-f", "--filename"):
+            return rest[i + 1] if i + 1 < len(rest) else None
+        if word.startswith("--filename="):
+            return word[len("--filename="):]
+        if word.startswith("-f") and not word.startswith("--"):
+            return word[2:].removeprefix("=")
     return None

@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from ...core.markers import has_unresolved, unresolved
-from .shell_expand import Expander, assign, clobber, common_elements, common_start, runtime
-from .shell_state import MAX_BRANCHES, UNSET, Branches, Place, Run, Scope, Var
+from .shell_expand import Expander, assign, clobber, common_elements, common_start, runtime, stdin_text
+from .shell_state import MAX_BRANCHES, UNSET, Branches, Place, Run, Scope, Script, Var
 from .shell_tree import (AndOr, Arith, Array, Case, CommandList, FunctionDef, Group, If, Lit, Loop, Simple, Subshell,
                          Word)
 from .shell_words import NAME
@@ -49,10 +49,30 @@ class Flow:
             if len(pipeline.commands) == 1:
                 self.run_command(pipeline.commands[0], target)
             else:  # each command of a pipeline runs in a subshell
-                for command in pipeline.commands:
+                for previous, command in zip((None, *pipeline.commands), pipeline.commands):
+                    # `cat <<EOF | kubectl apply -f -`: what the here-document sends on.
+                    self.run.piped = self.piped_text(previous, target)
                     self.run_command(command, Scope(target))
+                self.run.piped = None
             if index > 0 and not before:
                 target.terminated = False  # `cmd || exit 1`: the path may go on
+
+    def piped_text(self, command: Any, scope: Scope) -> Script | None:
+        """The text a pipeline's command sends the next one, where the
+        script tells: a here-document read by a plain `cat`."""
+        if not isinstance(command, Simple) or [w.literal() for w in command.words] != ["cat"]:
+            return None
+        line = self.place.line(command.line)
+        text = stdin_text(self.run, scope, command.redirects, line)
+        return self.stdin_script(command, text, line) if text is not None else None
+
+    def stdin_script(self, command: Simple, text: str, line: int) -> Script:
+        """A command's standard input as a script: a here-document of the
+        file's own text keeps its lines."""
+        heredoc = next((r for r in command.redirects if r.op in ("<<", "<<-") and r.body is not None), None)
+        if heredoc is not None and self.place.fixed is None:
+            return Script(text, heredoc.body_line, True)
+        return Script(text, line, False)
 
     def run_command(self, command: Any, scope: Scope) -> None:
         if isinstance(command, Simple):

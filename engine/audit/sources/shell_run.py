@@ -19,8 +19,8 @@ from ...core.errors import InputError
 from .detect import SHELLS
 from .launch import Invocation, config_from_fs
 from .release import ReleaseHint, from_pin
-from .shell_commands import (NOT_RUNNING, VLLM_IMAGE, docker_run, name_operands, nested_script, only_markers,
-                             ssh_command)
+from .shell_commands import (NOT_RUNNING, VLLM_IMAGE, applied_file, docker_run, name_operands, nested_script,
+                             only_markers, ssh_command)
 from .shell_expand import Expander, clobber, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, ASSIGNMENT, Flow
 from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Place, Script, Scope, Stop, Var, normal_path
@@ -135,6 +135,8 @@ class Interpreter(Flow):
             return
         self.note_pins(fields, line)
         self.write_files(command, fields, scope, line)
+        if self.apply_manifest(fields, command, scope, line):
+            return
         function = scope.function(name)
         if function is not None:
             self.call(function, args, scope, line)
@@ -205,6 +207,26 @@ class Interpreter(Flow):
             self.run.sequence += 1
             self.run.files.setdefault(normal_path(path), []).append(
                 (self.run.sequence, Script(text, previous.line if previous else body_line, in_file and previous is None)))
+
+    def apply_manifest(self, fields: list[str], command: Simple, scope: Scope, line: int) -> bool:
+        """`kubectl apply -f -` (or `create`, `replace`; `oc`) reading a
+        here-document, its own or the one a `cat` pipes to it, or `-f FILE`
+        of a file this script wrote: the manifest is kept for the manifest
+        readers (sources/__init__.py). Whether the command is one."""
+        target = applied_file(fields)
+        if target is None:
+            return False
+        run = self.run
+        if run.capturing is not None or not run.collect:  # a path read again, or a sourced file's
+            return True
+        if target == "-":
+            stdin = stdin_text(run, scope, command.redirects, line)
+            script = self.stdin_script(command, stdin, line) if stdin is not None else run.piped
+        else:
+            script = run.file_at(target) if not has_unresolved(target) else None
+        if script is not None:
+            run.applied.append(script)
+        return True
 
     def call(self, function: FunctionDef, args: list[str] | None, scope: Scope, line: int) -> None:
         """A function run with ``args`` (None: arguments not known)."""
@@ -343,12 +365,6 @@ class Interpreter(Flow):
                 elif remote:
                     self.nested_text(Script(" ".join(remote), line, False), scope, line, fresh=True)
                 return
-
-    def stdin_script(self, command: Simple, text: str, line: int) -> Script:
-        heredoc = next((r for r in command.redirects if r.op in ("<<", "<<-") and r.body is not None), None)
-        if heredoc is not None and self.place.fixed is None:
-            return Script(text, heredoc.body_line, True)
-        return Script(text, line, False)
 
     def paths(self, command: Simple, scope: Scope, line: int, texts: list[str]) -> tuple[Any, ...]:
         """A launch whose words (``texts``, its environment's too) read

@@ -185,6 +185,10 @@ class Run:
     branches: dict[str, Branches] = field(default_factory=dict)
     # While a launch is read again for one path: its words and environment, instead of a launch.
     capturing: list[tuple[list[str], dict[str, Arg]]] | None = None
+    # Manifests the script hands `kubectl apply -f` (a here-document, a file it wrote), in
+    # order; and while a pipeline runs, the here-document its `cat` sends the next command.
+    applied: list[Script] = field(default_factory=list)
+    piped: Script | None = None
 
     def next_epoch(self) -> int:
         self.epoch += 1

@@ -1,0 +1,96 @@
+"""Manifests a shell script applies: ``kubectl apply -f -`` reading a
+here-document (``kubectl apply -f - <<EOF``, ``cat <<EOF | kubectl apply -f
+-``), or ``kubectl apply -f FILE`` of a file the script wrote with one
+(``cat > model.yaml <<EOF``). Their objects are read as a manifest file's
+are (manifests.py), at the script's own lines.
+
+The shell reader (shell_run.py) keeps each manifest as the script expands
+it: a value the script does not set (``${MODEL}``) is an unresolved marker,
+which no YAML parser takes. Each marker is swapped for a placeholder before
+the text is parsed and put back in every string value after, as the Helm
+template reader does with ``{{ ... }}``, so that the launch reports it as it
+reports a variable in a command line. A manifest whose text is not the
+file's own lines (``echo "$YAML" > m.yaml``) is not read: its objects would
+have no line to stand at.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...core import yamlsafe
+from ...core.markers import UNRESOLVED
+from ...core.errors import Problem
+from .context import Ctx
+from .deployment import Deployment
+from .detect import classify
+from .manifests import manifest_file
+from .marks import Lines, yaml_chunks
+from .shell_state import Script
+
+__all__ = ["applied_manifests"]
+
+
+def applied_manifests(ctx: Ctx, scripts: list[Script]) -> tuple[list[Deployment], list[Problem]]:
+    """The launches of the manifests a script applies, in order, and the
+    problems of those that cannot be read."""
+    deployments: list[Deployment] = []
+    problems: list[Problem] = []
+    for script in scripts:
+        if not script.in_file:
+            continue
+        held: list[str] = []
+        prefix = _prefix(script.text)
+
+        def hold(marker: re.Match) -> str:
+            held.append(marker.group(0))
+            return f"{prefix}{len(held) - 1}X"
+        text = UNRESOLVED.sub(hold, script.text)
+        chunks = yaml_chunks(text)
+        if len(chunks) > ctx.limits.max_yaml_documents:
+            problems.append(ctx.problem("input.limit", f"the manifest applied at line {script.line} holds more than "
+                                        f"{ctx.limits.max_yaml_documents} YAML documents", line=script.line))
+            continue
+        documents = []
+        for start, body in chunks:
+            try:
+                value, where = yamlsafe.load(body, marks=True)
+            except yamlsafe.YamlProblem as refused:
+                line = script.line + start + (refused.line - 1 if refused.line else 0)
+                problems.append(ctx.problem("input.parse", f"the manifest the script applies is not YAML the audit "
+                                            f"reads (line {line}): {_shown(refused.message, prefix, held)}", line=line))
+                continue
+            if classify(value, single=False) == "kubernetes":
+                placeholder = re.compile(re.escape(prefix) + r"(\d+)X")
+                documents.append((script.line - 1 + start, _revived(value, placeholder, held),
+                                  Lines(body, script.line + start, where)))
+        if documents:
+            found = manifest_file(ctx, documents)
+            deployments += found.deployments
+            problems += found.problems
+    return deployments, problems
+
+
+def _prefix(text: str) -> str:
+    """A placeholder prefix the text does not hold."""
+    prefix = "HMAPOLICYVALUE"
+    while prefix in text:
+        prefix += "Z"
+    return prefix
+
+
+def _revived(value: Any, placeholder: re.Pattern[str], held: list[str]) -> Any:
+    """``value`` with each placeholder in its strings the marker it stands for."""
+    if isinstance(value, str):
+        return placeholder.sub(lambda m: held[int(m.group(1))], value) if placeholder.search(value) else value
+    if isinstance(value, list):
+        return [_revived(v, placeholder, held) for v in value]
+    if isinstance(value, dict):
+        return {k: _revived(v, placeholder, held) for k, v in value.items()}
+    return value
+
+
+def _shown(message: str, prefix: str, held: list[str]) -> str:
+    """A parser's message with each placeholder shown as the script writes its value."""
+    return re.sub(re.escape(prefix) + r"(\d+)X", lambda m: UNRESOLVED.sub(r"\1", held[int(m.group(1))]), message)
