@@ -23,7 +23,8 @@ def test_the_recorded_option_list_is_0_33_0s_with_its_provenance():
     assert len(options.by_dest) == len(RECORDED["options"]) == 320
     assert options.by_dest["kv_transfer_config"] == Option("kv_transfer_config", "--kv-transfer-config", "json", False)
     assert options.by_dest["disable_hybrid_kv_cache_manager"] == Option(
-        "disable_hybrid_kv_cache_manager", "--disable-hybrid-kv-cache-manager", "bool", True)
+        "disable_hybrid_kv_cache_manager", "--disable-hybrid-kv-cache-manager", "bool", True,
+        ("--enable-hybrid-kv-cache-manager",))  # 0.33.0's EnableDisableAction
     assert options.by_dest["tensor_parallel_size"].type == "int"
     assert options.kebab("kv_offloading_size") == "kv-offloading-size"
 

@@ -8,16 +8,20 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import hma_policy
 from hma_policy.audit.report import render
 from hma_policy.audit.run import audit
 from hma_policy.core.command import read_command
+from hma_policy.core.errors import InputError
 from hma_policy.core.optionlist import known_releases, option_strings, refusal
 from sourcefiles import NIXL, write
 
 CODE = "source.option_not_in_release"
+PARSERS = Path(__file__).parent / "vllm_releases" / "parsers"
 
 
 def option_notes(result):
@@ -97,9 +101,12 @@ def test_an_option_from_a_config_file_is_noted_where_it_came_from(tmp_path, monk
 
 def test_the_command_reader_lists_the_options_the_decision_does_not_read():
     result = read_command(["vllm", "serve", "m", "--port", "8000", "--max_num_seqs", "4", "-tp", "2",
-                           "--kv-transfer-config", NIXL, "--disable-hybrid-kv-cache-manager", "--kv-transfer", NIXL])
-    # Only long options the decision does not read; `_` read as `-`; short ones are not checked.
-    assert [a.text for a in result.unchecked] == ["--port", "--max-num-seqs"]
+                           "--kv-transfer-config", NIXL, "--disable-hybrid-kv-cache-manager", "--kv-transfer", NIXL,
+                           "--enable-hybrid"])
+    # Long options the decision does not read, `_` read as `-` (short ones are not checked), and
+    # the decision's spellings only newer releases take, as given (0.33.0 expands this prefix).
+    assert [a.text for a in result.unchecked] == ["--port", "--max-num-seqs", "--enable-hybrid"]
+    assert result.document["disable_hybrid_kv_cache_manager"] is False  # the last occurrence wins
     dynamo = read_command(["python3", "-m", "dynamo.vllm", "--model", "m", "--is-prefill-worker"])
     assert dynamo.unchecked == ()
 
@@ -108,12 +115,56 @@ def test_refusal_reads_each_releases_list():
     assert refusal("0.30.0", "--max-num-seqs") is None
     assert refusal("0.30.0", "--help") is None  # argparse's own
     assert refusal("0.6.6", "--anything") is None  # no list bundled: nothing is said
-    assert refusal("0.33.0", "--disable-log-requests") == (
-        "vLLM 0.33.0 rejects the unrecognized argument `--disable-log-requests`",
-        "an option of vLLM 0.9.1 to 0.16.0 (of the bundled releases)")
+    assert refusal("0.33.0", "--num-scheduler-steps") == (
+        "source.unknown_option", "vLLM 0.33.0 rejects the unrecognized argument `--num-scheduler-steps`",
+        "an option of vLLM 0.9.1 to 0.10.0 (of the bundled releases)")
+    # 0.33.0 takes each on/off option's inverse spelling (EnableDisableAction); 0.32.0 does not.
+    assert refusal("0.33.0", "--disable-log-requests") is None
+    assert refusal("0.32.0", "--enable-hybrid-kv-cache-manager") == (
+        "source.unknown_option", "vLLM 0.32.0 rejects the unrecognized argument `--enable-hybrid-kv-cache-manager`",
+        "an option of vLLM 0.33.0 (of the bundled releases)")
     assert refusal("0.30.0", "--max-num-seq") is None  # a unique prefix
-    assert refusal("0.30.0", "--max-num-sesq") == ("vLLM 0.30.0 rejects the unrecognized argument `--max-num-sesq`",
-                                                   "did you mean `--max-num-seqs`?")
+    assert refusal("0.30.0", "--max-num-sesq") == (
+        "source.unknown_option", "vLLM 0.30.0 rejects the unrecognized argument `--max-num-sesq`",
+        "did you mean `--max-num-seqs`?")
     # Every bundled list accepts each of its own options, --no- forms and aliases included.
     for release in known_releases():
         assert all(refusal(release, option) is None for option in option_strings(release))
+
+
+@pytest.mark.parametrize("release", ["0.13.0", "0.22.0", "0.32.0", "0.33.0"])
+def test_each_releases_list_is_what_its_real_parser_registers(release):
+    # tests/vllm_releases/parsers/: every option string of the `vllm serve`
+    # parser that the release's own code built (PROVENANCE.md). The bundled
+    # lists are read from the wheels without running them; 0.33.0's missed the
+    # 50 inverse spellings its EnableDisableAction registers when the parser is built.
+    real = json.loads((PARSERS / f"{release}.json").read_text(encoding="utf-8"))
+    assert real["vllm_version"] == release and real["allow_abbrev"] is True  # unique prefixes expand
+    assert option_strings(release) == frozenset(real["long_options"])
+
+
+def test_0_33_0s_enable_spelling_is_the_explicit_enable_and_older_releases_refuse_it():
+    enable = ["vllm", "serve", "m", "--kv-transfer-config", NIXL]
+    spelled = hma_policy.decide_command(enable + ["--enable-hybrid-kv-cache-manager"])
+    assert spelled.to_dict() == hma_policy.decide_command(enable + ["--no-disable-hybrid-kv-cache-manager"]).to_dict()
+    assert spelled.hma_enabled is True and "HMA was explicitly enabled" in " ".join(spelled.reasons)
+    with pytest.raises(InputError) as info:
+        hma_policy.decide_command(enable + ["--enable-hybrid-kv-cache-manager"], vllm_version="0.32.0")
+    assert [(p.code, p.message, p.hint) for p in info.value.problems] == [
+        ("source.unknown_option", "vLLM 0.32.0 rejects the unrecognized argument `--enable-hybrid-kv-cache-manager`",
+         "an option of vLLM 0.33.0 (of the bundled releases)")]
+
+
+def test_a_command_decided_for_a_named_release_is_refused_for_an_option_that_release_rejects(tmp_path):
+    steps = ["vllm", "serve", "m", "--num-scheduler-steps", "8"]
+    assert hma_policy.decide_command(steps).outcome == "enabled"  # no release named: the default may not run it
+    assert hma_policy.decide_command(steps, vllm_version="0.10.0").outcome == "enabled"
+    with pytest.raises(InputError) as info:
+        hma_policy.decide_command(steps, vllm_version="0.30.0")
+    assert [p.message for p in info.value.problems] == [
+        "vLLM 0.30.0 rejects the unrecognized argument `--num-scheduler-steps`"]
+    cli = subprocess.run([sys.executable, "-m", "hma_policy", "decide", "--vllm-version", "0.30.0", "--", *steps],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert cli.returncode == 2
+    assert "source.unknown_option [input] at /: vLLM 0.30.0 rejects the unrecognized argument `--num-scheduler-steps`" \
+        in cli.stdout

@@ -555,6 +555,31 @@ def test_read_options_types_and_no_forms(tmp_path):
     assert options["--port"]["source"] == "FrontendArgs"
 
 
+INVERSE_PARSER = """
+import argparse
+class EnableDisableAction(argparse.BooleanOptionalAction):
+    _inverse_prefixes = {"--enable-": "--disable-", "--disable-": "--enable-"}
+class FlexibleArgumentParser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", argparse.BooleanOptionalAction, EnableDisableAction)
+"""
+
+
+def test_a_parser_that_registers_inverse_spellings_gives_each_on_off_option_its_inverse(tmp_path):
+    # vLLM 0.33.0: every BooleanOptionalAction is an EnableDisableAction, so
+    # --disable-x also answers to --enable-x (setting the opposite value).
+    found = wh.read_options(str(make_wheel(tmp_path, {**OPTION_FILES, "vllm/utils/argparse_utils.py": INVERSE_PARSER})))
+    assert found["parser"]["inverse_prefixes"] == {"--enable-": "--disable-", "--disable-": "--enable-"}
+    inverses = {name: o["inverses"] for name, o in found["options"].items() if "inverses" in o}
+    # Only options with a --no- form: --disable-log-stats is store_true, and keeps its one spelling.
+    assert inverses == {"--disable-hybrid-kv-cache-manager": ["--enable-hybrid-kv-cache-manager"]}
+    # A parser that registers no such action (every release before 0.33.0) gives none.
+    (tmp_path / "plain").mkdir()
+    plain = wh.read_options(str(make_wheel(tmp_path / "plain", OPTION_FILES)))
+    assert "inverse_prefixes" not in plain["parser"] and not any("inverses" in o for o in plain["options"].values())
+
+
 def test_options_of_a_wheel_without_arg_utils(tmp_path, capsys):
     wheel = make_wheel(tmp_path, {KV + "v1/base.py": BASE, KV + "factory.py": factory(("Base", BASE_MODULE, "KVConnectorBase_V1"))})
     with pytest.raises(wh.WheelError) as info:

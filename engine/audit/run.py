@@ -324,9 +324,8 @@ def _options_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     for option, origin in dict.fromkeys(deployment.options):
         refused = refusal(decision.vllm.release, option)
         if refused is not None:
-            message, hint = refused
-            notes.append(Problem("source.option_not_in_release", f"{message} ({origin}): the launch does not start",
-                                 hint=hint, file=deployment.file, line=deployment.line))
+            notes.append(Problem("source.option_not_in_release", f"{refused.message} ({origin}): the launch does "
+                                 "not start", hint=refused.hint, file=deployment.file, line=deployment.line))
     return deployment.replace(notes=deployment.notes + tuple(notes)) if notes else deployment
 
 

@@ -25,7 +25,7 @@ from . import releases
 from .errors import InputError, Problem, suggest
 
 __all__ = ["Option", "ReleaseOptions", "DEFAULT_RELEASE", "known_options", "known_releases", "list_options",
-           "expanded", "option_strings", "refusal", "rejection"]
+           "expanded", "option_strings", "Refusal", "refusal", "rejection"]
 
 # The release whose list is read until a deployment's release chooses one.
 DEFAULT_RELEASE = "0.33.0"
@@ -34,12 +34,15 @@ DEFAULT_RELEASE = "0.33.0"
 class Option(NamedTuple):
     """One option: its argparse ``dest``, its option string, its type
     (``bool``, ``int``, ``float``, ``str``, ``json``, ``list``, or None
-    when the wheel does not say statically) and whether ``--no-`` negates it."""
+    when the wheel does not say statically), whether ``--no-`` negates it,
+    and its inverse spellings, which also negate it (0.33.0's
+    ``--enable-x`` for ``--disable-x``, and the reverse)."""
 
     dest: str
     flag: str
     type: str | None
     no_form: bool
+    inverses: tuple[str, ...] = ()
 
 
 class ReleaseOptions(NamedTuple):
@@ -104,42 +107,55 @@ def expanded(option: str, accepted: frozenset[str]) -> list[str]:
 @functools.lru_cache(maxsize=None)
 def option_strings(release: str) -> frozenset[str]:
     """Every long option string vLLM ``release``'s ``vllm serve`` accepts:
-    each option's, its ``--no-`` form, its long aliases, and argparse's own
-    ``--help``. :class:`InputError` as for :func:`known_options`."""
+    each option's, its ``--no-`` form, its inverse spellings, its long
+    aliases, and argparse's own ``--help``. :class:`InputError` as for
+    :func:`known_options`."""
     options = known_options(release)
     strings = {"--help"}
     for option in options.by_dest.values():
         strings.add(option.flag)
+        strings.update(option.inverses)
         if option.no_form:
             strings.add("--no-" + option.flag[2:])
     strings.update("--" + alias.replace("_", "-") for alias in options.aliases)
     return frozenset(strings)
 
 
-def refusal(release: str, option: str) -> tuple[str, str | None] | None:
+class Refusal(NamedTuple):
+    """vLLM's argparse refusing an option: ``source.unknown_option`` or
+    ``source.ambiguous_option``, the message, and a hint (or None)."""
+
+    code: str
+    message: str
+    hint: str | None
+
+
+def refusal(release: str, option: str) -> Refusal | None:
     """Why vLLM ``release`` refuses the long option ``option``, as its
     command line gives it once vLLM has read `_` as `-` (``--name``, no
-    value): the message, and a hint (the bundled releases that accept it,
-    else a near spelling). None when it accepts it, or when no option list
-    of ``release`` is bundled."""
+    value); for an unknown one the hint names the bundled releases that
+    accept it, else a near spelling. None when it accepts it, or when no
+    option list of ``release`` is bundled."""
     if release not in known_releases():
         return None
     accepted = option_strings(release)
     matches = expanded(option, accepted)
     if len(matches) == 1:
         return None
-    message, hint = rejection(release, option, matches, accepted)
+    refused = rejection(release, option, matches, accepted)
     others = [version for version in known_releases() if not matches and option in option_strings(version)]
-    return message, f"an option of vLLM {_span(others)} (of the bundled releases)" if others else hint
+    return refused._replace(hint=f"an option of vLLM {_span(others)} (of the bundled releases)") if others else refused
 
 
-def rejection(release: str, option: str, matches: list[str], accepted: frozenset[str]) -> tuple[str, str | None]:
-    """The message and hint of vLLM ``release`` refusing ``option``, which
-    argparse expands to ``matches`` (:func:`expanded`; none: it is unknown)."""
+def rejection(release: str, option: str, matches: list[str], accepted: frozenset[str]) -> Refusal:
+    """vLLM ``release`` refusing ``option``, which argparse expands to
+    ``matches`` (:func:`expanded`; none: it is unknown)."""
     if matches:
-        return (f"vLLM {release} refuses the ambiguous option `{option}`, which could be "
-                + ", ".join(f"`{m}`" for m in matches[:5]) + (", ..." if len(matches) > 5 else ""), None)
-    return f"vLLM {release} rejects the unrecognized argument `{option}`", suggest(option, sorted(accepted))
+        return Refusal("source.ambiguous_option", f"vLLM {release} refuses the ambiguous option `{option}`, which "
+                       "could be " + ", ".join(f"`{m}`" for m in matches[:5]) + (", ..." if len(matches) > 5 else ""),
+                       None)
+    return Refusal("source.unknown_option", f"vLLM {release} rejects the unrecognized argument `{option}`",
+                   suggest(option, sorted(accepted)))
 
 
 def _span(versions: list[str]) -> str:
@@ -180,7 +196,8 @@ def _parse(name: str, read_text: Callable[[], str]) -> ReleaseOptions:
         for flag, entry in data["options"].items():
             # argparse's dest: the first long option without its dashes, `-` read as `_`.
             dest = flag[2:].replace("-", "_")
-            by_dest[dest] = Option(dest, flag, entry.get("type"), bool(entry.get("no_form")))
+            by_dest[dest] = Option(dest, flag, entry.get("type"), bool(entry.get("no_form")),
+                                   tuple(entry.get("inverses") or ()))
             for alias in entry.get("aliases") or ():
                 if alias.startswith("--"):  # `-tp` names no key; `--device-memory-utilization` does
                     aliases[alias[2:].replace("-", "_")] = dest

@@ -17,7 +17,7 @@ from .dynamo_args import DYNAMO_MODULE
 from .schema import load_schema
 
 __all__ = ["Arg", "ConfigFile", "VllmOptions", "DEFAULT_OPTIONS", "SCHEMA", "ENV_NAMES", "VALUE_OPTIONS",
-           "FLAG_OPTIONS", "DECISION_OPTIONS", "ENGINE_FIELDS", "find_vllm"]
+           "FLAG_OPTIONS", "NEWER_SPELLINGS", "DECISION_OPTIONS", "ENGINE_FIELDS", "find_vllm"]
 
 
 class Arg(NamedTuple):
@@ -88,11 +88,18 @@ VALUE_OPTIONS = {
     "--kv-offloading-backend": ("kv_offloading_backend", "str"),
     "--model": ("model", "str"),
 }
-# argparse.BooleanOptionalAction options: flag -> (field, value).
+# argparse.BooleanOptionalAction options: flag -> (field, value). 0.33.0's
+# parser also takes each on/off option's inverse spelling (EnableDisableAction:
+# `--enable-hybrid-kv-cache-manager` sets the field False).
 FLAG_OPTIONS = {
     "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", True),
     "--no-disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", False),
+    "--enable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", False),
 }
+# Spellings of the decision's options that only newer releases take: a
+# command using one is checked against the release that runs it, where that
+# is known (earlier releases reject it as an unrecognized argument).
+NEWER_SPELLINGS = frozenset({"--enable-hybrid-kv-cache-manager"})
 # Every option the decision reads.
 DECISION_OPTIONS = tuple(VALUE_OPTIONS) + tuple(FLAG_OPTIONS)
 # The engine arguments the decision reads, by vLLM's field names (EngineArgs, LLM(...)'s

@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .command import command_result, decided
+from .command import CommandResult, command_result, decided
 from .decision import Decision, VllmRelease, input_error_decision
 from .errors import InputError, Problem
 from .input import DEFAULT_LIMITS, Limits
+from .optionlist import refusal
 from .policy import Policy, Prepared
 from .releases import Releases, bundled, of_folder, parse_version
 
@@ -239,8 +241,8 @@ class PolicySet:
     def decide_command(self, argv: str | Sequence[str], *, env: Mapping[str, str] | None = None,
                        cwd: str | os.PathLike[str] | None = None, config_root: str | os.PathLike[str] | None = None,
                        limits: Limits = DEFAULT_LIMITS) -> Decision:
-        """:func:`decide_command` with these policies."""
-        return decided(command_result(argv, env=env, cwd=cwd, config_root=config_root),
+        """:func:`decide_command` with these policies (a fixed release checks the command's options)."""
+        return decided(as_release_reads(command_result(argv, env=env, cwd=cwd, config_root=config_root), self.fixed),
                        lambda document: self.decide(document, limits=limits))
 
     def __repr__(self) -> str:
@@ -328,7 +330,25 @@ def decide_command(argv: str | Sequence[str], *, env: Mapping[str, str] | None =
             document = {**document, "vllm_version": vllm_version}
         return (policy or default_policies()).decide(document, limits=limits)
 
-    return decided(command_result(argv, env=env, cwd=cwd, config_root=config_root), decide_document)
+    named = _same(vllm_version) if isinstance(vllm_version, str) else policy.fixed if isinstance(policy, PolicySet) else None
+    return decided(as_release_reads(command_result(argv, env=env, cwd=cwd, config_root=config_root), named),
+                   decide_document)
+
+
+def as_release_reads(result: CommandResult, release: str | None) -> CommandResult:
+    """The command as vLLM ``release`` reads it, where the caller names the
+    release (None: not named, and nothing is checked, as the default release
+    may not be the one that runs it): an option whose acceptance depends on
+    the release (one the decision does not read, or a spelling only newer
+    releases take) that its argparse refuses is one of the command's
+    problems, as vLLM exits before it starts."""
+    if release is None or not result.unchecked:
+        return result
+    found = [refusal(release, option) for option in dict.fromkeys(arg.text for arg in result.unchecked)]
+    problems = tuple(Problem(r.code, r.message, hint=r.hint) for r in found if r is not None)
+    if not problems:
+        return result
+    return replace(result, document=None, problems=result.problems + problems, stand_in=None)
 
 
 def supports_hma(kv_transfer_config: Any, *, policy: Policy | None = None, env: Mapping[str, Any] | None = None) -> bool | None:

@@ -29,7 +29,7 @@ from .errors import InputError, Problem, suggest
 from .input import parse_text
 from .markers import UNRESOLVED, has_unresolved, outside, references, show
 from .optionlist import expanded, list_options, rejection
-from .options import DECISION_OPTIONS, FLAG_OPTIONS, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions
+from .options import DECISION_OPTIONS, FLAG_OPTIONS, NEWER_SPELLINGS, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions
 
 __all__ = ["Reading", "Options", "vllm_tokens", "read_options", "config_args", "scalar_text", "number_value"]
 
@@ -285,8 +285,9 @@ class Options(NamedTuple):
     found: dict[str, tuple[Any, str, str]]  # field -> (value, origin, option): the options the decision reads
     loose: list[tuple[str | None, Arg]]  # words holding unresolved values the decision does not read (their option or None)
     positionals: list[Arg]  # the words argparse takes as positional arguments, where that is certain
-    # The long options the decision does not read, as given (before argparse
-    # expands a prefix), where no release's option list has checked them yet.
+    # The long options whose acceptance no release's option list has checked
+    # yet, as given (before argparse expands a prefix): those the decision does
+    # not read, and its fields' spellings only newer releases take.
     unchecked: list[Arg]
 
 
@@ -370,7 +371,9 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
                 taken += 1
             after_unknown = name not in listed
             continue
-        option = resolved
+        written, option = option, resolved
+        if option in NEWER_SPELLINGS:  # a spelling of a field older releases have, which they reject
+            unchecked.append(Arg(written, tok.origin))
         if option in FLAG_OPTIONS:
             if eq:
                 reading.fail("source.option_value", f"`{option}` takes no value; vLLM refuses `{show(text)}`")
@@ -401,8 +404,8 @@ def _accepted_option(reading: Reading, option: str, accepted: frozenset[str]) ->
         reading.note("source.abbreviated_option", f"`{option}` is read as `{matches[0]}`, as argparse "
                      "expands a unique prefix; spell the option out")
         return matches[0]
-    message, hint = rejection(reading.options.release, show(option), matches, accepted)
-    reading.fail("source.ambiguous_option" if matches else "source.unknown_option", message, hint=hint)
+    refused = rejection(reading.options.release, show(option), matches, accepted)
+    reading.fail(refused.code, refused.message, hint=refused.hint)
     return None
 
 

@@ -19,8 +19,11 @@
 option has ``no_form`` (a ``--no-`` form exists), ``type`` (``bool``/``int``/
 ``float``/``str``/``json``/``list``, or null when it is not statically
 clear), ``aliases``, ``source``, the ``line`` of its ``add_argument`` and,
-when it comes from a config field, ``field``. Files are parsed with ``ast``
-only (source.py): nothing from the wheel is imported or executed.
+when it comes from a config field, ``field``; where the parser registers an
+action that gives each on/off option an inverse spelling (0.33.0's
+``EnableDisableAction``), ``parser.inverse_prefixes`` and each such option's
+``inverses``. Files are parsed with ``ast`` only (source.py): nothing from
+the wheel is imported or executed.
 """
 
 from __future__ import annotations
@@ -382,24 +385,52 @@ def read_options(path: str) -> dict:
                         assert klass_mod is not None  # the module of the class whose add_cli_args was found
                         reader.function(klass_mod, adder, cls.name)
         parser_src = ""  # the FlexibleArgumentParser class's own text only
+        inverse: dict[str, str] = {}
         for name in PARSER_MODULES:
             module = wheel.module(name)
             if module is not None and "FlexibleArgumentParser" in module.classes:
                 node = module.classes["FlexibleArgumentParser"]
                 parser_src = "\n".join(reader._source(name).splitlines()[node.lineno - 1:node.end_lineno])
+                inverse = _inverse_prefixes(module, parser_src)
                 break
+        parser: dict[str, Any] = {
+            # FlexibleArgumentParser rewrites --foo_bar to --foo-bar
+            "underscores_accepted": 'replace("_", "-")' in parser_src,
+            # --json-option.key value (dotted keys of a JSON option)
+            "dotted_json_keys": 'split(".")' in parser_src,
+            "config_file_option": "--config" in parser_src,
+        }
+        if inverse:
+            parser["inverse_prefixes"] = inverse
+            for flag, entry in reader.options.items():
+                inverses = [to + name[len(prefix):] for name in (flag, *entry["aliases"]) if entry["no_form"]
+                            for prefix, to in inverse.items() if name.startswith(prefix)]
+                if inverses:
+                    entry["inverses"] = inverses
         return {
             **head,
             "frontend_module": frontend.name if frontend else None,
-            "parser": {
-                # FlexibleArgumentParser rewrites --foo_bar to --foo-bar
-                "underscores_accepted": 'replace("_", "-")' in parser_src,
-                # --json-option.key value (dotted keys of a JSON option)
-                "dotted_json_keys": 'split(".")' in parser_src,
-                "config_file_option": "--config" in parser_src,
-            },
+            "parser": parser,
             "options": dict(sorted(reader.options.items())),
         }
+
+
+def _inverse_prefixes(module: Module, parser_src: str) -> dict[str, str]:
+    """The prefixes whose inverse spelling every on/off option also takes
+    (0.33.0's ``EnableDisableAction``, which FlexibleArgumentParser registers
+    in place of argparse's BooleanOptionalAction: ``--disable-x`` also answers
+    to ``--enable-x``, setting the opposite value), from the class's
+    ``_inverse_prefixes``; none when the parser registers no such action."""
+    cls = module.classes.get("EnableDisableAction")
+    if cls is None or 'register("action"' not in parser_src:
+        return {}
+    for statement in cls.body:
+        if (isinstance(statement, ast.Assign) and [dotted(t) for t in statement.targets] == ["_inverse_prefixes"]
+                and isinstance(statement.value, ast.Dict)):
+            pairs = zip(statement.value.keys, statement.value.values)
+            return {k.value: v.value for k, v in pairs if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                    and isinstance(v, ast.Constant) and isinstance(v.value, str)}
+    return {}
 
 
 def options_json(options: dict) -> str:
