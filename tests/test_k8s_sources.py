@@ -352,8 +352,11 @@ def test_a_model_service_merges_its_base_config_deployment():
 
 def test_a_model_service_base_config_alone_is_noted_and_without_it_the_service_is_unresolved(tmp_path):
     base = read_source(SAMPLES / "llm-d-model-service/facebook-nixl/baseconfig.yaml", roots=(SAMPLES,))
-    # the base config alone starts nothing, but mentions a KV option: noted
-    assert base.deployments == () and [(n.code, n.line) for n in base.notes] == [("source.unrecognized", 42)]
+    # the base config alone starts nothing: noted as what it is (its mention of a KV option at
+    # line 42 replaced that note, and lost it)
+    assert base.deployments == () and [(n.code, n.line, n.message) for n in base.notes] == [(
+        "source.unrecognized", 2, "ConfigMap `facebook-base-config-nixl` is an llm-d ModelService base config: the "
+        "controller merges it into the ModelServices that name it; it is no launch on its own")]
     shutil.copy(SAMPLES / "llm-d-model-service/facebook-nixl/msvc.yaml", tmp_path / "msvc.yaml")
     decode, _ = read_source(tmp_path / "msvc.yaml").deployments
     assert decode.problems[0].code == "source.unresolved"

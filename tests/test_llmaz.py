@@ -90,6 +90,16 @@ def test_the_backend_runtime_of_the_file_gives_the_command_args_env_and_image():
                                       "no launch on its own")
 
 
+def test_a_backend_runtime_alone_that_mentions_a_kv_option_keeps_its_own_note():
+    # A file that yields no launch and mentions --kv-transfer-config is noted for the mention,
+    # unless its reader already said why it holds none: that note was replaced, and lost.
+    configs = f"  - name: default\n    args: [--model, '{{{{.ModelPath}}}}', --kv-transfer-config, '{KV}']\n"
+    found = find_deployments("runtime.yaml", runtime(configs=configs))
+    assert found.deployments == ()
+    assert [(n.code, n.message[:40]) for n in found.notes] == [
+        ("source.unrecognized", "BackendRuntime `vllm` runs vLLM for the ")]
+
+
 @pytest.mark.parametrize("source, annotation, expected", [
     ("{modelHub: {modelID: Qwen/Qwen2-0.5B}}", False, "/workspace/models/models--Qwen--Qwen2-0.5B"),
     ("{modelHub: {modelID: Qwen/Q-GGUF, filename: q5.gguf}}", False, "/workspace/models/q5.gguf"),

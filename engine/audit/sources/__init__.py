@@ -136,8 +136,8 @@ def _noted(found: SourceFile, text: str, known: tuple[str, ...]) -> SourceFile:
     """A file that yields no launch but mentions a vLLM KV option or
     connector is noted (beside its problems, if it has any): the audit never
     misses a launch silently."""
-    if found.deployments:
-        return found
+    if found.deployments or any(note.code == "source.unrecognized" for note in found.notes):
+        return found  # a launch, or the reader has already said why the file holds none
     mentioned = mention(text, known)
     if mentioned is None:
         return found
@@ -147,7 +147,7 @@ def _noted(found: SourceFile, text: str, known: tuple[str, ...]) -> SourceFile:
     note = Problem("source.unrecognized", f"mentions `{word}` at line {line}, no vLLM launch recognised{why}",
                    hint="if this file deploys vLLM in a way the audit does not read, say so in an issue; "
                         "see docs/audit-formats.md for what is read", file=found.file, line=line)
-    return SourceFile(found.file, found.format, found.deployments, found.problems, found.skipped, (note,))
+    return SourceFile(found.file, found.format, found.deployments, found.problems, found.skipped, found.notes + (note,))
 
 
 def _examine(ctx: Ctx, fmt: str) -> SourceFile:
