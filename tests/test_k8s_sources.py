@@ -138,6 +138,36 @@ def test_kserve_without_its_presets_is_unresolved(tmp_path):
     assert "`kserve-config-llm-template`" in d.problems[0].message
 
 
+def test_a_kserve_service_sent_as_text_reads_nothing_from_the_file_system(tmp_path, monkeypatch):
+    # find_deployments (the admission webhook, the decision service) reads the text alone: the
+    # LLMInferenceServiceConfig a service names was looked up by walking the current directory.
+    from hma_policy.audit.sources import companions, find_deployments
+
+    sample = (CORPUS / "kserve__kserve/docs/samples/llmisvc/single-node-gpu/llm-inference-service-qwen2-7b-gpu.yaml")
+    shutil.copytree(CORPUS / "kserve__kserve/config/llmisvcconfig", tmp_path / "configs")
+    monkeypatch.chdir(tmp_path)
+    companions.forget_objects()
+    walked = []
+    monkeypatch.setattr(companions.os, "walk", lambda *a, **k: walked.append(a) or iter(()))
+    (d,) = find_deployments("svc.yaml", sample.read_text(encoding="utf-8")).deployments
+    assert walked == [] and d.problems[0].code == "source.unresolved"
+
+
+def test_a_second_audit_in_one_process_reads_the_configs_as_they_are_now(tmp_path, monkeypatch):
+    # The index of the audited paths' objects was kept for the process: a config edited
+    # between two audits (a service, an editor's integration) was read as it had been.
+    from hma_policy.audit.run import audit
+
+    shutil.copy(CORPUS / "kserve__kserve/docs/samples/llmisvc/e2e-gpt-oss/inference_default.yaml", tmp_path / "svc.yaml")
+    monkeypatch.chdir(tmp_path)
+    assert audit(["."]).entries[0].decision["errors"][0]["code"] == "source.unresolved"  # no config in the paths
+    shutil.copytree(CORPUS / "kserve__kserve/config/llmisvcconfig", tmp_path / "configs")
+    shutil.copy(CORPUS / "kserve__kserve/docs/samples/llmisvc/e2e-gpt-oss/llmisvc_config_default.yaml", tmp_path)
+    (entry,) = audit(["."]).entries
+    assert entry.decision["outcome"] == "enabled"
+    assert [Path(p).name for p in entry.deployment.chain[1:]] == ["config-llm-template.yaml", "llmisvc_config_default.yaml"]
+
+
 def test_kserve_release_hint_from_the_image_and_the_workload_field_problem():
     found = read("kserve__kserve/docs/samples/llmisvc/opt-125m-cpu/llm-inference-service-pd-facebook-opt-125m-cpu.yaml")
     assert {d.release.version for d in found.deployments} == {"0.23.0"}

@@ -34,7 +34,7 @@ from .declog_format import input_digest
 from .model import FAIL_ON, AuditError, AuditReport, Entry, FileResult, Tally
 from .report import deployments_json
 from .unknowns import settled
-from .sources import DEFAULT_SOURCE_LIMITS, EMPTY, Deployment, SourceLimits, read_source
+from .sources import DEFAULT_SOURCE_LIMITS, EMPTY, Deployment, SourceLimits, forget_objects, read_source
 from .walk import inside, roots, walk
 
 __all__ = ["audit", "AuditReport", "AuditError", "Entry", "FileResult", "FAIL_ON", "progress_bar"]
@@ -99,6 +99,7 @@ def audit(paths: Sequence[str], *, rules: str | None = None, jobs: int = 1, conf
     if policy is not None and policy.closed:
         raise AuditError([Problem("audit.policy", "the policy was closed", file="policy")])
     files, skipped = walk(paths)
+    forget_objects()  # the companions an earlier audit in this process found (the files may have changed)
     chunks = [files[i:i + CHUNK] for i in range(0, len(files), CHUNK)]
     own = policy is None
     policies = PolicySet(rules) if policy is None else policy if isinstance(policy, PolicySet) else PolicySet.wrap(policy)

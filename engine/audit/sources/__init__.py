@@ -34,6 +34,7 @@ from ...core.errors import Problem
 from ...core.markers import plain
 from ...core.limits import DEFAULT_SOURCE_LIMITS, SourceLimits
 from .applied import applied_manifests
+from .companions import forget_objects
 from .context import Ctx, read_directives
 from .deployment import Deployment, SourceFile
 from .detect import BATCH_SUFFIXES, MENTION_SUFFIXES, basename, mention, source_format, suffix
@@ -47,7 +48,7 @@ from .files import regular as is_regular
 from .shell import shell_file
 
 __all__ = ["Deployment", "SourceFile", "SourceLimits", "DEFAULT_SOURCE_LIMITS", "read_source", "find_deployments", "EMPTY",
-           "source_format", "FORMATS"]
+           "source_format", "FORMATS", "forget_objects"]
 
 FORMATS = ("document", "vllm-config", "shell", "dockerfile", "kubernetes", "compose")
 

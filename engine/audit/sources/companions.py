@@ -15,7 +15,7 @@ from .context import Ctx
 from .files import read_bytes, read_text, regular
 from .marks import Lines, yaml_chunks
 
-__all__ = ["Companion", "read_companion", "shown", "objects_of_kind"]
+__all__ = ["Companion", "read_companion", "shown", "objects_of_kind", "forget_objects"]
 
 
 class Companion:
@@ -60,13 +60,22 @@ def read_companion(ctx: Ctx, path: Path) -> Companion | None:
     return Companion(path, shown(ctx, path), documents)
 
 
-# Objects of a kind found in the audited paths, per process: (roots, kind) -> name -> companions.
+# Objects of a kind found in the audited paths: (roots, kind) -> name -> companions. Walked once
+# per audit (audit() forgets what an earlier one found: the files may have changed since).
 _INDEX: dict[tuple[tuple[Path, ...], str], dict[str, list[tuple[Companion, int]]]] = {}
+
+
+def forget_objects() -> None:
+    """Forget the objects found in the audited paths (a new audit walks them again)."""
+    _INDEX.clear()
 
 
 def objects_of_kind(ctx: Ctx, kind: str) -> dict[str, list[tuple[Companion, int]]]:
     """Every object of ``kind`` in the YAML files of the audited paths, by
-    name: (file, document index). Walked once per process and kind."""
+    name: (file, document index); none for text that is not in a file (an
+    admission request), which reads nothing from the file system."""
+    if not ctx.fs:
+        return {}
     roots = ctx.config_roots()
     key = (roots, kind)
     if key in _INDEX:
