@@ -163,6 +163,10 @@ def test_a_command_decided_for_a_named_release_is_refused_for_an_option_that_rel
         hma_policy.decide_command(steps, vllm_version="0.30.0")
     assert [p.message for p in info.value.problems] == [
         "vLLM 0.30.0 rejects the unrecognized argument `--num-scheduler-steps`"]
+    # A policy loaded for a release names it; the bundle's default does not.
+    with pytest.raises(InputError):
+        hma_policy.load_policy(release="0.30.0").decide_command(steps)
+    assert hma_policy.load_policy().decide_command(steps).outcome == "enabled"
     cli = subprocess.run([sys.executable, "-m", "hma_policy", "decide", "--vllm-version", "0.30.0", "--", *steps],
                          cwd=tmp_path, capture_output=True, text=True)
     assert cli.returncode == 2

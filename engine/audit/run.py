@@ -334,7 +334,7 @@ def _release_named(policy: PolicySet, deployment: Deployment) -> bool:
     """Whether the release deciding ``deployment`` is one something names,
     not the default standing in for a release nothing says."""
     hint = _hint(deployment.release)
-    return (policy.fixed is not None
+    return (policy.named_release is not None
             or (deployment.document is not None and deployment.document.get("vllm_version") is not None)
             or (hint is not None and hint.version is not None and policy.unheld(hint) is None))
 

@@ -35,6 +35,7 @@ from .dynamo_args import DYNAMO_MODULE, dynamo_vllm_argv
 from .errors import InputError, Problem
 from . import lax
 from .markers import UNRESOLVED, has_unresolved, references, show, unresolved, unresolved_names
+from .optionlist import refused_options
 from .options import (DECISION_OPTIONS, DEFAULT_OPTIONS, ENV_NAMES, SCHEMA, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions,
                       find_vllm)
 from .schema import pointer
@@ -43,7 +44,7 @@ from ..fileio import open_regular
 
 __all__ = ["Arg", "ConfigFile", "CommandResult", "StandIn", "VllmOptions", "DEFAULT_OPTIONS", "read_command", "find_vllm",
            "unresolved", "has_unresolved", "show", "ENV_NAMES", "DECISION_OPTIONS", "command_document",
-           "command_result", "decided", "refused_whatever"]
+           "command_result", "decided", "refused_whatever", "as_release_reads"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,14 @@ def decided(result: CommandResult, decide: Callable[[dict[str, Any]], _T]) -> _T
             if refused_whatever(exc.problems, result.stand_in):
                 raise
     raise InputError(list(result.problems))
+
+
+def as_release_reads(result: CommandResult, release: str | None) -> CommandResult:
+    """The command as vLLM ``release`` reads it, where the caller names the
+    release (None: not named, so not checked): an option that release's
+    argparse refuses (optionlist.refused_options) is a problem of the command."""
+    problems = refused_options(release, [arg.text for arg in result.unchecked]) if release is not None else ()
+    return replace(result, document=None, problems=result.problems + problems, stand_in=None) if problems else result
 
 
 # -- reading a command --------------------------------------------------------------------

@@ -25,7 +25,7 @@ from . import releases
 from .errors import InputError, Problem, suggest
 
 __all__ = ["Option", "ReleaseOptions", "DEFAULT_RELEASE", "known_options", "known_releases", "list_options",
-           "expanded", "option_strings", "Refusal", "refusal", "rejection"]
+           "expanded", "option_strings", "Refusal", "refusal", "refused_options", "rejection"]
 
 # The release whose list is read until a deployment's release chooses one.
 DEFAULT_RELEASE = "0.33.0"
@@ -145,6 +145,16 @@ def refusal(release: str, option: str) -> Refusal | None:
     refused = rejection(release, option, matches, accepted)
     others = [version for version in known_releases() if not matches and option in option_strings(version)]
     return refused._replace(hint=f"an option of vLLM {_span(others)} (of the bundled releases)") if others else refused
+
+
+def refused_options(release: str, options: list[str]) -> tuple[Problem, ...]:
+    """The problems of the long options (:data:`.vllm_args.Options.unchecked`)
+    that vLLM ``release`` refuses, each once: its argparse exits before the
+    engine starts. Only options whose acceptance depends on the release are
+    given: those the decision does not read, and spellings only newer
+    releases take."""
+    found = [refusal(release, option) for option in dict.fromkeys(options)]
+    return tuple(Problem(r.code, r.message, hint=r.hint) for r in found if r is not None)
 
 
 def rejection(release: str, option: str, matches: list[str], accepted: frozenset[str]) -> Refusal:

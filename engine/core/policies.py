@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .command import CommandResult, command_result, decided
+from .command import as_release_reads, command_result, decided
 from .decision import Decision, VllmRelease, input_error_decision
 from .errors import InputError, Problem
 from .input import DEFAULT_LIMITS, Limits
-from .optionlist import refusal
 from .policy import Policy, Prepared
 from .releases import Releases, bundled, of_folder, parse_version
 
@@ -113,6 +111,11 @@ class PolicySet:
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
         return self.default.closed
+
+    @property
+    def named_release(self) -> str | None:
+        """The release every decision is made for, when the caller fixed it (None: each deployment's own, else the default)."""
+        return self.fixed
 
     @property
     def releases(self) -> tuple[str, ...]:
@@ -330,25 +333,9 @@ def decide_command(argv: str | Sequence[str], *, env: Mapping[str, str] | None =
             document = {**document, "vllm_version": vllm_version}
         return (policy or default_policies()).decide(document, limits=limits)
 
-    named = _same(vllm_version) if isinstance(vllm_version, str) else policy.fixed if isinstance(policy, PolicySet) else None
+    named = _same(vllm_version) if isinstance(vllm_version, str) else policy.named_release if policy is not None else None
     return decided(as_release_reads(command_result(argv, env=env, cwd=cwd, config_root=config_root), named),
                    decide_document)
-
-
-def as_release_reads(result: CommandResult, release: str | None) -> CommandResult:
-    """The command as vLLM ``release`` reads it, where the caller names the
-    release (None: not named, and nothing is checked, as the default release
-    may not be the one that runs it): an option whose acceptance depends on
-    the release (one the decision does not read, or a spelling only newer
-    releases take) that its argparse refuses is one of the command's
-    problems, as vLLM exits before it starts."""
-    if release is None or not result.unchecked:
-        return result
-    found = [refusal(release, option) for option in dict.fromkeys(arg.text for arg in result.unchecked)]
-    problems = tuple(Problem(r.code, r.message, hint=r.hint) for r in found if r is not None)
-    if not problems:
-        return result
-    return replace(result, document=None, problems=result.problems + problems, stand_in=None)
 
 
 def supports_hma(kv_transfer_config: Any, *, policy: Policy | None = None, env: Mapping[str, Any] | None = None) -> bool | None:

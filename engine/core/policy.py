@@ -21,7 +21,7 @@ from .compiler import Compiled, Misanswered, compile_policy
 from .decision import Decision, VllmRelease
 from .errors import ConnectorError, EvaluationError, InputError, Problem
 from .evaluate import Evaluator
-from .command import command_result, decided
+from .command import as_release_reads, command_result, decided
 from .configlist import document_schema
 from .facts import Facts, extract
 from .input import DEFAULT_LIMITS, Limits, prepare, respell
@@ -184,9 +184,15 @@ class Policy:
     def decide_command(self, argv: str | Sequence[str], *, env: Mapping[str, str] | None = None,
                        cwd: str | os.PathLike[str] | None = None, config_root: str | os.PathLike[str] | None = None,
                        limits: Limits = DEFAULT_LIMITS) -> Decision:
-        """See :func:`decide_command`."""
-        return decided(command_result(argv, env=env, cwd=cwd, config_root=config_root),
+        """See :func:`decide_command`; a policy loaded for a named release checks the command's options."""
+        return decided(as_release_reads(command_result(argv, env=env, cwd=cwd, config_root=config_root),
+                                        self.named_release),
                        lambda document: self.decide(document, limits=limits))
+
+    @property
+    def named_release(self) -> str | None:
+        """This policy's release where the caller or its rules folder named it (None: the bundle's default)."""
+        return None if self._vllm.source == "default" else self.release
 
     def supports_hma(self, kv_transfer_config: Any, *, env: Mapping[str, Any] | None = None) -> bool | None:
         """See :func:`supports_hma`."""
