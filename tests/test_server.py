@@ -159,6 +159,12 @@ def test_a_command_is_decided_for_the_release_that_runs_it(http):
     response = http.post("/v1/decide", json={"command": words})
     assert response.status_code == 422
     assert [p["message"] for p in response.json()["problems"]] == ["unknown field `kv_buffer_size`"]
+    # An option the release refuses: vLLM exits before it starts.
+    response = http.post("/v1/decide", json={"command": ["vllm", "serve", "m", "--num-scheduler-steps", "8"],
+                                             "vllm_version": "0.30.0"})
+    assert response.status_code == 422
+    assert [(p["code"], p["message"]) for p in response.json()["problems"]] == [
+        ("source.unknown_option", "vLLM 0.30.0 rejects the unrecognized argument `--num-scheduler-steps`")]
     response = http.post("/v1/decide", json={"command": ["vllm", "serve", "m"], "vllm_version": 10})
     assert response.status_code == 422
     assert [(p["code"], p["path"]) for p in response.json()["problems"]] == [("release.malformed", "/vllm_version")]
