@@ -4,6 +4,8 @@ built wheel."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -45,9 +47,18 @@ def test_bundled_policy_digest_covers_the_rule_files():
 
 
 def test_wheel_contains_the_data_folders(tmp_path):
+    # A pure build (the compiled modules are the same files, compiled), of a copy of what a
+    # build reads: pip builds in the tree, and its build/ folder left in the checkout would
+    # go into a later build's wheel (a module deleted since would still ship).
+    source = tmp_path / "src"
+    for name in ("engine", "rules", "schemas"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(ROOT / name, source / name)
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(ROOT)],
-        capture_output=True, text=True, timeout=600,
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w",
+         str(tmp_path), str(source)],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "HMA_POLICY_PURE": "1"},
     )
     assert result.returncode == 0, result.stderr[-2000:]
     (wheel,) = tmp_path.glob("hma_policy-*.whl")
@@ -59,6 +70,7 @@ def test_wheel_contains_the_data_folders(tmp_path):
     # the wheel reader's tables (hma-policy registry from-wheel)
     assert {"hma_policy/authoring/wheel/external.json", "hma_policy/authoring/wheel/facts.schema.json"} <= names
     assert "hma_policy/core/_durable.py" in names and "hma_policy/py.typed" in names
+    assert not any(n.endswith(".so") for n in names)  # pure: nothing compiled
     assert "hma_policy/core/deployers.yaml" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "hma-policy = hma_policy.cli:run" in zipfile.ZipFile(wheel).read(entry_points).decode()
