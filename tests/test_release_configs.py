@@ -144,6 +144,21 @@ def test_each_release_takes_the_fields_its_kv_transfer_config_has():
         ("input.schema", "/kv_transfer_config/kv_load_failure_policy")]
 
 
+def test_0_32_0_refuses_the_kv_transfer_config_fields_it_dropped():
+    """0.32.0's KVTransferConfig has no kv_buffer_size, kv_rank, kv_parallel_size or kv_ip
+    (read from its wheel; 0.31.0's still has them) and refuses unknown fields (regression:
+    0.32.0 was mapped, unread, to 0.30.0's classes and took them)."""
+    document = {"kv_transfer_config": {"kv_connector": "P2pNcclConnector", "kv_role": "kv_producer",
+                                       "kv_buffer_size": 1e9}}
+    assert _refusal("0.30.0", document) == []
+    assert _refusal("0.31.0", document) == []
+    assert _refusal("0.32.0", document) == [(
+        "input.schema", "/kv_transfer_config/kv_buffer_size", "unknown field `kv_buffer_size`")]
+    for field, value in (("kv_rank", 0), ("kv_parallel_size", 2), ("kv_ip", "10.0.0.1")):
+        assert [p[:2] for p in _refusal("0.32.0", {"kv_transfer_config": {**NIXL, field: value}})] == [
+            ("input.schema", f"/kv_transfer_config/{field}")], field
+
+
 def test_an_option_the_release_lacks_given_as_null_is_an_option_not_given():
     """tools/vllm_conformance.py passes vLLM nothing for a null option: nor does the engine refuse it."""
     assert _refusal("0.9.1", {"kv_transfer_config": None, "kv_offloading_size": None,
