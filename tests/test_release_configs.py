@@ -82,8 +82,9 @@ def test_the_provenance_lists_the_file_of_every_release():
 
 def test_what_the_wheels_say_about_the_classes():
     """A few facts of the read wheels, as vLLM's source states them (tools/_vllm_child.py ran them)."""
-    ktc = {v: known_configs(v).classes["KVTransferConfig"] for v in ("0.9.1", "0.13.0", "0.18.0", "0.33.0")}
-    assert [ktc[v].unknown_fields for v in ktc] == ["ignored", "ignored", "refused", "refused"]
+    ktc = {v: known_configs(v).classes["KVTransferConfig"]
+           for v in ("0.9.1", "0.13.0", "0.15.1", "0.16.0", "0.18.0", "0.33.0")}
+    assert [ktc[v].unknown_fields for v in ktc] == ["ignored", "ignored", "ignored", "refused", "refused", "refused"]
     assert "kv_ip" in ktc["0.9.1"].fields and "kv_ip" not in ktc["0.33.0"].fields
     assert ktc["0.33.0"].fields["kv_load_failure_policy"].choices == ("recompute", "fail")
     assert set(ktc["0.9.1"].fields["kv_role"].choices) == {"kv_producer", "kv_consumer", "kv_both"}
@@ -157,6 +158,23 @@ def test_0_32_0_refuses_the_kv_transfer_config_fields_it_dropped():
     for field, value in (("kv_rank", 0), ("kv_parallel_size", 2), ("kv_ip", "10.0.0.1")):
         assert [p[:2] for p in _refusal("0.32.0", {"kv_transfer_config": {**NIXL, field: value}})] == [
             ("input.schema", f"/kv_transfer_config/{field}")], field
+
+
+def test_the_releases_once_mapped_to_a_neighbour_check_as_their_wheels_say():
+    """0.16.0 is the first release whose KVTransferConfig refuses an unknown field (vLLM's
+    @config sets extra="forbid"); 0.11.0's still takes a null kv_buffer_device and has no
+    enable_permute_local_kv (regression: mapped, unread, to 0.13.0's and 0.11.1's classes)."""
+    typo = {"kv_transfer_config": {**NIXL, "kv_buffer_devce": "cuda"}}
+    assert _refusal("0.15.1", typo) == []
+    for release in ("0.16.0", "0.17.0", "0.17.1"):
+        assert _refusal(release, typo) == [("input.schema", "/kv_transfer_config/kv_buffer_devce",
+                                            "unknown field `kv_buffer_devce`")], release
+    nullable = {"kv_transfer_config": {**NIXL, "kv_buffer_device": None}}
+    assert _refusal("0.11.0", nullable) == []
+    assert [p[:2] for p in _refusal("0.11.1", nullable)] == [("input.schema", "/kv_transfer_config/kv_buffer_device")]
+    # a field 0.11.0 lacks is one it ignores, whatever its value
+    assert _refusal("0.11.0", {"kv_transfer_config": {**NIXL, "enable_permute_local_kv": "yes"}}) == []
+    assert "hisparse_config" not in known_configs("0.29.0").classes["AttentionConfig"].fields
 
 
 def test_an_option_the_release_lacks_given_as_null_is_an_option_not_given():
