@@ -132,12 +132,15 @@ def test_refusal_reads_each_releases_list():
         assert all(refusal(release, option) is None for option in option_strings(release))
 
 
-@pytest.mark.parametrize("release", ["0.13.0", "0.15.0", "0.17.0", "0.20.0", "0.22.0", "0.25.1", "0.28.0", "0.30.0", "0.32.0", "0.33.0"])
+@pytest.mark.parametrize("release", ["0.9.1", "0.10.1.1", "0.11.0", "0.13.0", "0.15.0", "0.17.0", "0.20.0", "0.22.0",
+                                     "0.25.1", "0.28.0", "0.30.0", "0.32.0", "0.33.0"])
 def test_each_releases_list_is_what_its_real_parser_registers(release):
     # tests/vllm_releases/parsers/: every option string of the `vllm serve`
     # parser that the release's own code built (PROVENANCE.md). The bundled
-    # lists are read from the wheels without running them; 0.33.0's missed the
-    # 50 inverse spellings its EnableDisableAction registers when the parser is built.
+    # lists are read from the wheels without running them: 0.33.0's missed the
+    # 50 inverse spellings its EnableDisableAction registers when the parser is
+    # built, 0.9.1 to 0.12.0's --no-enable-chunked-prefill, 0.11.0's looped
+    # deprecated options and 0.9.1's serve-subcommand options.
     real = json.loads((PARSERS / f"{release}.json").read_text(encoding="utf-8"))
     assert real["vllm_version"] == release and real["allow_abbrev"] is True  # unique prefixes expand
     assert option_strings(release) == frozenset(real["long_options"])

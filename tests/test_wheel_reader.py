@@ -580,6 +580,44 @@ def test_a_parser_that_registers_inverse_spellings_gives_each_on_off_option_its_
     assert "inverse_prefixes" not in plain["parser"] and not any("inverses" in o for o in plain["options"].values())
 
 
+OLD_FORMS = {
+    "vllm/config/__init__.py": "from vllm.config.scheduler import KVTransferConfig, SchedulerConfig\n",
+    # 0.9.1 to 0.11.x: a SkipValidation[bool] field, a loop of deprecated options, and the serve
+    # subcommand's own options (0.9.1 adds --headless there, not in make_arg_parser).
+    "vllm/config/scheduler.py": CONFIG.replace("    max_num_seqs: int = 128\n", "    max_num_seqs: int = 128\n"
+                                               "    chunked: SkipValidation[bool] = None\n").replace(
+        "from typing import Literal\n", "from typing import Literal\nfrom pydantic import SkipValidation\n").replace(
+        "    kv_connector: str | None = None\n", "    kv_connector: str | None = None\n    kv_buffer: SkipValidation[float] = 1e9\n"),
+    "vllm/engine/arg_utils.py": ARG_UTILS.replace('        return parser\n', '''        group.add_argument("--enable-chunked", **scheduler_kwargs["chunked"])
+        for arg, type in [("--old-backend", str), ("--old-fallback", bool)]:
+            group.add_argument(arg, type=type, deprecated=True)
+        return parser
+'''),
+    "vllm/entrypoints/cli/serve.py": """from vllm.entrypoints.openai.cli_args import make_arg_parser
+class ServeSubcommand:
+    def subparser_init(self, subparsers):
+        serve_parser = subparsers.add_parser("serve")
+        serve_parser.add_argument("model_tag", nargs="?")
+        serve_parser.add_argument("--api-server-count", "-asc", type=int)
+        return make_arg_parser(serve_parser)
+""",
+}
+
+
+def test_options_the_reader_once_missed_in_older_releases(tmp_path):
+    # Each was missing from the bundled 0.9.1 to 0.11.0 lists, as the releases' real parsers
+    # showed (tests/vllm_releases/parsers/): a --no- form, four deprecated options, four serve options.
+    found = wh.read_options(str(make_wheel(tmp_path, {**OPTION_FILES, **OLD_FORMS})))["options"]
+    assert (found["--enable-chunked"]["type"], found["--enable-chunked"]["no_form"]) == ("bool", True)
+    assert {name: found[name]["type"] for name in ("--old-backend", "--old-fallback")} == {
+        "--old-backend": "str", "--old-fallback": "bool"}
+    assert (found["--api-server-count"]["type"], found["--api-server-count"]["aliases"],
+            found["--api-server-count"]["source"]) == ("int", ["-asc"], "ServeSubcommand")
+    # A config class's field keeps SkipValidation: pydantic checks nothing of its value.
+    configs = wh.read_configs(str(make_wheel(tmp_path, {**OPTION_FILES, **OLD_FORMS})))
+    assert configs["classes"]["KVTransferConfig"]["fields"]["kv_buffer"]["types"] == ["SkipValidation"]
+
+
 def test_options_of_a_wheel_without_arg_utils(tmp_path, capsys):
     wheel = make_wheel(tmp_path, {KV + "v1/base.py": BASE, KV + "factory.py": factory(("Base", BASE_MODULE, "KVConnectorBase_V1"))})
     with pytest.raises(wh.WheelError) as info:

@@ -24,7 +24,11 @@ if os.environ.get("FORCE_CPU_PLATFORM"):  # as vllm/entrypoints/cli/main.py does
     platforms.current_platform = CpuPlatform()
 
 import vllm.entrypoints.cli.serve as serve  # noqa: E402
-from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: E402
+
+try:
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+except ImportError:  # before 0.12.0 it is in vllm.utils
+    from vllm.utils import FlexibleArgumentParser  # type: ignore[no-redef]
 
 
 def main(out: str) -> None:

@@ -1,6 +1,6 @@
 """The command-line options a vLLM release accepts, read statically from its wheel.
 
-``vllm serve`` builds its parser from three places, all plain source:
+``vllm serve`` builds its parser from these places, all plain source:
 
 * ``EngineArgs.add_cli_args`` / ``AsyncEngineArgs.add_cli_args`` in
   ``vllm/engine/arg_utils.py``: one ``group.add_argument("--name", ...)`` per
@@ -13,6 +13,12 @@
   moved across releases): explicit ``add_argument`` calls, and
   ``FrontendArgs.add_cli_args``, which adds one option per dataclass field of
   ``FrontendArgs`` (with its bases), adjusted in ``_customize_cli_kwargs``.
+* the serve subcommand's own ``subparser_init`` (``vllm/entrypoints/cli/serve.py``:
+  0.9.1 adds ``--headless`` and ``--config`` there).
+
+An ``add_argument`` in a loop over a written-out list (0.11.0's deprecated
+``--guided-decoding-*``) adds one option per element; a field typed
+``SkipValidation[bool]`` is a bool, as argparse sees it.
 
 :func:`read_options` returns ``{"format", "vllm_version", "wheel",
 "frontend_module", "parser", "options": {"--kebab-name": {...}}}`` where each
@@ -57,8 +63,12 @@ CATEGORY = {"bool": "bool", "Literal": "str", "tuple": "list", "list": "list", "
             "int": "int", "float": "float", "dict": "json", "str": "str"}
 
 
-def _annotation_names(node: ast.AST | None, out: list) -> list:
-    """Flatten an annotation into its member names ('int', 'Literal', 'KVTransferConfig', 'None')."""
+def _annotation_names(node: ast.AST | None, out: list, through_skip: bool = False) -> list:
+    """Flatten an annotation into its member names ('int', 'Literal', 'KVTransferConfig', 'None').
+    ``through_skip``: read pydantic's ``SkipValidation[T]`` as ``T``, as
+    argparse's type does (it is ``Annotated[T, SkipValidation()]`` at run
+    time, and get_kwargs reads through Annotated); a config field keeps it,
+    since pydantic then checks nothing of the value."""
     if node is None:
         return out
     if isinstance(node, ast.Constant):
@@ -66,23 +76,23 @@ def _annotation_names(node: ast.AST | None, out: list) -> list:
             out.append("None")
         elif isinstance(node.value, str):  # a string annotation
             try:
-                _annotation_names(ast.parse(node.value, mode="eval").body, out)
+                _annotation_names(ast.parse(node.value, mode="eval").body, out, through_skip)
             except SyntaxError:
                 out.append(node.value)
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        _annotation_names(node.left, out)
-        _annotation_names(node.right, out)
+        _annotation_names(node.left, out, through_skip)
+        _annotation_names(node.right, out, through_skip)
     elif isinstance(node, ast.Subscript):
         head = (dotted(node.value) or "").rsplit(".", 1)[-1]
         if head in ("Optional", "Union"):
             inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             for item in inner:
-                _annotation_names(item, out)
+                _annotation_names(item, out, through_skip)
             if head == "Optional":
                 out.append("None")
-        elif head == "Annotated":
+        elif head == "Annotated" or (through_skip and head == "SkipValidation"):
             first = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) else node.slice
-            _annotation_names(first, out)
+            _annotation_names(first, out, through_skip)
         else:
             out.append(head)  # list[int] -> list, Literal[...] -> Literal
     else:
@@ -159,20 +169,22 @@ class OptionReader:
             return mod, expr
         return None
 
-    def annotation_names(self, mod: Module, annotation: ast.AST | None, depth: int = 0) -> list[str]:
-        """Annotation member names, type aliases expanded."""
+    def annotation_names(self, mod: Module, annotation: ast.AST | None, depth: int = 0, *,
+                         through_skip: bool = False) -> list[str]:
+        """Annotation member names, type aliases expanded (``through_skip``: see _annotation_names)."""
         out = []
-        for name in _annotation_names(annotation, []):
+        for name in _annotation_names(annotation, [], through_skip):
             alias = self.alias(mod, name) if depth < 8 and name not in ORDER and name != "None" else None
             if alias is not None:
-                out += self.annotation_names(alias[0], alias[1], depth + 1)
+                out += self.annotation_names(alias[0], alias[1], depth + 1, through_skip=through_skip)
             else:
                 out.append(name)
         return out
 
     def field_type(self, mod: Module, annotation: ast.AST | None) -> tuple[str | None, bool]:
         """(type, has --no- form) of a config field, following _compute_kwargs."""
-        names = [n.rsplit(".", 1)[-1] if n.count(".") else n for n in self.annotation_names(mod, annotation)]
+        names = [n.rsplit(".", 1)[-1] if n.count(".") else n
+                 for n in self.annotation_names(mod, annotation, through_skip=True)]
         members = set(names) - {"None"}
         if any(n not in ORDER and n not in ("Any",) and self._is_dataclass(mod, n) for n in members):
             return "json", False
@@ -230,9 +242,13 @@ class OptionReader:
                     and isinstance(node.value, ast.Call) and (dotted(node.value.func) or "").endswith("get_kwargs")
                     and node.value.args and dotted(node.value.args[0])):
                 kwargs_vars[node.targets[0].id] = dotted(node.value.args[0])
+        looped = _looped_options(func)
         for node in ast.walk(func):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
                 continue
+            for name, type_node in looped.get(id(node), ()):  # one option per element of the loop's list
+                self.add([name], {"source": source, "line": node.lineno,
+                                  "type": self._explicit_type(type_node) if type_node is not None else "str"})
             names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-")]
             if not names:
                 continue
@@ -309,6 +325,35 @@ def _method(cls: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
     return next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
 
 
+def _looped_options(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[int, list[tuple[str, ast.expr | None]]]:
+    """add_argument calls that a loop over a written-out list makes, one per
+    element (0.11.0's deprecated guided-decoding options): ``for arg, type
+    in [("--name", str), ...]: group.add_argument(arg, type=type, ...)``.
+    By the call's id: each option's name and the expression its ``type=``
+    names (None: no type given)."""
+    out: dict[int, list[tuple[str, ast.expr | None]]] = {}
+    for loop in ast.walk(func):
+        if not (isinstance(loop, ast.For) and isinstance(loop.iter, (ast.List, ast.Tuple))):
+            continue
+        targets = loop.target.elts if isinstance(loop.target, ast.Tuple) else [loop.target]
+        names = [t.id if isinstance(t, ast.Name) else None for t in targets]
+        rows = [e.elts if isinstance(e, ast.Tuple) else [e] for e in loop.iter.elts]
+        for call in (n for statement in loop.body for n in ast.walk(statement)):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"
+                    and call.args and isinstance(call.args[0], ast.Name) and call.args[0].id in names):
+                continue
+            at = names.index(call.args[0].id)
+            type_kw = next((kw.value for kw in call.keywords if kw.arg == "type"), None)
+            type_at = names.index(type_kw.id) if isinstance(type_kw, ast.Name) and type_kw.id in names else None
+            found: list[tuple[str, ast.expr | None]] = []
+            for row in rows:
+                name = row[at] if at < len(row) else None
+                if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.startswith("-"):
+                    found.append((name.value, row[type_at] if type_at is not None and type_at < len(row) else type_kw))
+            out[id(call)] = found
+    return out
+
+
 def _loops_over_fields(func: ast.FunctionDef) -> bool:
     """True when add_cli_args adds f"--{key...}" for every get_kwargs(cls) entry."""
     return any(isinstance(n, ast.JoinedStr) for n in ast.walk(func)) and any(
@@ -361,6 +406,11 @@ def read_options(path: str) -> dict:
             func = _method(arg_utils.classes.get(cls_name), "add_cli_args")
             if func is not None:
                 reader.function(arg_utils, func, source)
+        serve = wheel.module(SERVE_MODULE)
+        for command in (serve.classes.values() if serve is not None else ()):
+            init = _method(command, "subparser_init")  # the serve subcommand's own options (0.9.1's --headless)
+            if serve is not None and init is not None:
+                reader.function(serve, init, command.name)
         frontend = _frontend(wheel)
         if frontend is not None:
             make = frontend.functions["make_arg_parser"]
