@@ -114,7 +114,8 @@ class PolicySet:
 
     @property
     def named_release(self) -> str | None:
-        """The release every decision is made for, when the caller fixed it (None: each deployment's own, else the default)."""
+        """The release every decision is made for, when the caller fixed it
+        (None: each deployment's own, else the default)."""
         return self.fixed
 
     @property
@@ -245,7 +246,8 @@ class PolicySet:
                        cwd: str | os.PathLike[str] | None = None, config_root: str | os.PathLike[str] | None = None,
                        limits: Limits = DEFAULT_LIMITS) -> Decision:
         """:func:`decide_command` with these policies (a fixed release checks the command's options)."""
-        return decided(as_release_reads(command_result(argv, env=env, cwd=cwd, config_root=config_root), self.fixed),
+        return decided(as_release_reads(command_result(argv, env=env, cwd=cwd, config_root=config_root),
+                                        self.named_release),
                        lambda document: self.decide(document, limits=limits))
 
     def __repr__(self) -> str:
