@@ -641,3 +641,15 @@ serve_lib
     d = only(read_source(script))
     assert (d.line, d.name) == (3, "m")
     assert [n.code for n in d.notes] == ["source.unresolved_unused"]
+
+
+def test_a_script_piped_from_a_here_document_to_a_shell_is_read_at_its_lines(tmp_path):
+    # `cat <<EOF | bash` runs the here-document as a script, with the variables the file set;
+    # a pipe into a command that does not run it (grep) starts nothing.
+    path = write(tmp_path / "run.sh", f"MODEL=m\ncat <<EOF | bash\necho start\nvllm serve $MODEL --kv-transfer-config "
+                                      f"'{NIXL}'\nEOF\ncat <<'EOF' | sh -s\nvllm serve x --disable-hybrid-kv-cache-manager\n"
+                                      "EOF\ncat <<EOF | grep vllm\nvllm serve y\nEOF\n")
+    found = read_source(path, display="run.sh").deployments
+    assert [(d.line, d.name, d.document.get("disable_hybrid_kv_cache_manager")) for d in found] == [
+        (4, "m", None), (7, "x", True)]
+    assert ktc(found[0]) == json.loads(NIXL)

@@ -352,6 +352,8 @@ class Interpreter(Flow):
                 stdin = stdin_text(self.run, scope, command.redirects, line)
                 if stdin is not None:
                     self.nested_text(self.stdin_script(command, stdin, line), scope, line, positional=[])
+                elif self.run.piped is not None:  # `cat <<EOF | bash`
+                    self.nested_text(self.run.piped, scope, line, positional=[])
                 return
             written = self.run.file_at(word) if "/" in word or index == 0 else None
             if written is not None and index == 0:
