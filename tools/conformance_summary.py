@@ -23,7 +23,7 @@ from vllm_conformance import write_atomically
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFORMANCE = ROOT / "tests" / "conformance"
-RELEASE_DIR = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
+RELEASE_DIR = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(\.[0-9]+)?$")  # 0.10.1.1 has four parts
 # The semantic epochs of the HMA block (docs/vllm-releases.md, branch registry):
 # (name, first release, last release).
 EPOCHS = (
