@@ -634,6 +634,22 @@ def test_text_is_utf8_with_an_optional_byte_order_mark(raw, text, byte):
     assert (problem.message if problem else None) == (None if byte is None else f"`f` is not UTF-8 text (byte {byte})")
 
 
+def test_a_file_saved_with_crlf_line_ends_reads_as_its_lf_twin(tmp_path):
+    # GoogleCloudPlatform/kubernetes-engine-samples (2b50365) holds 11 manifests
+    # saved with CRLF: a stream's `---\r` started no document, so the whole stream
+    # was one document ("more than one YAML document; one is expected").
+    stream = ("apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n---\napiVersion: apps/v1\nkind: Deployment\n"
+              "metadata:\n  name: d\nspec:\n  template:\n    spec:\n      containers:\n      - name: vllm\n"
+              "        image: vllm/vllm-openai:v0.11.0\n        command: [vllm, serve, m]\n"
+              f"        args: [--kv-transfer-config, '{NIXL}']\n")
+    lf = read_source(write(tmp_path / "lf.yaml", stream))
+    crlf = read_source(write(tmp_path / "crlf.yaml", stream.replace("\n", "\r\n").encode()))
+    assert (crlf.format, crlf.problems, len(crlf.deployments)) == ("kubernetes", (), 1)
+    same = lambda d: (d.anchor, d.line, d.name, d.document, d.problems, d.notes, d.origins, d.release, d.options)
+    assert same(crlf.deployments[0]) == same(lf.deployments[0])
+    assert (crlf.deployments[0].line, ktc(crlf.deployments[0])["kv_connector"]) == (14, "NixlConnector")
+
+
 def test_deployments_and_source_files_are_frozen_whether_compiled_or_not():
     # Compiled (pip install .), their __init__ stores the fields directly; as
     # Python (an editable install), past __setattr__: frozen either way.

@@ -84,15 +84,20 @@ def read_bytes(path: str | Path, display: str, max_bytes: int, *, head: bool = F
 
 
 def decode(raw: bytes, display: str) -> tuple[str | None, Problem | None]:
-    """UTF-8 text with an optional byte-order mark; a binary file (a NUL in its first 8 KiB) is refused."""
+    """UTF-8 text with an optional byte-order mark, its CRLF line ends read
+    as LF; a binary file (a NUL in its first 8 KiB) is refused."""
     if b"\x00" in raw[:8192]:
         return None, Problem("source.binary", f"`{display}` is a binary file, not text", file=display)
     try:
         # utf-8-sig, with the byte-order mark taken off here: that codec is
         # written in Python, the plain one is not (error offsets are the same).
-        return (raw[3:] if raw[:3] == b"\xef\xbb\xbf" else raw).decode("utf-8"), None
+        text = (raw[3:] if raw[:3] == b"\xef\xbb\xbf" else raw).decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, Problem("input.encoding", f"`{display}` is not UTF-8 text (byte {exc.start})", file=display)
+    # A file saved on Windows: YAML, JSON and Docker read CRLF as a line end,
+    # and the readers split lines at LF (a manifest stream's `---\r` started no
+    # document). Lines keep their numbers.
+    return (text.replace("\r\n", "\n") if "\r" in text else text), None
 
 
 def read_text(path: str | Path, display: str, max_bytes: int) -> tuple[str | None, Problem | None]:
