@@ -17,6 +17,7 @@ from hma_policy.core.dynamo_args import dynamo_vllm_argv
 from hma_policy.audit.sources.gotemplate import render
 from hma_policy.audit.sources.kserve import kv_transfer_config, strategic_merge
 from hma_policy.audit.sources.release import from_image
+from sourcefiles import write
 
 CORPUS = Path(__file__).resolve().parent / "fleet_corpus"
 
@@ -265,6 +266,26 @@ def test_a_template_that_builds_its_args_from_values_is_one_problem_and_a_note()
     assert found.deployments == ()
     assert len(found.problems) == 1 and "helm template" in found.problems[0].hint
     assert [n.code for n in found.notes] == ["source.unrecognized"]
+
+
+def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
+    # GoogleCloudPlatform/kubernetes-engine-samples (2b50365), app-design-center/ai-inference:
+    # the chart's HPA scales on the metric `vllm:gpu_cache_usage_perc`; it was reported
+    # `input.parse` (its `{{ include ... }}` keys), a false problem beside the chart's launch.
+    hpa = write(tmp_path / "chart" / "templates" / "hpa.yaml", (
+        "{{- if .Values.hpa.enabled }}\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n"
+        "  name: {{ include \"gemma.fullname\" . }}\n  labels:\n    {{- include \"gemma.labels\" . | nindent 4 }}\n"
+        "spec:\n  metrics:\n  - pods:\n      metric:\n        name: prometheus.googleapis.com|vllm:gpu_cache_usage_perc|gauge\n"
+        "{{- end }}\n"))
+    found = read_source(hpa)
+    assert (found.deployments, found.problems, found.skipped) == ((), (), "a Helm chart template that holds no pod")
+    # A pod whose command the chart's values build is still the one problem, which says why.
+    built = write(tmp_path / "chart" / "templates" / "deployment.yaml", (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n"
+        "    spec:\n      containers:\n      - name: vllm\n        image: vllm/vllm-openai\n        args:\n"
+        "        {{- range .Values.args }}\n        - {{ . }}\n        {{- end }}\n        env: {{ .Values.env }}\n"))
+    found = read_source(built)
+    assert found.deployments == () and [p.code for p in found.problems] == ["input.parse"]
 
 
 def test_llm_d_modelservice_values_run_vllm_serve_with_the_container_args():

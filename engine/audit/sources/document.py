@@ -115,9 +115,11 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 return SourceFile(ctx.display, None, skipped=f"mentions no vLLM option, and is not JSON-compatible YAML "
                                                              f"({problems[0].message})")
             if "{{" in ctx.text:  # an unrendered template: one problem for the file, and what the chart's own lines say
-                found = chart_template(ctx) if ctx.fs and in_chart(ctx) else []
-                if found:
-                    return SourceFile(ctx.display, "helm-template", tuple(found))
+                template = chart_template(ctx) if ctx.fs and in_chart(ctx) else None
+                if template is not None and template.deployments:
+                    return SourceFile(ctx.display, "helm-template", tuple(template.deployments))
+                if template is not None and not template.pods:  # an HPA's `vllm:...` metric is no launch
+                    return SourceFile(ctx.display, None, skipped="a Helm chart template that holds no pod")
                 problems = problems[:1]
             return SourceFile(ctx.display, None, problems=tuple(problems))
     if all(value is None for _, value in values):

@@ -12,7 +12,7 @@ output of ``helm template``."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...core.markers import unresolved
 from ...core.errors import InputError, Problem
@@ -22,7 +22,7 @@ from .deployment import Deployment
 from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines, yaml_chunks
 
-__all__ = ["in_chart", "chart_template"]
+__all__ = ["in_chart", "chart_template", "Template"]
 
 _COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.S)
 _ACTION = re.compile(r"\{\{-?.*?-?\}\}")
@@ -34,8 +34,16 @@ def in_chart(ctx: Ctx) -> bool:
     return ctx.path.parent.name == "templates"
 
 
-def chart_template(ctx: Ctx) -> list[Deployment]:
-    """The launches written in a chart template; none when its commands are built from values."""
+class Template(NamedTuple):
+    """What a chart template holds, read with its values unknown."""
+
+    deployments: list[Deployment]  # its launches; none when their commands are built from values
+    pods: int  # the pod templates in it (none: an HPA, a Service; it starts nothing)
+
+
+def chart_template(ctx: Ctx) -> Template | None:
+    """The launches written in a chart template, or None when it is not
+    YAML even with its actions left out."""
     text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), ctx.text)
     expressions: list[str] = []
     action_lines: set[int] = set()
@@ -52,16 +60,18 @@ def chart_template(ctx: Ctx) -> list[Deployment]:
         rows.append(_ACTION.sub(hold, row))
     out: list[Deployment] = []
     problems: list[Problem] = []
+    pods = 0
     for start, body in yaml_chunks("\n".join(rows)):
         try:
             obj = parse_text(body, source=ctx.display, fmt="yaml")
         except InputError:
-            return []
+            return None
         if not isinstance(obj, dict):
             continue
         lines = Lines(body, start + 1)
         meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         for path, pod, pod_meta, role in pod_templates(obj):
+            pods += 1
             literal = [c for i, c in enumerate(pod["containers"])
                        if isinstance(c, dict) and not _built(lines, path + ("containers", i), c, action_lines, rows)]
             if not literal:
@@ -79,7 +89,7 @@ def chart_template(ctx: Ctx) -> list[Deployment]:
                         "source.template", "read from an unrendered Helm template: values written `{{ ... }}` are "
                         "not known, and template conditions are not evaluated", line=line,
                         hint="audit the output of `helm template` for the exact command"),)))
-    return out
+    return Template(out, pods)
 
 
 def _built(lines: Lines, path: tuple, container: dict[str, Any], action_lines: set[int], rows: list[str]) -> bool:
