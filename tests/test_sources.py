@@ -128,6 +128,26 @@ def test_a_broken_yaml_file_is_a_located_problem_and_yields_nothing(tmp_path):
     assert problem.message.startswith(f"invalid YAML in `{tmp_path / 'b.yaml'}` at line 4")
 
 
+def test_a_manifest_stream_with_one_broken_document_reads_the_others(tmp_path):
+    # GoogleCloudPlatform/kubernetes-engine-samples (2b50365), ai-ml/llm-serving-llama/vllm: five
+    # streams of a vLLM Deployment, a Service and a Secret whose token is `{{HF_TOKEN}}`, for the
+    # reader to fill in. The Secret's parse problem hid the five launches.
+    stream = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vllm\nspec:\n  template:\n    spec:\n"
+              "      containers:\n      - name: server\n        image: vllm/vllm-openai:v0.11.0\n"
+              f"        command: [vllm, serve, m, --kv-transfer-config, '{NIXL}']\n"
+              "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: hf-secret\nstringData:\n"
+              "  hf_api_token: {{HF_TOKEN}}\n")
+    source = read_source(write(tmp_path / "llama.yaml", stream))
+    d = only(source)
+    assert (source.format, d.line, d.name, ktc(d)["kv_connector"]) == ("kubernetes", 9, "vllm/server", "NixlConnector")
+    (problem,) = source.problems
+    assert (problem.code, problem.line) == ("input.parse", 18)
+    assert "unrendered Helm or Go template" in problem.hint
+    # With no other Kubernetes object in the stream, the file is still its problem alone.
+    alone = read_source(write(tmp_path / "alone.yaml", stream.split("---\n")[1] + "---\nkv_transfer_config: {}\n"))
+    assert (alone.format, alone.deployments, codes(alone.problems)) == (None, (), ["input.parse"])
+
+
 def test_an_unrendered_helm_template_is_named_as_such(tmp_path):
     source = read_source(write(tmp_path / "templates" / "d.yaml", "spec:\n  replicas: {{ .Values.replicas }}\n"
                                                                  "  args: [vllm, serve, {{ .Values.model | quote }}\n"))

@@ -109,8 +109,8 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 values.append((start, value))
                 lines.append(Lines(body, start + 1, where))
         if problems:
-            # A broken document hides what the file is: report the file, decide nothing from it. A
-            # YAML file that never mentions vLLM (a CI workflow with `on:`) is skipped, not reported.
+            # A broken document is the file's problem. A YAML file that never mentions vLLM (a CI
+            # workflow with `on:`) is skipped, not reported.
             if not mentions_vllm(ctx.text):
                 return SourceFile(ctx.display, None, skipped=f"mentions no vLLM option, and is not JSON-compatible YAML "
                                                              f"({problems[0].message})")
@@ -121,6 +121,13 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 if template is not None and not template.pods:  # an HPA's `vllm:...` metric is no launch
                     return SourceFile(ctx.display, None, skipped="a Helm chart template that holds no pod")
                 problems = problems[:1]
+            # The stream's other documents are Kubernetes objects (a Secret's `{{HF_TOKEN}}` for the
+            # reader to fill in beside a Deployment): the file is a manifest, and its launches are read.
+            manifests = [(s, v, t) for (s, v), t in zip(values, lines) if classify(v, single=False) == "kubernetes"]
+            if manifests:
+                found = manifest_file(ctx, manifests)
+                return SourceFile(found.file, found.format, found.deployments, tuple(problems) + found.problems,
+                                  found.skipped, found.notes)
             return SourceFile(ctx.display, None, problems=tuple(problems))
     if all(value is None for _, value in values):
         return SourceFile(ctx.display, None, skipped=EMPTY)
