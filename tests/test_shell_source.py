@@ -562,8 +562,24 @@ def test_a_compound_command_takes_a_descriptor_redirection(tmp_path, script):
 @pytest.mark.parametrize("text", ["$(" * 5000, "${" * 5000, "(" * 5000, "if " * 5000, "f() { " * 5000, "'" + "x" * 100,
                                   "cat <<EOF\n" + "x\n" * 100, "$((" * 3000, "[[ " * 3000, "a=(" * 3000])
 def test_deep_or_unterminated_text_is_a_problem_not_a_crash(tmp_path, text):
-    source = read_source(write(tmp_path / "run.sh", text + "\n"))
-    assert source.deployments == () and all(p.code in ("source.shell_syntax", "source.limit") for p in source.problems)
+    source = read_source(write(tmp_path / "run.sh", "# starts vllm serve\n" + text + "\n"))
+    # bash reads an unterminated here-document to the end of the file (with a warning).
+    assert source.deployments == () and bool(source.problems) is not text.startswith("cat <<EOF")
+    assert all(p.code in ("source.shell_syntax", "source.limit") for p in source.problems)
+
+
+def test_a_script_that_cannot_be_read_and_never_mentions_vllm_is_skipped(tmp_path):
+    # GoogleCloudPlatform/kubernetes-engine-samples (2b50365): getdataset.sh writes
+    # `export GCS_BUCKET_NAME=<BUCKET_NAME>` for the reader to fill in, and downloads a
+    # dataset; it was a file problem of a vLLM audit. A broken YAML file is skipped so.
+    text = "#!/bin/bash\nexport GCS_BUCKET_NAME=<BUCKET_NAME>\ngcloud storage buckets create gs://x\n"
+    source = read_source(write(tmp_path / "getdataset.sh", text))
+    assert (source.problems, source.deployments) == ((), ())
+    assert source.skipped == ("mentions no vLLM option, and is not a script the audit can read (line 2: cannot read "
+                              "the script: `>` has no target)")
+    # Mentioning vLLM, it is the file's problem, as it was.
+    source = read_source(write(tmp_path / "serve.sh", text + "vllm serve m\n"))
+    assert (source.skipped, [(p.code, p.line) for p in source.problems]) == (None, [("source.shell_syntax", 2)])
 
 
 def test_a_command_built_up_in_a_variable_and_evaled_is_placed_where_it_is_written(tmp_path):

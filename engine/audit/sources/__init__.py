@@ -37,7 +37,7 @@ from .applied import applied_manifests
 from .companions import forget_objects
 from .context import Ctx, read_directives
 from .deployment import Deployment, SourceFile
-from .detect import BATCH_SUFFIXES, MENTION_SUFFIXES, basename, mention, source_format, suffix
+from .detect import BATCH_SUFFIXES, MENTION_SUFFIXES, basename, mention, mentions_vllm, source_format, suffix
 from .compose import compose_file
 from .dockerfile import dockerfile
 from .document import EMPTY, structured_file
@@ -164,6 +164,10 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
             more, more_problems = env_file(ctx)
             deployments, problems, fmt_shown = deployments + more, problems + more_problems, "llmdbench-env"
         found = SourceFile(ctx.display, fmt_shown, tuple(deployments), tuple(problems))
+        if not deployments and problems and all(p.code == "source.shell_syntax" for p in problems) \
+                and not mentions_vllm(ctx.text):  # as a broken YAML file that never mentions vLLM is
+            found = SourceFile(ctx.display, None, skipped="mentions no vLLM option, and is not a script the audit "
+                                                          f"can read (line {problems[0].line}: {problems[0].message})")
     elif fmt == "dockerfile":
         deployments, problems = dockerfile(ctx)
         found = SourceFile(ctx.display, "dockerfile", tuple(deployments), tuple(problems))
