@@ -278,7 +278,8 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
         "spec:\n  metrics:\n  - pods:\n      metric:\n        name: prometheus.googleapis.com|vllm:gpu_cache_usage_perc|gauge\n"
         "{{- end }}\n"))
     found = read_source(hpa)
-    assert (found.deployments, found.problems, found.skipped) == ((), (), "a Helm chart template that holds no pod")
+    assert (found.deployments, found.problems, found.skipped) == (
+        (), (), "a Helm chart template of objects that hold no pod (an autoscaler, a Service, ...)")
     # A pod whose command the chart's values build is still the one problem, which says why.
     built = write(tmp_path / "chart" / "templates" / "deployment.yaml", (
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n"
@@ -286,6 +287,21 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
         "        {{- range .Values.args }}\n        - {{ . }}\n        {{- end }}\n        env: {{ .Values.env }}\n"))
     found = read_source(built)
     assert found.deployments == () and [p.code for p in found.problems] == ["input.parse"]
+    # A kind that keeps its pods in fields of its own (Dynamo's extraPodSpec.mainContainer) is not
+    # taken for one that holds none (vllm-project/semantic-router's dynamo-graph-deployment.yaml).
+    graph = write(tmp_path / "chart" / "templates" / "graph.yaml", (
+        "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata:\n  name: {{ .Release.Name }}\n"
+        "spec:\n  services:\n    VllmWorker:\n      extraPodSpec:\n        mainContainer:\n"
+        "          image: {{ .Values.image }}\n          args: [{{ .Values.args }}]\n          env: {{ .Values.env }}\n"))
+    found = read_source(graph)
+    assert (found.skipped, [p.code for p in found.problems]) == (None, ["input.parse"])
+
+
+def test_a_chart_template_takes_the_charts_name_from_chart_yaml():
+    # Helm fills `{{ .Chart.Name }}` from Chart.yaml (`name: gemma`), whatever the values.
+    found = read("GoogleCloudPlatform__kubernetes-engine-samples/app-design-center/ai-inference/templates/deployment.yaml")
+    (d,) = found.deployments
+    assert (found.format, d.container, d.line) == ("helm-template", "gemma", 32)
 
 
 def test_llm_d_modelservice_values_run_vllm_serve_with_the_container_args():

@@ -118,8 +118,9 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 template = chart_template(ctx) if ctx.fs and in_chart(ctx) else None
                 if template is not None and template.deployments:
                     return SourceFile(ctx.display, "helm-template", tuple(template.deployments))
-                if template is not None and not template.pods:  # an HPA's `vllm:...` metric is no launch
-                    return SourceFile(ctx.display, None, skipped="a Helm chart template that holds no pod")
+                if template is not None and template.podless:  # an HPA's `vllm:...` metric is no launch
+                    return SourceFile(ctx.display, None, skipped="a Helm chart template of objects that hold "
+                                                                 "no pod (an autoscaler, a Service, ...)")
                 problems = problems[:1]
             # The stream's other documents are Kubernetes objects (a Secret's `{{HF_TOKEN}}` for the
             # reader to fill in beside a Deployment): the file is a manifest, and its launches are read.

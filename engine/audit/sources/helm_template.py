@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from ...core.markers import unresolved
 from ...core.errors import InputError, Problem
 from ...core.input import parse_text
+from .companions import read_companion
 from .context import Ctx
 from .deployment import Deployment
 from .kubernetes import Site, pod_launches, pod_templates
@@ -27,6 +28,16 @@ __all__ = ["in_chart", "chart_template", "Template"]
 _COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.S)
 _ACTION = re.compile(r"\{\{-?.*?-?\}\}")
 _PLACEHOLDER = re.compile(r"HELMVALUE(\d+)X")
+# `{{ .Chart.Name }}`: Helm fills it from the chart's Chart.yaml, whatever the install's values
+# (a chart's name is lowercase letters, digits and dashes: text wherever YAML reads it).
+_CHART_NAME = re.compile(r"\{\{-?\s*\.Chart\.Name\s*-?\}\}")
+_NAME = re.compile(r"[a-z][a-z0-9-]*")
+# Kinds whose objects hold no pod and run nothing: a template of these alone starts no vLLM
+# (an HPA that scales on the metric `vllm:gpu_cache_usage_perc` is no launch).
+_PODLESS = frozenset({"HorizontalPodAutoscaler", "PodDisruptionBudget", "Service", "Ingress", "NetworkPolicy",
+                      "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "ServiceMonitor",
+                      "PodMonitor", "PersistentVolumeClaim", "HTTPRoute", "Gateway", "InferencePool", "InferenceModel",
+                      "VerticalPodAutoscaler"})
 
 
 def in_chart(ctx: Ctx) -> bool:
@@ -38,13 +49,16 @@ class Template(NamedTuple):
     """What a chart template holds, read with its values unknown."""
 
     deployments: list[Deployment]  # its launches; none when their commands are built from values
-    pods: int  # the pod templates in it (none: an HPA, a Service; it starts nothing)
+    podless: bool  # every object is of a kind that holds no pod (an HPA, a Service): it starts nothing
 
 
 def chart_template(ctx: Ctx) -> Template | None:
     """The launches written in a chart template, or None when it is not
     YAML even with its actions left out."""
     text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), ctx.text)
+    name = _chart_name(ctx) if _CHART_NAME.search(text) else None
+    if name is not None:
+        text = _CHART_NAME.sub(name, text)
     expressions: list[str] = []
     action_lines: set[int] = set()
     rows = []
@@ -60,7 +74,7 @@ def chart_template(ctx: Ctx) -> Template | None:
         rows.append(_ACTION.sub(hold, row))
     out: list[Deployment] = []
     problems: list[Problem] = []
-    pods = 0
+    podless = True
     for start, body in yaml_chunks("\n".join(rows)):
         try:
             obj = parse_text(body, source=ctx.display, fmt="yaml")
@@ -68,10 +82,10 @@ def chart_template(ctx: Ctx) -> Template | None:
             return None
         if not isinstance(obj, dict):
             continue
+        podless = podless and obj.get("kind") in _PODLESS
         lines = Lines(body, start + 1)
         meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         for path, pod, pod_meta, role in pod_templates(obj):
-            pods += 1
             literal = [c for i, c in enumerate(pod["containers"])
                        if isinstance(c, dict) and not _built(lines, path + ("containers", i), c, action_lines, rows)]
             if not literal:
@@ -89,7 +103,16 @@ def chart_template(ctx: Ctx) -> Template | None:
                         "source.template", "read from an unrendered Helm template: values written `{{ ... }}` are "
                         "not known, and template conditions are not evaluated", line=line,
                         hint="audit the output of `helm template` for the exact command"),)))
-    return Template(out, pods)
+    return Template(out, podless)
+
+
+def _chart_name(ctx: Ctx) -> str | None:
+    """The `name` of the chart's Chart.yaml (beside `templates/`), or None
+    when it is not there, not read or not a chart name."""
+    found = read_companion(ctx, ctx.path.parent.parent / "Chart.yaml")
+    chart = found.documents[0][0] if found is not None and found.documents else None
+    name = chart.get("name") if isinstance(chart, dict) else None
+    return name if isinstance(name, str) and _NAME.fullmatch(name) else None
 
 
 def _built(lines: Lines, path: tuple, container: dict[str, Any], action_lines: set[int], rows: list[str]) -> bool:
