@@ -343,7 +343,9 @@ def test_the_legacy_env_file_extra_args():
 
 @pytest.mark.parametrize("image, release", [("docker.io/vllm/vllm-openai:v0.23.0", "0.23.0"),
                                             ("vllm/vllm-openai-cpu:0.9.2", "0.9.2"), ("vllm/vllm-openai:latest", None),
-                                            ("lmcache/vllm-openai:v0.3.9", None)])
+                                            ("lmcache/vllm-openai:v0.3.9", None),
+                                            ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1", "0.10.1"),
+                                            ("opea/vllm-gaudi:1.2", None)])
 def test_release_hint_from_image_tags(image, release):
     assert from_image(image).version == release
 

@@ -407,6 +407,41 @@ def test_kubernetes_args_with_the_vllm_image_env_and_k8s_expansion(tmp_path):
     assert d.document["env"] == {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}
 
 
+@pytest.mark.parametrize("image, note", [
+    ("vllm/vllm-openai-cpu:v0.12.0", False), ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1", False),
+    ("opea/vllm-gaudi:latest", True), ("quay.io/rh-aiservices-bu/vllm-openai-ubi9:0.4.2", True)])
+def test_an_image_that_runs_vllm_given_only_arguments_is_a_launch(tmp_path, image, note):
+    # opea-project/GenAIExamples (15b0d46) runs vLLM as compose services, containers and
+    # `docker run`s of vLLM's CPU release images and of OPEA's builds, giving only the
+    # arguments: 86 launches in five repositories were neither read nor noted. vLLM's own
+    # images are known by name (docker/Dockerfile.cpu: ENTRYPOINT ["vllm", "serve"]);
+    # another image that names vLLM and is given `--model` is read so, and noted.
+    args = f"--model m --port 80 --kv-transfer-config '{NIXL}'"
+    compose = read_source(write(tmp_path / "compose.yaml", f"services:\n  vllm-service:\n    image: {image}\n"
+                                                           f"    command: >-\n      {args}\n"))
+    pod = read_source(write(tmp_path / "pod.yaml", POD + f"    - name: vllm\n      image: {image}\n"
+                                                          f"      args: [--model, m, --kv-transfer-config, '{NIXL}']\n"))
+    script = read_source(write(tmp_path / "run.sh", f"docker run -d -p 8000:80 -e HF_TOKEN=$T {image} {args}\n"))
+    for source in (compose, pod, script):
+        d = only(source)
+        assert (ktc(d)["kv_connector"], d.document["model"]) == ("NixlConnector", {"name": "m"})
+        presumed = [n for n in d.notes if n.code == "source.image_entrypoint"]
+        assert [n.message for n in presumed] == ([
+            f"the image `{image}` is taken to run vLLM's OpenAI server with these arguments: it names vLLM and is "
+            "given only vLLM's options, but it is not one of vLLM's release images and its entrypoint is not in "
+            "this file"] if note else [])
+
+
+@pytest.mark.parametrize("image, args", [
+    ("opea/vllm-gaudi:latest", ["--port", "80"]),                    # no model: not told it is vLLM's server
+    ("lmcache/lmstack-router:latest", ["--model", "m"]),             # names no vLLM
+    ("ghcr.io/org/vllm-router:1", ["serve", "--model", "m"]),        # a program of its own first
+])
+def test_an_image_not_taken_for_vllms_server(tmp_path, image, args):
+    pod = read_source(write(tmp_path / "pod.yaml", POD + f"    - name: c\n      image: {image}\n      args: {args}\n"))
+    assert pod.deployments == ()
+
+
 def test_a_manifest_with_anchors_aliases_and_merge_keys_is_read_as_kubernetes_reads_it(tmp_path):
     # kubectl takes anchors and merge keys (a Dynamo graph sharing its workers'
     # `envs: &worker-env`, for one, in highopes/pd-disaggregation-demo); they

@@ -29,7 +29,7 @@ from .dockerfile import DockerWords
 from .launch import apply_facts, config_from_fs, deployment, refuse
 from .release import from_image
 from .shell import argv_invocations
-from .shell_commands import VLLM_IMAGE
+from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .yamlread import YamlError, load
 
 __all__ = ["compose_file", "is_compose_name", "looks_like_compose"]
@@ -239,9 +239,11 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
     entrypoint = _words(service.get("entrypoint"), variables, words, line or 1)
     command = _words(service.get("command"), variables, words, line or 1) or []
     vllm_image = bool(image) and not has_unresolved(image) and bool(VLLM_IMAGE.search(image.split("@")[0]))
+    presumed = not entrypoint and not vllm_image and bool(image) and not has_unresolved(image) \
+        and presumed_server(image, command)
     if entrypoint:
         argv = entrypoint + command
-    elif vllm_image:
+    elif vllm_image or presumed:
         argv = ["vllm", "serve"] + command
         if command[:1] == ["serve"]:
             problems.append(ctx.problem("source.serve_twice", f"{where}: the vllm/vllm-openai image already runs "
@@ -266,6 +268,8 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
         inv.image = image or None
         inv.release = inv.release or (from_image(image) if image else None)
         inv.config_reader = reader
+        if presumed:
+            inv.notes.append(presumed_note(ctx, image, line))
         if len(found) > 1:
             inv.anchor = f"#services/{name}/{number}"
     apply_facts(found, ctx)

@@ -34,7 +34,7 @@ from .deployment import Deployment
 from .launch import apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
 from .shell import argv_invocations, run_script
-from .shell_commands import VLLM_IMAGE
+from .images import VLLM_IMAGE
 
 __all__ = ["dockerfile"]
 

@@ -32,7 +32,7 @@ from .marks import NO_LINES, Lines
 from .rayserve import ray_service
 from .release import from_image
 from .shell import argv_invocations
-from .shell_commands import VLLM_IMAGE
+from .images import VLLM_IMAGE, presumed_note, presumed_server
 
 __all__ = ["kubernetes", "Site", "pod_launches", "pod_templates", "config_maps_of", "labels_of"]
 
@@ -261,9 +261,13 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
            if not isinstance(v, str)]
     argv = [_k8s_expand(str(v), env) for v in (command or [])] + [_k8s_expand(scalar_text(v), env) for v in arguments]
     image = str(container.get("image") or "")
+    presumed = False
     if command is None:
         if not VLLM_IMAGE.search(image.split("@")[0]):
-            if find_vllm(argv) is None:
+            presumed = find_vllm(argv) is None and presumed_server(image, argv)
+            if presumed:
+                argv = ["vllm", "serve"] + argv
+            elif find_vllm(argv) is None:
                 return []
         else:
             if argv[:1] == ["serve"]:
@@ -275,6 +279,8 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
                              read_file=read_file)
     for inv in found:
         inv.line = line
+        if presumed:
+            inv.notes.append(presumed_note(ctx, image, line))
         if bad:
             inv.problems.append(ctx.problem("source.kubernetes", f"{where}: {', '.join(bad)} must be strings; "
                                             "Kubernetes rejects the manifest"))

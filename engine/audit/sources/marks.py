@@ -93,9 +93,6 @@ class _NoLines(Lines):
 
 NO_LINES = _NoLines()
 
-# vLLM's own images, whose tag names the release: vllm/vllm-openai:v0.23.0, vllm-openai-cpu:0.9.2.
-_RELEASE_TAG = re.compile(r"(?:^|/)vllm/vllm-openai(?:-[a-z0-9]+)?:v?(\d+\.\d+\.\d+)(?:$|[^0-9.])")
-
 
 def yaml_chunks(text: str) -> list[tuple[int, str]]:
     """Split a YAML stream at its document markers: (first line, text) each.

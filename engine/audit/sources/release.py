@@ -4,7 +4,8 @@ container image's tag, a ``pip install vllm==X.Y.Z`` pin, or a
 ``hma-policy.dev/facts`` annotation on Kubernetes).
 
 Only a tag of vLLM's own release image names a release
-(``vllm/vllm-openai:v0.21.0``, the same path on any registry or mirror:
+(``vllm/vllm-openai:v0.21.0``, its CPU builds ``vllm/vllm-openai-cpu`` and
+``public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo``; the same path on any registry or mirror:
 ``docker.io/``, ``ghcr.io/``, ``quay.io/``, ``public.ecr.aws/...``), with
 the build-variant suffixes vLLM's release scripts push beside it
 (``v0.20.1-cu129``, ``v0.20.1-x86_64-cu129-ubuntu2404``: the same release
@@ -34,6 +35,10 @@ VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev
 # the same release.
 _VARIANT = r"(?:-(?:x86_64|aarch64|arm64))?(?:-cu[0-9]+)?(?:-ubuntu[0-9]+)?(?:-zstd)?"
 _TAG_VERSION = re.compile(r"v?(" + VERSION.pattern + ")" + _VARIANT)
+# vLLM's release images: the CUDA one, its CPU build on Docker Hub, and the CPU builds on
+# Amazon's public registry that vLLM's CPU install docs pull (`vllm-cpu-release-repo:v0.10.2`).
+_RELEASE_IMAGES = ("vllm/vllm-openai", "vllm/vllm-openai-cpu", "q9t5s3a7/vllm-cpu-release-repo",
+                   "q9t5s3a7/vllm-arm64-cpu-release-repo")
 _ROCM_TAG_VERSION = re.compile(r"(?:^|_)vllm_(" + VERSION.pattern + r")(?:_|$)")
 
 
@@ -69,7 +74,7 @@ def from_image(image: str) -> ReleaseHint:
         return ReleaseHint(None, f"image {shown}: the image is not known from this file")
     path, tag, digest = split_image(image)
     # vLLM's release image, and its CPU build (vllm/vllm-openai-cpu), on any registry or mirror
-    official = any(path == image or path.endswith("/" + image) for image in ("vllm/vllm-openai", "vllm/vllm-openai-cpu"))
+    official = any(path == image or path.endswith("/" + image) for image in _RELEASE_IMAGES)
     rocm = path == "rocm/vllm" or path.endswith("/rocm/vllm")
     if not official and not rocm:
         return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag names no vLLM release")

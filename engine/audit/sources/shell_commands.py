@@ -11,12 +11,10 @@ import re
 from typing import NamedTuple
 
 from .detect import SHELLS
+from .images import VLLM_IMAGE
 
-__all__ = ["VLLM_IMAGE", "NOT_RUNNING", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
+__all__ = ["NOT_RUNNING", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
            "docker_run", "applied_file"]
-
-VLLM_IMAGE = re.compile(r"(^|/)vllm-openai(?:[:@]|$)")
-
 
 # Commands that never run their arguments: `echo vllm serve m` is no launch.
 NOT_RUNNING = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "sed", "awk", "cat", "tee", "test", "[", "[[", ":",

@@ -19,7 +19,8 @@ from ...core.errors import InputError
 from .detect import SHELLS
 from .launch import Invocation, config_from_fs
 from .release import ReleaseHint, from_pin
-from .shell_commands import (NOT_RUNNING, VLLM_IMAGE, applied_file, docker_run, name_operands, nested_script,
+from .images import VLLM_IMAGE, presumed_note, presumed_server
+from .shell_commands import (NOT_RUNNING, applied_file, docker_run, name_operands, nested_script,
                              only_markers, ssh_command)
 from .shell_expand import Expander, clobber, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, ASSIGNMENT, Flow
@@ -455,7 +456,7 @@ class Interpreter(Flow):
                     self.nested_text(Script(nested[0], line, False), scope, line, positional=nested[1][1:])
                 return nested is not None
             image = docker.image
-        elif VLLM_IMAGE.search(docker.image):
+        elif VLLM_IMAGE.search(docker.image) or presumed_server(docker.image, fields[docker.start:]):
             argv = ["vllm", "serve"] + fields[docker.start:]
             image = docker.image
             if fields[docker.start:docker.start + 1] == ["serve"]:
@@ -485,6 +486,8 @@ class Interpreter(Flow):
         paths = self.paths(command, scope, line, [*argv, *(a.text for a in launch_env.values())])
         inv = Invocation([Arg(a, origin) for a in argv], line, launch_env, self.place.anchor(line),
                          sequence=run.sequence, image=image, paths=paths)
+        if docker is not None and docker.entrypoint is None and not VLLM_IMAGE.search(docker.image):
+            inv.notes.append(presumed_note(run.ctx, docker.image, line))
         run.found.append(inv)
         if len(run.found) > run.ctx.limits.max_commands:
             run.limit("commands", f"more than {run.ctx.limits.max_commands} vLLM commands", line)

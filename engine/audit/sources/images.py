@@ -1,0 +1,45 @@
+"""Which container images run vLLM's OpenAI server when a container, a
+compose service or ``docker run`` gives them only arguments: then the
+launch is ``vllm serve ARGS``.
+
+vLLM's release images are known by name. Another image that names vLLM
+(``opea/vllm-gaudi``, ``quay.io/.../vllm-openai-ubi9``), given only
+arguments that start with an option and name the model with ``--model``,
+is read as vLLM's server too, since that is how such images are run; its
+entrypoint is not in the file, so the launch carries a note saying so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ...core.errors import Problem
+from .context import Ctx
+
+__all__ = ["VLLM_IMAGE", "presumed_server", "presumed_note"]
+
+# vLLM's release image vllm/vllm-openai, its CPU build vllm/vllm-openai-cpu, and the CPU
+# builds vLLM's release pipeline pushes to public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo and
+# vllm-arm64-cpu-release-repo: docker/Dockerfile and docker/Dockerfile.cpu end their
+# `vllm-openai` targets with ENTRYPOINT ["vllm", "serve"] (the api_server module before it,
+# which takes the same options). Images built on vllm-openai keep its name (lmcache/vllm-openai).
+VLLM_IMAGE = re.compile(r"(^|/)(?:vllm-openai(?:-cpu)?|vllm(?:-arm64)?-cpu-release-repo)(?:[:@]|$)")
+
+
+def presumed_server(image: str, args: Sequence[str]) -> bool:
+    """Whether ``image``, not one of vLLM's release images, is taken to run
+    vLLM's server with ``args``: its repository's name holds `vllm`, the
+    arguments start with an option and name the model with `--model` (an
+    image's own program, a router or a proxy, takes no `--model`)."""
+    repository = image.split("@")[0].rsplit("/", 1)[-1].split(":")[0]
+    return ("vllm" in repository.lower() and bool(args) and args[0].startswith("--")
+            and any(a == "--model" or a.startswith("--model=") for a in args))
+
+
+def presumed_note(ctx: Ctx, image: str, line: int | None) -> Problem:
+    """The note of a launch read through :func:`presumed_server`."""
+    return ctx.problem("source.image_entrypoint", f"the image `{image}` is taken to run vLLM's OpenAI server with "
+                       "these arguments: it names vLLM and is given only vLLM's options, but it is not one of vLLM's "
+                       "release images and its entrypoint is not in this file", line=line,
+                       hint="if the image runs something else, audit the file that gives its entrypoint")
