@@ -166,6 +166,24 @@ def test_a_vllm_config_file_is_the_deployment_vllm_serve_config_file(tmp_path):
     assert dict(d.origins)["kv_transfer_config"] == f"`{tmp_path / 'c.yaml'}`: --kv-transfer-config"
 
 
+def test_a_mapping_with_a_model_name_among_keys_of_its_own_is_no_vllm_config(tmp_path):
+    # vllm-project/vllm-ascend (182b75e): 84 test-harness files hold `model: "..."` beside
+    # `env_common: &env_common`, `deployment:` and `server_cmd:`. Taken for vLLM `--config`
+    # files, whose reader refuses anchors, each was a false input.parse problem. vLLM makes
+    # every key of a config file an option and refuses one it lacks: they are not configs.
+    harness = read_source(write(tmp_path / "DeepSeek-V3.yaml", (
+        'test_name: "pd"\nmodel: "vllm-ascend/DeepSeek-V3-W8A8"\nnum_nodes: 2\nenv_common: &env_common\n  A: 1\n'
+        "deployment:\n  - envs:\n      <<: *env_common\n    server_cmd: >\n      vllm serve m --kv-transfer-config "
+        '\'{"kv_connector": "MooncakeConnectorV1"}\'\n')))
+    assert (harness.deployments, harness.problems) == ((), ())
+    assert harness.skipped == "not a deployment document, vLLM config or Kubernetes manifest"
+    assert codes(harness.notes) == ["source.unrecognized"]  # it mentions a KV option: not silent
+    # A config of an older release's options, or with a misspelt one, is still a vLLM config.
+    old = read_source(write(tmp_path / "old.yaml", "model: m\nnum-scheduler-steps: 8\n"))
+    typo = read_source(write(tmp_path / "typo.yaml", "model: m\ntensor-paralel-size: 2\n"))
+    assert (old.format, typo.format) == ("vllm-config", "vllm-config")
+
+
 def test_false_in_a_config_file_is_an_explicit_enable_only_under_the_dash_spelling(tmp_path):
     dash = only(read_source(write(tmp_path / "a.yaml", "model: m\ndisable-hybrid-kv-cache-manager: false\n")))
     assert dash.document["disable_hybrid_kv_cache_manager"] is False

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...core.options import DECISION_OPTIONS
 from ...core.errors import suggest
-from ...core.optionlist import known_options
+from ...core.optionlist import known_options, known_releases, option_strings
 from ...core.schema import load_schema
 
 __all__ = ["SHELLS", "source_format", "classify", "mentions_vllm", "mention", "suffix", "basename", "MENTION_SUFFIXES",
@@ -109,6 +109,22 @@ def mention(text: str, names: tuple[str, ...] = ()) -> tuple[str, int] | None:
     return match.group(), text.count("\n", 0, match.start()) + 1
 
 
+@lru_cache(maxsize=1)
+def _any_release_options() -> frozenset[str]:
+    """Every option of every bundled release, as a config file's key (`_` for `-`)."""
+    return frozenset(flag[2:].replace("-", "_") for release in known_releases() for flag in option_strings(release))
+
+
+def _options_of_vllm(keys: set[str]) -> bool:
+    """Whether every key is an option of some vLLM release, or reads as a
+    misspelt one (which the vllm-config reader names). vLLM turns each key
+    of a `--config` file into an option and refuses one it lacks, so a
+    mapping with a `model` name among keys of its own (a test harness's
+    `model:` beside `deployment:` and `server_cmd:`) is not one."""
+    known = _any_release_options()
+    return all(key in known or suggest(key, known) for key in keys)
+
+
 def classify(value: Any, *, single: bool) -> str | None:
     """What a JSON or YAML value is: document, vllm-config, kubernetes, or
     None (not a deployment). ``single``: the file's only YAML document."""
@@ -124,12 +140,12 @@ def classify(value: Any, *, single: bool) -> str | None:
         return "document" if facts else None
     if "model_facts" in keys:
         return "document"
-    if single and isinstance(model, str):  # vLLM's is the model's name
+    if single and isinstance(model, str) and _options_of_vllm(keys):  # vLLM's is the model's name
         return "vllm-config"
     if keys & _DECISION_FIELDS and not unknown or keys & _KV_FIELDS and not unknown - _OPTIONS:
         return "document"
     options = {"--" + k.replace("_", "-") for k in value if isinstance(k, str)}
-    if single and options & set(DECISION_OPTIONS):
+    if single and options & set(DECISION_OPTIONS) and _options_of_vllm(keys):
         return "vllm-config"
     # A misspelt document: keep it a document so that validation names the typo.
     if unknown and all(suggest(k, DOC_FIELDS) for k in unknown):
