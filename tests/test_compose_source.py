@@ -109,6 +109,23 @@ def test_entrypoint_command_shell_scripts_extends_and_bind_mounted_configs(tmp_p
     assert mounted.release.version is None and "not vLLM's release image" in mounted.release.origin
 
 
+def test_a_service_that_only_extends_another_keeps_the_file_a_compose_file(tmp_path):
+    # opea-project/GenAIComps (8130a3f) comps/lvms/deployment/docker_compose/compose.yaml:
+    # `lvm-vllm: extends: lvm` has no image, build or command of its own; the whole file was
+    # skipped as "not a docker compose file", its vLLM services with it.
+    path = write(tmp_path / "compose.yaml", f"""services:
+  vllm-service:
+    image: vllm/vllm-openai:v0.10.1
+    command: [m, --kv-transfer-config, '{NIXL}']
+  lvm:
+    image: opea/lvm:latest
+  lvm-vllm:
+    extends: lvm
+""")
+    (d,) = read_source(path).deployments
+    assert (d.name, d.release.version, ktc(d)["kv_connector"]) == ("vllm-service", "0.10.1", "NixlConnector")
+
+
 def test_an_alias_bomb_is_refused_before_it_is_walked(tmp_path):
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "

@@ -44,10 +44,12 @@ def is_compose_name(name: str) -> bool:
 
 
 def looks_like_compose(value: Any) -> bool:
-    """A top-level `services` mapping of services (an image, a build or a command each)."""
+    """A top-level `services` mapping of services (an image, a build, a
+    command or the service it `extends`, each)."""
     services = value.get("services") if isinstance(value, dict) else None
     return isinstance(services, dict) and bool(services) and all(
-        isinstance(s, dict) and ("image" in s or "build" in s or "command" in s) for s in services.values())
+        isinstance(s, dict) and ("image" in s or "build" in s or "command" in s or "extends" in s)
+        for s in services.values())
 
 
 def compose_file(ctx: Ctx) -> SourceFile:
@@ -61,7 +63,7 @@ def compose_file(ctx: Ctx) -> SourceFile:
                                                                 line=exc.line),))
     if not looks_like_compose(value):
         return SourceFile(ctx.display, None, skipped="not a docker compose file (no services with an image, "
-                                                     "build or command)")
+                                                     "build, command or extends)")
     problems: list[Problem] = []
     variables, chain = _dotenv(ctx)
     out: list[Deployment] = []
