@@ -104,6 +104,17 @@ def test_another_tools_model_mapping_is_no_deployment(tmp_path, text):
         (), (), "not a deployment document, vLLM config or Kubernetes manifest")
 
 
+@pytest.mark.parametrize("text", [
+    "platforms:\n  - {name: nvidia, image: vllm/vllm-openai}\n",      # vllm-project/recipes platforms.yaml
+    "models:\n  - {name: qwen3, path: /models/qwen3}\n",                # semantic-router's models.example.yaml
+])
+def test_a_list_of_another_tools_things_is_no_misspelt_document(tmp_path, text):
+    # `platforms` reads as a misspelt `platform`, `models` as `model`: each file was an
+    # "error" deployment (input.schema, "unknown field `platforms`, did you mean `platform`").
+    source = read_source(write(tmp_path / "platforms.yaml", text))
+    assert (source.deployments, source.problems) == ((), ())
+
+
 def test_a_documents_misspelt_model_fact_is_still_a_document(tmp_path):
     source = read_source(write(tmp_path / "d.yaml", "model: {layer_kind: [mamba]}\n"))
     with pytest.raises(hma_policy.InputError) as info:

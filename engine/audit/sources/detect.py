@@ -147,7 +147,10 @@ def classify(value: Any, *, single: bool) -> str | None:
     options = {"--" + k.replace("_", "-") for k in value if isinstance(k, str)}
     if single and options & set(DECISION_OPTIONS) and _options_of_vllm(keys):
         return "vllm-config"
-    # A misspelt document: keep it a document so that validation names the typo.
-    if unknown and all(suggest(k, DOC_FIELDS) for k in unknown):
+    # A misspelt document: keep it a document so that validation names the typo. The typo
+    # must be of a KV field, or sit beside a field a decision reads: a list of `platforms` or
+    # of `models` is another tool's (vllm-project/recipes' platforms.yaml).
+    if unknown and all(suggest(k, DOC_FIELDS) for k in unknown) \
+            and (keys & _DECISION_FIELDS or any(suggest(k, _KV_FIELDS) for k in unknown)):
         return "document"
     return None
