@@ -540,6 +540,16 @@ def test_a_word_from_an_unset_variable_may_hold_options_and_says_so(tmp_path):
 
 # -- syntax ----------------------------------------------------------------------------------------------------
 
+def test_a_function_name_may_hold_dashes_dots_and_colons_as_bash_takes_it(tmp_path):
+    # vllm-project/tpu-inference (b8692ff) tests/test_generate_support_matrices.sh defines
+    # `buildkite-agent() {`: bash -n takes it; it was three source.shell_syntax problems.
+    source = read_source(write(tmp_path / "run.sh", "start-server() {\n  vllm serve m --kv-transfer-config "
+                                                    f"'{NIXL}' \"$@\"\n}}\nns::noop() {{ :; }}\nstart-server --port 1\n"))
+    assert source.problems == ()
+    d = only(source)
+    assert (d.line, ktc(d)["kv_connector"]) == (2, "NixlConnector")
+
+
 def test_shell_syntax_errors_are_located_and_reading_goes_on(tmp_path):
     source = read_source(write(tmp_path / "run.sh", f"IMAGE=<IMAGE_NAME>:<TAG>\nfi\nvllm serve m --kv-transfer-config '{NIXL}'\n"))
     assert [(p.code, p.line) for p in source.problems] == [("source.shell_syntax", 1), ("source.shell_syntax", 2)]

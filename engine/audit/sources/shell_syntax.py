@@ -39,6 +39,8 @@ _RESERVED = frozenset({"if", "then", "elif", "else", "fi", "do", "done", "case",
                        "in", "function", "select", "{", "}", "!", "[[", "]]", "time"})
 _REDIRECTIONS = frozenset({"&>>", "&>", "<<<", "<<-", "<<", "<>", "<&", ">>", ">&", ">|", "<", ">"})
 _HEREDOC_PLAIN = re.compile(r"[^\\$`\x00]+")
+# A function's name: bash takes more than a variable's (`buildkite-agent() {`, `ns::run() {`).
+_FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]*")
 
 
 class _Parser(Lexer):
@@ -301,7 +303,7 @@ class _Parser(Lexer):
                     redirects.append(self.redirect(descriptor))
                     continue
                 text = word.unquoted_literal()
-                if not words and not redirects and text and NAME.fullmatch(text) and self.peek().value == "(":
+                if not words and not redirects and text and _FUNCTION_NAME.fullmatch(text) and self.peek().value == "(":
                     self.take()
                     if self.take().value != ")":
                         raise self.error(f"`{text}(` must be `{text}()`", line)
