@@ -646,9 +646,14 @@ def test_walk_order_and_what_it_skips(tmp_path):
     # One path alone (nothing to deduplicate) gives the same order.
     assert walk([str(tmp_path)])[0] == files
     assert all(Path(path).as_posix() == display for display, path, _ in files)
+    # A hidden directory is listed (vllm-project/tpu-inference keeps launches in `.buildkite`,
+    # which the report passed over without a word); a version control system's is not.
     assert [(f.file, f.skipped) for f in skipped] == [
         (f"{top}/a-link", "a symbolic link to a directory (not followed)"),
+        (f"{top}/b/.hidden", "a hidden directory (not entered; give its path to audit it)"),
         (f"{top}/b/link", "a symbolic link to a directory (not followed)")]
+    (tmp_path / "b" / ".hidden" / "h.json").write_text('{"kv_transfer_config": null}')
+    assert [f.rsplit("/", 1)[-1] for f, _, _ in walk([str(tmp_path / "b" / ".hidden")])[0]] == ["h.json"]
     # A regular file is known plain from the listing; a link is not (the audit checks where it points).
     assert [(display.rsplit("/", 1)[-1], plain) for display, _, plain in walk([str(tmp_path)])[0]] == [
         ("a.json", True), ("w.json", True), ("y.json", True), ("x-link.json", False), ("z.json", True), ("x.json", True)]

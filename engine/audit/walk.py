@@ -4,7 +4,10 @@ name), whatever the file system.
 
 Directories are walked without following symbolic links to directories;
 hidden directories (``.git``, ``.venv``, ...), ``__pycache__`` and
-``node_modules`` are not entered. A file met through two of the paths is
+``node_modules`` are not entered. A hidden directory other than a version
+control system's is listed as skipped (``.buildkite`` and ``.github`` hold
+launch scripts), so that the report says what it did not read; naming it
+on the command line audits it. A file met through two of the paths is
 examined once.
 """
 
@@ -21,6 +24,9 @@ from .model import AuditError, FileResult
 __all__ = ["walk", "roots", "inside"]
 
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules"})
+# Version control systems' own folders: never a deployment's, not worth a line of the report.
+_VCS_DIRS = frozenset({".git", ".hg", ".svn", ".jj"})
+HIDDEN = "a hidden directory (not entered; give its path to audit it)"
 
 
 def inside(path: Path, roots: Sequence[Path]) -> bool:
@@ -76,7 +82,10 @@ def walk(paths: Sequence[str]) -> tuple[list[tuple[str, str, bool]], list[FileRe
             for entry in sorted(subdirectories, key=lambda e: e.name):
                 if entry.is_symlink():
                     skipped.append(FileResult(_posix(base / entry.name), None, 0, skipped="a symbolic link to a directory (not followed)"))
-                elif not entry.name.startswith(".") and entry.name not in _SKIP_DIRS:
+                elif entry.name.startswith("."):
+                    if entry.name not in _VCS_DIRS:
+                        skipped.append(FileResult(_posix(base / entry.name), None, 0, skipped=HIDDEN))
+                elif entry.name not in _SKIP_DIRS:
                     kept.append(os.path.join(directory, entry.name))
             stack.extend(reversed(kept))
             # Built once per directory: the display path as
