@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from hma_policy.audit.run import audit
 from hma_policy.audit.sources import find_deployments, read_source
 from hma_policy.core.dynamo_args import dynamo_vllm_argv
 from hma_policy.audit.sources.gotemplate import render
 from hma_policy.audit.sources.kserve import kv_transfer_config, strategic_merge
 from hma_policy.audit.sources.release import from_image
+from hma_policy.core.markers import plain
 from sourcefiles import write
 
 CORPUS = Path(__file__).resolve().parent / "fleet_corpus"
@@ -200,6 +202,16 @@ def test_go_template_conditions_values_and_functions():
     assert render(text, data, {"f": lambda v: v.upper()}) == "m --tp 2 --plain X"
 
 
+def test_go_template_pipelines_pass_each_value_on_as_the_last_argument():
+    data = {"Values": {"tag": "", "name": "n"}, "Chart": {"appVersion": "v0.19.1"}}
+    default = {"default": lambda fallback, value=None: value or fallback}
+    assert render('{{ .Values.tag | default .Chart.AppVersion }}/{{ .Values.name | default "x" }}', data, default) \
+        == "v0.19.1/n"
+    # A command it does not know leaves the whole action unknown, as the action is written.
+    assert plain(render("{{ .Values.name | quote }}", data, default)) == "{{ .Values.name | quote }}"
+    assert plain(render("{{ .Values.name | }}", data, default)) == "{{ .Values.name | }}"
+
+
 # -- NVIDIA Dynamo -----------------------------------------------------------------------------
 
 def test_dynamo_vllm_default_and_listed_connectors():
@@ -302,6 +314,50 @@ def test_a_chart_template_takes_the_charts_name_from_chart_yaml():
     found = read("GoogleCloudPlatform__kubernetes-engine-samples/app-design-center/ai-inference/templates/deployment.yaml")
     (d,) = found.deployments
     assert (found.format, d.container, d.line) == ("helm-template", "gemma", 32)
+
+
+def test_a_chart_templates_image_names_its_release_with_the_charts_default_values():
+    # GoogleCloudPlatform/kubernetes-engine-samples (2b50365), app-design-center/ai-inference:
+    # `image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"`, and values.yaml
+    # gives vllm/vllm-openai and v0.19.1.
+    found = read("GoogleCloudPlatform__kubernetes-engine-samples/app-design-center/ai-inference/templates/deployment.yaml")
+    (d,) = found.deployments
+    assert d.release == ("0.19.1", "image tag vllm/vllm-openai:v0.19.1, the chart's default ("
+                         + str(CORPUS / "GoogleCloudPlatform__kubernetes-engine-samples/app-design-center/ai-inference/"
+                               "values.yaml") + ")")
+    assert [Path(p).name for p in d.chain] == ["deployment.yaml", "values.yaml"]
+    assert "source.release_unknown" not in [n.code for n in d.notes]
+    assert d.notes[-1].message.startswith("read from an unrendered Helm template: values written `{{ ... }}` are not "
+                                          "known (the image's are the chart's defaults, for the release it names)")
+    # So the audit checks the command line against 0.19.1's own parser: two of its options are gone
+    # (regression: the note showed the reader's markers, NUL characters, around the Deployment's name).
+    report = audit([str(CORPUS / "GoogleCloudPlatform__kubernetes-engine-samples/app-design-center/ai-inference")])
+    (entry,) = report.entries
+    assert [n.message for n in entry.deployment.notes if n.code == "source.option_not_in_release"] == [
+        f"vLLM 0.19.1 rejects the unrecognized argument `{option}` (Deployment {{{{ include \"gemma.fullname\" . }}}}, "
+        "container gemma): the launch does not start" for option in ("--disable-log-requests", "--num-scheduler-steps")]
+
+
+def test_a_chart_default_image_that_names_no_release_leaves_it_unknown(tmp_path):
+    template = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n"
+                "    spec:\n      containers:\n      - name: vllm\n        image: \"{{ .Values.image }}:"
+                "{{ .Values.tag | default .Chart.AppVersion }}\"\n        command: [vllm, serve, m]\n")
+    chart = tmp_path / "chart"
+    write(chart / "Chart.yaml", "name: c\nappVersion: v0.21.0\n")
+    deployment = write(chart / "templates" / "deployment.yaml", template)
+    write(chart / "values.yaml", "image: vllm/vllm-openai\ntag: ''\n")
+    (d,) = read_source(deployment, roots=(tmp_path,)).deployments  # an empty tag: `default` gives the chart's appVersion
+    assert d.release.version == "0.21.0" and [Path(p).name for p in d.chain] == ["deployment.yaml", "values.yaml"]
+    # The aibrix regression chart's defaults are an SGLang image: the release stays unknown, as written.
+    write(chart / "values.yaml", "image: example.com/aibrix:sglang\ntag: v0.4.9\n")
+    (d,) = read_source(deployment, roots=(tmp_path,)).deployments
+    assert d.release == (None, 'image {{ .Values.image }}:{{ .Values.tag | default .Chart.AppVersion }}: '
+                               'the image is not known from this file')
+    assert [Path(p).name for p in d.chain] == ["deployment.yaml"]
+    write(chart / "values.yaml", "image: vllm/vllm-openai\n")  # no tag, and no appVersion to default to
+    write(chart / "Chart.yaml", "name: c\n")
+    (d,) = read_source(deployment, roots=(tmp_path,)).deployments
+    assert d.release.version is None and "source.release_unknown" in [n.code for n in d.notes]
 
 
 def test_llm_d_modelservice_values_run_vllm_serve_with_the_container_args():

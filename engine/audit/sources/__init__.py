@@ -194,13 +194,14 @@ def _as_written(found: SourceFile) -> SourceFile:
 
 def _deployment_as_written(d: Deployment) -> Deployment:
     texts = (d.anchor, d.name or "", d.container or "", d.role or "", *(v for _, v in d.resource),
-             *(v for _, v in d.origins))
+             *(v for _, v in d.origins), *(v for _, v in d.options))
     problems, notes = _problems_as_written(d.problems), _problems_as_written(d.notes)
     if not any("\x00" in t or "\x01" in t for t in texts) and problems is d.problems and notes is d.notes:
         return d
     return d.replace(anchor=plain(d.anchor), name=_optional(d.name), container=_optional(d.container),
                      role=_optional(d.role), resource=tuple((k, plain(v)) for k, v in d.resource),
-                     origins=tuple((k, plain(v)) for k, v in d.origins), problems=problems, notes=notes)
+                     origins=tuple((k, plain(v)) for k, v in d.origins),
+                     options=tuple((k, plain(v)) for k, v in d.options), problems=problems, notes=notes)
 
 
 def _problems_as_written(problems: tuple[Problem, ...]) -> tuple[Problem, ...]:

@@ -1,7 +1,8 @@
 """The few Go template constructs controller presets put in container
 commands (KServe's LLMInferenceServiceConfig): ``{{ .Spec.A.B }}``, ``{{ if
-X }}...{{ else }}...{{ end }}``, ``or``/``and``/``not``, and the functions a
-caller supplies (``kvTransferConfig``). Anything else renders as an
+X }}...{{ else }}...{{ end }}``, ``or``/``and``/``not``, the functions a
+caller supplies (``kvTransferConfig``, Sprig's ``default``), and pipelines of
+them (``{{ .Values.tag | default "v1" }}``). Anything else renders as an
 unresolved marker. Nothing is executed; a condition on a value the files do
 not hold is taken as false (the flags such conditions add, TLS or parallel
 sizes, are not read by the decision)."""
@@ -19,6 +20,7 @@ __all__ = ["render", "go_field"]
 _ACTION = re.compile(r"\{\{(-?)\s*(.*?)\s*(-?)\}\}", re.S)
 _WORDS = re.compile(r"`[^`]*`|\"(?:[^\"\\]|\\.)*\"|\(|\)|[^\s()]+")
 _NAMES = {"KVCacheOffloading": "kvCacheOffloading"}
+_UNKNOWN = object()  # what a command the renderer does not know gives: the action stays unresolved
 
 
 def go_field(name: str) -> str:
@@ -75,11 +77,25 @@ def _evaluate(expression: str, data: Mapping[str, Any], functions: Mapping[str, 
     words = _WORDS.findall(expression)
     if not words:
         return None
-    if "|" in words or "(" in words:
+    commands: list[list[str]] = [[]]
+    for word in words:  # a pipeline: each command's value is the next one's last argument
+        if word == "|":
+            commands.append([])
+        else:
+            commands[-1].append(word)
+    if "(" in words or not all(commands):
         return unresolved("{{ " + expression[:40] + " }}")
-    head, args = words[0], [_operand(w, data) for w in words[1:]]
+    value = _command(commands[0], data, functions, ())
+    for command in commands[1:]:
+        value = value if value is _UNKNOWN else _command(command, data, functions, (value,))
+    return unresolved("{{ " + expression[:40] + " }}") if value is _UNKNOWN else value
+
+
+def _command(words: list[str], data: Mapping[str, Any], functions: Mapping[str, Callable[..., Any]],
+             piped: tuple[Any, ...]) -> Any:
+    head, args = words[0], [*(_operand(w, data) for w in words[1:]), *piped]
     if head.startswith(".") or head[:1] in "\"`" or head.isdigit():
-        return _operand(head, data)
+        return _UNKNOWN if piped else _operand(head, data)
     if head == "or":
         return next((a for a in args if a), args[-1] if args else None)
     if head == "and":
@@ -88,7 +104,7 @@ def _evaluate(expression: str, data: Mapping[str, Any], functions: Mapping[str, 
         return not args[0] if args else True
     if head in functions:
         return functions[head](*args)
-    return unresolved("{{ " + expression[:40] + " }}")
+    return _UNKNOWN
 
 
 def _operand(word: str, data: Mapping[str, Any]) -> Any:

@@ -7,7 +7,13 @@ not know (unresolved: a launch is decided only when the decision does not
 read it). A container whose ``command`` or ``args`` a template action builds
 (``{{- range .Values.extraArgs }}``) is not read: its arguments come from
 the chart's values, and the launch is found at the values file or in the
-output of ``helm template``."""
+output of ``helm template``.
+
+One value is taken from the chart's defaults: the container's image, for the
+vLLM release it names. Where the chart's ``values.yaml`` gives every value
+the image is written with, and the image so made is vLLM's release image
+with a release in its tag, that release decides the launch, and its origin
+says it is the chart's default (an install may give another image)."""
 
 from __future__ import annotations
 
@@ -19,9 +25,11 @@ from ...core.errors import InputError, Problem
 from ...core.input import parse_text
 from .companions import read_companion
 from .context import Ctx
+from .gotemplate import render
 from .deployment import Deployment
 from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines, yaml_chunks
+from .release import ReleaseHint, from_image
 
 __all__ = ["in_chart", "chart_template", "Template"]
 
@@ -75,6 +83,7 @@ def chart_template(ctx: Ctx) -> Template | None:
     out: list[Deployment] = []
     problems: list[Problem] = []
     podless = True
+    chart = _Chart(ctx)
     for start, body in yaml_chunks("\n".join(rows)):
         try:
             obj = parse_text(body, source=ctx.display, fmt="yaml")
@@ -91,17 +100,19 @@ def chart_template(ctx: Ctx) -> Template | None:
             if not literal:
                 continue
             held = _values(dict(pod, containers=literal), expressions)
-            site = Site(str(obj.get("kind")), _values(str(meta.get("name") or ""), expressions),
-                        _values(str(meta.get("namespace") or ""), expressions), str(obj.get("apiVersion")), role,
-                        format="helm-template")
             for container in literal:
                 index = pod["containers"].index(container)
                 line = lines.first((*path, "containers", index, "name"), (*path, "containers", index))
+                release, values_file = chart.release(container.get("image"), expressions)
+                site = Site(str(obj.get("kind")), _values(str(meta.get("name") or ""), expressions),
+                            _values(str(meta.get("namespace") or ""), expressions), str(obj.get("apiVersion")), role,
+                            merged_from=(ctx.display, values_file) if values_file else (), format="helm-template")
                 for d in pod_launches(ctx, dict(held, containers=[held["containers"][literal.index(container)]]),
-                                      pod_meta, site, lines, path, {}, problems, line=line):
+                                      pod_meta, site, lines, path, {}, problems, line=line, release=release):
                     out.append(d.replace(notes=d.notes + (ctx.problem(
                         "source.template", "read from an unrendered Helm template: values written `{{ ... }}` are "
-                        "not known, and template conditions are not evaluated", line=line,
+                        f"not known{_IMAGE_DEFAULT if release else ''}, and template conditions are not evaluated",
+                        line=line,
                         hint="audit the output of `helm template` for the exact command"),)))
     return Template(out, podless)
 
@@ -109,10 +120,55 @@ def chart_template(ctx: Ctx) -> Template | None:
 def _chart_name(ctx: Ctx) -> str | None:
     """The `name` of the chart's Chart.yaml (beside `templates/`), or None
     when it is not there, not read or not a chart name."""
-    found = read_companion(ctx, ctx.path.parent.parent / "Chart.yaml")
-    chart = found.documents[0][0] if found is not None and found.documents else None
-    name = chart.get("name") if isinstance(chart, dict) else None
+    name = _chart_file(ctx, "Chart.yaml")[0].get("name")
     return name if isinstance(name, str) and _NAME.fullmatch(name) else None
+
+
+def _chart_file(ctx: Ctx, name: str) -> tuple[dict[str, Any], str | None]:
+    """The mapping a file of the chart (beside `templates/`) holds, and how
+    the report names that file; ({}, None) when it is not there or not read."""
+    found = read_companion(ctx, ctx.path.parent.parent / name)
+    value = found.documents[0][0] if found is not None and len(found.documents) == 1 else None
+    return (value, found.display) if isinstance(value, dict) and found is not None else ({}, None)
+
+
+_IMAGE_DEFAULT = " (the image's are the chart's defaults, for the release it names)"
+
+
+class _Chart:
+    """The chart's default values, read once a template needs them."""
+
+    def __init__(self, ctx: Ctx):
+        self.ctx = ctx
+        self._values: tuple[dict[str, Any], str | None] | None = None
+
+    def release(self, image: Any, expressions: list[str]) -> tuple[ReleaseHint | None, str | None]:
+        """The release the image names with the chart's default values, and
+        how the report names the values file, when every value it is
+        written with is there and the image so made names a release; else
+        (None, None): the image stays unknown."""
+        if not isinstance(image, str) or not _PLACEHOLDER.search(image):
+            return None, None
+        if self._values is None:
+            self._values = self._read()
+        values, shown = self._values
+        if shown is None:
+            return None, None
+        written = _PLACEHOLDER.sub(lambda m: expressions[int(m.group(1))], image)
+        hint = from_image(render(written, values, _FUNCTIONS))
+        if hint.version is None:  # a value the defaults do not give stays unknown, and names no release
+            return None, None
+        return ReleaseHint(hint.version, f"{hint.origin}, the chart's default ({shown})"), shown
+
+    def _read(self) -> tuple[dict[str, Any], str | None]:
+        values, shown = _chart_file(self.ctx, "values.yaml")
+        chart = _chart_file(self.ctx, "Chart.yaml")[0]
+        return {"Values": values, "Chart": chart}, shown
+
+
+# Sprig's `default` (`{{ .Values.image.tag | default .Chart.AppVersion }}`): its first
+# argument where the value is empty or missing.
+_FUNCTIONS = {"default": lambda fallback, value=None: value if value not in (None, "", 0, False, [], {}) else fallback}
 
 
 def _built(lines: Lines, path: tuple, container: dict[str, Any], action_lines: set[int], rows: list[str]) -> bool:

@@ -30,7 +30,7 @@ from .deployment import Deployment
 from .launch import Invocation, deployment, refuse
 from .marks import NO_LINES, Lines
 from .rayserve import ray_service
-from .release import from_image
+from .release import ReleaseHint, from_image
 from .shell import argv_invocations
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 
@@ -179,11 +179,13 @@ _INJECT_LABEL, _ENGINE_ANNOTATION, _CONTAINER_ANNOTATION = \
 def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines: Lines, path: tuple,
                  config_maps: Mapping[tuple[str, str], dict[str, Any]], problems: list[Problem], *,
                  object_meta: Any = None, env: Mapping[str, str | None] | None = None,
-                 line: int | None = None, qualify: bool = True) -> list[Deployment]:
+                 line: int | None = None, qualify: bool = True, release: ReleaseHint | None = None) -> list[Deployment]:
     """The launches of one pod spec at ``path`` of its document. ``env``:
     variables every container has before its own (a controller's);
     ``line``: where a pod spec built by a reader (not in the file as such)
-    is reported; ``qualify``: the role is part of the launch's id."""
+    is reported; ``qualify``: the role is part of the launch's id;
+    ``release``: the one a reader read for the containers' image, instead of
+    the image as written (a chart template's default values)."""
     facts_text = _annotation(pod_meta) or _annotation(object_meta)
     containers: list[Any] = pod["containers"] if isinstance(pod.get("containers"), list) else []
     volumes: dict[Any, dict[str, Any]] = {v["name"]: v for v in pod.get("volumes") or []
@@ -207,7 +209,7 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
             inv.resource = site.resource()
             inv.container, inv.role, inv.chain = cname, site.role, site.merged_from
             image = container.get("image")
-            inv.release = from_image(image) if isinstance(image, str) and image else None
+            inv.release = release or (from_image(image) if isinstance(image, str) and image else None)
             inv.config_reader = reader
             if injected and (cname == inject_into or (inject_into is None and index == 0)) \
                     and not any(re.match(r"--kv[-_]transfer[-_]config", a.text) for a in inv.argv):
