@@ -30,7 +30,11 @@ def read(tmp_path: Path, text: str, name: str = "run.py"):
 
 
 def decided(deployment) -> tuple[str, bool | None]:
-    decision = hma_policy.decide(deployment.document)
+    return decided_document(deployment.document)
+
+
+def decided_document(document) -> tuple[str, bool | None]:
+    decision = hma_policy.decide(document)
     return decision.outcome, decision.hma_enabled
 
 
@@ -654,6 +658,36 @@ LLM("m", kv_transfer_config=PREFILL if sys.argv[1] == "prefill" else LMCACHE)
         (8, "error", [])]  # NixlConnector on one path, LMCacheConnectorV1 on the other: not known
     assert "the decision is the same on each of the 2 paths" in report.entries[0].deployment.notes[0].message
     assert report.entries[1].decision["errors"][0]["code"] == "source.unresolved"
+
+
+def test_a_choice_in_a_command_string_is_read_on_each_path_as_a_command_lists_is(tmp_path):
+    # Found in a survey of public launchers (NVIDIA/NeMo-Skills serve_vllm.py builds its command
+    # string with `+ (" ..." if c else "")`): the option that turns HMA off, added on one branch,
+    # was read into the model's name (or noted only), and the launch decided enabled.
+    (tmp_path / "run.py").write_text("""\
+import os, subprocess, sys
+off = len(sys.argv) > 1
+verbose = os.environ.get("VERBOSE") == "1"
+subprocess.run("vllm serve m" + (" --disable-hybrid-kv-cache-manager" if off else ""), shell=True)
+extra = "--disable-hybrid-kv-cache-manager" if off else ""
+os.system(f"vllm serve m {extra}")
+subprocess.run("vllm serve m --port 1" + (' | grep -v "200 OK"' if verbose else ""), shell=True)
+subprocess.Popen(("vllm serve m " + ("--kv-transfer-config {}" if off else "")).split())
+""", encoding="utf-8")
+    report = audit([str(tmp_path / "run.py")])
+    assert [(e.deployment.line, e.decision["outcome"], [n.code for n in e.deployment.notes]) for e in report.entries] == [
+        (4, "error", []),  # disabled on one path, enabled on the other: not known
+        (6, "error", []),
+        (7, "enabled", ["source.unresolved_unused"]),  # a pipe on one path: the same decision on each
+        (8, "error", [])]  # `{}` is no valid KV configuration: vLLM refuses it on one path only
+    assert [e.decision["errors"][0]["message"] for e in report.entries[:2]] == [
+        "line 4: the command also takes `' --disable-hybrid-kv-cache-manager' if off else ''` (which is chosen when "
+        "the script runs), which may hold options",
+        "line 6: the command also takes `'--disable-hybrid-kv-cache-manager' if off else ''` (which is chosen when "
+        "the script runs), which may hold options"]
+    assert report.entries[2].deployment.notes[0].message.endswith("the decision is the same on each of the 2 paths")
+    assert [(which, decided_document(document)) for which, document in report.entries[0].deployment.paths] == [
+        ("path 1 of 2, where `off` is true", ("disabled", False)), ("path 2 of 2, where `off` is false", ("enabled", True))]
 
 
 def test_a_modal_image_pin_gives_the_release_of_every_launch_in_the_file(tmp_path):

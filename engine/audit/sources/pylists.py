@@ -17,7 +17,7 @@ import ast
 import itertools
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from ...core.markers import unresolved
 from ...core.options import Arg, find_vllm
@@ -28,6 +28,7 @@ __all__ = ["CommandLists", "Readings", "names_server"]
 
 # A command list's words, and its words on each path through the choices it holds (see readings).
 Readings = tuple[list[Arg], tuple[tuple[str, list[Arg]], ...]]
+_Read = TypeVar("_Read")  # what one reading gives: a command's words, or the string a shell runs
 
 
 class CommandLists(Script):
@@ -104,9 +105,9 @@ class CommandLists(Script):
             words += self._grown_elsewhere(name, scope)
         return words
 
-    def readings(self, read: Callable[[], list[Arg]]) -> Readings:
+    def readings(self, read: Callable[[], _Read]) -> tuple[_Read, tuple[tuple[str, _Read], ...]]:
         """The words ``read()`` gives (a command list's here, an engine call's
-        in python.py), with each choice the script makes when it runs
+        in python.py; or the string a script runs as a command line), with each choice the script makes when it runs
         (``a if c else b``) left open; and, where there are one or
         two such choices, the words once per combination of branches (at
         most four paths, each named by the branches it takes), which the

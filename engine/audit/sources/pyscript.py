@@ -424,7 +424,24 @@ class Script:
             return as_word(found) if isinstance(found, Unknown) else self.text(found[0], found[1], depth + 1)
         if dotted_name(node) == INTERPRETER:
             return "python"
+        if isinstance(node, ast.IfExp):
+            return self._choice(node, scope, depth)
         return _shown(self.value(node, scope, depth), node)
+
+    def _choice(self, node: ast.IfExp, scope: Any, depth: int) -> str:
+        """``a if c else b`` in a string: the branch taken (value()), or, where
+        the script chooses when it runs, a value not known, with the blanks
+        every branch that gives text starts and ends with: the shell then
+        splits it off as words of its own (`"vllm serve m" + (" --opt" if c
+        else "")`), as it will whichever branch the script takes."""
+        shown = _shown(self.value(node, scope, depth), node)
+        if not has_unresolved(shown) or self.chosen.get(id(node)) is not None:
+            return shown
+        given = [text for text in (self.text(node.body, scope, depth + 1), self.text(node.orelse, scope, depth + 1))
+                 if text]
+        lead = " " if given and all(text[0].isspace() for text in given) else ""
+        trail = " " if given and all(text[-1].isspace() for text in given) else ""
+        return lead + shown + trail
 
     def _field(self, part: ast.expr, scope: Any, depth: int) -> str:
         """One piece of an f-string: its literal text, or a field as ``str()`` shows it."""

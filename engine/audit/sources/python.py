@@ -105,17 +105,21 @@ _HELD = re.compile("\x00([0-9]+)\x00")
 
 
 class _Shell(NamedTuple):
-    """A command line the script runs through a shell, as the string it builds."""
+    """A command line the script runs through a shell, as the string it
+    builds; and that string once per choice the script makes when it runs
+    (``paths``: which branches, the string), where it makes one or two."""
 
     text: str
+    paths: tuple[tuple[str, str], ...] = ()
 
 
 class _Split(NamedTuple):
     """A command line the script splits into words: ``cmd.split()``, or
-    ``shlex.split(cmd)`` (``shell_like``)."""
+    ``shlex.split(cmd)`` (``shell_like``); ``paths`` as a _Shell's."""
 
     text: str
     shell_like: bool
+    paths: tuple[tuple[str, str], ...] = ()
 
 
 # The Python that parses the files: a file may use the syntax of a later one (an audit on 3.11 of a 3.12 f-string).
@@ -194,12 +198,16 @@ class _Reader(CommandLists):
             if isinstance(launch, str):
                 out.append(self._deployment(cast(ast.Call, node), scope, launch, env, release))
             elif isinstance(launch, _Shell):
-                out += self._shell_deployments(launch.text, node.lineno, env, release)
+                out += self._shell_deployments(launch, node.lineno, env, release)
             elif isinstance(launch, _Split):
                 split = _split(launch.text, launch.shell_like)
                 if split is not None and find_vllm(split) is not None:
-                    out.append(self._command_deployment([Arg(w, f"line {node.lineno}") for w in split], (), node.lineno,
-                                                        env, release))
+                    split_paths = [(which, _split(text, launch.shell_like)) for which, text in launch.paths]
+                    paths = tuple((which, [Arg(w, f"line {node.lineno}") for w in words])
+                                  for which, words in split_paths if words is not None)
+                    out.append(self._command_deployment([Arg(w, f"line {node.lineno}") for w in split],
+                                                        paths if len(paths) == len(launch.paths) else (),
+                                                        node.lineno, env, release))
             else:
                 out.append(self._command_deployment(*launch, node.lineno, env, release))
         return out
@@ -230,9 +238,10 @@ class _Reader(CommandLists):
                      if (passed := self.passed(string.id, function, call, where)) is not None]
         out: list[tuple[ast.expr, Any, _Shell | _Split]] = []
         for expr, where, at in sites:
-            text = self.text(expr, where)
+            # A choice the script makes (`" --opt" if c else ""`) is read once per branch, as a command list's is.
+            text, paths = self.readings(lambda: self.text(expr, where))
             if "vllm" in text:
-                out.append((at, where, _Shell(text) if how == "shell" else _Split(text, how == "shlex")))
+                out.append((at, where, _Shell(text, paths) if how == "shell" else _Split(text, how == "shlex", paths)))
         return out
 
     def _string_command(self, node: ast.Call | ast.List | ast.Tuple, scope: Any) -> tuple[ast.expr, str] | None:
@@ -272,12 +281,28 @@ class _Reader(CommandLists):
             return None
         return display.elts[len(words) - len(found[1]) - 1], "shell"
 
-    def _shell_deployments(self, text: str, line: int, env: dict[str, Arg],
+    def _shell_deployments(self, launch: _Shell, line: int, env: dict[str, Arg],
                            release: ReleaseHint | None) -> list[Deployment]:
         """The launches of a string the script runs through a shell, read as
         a container's ``sh -c`` string is (its unknown pieces are values not
-        known), each at the line of the call."""
+        known), each at the line of the call. Where the script chooses part
+        of the string when it runs, each launch is read again on each path,
+        as a shell script's are, provided each path's string runs the same
+        launches and the shell's own reading made no paths."""
         problems: list[Problem] = []
+        found = self._shell_read(launch.text, line, env, problems)
+        readings = [(which, self._shell_read(text, line, env, [])) for which, text in launch.paths]
+        if readings and all(len(on_path) == len(found) for _, on_path in readings) and not any(i.paths for i in found):
+            for index, inv in enumerate(found):
+                inv.paths = tuple((which, on_path[index].argv, on_path[index].env) for which, on_path in readings)
+        for inv in found:
+            inv.release = inv.release or release
+            inv.problems = problems + inv.problems  # (the string's own: it cannot be read whole)
+        apply_facts(found, self.ctx)
+        return [deployment(inv, self.ctx, "python") for inv in found]
+
+    def _shell_read(self, text: str, line: int, env: dict[str, Arg], problems: list[Problem]) -> list[Invocation]:
+        """The launches a shell reads in ``text``, their words as written."""
         # The markers are held aside while the shell reads the string: a marker's name and reason
         # are Python source and words, whose quotes would end the shell's own.
         held, plain = _held(text)
@@ -287,10 +312,7 @@ class _Reader(CommandLists):
             inv.argv, inv.env = _restored_words(inv.argv, held), _restored_env(inv.env, held)
             inv.paths = tuple((which, _restored_words(argv, held), _restored_env(path_env, held))
                               for which, argv, path_env in inv.paths)
-            inv.release = inv.release or release
-            inv.problems = problems + inv.problems  # (the string's own: it cannot be read whole)
-        apply_facts(found, self.ctx)
-        return [deployment(inv, self.ctx, "python") for inv in found]
+        return found
 
     def _only_hands_on(self, call: ast.Call, scope: Any) -> bool:
         """Whether ``call`` only passes on an EngineArgs object whose own call
