@@ -309,6 +309,33 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
     assert (found.skipped, [p.code for p in found.problems]) == (None, ["input.parse"])
 
 
+def test_a_chart_template_whose_containers_all_run_no_vllm_is_skipped_not_a_problem(tmp_path):
+    # kaito-project/kaito (056b828), charts/: a chainlit UI Deployment whose script names vLLM
+    # in a `case`, a ConfigMap of vLLM settings and a CustomResourceDefinition were each a
+    # false input.parse problem (their `{{ ... }}` keys), though the template reader reads them.
+    ui = write(tmp_path / "chart" / "templates" / "deployment.yaml", (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ include \"inference.fullname\" . }}\n"
+        "  labels:\n    {{- include \"inference.labels\" . | nindent 4 }}\nspec:\n  template:\n    spec:\n"
+        "      containers:\n      - name: ui\n        image: python:3.12\n        command: [sh, -c]\n"
+        "        args:\n        - |\n          case \"$RUNTIME\" in vllm) echo vllm ;; esac\n"
+        "          chainlit run app.py\n"))
+    found = read_source(ui)
+    assert (found.deployments, found.problems, found.skipped) == (
+        (), (), "a Helm chart template whose containers, all written in it, run no vLLM")
+    params = write(tmp_path / "chart" / "templates" / "inference-params.yaml", (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inference-params-template\n"
+        "  namespace: {{ .Release.Namespace }}\ndata:\n  inference_config.yaml: |\n    vllm:\n"
+        "      cpu-offload-gb: 0\n      gpu-memory-utilization: 0.95\n"))
+    assert read_source(params).skipped == "a Helm chart template of objects that hold no pod (an autoscaler, a Service, ...)"
+    # A container whose args the chart's values build is still not known: the file stays one problem.
+    built = write(tmp_path / "chart" / "templates" / "server.yaml", (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n"
+        "    spec:\n      containers:\n      - name: ui\n        image: python:3.12\n"
+        "      - name: vllm\n        image: vllm/vllm-openai\n        args:\n"
+        "        {{- range .Values.args }}\n        - {{ . }}\n        {{- end }}\n"))
+    assert [p.code for p in read_source(built).problems] == ["input.parse"]
+
+
 def test_a_chart_template_takes_the_charts_name_from_chart_yaml():
     # Helm fills `{{ .Chart.Name }}` from Chart.yaml (`name: gemma`), whatever the values.
     found = read("GoogleCloudPlatform__kubernetes-engine-samples/app-design-center/ai-inference/templates/deployment.yaml")

@@ -121,6 +121,9 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 if template is not None and template.podless:  # an HPA's `vllm:...` metric is no launch
                     return SourceFile(ctx.display, None, skipped="a Helm chart template of objects that hold "
                                                                  "no pod (an autoscaler, a Service, ...)")
+                if template is not None and template.read_whole:  # a UI's Deployment that only names vLLM
+                    return SourceFile(ctx.display, None, skipped="a Helm chart template whose containers, all "
+                                                                 "written in it, run no vLLM")
                 problems = problems[:1]
             # The stream's other documents are Kubernetes objects (a Secret's `{{HF_TOKEN}}` for the
             # reader to fill in beside a Deployment): the file is a manifest, and its launches are read.

@@ -45,7 +45,9 @@ _NAME = re.compile(r"[a-z][a-z0-9-]*")
 _PODLESS = frozenset({"HorizontalPodAutoscaler", "PodDisruptionBudget", "Service", "Ingress", "NetworkPolicy",
                       "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "ServiceMonitor",
                       "PodMonitor", "PersistentVolumeClaim", "HTTPRoute", "Gateway", "InferencePool", "InferenceModel",
-                      "VerticalPodAutoscaler"})
+                      "VerticalPodAutoscaler", "ConfigMap", "Secret", "CustomResourceDefinition", "StorageClass",
+                      "PriorityClass", "Namespace", "MutatingWebhookConfiguration",
+                      "ValidatingWebhookConfiguration"})
 
 
 def in_chart(ctx: Ctx) -> bool:
@@ -58,6 +60,9 @@ class Template(NamedTuple):
 
     deployments: list[Deployment]  # its launches; none when their commands are built from values
     podless: bool  # every object is of a kind that holds no pod (an HPA, a Service): it starts nothing
+    # Every object holds no pod, or pods whose containers are all written in the template (none
+    # built from values): what they run is known, so a template without launches starts no vLLM.
+    read_whole: bool = False
 
 
 def chart_template(ctx: Ctx) -> Template | None:
@@ -82,7 +87,7 @@ def chart_template(ctx: Ctx) -> Template | None:
         rows.append(_ACTION.sub(hold, row))
     out: list[Deployment] = []
     problems: list[Problem] = []
-    podless = True
+    podless = read_whole = True
     chart = _Chart(ctx)
     for start, body in yaml_chunks("\n".join(rows)):
         try:
@@ -94,9 +99,12 @@ def chart_template(ctx: Ctx) -> Template | None:
         podless = podless and obj.get("kind") in _PODLESS
         lines = Lines(body, start + 1)
         meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-        for path, pod, pod_meta, role in pod_templates(obj):
+        pods = list(pod_templates(obj))
+        read_whole = read_whole and (obj.get("kind") in _PODLESS or bool(pods))  # (a kind with pods of its own shape)
+        for path, pod, pod_meta, role in pods:
             literal = [c for i, c in enumerate(pod["containers"])
                        if isinstance(c, dict) and not _built(lines, path + ("containers", i), c, action_lines, rows)]
+            read_whole = read_whole and bool(literal) and len(literal) == len(pod["containers"])
             if not literal:
                 continue
             held = _values(dict(pod, containers=literal), expressions)
@@ -114,7 +122,7 @@ def chart_template(ctx: Ctx) -> Template | None:
                         f"not known{_IMAGE_DEFAULT if release else ''}, and template conditions are not evaluated",
                         line=line,
                         hint="audit the output of `helm template` for the exact command"),)))
-    return Template(out, podless)
+    return Template(out, podless, read_whole)
 
 
 def _chart_name(ctx: Ctx) -> str | None:
