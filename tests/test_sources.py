@@ -131,6 +131,23 @@ def test_json_and_yaml_that_describe_no_deployment_are_skipped(tmp_path):
         f"`{tmp_path / 'ci.yaml'}` at line 1, column 1: mapping keys must be strings, got `on`)")
 
 
+def test_another_tools_yaml_with_tags_of_its_own_is_skipped_not_a_problem(tmp_path):
+    # dstackai/dstack (511c318) and vllm-project/vllm-ascend: MkDocs sites whose nav names
+    # pages `vllm.md` and whose config uses MkDocs' own tags were each an input.parse problem.
+    mkdocs = ("site_name: docs\nnav:\n  - Serving: examples/vllm.md\nmarkdown_extensions:\n  - pymdownx.emoji:\n"
+              "      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"
+              "extra:\n  analytics:\n    property: !ENV GOOGLE_ANALYTICS_KEY\n")
+    assert read_source(write(tmp_path / "mkdocs.yml", mkdocs)).skipped == \
+        "not a deployment document, vLLM config or Kubernetes manifest"
+    # A deployment the tag makes unreadable as written stays a problem, at the tag: vLLM's own
+    # config reader (yaml.safe_load) refuses it too.
+    config = read_source(write(tmp_path / "serve.yaml", "model: m\nkv-transfer-config: !ENV KV\n"))
+    assert [(p.code, p.line) for p in config.problems] == [("input.parse", 2)]
+    manifest = read_source(write(tmp_path / "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: !Ref Name\n"
+                                 "spec:\n  containers:\n  - name: vllm\n    image: vllm/vllm-openai\n"))
+    assert [(p.code, p.line) for p in manifest.problems] == [("input.parse", 4)]
+
+
 def test_a_broken_yaml_file_is_a_located_problem_and_yields_nothing(tmp_path):
     source = read_source(write(tmp_path / "b.yaml", "name: x\nkv_transfer_config:\n  kv_connector: A\n    kv_role: b\n"))
     assert source.deployments == ()

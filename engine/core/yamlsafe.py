@@ -28,7 +28,7 @@ class YamlProblem(Exception):
     """A YAML text that cannot be read as JSON data; ``line``/``column`` are 1-based."""
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None, *,
-                 limit: bool = False, duplicate: bool = False, anchored: bool = False):
+                 limit: bool = False, duplicate: bool = False, anchored: bool = False, tagged: bool = False):
         super().__init__(message)
         self.message = message
         self.line = line
@@ -36,6 +36,7 @@ class YamlProblem(Exception):
         self.limit = limit
         self.duplicate = duplicate
         self.anchored = anchored  # refused only for an anchor or alias (the audit reads those of other formats)
+        self.tagged = tagged  # refused for a tag other than JSON's (`!ENV`, `!!python/name:`)
 
 
 class _Resolver(yaml.resolver.Resolver):
@@ -91,7 +92,7 @@ def _construct(event: yaml.ScalarEvent) -> Any:
     if tag is None or tag == "!":
         tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
     if tag not in _SCALAR_TAGS:
-        raise YamlProblem(f"the tag `{tag}` is not allowed; only JSON types can be read", *_start(event))
+        raise YamlProblem(f"the tag `{tag}` is not allowed; only JSON types can be read", *_start(event), tagged=True)
     # (The C parser's marks are yaml._yaml.Mark, which the stubs do not list for a node; a node only holds them.)
     node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)  # type: ignore[arg-type]
     try:
@@ -108,9 +109,12 @@ def _start(event: yaml.Event) -> tuple[int | None, int | None]:
     return (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
 
 
-def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, dict[str, tuple[int, int]]]:
+def load(text: str, *, max_depth: int = 256, marks: bool = False,
+         untagged: bool = False) -> tuple[Any, dict[str, tuple[int, int]]]:
     """Parse one YAML document into JSON data, and (when ``marks``) the
-    (line, column) of every value by JSON Pointer. Raises YamlProblem."""
+    (line, column) of every value by JSON Pointer. Raises YamlProblem.
+    ``untagged``: a value with a tag other than JSON's is read as if it had
+    none, a scalar as its text (only to tell what another tool's file is)."""
     loader = _Parser(text)
     where: dict[str, tuple[int, int]] = {}
     # Each open container: [value, pointer, pending key (mappings) or next index (sequences), key mark]
@@ -128,7 +132,8 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, 
                 if event.anchor:
                     raise YamlProblem("YAML anchors and aliases are not allowed", mark.line + 1, mark.column + 1,
                                       anchored=True)
-                value = _scalar(event)
+                value = event.value if untagged and event.tag not in (None, "!") and event.tag not in _SCALAR_TAGS \
+                    else _scalar(event)
                 if not stack:
                     root = value
                     if marks:
@@ -164,8 +169,9 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False) -> tuple[Any, 
                     root = value
                 continue
             if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                if event.tag not in (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
-                    raise YamlProblem(f"the tag `{event.tag}` is not allowed; only JSON types can be read", mark.line + 1, mark.column + 1)
+                if event.tag not in (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq") and not untagged:
+                    raise YamlProblem(f"the tag `{event.tag}` is not allowed; only JSON types can be read", mark.line + 1,
+                                      mark.column + 1, tagged=True)
                 if len(stack) >= max_depth:
                     raise YamlProblem(f"nested deeper than {max_depth} levels", mark.line + 1, mark.column + 1, limit=True)
                 path = _child_path(stack, mark)

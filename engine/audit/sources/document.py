@@ -66,6 +66,18 @@ def _anchored(ctx: Ctx, body: str, start: int) -> tuple[Any, dict[str, tuple[int
     return value, where
 
 
+def _tagged(body: str, single: bool) -> tuple[Any, dict[str, tuple[int, int]]] | None:
+    """A document refused for a tag other than JSON's (MkDocs' `!ENV`,
+    `!!python/name:`), read without its tags where it is then no deployment:
+    it is another tool's file, which the audit skips. None where it is one
+    (a deployment the audit cannot read as written stays a problem)."""
+    try:
+        value, where = yamlsafe.load(body, marks=True, untagged=True)
+    except yamlsafe.YamlProblem:
+        return None
+    return None if classify(value, single=single) is not None else (value, where)
+
+
 def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
     source = f"`{ctx.display}`"
     if fmt == "json":
@@ -92,7 +104,8 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 # With the line of every value, which the readers report: one parse, not a second one for lines.
                 value, where = yamlsafe.load(body, marks=True)
             except yamlsafe.YamlProblem as refused:
-                read = _anchored(ctx, body, start) if refused.anchored else None
+                read = _anchored(ctx, body, start) if refused.anchored else \
+                    _tagged(body, len(chunks) == 1) if refused.tagged else None
                 if isinstance(read, Problem):
                     problems.append(read)
                     continue
