@@ -20,7 +20,7 @@ from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
 
 HEADER = "from vllm import LLM\nfrom vllm.config import KVTransferConfig\n"
-NOT_A_SOURCE = "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"
+NO_LAUNCH = "Python that starts no vLLM engine or server"
 
 
 def read(tmp_path: Path, text: str, name: str = "run.py"):
@@ -265,7 +265,7 @@ llm = LLM("m")
 ])
 def test_a_python_file_that_starts_no_engine_is_skipped(tmp_path, text):
     found = read(tmp_path, text)
-    assert (found.deployments, found.problems, found.skipped) == ((), (), NOT_A_SOURCE)
+    assert (found.deployments, found.problems, found.skipped) == ((), (), NO_LAUNCH)
 
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -718,7 +718,7 @@ def serve():
 ])
 def test_a_list_that_starts_no_vllm_server_is_no_launch(tmp_path, text):
     found = read(tmp_path, text)
-    assert (found.deployments, found.problems, found.skipped) == ((), (), NOT_A_SOURCE)
+    assert (found.deployments, found.problems, found.skipped) == ((), (), NO_LAUNCH)
 
 
 def test_a_deeply_nested_value_is_not_known_and_the_reader_does_not_recurse(tmp_path):

@@ -59,6 +59,7 @@ _decode = decode
 # A YAML file with a top-level `services:` may be a compose file whatever its name.
 _SERVICES = re.compile(r"^services:[ \t]*(#.*)?$", re.M)
 _NOT_A_SOURCE = "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"
+_NO_LAUNCH = "Python that starts no vLLM engine or server"
 
 
 def read_source(path: str | Path, *, display: str | None = None, roots: tuple[Path, ...] = (),
@@ -144,7 +145,7 @@ def _noted(found: SourceFile, text: str, known: tuple[str, ...]) -> SourceFile:
         return found
     word, line = mentioned
     # Why it was not read, where that is more than "not a deployment source": a reader's own reason.
-    why = f": {found.skipped}" if found.skipped is not None and found.skipped != _NOT_A_SOURCE else ""
+    why = f": {found.skipped}" if found.skipped is not None and found.skipped not in (_NOT_A_SOURCE, _NO_LAUNCH) else ""
     note = Problem("source.unrecognized", f"mentions `{word}` at line {line}, no vLLM launch recognised{why}",
                    hint="if this file deploys vLLM in a way the audit does not read, say so in an issue; "
                         "see docs/audit-formats.md for what is read", file=found.file, line=line)
@@ -172,7 +173,7 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
         deployments, problems = dockerfile(ctx)
         found = SourceFile(ctx.display, "dockerfile", tuple(deployments), tuple(problems))
     elif fmt == "python":  # a launcher, or (None) a Python file that starts no vLLM engine
-        found = python_file(ctx) or SourceFile(ctx.display, None, skipped=_NOT_A_SOURCE)
+        found = python_file(ctx) or SourceFile(ctx.display, None, skipped=_NO_LAUNCH)
     elif fmt == "compose" or (fmt == "yaml" and _SERVICES.search(ctx.text) and compose_file(ctx).skipped is None):
         found = compose_file(ctx)
     else:
