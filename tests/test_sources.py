@@ -210,6 +210,13 @@ def test_a_mapping_with_a_model_name_among_keys_of_its_own_is_no_vllm_config(tmp
     old = read_source(write(tmp_path / "old.yaml", "model: m\nnum-scheduler-steps: 8\n"))
     typo = read_source(write(tmp_path / "typo.yaml", "model: m\ntensor-paralel-size: 2\n"))
     assert (old.format, typo.format) == ("vllm-config", "vllm-config")
+    # runpod-workers/worker-vllm (7a92503), configs/gemma/gemma4_31b_it.yaml: eleven of vLLM's
+    # options and one key of the launcher's own. Not a config vLLM would start with; the reason
+    # names the key, so that the auditor sees why its three siblings were read and it was not.
+    worker = read_source(write(tmp_path / "gemma.yaml", "model: google/gemma-4-31b-it\nmax-model-len: 8192\n"
+                                                        "kv-cache-dtype: fp8\nvllm-release: v2.24.0\n"))
+    assert (worker.deployments, worker.skipped) == ((), "not a vLLM config: `vllm-release` is no option of any bundled "
+                                                        "vLLM release, and vLLM refuses a --config file with such a key")
 
 
 def test_false_in_a_config_file_is_an_explicit_enable_only_under_the_dash_spelling(tmp_path):

@@ -125,6 +125,19 @@ def _options_of_vllm(keys: set[str]) -> bool:
     return all(key in known or suggest(key, known) for key in keys)
 
 
+def not_options(value: Any) -> list[str]:
+    """The keys, as written, that keep a mapping with a `model` name from
+    being a vLLM config where most of its keys are vLLM's options (a
+    launcher's own config beside vLLM's: runpod-workers/worker-vllm's
+    `vllm-release:`); none for any other value."""
+    if not isinstance(value, dict) or not isinstance(value.get("model"), str):
+        return []
+    known = _any_release_options()
+    others = [k for k in value if not (isinstance(k, str) and (k.replace("-", "_") in known
+                                                                or suggest(k.replace("-", "_"), known)))]
+    return [str(k) for k in others] if others and len(others) * 2 < len(value) else []
+
+
 def classify(value: Any, *, single: bool) -> str | None:
     """What a JSON or YAML value is: document, vllm-config, kubernetes, or
     None (not a deployment). ``single``: the file's only YAML document."""

@@ -13,7 +13,7 @@ from ...core.errors import InputError, Problem
 from ...core.input import parse_text
 from .context import Ctx
 from .deployment import Deployment, SourceFile
-from .detect import classify, mentions_vllm
+from .detect import classify, mentions_vllm, not_options
 from .helm import chart_values
 from .helm_template import chart_template, in_chart
 from .manifests import manifest_file
@@ -162,6 +162,12 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
     if kinds == ["vllm-config"]:
         return SourceFile(ctx.display, "vllm-config", (vllm_config_file(ctx, values[0][1]),))
     documents = [(start, value) for (start, value), kind in zip(values, kinds) if kind == "document"]
+    others = not_options(values[0][1]) if fmt == "yaml" and len(values) == 1 else []
+    if not documents and others:
+        keys = ", ".join(f"`{k}`" for k in others[:5]) + (", ..." if len(others) > 5 else "")
+        return SourceFile(ctx.display, None, skipped=f"not a vLLM config: {keys} {'is' if len(others) == 1 else 'are'} "
+                                                     "no option of any bundled vLLM release, and vLLM refuses a --config file "
+                                                     "with such a key")
     if not documents:
         return SourceFile(ctx.display, None, skipped="not a deployment document, vLLM config or Kubernetes manifest")
     out = []
