@@ -2,9 +2,10 @@
 kustomize overlays (kustomize.py), KServe LLMInferenceServices (kserve.py),
 NVIDIA Dynamo graphs (dynamo.py), production-stack VLLMRuntimes
 (production_stack.py), llm-d ModelServices (modelservice.py), OME runtimes
-(ome.py), KubeAI Models (kubeai.py), llmaz Playgrounds (llmaz.py), and
-every other object's pod templates (kubernetes.py). A kustomize patch file
-is read with its base (kustomize.py). Objects a controller only merges into
+(ome.py), KubeAI Models (kubeai.py), llmaz Playgrounds (llmaz.py), KAITO
+Workspaces, InferenceSets and MultiRoleInferences (kaito.py), and every
+other object's pod templates (kubernetes.py). A kustomize patch file is read
+with its base (kustomize.py). Objects a controller only merges into
 others (LLMInferenceServiceConfig, an llmaz BackendRuntime) are no
 launches."""
 
@@ -16,6 +17,7 @@ from ...core.errors import Problem
 from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .dynamo import GRAPH_KIND, dynamo_graphs
+from .kaito import is_kaito, kaito_objects
 from .kserve import CONFIG_KIND, SERVICE_KIND, llm_inference_services
 from .kubeai import is_model, kubeai_models
 from .kubernetes import kubernetes
@@ -38,6 +40,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
     ome: list[tuple[dict[str, Any], Lines]] = []
     models: list[tuple[dict[str, Any], Lines]] = []
     playgrounds: list[tuple[dict[str, Any], Lines]] = []
+    kaito: list[tuple[dict[str, Any], Lines]] = []
     model_service_objects: list[tuple[dict[str, Any], Lines]] = []
     configs: list[dict[str, Any]] = []
     config_maps = [obj for _, obj, _ in documents if obj.get("kind") == "ConfigMap"]
@@ -78,6 +81,8 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             models.append((obj, lines))
         elif is_playground(obj):
             playgrounds.append((obj, lines))
+        elif is_kaito(obj):
+            kaito.append((obj, lines))
         elif is_backend_runtime(obj):
             note = runtime_note(ctx, obj, lines.at("kind") or start + 1)
             notes += [note] if note is not None else []
@@ -89,7 +94,8 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
                (model_service_objects, "modelservice", lambda: model_services(ctx, model_service_objects, config_maps)),
                (ome, "ome", lambda: ome_runtimes(ctx, ome, config_maps)),
                (models, "kubeai", lambda: kubeai_models(ctx, models)),
-               (playgrounds, "llmaz", lambda: llmaz_playgrounds(ctx, playgrounds, [o for _, o, _ in documents], notes)))
+               (playgrounds, "llmaz", lambda: llmaz_playgrounds(ctx, playgrounds, [o for _, o, _ in documents], notes)),
+               (kaito, "kaito", lambda: kaito_objects(ctx, kaito, [o for _, o, _ in documents])))
     for items, name, read in readers:
         if items:
             found, found_problems = read()
