@@ -24,10 +24,10 @@ OUTCOMES = {"enabled", "disabled", "error", "undetermined", "file_problem"}
 
 # The formats whose readers are Kubernetes-like objects, charts, overlays and
 # controller CRDs (audit/sources: kubernetes, kserve, dynamo, kustomize, helm,
-# helm_template, production_stack, llmdbench, ome, kubeai, llmaz). Shell scripts and docker compose
+# helm_template, production_stack, llmdbench, ome, kubeai, llmaz, kaito). Shell scripts and docker compose
 # have their own readers.
 KUBERNETES_FAMILY = {"kubernetes", "lws", "helm-values", "helm-template", "kserve", "kustomize", "dynamo", "aibrix", "ray-serve", "ome", "kubeai",
-                     "llmaz", "llmdbench-scenario", "llmdbench-env", "production-stack-crd"}
+                     "llmaz", "kaito", "llmdbench-scenario", "llmdbench-env", "production-stack-crd"}
 
 # no_launch files this branch does not note, each with why.
 NOT_NOTED = {
