@@ -12,6 +12,7 @@ from ...core import yamlsafe
 from ...core.errors import InputError, Problem
 from ...core.input import parse_text
 from .context import Ctx
+from .dstack import is_run_configuration, run_configuration_file
 from .deployment import Deployment, SourceFile
 from .detect import classify, mentions_vllm, not_options
 from .helm import chart_values
@@ -155,6 +156,8 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
         return serve_file(ctx, values[0][1], lines[0])
     if fmt == "yaml" and len(values) == 1 and is_task(values[0][1]):
         return task_file(ctx, values[0][1], lines[0])
+    if fmt == "yaml" and len(values) == 1 and is_run_configuration(values[0][1], ctx.path.name):
+        return run_configuration_file(ctx, values[0][1], lines[0])
     if fmt == "yaml" and len(values) == 1:
         chart = chart_values(ctx, values[0][1], lines[0])
         if chart is not None:

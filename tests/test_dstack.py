@@ -1,0 +1,94 @@
+"""dstack run configurations (audit/sources/dstack.py): a task's or a
+service's `commands`, run as one script with its `env`. The first case has
+the shape of dstackai/dstack (511c318c) examples/models/gpt-oss/amd/
+120b.dstack.yml; the others cover the KV paths, unknown values, the
+entrypoint form and the release, as dstack's users write them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import hma_policy
+from hma_policy.audit.sources import read_source
+from sourcefiles import LMCACHE, NIXL, ktc, only, write
+
+
+def read(tmp_path: Path, text: str, name: str = ".dstack.yml"):
+    return read_source(write(tmp_path / name, text), display=name)
+
+
+def test_a_services_commands_are_one_script_with_its_env(tmp_path):
+    found = read(tmp_path, """\
+type: service
+name: gpt-oss-120b
+
+model: openai/gpt-oss-120b
+
+env:
+  - HF_TOKEN
+  - MODEL=openai/gpt-oss-120b
+image: rocm/vllm-dev:open-mi300-08052025
+commands:
+  - |
+    vllm serve $MODEL \\
+      --tensor-parallel $DSTACK_GPUS_NUM \\
+      --no-enable-prefix-caching
+port: 8000
+resources:
+  gpu: MI300X:8
+""", name="120b.dstack.yml")
+    d = only(found)
+    assert (found.format, d.line, d.name, d.document) == ("dstack", 12, "openai/gpt-oss-120b",
+                                                          {"model": {"name": "openai/gpt-oss-120b"}})
+    assert [(n.code, n.message) for n in d.notes] == [
+        ("source.unresolved_unused", "`--tensor-parallel` takes its value from `$DSTACK_GPUS_NUM` (which is set by "
+                                     "dstack's runner when the run starts); the decision does not read it"),
+        ("source.release_unknown", "the vLLM release is not known: image rocm/vllm-dev:open-mi300-08052025 is not "
+                                   "vLLM's release image: its tag names no vLLM release")]
+    assert hma_policy.decide(d.document).outcome == "enabled"
+
+
+def test_commands_run_in_turn_each_at_its_line_with_the_env_and_the_runs_variables(tmp_path):
+    found = read(tmp_path, f"""\
+type: task
+env:
+  KV: '{LMCACHE}'
+  TOKEN: ${{{{ secrets.hf_token }}}}
+commands:
+  - export PORT=8001
+  - pip install vllm==0.21.0
+  - vllm serve m --port $PORT --kv-transfer-config "$KV"
+  - >-
+    vllm serve m --kv-transfer-config '{NIXL}'
+    --api-key $TOKEN --data-parallel-rank $DSTACK_NODE_RANK
+""")
+    first, second = found.deployments
+    assert [(d.line, ktc(d)["kv_connector"]) for d in found.deployments] == [(8, "LMCacheConnectorV1"),
+                                                                            (10, "NixlConnector")]
+    assert first.release == ("0.21.0", "pip pin vllm==0.21.0 at line 7")
+    assert hma_policy.decide(first.document).outcome == "disabled"
+    assert [n.message for n in second.notes][:2] == [
+        "`--api-key` takes its value from `${{ secrets.hf_token }}` (which is filled in by dstack when the run "
+        "starts); the decision does not read it",
+        "`--data-parallel-rank` takes its value from `$DSTACK_NODE_RANK` (which is set by dstack's runner when the "
+        "run starts); the decision does not read it"]
+
+
+def test_a_variable_dstack_apply_takes_from_its_environment_is_not_known(tmp_path):
+    found = read(tmp_path, "type: task\nenv:\n  - KV\nresources: {gpu: 1}\ncommands:\n"
+                           "  - vllm serve m --kv-transfer-config \"$KV\"\n")
+    (problem,) = only(found).problems
+    assert (problem.code, problem.line) == ("source.unresolved", 6)
+    assert "`$KV` (which is taken from the environment `dstack apply` runs in)" in problem.message
+
+
+def test_an_entrypoint_takes_the_commands_as_its_arguments(tmp_path):
+    found = read(tmp_path, f"type: service\nport: 8000\nentrypoint: vllm serve\n"
+                           f"commands: [m, --kv-transfer-config, '{NIXL}']\n")
+    d = only(found)
+    assert (d.line, ktc(d)["kv_connector"]) == (3, "NixlConnector")
+
+
+def test_another_tools_type_and_commands_are_not_a_dstack_configuration(tmp_path):
+    found = read(tmp_path, "type: service\ncommands:\n  - vllm serve m\n", name="pipeline.yaml")
+    assert (found.format, found.deployments) == (None, ())
