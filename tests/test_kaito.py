@@ -131,6 +131,20 @@ spec:
     assert "source.deployer_default" not in [n.code for n in d.notes]
 
 
+@pytest.mark.parametrize("preset", ["gpt-oss-20b", "openai/gpt-oss-120b", "google/gemma-4-31B-it",
+                                    "Qwen/Qwen3.5-9B", "nvidia/NVIDIA-Nemotron-Nano-9B-v2"])
+def test_a_model_kaito_runs_without_the_offload_has_no_connector_whatever_the_config(preset):
+    # kaito-project/kaito's examples/inference/kaito_workspace_gpt_oss_20b.yaml: the controller passes
+    # --kaito-kv-cache-cpu-memory-utilization=0 for GPT-OSS (no LMCache) and for architectures that
+    # need the hybrid KV cache manager (Gemma 4, Qwen3.5, Nemotron-H, ...), by KAITO's catalogue, and
+    # the command line wins over the config file: the launcher adds no connector.
+    text = config_map("kv_cache_cpu_memory_utilization: 0.7\n") + workspace(
+        f"  preset:\n    name: {preset}\n  config: cfg\n")
+    (d,) = find_deployments("ws.yaml", text).deployments
+    assert (kv_of(d), decided(d)) == (None, ("enabled", True, []))
+    assert "source.deployer_default" not in [n.code for n in d.notes]
+
+
 def test_a_config_that_turns_the_offload_off_leaves_no_connector():
     text = config_map("kv_cache_cpu_memory_utilization: 0\nvllm:\n  max-model-len: 4096\n") + \
         workspace("  preset:\n    name: phi-4-mini-instruct\n  config: cfg\n")

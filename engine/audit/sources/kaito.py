@@ -52,9 +52,11 @@ repository; tests/fleet_corpus/FORMATS.md section 18 has the full mapping):
   parallelism), and several nodes (pkg/model/interface.go L489-498, L543-574,
   L624-650, L686-698; the GPUs come from KAITO's SKU table, the architecture and
   size from its model catalogue, the node count from its estimator). A
-  ``resource.partition`` of mode ``mig`` is read as that 0; otherwise the launch
-  is decided with the launcher's default (``kaito.cpu-offload``) and a
-  ``source.deployer_default`` note that names the exceptions.
+  ``resource.partition`` of mode ``mig`` is read as that 0, and so is a preset
+  whose architecture KAITO's own model catalogue names among those (deployers.yaml's
+  ``kaito.offload-off-models``); otherwise the launch is decided with the
+  launcher's default (``kaito.cpu-offload``) and a ``source.deployer_default``
+  note that names the exceptions.
 
 Unknowns: a config ConfigMap that is not in the file may set the utilization or
 a ``kv-transfer-config`` of its own, so the ``--kv-transfer-config`` the launch
@@ -186,10 +188,14 @@ def _preset_launch(ctx: Ctx, unit: _Unit, lines: Lines, config_maps: dict[tuple[
     table = deployer("kaito")
     config = _config(unit.inference.get("config"), unit.site.namespace, config_maps)
     mig = str(_mapping(unit.partition).get("mode", "")).lower() == "mig"
+    preset = _mapping(unit.inference.get("preset")).get("name")
+    # The controller's 0 for the model's architecture (deployers.yaml's offload-off-models).
+    off_for_model = isinstance(preset, str) and preset.lower() in table["offload-off-models"]
     kv: Any = None
     notes: list[Problem] = []
     refused = [config.refused] if config.refused else []
-    utilization = 0 if mig else table["cpu-offload-default"] if config.utilization is None else config.utilization
+    utilization = 0 if mig or off_for_model else \
+        table["cpu-offload-default"] if config.utilization is None else config.utilization
     # A bool is a number to Python's `<=`; any other value makes the launcher's comparison fail (L514-517).
     offload = utilization > 0 if isinstance(utilization, (int, float)) else None
     if offload is None and not config.refused:
