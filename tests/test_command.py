@@ -207,6 +207,24 @@ def test_words_past_the_model_that_no_option_takes_are_refused_as_vllm_refuses_t
     assert read_command(["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m", "x"]).problems == ()
 
 
+def test_a_word_not_known_after_a_boolean_may_hold_options():
+    """bentoml/BentoVLLM (3b69b26) writes `"--disable-fastapi-docs", *bento_args.additional_cli_args`
+    (26 services; one runs LMCacheConnectorV1 through them): the words were read as the boolean's
+    value, with a note that the decision does not read them. A boolean of the default release
+    takes no word, so they are more arguments, which may hold a KV option."""
+    for flag in ("--enforce-eager", "--disable-fastapi-docs", "--no-enable-prefix-caching"):
+        result = read_command(["vllm", "serve", "m", flag, unresolved("$EXTRA_ARGS", "is not set")])
+        assert [(n.code, n.message) for n in result.notes] == [
+            ("source.unresolved_arguments", "the command also takes `$EXTRA_ARGS` (which is not set); only the "
+                                            "options written here are read, and it may hold others")], flag
+    # An option that takes a value still takes the word, and a boolean a word that is partly known.
+    port = read_command(["vllm", "serve", "m", "--port", unresolved("$PORT", "is not set")])
+    assert [n.message for n in port.notes] == ["`--port` takes its value from `$PORT` (which is not set); the decision "
+                                              "does not read it"]
+    part = read_command(["vllm", "serve", "m", "--enforce-eager", "x" + unresolved("$Y", "is not set")])
+    assert [n.code for n in part.notes] == ["source.unresolved_unused"]
+
+
 def _vllm_argparse(options: dict) -> argparse.ArgumentParser:
     """vLLM 0.33.0's `vllm serve` parser as argparse sees it, from its recorded option
     list: the positional model_tag (nargs='?'), and each option with the arity its type gives."""

@@ -94,6 +94,20 @@ def list_options() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(flag for flag, option in spelled.items() if option.type == "list"), frozenset(spelled)
 
 
+@functools.lru_cache(maxsize=None)
+def flag_options() -> frozenset[str]:
+    """The option strings of the default release's list that take no word
+    (its booleans: each one's ``--no-`` form and inverse spellings too)."""
+    strings: set[str] = set()
+    for option in known_options().by_dest.values():
+        if option.type == "bool":
+            strings.add(option.flag)
+            strings.update(option.inverses)
+            if option.no_form:
+                strings.add("--no-" + option.flag[2:])
+    return frozenset(strings)
+
+
 def expanded(option: str, accepted: frozenset[str]) -> list[str]:
     """The option strings of ``accepted`` that argparse reads ``option``
     (``--name``, without a value) as: itself, else every option it is a

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from .errors import InputError, Problem, suggest
 from .input import parse_text
 from .markers import UNRESOLVED, has_unresolved, outside, references, show
-from .optionlist import expanded, list_options, rejection
+from .optionlist import expanded, flag_options, list_options, rejection
 from .options import DECISION_OPTIONS, FLAG_OPTIONS, NEWER_SPELLINGS, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions
 
 __all__ = ["Reading", "Options", "vllm_tokens", "read_options", "config_args", "scalar_text", "number_value"]
@@ -310,6 +310,7 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
     unchecked: list[Arg] = []
     flags = reading.options.flags
     lists, listed = list_options()
+    booleans = flag_options()
     unsure = False  # a positional word may be something else: list no more of them
     after_unknown = False  # the last option is one the newest release does not list, and it has had its one word
     only_positional = False  # after `--`, every word is a positional argument (argparse)
@@ -365,6 +366,10 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
             taken = 0
             while (i < len(tokens) and name not in flags and (taken == 0 or name in lists)
                    and (not tokens[i].text.startswith("-") or _looks_like_number(tokens[i].text))):
+                if name in booleans and UNRESOLVED.fullmatch(tokens[i].text):
+                    # A boolean of the default release takes no word: a whole word not known after it
+                    # (`--enforce-eager $EXTRA_ARGS`) is more arguments there, which may hold options.
+                    break
                 if has_unresolved(tokens[i].text):
                     loose.append((option, tokens[i]))
                 i += 1
