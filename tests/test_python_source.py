@@ -690,6 +690,33 @@ subprocess.Popen(("vllm serve m " + ("--kv-transfer-config {}" if off else "")).
         ("path 1 of 2, where `off` is true", ("disabled", False)), ("path 2 of 2, where `off` is false", ("enabled", True))]
 
 
+def test_a_command_list_started_empty_and_grown_is_read_with_all_it_gains(tmp_path):
+    # containers/ramalama (8bc1f0a), ramalama/plugins/runtimes/inference/vllm.py: `cmd = []`, then
+    # `cmd += ["python3", "-m", "vllm.entrypoints.openai.api_server"]` in a branch and more `+=` and
+    # `extend` below. Only the first `+=` list was read: the KV config added after it was lost.
+    (tmp_path / "run.py").write_text("""\
+import subprocess
+def build(args):
+    cmd = []
+    if args.container:
+        cmd.append("/entrypoint")
+    else:
+        cmd += ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+    cmd += ["--model", "m"]
+    if args.runtime_args:
+        cmd.extend(args.runtime_args)
+    cmd += ["--kv-transfer-config", '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}']
+    return cmd
+""", encoding="utf-8")
+    report = audit([str(tmp_path / "run.py")])
+    (entry,) = report.entries
+    assert (entry.deployment.line, entry.decision["outcome"]) == (7, "disabled")
+    assert entry.deployment.document["model"] == {"name": "m"}
+    assert [n.message for n in entry.deployment.notes] == [
+        "the command also takes `cmd.extend(...)` (which adds words on some runs of the script (in an `if`, a loop "
+        "or a `try`)); only the options written here are read, and it may hold others"]
+
+
 def test_a_modal_image_pin_gives_the_release_of_every_launch_in_the_file(tmp_path):
     app = """\
 import subprocess

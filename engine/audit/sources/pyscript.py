@@ -176,6 +176,10 @@ class Script:
                 held = list_holder(node.target)
                 if held is not None and isinstance(node.op, ast.Add):
                     self.grown.setdefault((id(scope), held), []).append((line, "+=", node.value, straight))
+                    if isinstance(node.value, (ast.List, ast.Tuple)):
+                        # `cmd = []` then `cmd += ["vllm", "serve", ...]`: the list the name holds from
+                        # here on, which what the script adds below it grows (containerised launchers).
+                        self.assigned[id(node.value)] = held
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
                     and isinstance(node.value.func, ast.Attribute) and node.value.func.attr in _GROWS \
                     and (held := list_holder(node.value.func.value)) is not None:
