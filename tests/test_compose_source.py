@@ -126,6 +126,37 @@ def test_a_service_that_only_extends_another_keeps_the_file_a_compose_file(tmp_p
     assert (d.name, d.release.version, ktc(d)["kv_connector"]) == ("vllm-service", "0.10.1", "NixlConnector")
 
 
+def test_a_service_that_builds_from_vllms_image_runs_vllm_serve_with_its_command(tmp_path):
+    # NVIDIA/GenerativeAIExamples (401cb44), industries/energy/simulation-workflow-agent:
+    # `ocr-vllm: build: {context: sim_agent, dockerfile: Dockerfile.ocr}` FROM vllm/vllm-openai,
+    # `command: [zai-org/GLM-OCR, --port, "8080", ...]`: the service's model and options were lost
+    # (the file was only noted for its KV option); only the Dockerfile was a launch.
+    write(tmp_path / "ocr" / "Dockerfile.ocr", "FROM vllm/vllm-openai:v0.11.0\nENV VLLM_USE_V1=1\n"
+                                             "RUN pip install --no-cache-dir transformers\n")
+    compose = write(tmp_path / "docker-compose.yml", f"""services:
+  ocr-vllm:
+    image: glm-ocr-vllm
+    build:
+      context: ocr
+      dockerfile: Dockerfile.ocr
+    command: ["zai-org/GLM-OCR", "--port", "8080", "--kv-transfer-config", '{LMCACHE}']
+  plain:
+    build: ocr
+    command: ["m"]
+""")
+    ocr, = [d for d in read_source(compose, roots=(tmp_path,)).deployments if d.name == "ocr-vllm"]
+    assert (ocr.line, ocr.document["model"], ktc(ocr)["kv_connector"]) == (2, {"name": "zai-org/GLM-OCR"},
+                                                                        "LMCacheConnectorV1")
+    assert ocr.release == ("0.11.0", f"image tag vllm/vllm-openai:v0.11.0 in {tmp_path / 'ocr' / 'Dockerfile.ocr'}, "
+                                     "which the service builds")
+    assert [p.rsplit("/", 1)[-1] for p in ocr.chain] == ["docker-compose.yml", "Dockerfile.ocr"]
+    # `build: ocr` names the context, whose Dockerfile is `Dockerfile`: not there, so not a launch.
+    assert [d.name for d in read_source(compose, roots=(tmp_path,)).deployments] == ["ocr-vllm"]
+    # A Dockerfile that sets its own ENTRYPOINT runs something else with the command.
+    write(tmp_path / "ocr" / "Dockerfile.ocr", "FROM vllm/vllm-openai:v0.11.0\nENTRYPOINT [\"python3\", \"app.py\"]\n")
+    assert read_source(compose, roots=(tmp_path,)).deployments == ()
+
+
 def test_an_alias_bomb_is_refused_before_it_is_walked(tmp_path):
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "

@@ -25,9 +25,11 @@ from ...core.options import Arg, ConfigFile
 from ...core.errors import InputError, Problem
 from .context import Ctx
 from .deployment import Deployment, SourceFile
-from .dockerfile import DockerWords
+from .companions import shown as companion_name
+from .dockerfile import BuiltImage, DockerWords, built_image
+from .files import read_text, regular
 from .launch import apply_facts, config_from_fs, deployment, refuse
-from .release import from_image
+from .release import ReleaseHint, from_image
 from .shell import argv_invocations
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .yamlread import YamlError, load
@@ -233,6 +235,33 @@ def _mounted(ctx: Ctx, service: Mapping[str, Any], variables: Mapping[str, str],
     return read
 
 
+def _built(ctx: Ctx, build: Any, variables: Mapping[str, str]) -> tuple[BuiltImage, str] | None:
+    """The image a service's ``build`` (a context directory, or its
+    ``context`` and ``dockerfile``) makes, and how the report names its
+    Dockerfile; None where the Dockerfile is not one the audit reads (not in
+    the audited paths, a value not known, a remote context)."""
+    context: Any = build.get("context", ".") if isinstance(build, Mapping) else build
+    name: Any = build.get("dockerfile", "Dockerfile") if isinstance(build, Mapping) else "Dockerfile"
+    if not isinstance(context, str) or not isinstance(name, str):
+        return None
+    context, name = str(_interpolate(context, variables)), str(_interpolate(name, variables))
+    if has_unresolved(context) or has_unresolved(name) or "://" in context or context.startswith("git@"):
+        return None
+    path = ctx.path.parent / context / name
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    if not ctx.may_read(real) or not regular(real):
+        return None
+    text, problem = read_text(real, str(path), ctx.limits.max_file_bytes)
+    if problem is not None or text is None:
+        return None
+    shown = companion_name(ctx, path)
+    found = built_image(Ctx(path, shown, ctx.roots, ctx.limits, text))
+    return (found, shown) if found is not None else None
+
+
 def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping[str, str], dotenv: tuple[str, ...],
              line: int | None, problems: list[Problem]) -> list[Deployment]:
     words = DockerWords(ctx, problems)
@@ -241,6 +270,11 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
     entrypoint = _words(service.get("entrypoint"), variables, words, line or 1)
     command = _words(service.get("command"), variables, words, line or 1) or []
     vllm_image = bool(image) and not has_unresolved(image) and bool(VLLM_IMAGE.search(image.split("@")[0]))
+    # The image the service builds (`build:`), where its Dockerfile is one the audit reads: FROM
+    # vLLM's release image with its ENTRYPOINT, it runs `vllm serve` with the service's command.
+    built = _built(ctx, service.get("build"), variables) if not vllm_image else None
+    built_file = built[1] if built is not None and built[0].runs_vllm_serve else None
+    vllm_image = vllm_image or built_file is not None
     presumed = not entrypoint and not vllm_image and bool(image) and not has_unresolved(image) \
         and presumed_server(image, command)
     if entrypoint:
@@ -252,8 +286,10 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
                                         "`vllm serve`; `serve` in its command is taken as the model", line=line))
     else:
         argv = command
-    chain = list(dotenv)
+    chain = list(dotenv) + ([built_file] if built_file else [])
     env = _environment(ctx, service, variables, where, chain, problems)
+    if built_file is not None and built is not None:
+        env = {**built[0].env, **env}  # the image's ENV, which the service's environment overrides
     reader = _mounted(ctx, service, variables, where)
     found = argv_invocations(argv, ctx, env=env, line=line, origin=where, anchor=f"#services/{name}", problems=problems,
                              read_file=reader)
@@ -268,6 +304,12 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
     for number, inv in enumerate(found, 1):
         inv.name, inv.container, inv.role, inv.chain = name, str(container), role, tuple(chain)
         inv.image = image or None
+        if built_file is not None and built is not None and built[0].release is not None:
+            # A tag of its own names no release: the Dockerfile's pin or base image does.
+            release = built[0].release
+            inv.image = built[0].base
+            inv.release = inv.release or ReleaseHint(release.version, f"{release.origin} in {built_file}, which the "
+                                                                      "service builds")
         inv.release = inv.release or (from_image(image) if image else None)
         inv.config_reader = reader
         if presumed:

@@ -36,7 +36,7 @@ from .release import ReleaseHint, from_image
 from .shell import argv_invocations, run_script
 from .images import VLLM_IMAGE
 
-__all__ = ["dockerfile"]
+__all__ = ["dockerfile", "built_image", "BuiltImage"]
 
 _HEREDOC = re.compile(r"([0-9]*)<<(-?)([^<]*)")   # BuildKit's: no `<` after the `<<` (a here-string has one)
 _DIRECTIVE = re.compile(r"#\s*([A-Za-z]+)\s*=\s*(\S+)\s*")
@@ -307,6 +307,60 @@ class _Stage:
 
 def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
     problems: list[Problem] = []
+    stage = _final_stage(ctx, problems)
+    if stage is None:
+        return [], problems
+    entry = stage.entrypoint
+    cmd = stage.cmd
+    if entry is None and stage.vllm_image:
+        entry = (["vllm", "serve"], stage.line)
+    argv: list[str] | None
+    line = max([x[1] for x in (entry, cmd) if x is not None], default=stage.line)
+    script: str | None = None
+    if entry is not None and isinstance(entry[0], str):
+        script = entry[0]  # shell-form ENTRYPOINT: CMD is ignored
+    elif entry is None and cmd is not None and isinstance(cmd[0], str):
+        script = cmd[0]
+    if script is not None:
+        argv = ["/bin/sh", "-c", script]
+    else:
+        argv = list(entry[0] if entry else []) + list(cmd[0] if cmd and isinstance(cmd[0], list) else [])
+        if entry is not None and cmd is not None and isinstance(cmd[0], str):
+            argv += ["/bin/sh", "-c", cmd[0]]
+    reader = _in_image(ctx, stage)
+    invocations = argv_invocations(argv, ctx, env=dict(stage.env), line=line, origin=f"line {line}", anchor=f":{line}",
+                                   problems=problems, read_file=reader)
+    release = stage.pins[-1] if stage.pins else stage.base
+    for inv in invocations:
+        inv.config_reader = reader
+        inv.release = inv.release or release  # a pin in CMD's own script, else the stage's
+        inv.image = stage.image
+    apply_facts(invocations, ctx)
+    return [deployment(inv, ctx, "dockerfile") for inv in invocations], problems
+
+
+class BuiltImage(NamedTuple):
+    """What an image a Dockerfile builds runs, as far as a compose file that
+    builds it needs: whether its entrypoint is vLLM's release image's own
+    (``vllm serve``, inherited), its environment, and the release it holds."""
+
+    base: str                     # the final stage's FROM image
+    runs_vllm_serve: bool         # FROM vLLM's release image, ENTRYPOINT not set again
+    env: dict[str, Arg]
+    release: ReleaseHint | None   # a pip pin of the stage, else the base image's tag
+
+
+def built_image(ctx: Ctx) -> BuiltImage | None:
+    """The image ``ctx`` (a Dockerfile) builds, or None when it has no stage."""
+    stage = _final_stage(ctx, [])
+    if stage is None:
+        return None
+    return BuiltImage(stage.image, stage.vllm_image and stage.entrypoint is None, dict(stage.env),
+                      stage.pins[-1] if stage.pins else stage.base)
+
+
+def _final_stage(ctx: Ctx, problems: list[Problem]) -> _Stage | None:
+    """The stage `docker build` builds (the last), as its instructions make it."""
     stages: list[_Stage] = []
     named: dict[str, _Stage] = {}  # by name (AS NAME), for FROM NAME and COPY --from=NAME
     args: dict[str, str] = {}
@@ -365,36 +419,7 @@ def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
             _copy(ctx, stage, named, ins, words, scope)
         elif instruction == "RUN":
             _run(ctx, stage, ins, scope, problems)
-    if not stages:
-        return [], problems
-    stage = stages[-1]  # `docker build` builds the last stage
-    entry = stage.entrypoint
-    cmd = stage.cmd
-    if entry is None and stage.vllm_image:
-        entry = (["vllm", "serve"], stage.line)
-    argv: list[str] | None
-    line = max([x[1] for x in (entry, cmd) if x is not None], default=stage.line)
-    script: str | None = None
-    if entry is not None and isinstance(entry[0], str):
-        script = entry[0]  # shell-form ENTRYPOINT: CMD is ignored
-    elif entry is None and cmd is not None and isinstance(cmd[0], str):
-        script = cmd[0]
-    if script is not None:
-        argv = ["/bin/sh", "-c", script]
-    else:
-        argv = list(entry[0] if entry else []) + list(cmd[0] if cmd and isinstance(cmd[0], list) else [])
-        if entry is not None and cmd is not None and isinstance(cmd[0], str):
-            argv += ["/bin/sh", "-c", cmd[0]]
-    reader = _in_image(ctx, stage)
-    invocations = argv_invocations(argv, ctx, env=dict(stage.env), line=line, origin=f"line {line}", anchor=f":{line}",
-                                   problems=problems, read_file=reader)
-    release = stage.pins[-1] if stage.pins else stage.base
-    for inv in invocations:
-        inv.config_reader = reader
-        inv.release = inv.release or release  # a pin in CMD's own script, else the stage's
-        inv.image = stage.image
-    apply_facts(invocations, ctx)
-    return [deployment(inv, ctx, "dockerfile") for inv in invocations], problems
+    return stages[-1] if stages else None  # `docker build` builds the last stage
 
 
 def _copy(ctx: Ctx, stage: _Stage, named: Mapping[str, _Stage], ins: _Instruction, words: DockerWords,
