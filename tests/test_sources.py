@@ -148,6 +148,20 @@ def test_another_tools_yaml_with_tags_of_its_own_is_skipped_not_a_problem(tmp_pa
     assert [(p.code, p.line) for p in manifest.problems] == [("input.parse", 4)]
 
 
+def test_a_containers_script_that_never_mentions_vllm_is_no_problem_when_it_cannot_be_parsed(tmp_path):
+    # aws-samples/awsome-inference (d3236c8), 2.projects/nims-inference/benchmark/genai-perf.yaml: a
+    # Triton benchmark pod whose `sh -c` script exports `HF_TOKEN=<YOUR_TOKEN_HERE>` was a
+    # source.shell_syntax file problem, though nothing in it runs vLLM.
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: bench}\nspec:\n  containers:\n  - name: bench\n"
+           "    image: nvcr.io/nvidia/tritonserver:24.06-py3-sdk\n    command: [/bin/sh, -c]\n    args:\n"
+           "    - |\n      export HF_TOKEN=<YOUR_TOKEN_HERE>\n      COMMAND\n")
+    bench = read_source(write(tmp_path / "bench.yaml", pod.replace("COMMAND", "genai-perf profile -m m")))
+    assert (bench.deployments, bench.problems) == ((), ())
+    # One that runs vLLM keeps the problem: the audit cannot read the launch.
+    served = read_source(write(tmp_path / "served.yaml", pod.replace("COMMAND", "vllm serve m")))
+    assert [p.code for p in served.problems] == ["source.shell_syntax"]
+
+
 def test_a_broken_yaml_file_is_a_located_problem_and_yields_nothing(tmp_path):
     source = read_source(write(tmp_path / "b.yaml", "name: x\nkv_transfer_config:\n  kv_connector: A\n    kv_role: b\n"))
     assert source.deployments == ()

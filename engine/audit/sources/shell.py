@@ -45,6 +45,7 @@ from .release import ReleaseHint, from_image
 from .shell_commands import nested_script
 from .shell_run import Interpreter
 from .shell_state import BUDGET_FACTOR, Place, Run, Scope, Script, Stop, Var, written_at
+from .detect import mentions_vllm
 from .shell_syntax import parse_script
 from .shell_tree import ShellSyntaxError
 
@@ -105,8 +106,15 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
             nested = None
     if nested is not None:
         script, rest = nested
+        own: list[Problem] = []
         found, run = run_script(script, ctx, env=env, first_line=line or 1, origin=lambda _l: origin,
-                                anchor=lambda _l: anchor, problems=problems, fixed=True, positional=rest[1:])
+                                anchor=lambda _l: anchor, problems=own, fixed=True, positional=rest[1:])
+        # A script the reader cannot parse that never mentions vLLM (a benchmark pod's `export
+        # HF_TOKEN=<YOUR_TOKEN_HERE>`) starts none: its syntax is no problem of the audit's, as
+        # for a script file (sources/__init__.py).
+        if found or any(p.code != "source.shell_syntax" for p in own) or mentions_vllm(script) \
+                or any(mentions_vllm(value.text) for value in env.values()):
+            problems.extend(own)
         for inv in found:  # `pip install vllm==X && vllm serve`: the release installed over the image
             inv.release = release_at(run, inv)
         return found
