@@ -20,7 +20,7 @@ from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
 
 HEADER = "from vllm import LLM\nfrom vllm.config import KVTransferConfig\n"
-NO_LAUNCH = "Python that starts no vLLM engine or server"
+NO_LAUNCH = "Python in which no vLLM launch is read (an engine call, or a command list or string that starts vLLM's server)"
 
 
 def read(tmp_path: Path, text: str, name: str = "run.py"):

@@ -113,7 +113,7 @@ def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path)
                      "KV), shell=True)\n")
     found = read_source(launcher)
     assert (found.deployments, found.skipped, [(n.code, n.line) for n in found.notes]) == (
-        (), "Python that starts no vLLM engine or server", [("source.unrecognized", 3)])
+        (), "Python in which no vLLM launch is read (an engine call, or a command list or string that starts vLLM's server)", [("source.unrecognized", 3)])
     assert found.notes[0].message == "mentions `kv_connector` at line 3, no vLLM launch recognised"
     assert not marker.exists()
     assert read_source(write(tmp_path / "train.py", "import torch\nmodel = torch.nn.Linear(2, 2)\n")).notes == ()
