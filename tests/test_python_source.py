@@ -717,6 +717,33 @@ def build(args):
         "or a `try`)); only the options written here are read, and it may hold others"]
 
 
+def test_the_nearest_requirements_file_that_pins_vllm_gives_the_release(tmp_path):
+    # bentoml/BentoVLLM (3b69b26): each service directory's requirements.txt pins vllm==0.11.0,
+    # the environment its service.py (or components/decode.py) runs in; its 30 launches were
+    # decided as the default release, with nothing said (a P2pNcclConnector one decides otherwise).
+    service = "import subprocess\nsubprocess.run(['vllm', 'serve', 'm'])\n"
+    (tmp_path / "requirements.txt").write_text("bentoml\nvllm==0.10.1.1\n", encoding="utf-8")
+    pd = tmp_path / "pd"
+    (pd / "components").mkdir(parents=True)
+    (pd / "requirements.txt").write_text("bentoml==1.4.0\nvLLM==0.11.0  # the tested release\n", encoding="utf-8")
+    (pd / "components" / "decode.py").write_text(service, encoding="utf-8")
+    (d,) = read_source(pd / "components" / "decode.py", roots=(tmp_path,)).deployments
+    assert d.release == ("0.11.0", f"pin vllm==0.11.0 in {pd / 'requirements.txt'} (the launcher's nearest "
+                                   "requirements file)")
+    # The nearest file decides, as the environment built from it would: one without an exact pin gives none.
+    (pd / "requirements.txt").write_text("vllm>=0.10\n", encoding="utf-8")
+    assert only_deployment(read_source(pd / "components" / "decode.py", roots=(tmp_path,))).release is None
+    # Nothing above the audited paths is read.
+    (pd / "requirements.txt").unlink()
+    assert only_deployment(read_source(pd / "components" / "decode.py", roots=(pd,))).release is None
+    assert only_deployment(read_source(pd / "components" / "decode.py", roots=(tmp_path,))).release.version == "0.10.1.1"
+
+
+def only_deployment(found):
+    (deployment,) = found.deployments
+    return deployment
+
+
 def test_a_modal_image_pin_gives_the_release_of_every_launch_in_the_file(tmp_path):
     app = """\
 import subprocess

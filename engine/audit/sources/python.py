@@ -62,8 +62,10 @@ from ...core.errors import Problem
 from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import UNRESOLVED, references, unresolved
 from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, VALUE_OPTIONS, Arg, find_vllm
+from .companions import shown as companion_name
 from .context import Ctx
 from .deployment import Deployment, SourceFile
+from .files import read_text
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
 from .pyforms import dict_entries, dotted_name
@@ -102,6 +104,40 @@ _SUBPROCESS = frozenset(("subprocess", name) for name in ("run", "Popen", "call"
 _MAX_SITES = 64
 # A marker held aside while a string is split into words (see _split).
 _HELD = re.compile("\x00([0-9]+)\x00")
+
+
+# A requirements file's line that pins vLLM: `vllm==0.11.0`, `vllm[audio]==0.11.0  # comment`.
+_REQUIREMENT = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + VERSION.pattern + r")[ \t]*(?:[;#].*)?$",
+                          re.M | re.I)
+
+
+def _requirements_pin(ctx: Ctx) -> ReleaseHint | None:
+    """The release a ``requirements.txt`` pins for the launcher's Python:
+    the nearest in its directory or above it within the audited paths (a
+    BentoML service beside its own, bentoml/BentoVLLM), where it pins exactly
+    one vLLM; None where none does, or the file cannot be read."""
+    if not ctx.fs:
+        return None
+    try:
+        folder = ctx.path.resolve(strict=True).parent
+    except (OSError, RuntimeError):
+        return None
+    while ctx.may_read(folder):
+        candidate = folder / "requirements.txt"
+        if candidate.is_file():  # (a regular file, or a link to one: which must lie in the audited paths too)
+            if not ctx.may_read(candidate.resolve()):
+                return None
+            text, problem = read_text(candidate, str(candidate), ctx.limits.max_file_bytes)
+            pins = set(_REQUIREMENT.findall(text or "")) if problem is None else set()
+            if len(pins) == 1:
+                version = pins.pop()
+                return ReleaseHint(version, f"pin vllm=={version} in {companion_name(ctx, candidate)} (the launcher's "
+                                            "nearest requirements file)")
+            return None  # the nearest one decides, as the environment built from it would
+        if folder.parent == folder:
+            return None
+        folder = folder.parent
+    return None
 
 
 class _Shell(NamedTuple):
@@ -178,7 +214,7 @@ class _Reader(CommandLists):
         launches += [(node, scope, argv) for node, scope, argv, _ in derived]
         launches += [launch for call, scope in self.calls for launch in self._string_launches(call, scope)]
         launches += [launch for display, scope, _ in self.lists for launch in self._string_launches(display, scope)]
-        release = self._pinned()
+        release = self._pinned() or _requirements_pin(self.ctx)
         # The launches in line order, each with the environment set above it: one sweep over the settings.
         settings = sorted(self._settings(), key=lambda setting: setting[2])
         seen = 0
