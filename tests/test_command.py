@@ -159,6 +159,10 @@ def test_a_command_that_is_not_vllm_is_a_problem():
     assert find_vllm(["env", "A=1", "vllm", "serve", "m"]) == (3, True)
     assert find_vllm(["python", "-m", "vllm.entrypoints.openai.api_server"]) == (3, False)
     assert find_vllm(["vllm", "bench", "serve"]) is None
+    # Another tool that names vLLM as its backend runs its own `serve` (containers/ramalama's tests:
+    # `ramalama --runtime vllm serve MODEL`); a wrapper's own flag before vLLM does not (conda run).
+    assert find_vllm(["ramalama", "--runtime", "vllm", "serve", "m"]) is None
+    assert find_vllm(["conda", "run", "--no-capture-output", "vllm", "serve", "m"]) == (4, True)
 
 
 def test_with_a_releases_option_list_every_unknown_option_is_refused_and_prefixes_expand():

@@ -126,7 +126,8 @@ def find_vllm(words: Sequence[str]) -> tuple[int, bool] | None:
     python = False  # a python interpreter came before
     for i, word in enumerate(words):
         base = word.rsplit("/", 1)[-1]
-        if base == "vllm" and i + 1 < len(words) and words[i + 1] == "serve":
+        if base == "vllm" and i + 1 < len(words) and words[i + 1] == "serve" \
+                and not (i and words[i - 1] in _BACKEND_OPTIONS):
             return i + 1, True
         if word == "-m" and python and i + 1 < len(words) and words[i + 1] in _API_SERVER_MODULES:
             return i + 2, False
@@ -137,3 +138,6 @@ def find_vllm(words: Sequence[str]) -> tuple[int, bool] | None:
 
 
 _PYTHON = re.compile(r"python[0-9.]*")
+# Options of other tools whose value names vLLM as their backend: `ramalama --runtime vllm serve
+# MODEL` runs ramalama's own serve, with its own options (containers/ramalama's tests), not `vllm serve`.
+_BACKEND_OPTIONS = frozenset({"--runtime", "--backend", "--engine", "--inference-engine", "--framework"})
