@@ -717,6 +717,26 @@ def build(args):
         "or a `try`)); only the options written here are read, and it may hold others"]
 
 
+def test_a_list_grown_by_assigning_it_to_itself_plus_more_is_read_as_grown(tmp_path):
+    # bentoml/BentoVLLM (3b69b26), qwen3-30b-a3b-instruct-pd/components/decode.py: `cmd_list =
+    # cmd_list + extra_list` in an `if` (words from DECODE_EXTRA_ARGS) gave no note that the
+    # command may hold other options; written `cmd_list += extra_list`, it did.
+    found = read(tmp_path, """\
+import os
+extra = os.environ.get("EXTRA_ARGS")
+cmd = ["vllm", "serve", "m"]
+if extra:
+    cmd = cmd + extra.split(";")
+cmd = cmd + ["--kv-transfer-config", '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}']
+""")
+    (d,) = found.deployments
+    assert (d.line, json.loads(d.document["kv_transfer_config"])["kv_connector"]) == (3, "LMCacheConnectorV1")
+    assert [(n.code, n.message) for n in d.notes] == [
+        ("source.unresolved_arguments", "the command also takes `cmd = cmd + extra.split(';')` (which adds words on "
+                                        "some runs of the script (in an `if`, a loop or a `try`)); only the options "
+                                        "written here are read, and it may hold others")]
+
+
 def test_the_nearest_requirements_file_that_pins_vllm_gives_the_release(tmp_path):
     # bentoml/BentoVLLM (3b69b26): each service directory's requirements.txt pins vllm==0.11.0,
     # the environment its service.py (or components/decode.py) runs in; its 30 launches were

@@ -230,5 +230,10 @@ def names_server(display: ast.List | ast.Tuple) -> bool:
 
 
 def _written(holder: str, how: str, value: ast.expr | None) -> str:
-    """A change to a command list as a report shows it: ``cmd += [...]``, ``cmd.extend(...)``."""
-    return f"{holder} += {source_text(value)}" if how == "+=" and value is not None else f"{holder}.{how}(...)"
+    """A change to a command list as a report shows it: ``cmd += [...]``,
+    ``cmd = cmd + [...]``, ``cmd.extend(...)``."""
+    if how == "+=" and value is not None:
+        return f"{holder} += {source_text(value)}"
+    if how == "= +" and value is not None:
+        return f"{holder} = {holder} + {source_text(value)}"
+    return f"{holder}.{how}(...)"

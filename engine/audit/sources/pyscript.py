@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import json
 from bisect import bisect_left, bisect_right
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved, unresolved
@@ -153,7 +153,15 @@ class Script:
                 continue
             for name, key, value in (dict_changes(node) if isinstance(node, ast.stmt) else ()):
                 self.keyed.setdefault((id(scope), name), []).append((line, key, value, straight))
-            if isinstance(node, ast.Assign):
+            if isinstance(node, ast.Assign) and (grown := _grows_itself(node, names)) is not None:
+                # `cmd = cmd + extra`, where `cmd` was a list written out above, grows that list as
+                # `cmd += extra` does: read as that change (in an `if`, a word that may hold options),
+                # not as a list of its own.
+                names[grown.id].append(Binding(None, "changed in place", scope, line, straight, end))
+                self.grown.setdefault((id(scope), grown.id), []).append(
+                    (line, "= +", cast(ast.BinOp, node.value).right, straight))
+                self._copied.add(id(node.value))
+            elif isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Subscript) and is_environ(target.value) \
                             and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str) \
@@ -486,6 +494,17 @@ class Script:
             if isinstance(text, (str, Unknown)):
                 return text
         return Unknown(source_text(node), "is computed when the script runs")
+
+
+def _grows_itself(node: ast.Assign, names: dict[str, list[Any]]) -> ast.Name | None:
+    """The name of ``cmd = cmd + more`` where ``cmd`` is bound above to a
+    list written out (``cmd = [...]``); None for any other assignment."""
+    target, value = node.targets[0] if len(node.targets) == 1 else None, node.value
+    if isinstance(target, ast.Name) and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) \
+            and isinstance(value.left, ast.Name) and value.left.id == target.id \
+            and any(isinstance(b.value, (ast.List, ast.Tuple)) for b in names.get(target.id, ())):
+        return target
+    return None
 
 
 def _block_ends(node: ast.AST) -> dict[int, int]:
