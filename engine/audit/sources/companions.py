@@ -15,7 +15,7 @@ from .context import Ctx
 from .files import read_bytes, read_text, regular
 from .marks import Lines, yaml_chunks
 
-__all__ = ["Companion", "read_companion", "shown", "objects_of_kind", "forget_objects"]
+__all__ = ["Companion", "companion_text", "read_companion", "shown", "objects_of_kind", "forget_objects"]
 
 
 class Companion:
@@ -35,9 +35,10 @@ def shown(ctx: Ctx, path: Path) -> str:
         return str(path)
 
 
-def read_companion(ctx: Ctx, path: Path) -> Companion | None:
-    """A YAML file inside the audited paths, or None (missing, outside, not
-    YAML, too large). Never raises."""
+def companion_text(ctx: Ctx, path: Path) -> str | None:
+    """The text of a file another file names (a chart's values, a service's
+    Dockerfile), where it is a regular file inside the audited paths; None
+    where it is missing, outside them, not text or too large. Never raises."""
     if not ctx.fs:
         return None
     try:
@@ -47,7 +48,14 @@ def read_companion(ctx: Ctx, path: Path) -> Companion | None:
     if not ctx.may_read(real) or not regular(real):
         return None
     text, problem = read_text(real, str(path), ctx.limits.max_file_bytes)
-    if problem is not None or text is None:
+    return text if problem is None else None
+
+
+def read_companion(ctx: Ctx, path: Path) -> Companion | None:
+    """A YAML file inside the audited paths, or None (missing, outside, not
+    YAML, too large). Never raises."""
+    text = companion_text(ctx, path)
+    if text is None:
         return None
     documents = []
     for start, body in yaml_chunks(text):

@@ -25,9 +25,8 @@ from ...core.options import Arg, ConfigFile
 from ...core.errors import InputError, Problem
 from .context import Ctx
 from .deployment import Deployment, SourceFile
-from .companions import shown as companion_name
+from .companions import companion_text, shown as companion_name
 from .dockerfile import BuiltImage, DockerWords, built_image
-from .files import read_text, regular
 from .launch import apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
 from .shell import argv_invocations
@@ -248,14 +247,8 @@ def _built(ctx: Ctx, build: Any, variables: Mapping[str, str]) -> tuple[BuiltIma
     if has_unresolved(context) or has_unresolved(name) or "://" in context or context.startswith("git@"):
         return None
     path = ctx.path.parent / context / name
-    try:
-        real = path.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return None
-    if not ctx.may_read(real) or not regular(real):
-        return None
-    text, problem = read_text(real, str(path), ctx.limits.max_file_bytes)
-    if problem is not None or text is None:
+    text = companion_text(ctx, path)
+    if text is None:
         return None
     shown = companion_name(ctx, path)
     found = built_image(Ctx(path, shown, ctx.roots, ctx.limits, text))

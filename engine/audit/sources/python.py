@@ -62,10 +62,9 @@ from ...core.errors import Problem
 from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import UNRESOLVED, references, unresolved
 from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, VALUE_OPTIONS, Arg, find_vllm
-from .companions import shown as companion_name
+from .companions import companion_text, shown as companion_name
 from .context import Ctx
 from .deployment import Deployment, SourceFile
-from .files import read_text
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
 from .pyforms import dict_entries, dotted_name
@@ -125,10 +124,7 @@ def _requirements_pin(ctx: Ctx) -> ReleaseHint | None:
     while ctx.may_read(folder):
         candidate = folder / "requirements.txt"
         if candidate.is_file():  # (a regular file, or a link to one: which must lie in the audited paths too)
-            if not ctx.may_read(candidate.resolve()):
-                return None
-            text, problem = read_text(candidate, str(candidate), ctx.limits.max_file_bytes)
-            pins = set(_REQUIREMENT.findall(text or "")) if problem is None else set()
+            pins = set(_REQUIREMENT.findall(companion_text(ctx, candidate) or ""))
             if len(pins) == 1:
                 version = pins.pop()
                 return ReleaseHint(version, f"pin vllm=={version} in {companion_name(ctx, candidate)} (the launcher's "
