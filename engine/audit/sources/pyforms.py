@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import cast
 
-__all__ = ["made_from", "copy_of", "list_holder", "dotted_name", "dict_entries", "dict_changes"]
+__all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "dict_entries", "dict_changes"]
 
 # The methods that change a dict: `update` with its keys written out is followed, the others are not.
 _DICT_CHANGES = frozenset({"update", "pop", "popitem", "setdefault", "clear"})
@@ -40,6 +40,15 @@ def copy_of(node: ast.expr) -> ast.expr | None:
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) \
             and node.slice.lower is None and node.slice.upper is None and node.slice.step is None:
         return node.value
+    return None
+
+
+def added_to_itself(node: ast.Assign) -> ast.Name | None:
+    """The name of ``cmd = cmd + more``; None for any other assignment."""
+    target, value = node.targets[0] if len(node.targets) == 1 else None, node.value
+    if isinstance(target, ast.Name) and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) \
+            and isinstance(value.left, ast.Name) and value.left.id == target.id:
+        return target
     return None
 
 

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, cast
 from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved, unresolved
 from ...core.options import ENV_NAMES
-from .pyforms import copy_of, dict_changes, dotted_name, list_holder, made_from
+from .pyforms import added_to_itself, copy_of, dict_changes, dotted_name, list_holder, made_from
 
 __all__ = ["ENGINES", "KV_CONFIG", "INTERPRETER", "Script", "Unknown", "Binding", "as_word", "as_json_word", "is_environ",
            "source_text"]
@@ -153,7 +153,8 @@ class Script:
                 continue
             for name, key, value in (dict_changes(node) if isinstance(node, ast.stmt) else ()):
                 self.keyed.setdefault((id(scope), name), []).append((line, key, value, straight))
-            if isinstance(node, ast.Assign) and (grown := _grows_itself(node, names)) is not None:
+            if isinstance(node, ast.Assign) and (grown := added_to_itself(node)) is not None \
+                    and any(isinstance(b.value, (ast.List, ast.Tuple)) for b in names.get(grown.id, ())):
                 # `cmd = cmd + extra`, where `cmd` was a list written out above, grows that list as
                 # `cmd += extra` does: read as that change (in an `if`, a word that may hold options),
                 # not as a list of its own.
@@ -494,17 +495,6 @@ class Script:
             if isinstance(text, (str, Unknown)):
                 return text
         return Unknown(source_text(node), "is computed when the script runs")
-
-
-def _grows_itself(node: ast.Assign, names: dict[str, list[Any]]) -> ast.Name | None:
-    """The name of ``cmd = cmd + more`` where ``cmd`` is bound above to a
-    list written out (``cmd = [...]``); None for any other assignment."""
-    target, value = node.targets[0] if len(node.targets) == 1 else None, node.value
-    if isinstance(target, ast.Name) and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) \
-            and isinstance(value.left, ast.Name) and value.left.id == target.id \
-            and any(isinstance(b.value, (ast.List, ast.Tuple)) for b in names.get(target.id, ())):
-        return target
-    return None
 
 
 def _block_ends(node: ast.AST) -> dict[int, int]:
