@@ -115,14 +115,19 @@ def _any_release_options() -> frozenset[str]:
     return frozenset(flag[2:].replace("-", "_") for release in known_releases() for flag in option_strings(release))
 
 
-def _options_of_vllm(keys: set[str]) -> bool:
-    """Whether every key is an option of some vLLM release, or reads as a
-    misspelt one (which the vllm-config reader names). vLLM turns each key
-    of a `--config` file into an option and refuses one it lacks, so a
-    mapping with a `model` name among keys of its own (a test harness's
-    `model:` beside `deployment:` and `server_cmd:`) is not one."""
+def _not_an_option(key: Any) -> bool:
+    """Whether a config file's key is neither an option of some vLLM release
+    nor reads as a misspelt one (which the vllm-config reader names)."""
     known = _any_release_options()
-    return all(key in known or suggest(key, known) for key in keys)
+    return not (isinstance(key, str) and (key.replace("-", "_") in known or suggest(key.replace("-", "_"), known)))
+
+
+def _options_of_vllm(keys: set[str]) -> bool:
+    """Whether every key is vLLM's option, or a misspelt one. vLLM turns
+    each key of a `--config` file into an option and refuses one it lacks,
+    so a mapping with a `model` name among keys of its own (a test harness's
+    `model:` beside `deployment:` and `server_cmd:`) is not one."""
+    return not any(_not_an_option(key) for key in keys)
 
 
 def not_options(value: Any) -> list[str]:
@@ -132,10 +137,8 @@ def not_options(value: Any) -> list[str]:
     `vllm-release:`); none for any other value."""
     if not isinstance(value, dict) or not isinstance(value.get("model"), str):
         return []
-    known = _any_release_options()
-    others = [k for k in value if not (isinstance(k, str) and (k.replace("-", "_") in known
-                                                                or suggest(k.replace("-", "_"), known)))]
-    return [str(k) for k in others] if others and len(others) * 2 < len(value) else []
+    others = [str(key) for key in value if _not_an_option(key)]
+    return others if others and len(others) * 2 < len(value) else []
 
 
 def classify(value: Any, *, single: bool) -> str | None:

@@ -210,7 +210,8 @@ class _Reader(CommandLists):
         launches += [(node, scope, argv) for node, scope, argv, _ in derived]
         launches += [launch for call, scope in self.calls for launch in self._string_launches(call, scope)]
         launches += [launch for display, scope, _ in self.lists for launch in self._string_launches(display, scope)]
-        release = self._pinned() or _requirements_pin(self.ctx)
+        # (a file with no launch reads no requirements file)
+        release = (self._pinned() or _requirements_pin(self.ctx)) if launches else None
         # The launches in line order, each with the environment set above it: one sweep over the settings.
         settings = sorted(self._settings(), key=lambda setting: setting[2])
         seen = 0

@@ -39,13 +39,12 @@ from ...core.options import Arg, ConfigFile, find_vllm
 from ...core.errors import InputError, Problem
 from .context import Ctx
 from .deployment import Deployment
-from .detect import SHELLS
+from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
 from .shell_commands import nested_script
 from .shell_run import Interpreter
 from .shell_state import BUDGET_FACTOR, Place, Run, Scope, Script, Stop, Var, written_at
-from .detect import mentions_vllm
 from .shell_syntax import parse_script
 from .shell_tree import ShellSyntaxError
 
