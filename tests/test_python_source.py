@@ -660,6 +660,23 @@ LLM("m", kv_transfer_config=PREFILL if sys.argv[1] == "prefill" else LMCACHE)
     assert report.entries[1].decision["errors"][0]["code"] == "source.unresolved"
 
 
+def test_a_choice_between_a_connector_and_none_that_both_keep_hma_on_is_decided(tmp_path):
+    # NixlConnector on one path, no connector on the other: HMA is on either way, so the
+    # launch is decided, with the first path's reasons and a note that names that path.
+    (tmp_path / "run.py").write_text("""\
+import os, subprocess
+kv = ["--kv-transfer-config", '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'] if os.environ.get("PD") else []
+subprocess.run(["vllm", "serve", "m", *kv])
+""", encoding="utf-8")
+    (entry,) = audit([str(tmp_path / "run.py")]).entries
+    assert (entry.decision["outcome"], entry.decision["errors"]) == ("enabled", [])
+    assert [(n.code, n.message) for n in entry.deployment.notes] == [(
+        "source.unresolved_unused",
+        "the command also takes `kv` (which is chosen when the script runs), which may hold options; HMA is enabled "
+        "on each of the 2 paths, for reasons that differ between them; the decision shown is that of path 1 of 2, "
+        "where `os.environ.get('PD')` is true")]
+
+
 def test_a_choice_in_a_command_string_is_read_on_each_path_as_a_command_lists_is(tmp_path):
     # Found in a survey of public launchers (NVIDIA/NeMo-Skills serve_vllm.py builds its command
     # string with `+ (" ..." if c else "")`): the option that turns HMA off, added on one branch,

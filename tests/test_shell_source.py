@@ -222,6 +222,32 @@ def test_a_launch_the_paths_do_not_decide_alike_stays_unresolved(tmp_path, scrip
     assert [e["code"] for e in entry.decision["errors"]] == ["source.unresolved"]
 
 
+def test_paths_that_reach_one_outcome_for_different_reasons_settle_it(tmp_path):
+    # Both connectors support HMA: which path runs does not change what vLLM does, so the
+    # launch is no `source.unresolved` error (it was, as the two decisions' reasons differ).
+    script = ("if [ -n \"$PD\" ]; then CONNECTOR=NixlConnector; else CONNECTOR=OffloadingConnector; fi\n"
+              "vllm serve m --kv-transfer-config \"{\\\"kv_connector\\\":\\\"$CONNECTOR\\\",\\\"kv_role\\\":\\\"kv_both\\\"}\"\n")
+    (entry,) = decided(write(tmp_path / "run.sh", script))
+    assert (entry.decision["outcome"], entry.decision["errors"]) == ("enabled", [])
+    assert [c["kv_connector"] for c in entry.decision["connectors"]] == ["NixlConnector"]  # the first path's decision
+    assert [n.message for n in entry.deployment.notes] == [
+        "`--kv-transfer-config` takes its value at `/kv_connector` from `$CONNECTOR` (which is set differently on the "
+        "paths through `if` at line 1); HMA is enabled on each of the 2 paths, for reasons that differ between them; "
+        "the decision shown is that of path 1 of 2 through `if` at line 1"]
+
+
+def test_paths_that_vllm_refuses_each_for_its_own_reason_settle_as_an_error(tmp_path):
+    # An explicit enable refused with LMCacheConnectorV1 on one path, a connector vLLM does not know on the other.
+    script = (f"if [ -n \"$A\" ]; then KV='{LMCACHE}'; else KV='{NIXL.replace('Nixl', 'NoSuch')}'; fi\n"
+              "vllm serve m --no-disable-hybrid-kv-cache-manager --kv-transfer-config \"$KV\"\n")
+    (entry,) = decided(write(tmp_path / "run.sh", script))
+    assert entry.decision["outcome"] == "error"
+    assert entry.decision["errors"][0]["code"] != "source.unresolved"
+    assert entry.deployment.notes[0].message.endswith(
+        "vLLM refuses the command on each of the 2 paths, for reasons that differ between them; the decision shown "
+        "is that of path 1 of 2 through `if` at line 1")
+
+
 @pytest.mark.parametrize("build, outcome", [
     # a string, grown on one path of the `if`
     ("""CMD="vllm serve m --port 8000"

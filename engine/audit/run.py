@@ -33,7 +33,7 @@ from ..core.policy import Policy
 from .declog_format import input_digest
 from .model import FAIL_ON, AuditError, AuditReport, Entry, FileResult, Tally
 from .report import deployments_json
-from .unknowns import settled
+from .unknowns import agreement, settled
 from .sources import DEFAULT_SOURCE_LIMITS, EMPTY, Deployment, SourceLimits, forget_objects, read_source
 from .walk import inside, roots, walk
 
@@ -269,7 +269,7 @@ def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
 def _filed(policy: PolicySet, found: Any, decisions: list[Decision], settings: Settings) -> tuple[FileResult, list[Entry]]:
     # Entries that are not kept (only their report text and counts are) go with their chunk, documents and all.
     lean = not settings.documents and settings.entries
-    deployments = [_noted(_options_noted(policy, _release_noted(policy, d, decision), decision), decision)
+    deployments = [_noted(policy, _options_noted(policy, _release_noted(policy, d, decision), decision), decision)
                    for d, decision in zip(found.deployments, decisions)]
     entries = [Entry(d.without_document() if lean and (d.document is not None or d.paths or d.stand_in is not None)
                      else d, decision.to_dict(),
@@ -278,7 +278,7 @@ def _filed(policy: PolicySet, found: Any, decisions: list[Decision], settings: S
     return FileResult(found.file, found.format, len(entries), found.problems, found.skipped, found.notes), entries
 
 
-def _noted(deployment: Deployment, decision: Decision) -> Deployment:
+def _noted(policy: PolicySet, deployment: Deployment, decision: Decision) -> Deployment:
     """The deployment, its unknown values noted where they do not change its
     decision (a decision made of them is never ``source.unresolved``): the
     same on each path of the script (paths), or vLLM refuses it whatever they
@@ -287,7 +287,7 @@ def _noted(deployment: Deployment, decision: Decision) -> Deployment:
         not any(error.code == "source.unresolved" for error in decision.errors)
     if not settled:
         return deployment
-    why = (f"the decision is the same on each of the {len(deployment.paths)} paths" if deployment.paths
+    why = (agreement(policy, deployment, _hint(deployment.release)) if deployment.paths
            else "vLLM refuses the command whatever that value is")
     notes = tuple(Problem("source.unresolved_unused", f"{p.message}; {why}", p.path, file=p.file, line=p.line)
                   for p in deployment.problems)
