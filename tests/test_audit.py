@@ -123,7 +123,7 @@ def test_every_format_shows_each_deployment_with_its_outcome(fleet_report, fmt):
         assert data["summary"]["outcomes"] == fleet_report.summary()["outcomes"]
         assert [p["file"] for p in data["problems"]] == list(BROKEN)
         assert data["skipped"] == [{"file": "examples/fleet/EXPECTED.md",
-                                    "reason": "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"}]
+                                    "reason": "not a deployment source (not JSON, YAML, a shell script, Python or a Dockerfile)"}]
     elif fmt == "text":
         lines = text.splitlines()
         assert lines[0].startswith("hma-policy audit of examples/fleet: 38 deployment(s) in 36 file(s) (policy bundled, sha256:")
@@ -285,6 +285,19 @@ def test_walk_skips_hidden_directories_and_does_not_follow_directory_links(tmp_p
     data = report.to_dict()
     assert data["skipped"] == [{"file": f"{tmp_path}/loop", "reason": "a symbolic link to a directory (not followed)"}]
     assert [(p["file"], p["code"]) for p in data["problems"]] == [(f"{tmp_path}/outside.sh", "source.outside_roots")]
+
+
+def test_the_text_report_names_the_hidden_directories_it_did_not_enter(tmp_path):
+    # Found in a survey (ai-dynamo/nixl): its only disaggregated launches sit in `.ci` and
+    # `.gitlab`, and the text report said only "690 file(s) skipped (not deployment sources)".
+    for name in (".ci", ".gitlab", ".git"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "run.sh").write_text("vllm serve m\n")
+    (tmp_path / "notes.txt").write_text("x\n")
+    lines = render(audit([str(tmp_path)]), "text").splitlines()
+    assert lines[1:3] == [
+        "outcomes: enabled 0, disabled 0, error 0, undetermined 0; 1 file(s) skipped (not deployment sources)",
+        f"not entered: 2 hidden directories ({tmp_path}/.ci, {tmp_path}/.gitlab); audit one by giving its path"]
 
 
 def test_a_progress_bar_only_on_a_terminal():

@@ -64,7 +64,7 @@ def test_a_name_without_a_path_object_has_pathlibs_suffix(name):
 def test_a_file_that_is_not_a_source_is_skipped_with_its_reason(tmp_path):
     source = read_source(write(tmp_path / "README.md", "vllm serve x --kv-transfer-config '{}'"))
     assert source.deployments == () and source.problems == ()
-    assert source.skipped == "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"
+    assert source.skipped == "not a deployment source (not JSON, YAML, a shell script, Python or a Dockerfile)"
 
 
 # -- deployment documents -------------------------------------------------------------------

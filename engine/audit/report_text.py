@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .walk import HIDDEN
+
 try:  # optional: the standard-library path below gives the same text
     import orjson
 except ImportError:  # pragma: no cover - orjson is a declared dependency
@@ -20,6 +22,7 @@ __all__ = ["render_text", "render_markdown", "json_text", "printable", "nesting_
 OUTCOMES = ("enabled", "disabled", "error", "undetermined")
 VERDICT = {True: "supports HMA", False: "does not support HMA", None: "unknown"}
 _CHILDREN = "/kv_connector_extra_config/connectors/"
+_HIDDEN_SHOWN = 8  # hidden directories named on the text report's line; the JSON report lists them all
 
 
 def json_text(data: Any) -> str:
@@ -47,12 +50,24 @@ def nesting_depth(path: str) -> int:
     return path.count(_CHILDREN)
 
 
-def outcome_line(summary: dict[str, Any]) -> str:
+def outcome_line(summary: dict[str, Any], hidden: int = 0) -> str:
+    """The counts of outcomes, problems, notes and skipped files; ``hidden``
+    of the skipped entries are hidden directories, which have a line of their own."""
     outcomes = ", ".join(f"{name} {summary['outcomes'][name]}" for name in OUTCOMES)
     extra = f"; {summary['problems']} file problem(s)" if summary["problems"] else ""
     extra += f"; {summary['notes']} file note(s)" if summary.get("notes") else ""
-    skipped = summary["files"]["skipped"]
+    skipped = summary["files"]["skipped"] - hidden
     return f"outcomes: {outcomes}{extra}" + (f"; {skipped} file(s) skipped (not deployment sources)" if skipped else "")
+
+
+def hidden_line(hidden: list[str]) -> str:
+    """The hidden directories the walk did not enter, by name: CI folders
+    (``.ci``, ``.gitlab``) hold launch scripts, and a count of skipped files
+    would not tell a reader they went unread."""
+    shown = ", ".join(printable(name) for name in hidden[:_HIDDEN_SHOWN])
+    if len(hidden) > _HIDDEN_SHOWN:
+        shown += f", and {len(hidden) - _HIDDEN_SHOWN} more"
+    return f"not entered: {len(hidden)} hidden director{'y' if len(hidden) == 1 else 'ies'} ({shown}); audit one by giving its path"
 
 
 def headline(data: dict[str, Any]) -> str:
@@ -116,7 +131,8 @@ def place_text(entry: dict[str, Any]) -> str:
 
 
 def render_text(data: dict[str, Any]) -> str:
-    out = [headline(data), outcome_line(data["summary"])]
+    hidden = [s["file"] for s in data.get("skipped", ()) if s["reason"] == HIDDEN]
+    out = [headline(data), outcome_line(data["summary"], len(hidden))] + ([hidden_line(hidden)] if hidden else [])
     for entry in data["deployments"]:
         d = entry["decision"]
         head = f"{printable(entry['id'])}: {d['outcome']}"

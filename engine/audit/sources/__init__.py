@@ -58,7 +58,7 @@ _decode = decode
 
 # A YAML file with a top-level `services:` may be a compose file whatever its name.
 _SERVICES = re.compile(r"^services:[ \t]*(#.*)?$", re.M)
-_NOT_A_SOURCE = "not a deployment source (not JSON, YAML, a shell script or a Dockerfile)"
+_NOT_A_SOURCE = "not a deployment source (not JSON, YAML, a shell script, Python or a Dockerfile)"
 _NO_LAUNCH = ("Python in which no vLLM launch is read (an engine call, or a command list or string that starts "
               "vLLM's server)")
 
