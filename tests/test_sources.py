@@ -125,10 +125,23 @@ def test_a_documents_misspelt_model_fact_is_still_a_document(tmp_path):
 def test_json_and_yaml_that_describe_no_deployment_are_skipped(tmp_path):
     assert read_source(write(tmp_path / "package.json", '{"name": 1, "scripts": {}}')).skipped \
         == "not a deployment document, vLLM config or Kubernetes manifest"
-    # YAML 1.1 reads `on` as a boolean: not JSON data, and nothing about vLLM in it.
-    assert read_source(write(tmp_path / "ci.yaml", "on: push\njobs: {}\n")).skipped == (
+    # YAML 1.1 reads `yes` as a boolean: not JSON data, and nothing about vLLM in it.
+    assert read_source(write(tmp_path / "flags.yaml", "yes: 1\n")).skipped == (
         "mentions no vLLM option, and is not JSON-compatible YAML (invalid YAML in "
-        f"`{tmp_path / 'ci.yaml'}` at line 1, column 1: mapping keys must be strings, got `on`)")
+        f"`{tmp_path / 'flags.yaml'}` at line 1, column 1: mapping keys must be strings, got `yes`)")
+
+
+@pytest.mark.parametrize("comment", ["", "    # Pinned to match the upstream vllm/vllm-openai-rocm image\n"])
+def test_a_github_actions_workflow_is_skipped_whatever_it_mentions(tmp_path, comment):
+    # kvcache-ai/Mooncake (3b5a594) .github/workflows/ci_rocm.yml: a comment naming vLLM's
+    # image made the workflow, whose `on:` YAML 1.1 reads as a boolean, an input.parse
+    # problem ("looks like an unrendered Helm or Go template", for its `${{ ... }}`).
+    workflow = ("name: 'Build Wheel (ROCm)'\n\non:\n  workflow_call: {}\n\njobs:\n  build:\n    runs-on: ubuntu-22.04\n"
+                + comment + "    strategy:\n      matrix:\n        python-version: ['3.10']\n    steps:\n"
+                "      - run: echo ${{ matrix.python-version }}\n")
+    source = read_source(write(tmp_path / "ci_rocm.yml", workflow))
+    assert (source.skipped, source.problems) == (
+        "a GitHub Actions workflow (`on:` and `jobs:`): CI jobs, not a deployment", ())
 
 
 def test_another_tools_yaml_with_tags_of_its_own_is_skipped_not_a_problem(tmp_path):

@@ -32,6 +32,12 @@ __all__ = ["structured_file", "EMPTY"]
 # named on its command line, as `hma-policy decide` does.
 EMPTY = "holds no document (it is empty, or reads as null)"
 
+# A GitHub Actions workflow: its `on:` key is a boolean to a YAML 1.1 reader, so the
+# file is no JSON-compatible YAML; it runs CI jobs, and a comment naming vLLM's image
+# (kvcache-ai/Mooncake's ROCm workflows) made it a parse problem.
+_WORKFLOW = re.compile(r"^on:", re.M), re.compile(r"^jobs:", re.M)
+WORKFLOW = "a GitHub Actions workflow (`on:` and `jobs:`): CI jobs, not a deployment"
+
 
 def _parse_problem(ctx: Ctx, exc: InputError, offset: int = 0) -> Problem:
     """A parse error located in the file: the line of a document's error is
@@ -123,8 +129,10 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 values.append((start, value))
                 lines.append(Lines(body, start + 1, where))
         if problems:
-            # A broken document is the file's problem. A YAML file that never mentions vLLM (a CI
-            # workflow with `on:`) is skipped, not reported.
+            # A broken document is the file's problem. A CI workflow, or a YAML file that never
+            # mentions vLLM, is skipped, not reported.
+            if all(pattern.search(ctx.text) for pattern in _WORKFLOW):
+                return SourceFile(ctx.display, None, skipped=WORKFLOW)
             if not mentions_vllm(ctx.text):
                 return SourceFile(ctx.display, None, skipped=f"mentions no vLLM option, and is not JSON-compatible YAML "
                                                              f"({problems[0].message})")
