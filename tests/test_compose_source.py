@@ -173,3 +173,44 @@ def test_compose_text_in_memory_reads_nothing_from_disk(tmp_path, monkeypatch):
     (d,) = find_deployments("compose.yaml", "services:\n  s:\n    image: ${VLLM_IMAGE:-vllm/vllm-openai:v0.33.0}\n"
                                            "    command: [m]\n").deployments
     assert d.release.version == "0.33.0"
+
+
+TPU_COMPOSE = """\
+services:
+  vllm-gemma4-31b:
+    image: ${DOCKER_URI:-vllm/vllm-tpu:gemma4}
+    privileged: true
+    environment:
+      - HF_TOKEN=${HF_TOKEN:-<YOUR_HUGGING_FACE_TOKEN_PLACEHOLDER>}
+      - VLLM_ARGS= >
+          --model google/gemma-4-31B-it
+          --max-model-len 16384
+          --tensor-parallel-size 8%s
+"""
+
+
+def test_the_tpu_image_given_no_command_serves_with_the_words_of_vllm_args(tmp_path):
+    # AI-Hypercomputer/tpu-recipes (c8cfe2f) inference/trillium/vLLM/Gemma4/docker-compose-gemma4-31B.yml:
+    # no command, so vllm-project/tpu-inference's entrypoint runs the api_server with ${VLLM_ARGS:-}.
+    # Both files were passed over without a word.
+    (d,) = read_source(write(tmp_path / "docker-compose.yml", TPU_COMPOSE % "")).deployments
+    assert (d.name, d.line, d.document["model"]) == ("vllm-gemma4-31b", 2, {"name": "google/gemma-4-31B-it"})
+    assert "kv_transfer_config" not in d.document and "disable_hybrid_kv_cache_manager" not in d.document
+    assert [(n.code, n.message) for n in d.notes][:1] == [(
+        "source.image_entrypoint", "the image `vllm/vllm-tpu:gemma4`, given no command, runs vLLM's OpenAI server with "
+        "words of its environment: `python3 -m vllm.entrypoints.openai.api_server ${VLLM_ARGS:-}` (vllm-project/"
+        "tpu-inference's docker/entrypoint.sh; an image built before February 2026 starts a shell instead)")]
+    (off,) = read_source(write(tmp_path / "docker-compose.yml",
+                               TPU_COMPOSE % "\n          --disable-hybrid-kv-cache-manager")).deployments
+    assert off.document["disable_hybrid_kv_cache_manager"] is True
+
+
+def test_the_tpu_image_with_its_server_switched_off_or_a_command_of_its_own_is_no_such_launch(tmp_path):
+    switched = TPU_COMPOSE % "" + "      - DISABLE_VLLM_SERVER=true\n"
+    assert read_source(write(tmp_path / "docker-compose.yml", switched)).deployments == ()
+    # Given a command, the entrypoint runs it (`exec "$@"`): a launch only where that starts vLLM.
+    commanded = TPU_COMPOSE % "" + "    command: [python3, bench.py]\n"
+    assert read_source(write(tmp_path / "docker-compose.yml", commanded)).deployments == ()
+    served = TPU_COMPOSE % "" + "    command: [vllm, serve, m]\n"
+    (d,) = read_source(write(tmp_path / "docker-compose.yml", served)).deployments
+    assert (d.document["model"], [n.code for n in d.notes]) == ({"name": "m"}, ["source.release_unknown"])

@@ -535,3 +535,37 @@ def test_every_report_format_shows_where_a_launch_is(fmt):
     else:
         assert "LLMInferenceService facebook-opt-125m-pd · container main · role prefill" in text.replace("&#x27;", "'")
         assert "0.23.0 (image tag docker.io/vllm/vllm-openai-cpu:v0.23.0)" in text
+
+
+def test_a_tpu_container_given_no_command_serves_with_the_words_of_vllm_args(tmp_path):
+    # vllm-project/tpu-inference's image entrypoint (docker/entrypoint.sh) serves with ${VLLM_ARGS:-}
+    # given no arguments; DISABLE_VLLM_SERVER=true starts a shell instead.
+    manifest = write(tmp_path / "tpu.yaml", """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: tpu}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-tpu:nightly
+        env:
+        - {name: VLLM_ARGS, value: "--model m --disable-hybrid-kv-cache-manager"}
+      - name: shell
+        image: vllm/vllm-tpu:nightly
+        env:
+        - {name: DISABLE_VLLM_SERVER, value: "true"}
+      - name: from-config
+        image: vllm/vllm-tpu:nightly
+        env:
+        - name: VLLM_ARGS
+          valueFrom: {configMapKeyRef: {name: args, key: vllm}}
+""")
+    served, unknown = read_source(manifest).deployments
+    assert (served.container, served.document["model"], served.document["disable_hybrid_kv_cache_manager"]) == (
+        "vllm", {"name": "m"}, True)
+    assert [n.code for n in served.notes] == ["source.image_entrypoint", "source.release_unknown"]
+    assert unknown.container == "from-config"
+    assert [n.code for n in unknown.notes] == ["source.image_entrypoint", "source.unresolved_arguments",
+                                               "source.release_unknown"]

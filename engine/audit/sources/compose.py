@@ -30,7 +30,7 @@ from .dockerfile import BuiltImage, DockerWords, built_image
 from .launch import apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
 from .shell import argv_invocations
-from .images import VLLM_IMAGE, presumed_note, presumed_server
+from .images import VLLM_IMAGE, env_server, env_server_note, presumed_note, presumed_server
 from .yamlread import YamlError, load
 
 __all__ = ["compose_file", "is_compose_name", "looks_like_compose"]
@@ -268,8 +268,15 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
     built = _built(ctx, service.get("build"), variables) if not vllm_image else None
     built_file = built[1] if built is not None and built[0].runs_vllm_serve else None
     vllm_image = vllm_image or built_file is not None
-    presumed = not entrypoint and not vllm_image and bool(image) and not has_unresolved(image) \
-        and presumed_server(image, command)
+    chain = list(dotenv) + ([built_file] if built_file else [])
+    env = _environment(ctx, service, variables, where, chain, problems)
+    if built_file is not None and built is not None:
+        env = {**built[0].env, **env}  # the image's ENV, which the service's environment overrides
+    known = not entrypoint and not vllm_image and bool(image) and not has_unresolved(image)
+    presumed = known and presumed_server(image, command)
+    # An image that starts vLLM's server from its environment, given no command (vllm/vllm-tpu).
+    server = env_server(image, command, {k: None if has_unresolved(v.text) else v.text for k, v in env.items()}) \
+        if known else None
     if entrypoint:
         argv = entrypoint + command
     elif vllm_image or presumed:
@@ -277,12 +284,10 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
         if command[:1] == ["serve"]:
             problems.append(ctx.problem("source.serve_twice", f"{where}: the vllm/vllm-openai image already runs "
                                         "`vllm serve`; `serve` in its command is taken as the model", line=line))
+    elif server is not None:
+        argv = ["sh", "-c", server.script]
     else:
         argv = command
-    chain = list(dotenv) + ([built_file] if built_file else [])
-    env = _environment(ctx, service, variables, where, chain, problems)
-    if built_file is not None and built is not None:
-        env = {**built[0].env, **env}  # the image's ENV, which the service's environment overrides
     reader = _mounted(ctx, service, variables, where)
     found = argv_invocations(argv, ctx, env=env, line=line, origin=where, anchor=f"#services/{name}", problems=problems,
                              read_file=reader)
@@ -307,6 +312,8 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
         inv.config_reader = reader
         if presumed:
             inv.notes.append(presumed_note(ctx, image, line))
+        if server is not None:
+            inv.notes.append(env_server_note(ctx, image, server, line))
         if len(found) > 1:
             inv.anchor = f"#services/{name}/{number}"
     apply_facts(found, ctx)

@@ -7,17 +7,22 @@ vLLM's release images are known by name. Another image that names vLLM
 arguments that start with an option and name the model with ``--model``,
 is read as vLLM's server too, since that is how such images are run; its
 entrypoint is not in the file, so the launch carries a note saying so.
+
+Some images start vLLM's server from their environment when given nothing
+to run (``vllm/vllm-tpu`` reads ``VLLM_ARGS``): their entrypoint's script is
+recorded here, and a container that gives such an image no command runs it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from ...core.errors import Problem
 from .context import Ctx
 
-__all__ = ["VLLM_IMAGE", "presumed_server", "presumed_note"]
+__all__ = ["VLLM_IMAGE", "presumed_server", "presumed_note", "EnvServer", "env_server", "env_server_note"]
 
 # vLLM's release image vllm/vllm-openai, its CPU build vllm/vllm-openai-cpu, and the CPU
 # builds vLLM's release pipeline pushes to public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo and
@@ -43,3 +48,41 @@ def presumed_note(ctx: Ctx, image: str, line: int | None) -> Problem:
                        "these arguments: it names vLLM and is given only vLLM's options, but it is not one of vLLM's "
                        "release images and its entrypoint is not in this file", line=line,
                        hint="if the image runs something else, audit the file that gives its entrypoint")
+
+
+class EnvServer(NamedTuple):
+    """An image whose entrypoint, given no arguments, starts vLLM's server
+    with words from its environment, unless a switch of the environment
+    turns that off."""
+
+    image: re.Pattern[str]
+    script: str  # what the entrypoint runs, as shell: its environment's variables expand as they do there
+    switch: str  # the variable that, "true", makes the entrypoint start a shell instead
+    source: str  # where the entrypoint is, for the note
+
+
+# vllm-project/tpu-inference's docker/entrypoint.sh (5184a0537, 7 February 2026; the image ran
+# bash before): `exec "$@"` given arguments, a shell with DISABLE_VLLM_SERVER=true, else
+# `exec python3 -m vllm.entrypoints.openai.api_server ${VLLM_ARGS:-}` (word-split, unquoted).
+ENV_SERVERS = (
+    EnvServer(re.compile(r"(^|/)vllm-tpu(?:[:@]|$)"), "exec python3 -m vllm.entrypoints.openai.api_server ${VLLM_ARGS:-}",
+              "DISABLE_VLLM_SERVER", "vllm-project/tpu-inference's docker/entrypoint.sh; an image built before "
+                                     "February 2026 starts a shell instead"),
+)
+
+
+def env_server(image: str, args: Sequence[str], env: Mapping[str, str | None]) -> EnvServer | None:
+    """The entrypoint ``image`` runs vLLM's server with, given ``args`` (none)
+    and the container's ``env`` (a value None: not known); None where the
+    image is none of these, is given arguments, or its switch is "true"."""
+    if args:
+        return None
+    server = next((s for s in ENV_SERVERS if s.image.search(image.split("@")[0])), None)
+    return None if server is None or env.get(server.switch) == "true" else server
+
+
+def env_server_note(ctx: Ctx, image: str, server: EnvServer, line: int | None) -> Problem:
+    """The note of a launch an image's entrypoint starts from its environment."""
+    return ctx.problem("source.image_entrypoint", f"the image `{image}`, given no command, runs vLLM's OpenAI server "
+                       f"with words of its environment: `{server.script.removeprefix('exec ')}` ({server.source})",
+                       line=line, hint=f"set {server.switch}=true in the environment if the container is not to serve")

@@ -32,7 +32,7 @@ from .marks import NO_LINES, Lines
 from .rayserve import ray_service
 from .release import ReleaseHint, from_image
 from .shell import argv_invocations
-from .images import VLLM_IMAGE, presumed_note, presumed_server
+from .images import VLLM_IMAGE, env_server, env_server_note, presumed_note, presumed_server
 
 __all__ = ["kubernetes", "Site", "pod_launches", "pod_templates", "config_maps_of", "labels_of"]
 
@@ -264,11 +264,15 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
     argv = [_k8s_expand(str(v), env) for v in (command or [])] + [_k8s_expand(scalar_text(v), env) for v in arguments]
     image = str(container.get("image") or "")
     presumed = False
+    server = None
     if command is None:
         if not VLLM_IMAGE.search(image.split("@")[0]):
             presumed = find_vllm(argv) is None and presumed_server(image, argv)
+            server = env_server(image, argv, env)  # an image that serves from its environment (vllm/vllm-tpu)
             if presumed:
                 argv = ["vllm", "serve"] + argv
+            elif server is not None:
+                argv = ["sh", "-c", server.script]
             elif find_vllm(argv) is None:
                 return []
         else:
@@ -283,6 +287,8 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
         inv.line = line
         if presumed:
             inv.notes.append(presumed_note(ctx, image, line))
+        if server is not None:
+            inv.notes.append(env_server_note(ctx, image, server, line))
         if bad:
             inv.problems.append(ctx.problem("source.kubernetes", f"{where}: {', '.join(bad)} must be strings; "
                                             "Kubernetes rejects the manifest"))
