@@ -207,8 +207,20 @@ def test_words_past_the_model_that_no_option_takes_are_refused_as_vllm_refuses_t
                  ["vllm", "serve", "m", "--enforce-eager", "true"],
                  ["vllm", "serve", "m", unresolved("$EXTRA", "is not set"), "x"]):
         assert codes(read_command(argv).problems) == [], argv
-    # The api_server entry point takes the model by --model, and a positional word only in later releases.
-    assert read_command(["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m", "x"]).problems == ()
+    # The api_server entry point takes the model by --model; its parser's optional model tag takes one
+    # word from 0.10.0 on (0.9.x has none) and drops it: a note. A second word, every release refuses.
+    # (AI-Hypercomputer/tpu-recipes' compose `VLLM_ARGS= > --model ...` hands it `>`.)
+    api_server = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m", ">"]
+    one = read_command(api_server)
+    assert (one.problems, one.document["model"]) == ((), {"name": "m"})
+    assert [(n.code, n.message) for n in one.notes] == [(
+        "source.ignored_argument", "the argument `>` (command line) is taken by the api_server's optional model tag, "
+        "which it never reads (vLLM 0.10.0 and later); earlier releases reject it as an unrecognized argument, and "
+        "vLLM does not start")]
+    two = read_command(api_server + ["--port", "8000", "y"])
+    assert [(p.code, p.message) for p in two.problems] == [(
+        "source.extra_argument", "vLLM rejects the unrecognized argument `y` (command line): the api_server takes "
+        "one word, its model tag, and no option takes this word")]
 
 
 def test_a_word_not_known_after_a_boolean_may_hold_options():

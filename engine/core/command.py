@@ -39,7 +39,7 @@ from .optionlist import refused_options
 from .options import (DECISION_OPTIONS, DEFAULT_OPTIONS, ENV_NAMES, SCHEMA, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions,
                       find_vllm)
 from .schema import pointer
-from .vllm_args import Reading, number_value, read_options, vllm_tokens
+from .vllm_args import Reading, extra_words, number_value, read_options, vllm_tokens
 from ..fileio import open_regular
 
 __all__ = ["Arg", "ConfigFile", "CommandResult", "StandIn", "VllmOptions", "DEFAULT_OPTIONS", "read_command", "find_vllm",
@@ -164,10 +164,9 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
 def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str | Arg]) -> CommandResult:
     tokens, model, positional = vllm_tokens(reading, args, serve)
     found, loose, words, unchecked = read_options(reading, tokens)
-    if serve:
-        _extra_words(reading, words if positional else words[1:])
-        if not positional and words:  # argparse's model_tag, wherever it stands (it wins over a config file's --model)
-            model = words[0]
+    extra_words(reading, words if positional or not serve else words[1:], serve)
+    if serve and not positional and words:  # argparse's model_tag, wherever it stands (it wins over a config file's --model)
+        model = words[0]
     document: dict[str, Any] = {}
     origins: dict[str, str] = {}
     if model is None and "model" in found:  # `--model` from a config file, or for the api_server entry point
@@ -398,19 +397,6 @@ def _quote_bare_markers(text: str) -> str:
 
 
 _SCRIPT_ARGUMENT = re.compile(r"\$(?:[@*]|[0-9]+|\{[0-9]+\}|\{[@*]\})")
-
-
-def _extra_words(reading: Reading, extra: list[Arg]) -> None:
-    """Words past `vllm serve`'s one positional argument, the model: argparse
-    refuses them ("unrecognized arguments"), and vLLM does not start."""
-    if not extra:
-        return
-    shown = ", ".join(f"`{show(word.text)}`" for word in extra[:5]) + (", ..." if len(extra) > 5 else "")
-    reading.fail("source.extra_argument", f"vLLM rejects the unrecognized argument{'s' if len(extra) > 1 else ''} "
-                 f"{shown} ({extra[0].origin}): `vllm serve` takes one model, and no option takes "
-                 f"{'these words' if len(extra) > 1 else 'this word'}",
-                 hint="give the model once, first; write each option's value after it, or quote a value "
-                      "that holds spaces")
 
 
 def _loose_notes(reading: Reading, loose: list[tuple[str | None, Arg]]) -> None:

@@ -76,6 +76,36 @@ def stands_for_words(arg: Arg) -> bool:
     return match is not None and _SHELL_WORDS.fullmatch(match.group(1)) is not None
 
 
+# The first release whose api_server module takes a positional argument: make_arg_parser
+# gained `vllm serve`'s optional model_tag in 0.10.0 (0.9.1 and 0.9.2 have none, read in
+# their wheels), and the module's main never reads it.
+API_SERVER_MODEL_TAG = "0.10.0"
+
+
+def extra_words(reading: Reading, extra: list[Arg], serve: bool) -> None:
+    """Words argparse takes as positional arguments, past `vllm serve`'s
+    model (``extra``: those past it). The api_server module's optional model
+    tag takes one word and drops it: a note, since releases before it refuse
+    the word. Past that, argparse refuses them ("unrecognized arguments"),
+    and vLLM does not start."""
+    if not serve and extra:
+        word, extra = extra[0], extra[1:]
+        reading.note("source.ignored_argument", f"the argument `{show(word.text)}` ({word.origin}) is taken by the "
+                     f"api_server's optional model tag, which it never reads (vLLM {API_SERVER_MODEL_TAG} and later); "
+                     "earlier releases reject it as an unrecognized argument, and vLLM does not start",
+                     hint="drop the word; give the model with --model")
+    if not extra:
+        return
+    shown = ", ".join(f"`{show(word.text)}`" for word in extra[:5]) + (", ..." if len(extra) > 5 else "")
+    takes = "`vllm serve` takes one model" if serve else "the api_server takes one word, its model tag"
+    reading.fail("source.extra_argument", f"vLLM rejects the unrecognized argument{'s' if len(extra) > 1 else ''} "
+                 f"{shown} ({extra[0].origin}): {takes}, and no option takes "
+                 f"{'these words' if len(extra) > 1 else 'this word'}",
+                 hint="give the model once, first; write each option's value after it, or quote a value "
+                      "that holds spaces" if serve else "write each option's value after it, or quote a value "
+                                                        "that holds spaces")
+
+
 def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Arg], Arg | None, bool]:
     """vLLM's FlexibleArgumentParser.parse_args up to argparse: --model moved
     first, --config pulled in, `_` in option names read as `-`, dotted
