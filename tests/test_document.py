@@ -75,6 +75,19 @@ def test_unknown_field_in_kv_transfer_config_suggests_the_field():
     )
 
 
+@pytest.mark.parametrize("release", ["0.10.0", "0.33.0"])
+def test_vllm_use_v1_that_is_no_integer_is_refused_not_an_internal_error(release):
+    # VLLM_USE_V1 was read by the facts but not declared in the schema: "abc" reached int() and
+    # `hma-policy decide` ended in "internal error: ValueError" (found by a survey of
+    # kubernetes-sigs/inference-perf, whose V0-engine demo sets VLLM_USE_V1=0).
+    with pytest.raises(InputError) as info:
+        decide({"vllm_version": release, "env": {"VLLM_USE_V1": "abc"}})
+    (problem,) = info.value.problems
+    assert (problem.code, problem.path, problem.message) == (
+        "input.schema", "/env/VLLM_USE_V1", "expected an integer (vLLM reads this switch with int()), got `abc`")
+    assert decide({"vllm_version": "0.10.0", "env": {"VLLM_USE_V1": "0"}}).outcome == "disabled"
+
+
 def test_unknown_top_level_key_suggests_the_key():
     problem = only_problem({"kv_transfer_confg": NIXL})
     assert fields(problem) == (

@@ -569,3 +569,28 @@ spec:
     assert unknown.container == "from-config"
     assert [n.code for n in unknown.notes] == ["source.image_entrypoint", "source.unresolved_arguments",
                                                "source.release_unknown"]
+
+
+def test_a_containers_vllm_use_v1_reaches_the_decision(tmp_path):
+    # kubernetes-sigs/inference-perf demos/kubecon-na-2025/vllm+v0_engine/manifests.yaml runs the V0
+    # engine with env VLLM_USE_V1=0: the audit copied only the variables the schema declared, and
+    # VLLM_USE_V1 was not one, so the launch was decided enabled whatever the release.
+    manifest = write(tmp_path / "v0.yaml", """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: v0}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.10.0
+        args: ["--model", "m"]
+        env:
+        - {name: VLLM_USE_V1, value: "0"}
+        - {name: HF_TOKEN, value: secret}
+""")
+    (entry,) = audit([str(manifest)]).entries
+    assert entry.deployment.document["env"] == {"VLLM_USE_V1": "0"}  # and no other variable
+    assert (entry.decision["outcome"], entry.decision["vllm"]["release"]) == ("disabled", "0.10.0")
+    assert entry.decision["reasons"][-1] == "VLLM_USE_V1=0 runs the V0 engine, which has no hybrid KV cache manager"
