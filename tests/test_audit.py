@@ -300,6 +300,26 @@ def test_the_text_report_names_the_hidden_directories_it_did_not_enter(tmp_path)
         f"not entered: 2 hidden directories ({tmp_path}/.ci, {tmp_path}/.gitlab); audit one by giving its path"]
 
 
+def test_a_link_to_nothing_or_to_a_unit_outside_is_skipped_not_a_problem(tmp_path):
+    # containers/ai-lab-recipes keeps an image's /etc tree: systemd units linked to absolute
+    # paths of the machine they were made on, which is no file here, were 5 source.outside_roots
+    # problems ("links to a file outside the audited paths").
+    wants = tmp_path / "etc" / "systemd" / "system" / "timers.target.wants"
+    wants.mkdir(parents=True)
+    os.symlink("/usr/lib/systemd/system/no-such.timer", wants / "no-such.timer")
+    os.symlink("../usr/share/zoneinfo/UTC", tmp_path / "etc" / "localtime")
+    os.symlink("/etc/hostname", wants / "hostname.service")  # outside, and its name says it is no source
+    os.symlink("/etc/hostname", tmp_path / "outside.yaml")  # outside, and it might be one: never read
+    data = audit([str(tmp_path)]).to_dict()
+    assert [(p["file"], p["code"]) for p in data["problems"]] == [(f"{tmp_path}/outside.yaml", "source.outside_roots")]
+    assert data["skipped"] == [
+        {"file": f"{tmp_path}/etc/localtime", "reason": "a symbolic link to `../usr/share/zoneinfo/UTC`, which does not exist"},
+        {"file": f"{wants}/hostname.service",
+         "reason": "not a deployment source (not JSON, YAML, a shell script, Python or a Dockerfile)"},
+        {"file": f"{wants}/no-such.timer",
+         "reason": "a symbolic link to `/usr/lib/systemd/system/no-such.timer`, which does not exist"}]
+
+
 def test_a_progress_bar_only_on_a_terminal():
     assert progress_bar(io.StringIO()) is None
 

@@ -34,7 +34,7 @@ from .declog_format import input_digest
 from .model import FAIL_ON, AuditError, AuditReport, Entry, FileResult, Tally
 from .report import deployments_json
 from .unknowns import agreement, settled
-from .sources import DEFAULT_SOURCE_LIMITS, EMPTY, Deployment, SourceLimits, forget_objects, read_source
+from .sources import DEFAULT_SOURCE_LIMITS, EMPTY, Deployment, SourceLimits, forget_objects, no_source_by_name, read_source
 from .walk import inside, roots, walk
 
 __all__ = ["audit", "AuditReport", "AuditError", "Entry", "FileResult", "FAIL_ON", "progress_bar"]
@@ -225,9 +225,12 @@ def _guarded(display: str, stage: Callable[[], Any]) -> tuple[Any, Any]:
 
 def _read(display: str, name: str, plain: bool, settings: Settings) -> Any:
     """The file's deployments (a SourceFile), or a FileResult saying why it is not read."""
-    if not plain:
-        path = Path(name)
-        if path.is_symlink() and not inside(path.resolve(strict=False), settings.roots):
+    if not plain and Path(name).is_symlink():
+        target = Path(name).resolve(strict=False)
+        if not target.exists():  # a link to nothing (an absolute path of another machine): nothing to read
+            return FileResult(display, None, 0, skipped=f"a symbolic link to `{os.readlink(name)}`, which does not exist")
+        # A name that says the file is no source (a systemd unit) is skipped unread wherever it leads.
+        if not inside(target, settings.roots) and not no_source_by_name(name):
             return FileResult(display, None, 0, (Problem("source.outside_roots", f"`{display}` links to a file "
                                                          "outside the audited paths; it is not read", file=display),))
     # The path stays a string, and the listing already said whether the file is regular:

@@ -48,7 +48,7 @@ from .files import regular as is_regular
 from .shell import shell_file
 
 __all__ = ["Deployment", "SourceFile", "SourceLimits", "DEFAULT_SOURCE_LIMITS", "read_source", "find_deployments", "EMPTY",
-           "source_format", "FORMATS", "forget_objects"]
+           "source_format", "FORMATS", "forget_objects", "NOT_A_SOURCE", "no_source_by_name"]
 
 FORMATS = ("document", "vllm-config", "shell", "dockerfile", "kubernetes", "compose")
 
@@ -58,7 +58,8 @@ _decode = decode
 
 # A YAML file with a top-level `services:` may be a compose file whatever its name.
 _SERVICES = re.compile(r"^services:[ \t]*(#.*)?$", re.M)
-_NOT_A_SOURCE = "not a deployment source (not JSON, YAML, a shell script, Python or a Dockerfile)"
+NOT_A_SOURCE = "not a deployment source (not JSON, YAML, a shell script, Python or a Dockerfile)"
+_NOT_A_SOURCE = NOT_A_SOURCE
 _NO_LAUNCH = ("Python in which no vLLM launch is read (an engine call, or a command list or string that starts "
               "vLLM's server)")
 
@@ -95,6 +96,14 @@ def find_deployments(name: str, text: str, *, limits: SourceLimits = DEFAULT_SOU
     return _noted(_examine(Ctx(name, name, (), limits, text, fs=False), fmt), text, known)
 
 
+def no_source_by_name(path: str | Path) -> bool:
+    """Whether the file's name alone says it is no deployment source, so that
+    none of it is read (a `.service` unit, a model's weights); a name that
+    does not tell, or a document read for its mentions, is not one."""
+    ext = suffix(basename(path)).lower()
+    return source_format(path) is None and bool(ext) and ext not in BATCH_SUFFIXES and ext not in MENTION_SUFFIXES
+
+
 def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits: SourceLimits, *,
                  regular: bool = False, known: tuple[str, ...] = ()) -> SourceFile:
     """:func:`read_source`; ``regular``: the caller knows the file is a
@@ -105,7 +114,7 @@ def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits
     ext = suffix(basename(path)).lower()
     if fmt is None and ext in MENTION_SUFFIXES:  # a template or a document: read only for mentions
         return _mentions_only(path, display, limits, regular, known)
-    if fmt is None and ext and ext not in BATCH_SUFFIXES:  # decided by the name: a model's weights are never read
+    if no_source_by_name(path):  # decided by the name: a model's weights are never read
         return SourceFile(display, None, skipped=_NOT_A_SOURCE)
     if not regular and not is_regular(path):  # a FIFO or a device would block or never end
         return SourceFile(display, None, skipped="not a regular file")
