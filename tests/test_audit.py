@@ -320,6 +320,24 @@ def test_a_link_to_nothing_or_to_a_unit_outside_is_skipped_not_a_problem(tmp_pat
          "reason": "a symbolic link to `/usr/lib/systemd/system/no-such.timer`, which does not exist"}]
 
 
+def test_an_option_no_release_accepts_is_noted_where_no_release_is_named(tmp_path):
+    # A config file's misspelt key: every release refuses it, so the launch does not start
+    # whichever runs it (it was noted only with --vllm-version). A release the rules do not
+    # hold (v0.35.0 here) may accept it: nothing is said.
+    (tmp_path / "c.yaml").write_text("model: m\ntensor_parallel_sizee: 2\nmax_model_len: 100\n")
+    (entry,) = audit([str(tmp_path / "c.yaml")]).entries
+    assert [(n.code, n.message, n.hint) for n in entry.deployment.notes] == [(
+        "source.option_not_in_release", "no bundled vLLM release (0.9.1 to 0.33.0) accepts the argument "
+        f"`--tensor-parallel-sizee` (`{tmp_path / 'c.yaml'}`): the launch does not start unless a release outside them "
+        "runs it",
+        "did you mean `--tensor-parallel-size`?")]
+    (tmp_path / "run.sh").write_text("docker run vllm/vllm-openai:v0.35.0 m --tensor-parallel-sizee 2\n"
+                                     "docker run vllm/vllm-openai:latest m --tensor-parallel-sizee 2 --max-model-len 9\n")
+    newer, latest = audit([str(tmp_path / "run.sh")]).entries
+    assert [n.code for n in newer.deployment.notes] == ["source.release_not_held"]
+    assert [n.code for n in latest.deployment.notes] == ["source.release_unknown", "source.option_not_in_release"]
+
+
 def test_a_progress_bar_only_on_a_terminal():
     assert progress_bar(io.StringIO()) is None
 

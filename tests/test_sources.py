@@ -237,6 +237,12 @@ def test_a_mapping_with_a_model_name_among_keys_of_its_own_is_no_vllm_config(tmp
     old = read_source(write(tmp_path / "old.yaml", "model: m\nnum-scheduler-steps: 8\n"))
     typo = read_source(write(tmp_path / "typo.yaml", "model: m\ntensor-paralel-size: 2\n"))
     assert (old.format, typo.format) == ("vllm-config", "vllm-config")
+    # A key that is only like an option is another tool's: hiyouga/LLaMA-Factory (examples/v1/
+    # train_lora/export_lora.yaml) exports a LoRA with `model:` and `peft_config:`, which reads
+    # as a slip of `pooler_config` to a did-you-mean hint and was decided as a vLLM launch.
+    export = read_source(write(tmp_path / "export_lora.yaml", "model: Qwen/Qwen3-4B\npeft_config:\n  name: lora\n"
+                                                              "  export_dir: ./merge_lora_model\n"))
+    assert (export.deployments, export.skipped) == ((), "not a deployment document, vLLM config or Kubernetes manifest")
     # runpod-workers/worker-vllm (7a92503), configs/gemma/gemma4_31b_it.yaml: eleven of vLLM's
     # options and one key of the launcher's own. Not a config vLLM would start with; the reason
     # names the key, so that the auditor sees why its three siblings were read and it was not.

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from ..core.decision import Decision
 from ..core.errors import HMAPolicyError, InputError, Problem
-from ..core.optionlist import refusal
+from ..core.optionlist import refusal, refused_everywhere
 from ..core.policies import Hint, PolicySet
 from ..core.policy import Policy
 from .declog_format import input_digest
@@ -320,16 +320,23 @@ def _options_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     starts, whatever the decision says of HMA. Only where something names
     that release (the document's vllm_version, what deploys it, the
     auditor's --vllm-version): the default release may not be the one that
-    runs it. A note, not the outcome, since what the decision answers is
-    how the release runs the launch's KV configuration."""
-    if not deployment.options or decision.vllm is None or not _release_named(policy, deployment):
+    runs it, so there only an option no bundled release accepts is noted
+    (a misspelt key of a config file), unless what deploys it names a
+    release the rules do not hold. A note, not the outcome, since what the
+    decision answers is how the release runs the launch's KV configuration."""
+    if not deployment.options or decision.vllm is None:
+        return deployment
+    named = _release_named(policy, deployment)
+    hint = _hint(deployment.release)
+    if not named and hint is not None and hint.version is not None:  # a release these rules do not hold
         return deployment
     notes = []
     for option, origin in dict.fromkeys(deployment.options):
-        refused = refusal(decision.vllm.release, option)
+        refused = refusal(decision.vllm.release, option) if named else refused_everywhere(option)
         if refused is not None:
+            unless = "" if named else " unless a release outside them runs it"
             notes.append(Problem("source.option_not_in_release", f"{refused.message} ({origin}): the launch does "
-                                 "not start", hint=refused.hint, file=deployment.file, line=deployment.line))
+                                 f"not start{unless}", hint=refused.hint, file=deployment.file, line=deployment.line))
     return deployment.replace(notes=deployment.notes + tuple(notes)) if notes else deployment
 
 

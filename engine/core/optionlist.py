@@ -25,7 +25,7 @@ from . import releases
 from .errors import InputError, Problem, suggest
 
 __all__ = ["Option", "ReleaseOptions", "DEFAULT_RELEASE", "known_options", "known_releases", "list_options",
-           "expanded", "option_strings", "Refusal", "refusal", "refused_options", "rejection"]
+           "expanded", "option_strings", "Refusal", "refusal", "refused_everywhere", "refused_options", "rejection"]
 
 # The release whose list is read until a deployment's release chooses one.
 DEFAULT_RELEASE = "0.33.0"
@@ -159,6 +159,26 @@ def refusal(release: str, option: str) -> Refusal | None:
     refused = rejection(release, option, matches, accepted)
     others = [version for version in known_releases() if not matches and option in option_strings(version)]
     return refused._replace(hint=f"an option of vLLM {_span(others)} (of the bundled releases)") if others else refused
+
+
+def refused_everywhere(option: str) -> Refusal | None:
+    """Why every bundled release refuses ``option`` (as :func:`refusal`
+    takes it), for a launch whose release nothing names: whichever runs
+    it, vLLM exits. None when some release accepts it."""
+    if option in _every_option_string():  # most are: no release's prefixes need expanding
+        return None
+    refusals = [refusal(release, option) for release in known_releases()]
+    if any(refused is None for refused in refusals):
+        return None
+    newest = refusals[-1]
+    assert newest is not None
+    span = _span(list(known_releases()))
+    return newest._replace(message=f"no bundled vLLM release ({span}) accepts the argument `{option}`")
+
+
+@functools.lru_cache(maxsize=1)
+def _every_option_string() -> frozenset[str]:
+    return frozenset(option for release in known_releases() for option in option_strings(release))
 
 
 def refused_options(release: str, options: list[str]) -> tuple[Problem, ...]:

@@ -3,6 +3,7 @@ and YAML, by what its values look like."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from functools import lru_cache
@@ -115,11 +116,20 @@ def _any_release_options() -> frozenset[str]:
     return frozenset(flag[2:].replace("-", "_") for release in known_releases() for flag in option_strings(release))
 
 
+# How close a config file's key must be to an option to read as a slip of it (a letter
+# missed, doubled or swapped scores 0.89 and more); a did-you-mean hint takes 0.75, which
+# takes another tool's key for one (hiyouga/LLaMA-Factory's `peft_config`, `pooler_config`).
+_MISSPELT = 0.85
+
+
 def _not_an_option(key: Any) -> bool:
     """Whether a config file's key is neither an option of some vLLM release
-    nor reads as a misspelt one (which the vllm-config reader names)."""
+    nor reads as a misspelt one (which the audit notes: no release accepts it)."""
+    if not isinstance(key, str) or len(key) > 256:
+        return True
     known = _any_release_options()
-    return not (isinstance(key, str) and (key.replace("-", "_") in known or suggest(key.replace("-", "_"), known)))
+    key = key.replace("-", "_").lower()
+    return key not in known and not difflib.get_close_matches(key, known, n=1, cutoff=_MISSPELT)
 
 
 def _options_of_vllm(keys: set[str]) -> bool:

@@ -89,8 +89,10 @@ def dynamo_graphs(ctx: Ctx, graphs: list[tuple[dict[str, Any], Lines]]) -> tuple
                          "env": service.env + _dicts(main.get("env"))}
             site = Site(GRAPH_KIND, str(meta.get("name") or ""), str(meta.get("namespace") or ""),
                         str(graph.get("apiVersion")), str(role), format="dynamo")
-            out += pod_launches(ctx, {"containers": [container]}, None, site, lines, (), {}, problems,
-                                line=service.line or lines.at())
+            # Dynamo's launcher takes options of its own, which change between its releases: the
+            # command line's options are not checked against vLLM's lists (as read_command does).
+            out += [d.replace(options=()) for d in pod_launches(ctx, {"containers": [container]}, None, site, lines,
+                                                                (), {}, problems, line=service.line or lines.at())]
     return out, problems
 
 
