@@ -380,7 +380,9 @@ class _Reader(CommandLists):
             elif unpacked is not None:
                 keywords.update(unpacked)
             else:
-                opened.append(Arg(unresolved(f"**{source_text(keyword.value)}", "is unpacked when the script runs"), here))
+                # Any keywords at all, the model's and the KV configuration's among them.
+                opened.append(Arg(unresolved(f"**{source_text(keyword.value)}", "is unpacked when the script runs"), here,
+                                  many=True))
         if what.endswith(".from_cli_args"):
             opened.append(Arg(unresolved(source_text(call), "takes the script's command line"), here))
         model = keywords.get("model") or ((call.args[0], scope, call.args[0].lineno) if call.args and what in ENGINES else None)
