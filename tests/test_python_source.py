@@ -303,6 +303,18 @@ def test_a_python_file_that_mentions_a_kv_option_and_is_not_read_is_noted(tmp_pa
         ("source.unrecognized", 2, "mentions `kv-transfer-config` at line 2, no vLLM launch recognised")]
 
 
+def test_an_import_of_vllms_kv_transfer_modules_is_no_mention_of_a_kv_option(tmp_path):
+    # snowflakedb/ArcticInference arctic_inference/vllm/model_runner.py: library code importing
+    # `vllm.distributed.kv_transfer` was noted as "mentions `kv_transfer`". An option's name,
+    # an attribute of a config included, still is a mention.
+    imports = read(tmp_path, "from vllm.distributed.kv_transfer import (get_kv_transfer_group,\n"
+                             "                                          has_kv_transfer_group)\n"
+                             "from vllm.distributed.kv_transfer.kv_connector.v1 import base\n")
+    assert imports.notes == ()
+    attribute = read(tmp_path, "import vllm\nengine.config.kv_transfer_config = make()\n")
+    assert [(n.code, n.line) for n in attribute.notes] == [("source.unrecognized", 2)]
+
+
 # -- command lines built as one string ----------------------------------------------------------------
 
 def test_a_command_line_a_shell_runs_is_read_as_a_shell_reads_it(tmp_path):

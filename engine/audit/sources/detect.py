@@ -92,7 +92,9 @@ def mentions_vllm(text: str) -> bool:
 # deployments (Helm, Jinja, Go) and documentation, which the audit cannot decide from.
 MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2", ".md", ".rst", ".txt"})
 # vLLM's KV options in any spelling: --kv-transfer-config, kv_connector, kvTransferConfig (Helm values), ...
-_KV_OPTIONS = r"(?i:kv[-_]?transfer(?:[-_]?config)?|kv[-_]?connector|kv[-_]?offloading)"
+# A bare `kv_transfer` or `kv_connector` after a dot or a slash is a module of vLLM's
+# (`from vllm.distributed.kv_transfer import ...`, snowflakedb/ArcticInference): library code.
+_KV_OPTIONS = r"(?i:kv[-_]?transfer[-_]?config|(?<![./])kv[-_]?transfer|(?<![./])kv[-_]?connector|kv[-_]?offloading)"
 
 
 @lru_cache(maxsize=8)
