@@ -607,9 +607,9 @@ prefill(None, sys.argv[1])
 """)
     first, second, third = found.deployments
     assert [(n.code, n.message) for n in first.notes] == [
-        ("source.unresolved_arguments", "the command also takes `cmd.extend(...)` (which adds words on some runs of the "
-                                        "script (in an `if`, a loop or a `try`)); only the options written here are "
-                                        "read, and it may hold others")]
+        ("source.unresolved_arguments", "the command also takes `cmd.extend(...)` (which adds words at line 5 on some "
+                                        "runs of the script: in an `if`, a loop or a `try`); only the options written "
+                                        "here are read, and it may hold others")]
     assert [(n.code, n.message) for n in second.notes] == [
         ("source.unresolved_arguments", "the command also takes `EXTRA` (which is not set in this file); only the "
                                         "options written here are read, and it may hold others")]
@@ -748,8 +748,8 @@ def build(args):
     assert (entry.deployment.line, entry.decision["outcome"]) == (7, "disabled")
     assert entry.deployment.document["model"] == {"name": "m"}
     assert [n.message for n in entry.deployment.notes] == [
-        "the command also takes `cmd.extend(...)` (which adds words on some runs of the script (in an `if`, a loop "
-        "or a `try`)); only the options written here are read, and it may hold others"]
+        "the command also takes `cmd.extend(...)` (which adds words at line 10 on some runs of the script: in an "
+        "`if`, a loop or a `try`); only the options written here are read, and it may hold others"]
 
 
 def test_a_list_grown_by_assigning_it_to_itself_plus_more_is_read_as_grown(tmp_path):
@@ -767,9 +767,9 @@ cmd = cmd + ["--kv-transfer-config", '{"kv_connector":"LMCacheConnectorV1","kv_r
     (d,) = found.deployments
     assert (d.line, json.loads(d.document["kv_transfer_config"])["kv_connector"]) == (3, "LMCacheConnectorV1")
     assert [(n.code, n.message) for n in d.notes] == [
-        ("source.unresolved_arguments", "the command also takes `cmd = cmd + extra.split(';')` (which adds words on "
-                                        "some runs of the script (in an `if`, a loop or a `try`)); only the options "
-                                        "written here are read, and it may hold others")]
+        ("source.unresolved_arguments", "the command also takes `cmd = cmd + extra.split(';')` (which adds words at "
+                                        "line 5 on some runs of the script: in an `if`, a loop or a `try`); only the "
+                                        "options written here are read, and it may hold others")]
 
 
 def test_the_nearest_requirements_file_that_pins_vllm_gives_the_release(tmp_path):

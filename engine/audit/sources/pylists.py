@@ -168,8 +168,9 @@ class CommandLists(Script):
         for at, how, value, straight in changes[bisect_right(lines, line):stop]:
             written = _written(name, how, value)
             if not straight or value is None or how == "insert":
-                why = "adds words at a place the script computes" if how == "insert" and straight else \
-                    "adds words on some runs of the script (in an `if`, a loop or a `try`)"
+                # The line tells several such statements apart (arguments added in a loop, one per type).
+                why = f"adds words at line {at}, at a place the script computes" if how == "insert" and straight \
+                    else f"adds words at line {at} on some runs of the script: in an `if`, a loop or a `try`"
                 out.append(Arg(unresolved(written, why), f"line {at}", many=True))
             elif how == "append":
                 out.append(Arg(as_word(self.value(value, scope, 0)), f"line {at}"))
