@@ -25,6 +25,8 @@ from sourcefiles import NIXL, codes, ktc, only, write
     ("serve.dockerfile", b"", "dockerfile"), ("run.sh", b"", "shell"), ("run.bash", b"", "shell"),
     ("start", b"#!/usr/bin/env bash\n", "shell"), ("start", b"#!/bin/sh -e\n", "shell"), ("start", b"#!/usr/bin/python3\n", None),
     ("a.json", b"", "json"), ("a.yaml", b"", "yaml"), ("a.YML", b"", "yaml"), ("notes.md", b"", None), ("model.bin", b"", None),
+    # a screenshot of a Dockerfile (GoogleCloudPlatform/accelerated-platforms) is no Dockerfile; a template is one
+    ("dockerfile.png", b"", None), ("Dockerfile.md", b"", None), ("Dockerfile.j2", b"", "dockerfile"),
 ])
 def test_the_reader_is_chosen_by_name_or_shebang(name, head, expected):
     assert source_format(Path(name), head) == expected
@@ -113,6 +115,23 @@ def test_a_list_of_another_tools_things_is_no_misspelt_document(tmp_path, text):
     # "error" deployment (input.schema, "unknown field `platforms`, did you mean `platform`").
     source = read_source(write(tmp_path / "platforms.yaml", text))
     assert (source.deployments, source.problems) == ((), ())
+
+
+def test_only_a_charts_values_are_skipped_as_a_charts_values(tmp_path):
+    # huggingface/trl keeps Jinja templates (trl/templates/) above Accelerate's configs, which were
+    # skipped as "the values of a Helm chart"; so was a chart's own Chart.yaml.
+    chart_reason = ("the values of a Helm chart whose mapping to vLLM's command line the audit does not know; audit "
+                    "the output of `helm template`")
+    chart = tmp_path / "chart"
+    write(chart / "templates" / "_helpers.tpl", "{{- define \"x\" -}}{{- end -}}\n")
+    write(chart / "Chart.yaml", "apiVersion: v2\nname: x\nversion: 0.1.0\n")
+    assert read_source(write(chart / "values.yaml", "replicaCount: 1\n")).skipped == chart_reason
+    assert read_source(write(chart / "ci" / "gpu.yaml", "replicaCount: 2\n")).skipped == chart_reason
+    assert read_source(chart / "Chart.yaml").skipped != chart_reason
+    trl = tmp_path / "trl"
+    write(trl / "templates" / "lm_model_card.md", "# {{ model_name }}\n")
+    config = write(trl / "accelerate_configs" / "zero3.yaml", "compute_environment: LOCAL_MACHINE\nnum_processes: 8\n")
+    assert read_source(config).skipped == "not a deployment document, vLLM config or Kubernetes manifest"
 
 
 def test_a_documents_misspelt_model_fact_is_still_a_document(tmp_path):

@@ -46,13 +46,20 @@ def basename(path: str | Path) -> str:
     return os.path.basename(path)
 
 
+# `Dockerfile.<suffix>` names a Dockerfile (`Dockerfile.cpu`, `Dockerfile.j2`), except where the
+# suffix is a picture's or a document's: GoogleCloudPlatform/accelerated-platforms' guide holds a
+# screenshot `dockerfile.png`, which was a source.binary problem.
+_NOT_DOCKERFILES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".pdf", ".md", ".rst",
+                              ".txt", ".html"})
+
+
 def source_format(path: str | Path, head: bytes = b"") -> str | None:
     """The reader for ``path`` by its name (or, for a name without a suffix
     or a batch job's, by its shebang): dockerfile, shell, json, yaml,
     python; None when it is not a deployment source."""
     name = basename(path).lower()
-    if name in ("dockerfile", "containerfile") or name.startswith(("dockerfile.", "containerfile.")) \
-            or name.endswith((".dockerfile", ".containerfile")):
+    if name in ("dockerfile", "containerfile") or name.endswith((".dockerfile", ".containerfile")) \
+            or (name.startswith(("dockerfile.", "containerfile.")) and suffix(name) not in _NOT_DOCKERFILES):
         return "dockerfile"
     if _COMPOSE_NAME.fullmatch(name):
         return "compose"

@@ -13,6 +13,7 @@ A values file of a chart the audit does not know (one beside a
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from .context import Ctx
@@ -48,10 +49,22 @@ def chart_values(ctx: Ctx, values: Any, lines: Lines) -> SourceFile | None:
         found = pod_launches(ctx, {"containers": [container]}, None, site, lines, (), {}, problems,
                              line=lines.key("image", "command"))
         return SourceFile(ctx.display, "helm-values", tuple(found), tuple(problems))
-    if ctx.fs and ((ctx.path.parent / "templates").is_dir() or (ctx.path.parent.parent / "templates").is_dir()):
+    if ctx.fs and _in_chart_root(ctx.path):
         return SourceFile(ctx.display, "helm-values", skipped="the values of a Helm chart whose mapping to vLLM's "
                           "command line the audit does not know; audit the output of `helm template`")
     return None
+
+
+def _in_chart_root(path: Path) -> bool:
+    """Whether a YAML file is a chart's values file: in a chart's folder (a
+    Chart.yaml, or templates with Helm's `_helpers.tpl`), or one folder below
+    (`ci/values-gpu.yaml`). A folder of other templates is no chart
+    (huggingface/trl keeps Jinja templates beside Accelerate's configs), and
+    Chart.yaml is no values file."""
+    if path.name.lower() in ("chart.yaml", "chart.lock"):
+        return False
+    return any((folder / "Chart.yaml").is_file() or (folder / "templates" / "_helpers.tpl").is_file()
+               for folder in (path.parent, path.parent.parent))
 
 
 def _is_modelservice(values: dict[str, Any]) -> bool:
