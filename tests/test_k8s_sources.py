@@ -594,3 +594,32 @@ spec:
     assert entry.deployment.document["env"] == {"VLLM_USE_V1": "0"}  # and no other variable
     assert (entry.decision["outcome"], entry.decision["vllm"]["release"]) == ("disabled", "0.10.0")
     assert entry.decision["reasons"][-1] == "VLLM_USE_V1=0 runs the V0 engine, which has no hybrid KV cache manager"
+
+
+def test_a_native_sidecar_init_container_is_a_launch_and_other_init_containers_are_not(tmp_path):
+    # GoogleCloudPlatform/accelerated-platforms offline-batch-worker/base/jobset.yaml runs vLLM as an
+    # init container with restartPolicy: Always (Kubernetes' native sidecar, beside the worker):
+    # only the containers were read, and the launch was a note.
+    manifest = write(tmp_path / "worker.yaml", """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: worker}
+spec:
+  template:
+    spec:
+      initContainers:
+      - name: fetch
+        image: vllm/vllm-openai:v0.33.0
+        command: ["vllm", "serve", "never-runs-as-a-server"]
+      - name: inference-server
+        image: vllm/vllm-openai:v0.33.0
+        restartPolicy: Always
+        command: ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+        args: ["--model=m", '--kv-transfer-config={"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}']
+      containers:
+      - name: worker
+        image: busybox
+""")
+    (entry,) = audit([str(manifest)]).entries
+    assert (entry.deployment.container, entry.deployment.line) == ("inference-server", 11)
+    assert (entry.decision["outcome"], entry.decision["hma_enabled"]) == ("disabled", False)

@@ -188,20 +188,26 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
     the image as written (a chart template's default values)."""
     facts_text = _annotation(pod_meta) or _annotation(object_meta)
     containers: list[Any] = pod["containers"] if isinstance(pod.get("containers"), list) else []
+    # Native sidecars, init containers with restartPolicy: Always, run beside the containers
+    # (GoogleCloudPlatform/accelerated-platforms runs vLLM so beside a batch worker).
+    inits: list[Any] = pod["initContainers"] if isinstance(pod.get("initContainers"), list) else []
+    entries = [("containers", index, c) for index, c in enumerate(containers)] + \
+        [("initContainers", index, c) for index, c in enumerate(inits)
+         if isinstance(c, dict) and c.get("restartPolicy") == "Always"]
     volumes: dict[Any, dict[str, Any]] = {v["name"]: v for v in pod.get("volumes") or []
                                           if isinstance(v, dict) and isinstance(v.get("name"), str)} \
         if isinstance(pod.get("volumes"), list) else {}
     injected = str(labels_of(pod_meta).get(_INJECT_LABEL, "")).lower() == "true"
     inject_into = labels_of(pod_meta, "annotations").get(_CONTAINER_ANNOTATION)
     out = []
-    for index, container in enumerate(containers):
+    for field, index, container in entries:
         if not isinstance(container, dict):
             continue
         cname = str(container.get("name") or index)
         shown = f"{site.kind} {site.namespace + '/' if site.namespace else ''}{site.name}"
         where = f"{shown}{f' ({site.role})' if site.role else ''}, container {cname}"
         parts = [p for p in (site.kind, site.namespace, site.name, site.role if qualify else None, cname) if p]
-        at = line or lines.first((*path, "containers", index, "name"), (*path, "containers", index))
+        at = line or lines.first((*path, field, index, "name"), (*path, field, index))
         reader = _config_from_volumes(container, volumes, config_maps, site.namespace, ctx)
         located = _container_invocations(container, ctx, where, "#" + "/".join(parts), at, problems, env or {}, reader)
         for inv in located:
@@ -211,7 +217,7 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
             image = container.get("image")
             inv.release = release or (from_image(image) if isinstance(image, str) and image else None)
             inv.config_reader = reader
-            if injected and (cname == inject_into or (inject_into is None and index == 0)) \
+            if injected and (cname == inject_into or (inject_into is None and (field, index) == ("containers", 0))) \
                     and not any(re.match(r"--kv[-_]transfer[-_]config", a.text) for a in inv.argv):
                 engine = labels_of(pod_meta, "annotations").get(_ENGINE_ANNOTATION, "")
                 inv.problems.append(ctx.problem(
