@@ -623,3 +623,102 @@ spec:
     (entry,) = audit([str(manifest)]).entries
     assert (entry.deployment.container, entry.deployment.line) == ("inference-server", 11)
     assert (entry.decision["outcome"], entry.decision["hma_enabled"]) == ("disabled", False)
+
+
+def _overlay(tmp_path, patches: dict[str, str], kustomization: str, base_container_first: str = "") -> Path:
+    base = tmp_path / "base"
+    write(base / "kustomization.yaml", "resources:\n- deployment.yaml\n")
+    write(base / "deployment.yaml", f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: vllm}}
+spec:
+  template:
+    spec:
+      containers:{base_container_first}
+      - name: inference-server
+        image: vllm/vllm-openai:v0.33.0
+        command: ["vllm", "serve"]
+        args: ["--model=m", '--kv-transfer-config={{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}}']
+""")
+    overlay = tmp_path / "overlay"
+    write(overlay / "kustomization.yaml", kustomization)
+    for name, text in patches.items():
+        write(overlay / name, text)
+    return overlay
+
+
+_ARGS_PATCH = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm}
+spec:
+  template:
+    spec:
+      containers:
+      - name: inference-server
+        args: ["--model=m", '--kv-transfer-config={"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}',
+               "--no-disable-hybrid-kv-cache-manager"]
+"""
+_RESOURCES_PATCH = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm}
+spec:
+  template:
+    spec:
+      nodeSelector: {gpu: h100}
+      containers:
+      - name: inference-server
+        resources: {limits: {nvidia.com/gpu: 8}}
+"""
+
+
+def test_every_patch_of_an_overlay_shapes_one_launch_at_the_patch_that_gives_its_args(tmp_path):
+    # GoogleCloudPlatform/accelerated-platforms: each overlay patches one Deployment three times
+    # (args, resources, node selector), and each patch file was a launch of its own merged with
+    # the base alone: 140 launches for 68 Deployments, the resources patch decided `disabled`
+    # while the Deployment kustomize builds fails at start-up.
+    overlay = _overlay(tmp_path, {"patch-resources.yaml": _RESOURCES_PATCH, "patch-vllm-args.yaml": _ARGS_PATCH},
+                       "resources:\n- ../base\npatches:\n- path: patch-resources.yaml\n- path: patch-vllm-args.yaml\n")
+    entries = [e for e in audit([str(tmp_path)]).entries if "/overlay/" in e.deployment.file]
+    assert [(Path(e.deployment.file).name, e.deployment.line, e.decision["outcome"]) for e in entries] == [
+        ("patch-vllm-args.yaml", 8, "error")]
+    assert [Path(p).name for p in entries[0].deployment.chain] == [
+        "patch-vllm-args.yaml", "deployment.yaml", "patch-resources.yaml", "kustomization.yaml"]
+    # With no patch that gives args, the first patch of the object is where its launch is; its
+    # container's line is the patch's, wherever the base lists it.
+    overlay = _overlay(tmp_path / "two", {"patch-resources.yaml": _RESOURCES_PATCH},
+                       "resources:\n- ../base\npatches:\n- path: patch-resources.yaml\n",
+                       base_container_first="\n      - {name: proxy, image: envoy}")
+    (entry,) = [e for e in audit([str(tmp_path / "two")]).entries if "/overlay/" in e.deployment.file]
+    assert (Path(entry.deployment.file).name, entry.deployment.line, entry.decision["outcome"]) == (
+        "patch-resources.yaml", 9, "disabled")
+
+
+def test_a_json6902_patch_in_a_file_applies_to_its_target(tmp_path):
+    overlay = _overlay(tmp_path, {"patch-args.yaml": "- op: add\n  path: /spec/template/spec/containers/0/args/-\n"
+                                                     "  value: --no-disable-hybrid-kv-cache-manager\n"},
+                       "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                       "resources:\n- ../base\npatches:\n- path: patch-args.yaml\n"
+                       "  target: {kind: Deployment, name: vllm}\n")
+    (entry,) = [e for e in audit([str(tmp_path)]).entries if "/overlay/" in e.deployment.file]
+    assert (Path(entry.deployment.file).name, entry.deployment.line, entry.decision["outcome"]) == (
+        "kustomization.yaml", 6, "error")
+
+
+def test_an_overlay_of_a_base_by_url_is_an_unresolved_launch_not_silence(tmp_path):
+    # accelerated-platforms' llm-d overlays patch the args of a base in llm-d's repository
+    # (`resources: - https://github.com/llm-d/llm-d//guides/...`): 39 launches were dropped
+    # without a word, as the patch's container has neither image nor command.
+    overlay = tmp_path / "overlay"
+    write(overlay / "kustomization.yaml", "resources:\n- https://github.com/llm-d/llm-d//guides/base?ref=main\n"
+                                          "patches:\n- path: patch-vllm-args.yaml\n")
+    write(overlay / "patch-vllm-args.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: decode}\nspec:\n"
+                                            "  template:\n    spec:\n      containers:\n      - name: modelserver\n"
+                                            "        args: [--model=gs://bucket/m, --tensor-parallel-size=8]\n")
+    (entry,) = audit([str(overlay)]).entries
+    assert (entry.deployment.line, entry.decision["outcome"]) == (8, "error")
+    assert entry.decision["errors"][0]["message"] == (
+        "line 8: Deployment decode, container modelserver: the patch gives no `command`; kustomize takes it from the "
+        "base (https://github.com/llm-d/llm-d//guides/base?ref=main), which is not in the audited paths")

@@ -1,17 +1,22 @@
 """kustomize: overlays read as ``kustomize build`` would make them, without
 calling it.
 
-- A patch file that a ``kustomization.yaml`` beside it names (``patches: -
-  path:``, ``patchesStrategicMerge``) is a strategic-merge patch: a
-  container with both ``command`` and ``args`` decides on its own (the lists
-  replace the base's); one with only ``command`` or only ``args`` is merged
-  with the base's container of the same name, read from the
-  kustomization's ``resources`` when they are in the audited paths, and is
-  unresolved otherwise.
-- A kustomization's inline JSON6902 patches (``patches: - target: patch:``)
-  are applied to the base object they target; an overlay that replaces a
-  container's ``command`` or ``args`` is a launch, reported at the
-  ``value:`` that carries the command.
+A kustomization's patches apply to the objects of its ``resources`` in
+order (``patchesStrategicMerge``, then ``patches``, then
+``patchesJson6902``): strategic-merge patches, from a file or inline, and
+JSON6902 patches, inline or from a file (``path:`` with ``target:``). Each
+patched object is one launch, whatever number of patches shape it, reported
+at the patch that gives a container its ``command`` or ``args`` (the first
+such; else the first patch of the object): at that patch file's container,
+or at the kustomization's ``value:`` for a JSON6902 patch. A patch file
+that is not that one yields no launch of its own.
+
+Where the base is not in the audited paths (another repository's, by URL),
+a strategic-merge patch container with both ``command`` and ``args``
+decides on its own (the lists replace the base's); one with only ``args``
+or only ``command`` is a launch the decision cannot make
+(``source.unresolved``), and a JSON6902 patch is a problem of the
+kustomization.
 
 The ``images:`` transformer names the image a placeholder stands for."""
 
@@ -21,11 +26,11 @@ import copy
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...core.errors import InputError, Problem
 from ...core.input import parse_text
-from .companions import Companion, read_companion
+from .companions import Companion, read_companion, shown
 from .context import Ctx
 from .deployment import Deployment
 from .kserve import strategic_merge
@@ -93,98 +98,246 @@ def _find(objects: list[tuple[dict[str, Any], str]], kind: Any, name: Any) -> tu
     return None
 
 
+class _Patch(NamedTuple):
+    """One patch of a kustomization, in the order kustomize applies them."""
+
+    file: str | None  # the patch file, as the kustomization names it (None: inline)
+    index: int | None  # its entry in `patches` (None: a patchesStrategicMerge entry)
+    target: dict[str, Any] | None  # `target:`, for a JSON6902 patch or a targeted strategic merge
+    content: list[Any]  # the strategic-merge documents, or [the JSON6902 operations]
+    json6902: bool
+
+
+class _Overlaid(NamedTuple):
+    """A base object with every patch that targets it applied."""
+
+    obj: dict[str, Any]
+    base: str  # the file the base object is in
+    anchor: _Patch  # where its launch is reported
+    files: tuple[str, ...]  # the patch files applied to it, by name
+
+
+def _named_patches(ctx: Ctx, folder: Path, kust: dict[str, Any], problems: list[Problem]) -> list[_Patch]:
+    """The kustomization's patches in order, each read (a file from the audited paths)."""
+    def listed(key: str) -> list[Any]:
+        return kust[key] if isinstance(kust.get(key), list) else []
+
+    entries: list[tuple[Any, int | None]] = [(e, None) for e in listed("patchesStrategicMerge")]
+    entries += [(e, i) for i, e in enumerate(listed("patches"))] + [(e, None) for e in listed("patchesJson6902")]
+    out = []
+    for entry, index in entries:
+        file = entry if isinstance(entry, str) else entry.get("path") if isinstance(entry, dict) else None
+        target = entry.get("target") if isinstance(entry, dict) and isinstance(entry.get("target"), dict) else None
+        if isinstance(file, str):
+            found = read_companion(ctx, folder / file)
+            values = [v for v, _ in found.documents] if found is not None else []
+            file = file.removeprefix("./")
+        elif isinstance(entry, dict) and isinstance(entry.get("patch"), str):
+            try:
+                value = parse_text(entry["patch"], source=f"`{ctx.display}` patch {(index or 0) + 1}", fmt="yaml")
+            except InputError as exc:
+                problems.append(exc.problems[0])
+                continue
+            values, file = [value], None
+        else:
+            continue
+        ops = len(values) == 1 and isinstance(values[0], list)
+        out.append(_Patch(file, index, target, values if not ops else [values[0]], ops))
+    return out
+
+
+def _targets(patch: _Patch, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parts of ``patch`` that apply to ``obj``: its operations (JSON6902) or its documents."""
+    meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    if patch.target is not None:
+        hit = all(patch.target.get(k) in (None, v) for k, v in (("kind", obj.get("kind")), ("name", meta.get("name"))))
+        return [c for c in patch.content if isinstance(c, (list, dict))] if hit else []
+    return [c for c in patch.content if isinstance(c, dict) and c.get("kind") == obj.get("kind")
+            and isinstance(c.get("metadata"), dict) and c["metadata"].get("name") == meta.get("name")]
+
+
+def _commands(patch: _Patch, part: Any) -> bool:
+    """Whether a part of a patch gives a container its command or args."""
+    if patch.json6902:
+        return any(isinstance(op, dict) and op.get("op") in ("add", "replace")
+                   and re.search(r"/containers/\d+/(?:command|args)(?:/|$)", str(op.get("path", ""))) for op in part)
+    return any("command" in c or "args" in c for _, pod, _, _ in pod_templates(part) for c in pod["containers"]
+               if isinstance(c, dict))
+
+
+def _overlaid(ctx: Ctx, folder: Path, kust: dict[str, Any], patches: list[_Patch]) -> list[_Overlaid]:
+    """Each base object some patch targets, with all of them applied in order."""
+    out = []
+    for base, display in _base_objects(ctx, folder, kust) if patches else []:
+        obj, anchor, first, files = copy.deepcopy(base), None, None, []
+        for patch in patches:
+            for part in _targets(patch, base):
+                first = first or patch
+                files += [patch.file] if patch.file is not None and patch.file not in files else []
+                if anchor is None and _commands(patch, part):
+                    anchor = patch
+                if patch.json6902:
+                    for op in part:
+                        if isinstance(op, dict):
+                            _apply(obj, op)
+                else:
+                    obj = strategic_merge(obj, part)
+        if first is not None:
+            out.append(_Overlaid(obj, display, anchor or first, tuple(files)))
+    return out
+
+
+def _kustomization_of(ctx: Ctx) -> tuple[Companion, dict[str, Any]] | None:
+    found = _kustomization_in(ctx, ctx.path.parent) if ctx.fs else None
+    if found is None or not found.documents or not isinstance(found.documents[0][0], dict):
+        return None
+    return found, found.documents[0][0]
+
+
 def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> tuple[list[Deployment], list[Problem]] | None:
     """The launches of a strategic-merge patch file, or None when no
     kustomization beside it names it as a patch."""
-    if not ctx.fs:
+    located = _kustomization_of(ctx)
+    if located is None:
         return None
-    folder = ctx.path.parent
-    found = _kustomization_in(ctx, folder)
-    if found is None or not found.documents or not isinstance(found.documents[0][0], dict):
-        return None
-    kust = found.documents[0][0]
-    named = [p.get("path") for p in kust.get("patches") or [] if isinstance(p, dict)] \
-        if isinstance(kust.get("patches"), list) else []
-    named += [p for p in kust.get("patchesStrategicMerge") or [] if isinstance(p, str)] \
-        if isinstance(kust.get("patchesStrategicMerge"), list) else []
-    if ctx.path.name not in {str(p).removeprefix("./") for p in named}:
-        return None
-    bases = _base_objects(ctx, folder, kust)
-    resources = ", ".join(str(r) for r in kust["resources"]) if isinstance(kust.get("resources"), list) else "none"
-    out: list[Deployment] = []
+    found, kust = located
     problems: list[Problem] = []
+    patches = _named_patches(ctx, ctx.path.parent, kust, problems)
+    mine = [patch for patch in patches if patch.file == ctx.path.name]
+    if not mine:
+        return None
+    out: list[Deployment] = []
+    overlays = _overlaid(ctx, ctx.path.parent, kust, patches)
+    for overlay in overlays:
+        if overlay.anchor.file == ctx.path.name and not overlay.anchor.json6902:
+            others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files if f != ctx.path.name)
+            out += _launches(ctx, overlay.obj, (overlay.base, *others, found.display), documents)
+    based = {(o.obj.get("kind"), o.obj.get("metadata", {}).get("name")) for o in overlays}
+    resources = ", ".join(str(r) for r in kust["resources"]) if isinstance(kust.get("resources"), list) else "none"
     for _, patch, lines in documents:
         meta = patch["metadata"] if isinstance(patch.get("metadata"), dict) else {}
-        base = _find(bases, patch.get("kind"), meta.get("name"))
-        obj = strategic_merge(copy.deepcopy(base[0]), patch) if base else patch
-        merged_from = (base[1], found.display) if base else (found.display,)
-        site = Site(str(patch.get("kind")), str(meta.get("name") or ""), str(meta.get("namespace") or ""),
-                    str(patch.get("apiVersion")), merged_from=merged_from, format="kustomize")
-        for path, pod, pod_meta, role in pod_templates(obj):
-            patched = _containers_at(patch, path)
-            launches = pod_launches(ctx, pod, pod_meta, Site(site.kind, site.name, site.namespace, site.api, role,
-                                                             merged_from, "kustomize"), lines, path, {}, problems)
-            for d in launches:
-                held = patched.get(d.container or "")
-                if base is None and held is not None and not ("command" in held and "args" in held):
-                    missing = "args" if "command" in held else "command"
-                    d = d.replace(document=None, problems=d.problems + (ctx.problem(
-                        "source.unresolved", f"{site.kind} {site.name}, container {d.container}: the patch gives no "
-                        f"`{missing}`; kustomize takes it from the base "
-                        f"({resources}), which is not in the audited paths",
-                        line=d.line, hint="audit the kustomize base too, or the output of `kustomize build`"),))
-                out.append(d)
+        if (patch.get("kind"), meta.get("name")) not in based:
+            out += _unbased(ctx, patch, lines, found.display, resources, problems)
     return out, problems
 
 
-def _containers_at(obj: dict[str, Any], path: tuple) -> dict[str, dict[str, Any]]:
+def _launches(ctx: Ctx, obj: dict[str, Any], merged_from: tuple[str, ...],
+              documents: list[tuple[int, dict[str, Any], Lines]], line: int | None = None) -> list[Deployment]:
+    """The launches of an overlaid object, each container at its line in the
+    patch file that anchors it (``documents``), or at ``line``."""
+    problems: list[Problem] = []
+    meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    out = []
+    for path, pod, pod_meta, role in pod_templates(obj):
+        site = Site(str(obj.get("kind")), str(meta.get("name") or ""), str(meta.get("namespace") or ""),
+                    str(obj.get("apiVersion")), role, merged_from, "kustomize")
+        # One container at a time, each at its own line (the patch lists them in an order of its own).
+        sidecars = pod["initContainers"] if isinstance(pod.get("initContainers"), list) else []
+        for field, held in (("containers", pod["containers"]), ("initContainers", sidecars)):
+            for container in held:
+                at = line or _container_line(documents, obj, (*path, field), container)
+                alone = {**pod, "containers": [], "initContainers": [], field: [container]}
+                out += pod_launches(ctx, alone, pod_meta, site, Lines("", 1), path, {}, problems, line=at)
+    return out
+
+
+def _container_line(documents: list[tuple[int, dict[str, Any], Lines]], obj: dict[str, Any], path: tuple,
+                    container: Any) -> int | None:
+    """The line of a container's `- name:` in the patch document of its object, else of that document."""
+    meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    for _, patch, lines in documents:
+        patch_meta = patch["metadata"] if isinstance(patch.get("metadata"), dict) else {}
+        if patch.get("kind") != obj.get("kind") or patch_meta.get("name") != meta.get("name"):
+            continue
+        *pod_path, field = path
+        names = list(_containers_at(patch, tuple(pod_path), field))
+        name = str(container.get("name")) if isinstance(container, dict) else None
+        if name in names:
+            index = names.index(name)
+            return lines.first((*path, index, "name"), (*path, index))
+        return lines.at()
+    return None
+
+
+def _unbased(ctx: Ctx, patch: dict[str, Any], lines: Lines, kustomization: str, resources: str,
+             problems: list[Problem]) -> list[Deployment]:
+    """A patch document whose base is not in the audited paths: a container
+    with both command and args decides alone; one with only one of them is
+    unresolved, even one that gives neither image nor command (its args are
+    read as `vllm serve`'s, as the base's command most likely is)."""
+    meta = patch["metadata"] if isinstance(patch.get("metadata"), dict) else {}
+    site = Site(str(patch.get("kind")), str(meta.get("name") or ""), str(meta.get("namespace") or ""),
+                str(patch.get("apiVersion")), merged_from=(kustomization,), format="kustomize")
+    out = []
+    for path, pod, pod_meta, role in pod_templates(patch):
+        patched = _containers_at(patch, path)
+        read = copy.deepcopy(pod)
+        for container in read["containers"]:
+            if isinstance(container, dict) and "command" not in container and "image" not in container \
+                    and _vllm_args(container.get("args")):
+                container["command"] = ["vllm", "serve"]  # (a stand-in: the decision is source.unresolved)
+        for d in pod_launches(ctx, read, pod_meta, Site(site.kind, site.name, site.namespace, site.api, role,
+                                                        site.merged_from, "kustomize"), lines, path, {}, problems):
+            held = patched.get(d.container or "")
+            if held is not None and not ("command" in held and "args" in held):
+                missing = "args" if "command" in held else "command"
+                d = d.replace(document=None, problems=d.problems + (ctx.problem(
+                    "source.unresolved", f"{site.kind} {site.name}, container {d.container}: the patch gives no "
+                    f"`{missing}`; kustomize takes it from the base ({resources}), which is not in the audited paths",
+                    line=d.line, hint="audit the kustomize base too, or the output of `kustomize build`"),))
+            out.append(d)
+    return out
+
+
+def _vllm_args(args: Any) -> bool:
+    """Whether a container's args are vLLM's options: they name the model or a KV option."""
+    return isinstance(args, list) and any(isinstance(a, str) and re.match(r"--(?:model|kv[-_]transfer[-_]config)(?:=|$)", a)
+                                          for a in args)
+
+
+def _containers_at(obj: dict[str, Any], path: tuple, field: str = "containers") -> dict[str, dict[str, Any]]:
     pod: Any = obj
     for part in path:
         pod = pod[part] if isinstance(pod, dict) and part in pod else None
-    containers = pod.get("containers") if isinstance(pod, dict) else None
+    containers = pod.get(field) if isinstance(pod, dict) else None
     return {str(c.get("name")): c for c in containers if isinstance(c, dict)} if isinstance(containers, list) else {}
 
 
 def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[Deployment], list[Problem]]:
-    """The launches a kustomization's inline JSON6902 patches make."""
+    """The launches a kustomization's JSON6902 patches (inline, or a file
+    with a target) anchor, at the line of the patch's first ``value:`` that
+    gives a command or args (the entry's own line for a file)."""
     out: list[Deployment] = []
     problems: list[Problem] = []
-    patches = kust["patches"] if isinstance(kust.get("patches"), list) else []
-    bases = None
-    for index, entry in enumerate(patches):
-        if not (isinstance(entry, dict) and isinstance(entry.get("patch"), str) and isinstance(entry.get("target"), dict)):
+    patches = _named_patches(ctx, ctx.path.parent, kust, problems) if ctx.fs else []
+    overlays = _overlaid(ctx, ctx.path.parent, kust, [p for p in patches])
+    for overlay in overlays:
+        anchor = overlay.anchor
+        if not anchor.json6902:
             continue
-        try:
-            ops = parse_text(entry["patch"], source=f"`{ctx.display}` patch {index + 1}", fmt="yaml")
-        except InputError as exc:
-            problems.append(exc.problems[0])
-            continue
-        if not isinstance(ops, list):
-            continue
+        others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files)
+        out += _launches(ctx, overlay.obj, (overlay.base, *others), [], line=_patch_line(lines, anchor))
+    based = {(o.obj.get("kind"), o.obj.get("metadata", {}).get("name")) for o in overlays}
+    for patch in patches:
+        target = patch.target or {}
+        if patch.json6902 and any(_commands(patch, part) for part in patch.content) \
+                and (target.get("kind"), target.get("name")) not in based:
+            problems.append(ctx.problem("source.unresolved", f"the patch of {target.get('kind')} {target.get('name')} "
+                                        "applies to a base that is not in the audited paths", line=_patch_line(lines, patch)))
+    return out, problems
+
+
+def _patch_line(lines: Lines, patch: _Patch) -> int | None:
+    """Where a JSON6902 patch is reported: its first `value:` that gives a command or args (inline), else its entry."""
+    if patch.index is None:
+        return lines.at()
+    if patch.file is None:
+        ops = patch.content[0]
         touched = [j for j, op in enumerate(ops) if isinstance(op, dict) and op.get("op") in ("add", "replace")
                    and re.search(r"/containers/\d+/(?:command|args)(?:/|$)", str(op.get("path", "")))]
-        if not touched:
-            continue
-        if bases is None:
-            bases = _base_objects(ctx, ctx.path.parent, kust) if ctx.fs else []
-        target = entry["target"]
-        base = _find(bases, target.get("kind"), target.get("name"))
-        inner = lines.inner("patches", index, "patch")
-        line = inner.key(touched[0], "value") or lines.at("patches", index)
-        if base is None:
-            problems.append(ctx.problem("source.unresolved", f"the patch of {target.get('kind')} {target.get('name')} "
-                                        "applies to a base that is not in the audited paths", line=line))
-            continue
-        obj = copy.deepcopy(base[0])
-        for op in ops:
-            if isinstance(op, dict):
-                _apply(obj, op)
-        meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-        for path, pod, pod_meta, role in pod_templates(obj):
-            site = Site(str(obj.get("kind")), str(meta.get("name") or ""), str(meta.get("namespace") or ""),
-                        str(obj.get("apiVersion")), role, (base[1],), "kustomize")
-            out += pod_launches(ctx, pod, pod_meta, site, lines, path, {}, problems, line=line)
-    return out, problems
+        if touched:
+            return lines.inner("patches", patch.index, "patch").key(touched[0], "value") or lines.at("patches", patch.index)
+    return lines.at("patches", patch.index)
 
 
 def _apply(obj: Any, op: dict[str, Any]) -> None:
