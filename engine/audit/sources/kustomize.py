@@ -102,7 +102,7 @@ class _Patch(NamedTuple):
     """One patch of a kustomization, in the order kustomize applies them."""
 
     file: str | None  # the patch file, as the kustomization names it (None: inline)
-    index: int | None  # its entry in `patches` (None: a patchesStrategicMerge entry)
+    entry: int | None  # its index in `patches` (None: a patchesStrategicMerge or patchesJson6902 entry)
     target: dict[str, Any] | None  # `target:`, for a JSON6902 patch or a targeted strategic merge
     content: list[Any]  # the strategic-merge documents, or [the JSON6902 operations]
     json6902: bool
@@ -146,7 +146,7 @@ def _named_patches(ctx: Ctx, folder: Path, kust: dict[str, Any], problems: list[
     return out
 
 
-def _targets(patch: _Patch, obj: dict[str, Any]) -> list[dict[str, Any]]:
+def _targets(patch: _Patch, obj: dict[str, Any]) -> list[Any]:
     """The parts of ``patch`` that apply to ``obj``: its operations (JSON6902) or its documents."""
     meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     if patch.target is not None:
@@ -168,7 +168,8 @@ def _commands(patch: _Patch, part: Any) -> bool:
 def _overlaid(ctx: Ctx, folder: Path, kust: dict[str, Any], patches: list[_Patch]) -> list[_Overlaid]:
     """Each base object some patch targets, with all of them applied in order."""
     out = []
-    for base, display in _base_objects(ctx, folder, kust) if patches else []:
+    # (text given in memory, as to the admission webhook, reads nothing from disk)
+    for base, display in _base_objects(ctx, folder, kust) if patches and ctx.fs else []:
         obj, anchor, first, files = copy.deepcopy(base), None, None, []
         for patch in patches:
             for part in _targets(patch, base):
@@ -309,8 +310,8 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
     gives a command or args (the entry's own line for a file)."""
     out: list[Deployment] = []
     problems: list[Problem] = []
-    patches = _named_patches(ctx, ctx.path.parent, kust, problems) if ctx.fs else []
-    overlays = _overlaid(ctx, ctx.path.parent, kust, [p for p in patches])
+    patches = _named_patches(ctx, ctx.path.parent, kust, problems)  # (a file's patches are read only from disk)
+    overlays = _overlaid(ctx, ctx.path.parent, kust, patches)
     for overlay in overlays:
         anchor = overlay.anchor
         if not anchor.json6902:
@@ -329,15 +330,15 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
 
 def _patch_line(lines: Lines, patch: _Patch) -> int | None:
     """Where a JSON6902 patch is reported: its first `value:` that gives a command or args (inline), else its entry."""
-    if patch.index is None:
+    if patch.entry is None:
         return lines.at()
     if patch.file is None:
         ops = patch.content[0]
         touched = [j for j, op in enumerate(ops) if isinstance(op, dict) and op.get("op") in ("add", "replace")
                    and re.search(r"/containers/\d+/(?:command|args)(?:/|$)", str(op.get("path", "")))]
         if touched:
-            return lines.inner("patches", patch.index, "patch").key(touched[0], "value") or lines.at("patches", patch.index)
-    return lines.at("patches", patch.index)
+            return lines.inner("patches", patch.entry, "patch").key(touched[0], "value") or lines.at("patches", patch.entry)
+    return lines.at("patches", patch.entry)
 
 
 def _apply(obj: Any, op: dict[str, Any]) -> None:
