@@ -722,3 +722,78 @@ def test_an_overlay_of_a_base_by_url_is_an_unresolved_launch_not_silence(tmp_pat
     assert entry.decision["errors"][0]["message"] == (
         "line 8: Deployment decode, container modelserver: the patch gives no `command`; kustomize takes it from the "
         "base (https://github.com/llm-d/llm-d//guides/base?ref=main), which is not in the audited paths")
+
+
+def test_env_from_a_configmap_of_the_same_manifest_is_read(tmp_path):
+    # `valueFrom` and `envFrom` were values not known ("which this file does not set") even where
+    # the ConfigMap is in the same manifest; a value from elsewhere now says where it comes from.
+    manifest = write(tmp_path / "m.yaml", """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: runtime}
+data:
+  KV_TRANSFER_CONFIG: '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm}
+spec:
+  template:
+    spec:
+      containers:
+      - name: by-key
+        image: vllm/vllm-openai:v0.33.0
+        command: ["vllm", "serve", "m", "--kv-transfer-config=$(KV_TRANSFER_CONFIG)"]
+        env:
+        - name: KV_TRANSFER_CONFIG
+          valueFrom: {configMapKeyRef: {name: runtime, key: KV_TRANSFER_CONFIG}}
+      - name: all-keys
+        image: vllm/vllm-openai:v0.33.0
+        command: ["vllm", "serve", "m", "--kv-transfer-config=$(KV_TRANSFER_CONFIG)"]
+        envFrom:
+        - configMapRef: {name: runtime}
+      - name: elsewhere
+        image: vllm/vllm-openai:v0.33.0
+        command: ["vllm", "serve", "m", "--kv-transfer-config=$(KV)"]
+        env:
+        - name: KV
+          valueFrom: {secretKeyRef: {name: s, key: kv}}
+""")
+    by_key, all_keys, elsewhere = audit([str(manifest)]).entries
+    assert [e.decision["outcome"] for e in (by_key, all_keys)] == ["disabled", "disabled"]
+    assert elsewhere.decision["errors"][0]["message"] == (
+        "line 25: `--kv-transfer-config` takes its value from `$(KV)` (which comes from a Secret)")
+
+
+def test_a_configmap_generators_env_file_gives_the_overlays_env(tmp_path):
+    # GoogleCloudPlatform/accelerated-platforms' cache-offloading overlays pass
+    # `--kv-transfer-config=$(KV_TRANSFER_CONFIG)` from ConfigMap `runtime`, which the overlay's
+    # configMapGenerator makes from runtime.env: 13 launches were source.unresolved errors.
+    base = tmp_path / "base"
+    write(base / "kustomization.yaml", "resources:\n- deployment.yaml\n")
+    write(base / "deployment.yaml", """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm}
+spec:
+  template:
+    spec:
+      containers:
+      - name: inference-server
+        image: vllm/vllm-openai:v0.33.0
+        command: ["vllm", "serve", "m", "--kv-transfer-config=$(KV_TRANSFER_CONFIG)", "--disable-hybrid-kv-cache-manager"]
+        env:
+        - name: KV_TRANSFER_CONFIG
+          valueFrom: {configMapKeyRef: {name: runtime, key: KV_TRANSFER_CONFIG}}
+""")
+    overlay = tmp_path / "overlay"
+    write(overlay / "kustomization.yaml", "resources:\n- ../base\nconfigMapGenerator:\n- name: runtime\n  envs:\n"
+                                          "  - runtime.env\npatches:\n- path: patch-resources.yaml\n")
+    write(overlay / "runtime.env", '# the KV cache goes to CPU memory\n'
+                                   'KV_TRANSFER_CONFIG={"kv_connector":"OffloadingConnector","kv_role":"kv_both"}\n')
+    write(overlay / "patch-resources.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: vllm}\nspec:\n"
+                                            "  template:\n    spec:\n      containers:\n      - name: inference-server\n"
+                                            "        resources: {limits: {nvidia.com/gpu: 1}}\n")
+    (entry,) = [e for e in audit([str(tmp_path)]).entries if "/overlay/" in e.deployment.file]
+    assert (entry.decision["outcome"], entry.decision["errors"]) == ("disabled", [])
+    assert json.loads(entry.deployment.document["kv_transfer_config"])["kv_connector"] == "OffloadingConnector"

@@ -209,7 +209,10 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
         parts = [p for p in (site.kind, site.namespace, site.name, site.role if qualify else None, cname) if p]
         at = line or lines.first((*path, field, index, "name"), (*path, field, index))
         reader = _config_from_volumes(container, volumes, config_maps, site.namespace, ctx)
-        located = _container_invocations(container, ctx, where, "#" + "/".join(parts), at, problems, env or {}, reader)
+        # A ConfigMap of the same manifest (or a kustomization's generator) gives `valueFrom` and `envFrom` values.
+        own_maps = {name: data for (namespace, name), data in config_maps.items() if namespace == site.namespace}
+        located = _container_invocations(container, ctx, where, "#" + "/".join(parts), at, problems, env or {}, reader,
+                                         own_maps)
         for inv in located:
             inv.name = f"{site.name}/{cname}" if site.name else cname
             inv.resource = site.resource()
@@ -257,12 +260,22 @@ def _k8s_expand(text: str, env: Mapping[str, str | None]) -> str:
 
 def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anchor: str, line: int | None,
                            problems: list[Problem], outer: Mapping[str, str | None],
-                           read_file: Callable[[str], ConfigFile]) -> list[Invocation]:
+                           read_file: Callable[[str], ConfigFile],
+                           config_maps: Mapping[str, dict[str, Any]] | None = None) -> list[Invocation]:
     env: dict[str, str | None] = dict(outer)
+    maps = config_maps or {}
+    # envFrom first: the container's own env wins over it, as Kubernetes sets them.
+    for source in container.get("envFrom") or [] if isinstance(container.get("envFrom"), list) else []:
+        ref = source.get("configMapRef") if isinstance(source, dict) else None
+        data = maps.get(str(ref.get("name"))) if isinstance(ref, dict) else None
+        if data is not None:
+            prefix = str(source.get("prefix") or "")
+            env.update((prefix + str(k), v) for k, v in data.items() if isinstance(v, str))
     for item in container.get("env") or [] if isinstance(container.get("env"), list) else []:
         if isinstance(item, dict) and isinstance(item.get("name"), str):
             value = item.get("value")
-            env[item["name"]] = _k8s_expand(value, env) if isinstance(value, str) else (None if "valueFrom" in item else "")
+            env[item["name"]] = _k8s_expand(value, env) if isinstance(value, str) else \
+                _value_from(item["name"], item.get("valueFrom"), maps) if "valueFrom" in item else ""
     command: list[Any] | None = container["command"] if isinstance(container.get("command"), list) else None
     arguments: list[Any] = container["args"] if isinstance(container.get("args"), list) else []
     bad = [f"{k}[{i}]" for k, seq in (("command", command or []), ("args", arguments)) for i, v in enumerate(seq)
@@ -302,6 +315,23 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
         for number, inv in enumerate(found, 1):
             inv.anchor = f"{anchor}/{number}"
     return found
+
+
+def _value_from(name: str, source: Any, config_maps: Mapping[str, dict[str, Any]]) -> str:
+    """The value `valueFrom` gives: a ConfigMap's key where the ConfigMap is
+    known, else a value not known that says where Kubernetes takes it from."""
+    ref = source.get("configMapKeyRef") if isinstance(source, dict) else None
+    if isinstance(ref, dict):
+        value = (config_maps.get(str(ref.get("name"))) or {}).get(str(ref.get("key")))
+        if isinstance(value, str):
+            return value
+        return unresolved(f"$({name})", f"comes from key `{ref.get('key')}` of ConfigMap `{ref.get('name')}`, "
+                                        "which is not in this file")
+    kind = next((k for k in ("secretKeyRef", "fieldRef", "resourceFieldRef") if isinstance(source, dict) and k in source),
+                None)
+    why = {"secretKeyRef": "comes from a Secret", "fieldRef": "is a field of the pod",
+           "resourceFieldRef": "is a resource of the container"}.get(kind or "", "is set when the pod starts")
+    return unresolved(f"$({name})", why)
 
 
 def _config_from_volumes(container: dict[str, Any], volumes: Mapping[Any, Any], config_maps: Mapping[tuple[str, str], dict],

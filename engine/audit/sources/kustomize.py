@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from ...core.errors import InputError, Problem
 from ...core.input import parse_text
-from .companions import Companion, read_companion, shown
+from .companions import Companion, companion_text, read_companion, shown
 from .context import Ctx
 from .deployment import Deployment
 from .kserve import strategic_merge
@@ -212,7 +212,7 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
     for overlay in overlays:
         if overlay.anchor.file == ctx.path.name and not overlay.anchor.json6902:
             others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files if f != ctx.path.name)
-            out += _launches(ctx, overlay.obj, (overlay.base, *others, found.display), documents)
+            out += _launches(ctx, overlay.obj, (overlay.base, *others, found.display), documents, kust)
     based = {(o.obj.get("kind"), o.obj.get("metadata", {}).get("name")) for o in overlays}
     resources = ", ".join(str(r) for r in kust["resources"]) if isinstance(kust.get("resources"), list) else "none"
     for _, patch, lines in documents:
@@ -223,11 +223,14 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
 
 
 def _launches(ctx: Ctx, obj: dict[str, Any], merged_from: tuple[str, ...],
-              documents: list[tuple[int, dict[str, Any], Lines]], line: int | None = None) -> list[Deployment]:
+              documents: list[tuple[int, dict[str, Any], Lines]], kust: dict[str, Any],
+              line: int | None = None) -> list[Deployment]:
     """The launches of an overlaid object, each container at its line in the
-    patch file that anchors it (``documents``), or at ``line``."""
+    patch file that anchors it (``documents``), or at ``line``; the
+    ConfigMaps the kustomization generates give its containers' env."""
     problems: list[Problem] = []
     meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    generated = {(str(meta.get("namespace") or ""), name): data for name, data in _generated(ctx, kust).items()}
     out = []
     for path, pod, pod_meta, role in pod_templates(obj):
         site = Site(str(obj.get("kind")), str(meta.get("name") or ""), str(meta.get("namespace") or ""),
@@ -238,7 +241,32 @@ def _launches(ctx: Ctx, obj: dict[str, Any], merged_from: tuple[str, ...],
             for container in held:
                 at = line or _container_line(documents, obj, (*path, field), container)
                 alone = {**pod, "containers": [], "initContainers": [], field: [container]}
-                out += pod_launches(ctx, alone, pod_meta, site, Lines("", 1), path, {}, problems, line=at)
+                out += pod_launches(ctx, alone, pod_meta, site, Lines("", 1), path, generated, problems, line=at)
+    return out
+
+
+def _generated(ctx: Ctx, kust: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """The data of each ConfigMap a kustomization's ``configMapGenerator``
+    makes, by name (kustomize rewrites references to its hashed name):
+    ``literals`` and ``envs`` files (``KEY=VALUE`` lines) in the audited paths."""
+    out: dict[str, dict[str, str]] = {}
+    for generator in kust["configMapGenerator"] if isinstance(kust.get("configMapGenerator"), list) else []:
+        if not isinstance(generator, dict) or not isinstance(generator.get("name"), str):
+            continue
+        data: dict[str, str] = {}
+        envs: list[Any] = generator["envs"] if isinstance(generator.get("envs"), list) else [generator.get("env")]
+        literals: list[Any] = generator["literals"] if isinstance(generator.get("literals"), list) else []
+        for name in envs:
+            text = companion_text(ctx, ctx.path.parent / name) if isinstance(name, str) else None
+            for raw in (text or "").splitlines():
+                key, equals, value = raw.strip().partition("=")
+                if equals and key and not key.startswith("#"):
+                    data[key] = value
+        for literal in literals:
+            key, equals, value = str(literal).partition("=")
+            if equals:
+                data[key] = value
+        out[generator["name"]] = data
     return out
 
 
@@ -317,7 +345,7 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
         if not anchor.json6902:
             continue
         others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files)
-        out += _launches(ctx, overlay.obj, (overlay.base, *others), [], line=_patch_line(lines, anchor))
+        out += _launches(ctx, overlay.obj, (overlay.base, *others), [], kust, line=_patch_line(lines, anchor))
     based = {(o.obj.get("kind"), o.obj.get("metadata", {}).get("name")) for o in overlays}
     for patch in patches:
         target = patch.target or {}
