@@ -797,3 +797,25 @@ spec:
     (entry,) = [e for e in audit([str(tmp_path)]).entries if "/overlay/" in e.deployment.file]
     assert (entry.decision["outcome"], entry.decision["errors"]) == ("disabled", [])
     assert json.loads(entry.deployment.document["kv_transfer_config"])["kv_connector"] == "OffloadingConnector"
+
+
+def test_a_broken_inline_patch_is_one_problem_of_the_kustomization_at_its_entry(tmp_path):
+    # Found by reading malformed kustomizations: the parse problem had no file or line, and a patch
+    # file of the same kustomization reported it again as its own. A JSON6902 patch with no
+    # target names no object: kustomize refuses it, and it is no "base not in the audited paths".
+    overlay = tmp_path / "overlay"
+    write(overlay / "kustomization.yaml", """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [../base]
+patches:
+- path: p.yaml
+- patch: "{{ broken"
+  target: {kind: Deployment}
+- patch: "- {op: add, path: /spec/template/spec/containers/0/args, value: [--x]}"
+  target: not-a-mapping
+""")
+    write(overlay / "p.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: vllm}\n")
+    report = audit([str(overlay)])
+    assert [(Path(p.file).name, p.line, p.code) for f in report.files for p in f.problems] == [
+        ("kustomization.yaml", 6, "input.parse")]

@@ -117,8 +117,10 @@ class _Overlaid(NamedTuple):
     files: tuple[str, ...]  # the patch files applied to it, by name
 
 
-def _named_patches(ctx: Ctx, folder: Path, kust: dict[str, Any], problems: list[Problem]) -> list[_Patch]:
-    """The kustomization's patches in order, each read (a file from the audited paths)."""
+def _named_patches(ctx: Ctx, folder: Path, kust: dict[str, Any], problems: list[Problem], lines: Lines) -> list[_Patch]:
+    """The kustomization's patches in order, each read (a file from the
+    audited paths); an inline patch that is not YAML is a problem at its
+    entry's line (``lines``: the kustomization's)."""
     def listed(key: str) -> list[Any]:
         return kust[key] if isinstance(kust.get(key), list) else []
 
@@ -136,12 +138,16 @@ def _named_patches(ctx: Ctx, folder: Path, kust: dict[str, Any], problems: list[
             try:
                 value = parse_text(entry["patch"], source=f"`{ctx.display}` patch {(index or 0) + 1}", fmt="yaml")
             except InputError as exc:
-                problems.append(exc.problems[0])
+                first = exc.problems[0]
+                problems.append(ctx.problem(first.code, first.message, line=lines.at("patches", index) if index is not None
+                                            else None, hint=first.hint))
                 continue
             values, file = [value], None
         else:
             continue
         ops = len(values) == 1 and isinstance(values[0], list)
+        if ops and target is None:
+            continue  # a JSON6902 patch without a target: kustomize refuses it, and it names no object
         out.append(_Patch(file, index, target, values if not ops else [values[0]], ops))
     return out
 
@@ -203,7 +209,8 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
         return None
     found, kust = located
     problems: list[Problem] = []
-    patches = _named_patches(ctx, ctx.path.parent, kust, problems)
+    # (an inline patch's problems are the kustomization's, which reports them)
+    patches = _named_patches(ctx, ctx.path.parent, kust, [], found.documents[0][1])
     mine = [patch for patch in patches if patch.file == ctx.path.name]
     if not mine:
         return None
@@ -338,7 +345,7 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
     gives a command or args (the entry's own line for a file)."""
     out: list[Deployment] = []
     problems: list[Problem] = []
-    patches = _named_patches(ctx, ctx.path.parent, kust, problems)  # (a file's patches are read only from disk)
+    patches = _named_patches(ctx, ctx.path.parent, kust, problems, lines)  # (a file's patches are read only from disk)
     overlays = _overlaid(ctx, ctx.path.parent, kust, patches)
     for overlay in overlays:
         anchor = overlay.anchor
