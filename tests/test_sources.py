@@ -620,7 +620,8 @@ def test_a_value_from_a_secret_is_unresolved_when_the_decision_needs_it(tmp_path
         - {name: HF_TOKEN, valueFrom: {secretKeyRef: {name: s, key: t}}}
 """)
     d = only(read_source(manifest))
-    assert d.problems[0].message == "`--kv-transfer-config` takes its value from `$KV`, which this file does not set"
+    assert d.problems[0].message == ("`--kv-transfer-config` takes its value from `$KV` (which comes from key `k` of "
+                                     "ConfigMap `c`, which is not in this file)")
 
 
 def test_a_config_file_comes_from_the_mounted_configmap_in_the_same_manifest(tmp_path):

@@ -244,9 +244,10 @@ def _annotation(meta: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _k8s_expand(text: str, env: Mapping[str, str | None]) -> str:
+def _k8s_expand(text: str, env: Mapping[str, str | None], why: Mapping[str, str] | None = None) -> str:
     """Kubernetes' $(VAR) in command and args: replaced from the container's
-    env; `$$` escapes; an undefined reference stays as written."""
+    env (a value None is not known, ``why`` says where it comes from); `$$`
+    escapes; an undefined reference stays as written."""
     def sub(m: re.Match) -> str:
         if m.group(0) == "$$":
             return "$"
@@ -254,7 +255,7 @@ def _k8s_expand(text: str, env: Mapping[str, str | None]) -> str:
         if name not in env:
             return m.group(0)
         value = env[name]
-        return value if value is not None else unresolved(f"$({name})")
+        return value if value is not None else unresolved(f"$({name})", (why or {}).get(name))
     return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)", sub, text)
 
 
@@ -271,16 +272,23 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
         if data is not None:
             prefix = str(source.get("prefix") or "")
             env.update((prefix + str(k), v) for k, v in data.items() if isinstance(v, str))
+    why: dict[str, str] = {}  # where each value not known comes from
     for item in container.get("env") or [] if isinstance(container.get("env"), list) else []:
         if isinstance(item, dict) and isinstance(item.get("name"), str):
             value = item.get("value")
-            env[item["name"]] = _k8s_expand(value, env) if isinstance(value, str) else \
-                _value_from(item["name"], item.get("valueFrom"), maps) if "valueFrom" in item else ""
+            if isinstance(value, str):
+                env[item["name"]] = _k8s_expand(value, env, why)
+            elif "valueFrom" in item:
+                env[item["name"]], reason = _value_from(item.get("valueFrom"), maps)
+                why[item["name"]] = reason
+            else:
+                env[item["name"]] = ""
     command: list[Any] | None = container["command"] if isinstance(container.get("command"), list) else None
     arguments: list[Any] = container["args"] if isinstance(container.get("args"), list) else []
     bad = [f"{k}[{i}]" for k, seq in (("command", command or []), ("args", arguments)) for i, v in enumerate(seq)
            if not isinstance(v, str)]
-    argv = [_k8s_expand(str(v), env) for v in (command or [])] + [_k8s_expand(scalar_text(v), env) for v in arguments]
+    argv = [_k8s_expand(str(v), env, why) for v in (command or [])] + \
+        [_k8s_expand(scalar_text(v), env, why) for v in arguments]
     image = str(container.get("image") or "")
     presumed = False
     server = None
@@ -299,7 +307,7 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
                 problems.append(ctx.problem("source.serve_twice", f"{where}: the vllm/vllm-openai image already runs "
                                             "`vllm serve`; `serve` in args is taken as the model", line=line))
             argv = ["vllm", "serve"] + argv
-    shell_env = {k: Arg(v if v is not None else unresolved(f"${k}"), f"{where}: env") for k, v in env.items()}
+    shell_env = {k: Arg(v if v is not None else unresolved(f"${k}", why.get(k)), f"{where}: env") for k, v in env.items()}
     found = argv_invocations(argv, ctx, env=shell_env, line=line, origin=where, anchor=anchor, problems=problems,
                              read_file=read_file)
     for inv in found:
@@ -317,21 +325,19 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
     return found
 
 
-def _value_from(name: str, source: Any, config_maps: Mapping[str, dict[str, Any]]) -> str:
+def _value_from(source: Any, config_maps: Mapping[str, dict[str, Any]]) -> tuple[str | None, str]:
     """The value `valueFrom` gives: a ConfigMap's key where the ConfigMap is
-    known, else a value not known that says where Kubernetes takes it from."""
+    known; else None, with where Kubernetes takes it from."""
     ref = source.get("configMapKeyRef") if isinstance(source, dict) else None
     if isinstance(ref, dict):
         value = (config_maps.get(str(ref.get("name"))) or {}).get(str(ref.get("key")))
         if isinstance(value, str):
-            return value
-        return unresolved(f"$({name})", f"comes from key `{ref.get('key')}` of ConfigMap `{ref.get('name')}`, "
-                                        "which is not in this file")
+            return value, ""
+        return None, f"comes from key `{ref.get('key')}` of ConfigMap `{ref.get('name')}`, which is not in this file"
     kind = next((k for k in ("secretKeyRef", "fieldRef", "resourceFieldRef") if isinstance(source, dict) and k in source),
                 None)
-    why = {"secretKeyRef": "comes from a Secret", "fieldRef": "is a field of the pod",
-           "resourceFieldRef": "is a resource of the container"}.get(kind or "", "is set when the pod starts")
-    return unresolved(f"$({name})", why)
+    return None, {"secretKeyRef": "comes from a Secret", "fieldRef": "is a field of the pod",
+                  "resourceFieldRef": "is a resource of the container"}.get(kind or "", "is set when the pod starts")
 
 
 def _config_from_volumes(container: dict[str, Any], volumes: Mapping[Any, Any], config_maps: Mapping[tuple[str, str], dict],
