@@ -819,3 +819,14 @@ patches:
     report = audit([str(overlay)])
     assert [(Path(p.file).name, p.line, p.code) for f in report.files for p in f.problems] == [
         ("kustomization.yaml", 6, "input.parse")]
+
+
+def test_a_kustomization_without_apiversion_and_kind_is_read_as_kustomize_reads_it(tmp_path):
+    # kustomize takes both as given when a kustomization.yaml leaves them out (many do): its inline
+    # patches were lost, the file skipped as "not a deployment document".
+    overlay = _overlay(tmp_path, {}, "resources:\n- ../base\npatches:\n- target: {kind: Deployment, name: vllm}\n"
+                                     "  patch: |\n    - op: add\n      path: /spec/template/spec/containers/0/args/-\n"
+                                     "      value: --no-disable-hybrid-kv-cache-manager\n")
+    (entry,) = [e for e in audit([str(tmp_path)]).entries if "/overlay/" in e.deployment.file]
+    assert (Path(entry.deployment.file).name, entry.deployment.line, entry.decision["outcome"]) == (
+        "kustomization.yaml", 8, "error")

@@ -17,6 +17,7 @@ from .deployment import Deployment, SourceFile
 from .detect import classify, mentions_vllm, not_options
 from .helm import chart_values
 from .helm_template import chart_template, in_chart
+from .kustomize import KUSTOMIZATION_NAMES
 from .manifests import manifest_file
 from .rayserve import is_serve_config, serve_file
 from .skypilot import is_task, task_file
@@ -157,6 +158,11 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             return SourceFile(ctx.display, None, problems=tuple(problems))
     if all(value is None for _, value in values):
         return SourceFile(ctx.display, None, skipped=EMPTY)
+    if ctx.path.name in KUSTOMIZATION_NAMES and len(values) == 1 and isinstance(values[0][1], dict) \
+            and "kind" not in values[0][1]:
+        # kustomize reads a kustomization file whose apiVersion and kind are left out as one.
+        values = [(values[0][0], {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                                  **values[0][1]})]
     kinds = [classify(value, single=len(values) == 1 and fmt == "yaml") for _, value in values]
     if "kubernetes" in kinds:
         return manifest_file(ctx, [(s, v, t) for (s, v), t, k in zip(values, lines, kinds) if k == "kubernetes"])

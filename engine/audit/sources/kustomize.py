@@ -37,9 +37,10 @@ from .kserve import strategic_merge
 from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines
 
-__all__ = ["is_kustomization", "kustomization", "patch_file"]
+__all__ = ["is_kustomization", "kustomization", "patch_file", "KUSTOMIZATION_NAMES"]
 
-_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+_NAMES = KUSTOMIZATION_NAMES
 
 
 def is_kustomization(obj: dict[str, Any]) -> bool:
