@@ -625,7 +625,15 @@ spec:
     assert (entry.decision["outcome"], entry.decision["hma_enabled"]) == ("disabled", False)
 
 
-def _overlay(tmp_path, patches: dict[str, str], kustomization: str, base_container_first: str = "") -> Path:
+_LMCACHE_SERVER = """\
+        command: ["vllm", "serve"]
+        args: ["--model=m", '--kv-transfer-config={"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}']
+"""
+
+
+def _overlay(tmp_path, patches: dict[str, str], kustomization: str, base_container_first: str = "",
+             server: str = _LMCACHE_SERVER) -> Path:
+    """A base Deployment running vLLM (its container's lines after the image: ``server``) and an overlay of it."""
     base = tmp_path / "base"
     write(base / "kustomization.yaml", "resources:\n- deployment.yaml\n")
     write(base / "deployment.yaml", f"""\
@@ -638,9 +646,7 @@ spec:
       containers:{base_container_first}
       - name: inference-server
         image: vllm/vllm-openai:v0.33.0
-        command: ["vllm", "serve"]
-        args: ["--model=m", '--kv-transfer-config={{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}}']
-""")
+""" + server)
     overlay = tmp_path / "overlay"
     write(overlay / "kustomization.yaml", kustomization)
     for name, text in patches.items():
@@ -769,31 +775,17 @@ def test_a_configmap_generators_env_file_gives_the_overlays_env(tmp_path):
     # GoogleCloudPlatform/accelerated-platforms' cache-offloading overlays pass
     # `--kv-transfer-config=$(KV_TRANSFER_CONFIG)` from ConfigMap `runtime`, which the overlay's
     # configMapGenerator makes from runtime.env: 13 launches were source.unresolved errors.
-    base = tmp_path / "base"
-    write(base / "kustomization.yaml", "resources:\n- deployment.yaml\n")
-    write(base / "deployment.yaml", """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: vllm}
-spec:
-  template:
-    spec:
-      containers:
-      - name: inference-server
-        image: vllm/vllm-openai:v0.33.0
+    server = """\
         command: ["vllm", "serve", "m", "--kv-transfer-config=$(KV_TRANSFER_CONFIG)", "--disable-hybrid-kv-cache-manager"]
         env:
         - name: KV_TRANSFER_CONFIG
           valueFrom: {configMapKeyRef: {name: runtime, key: KV_TRANSFER_CONFIG}}
-""")
-    overlay = tmp_path / "overlay"
-    write(overlay / "kustomization.yaml", "resources:\n- ../base\nconfigMapGenerator:\n- name: runtime\n  envs:\n"
-                                          "  - runtime.env\npatches:\n- path: patch-resources.yaml\n")
-    write(overlay / "runtime.env", '# the KV cache goes to CPU memory\n'
-                                   'KV_TRANSFER_CONFIG={"kv_connector":"OffloadingConnector","kv_role":"kv_both"}\n')
-    write(overlay / "patch-resources.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: vllm}\nspec:\n"
-                                            "  template:\n    spec:\n      containers:\n      - name: inference-server\n"
-                                            "        resources: {limits: {nvidia.com/gpu: 1}}\n")
+"""
+    _overlay(tmp_path, {"patch-resources.yaml": _RESOURCES_PATCH,
+                        "runtime.env": '# the KV cache goes to CPU memory\n'
+                                       'KV_TRANSFER_CONFIG={"kv_connector":"OffloadingConnector","kv_role":"kv_both"}\n'},
+             "resources:\n- ../base\nconfigMapGenerator:\n- name: runtime\n  envs:\n  - runtime.env\npatches:\n"
+             "- path: patch-resources.yaml\n", server=server)
     (entry,) = [e for e in audit([str(tmp_path)]).entries if "/overlay/" in e.deployment.file]
     assert (entry.decision["outcome"], entry.decision["errors"]) == ("disabled", [])
     assert json.loads(entry.deployment.document["kv_transfer_config"])["kv_connector"] == "OffloadingConnector"
