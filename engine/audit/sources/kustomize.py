@@ -91,14 +91,6 @@ def _base_objects(ctx: Ctx, folder: Path, kustomization: dict[str, Any], depth: 
     return out
 
 
-def _find(objects: list[tuple[dict[str, Any], str]], kind: Any, name: Any) -> tuple[dict[str, Any], str] | None:
-    for obj, display in objects:
-        meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-        if obj.get("kind") == kind and meta.get("name") == name:
-            return obj, display
-    return None
-
-
 class _Patch(NamedTuple):
     """One patch of a kustomization, in the order kustomize applies them."""
 
@@ -217,10 +209,11 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
         return None
     out: list[Deployment] = []
     overlays = _overlaid(ctx, ctx.path.parent, kust, patches)
+    generated = _generated(ctx, kust) if overlays else {}
     for overlay in overlays:
         if overlay.anchor.file == ctx.path.name and not overlay.anchor.json6902:
             others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files if f != ctx.path.name)
-            out += _launches(ctx, overlay.obj, (overlay.base, *others, found.display), documents, kust)
+            out += _launches(ctx, overlay.obj, (overlay.base, *others, found.display), documents, generated)
     based = {(o.obj.get("kind"), o.obj.get("metadata", {}).get("name")) for o in overlays}
     resources = ", ".join(str(r) for r in kust["resources"]) if isinstance(kust.get("resources"), list) else "none"
     for _, patch, lines in documents:
@@ -231,14 +224,15 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
 
 
 def _launches(ctx: Ctx, obj: dict[str, Any], merged_from: tuple[str, ...],
-              documents: list[tuple[int, dict[str, Any], Lines]], kust: dict[str, Any],
+              documents: list[tuple[int, dict[str, Any], Lines]], generated: dict[str, dict[str, str]],
               line: int | None = None) -> list[Deployment]:
     """The launches of an overlaid object, each container at its line in the
     patch file that anchors it (``documents``), or at ``line``; the
-    ConfigMaps the kustomization generates give its containers' env."""
+    ConfigMaps the kustomization generates (``generated``, by name) give its
+    containers' env."""
     problems: list[Problem] = []
     meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-    generated = {(str(meta.get("namespace") or ""), name): data for name, data in _generated(ctx, kust).items()}
+    config_maps = {(str(meta.get("namespace") or ""), name): data for name, data in generated.items()}
     out = []
     for path, pod, pod_meta, role in pod_templates(obj):
         site = Site(str(obj.get("kind")), str(meta.get("name") or ""), str(meta.get("namespace") or ""),
@@ -249,7 +243,7 @@ def _launches(ctx: Ctx, obj: dict[str, Any], merged_from: tuple[str, ...],
             for container in held:
                 at = line or _container_line(documents, obj, (*path, field), container)
                 alone = {**pod, "containers": [], "initContainers": [], field: [container]}
-                out += pod_launches(ctx, alone, pod_meta, site, Lines("", 1), path, generated, problems, line=at)
+                out += pod_launches(ctx, alone, pod_meta, site, Lines("", 1), path, config_maps, problems, line=at)
     return out
 
 
@@ -348,12 +342,13 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
     problems: list[Problem] = []
     patches = _named_patches(ctx, ctx.path.parent, kust, problems, lines)  # (a file's patches are read only from disk)
     overlays = _overlaid(ctx, ctx.path.parent, kust, patches)
+    generated = _generated(ctx, kust) if overlays else {}
     for overlay in overlays:
         anchor = overlay.anchor
         if not anchor.json6902:
             continue
         others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files)
-        out += _launches(ctx, overlay.obj, (overlay.base, *others), [], kust, line=_patch_line(lines, anchor))
+        out += _launches(ctx, overlay.obj, (overlay.base, *others), [], generated, line=_patch_line(lines, anchor))
     based = {(o.obj.get("kind"), o.obj.get("metadata", {}).get("name")) for o in overlays}
     for patch in patches:
         target = patch.target or {}
