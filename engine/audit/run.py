@@ -33,7 +33,7 @@ from ..core.policy import Policy
 from .declog_format import input_digest
 from .model import FAIL_ON, AuditError, AuditReport, Entry, FileResult, Tally
 from .report import deployments_json
-from .unknowns import agreement, settled
+from .unknowns import agreement, settled, whatever
 from .sources import DEFAULT_SOURCE_LIMITS, EMPTY, Deployment, SourceLimits, forget_objects, no_source_by_name, read_source
 from .walk import inside, roots, walk
 
@@ -291,7 +291,7 @@ def _noted(policy: PolicySet, deployment: Deployment, decision: Decision) -> Dep
     if not settled:
         return deployment
     why = (agreement(policy, deployment, _hint(deployment.release)) if deployment.paths
-           else "vLLM refuses the command whatever that value is")
+           else whatever(policy, deployment, _hint(deployment.release)))
     notes = tuple(Problem("source.unresolved_unused", f"{p.message}; {why}", p.path, file=p.file, line=p.line)
                   for p in deployment.problems)
     return deployment.replace(notes=deployment.notes + notes, stand_in=None, paths=())

@@ -1,20 +1,30 @@
 """A deployment whose only problems are values the file does not give, decided
 where those values do not change its answer: the same outcome on each path
-of its script that sets them differently (``Deployment.paths``), or a
-refusal vLLM gives whatever they are (``Deployment.stand_in``). The audit
-and the admission webhook answer alike through here."""
+of its script that sets them differently (``Deployment.paths``), a refusal
+vLLM gives whatever they are (``Deployment.stand_in``), or the same outcome
+for each class of value the rules tell apart, where each is a fact the rules
+read as written (``StandIn.facts``: a speculative method). The audit and
+the admission webhook answer alike through here."""
 
 from __future__ import annotations
 
+import itertools
+import json
 from typing import Any
 
-from ..core.command import refused_whatever
+from ..core.command import StandIn, refused_whatever
 from ..core.decision import Decision
 from ..core.errors import InputError
 from ..core.policies import Hint, PolicySet
+from ..core.table import OTHER
 from .sources import Deployment
 
-__all__ = ["agreement", "decision_of", "settled"]
+__all__ = ["agreement", "decision_of", "settled", "whatever"]
+
+# Deciding a deployment for every combination of its unknown facts' classes
+# is done up to this many combinations (the bundled rules tell apart six
+# speculative methods; each decision after the first is mostly memo lookups).
+MAX_COMBINATIONS = 64
 
 
 def decision_of(policy: PolicySet, document: Any, hint: Hint | None) -> Decision:
@@ -35,11 +45,78 @@ def settled(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> Dec
         return first if all(_same_answer(other, first) for other in others) else None
     if deployment.stand_in is not None:
         try:
-            policy.decide(deployment.stand_in.document, hint=hint)
+            decision = policy.decide(deployment.stand_in.document, hint=hint)
         except InputError as exc:
             if refused_whatever(exc.problems, deployment.stand_in):
                 return policy.refused(exc.problems, deployment.stand_in.document, hint)
+            return None
+        tried = _in_each_class(policy, deployment.stand_in, hint)
+        if tried and all(_same_answer(other, decision) for _, other in tried):
+            return decision
     return None
+
+
+def whatever(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> str:
+    """Why a deployment with a stand-in was settled, for its note: vLLM
+    refuses it whatever its unknown values are, or the answer is the same
+    for each value the rules tell apart of the facts they are."""
+    assert deployment.stand_in is not None
+    try:
+        policy.decide(deployment.stand_in.document, hint=hint)
+    except InputError:
+        return "vLLM refuses the command whatever that value is"
+    tried = _in_each_class(policy, deployment.stand_in, hint)
+    first = tried[0][1]
+    values = "; ".join(f"`{fact}`: " + ", ".join("any other" if value.startswith(OTHER) else f"`{value}`"
+                                                 for value in told) for fact, told in _told(tried))
+    if all(_same_decision(decision, first) for _, decision in tried):
+        return f"the decision is the same for each value the rules tell apart ({values})"
+    return f"{_answer(first)} for each value the rules tell apart ({values}), for reasons that differ between them"
+
+
+def _in_each_class(policy: PolicySet, stand_in: StandIn, hint: Hint | None) -> list[tuple[dict[str, Any], Decision]]:
+    """The stand-in's document decided with each combination of a value of
+    each class of its facts (which facts, then the decision); none where
+    another stand-in is read for its type alone (a number vLLM may refuse),
+    or there are too many combinations."""
+    facts = stand_in.facts
+    if not facts or not all(any(at == path or at.startswith(path + "/") for at, _ in facts) for path in stand_in.paths):
+        return []
+    chosen, _ = policy.choose(stand_in.document, hint)
+    told = [chosen.classes(fact) for _, fact in facts]
+    combinations = list(itertools.islice(itertools.product(*told), MAX_COMBINATIONS + 1))
+    if len(combinations) > MAX_COMBINATIONS:
+        return []
+    out = []
+    for values in combinations:
+        document = stand_in.document
+        for (at, _), value in zip(facts, values):
+            document = _with(document, at, value)
+        out.append(({fact: value for (_, fact), value in zip(facts, values)}, decision_of(policy, document, hint)))
+    return out
+
+
+def _told(tried: list[tuple[dict[str, Any], Decision]]) -> list[tuple[str, list[Any]]]:
+    """Each fact and the values of it tried, in order."""
+    return [(fact, list(dict.fromkeys(values[fact] for values, _ in tried))) for fact in tried[0][0]]
+
+
+def _with(document: dict[str, Any], at: str, value: Any) -> dict[str, Any]:
+    """A copy of ``document`` with ``value`` at the JSON Pointer ``at``; a
+    field given as JSON text (a command's option) is read and written as such."""
+    field, *inside = [part.replace("~1", "/").replace("~0", "~") for part in at.split("/")[1:]]
+    held = document[field]
+    tree = json.loads(held) if isinstance(held, str) else held
+
+    def put(node: Any, parts: list[str]) -> Any:
+        if not parts:
+            return value
+        node = dict(node) if isinstance(node, dict) else {}
+        node[parts[0]] = put(node.get(parts[0]), parts[1:])
+        return node
+
+    tree = put(tree, inside)
+    return {**document, field: json.dumps(tree) if isinstance(held, str) else tree}
 
 
 def agreement(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> str:
@@ -48,7 +125,7 @@ def agreement(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> s
     path whose decision the report shows is named)."""
     first, *others = decisions = _on_paths(policy, deployment, hint)
     count = len(decisions)
-    if all(other == first for other in others):
+    if all(_same_decision(other, first) for other in others):
         return f"the decision is the same on each of the {count} paths"
     return (f"{_answer(first)} on each of the {count} paths, for reasons that differ between them; "
             f"the decision shown is that of {deployment.paths[0][0]}")
@@ -61,6 +138,11 @@ def _on_paths(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> l
 
 def _same_answer(one: Decision, other: Decision) -> bool:
     return (one.outcome, one.hma_enabled) == (other.outcome, other.hma_enabled)
+
+
+def _same_decision(one: Decision, other: Decision) -> bool:
+    # As a report shows them: a decision's trail also holds every fact it read.
+    return one.to_dict() == other.to_dict()
 
 
 def _answer(decision: Decision) -> str:

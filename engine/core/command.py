@@ -24,7 +24,6 @@ names this module has always offered (:class:`Arg`, :func:`unresolved`,
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -33,10 +32,10 @@ from typing import Any, NamedTuple, TypeVar
 
 from .dynamo_args import DYNAMO_MODULE, dynamo_vllm_argv
 from .errors import InputError, Problem
-from . import lax
-from .markers import UNRESOLVED, has_unresolved, references, show, unresolved, unresolved_names
+from .json_unknowns import Unread, unread_json
+from .markers import UNRESOLVED, has_unresolved, references, unresolved, unresolved_names
 from .optionlist import refused_options
-from .options import (DECISION_OPTIONS, DEFAULT_OPTIONS, ENV_NAMES, SCHEMA, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions,
+from .options import (DECISION_OPTIONS, DEFAULT_OPTIONS, ENV_NAMES, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions,
                       find_vllm)
 from .schema import pointer
 from .vllm_args import Reading, extra_words, number_value, read_options, vllm_tokens
@@ -73,14 +72,16 @@ _T = TypeVar("_T")
 
 class StandIn(NamedTuple):
     """A command whose only problems are unknown values that vLLM reads for
-    their type alone (``"kv_port": "$PORT"``: any number will do): the
-    document with a value of that type standing in for each, and where each
-    stands. When vLLM refuses that document for another of its values, it
-    refuses the command whatever the unknown ones are: that refusal is the
-    answer (:func:`refused_whatever`), not the unknown values."""
+    their type alone (``"kv_port": "$PORT"``: any number will do), or that
+    are facts the rules read as written (``facts``, :data:`.facts.READ_AT`:
+    a speculative method): the document with a value standing in for each,
+    and where each stands. When vLLM refuses that document for another of
+    its values, it refuses the command whatever the unknown ones are: that
+    refusal is the answer (:func:`refused_whatever`), not the unknown values."""
 
     document: dict[str, Any]
     paths: tuple[str, ...]  # JSON Pointers into the document
+    facts: tuple[tuple[str, str], ...] = ()  # of ``paths``, those that are a fact as written: (pointer, fact)
 
 
 def refused_whatever(problems: Sequence[Problem], stand_in: StandIn) -> bool:
@@ -175,13 +176,14 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
     # The document with stand-ins for the values read for their type alone (StandIn).
     standing: dict[str, Any] = {}
     stood: list[str] = []
+    stood_facts: list[tuple[str, str]] = []
     covered = 0  # the problems a stand-in answers
     for field_name, (value, origin, option) in found.items():
         if field_name == "model":
             continue
         if isinstance(value, str) and has_unresolved(value):
-            unread = _unread_json(field_name, value) if VALUE_OPTIONS[option][1] == "json" else None
-            read = unread.read if isinstance(unread, _Unread) else unread
+            unread = unread_json(field_name, value) if VALUE_OPTIONS[option][1] == "json" else None
+            read = unread.read if isinstance(unread, Unread) else unread
             if unread is None or read is not None:
                 # Where in a JSON value the decision reads the unknown one, when it is inside.
                 inner = read if read is not None and read.at else None
@@ -191,16 +193,17 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
                              path=pointer([field_name]),
                              hint="give its value in `env`, or write it in the command" if reading.file is None
                              else "the audit reads files and never runs them; write the value in the file")
-                if isinstance(unread, _Unread):  # read for their type alone: a stand-in for each
+                if isinstance(unread, Unread):  # read for their type alone, or as facts: a stand-in for each
                     standing[field_name] = unread.shown
-                    stood += [pointer([field_name]) + inner for inner in unread.stood]
+                    stood += dict.fromkeys(pointer([field_name]) + stand.at for stand in unread.stood)
+                    stood_facts += [(pointer([field_name]) + stand.at + stand.inside, stand.fact)
+                                    for stand in unread.stood if stand.fact]
                     covered += 1
+                    _unread_note(reading, option, field_name, unread)
                 continue
-            assert isinstance(unread, _Unread)
-            value, unread_at = unread.shown, unread.unread
-            held = "; ".join(f"{references(text)} at `{at}`" for at, text in unread_at)
-            reading.note("source.unresolved_unused", f"`{option}` holds {held}; the decision does not read "
-                         + ("that value" if len(unread_at) == 1 else "those values"), path=pointer([field_name]))
+            assert isinstance(unread, Unread)
+            value = unread.shown
+            _unread_note(reading, option, field_name, unread)
         if field_name == "kv_offloading_size":
             value = number_value(value)
         document[field_name] = standing[field_name] = value
@@ -226,174 +229,17 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
     if command_env:
         document["env"] = standing["env"] = command_env
     # A stand-in answers only when every problem is an unknown value it stands for.
-    stand_in = StandIn(standing, tuple(stood)) if stood and covered == len(reading.problems) else None
+    stand_in = StandIn(standing, tuple(stood), tuple(stood_facts)) if stood and covered == len(reading.problems) else None
     return CommandResult(None if reading.problems else document, model, tuple(reading.problems), tuple(reading.notes),
                          tuple(origins.items()), tuple(reading.configs), stand_in, tuple(unchecked))
 
 
-class _ReadAt(NamedTuple):
-    """Where in a JSON option an unresolved value sits that the decision reads, and its text."""
 
-    at: str
-    text: str
-
-
-class _Read(Exception):
-    """Raised at a :class:`_ReadAt` (its one argument). The value is returned,
-    never the exception: its traceback would hold the reader's frames in a cycle."""
-
-
-class _Unread(NamedTuple):
-    """A JSON option's unresolved values, none read for more than its type:
-    ``shown``, the value with each the decision does not read shown as
-    written and a stand-in for each it reads for its type (StandIn); those
-    not read (``unread``: where, and the text), and the first read (None: none is)."""
-
-    shown: str
-    unread: list[tuple[str, str]]
-    read: _ReadAt | None
-    stood: tuple[str, ...]  # where each stand-in stands (JSON Pointers in the option)
-
-
-# What stands in for a value read for its type alone (core.lax's kinds): one the schema takes.
-_STAND_IN: dict[str, Any] = {"int": 0, "float": 0.0, "bool": False}
-
-
-def _unread_json(field_name: str, value: str) -> _Unread | _ReadAt | None:
-    """A JSON option's unresolved values: where each sits, and whether the
-    decision reads it (:class:`_Unread`), or the first one it reads for more
-    than its type (:class:`_ReadAt`), or None when the value is not JSON.
-
-    What the decision reads comes from the document's schema. Inside a JSON
-    string, an unresolved value is read where the schema constrains the
-    string's text (an enum, a pattern), or, for its type alone, where vLLM
-    reads a number or a boolean from it (``"kv_port": "$PORT"``); elsewhere
-    the value is a string whatever it holds (the schema accepts it, or
-    refuses any string). A value written bare (``"port": $PORT``) is read
-    unless the schema knows nothing of its key (a key of
-    ``kv_connector_extra_config``): it may be any JSON at all.
-    """
-    try:
-        parsed = json.loads(_quote_bare_markers(value), strict=False)  # markers are control characters
-    except (ValueError, RecursionError):
-        return None
-    unread: list[tuple[str, str]] = []
-    stood: list[_ReadAt] = []
-    try:
-        shown = _walk_unread(parsed, SCHEMA["properties"].get(field_name), [], unread, stood)
-    except _Read as read:
-        return stood[0] if stood else read.args[0]  # the first one read, in the value's order
-    except RecursionError:
-        return None
-    return _Unread(json.dumps(shown), unread, stood[0] if stood else None, tuple(read.at for read in stood))
-
-
-def _walk_unread(node: Any, schema: Any, path: list[Any], unread: list[tuple[str, str]], stood: list[_ReadAt]) -> Any:
-    """``node`` with each unresolved string the decision does not read shown
-    as written (and listed in ``unread``), and a stand-in for each it reads
-    for its type alone (listed in ``stood``); raises _Read at one it reads otherwise."""
-    if isinstance(node, str):
-        if not has_unresolved(node):
-            return node
-        bare = node.startswith(_BARE)
-        if bare:
-            node = node[len(_BARE):]
-        elif (kind := _typed_only(schema)) is not None:
-            stood.append(_ReadAt(pointer(path), node))
-            return _STAND_IN[kind]
-        if (schema is not None) if bare else _constrained(schema):
-            raise _Read(_ReadAt(pointer(path), node))
-        unread.append((pointer(path), node))
-        return show(node, None)
-    if isinstance(node, dict):
-        properties = _schema_properties(schema)
-        named = next((k for k in node if has_unresolved(k)), None)
-        if named is not None:  # a key the file does not give: any field, the read ones too
-            raise _Read(_ReadAt(pointer(path), named))
-        return {k: _walk_unread(v, properties.get(k), path + [k], unread, stood) for k, v in node.items()}
-    if isinstance(node, list):
-        items = _schema_items(schema)
-        return [_walk_unread(v, items, path + [i], unread, stood) for i, v in enumerate(node)]
-    return node
-
-
-def _schema_parts(schema: Any) -> list[dict[str, Any]]:
-    """A schema and every schema that applies with it ($ref, allOf, the then of an if)."""
-    out: list[dict[str, Any]] = []
-    stack = [schema]
-    seen: set[int] = set()
-    while stack:
-        part = stack.pop()
-        if not isinstance(part, dict) or id(part) in seen:
-            continue
-        seen.add(id(part))
-        out.append(part)
-        if isinstance(part.get("$ref"), str) and part["$ref"].startswith("#/$defs/"):
-            stack.append(SCHEMA.get("$defs", {}).get(part["$ref"][len("#/$defs/"):]))
-        stack += [part.get("then"), part.get("else")]
-        for key in ("allOf", "anyOf", "oneOf"):
-            stack += part.get(key) or []
-    return out
-
-
-def _schema_properties(schema: Any) -> dict[str, Any]:
-    properties: dict[str, Any] = {}
-    for part in _schema_parts(schema):
-        for key, sub in (part.get("properties") or {}).items():
-            properties.setdefault(key, sub)
-    return properties
-
-
-def _schema_items(schema: Any) -> Any:
-    return next((part["items"] for part in _schema_parts(schema) if "items" in part), None)
-
-
-def _typed_only(schema: Any) -> str | None:
-    """The kind (core.lax) a schema reads a string's text into when it reads
-    it for that alone: a number or boolean field without a choice or a
-    pattern; else None."""
-    if _constrained(schema):
-        return None
-    return next((kind for kind in map(lax.kind_of, _schema_parts(schema)) if kind is not None), None)
-
-
-def _constrained(schema: Any) -> bool:
-    """Whether the schema reads a string's text for more than its type: a choice or a pattern."""
-    return any(key in part for part in _schema_parts(schema) for key in ("enum", "const", "pattern"))
-
-
-# What marks a value written bare in JSON (outside a string) once it is quoted to be parsed.
-_BARE = "\x02"
-
-
-def _quote_bare_markers(text: str) -> str:
-    """JSON text with each unresolved marker outside a string made a string (marked as bare)."""
-    if "\x00" not in text:
-        return text
-    out: list[str] = []
-    i, n = 0, len(text)
-    in_string = False
-    start = 0
-    while i < n:
-        c = text[i]
-        if in_string:
-            if c == "\\":
-                i += 2
-                continue
-            if c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c == "\x00":
-            end = text.find("\x00", i + 1)
-            if end < 0:
-                break
-            out += [text[start:i], '"', _BARE, text[i:end + 1], '"']
-            i = start = end + 1
-            continue
-        i += 1
-    out.append(text[start:])
-    return "".join(out)
+def _unread_note(reading: Reading, option: str, field_name: str, unread: Unread) -> None:
+    if unread.unread:
+        held = "; ".join(f"{references(text)} at `{at}`" for at, text in unread.unread)
+        reading.note("source.unresolved_unused", f"`{option}` holds {held}; the decision does not read "
+                     + ("that value" if len(unread.unread) == 1 else "those values"), path=pointer([field_name]))
 
 
 _SCRIPT_ARGUMENT = re.compile(r"\$(?:[@*]|[0-9]+|\{[0-9]+\}|\{[@*]\})")

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from .errors import InputError, Problem
 
 __all__ = ["Fact", "Relation", "DECLARED", "RELEASE_FACTS", "DEFAULT_GRAPH", "UNREACHED", "Facts", "Node", "OffloadingFacts",
-           "NodeFacts", "DocumentFacts", "extract", "declared", "release_facts", "graph_fact"]
+           "NodeFacts", "DocumentFacts", "READ_AT", "extract", "declared", "release_facts", "graph_fact"]
 
 
 class Relation(NamedTuple):
@@ -55,6 +55,10 @@ class Fact(NamedTuple):
     given: tuple[Relation, ...] = ()
     exact: bool = False
     from_graph: bool = False  # a decision fact the connector graph's evaluation gives, not the document
+    # The document value it is, as written (a JSON Pointer; None: it is read
+    # otherwise). A file that leaves that value unknown can be decided for
+    # each class of value the rules tell apart (audit.unknowns).
+    at: str | None = None
 
 
 _SET = (Relation("has_kv_transfer_config", "eq", True),)
@@ -99,7 +103,8 @@ DECLARED: tuple[Fact, ...] = (
     Fact("platform_supports_hybrid_kv_cache", "decision", "bool", "current_platform.support_hybrid_kv_cache() (default true)"),
     Fact("platform_is_cuda", "decision", "bool", "current_platform.is_cuda() (default true)"),
     Fact("chunked_local_attention", "decision", "bool", "model.attention_chunk_size is set"),
-    Fact("speculative_method", "decision", "str", 'speculative_config.method ("" when none)'),
+    Fact("speculative_method", "decision", "str", 'speculative_config.method ("" when none)',
+         at="/speculative_config/method"),
     Fact("hisparse_config", "decision", "bool", "an explicit hisparse_config is given"),
     Fact("top_name", "decision", "str",
          'the top-level kv_connector in effect, after the offloading shorthand ("" when none)', empty="", given=_SET,
@@ -170,6 +175,10 @@ def declared(ruleset: str) -> dict[str, Fact]:
     """The facts declared for a ruleset, the release's included (the rules
     add their steps' facts, and the result steps read the decision's too)."""
     return {**{f.name: f for f in DECLARED if f.ruleset == ruleset}, **{f.name: f for f in RELEASE_FACTS}}
+
+
+# The facts that are one document value as written, by where it is (Fact.at).
+READ_AT: dict[str, Fact] = {fact.at: fact for fact in DECLARED if fact.at is not None}
 
 
 def release_facts(version: str) -> dict[str, int]:

@@ -23,13 +23,13 @@ from .errors import ConnectorError, EvaluationError, InputError, Problem
 from .evaluate import Evaluator
 from .command import as_release_reads, command_result, decided
 from .configlist import document_schema
-from .facts import Facts, extract
+from .facts import READ_AT, Facts, extract
 from .input import DEFAULT_LIMITS, Limits, prepare, respell
 from .releases import parse_version
 from .model import PolicyModel, Rule
 from .optionlist import known_options, known_releases
 from .rules import read_policy
-from .table import StepTable
+from .table import StepTable, classes
 
 __all__ = ["Policy", "Prepared", "load_policy", "respelled", "release_problem"]
 
@@ -120,6 +120,12 @@ class Policy:
     def table(self) -> StepTable:
         """Every step's answer for each reachable input, as durable-rules gave it at load."""
         return self._table
+
+    def classes(self, fact: str) -> tuple[Any, ...]:
+        """One value of each class of a document fact's values that this
+        policy's rules tell apart, for a fact that is one document value as
+        written (facts.READ_AT, by the fact's name)."""
+        return classes(self._model, {f.name: f for f in READ_AT.values()}[fact])
 
     @property
     def closed(self) -> bool:

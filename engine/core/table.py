@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 from .facts import UNREACHED, Fact, Relation
 from .model import PolicyModel, Rule, StepDef
 
-__all__ = ["Row", "StepKey", "StepTable", "State", "reachable", "step_keys", "OTHER"]
+__all__ = ["Row", "StepKey", "StepTable", "State", "classes", "reachable", "step_keys", "OTHER"]
 
 # The class of a string no rule of a step names (and its representative in
 # an event: a string no rule can mean, since none names it).
@@ -433,6 +433,14 @@ def _class_of(told: frozenset[Any], other: str) -> Callable[[Any], Any]:
 
 # Relations that test a connector name against a set of names the policy holds.
 NAMED = ("container", "registered")
+
+
+def classes(model: PolicyModel, fact: Fact) -> tuple[Any, ...]:
+    """One value of each class of ``fact``'s values, as the rules and
+    relations of its ruleset tell them apart: deciding a document with each
+    gives every answer the fact can make (one value where no rule reads it)."""
+    domain = _domains(model, fact.ruleset, _named(model)).get(fact.name)
+    return tuple(domain) if domain else (OTHER if fact.empty is None else fact.empty,)
 
 
 def _named(model: PolicyModel) -> dict[str, frozenset[str]]:

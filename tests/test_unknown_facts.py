@@ -1,0 +1,122 @@
+"""A value the file leaves unknown that the rules read as a fact, as written
+(facts.READ_AT: the speculative method): the launch is decided where each
+class of value the rules tell apart gives the same answer, and stays
+`source.unresolved` where they differ (audit.unknowns)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import hma_policy
+from hma_policy.audit.run import audit
+from rulecopy import copy_rules, edit
+
+NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+# The classes the bundled rules of 0.33.0 tell apart: the EAGLE-style methods
+# of hma.chunked_local_eagle, and any other (none given among them).
+CLASSES_0_33 = "`speculative_method`: `eagle`, `eagle3`, `mtp`, `dflash`, `dspark`, any other"
+
+
+def audited(tmp_path: Path, name: str, text: str, rules: str | None = None) -> tuple[dict, tuple]:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    policy = hma_policy.PolicySet(rules) if rules is not None else None
+    [entry] = audit([str(path)], policy=policy).entries if policy is not None else audit([str(path)]).entries
+    notes = tuple((n.code, n.message) for n in entry.deployment.notes if n.code.startswith("source.unresolved"))
+    return entry.decision, notes
+
+
+def test_an_unknown_speculative_config_is_decided_when_no_method_changes_the_answer(tmp_path):
+    decision, notes = audited(tmp_path, "serve.sh", f"SPEC=\"$1\"\nvllm serve m --kv-transfer-config '{NIXL}' "
+                                                    '--speculative-config "$SPEC"\n')
+    assert (decision["outcome"], decision["hma_enabled"], decision["errors"]) == ("enabled", True, [])
+    assert notes == (("source.unresolved_unused",
+                      "`--speculative-config` takes its value from `$1`, which this file does not set; the decision "
+                      f"is the same for each value the rules tell apart ({CLASSES_0_33})"),)
+
+
+def test_an_unknown_method_inside_the_json_is_decided_alike(tmp_path):
+    decision, notes = audited(tmp_path, "serve.sh", 'vllm serve m --speculative-config '
+                                                    '"{\\"method\\": \\"${METHOD}\\", \\"model\\": \\"$DRAFT\\"}"\n')
+    assert (decision["outcome"], decision["errors"]) == ("enabled", [])
+    assert notes == (
+        ("source.unresolved_unused", "`--speculative-config` holds `$DRAFT`, which this file does not set at "
+                                     "`/model`; the decision does not read that value"),
+        ("source.unresolved_unused", "`--speculative-config` takes its value at `/method` from `${METHOD}`, which "
+                                     f"this file does not set; the decision is the same for each value the rules "
+                                     f"tell apart ({CLASSES_0_33})"))
+
+
+def test_where_the_method_changes_the_answer_the_launch_stays_unresolved(tmp_path):
+    """With chunked local attention, an EAGLE-style method turns HMA off and
+    any other leaves it on: the file does not say which."""
+    decision, notes = audited(tmp_path, "serve.sh", "# hma-policy: {model_facts: {attention_chunk_size: 8192}}\n"
+                                                    'vllm serve m --speculative-config "{\\"method\\": \\"$M\\"}"\n')
+    assert decision["outcome"] == "error"
+    assert [(e["code"], e["path"], e["message"]) for e in decision["errors"]] == [
+        ("source.unresolved", "/speculative_config",
+         "line 2: `--speculative-config` takes its value at `/method` from `$M`, which this file does not set")]
+    assert notes == ()
+
+
+def test_an_unknown_number_beside_it_leaves_the_launch_unresolved(tmp_path):
+    """A number read for its type alone may be one vLLM refuses: a decision of
+    its stand-in says nothing, so the methods are not tried."""
+    ktc = '{\\"kv_connector\\":\\"NixlConnector\\",\\"kv_role\\":\\"kv_both\\",\\"kv_port\\":\\"$PORT\\"}'
+    decision, _ = audited(tmp_path, "serve.sh", f'vllm serve m --kv-transfer-config "{ktc}" '
+                                                '--speculative-config "$SPEC"\n')
+    assert [(e["code"], e["path"]) for e in decision["errors"]] == [
+        ("source.unresolved", "/kv_transfer_config"), ("source.unresolved", "/speculative_config")]
+
+
+def test_a_refusal_away_from_the_unknown_config_is_the_answer(tmp_path):
+    ktc = '{"kv_connector":"P2pNcclConnector","kv_role":"kv_producer","kv_buffer_size":"1e1"}'
+    decision, notes = audited(tmp_path, "serve.sh", f"vllm serve m --kv-transfer-config '{ktc}' "
+                                                    '--speculative-config "$SPEC"\n')
+    assert [(e["code"], e["path"]) for e in decision["errors"]] == [
+        ("input.schema", "/kv_transfer_config/kv_buffer_size")]
+    assert notes == (("source.unresolved_unused", "`--speculative-config` takes its value from `$SPEC`, which this "
+                                                  "file does not set; vLLM refuses the command whatever that value is"),)
+
+
+def test_the_classes_are_the_rules_own(tmp_path):
+    """The methods tried come from the rule files: a method added to the
+    EAGLE rule is tried too, and its own answer keeps the launch unresolved
+    where it differs."""
+    rules = copy_rules(tmp_path / "rules")
+    policy = hma_policy.load_policy(rules)
+    assert policy.classes("speculative_method")[:-1] == ("eagle", "eagle3", "mtp", "dflash", "dspark")
+    edit(rules / "decision.yaml", "{in: [eagle, eagle3, mtp, dflash, dspark]}", "{in: [eagle, eagle3, mtp, dflash, dspark, ngram]}")
+    assert hma_policy.load_policy(rules).classes("speculative_method")[:-1] == (
+        "eagle", "eagle3", "mtp", "dflash", "dspark", "ngram")
+    _, notes = audited(tmp_path, "serve.sh", 'vllm serve m --speculative-config "$SPEC"\n', rules=str(rules))
+    assert notes[0][1].endswith("(`speculative_method`: `eagle`, `eagle3`, `mtp`, `dflash`, `dspark`, `ngram`, "
+                                "any other)")
+
+
+def test_a_release_tells_apart_its_own_methods(tmp_path):
+    decision, notes = audited(tmp_path, "compose.yaml", "services:\n  vllm:\n    image: vllm/vllm-openai:v0.11.0\n"
+                                                        '    command: ["--model", "m", "--speculative-config", '
+                                                        '"${SPEC_CONFIG}"]\n')
+    assert decision["vllm"]["release"] == "0.11.0" and decision["outcome"] == "enabled"
+    classes = hma_policy.load_policy(release="0.11.0").classes("speculative_method")
+    assert classes != hma_policy.load_policy().classes("speculative_method")
+    assert "deepseek_mtp" in classes
+    told = ", ".join(f"`{c}`" for c in classes[:-1])
+    assert notes[0][1].endswith(f"(`speculative_method`: {told}, any other)")
+
+
+@pytest.mark.parametrize("call", ['LLM(model="m", speculative_config=spec)',
+                                  'LLM(model="m", speculative_config={"method": sys.argv[1], '
+                                  '"num_speculative_tokens": 3})'])
+def test_python_calls_are_settled_alike(tmp_path, call):
+    decision, notes = audited(tmp_path, "run.py", f"import sys\nfrom vllm import LLM\n\ndef main(spec):\n    {call}\n")
+    assert (decision["outcome"], decision["errors"]) == ("enabled", [])
+    assert notes[-1][1].endswith(f"the decision is the same for each value the rules tell apart ({CLASSES_0_33})")
+
+
+def test_classes_of_an_unknown_fact_name_is_a_key_error():
+    with pytest.raises(KeyError):
+        hma_policy.load_policy().classes("preference")
