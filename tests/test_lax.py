@@ -138,9 +138,10 @@ def test_a_number_the_file_does_not_give_is_given_a_stand_in():
     # a value read for more than its type: which connector it is
     ["vllm", "serve", "m", "--kv-transfer-config",
      '{"kv_connector":"\x00$C\x00","kv_role":"kv_both","kv_port":"\x00$P\x00"}'],
-    # written bare, an unknown value may be any JSON at all (more keys too)
+    # written bare, a whole object the decision reads may hold anything (a MultiConnector's children)
     ["vllm", "serve", "m", "--kv-transfer-config",
-     '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_port":\x00$P\x00}'],
+     '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_connector_extra_config":\x00$X\x00,'
+     '"kv_port":"\x00$P\x00"}'],
     # another problem, which no stand-in answers
     ["vllm", "serve", "m", "x", "--kv-transfer-config",
      '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_port":"\x00$P\x00"}'],
@@ -148,6 +149,17 @@ def test_a_number_the_file_does_not_give_is_given_a_stand_in():
 def test_no_stand_in_where_one_would_not_settle_the_command(argv):
     result = hma_policy.core.command.read_command(argv)
     assert result.problems and result.stand_in is None
+
+
+def test_a_number_written_bare_gets_a_stand_in():
+    """`"kv_port": $PORT` in a script's JSON, or a Python dict's unknown value
+    through json.dumps: a number where the schema reads one for its type."""
+    result = hma_policy.core.command.read_command(
+        ["vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector":"NixlConnector","kv_role":"kv_both",'
+                                                       '"kv_port":\x00$P\x00}'])
+    assert [p.code for p in result.problems] == ["source.unresolved"]
+    assert result.stand_in is not None and result.stand_in.paths == ("/kv_transfer_config/kv_port",)
+    assert '"kv_port": 0' in result.stand_in.document["kv_transfer_config"]
 
 
 def test_a_command_refused_whatever_its_unknown_number_is_gets_that_refusal():
@@ -194,8 +206,12 @@ def test_the_audit_reports_the_refusal_and_notes_the_unknown_number(tmp_path):
     assert [(n.code, n.line, n.message) for n in first.deployment.notes] == [
         ("source.unresolved_unused", 1, "`--kv-transfer-config` takes its value at `/kv_port` from `$((21001 + i))` "
          "(which is arithmetic the audit does not evaluate); vLLM refuses the command whatever that value is")]
-    assert [e["code"] for e in older.decision["errors"]] == ["source.unresolved"]
-    assert older.deployment.notes == ()
+    # Where the release has the field, the port is read for its type alone: any number decides alike.
+    assert (older.decision["outcome"], older.decision["errors"]) == ("disabled", [])
+    assert [(n.code, n.line, n.message) for n in older.deployment.notes] == [
+        ("source.unresolved_unused", 3, "`--kv-transfer-config` takes its value at `/kv_port` from `$((21001 + i))` "
+         "(which is arithmetic the audit does not evaluate); vLLM reads it for its type alone: the decision is the "
+         "same for any value it accepts there")]
 
 
 def test_a_path_that_does_not_follow_the_document_changes_nothing():

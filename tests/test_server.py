@@ -480,7 +480,8 @@ def test_a_launch_refused_whatever_its_unknown_port_is_denied(http):
     """The P2P NCCL example's config in a Pod: kv_port from an env var the
     object takes from elsewhere (any number will do), and kv_buffer_size,
     which 0.33.0 refuses: vLLM refuses it whatever the port. Where the image
-    is 0.10.2, which has the field, it cannot be decided."""
+    is 0.10.2, which has the field, the port is read for its type alone: the
+    launch is decided (HMA off with KV transfer in that release)."""
     pod = copy.deepcopy(objects_of(FLEET / "typo-connector-pod.yaml")[0])
     container = pod["spec"]["containers"][0]
     container["env"] = [{"name": "KV_PORT", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['port']"}}}]
@@ -495,7 +496,9 @@ def test_a_launch_refused_whatever_its_unknown_port_is_denied(http):
     answer = admit(http, review_of(FLEET / "typo-connector-pod.yaml", obj=pod))
     assert answer["allowed"] is True
     [warning] = answer["warnings"]
-    assert "cannot be decided: source.unresolved: `--kv-transfer-config` takes its value at `/kv_port`" in warning
+    assert warning == ("hma-policy: container `vllm` of Pod inference/qwen-decode-canary: HMA disabled: a "
+                       "kv_transfer_config is set, and this vLLM release does not run the hybrid KV cache manager "
+                       "with KV transfer")
 
 
 def test_a_script_whose_paths_decide_alike_is_answered_with_that_decision(http):

@@ -61,14 +61,46 @@ def test_where_the_method_changes_the_answer_the_launch_stays_unresolved(tmp_pat
     assert notes == ()
 
 
-def test_an_unknown_number_beside_it_leaves_the_launch_unresolved(tmp_path):
-    """A number read for its type alone may be one vLLM refuses: a decision of
-    its stand-in says nothing, so the methods are not tried."""
+TYPE_ALONE = "vLLM reads it for its type alone: the decision is the same for any value it accepts there"
+
+
+@pytest.mark.parametrize("port", ['\\"$PORT\\"', "$PORT"])  # quoted in the JSON, or written bare
+def test_an_unknown_number_read_for_its_type_alone_is_decided(tmp_path, port):
+    """vLLM's P2P NCCL examples compute each instance's kv_port: any number
+    gives the same decision (it was a source.unresolved error)."""
+    ktc = '{\\"kv_connector\\":\\"NixlConnector\\",\\"kv_role\\":\\"kv_both\\",\\"kv_port\\":' + port + '}'
+    decision, notes = audited(tmp_path, "serve.sh", f'# hma-policy: {{vllm_version: "0.11.0"}}\n'
+                                                    f'vllm serve m --kv-transfer-config "{ktc}"\n')
+    assert (decision["outcome"], decision["hma_enabled"], decision["errors"]) == ("disabled", False, [])
+    assert notes == (("source.unresolved_unused", "`--kv-transfer-config` takes its value at `/kv_port` from `$PORT`, "
+                                                  f"which this file does not set; {TYPE_ALONE}"),)
+
+
+def test_a_number_and_a_method_unknown_together_are_decided_with_a_note_each(tmp_path):
     ktc = '{\\"kv_connector\\":\\"NixlConnector\\",\\"kv_role\\":\\"kv_both\\",\\"kv_port\\":\\"$PORT\\"}'
-    decision, _ = audited(tmp_path, "serve.sh", f'vllm serve m --kv-transfer-config "{ktc}" '
-                                                '--speculative-config "$SPEC"\n')
-    assert [(e["code"], e["path"]) for e in decision["errors"]] == [
-        ("source.unresolved", "/kv_transfer_config"), ("source.unresolved", "/speculative_config")]
+    decision, notes = audited(tmp_path, "serve.sh", f'vllm serve m --kv-transfer-config "{ktc}" '
+                                                    '--speculative-config "$SPEC"\n')
+    assert (decision["outcome"], decision["errors"]) == ("enabled", [])
+    assert [message.split("; ", 1)[1] for _, message in notes] == [
+        TYPE_ALONE, f"the decision is the same for each value the rules tell apart ({CLASSES_0_33})"]
+
+
+def test_a_stand_in_refused_itself_settles_nothing():
+    """A refusal at a stand-in says nothing of the value it stands for."""
+    from hma_policy.audit.sources import Deployment
+    from hma_policy.audit.unknowns import settled
+    from hma_policy.core.command import StandIn
+    from hma_policy.core.errors import Problem
+    ktc = {"kv_connector": "NixlConnector", "kv_role": "kv_both", "kv_port": "x"}
+    unknown = Problem("source.unresolved", "`--kv-transfer-config` takes its value at `/kv_port` from `$PORT`",
+                      "/kv_transfer_config")
+    deployment = Deployment("f", "shell", problems=(unknown,),
+                            stand_in=StandIn({"kv_transfer_config": ktc}, ("/kv_transfer_config/kv_port",)))
+    policies = hma_policy.PolicySet()
+    assert settled(policies, deployment, None) is None
+    standing = deployment.replace(stand_in=StandIn({"kv_transfer_config": {**ktc, "kv_port": 0}},
+                                                   ("/kv_transfer_config/kv_port",)))
+    assert settled(policies, standing, None).outcome == "enabled"
 
 
 def test_a_refusal_away_from_the_unknown_config_is_the_answer(tmp_path):

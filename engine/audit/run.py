@@ -284,15 +284,18 @@ def _filed(policy: PolicySet, found: Any, decisions: list[Decision], settings: S
 def _noted(policy: PolicySet, deployment: Deployment, decision: Decision) -> Deployment:
     """The deployment, its unknown values noted where they do not change its
     decision (a decision made of them is never ``source.unresolved``): the
-    same on each path of the script (paths), or vLLM refuses it whatever they
-    are (stand_in). So the report still shows them."""
+    same on each path of the script (paths), or with a stand-in for each
+    (stand_in: audit.unknowns). So the report still shows them."""
     settled = (deployment.paths or deployment.stand_in is not None) and deployment.problems and \
         not any(error.code == "source.unresolved" for error in decision.errors)
     if not settled:
         return deployment
-    why = (agreement(policy, deployment, _hint(deployment.release)) if deployment.paths
-           else whatever(policy, deployment, _hint(deployment.release)))
-    notes = tuple(Problem("source.unresolved_unused", f"{p.message}; {why}", p.path, file=p.file, line=p.line)
+    hint = _hint(deployment.release)
+
+    def why(path: str) -> str:
+        return agreement(policy, deployment, hint) if deployment.paths else whatever(policy, deployment, hint, path)
+
+    notes = tuple(Problem("source.unresolved_unused", f"{p.message}; {why(p.path)}", p.path, file=p.file, line=p.line)
                   for p in deployment.problems)
     return deployment.replace(notes=deployment.notes + notes, stand_in=None, paths=())
 

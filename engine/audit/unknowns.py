@@ -1,10 +1,13 @@
 """A deployment whose only problems are values the file does not give, decided
 where those values do not change its answer: the same outcome on each path
-of its script that sets them differently (``Deployment.paths``), a refusal
-vLLM gives whatever they are (``Deployment.stand_in``), or the same outcome
-for each class of value the rules tell apart, where each is a fact the rules
-read as written (``StandIn.facts``: a speculative method). The audit and
-the admission webhook answer alike through here."""
+of its script that sets them differently (``Deployment.paths``), or, where
+each is a value with a stand-in (``Deployment.stand_in``), a refusal vLLM
+gives whatever they are, or the stand-in's decision: vLLM reads a number or
+boolean of a JSON option for its type alone (any value it accepts there
+gives that decision), and a fact the rules read as written (``StandIn.facts``:
+a speculative method) is tried with a value of each class the rules tell
+apart, which must all give the same outcome. The audit and the admission
+webhook answer alike through here."""
 
 from __future__ import annotations
 
@@ -49,23 +52,28 @@ def settled(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> Dec
         except InputError as exc:
             if refused_whatever(exc.problems, deployment.stand_in):
                 return policy.refused(exc.problems, deployment.stand_in.document, hint)
-            return None
+            return None  # refused at a stand-in: nothing is known of the value it stands for
         tried = _in_each_class(policy, deployment.stand_in, hint)
-        if tried and all(_same_answer(other, decision) for _, other in tried):
+        if tried is not None and all(_same_answer(other, decision) for _, other in tried):
             return decision
     return None
 
 
-def whatever(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> str:
-    """Why a deployment with a stand-in was settled, for its note: vLLM
-    refuses it whatever its unknown values are, or the answer is the same
-    for each value the rules tell apart of the facts they are."""
+def whatever(policy: PolicySet, deployment: Deployment, hint: Hint | None, path: str) -> str:
+    """Why a deployment with a stand-in was settled, for the note of its
+    unknown value at ``path``: vLLM refuses it whatever its unknown values
+    are, or the value is read for its type alone, or the answer is the same
+    for each value the rules tell apart of the facts it holds."""
     assert deployment.stand_in is not None
     try:
         policy.decide(deployment.stand_in.document, hint=hint)
     except InputError:
         return "vLLM refuses the command whatever that value is"
-    tried = _in_each_class(policy, deployment.stand_in, hint)
+    here = {fact for at, fact in deployment.stand_in.facts if at == path or at.startswith(path + "/")}
+    if not here:
+        return "vLLM reads it for its type alone: the decision is the same for any value it accepts there"
+    tried = [({fact: value for fact, value in values.items() if fact in here}, decision)
+             for values, decision in _in_each_class(policy, deployment.stand_in, hint) or []]
     first = tried[0][1]
     values = "; ".join(f"`{fact}`: " + ", ".join("any other" if value.startswith(OTHER) else f"`{value}`"
                                                  for value in told) for fact, told in _told(tried))
@@ -74,19 +82,19 @@ def whatever(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> st
     return f"{_answer(first)} for each value the rules tell apart ({values}), for reasons that differ between them"
 
 
-def _in_each_class(policy: PolicySet, stand_in: StandIn, hint: Hint | None) -> list[tuple[dict[str, Any], Decision]]:
+def _in_each_class(policy: PolicySet, stand_in: StandIn, hint: Hint | None
+                   ) -> list[tuple[dict[str, Any], Decision]] | None:
     """The stand-in's document decided with each combination of a value of
-    each class of its facts (which facts, then the decision); none where
-    another stand-in is read for its type alone (a number vLLM may refuse),
-    or there are too many combinations."""
+    each class of its facts (which facts, then the decision); None where
+    there are too many combinations to try."""
     facts = stand_in.facts
-    if not facts or not all(any(at == path or at.startswith(path + "/") for at, _ in facts) for path in stand_in.paths):
+    if not facts:
         return []
     chosen, _ = policy.choose(stand_in.document, hint)
     told = [chosen.classes(fact) for _, fact in facts]
     combinations = list(itertools.islice(itertools.product(*told), MAX_COMBINATIONS + 1))
     if len(combinations) > MAX_COMBINATIONS:
-        return []
+        return None
     out = []
     for values in combinations:
         document = stand_in.document

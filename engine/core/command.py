@@ -77,7 +77,8 @@ class StandIn(NamedTuple):
     a speculative method): the document with a value standing in for each,
     and where each stands. When vLLM refuses that document for another of
     its values, it refuses the command whatever the unknown ones are: that
-    refusal is the answer (:func:`refused_whatever`), not the unknown values."""
+    refusal is the answer (:func:`refused_whatever`), not the unknown values.
+    The audit also takes the decision of that document (audit.unknowns)."""
 
     document: dict[str, Any]
     paths: tuple[str, ...]  # JSON Pointers into the document

@@ -81,7 +81,8 @@ def unread_json(field_name: str, value: str) -> Unread | ReadAt | None:
     the value is a string whatever it holds (the schema accepts it, or
     refuses any string). A value written bare (``"port": $PORT``) is read
     unless the schema knows nothing of its key (a key of
-    ``kv_connector_extra_config``): it may be any JSON at all.
+    ``kv_connector_extra_config``): it may be any JSON at all; where the
+    schema reads a number or boolean there, for its type alone.
     """
     try:
         parsed = json.loads(_quote_bare_markers(value), strict=False)  # markers are control characters
@@ -109,7 +110,7 @@ def _walk_unread(node: Any, schema: Any, path: list[Any], unread: list[tuple[str
         bare = node.startswith(_BARE)
         if bare:
             node = node[len(_BARE):]
-        elif (kind := _typed_only(schema)) is not None:
+        if (kind := _typed_only(schema)) is not None:  # quoted, or written bare (`"kv_port": $PORT`)
             stood.append(ReadAt(pointer(path[1:]), node))
             return _STAND_IN[kind]
         if (facts := _as_facts(path, schema if bare else None)) is not None:
