@@ -126,6 +126,27 @@ def test_a_service_that_only_extends_another_keeps_the_file_a_compose_file(tmp_p
     assert (d.name, d.release.version, ktc(d)["kv_connector"]) == ("vllm-service", "0.10.1", "NixlConnector")
 
 
+def test_an_override_file_whose_other_services_give_only_their_environment_is_a_compose_file(tmp_path):
+    # opea-project/GenAIExamples (15b0d46) AgentQnA/docker_compose/intel/cpu/xeon/compose_remote.yaml,
+    # merged over compose.yaml with `-f`: `worker-rag-agent` gives only its environment, and the whole
+    # file, vLLM service and all, was skipped as "not a deployment document".
+    path = write(tmp_path / "compose_remote.yaml", f"""services:
+  agent-vllm-service:
+    image: vllm/vllm-openai:v0.10.1
+    command: [--model, m, --kv-transfer-config, '{NIXL}']
+  worker-rag-agent:
+    environment:
+      llm_engine: vllm
+""")
+    source = read_source(path)
+    assert source.format == "compose" and source.skipped is None
+    (d,) = source.deployments
+    assert (d.name, d.line, d.release.version, ktc(d)["kv_connector"]) == ("agent-vllm-service", 2, "0.10.1", "NixlConnector")
+    # Environment alone in every service is no compose file of launches.
+    only_env = write(tmp_path / "compose.override.yaml", "services:\n  a:\n    environment: {X: 1}\n")
+    assert read_source(only_env).skipped == "not a docker compose file (no services with an image, build, command or extends)"
+
+
 def test_a_service_that_builds_from_vllms_image_runs_vllm_serve_with_its_command(tmp_path):
     # NVIDIA/GenerativeAIExamples (401cb44), industries/energy/simulation-workflow-agent:
     # `ocr-vllm: build: {context: sim_agent, dockerfile: Dockerfile.ocr}` FROM vllm/vllm-openai,

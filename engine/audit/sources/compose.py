@@ -45,12 +45,12 @@ def is_compose_name(name: str) -> bool:
 
 
 def looks_like_compose(value: Any) -> bool:
-    """A top-level `services` mapping of services (an image, a build, a
-    command or the service it `extends`, each)."""
+    """A top-level `services` mapping of services, some of which give an
+    image, a build, a command or the service they `extends` (an override
+    file, merged over another with `-f`, may give a service its environment alone)."""
     services = value.get("services") if isinstance(value, dict) else None
-    return isinstance(services, dict) and bool(services) and all(
-        isinstance(s, dict) and ("image" in s or "build" in s or "command" in s or "extends" in s)
-        for s in services.values())
+    return isinstance(services, dict) and bool(services) and all(isinstance(s, dict) for s in services.values()) \
+        and any("image" in s or "build" in s or "command" in s or "extends" in s for s in services.values())
 
 
 def compose_file(ctx: Ctx) -> SourceFile:
