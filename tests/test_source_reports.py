@@ -105,6 +105,15 @@ def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path)
     (note,) = read_source(template, known=hma_policy.load_policy().registered_names).notes
     assert note.message == "mentions `LMCacheConnectorV1` at line 2, no vLLM launch recognised"
     assert read_source(write(tmp_path / "unrelated.yaml", "kv_cache_dtype: fp8\nconnector_name: x\n")).notes == ()
+    # bentoml/BentoVLLM (3b69b26): a P/D router's request field and a README's folder name were
+    # noted as mentions; a connector's own metadata is library code. The options themselves are.
+    router = write(tmp_path / "router.py", "import httpx\nprefill_request['kv_transfer_params'] = {}\n"
+                                           "meta = self.kv_connector_metadata\nkv_connector_metadata = None\n")
+    readme = write(tmp_path / "README.md", "cd BentoVLLM/llama3.1-8b-kv-offloading\n")
+    assert read_source(router).notes == read_source(readme).notes == ()
+    options = write(tmp_path / "OPTIONS.md", "see\n`--kv-offloading-size`\n")
+    assert [(n.line, n.message) for n in read_source(options).notes] == [
+        (2, "mentions `kv-offloading-size` at line 2, no vLLM launch recognised")]
     # A Python file that starts no engine the Python reader knows (tests/test_python_source.py), but runs
     # `vllm serve` another way (a command line a function makes when the script runs): noted, never run.
     marker = tmp_path / "ran"

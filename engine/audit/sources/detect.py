@@ -101,7 +101,11 @@ MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jin
 # vLLM's KV options in any spelling: --kv-transfer-config, kv_connector, kvTransferConfig (Helm values), ...
 # A bare `kv_transfer` or `kv_connector` after a dot or a slash is a module of vLLM's
 # (`from vllm.distributed.kv_transfer import ...`, snowflakedb/ArcticInference): library code.
-_KV_OPTIONS = r"(?i:kv[-_]?transfer[-_]?config|(?<![./])kv[-_]?transfer|(?<![./])kv[-_]?connector|kv[-_]?offloading)"
+# None of a request's `kv_transfer_params`, a connector's `kv_connector_metadata` or a folder
+# named `llama3.1-8b-kv-offloading` (bentoml/BentoVLLM) is an option: only the offloading
+# options themselves, --kv-offloading-size and --kv-offloading-backend, are.
+_KV_OPTIONS = (r"(?i:kv[-_]?transfer[-_]?config|(?<![./])kv[-_]?transfer(?![-_]?params)"
+               r"|(?<![./])kv[-_]?connector(?![-_]?metadata)|kv[-_]?offloading[-_]?(?:size|backend))")
 
 
 @lru_cache(maxsize=8)
