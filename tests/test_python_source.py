@@ -1022,3 +1022,20 @@ def test_mutated_real_launchers_are_read_without_raising_or_running_anything(tmp
         report = audit([str(directory / "run.py")])
         assert [p.code for f in report.files for p in f.problems if p.code == "audit.internal"] == []
         assert not (directory / "ran").exists()
+
+
+def test_a_kv_events_config_call_is_read_as_its_mapping(tmp_path):
+    # vllm-project/vllm-ascend (182b75e) tests/e2e/pull_request/one_card/test_cpu_offloading.py: a
+    # KVEventsConfig(...) call made the launch source.unresolved ("computed when the script runs");
+    # the dict form was read. Releases before 0.20.0 read whether one is given.
+    called = read(tmp_path, "from vllm import LLM\nfrom vllm.config import KVEventsConfig, KVTransferConfig\n"
+                            "events = KVEventsConfig(enable_kv_cache_events=True, publisher='zmq', endpoint=ENDPOINT)\n"
+                            "llm = LLM(model='m', kv_events_config=events,\n"
+                            "          kv_transfer_config=KVTransferConfig(kv_connector='OffloadingConnector', kv_role='kv_both'))\n")
+    as_dict = read(tmp_path, "from vllm import LLM\nllm = LLM(model='m', kv_events_config={'enable_kv_cache_events': True, "
+                             "'publisher': 'zmq', 'endpoint': ENDPOINT}, kv_transfer_config={'kv_connector': "
+                             "'OffloadingConnector', 'kv_role': 'kv_both'})\n", name="dict.py")
+    (d,) = called.deployments
+    (e,) = as_dict.deployments
+    assert d.problems == () and d.document == e.document
+    assert json.loads(d.document["kv_events_config"])["publisher"] == "zmq"

@@ -18,12 +18,15 @@ from ...core.markers import has_unresolved, unresolved
 from ...core.options import ENV_NAMES
 from .pyforms import added_to_itself, copy_of, dict_changes, dotted_name, list_holder, made_from
 
-__all__ = ["ENGINES", "KV_CONFIG", "INTERPRETER", "Script", "Unknown", "Binding", "as_word", "as_json_word", "is_environ",
+__all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "Script", "Unknown", "Binding", "as_word", "as_json_word", "is_environ",
            "source_text"]
 
 # The classes whose call starts (or configures) an engine, and the KV-transfer config class.
 ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
 KV_CONFIG = "KVTransferConfig"
+# The config classes an engine takes as they are or as the mapping of their keywords: a call
+# of one is read as that mapping (vllm-ascend's tests pass KVEventsConfig(...)).
+CONFIGS = frozenset({KV_CONFIG, "KVEventsConfig"})
 # How a parameter is bound (see Script._argument).
 _PARAMETER = "a parameter"
 # How a script changes a command list after writing it (`cmd += [...]`, `cmd.extend([...])`).
@@ -109,7 +112,7 @@ class Script:
         for node in ast.walk(self.tree):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and _is_vllm(node.module or ""):
                 for alias in node.names:
-                    if alias.name in ENGINES or alias.name == KV_CONFIG:
+                    if alias.name in ENGINES or alias.name in CONFIGS:
                         self.imported[alias.asname or alias.name] = alias.name
             elif isinstance(node, ast.Import):
                 for alias in node.names:
@@ -223,7 +226,7 @@ class Script:
         if not dotted:
             return None
         first, chain = dotted[0], dotted[1:]  # the name, and the attributes after it
-        known = ENGINES | {KV_CONFIG}
+        known = ENGINES | CONFIGS
         if first in self.imported:
             owner = self.imported[first]
             return owner if not chain else f"{owner}.{chain[0]}" if len(chain) == 1 else None
@@ -471,7 +474,7 @@ class Script:
     def _called(self, node: ast.Call, scope: Any, depth: int) -> Any:
         what = self.what(node.func)
         callee = dotted_name(node.func)
-        if (what == KV_CONFIG or self._builtin(callee, "dict")) and not node.args:
+        if (what in CONFIGS or self._builtin(callee, "dict")) and not node.args:
             if any(k.arg is None for k in node.keywords):
                 return Unknown(source_text(node), "merges another mapping (`**`)")
             return {k.arg: self.value(k.value, scope, depth + 1) for k in node.keywords}
