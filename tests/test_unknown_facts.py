@@ -152,3 +152,32 @@ def test_python_calls_are_settled_alike(tmp_path, call):
 def test_classes_of_an_unknown_fact_name_is_a_key_error():
     with pytest.raises(KeyError):
         hma_policy.load_policy().classes("preference")
+
+
+MULTI = ('{\\"kv_connector\\":\\"MultiConnector\\",\\"kv_role\\":\\"kv_both\\",\\"kv_connector_extra_config\\":'
+         '{\\"connectors\\":[{\\"kv_connector\\":\\"CHILD\\",\\"kv_role\\":\\"kv_both\\"},'
+         '{\\"kv_connector\\":\\"NixlConnector\\",\\"kv_role\\":\\"kv_both\\",\\"kv_port\\":PORT}]}}')
+
+
+@pytest.mark.parametrize("port", ["$PORT", '\\"$PORT\\"'])
+def test_a_childs_unknown_port_is_read_for_its_type_as_the_top_levels_is(tmp_path, port):
+    """vllm-project/vllm-ascend's UCM guide (182b75e, ucm_deployment.md) gives a
+    MultiConnector child `"kv_port": '$mooncake_port'`: the children's schema
+    sits in the `then` of an `if`, which was not read, so the value was noted
+    as one "the decision does not read" and then refused as no integer."""
+    ktc = MULTI.replace("CHILD", "OffloadingConnector").replace("PORT", port)
+    decision, notes = audited(tmp_path, "serve.sh", f'vllm serve m --kv-transfer-config "{ktc}"\n')
+    assert (decision["outcome"], decision["errors"]) == ("enabled", [])
+    assert notes == (("source.unresolved_unused", "`--kv-transfer-config` takes its value at "
+                      "`/kv_connector_extra_config/connectors/1/kv_port` from `$PORT`, which this file does not set; "
+                      f"{TYPE_ALONE}"),)
+
+
+def test_a_childs_unknown_connector_is_read(tmp_path):
+    ktc = MULTI.replace("CHILD", "$CHILD").replace("PORT", "5600")
+    decision, notes = audited(tmp_path, "serve.sh", f'vllm serve m --kv-transfer-config "{ktc}"\n')
+    assert [(e["code"], e["message"]) for e in decision["errors"]] == [
+        ("source.unresolved", "line 1: `--kv-transfer-config` takes its value at "
+                              "`/kv_connector_extra_config/connectors/0/kv_connector` from `$CHILD`, which this file "
+                              "does not set")]
+    assert notes == ()

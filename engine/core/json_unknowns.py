@@ -152,11 +152,13 @@ def _schema_parts(schema: Any) -> list[dict[str, Any]]:
 
 
 def _schema_properties(schema: Any) -> dict[str, Any]:
-    properties: dict[str, Any] = {}
+    """Each property's schema, from every part that names it (a MultiConnector's
+    children are known only in the `then` of an `if`): all of them apply."""
+    found: dict[str, list[Any]] = {}
     for part in _schema_parts(schema):
         for key, sub in (part.get("properties") or {}).items():
-            properties.setdefault(key, sub)
-    return properties
+            found.setdefault(key, []).append(sub)
+    return {key: subs[0] if len(subs) == 1 else {"allOf": subs} for key, subs in found.items()}
 
 
 def _schema_items(schema: Any) -> Any:
