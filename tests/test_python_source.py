@@ -819,6 +819,31 @@ def serve():
         assert one.release is None, pins
 
 
+def test_a_modal_image_from_vllms_registry_image_gives_the_release(tmp_path):
+    # modal-labs/modal-examples (0304ede) 06_gpu_and_ml/llm-serving/lfm_snapshot.py: the image is
+    # vLLM's own, and its tag is the release the file's `vllm serve` runs (it was decided as the default).
+    app = """\
+import subprocess
+import modal
+image = modal.Image.from_registry({image}).entrypoint([]){more}
+
+@modal.web_server(port=8000)
+def serve():
+    subprocess.Popen(["vllm", "serve", "m", "--kv-transfer-config", '{{"kv_connector": "NixlConnector", "kv_role": "kv_both"}}'])
+"""
+    (one,) = read(tmp_path, app.format(image='"vllm/vllm-openai:v0.15.1"', more="")).deployments
+    assert one.release == ("0.15.1", "image tag vllm/vllm-openai:v0.15.1 at line 3")
+    report = audit([str(tmp_path / "run.py")])
+    assert [(e.decision["vllm"]["release"], e.decision["outcome"]) for e in report.entries] == [("0.15.1", "disabled")]
+    # Another image names no release; with a pin of another release beside it, neither is taken.
+    for image, more in (('"nvidia/cuda:12.8.0-devel-ubuntu22.04"', ""), ("IMAGE", ""),
+                        ('"vllm/vllm-openai:v0.15.1"', '.uv_pip_install("vllm==0.11.0")')):
+        (one,) = read(tmp_path, app.format(image=image, more=more)).deployments
+        assert one.release is None, (image, more)
+    (one,) = read(tmp_path, app.format(image='"nvidia/cuda:12.8.0"', more='.uv_pip_install("vllm==0.11.0")')).deployments
+    assert one.release == ("0.11.0", "pip pin vllm==0.11.0 at line 3")
+
+
 @pytest.mark.parametrize("text", [
     "import subprocess\nsubprocess.run(['vllm', 'bench', 'serve', '--model', 'm'])\n",  # not the server
     "import subprocess\nsubprocess.run(['vllm', '--version'])\n",

@@ -70,7 +70,7 @@ from .launch import Invocation, apply_facts, config_from_fs, deployment
 from .pyforms import dict_entries, dotted_name
 from .pylists import CommandLists, Readings
 from .pyscript import ENGINES, Unknown, as_word, is_environ, source_text
-from .release import VERSION, ReleaseHint, from_pin
+from .release import VERSION, ReleaseHint, from_image, from_pin
 from .shell import run_script
 from .shell_commands import nested_script
 
@@ -469,20 +469,25 @@ class _Reader(CommandLists):
         return deployment(inv, self.ctx, "python")
 
     def _pinned(self) -> ReleaseHint | None:
-        """The vLLM release the file's image installs, where it pins one:
-        a Modal app's ``Image...pip_install("vllm==0.10.1.1")`` (or
-        ``uv_pip_install``), the release every launch of the file runs.
-        None where it pins none, or several."""
-        pins: dict[str, int] = {}
+        """The vLLM release the file's image holds, where it names one: a
+        Modal app's ``Image...pip_install("vllm==0.10.1.1")`` (or
+        ``uv_pip_install``), or ``Image.from_registry("vllm/vllm-openai:v0.15.1")``,
+        the release every launch of the file runs. None where it names
+        none, or several."""
+        pins: dict[str, ReleaseHint] = {}
         for call, _ in self.calls:
-            if isinstance(call.func, ast.Attribute) and call.func.attr in _PIP_INSTALLS:
-                for arg in call.args:
-                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and (match := _PIN.fullmatch(arg.value)):
-                        pins.setdefault(match.group(1), arg.lineno)
-        if len(pins) != 1:
-            return None
-        ((version, line),) = pins.items()
-        return from_pin(version, line)
+            if not isinstance(call.func, ast.Attribute) or call.func.attr not in (*_PIP_INSTALLS, "from_registry"):
+                continue
+            for arg in call.args[:1] if call.func.attr == "from_registry" else call.args:
+                if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                    continue
+                if call.func.attr == "from_registry":
+                    image = from_image(arg.value)
+                    if image.version is not None:
+                        pins.setdefault(image.version, ReleaseHint(image.version, f"{image.origin} at line {arg.lineno}"))
+                elif match := _PIN.fullmatch(arg.value):
+                    pins.setdefault(match.group(1), from_pin(match.group(1), arg.lineno))
+        return next(iter(pins.values())) if len(pins) == 1 else None
 
     def _settings(self) -> list[tuple[str, str, int]]:
         """Each setting in ``os.environ`` of a variable the decision reads:
