@@ -235,3 +235,32 @@ def test_the_tpu_image_with_its_server_switched_off_or_a_command_of_its_own_is_n
     served = TPU_COMPOSE % "" + "    command: [vllm, serve, m]\n"
     (d,) = read_source(write(tmp_path / "docker-compose.yml", served)).deployments
     assert (d.document["model"], [n.code for n in d.notes]) == ({"name": "m"}, ["source.release_unknown"])
+
+
+def test_a_command_string_is_split_as_compose_go_splits_it(tmp_path):
+    # opea-project/GenAIExamples (15b0d46) EdgeCraftRAG/docker_compose/intel/gpu/arc/compose.yaml: a folded
+    # `bash -c "..."` entrypoint whose lines end in ` \`. compose-go splits the string with
+    # mattn/go-shellwords, which drops a backslash inside double quotes too, so bash runs
+    # `VLLM_USE_V1=1  python3 -m vllm...`; read as Docker splits words, bash got `\ python3` and
+    # the launch was missed without a word.
+    tight = NIXL.replace(" ", "")  # (a plain YAML scalar takes no `: `)
+    escaped = tight.replace('"', '\\"')  # inside the double-quoted bash -c script
+    path = write(tmp_path / "compose.yaml", f"""services:
+  llm:
+    image: intel/llm-scaler-vllm:1.1-preview
+    entrypoint:
+      /bin/bash -c "
+      cd /workspace/vllm/models &&
+      VLLM_USE_V1=1 \\
+      python3 -m vllm.entrypoints.openai.api_server \\
+      --model m \\
+      --kv-transfer-config '{escaped}'"
+  logged:
+    image: vllm/vllm-openai:v0.10.1
+    command: --model m --kv-transfer-config '{tight}' > /tmp/log 2>&1
+""")
+    llm, logged = read_source(path).deployments
+    assert (llm.name, llm.line, ktc(llm)["kv_connector"], llm.document["env"]) == (
+        "llm", 2, "NixlConnector", {"VLLM_USE_V1": "1"})
+    # An operator outside quotes ends compose's words: the redirection is no argument of vLLM's.
+    assert (logged.problems, ktc(logged)["kv_connector"]) == ((), "NixlConnector")

@@ -6,8 +6,8 @@ As compose reads a file: anchors and merge keys (``<<: *gpu``); the file's
 own interpolation, ``${VAR}``, ``${VAR:-default}``, ``${VAR-default}``,
 ``${VAR:?err}``, ``${VAR:+alt}`` and ``$$``, from the ``.env`` file beside
 it (a variable neither sets is not known: with a default, the default);
-``command`` and ``entrypoint`` as a list or a string (split into words,
-never run through a shell); ``environment`` as a map or a list, with
+``command`` and ``entrypoint`` as a list or a string (split into words as
+compose-go splits them, with mattn/go-shellwords, never run through a shell); ``environment`` as a map or a list, with
 ``env_file`` files; ``extends`` of a service in the same file. An image of
 vLLM without an ``entrypoint`` runs ``vllm serve`` with ``command`` as its
 arguments. Profiles do not matter: a service in any profile is a launch.
@@ -169,7 +169,52 @@ def _words(value: Any, variables: Mapping[str, str], words: DockerWords, line: i
         return None
     if isinstance(value, list):
         return [str(_interpolate(v, variables)) if not isinstance(v, str) else _interpolate(v, variables) for v in value]
-    return words.split(str(_interpolate(value, variables)), None, line)
+    return _shellwords(str(_interpolate(value, variables)), words, line)
+
+
+def _shellwords(text: str, words: DockerWords, line: int) -> list[str]:
+    """A command string split into words as compose does (compose-go's
+    ShellCommand: mattn/go-shellwords, without substitution). Unlike a
+    shell, a backslash outside single quotes escapes whatever follows it,
+    inside double quotes too (``\\t`` and ``\\n`` are a tab and a newline):
+    a folded ``VLLM_USE_V1=1 \\ python3 -m ...`` reaches bash without it.
+    ``;``, ``&``, ``|``, ``<`` and ``>`` outside quotes end the command
+    (a digit run before ``>`` with it); what follows is dropped. An
+    unknown value (a marker) is one piece of its word."""
+    out: list[str] = []
+    current: list[str] = []
+    started = single = double = escaped = False
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\x00":  # an unknown value, whole
+            end = text.find("\x00", i + 1)
+            end = n - 1 if end < 0 else end
+            current.append(text[i:end + 1])
+            started, escaped, i = True, False, end + 1
+            continue
+        if escaped:
+            current.append({"t": "\t", "n": "\n"}.get(c, c))
+            started, escaped = True, False
+        elif c == "\\" and not single:
+            escaped = True
+        elif c in " \t\r\n" and not (single or double):
+            if started:
+                out.append(words.bounded("".join(current), line))
+                current, started = [], False
+        elif c == '"' and not single or c == "'" and not double:
+            single, double, started = single ^ (c == "'"), double ^ (c == '"'), True
+        elif c in ";&|<>" and not (single or double):
+            if c == ">" and current and "".join(current).isdigit():
+                current, started = [], False
+            break
+        else:
+            current.append(c)
+            started = True
+        i += 1
+    if started:
+        out.append(words.bounded("".join(current), line))
+    return out
 
 
 def _environment(ctx: Ctx, service: Mapping[str, Any], variables: Mapping[str, str], where: str,
