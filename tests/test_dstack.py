@@ -44,7 +44,7 @@ resources:
         ("source.unresolved_unused", "`--tensor-parallel` takes its value from `$DSTACK_GPUS_NUM` (which is set by "
                                      "dstack's runner when the run starts); the decision does not read it"),
         ("source.release_unknown", "the vLLM release is not known: image rocm/vllm-dev:open-mi300-08052025 is not "
-                                   "vLLM's release image: its tag names no vLLM release")]
+                                   "vLLM's release image: its tag is not read as a vLLM release")]
     assert hma_policy.decide(d.document).outcome == "enabled"
 
 

@@ -171,8 +171,8 @@ spec:
     # another image names no vLLM release: noted
     other = read(tmp_path, "other.yaml", service.format(head="rayproject/ray:2.60.0", worker="my/ray:1"))
     assert [n.message for n in other.deployments[0].notes] == [
-        "the vLLM release is not known: image my/ray:1 is not Ray's LLM image (rayproject/ray-llm): its tag names "
-        "no vLLM release"]
+        "the vLLM release is not known: image my/ray:1 is not Ray's LLM image (rayproject/ray-llm): its tag is not "
+        "read as a vLLM release"]
 
 
 def test_a_rayservice_whose_serve_config_is_not_yaml_is_a_located_file_problem(tmp_path):

@@ -259,7 +259,7 @@ def _release(spec: dict[str, Any]) -> ReleaseHint | None:
     path, tag, _ = split_image(image)
     shown = show(image)
     if path != _RAY_LLM and not path.endswith("/" + _RAY_LLM):
-        return ReleaseHint(None, f"image {shown} is not Ray's LLM image ({_RAY_LLM}): its tag names no vLLM release")
+        return ReleaseHint(None, f"image {shown} is not Ray's LLM image ({_RAY_LLM}): its tag is not read as a vLLM release")
     match = re.match(r"(\d+\.\d+)\.\d+", tag or "")
     if match is None:
         return ReleaseHint(None, f"image tag {shown}: no Ray release in the tag")

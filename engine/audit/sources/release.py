@@ -77,7 +77,7 @@ def from_image(image: str) -> ReleaseHint:
     official = any(path == image or path.endswith("/" + image) for image in _RELEASE_IMAGES)
     rocm = path == "rocm/vllm" or path.endswith("/rocm/vllm")
     if not official and not rocm:
-        return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag names no vLLM release")
+        return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag is not read as a vLLM release")
     if digest is not None and tag is None:
         return ReleaseHint(None, f"image {shown}: a digest names no release")
     if tag is None:
