@@ -180,6 +180,21 @@ def test_another_tools_yaml_with_tags_of_its_own_is_skipped_not_a_problem(tmp_pa
     assert [(p.code, p.line) for p in manifest.problems] == [("input.parse", 4)]
 
 
+def test_another_tools_yaml_with_keys_that_are_no_strings_is_skipped_not_a_problem(tmp_path):
+    # vllm-project/vllm-ascend (182b75e) .agents/skills/vllm-ascend-release/references/version-files.yaml:
+    # valid YAML whose `update_order` is keyed by numbers, and which names VLLM_VERSION, was an
+    # input.parse problem ("mapping keys must be strings").
+    steps = ("files:\n  - path: docker/Dockerfile\n    updates:\n      - variable: VLLM_VERSION\n"
+             "update_order:\n  1: mkdocs.yml\n  2: README.md\n")
+    source = read_source(write(tmp_path / "version-files.yaml", steps))
+    assert (source.skipped, source.problems) == ("not a deployment document, vLLM config or Kubernetes manifest", ())
+    # A deployment document with such a key stays a problem, at the key: JSON has none.
+    document = read_source(write(tmp_path / "serve.yaml", "kv_transfer_config:\n  kv_connector: NixlConnector\n"
+                                 "  kv_role: kv_both\n  1: x\n"))
+    assert [(p.code, p.line, p.message.split(": ", 1)[1]) for p in document.problems] == [
+        ("input.parse", 4, "mapping keys must be strings, got `1`")]
+
+
 def test_a_containers_script_that_never_mentions_vllm_is_no_problem_when_it_cannot_be_parsed(tmp_path):
     # aws-samples/awsome-inference (d3236c8), 2.projects/nims-inference/benchmark/genai-perf.yaml: a
     # Triton benchmark pod whose `sh -c` script exports `HF_TOKEN=<YOUR_TOKEN_HERE>` was a

@@ -28,7 +28,8 @@ class YamlProblem(Exception):
     """A YAML text that cannot be read as JSON data; ``line``/``column`` are 1-based."""
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None, *,
-                 limit: bool = False, duplicate: bool = False, anchored: bool = False, tagged: bool = False):
+                 limit: bool = False, duplicate: bool = False, anchored: bool = False, tagged: bool = False,
+                 keyed: bool = False):
         super().__init__(message)
         self.message = message
         self.line = line
@@ -37,6 +38,7 @@ class YamlProblem(Exception):
         self.duplicate = duplicate
         self.anchored = anchored  # refused only for an anchor or alias (the audit reads those of other formats)
         self.tagged = tagged  # refused for a tag other than JSON's (`!ENV`, `!!python/name:`)
+        self.keyed = keyed  # refused for a key that is a number, a boolean or null (`1: mkdocs.yml`)
 
 
 class _Resolver(yaml.resolver.Resolver):
@@ -114,7 +116,8 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False,
     """Parse one YAML document into JSON data, and (when ``marks``) the
     (line, column) of every value by JSON Pointer. Raises YamlProblem.
     ``untagged``: a value with a tag other than JSON's is read as if it had
-    none, a scalar as its text (only to tell what another tool's file is)."""
+    none, a scalar as its text, and so is a key that is no string (only to
+    tell what another tool's file is)."""
     loader = _Parser(text)
     where: dict[str, tuple[int, int]] = {}
     # Each open container: [value, pointer, pending key (mappings) or next index (sequences), key mark]
@@ -141,8 +144,11 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False,
                     continue
                 top = stack[-1]
                 if type(top[0]) is dict and top[2] is _NO_KEY:
-                    if not isinstance(value, str):
-                        raise YamlProblem(f"mapping keys must be strings, got `{event.value}`", mark.line + 1, mark.column + 1)
+                    if not isinstance(value, str) and untagged:
+                        value = event.value
+                    elif not isinstance(value, str):
+                        raise YamlProblem(f"mapping keys must be strings, got `{event.value}`", mark.line + 1, mark.column + 1,
+                                          keyed=True)
                     if value in top[0]:
                         raise YamlProblem(f"key `{value}` appears twice in one mapping", mark.line + 1, mark.column + 1,
                                           duplicate=True)

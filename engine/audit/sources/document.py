@@ -40,6 +40,12 @@ _WORKFLOW = re.compile(r"^on:", re.M), re.compile(r"^jobs:", re.M)
 WORKFLOW = "a GitHub Actions workflow (`on:` and `jobs:`): CI jobs, not a deployment"
 
 
+def _reported(text: str) -> bool:
+    """Whether a YAML file's broken document is its problem: it is no CI
+    workflow, and it mentions vLLM (else the file is skipped)."""
+    return not all(pattern.search(text) for pattern in _WORKFLOW) and mentions_vllm(text)
+
+
 def _parse_problem(ctx: Ctx, exc: InputError, offset: int = 0) -> Problem:
     """A parse error located in the file: the line of a document's error is
     shifted by the lines before the document (``offset``)."""
@@ -76,9 +82,10 @@ def _anchored(ctx: Ctx, body: str, start: int) -> tuple[Any, dict[str, tuple[int
 
 def _tagged(body: str, single: bool) -> tuple[Any, dict[str, tuple[int, int]]] | None:
     """A document refused for a tag other than JSON's (MkDocs' `!ENV`,
-    `!!python/name:`), read without its tags where it is then no deployment:
-    it is another tool's file, which the audit skips. None where it is one
-    (a deployment the audit cannot read as written stays a problem)."""
+    `!!python/name:`) or a key that is no string (`1: mkdocs.yml`), read
+    without its tags and with such keys as their text where it is then no
+    deployment: it is another tool's file, which the audit skips. None where
+    it is one (a deployment the audit cannot read as written stays a problem)."""
     try:
         value, where = yamlsafe.load(body, marks=True, untagged=True)
     except yamlsafe.YamlProblem:
@@ -112,8 +119,9 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 # With the line of every value, which the readers report: one parse, not a second one for lines.
                 value, where = yamlsafe.load(body, marks=True)
             except yamlsafe.YamlProblem as refused:
+                # (a key that is no string is read as text only where the refusal would be reported)
                 read = _anchored(ctx, body, start) if refused.anchored else \
-                    _tagged(body, len(chunks) == 1) if refused.tagged else None
+                    _tagged(body, len(chunks) == 1) if refused.tagged or refused.keyed and _reported(ctx.text) else None
                 if isinstance(read, Problem):
                     problems.append(read)
                     continue
@@ -131,7 +139,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 lines.append(Lines(body, start + 1, where))
         if problems:
             # A broken document is the file's problem. A CI workflow, or a YAML file that never
-            # mentions vLLM, is skipped, not reported.
+            # mentions vLLM, is skipped, not reported (_reported).
             if all(pattern.search(ctx.text) for pattern in _WORKFLOW):
                 return SourceFile(ctx.display, None, skipped=WORKFLOW)
             if not mentions_vllm(ctx.text):
