@@ -298,7 +298,9 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
         "    spec:\n      containers:\n      - name: vllm\n        image: vllm/vllm-openai\n        args:\n"
         "        {{- range .Values.args }}\n        - {{ . }}\n        {{- end }}\n        env: {{ .Values.env }}\n"))
     found = read_source(built)
-    assert found.deployments == () and [p.code for p in found.problems] == ["input.parse"]
+    assert found.deployments == () and [(p.code, p.line, p.message) for p in found.problems] == [
+        ("input.parse", 12, f"`{built}` is an unrendered Helm template: a template action builds the command or args "
+                            "of container `vllm` (line 12: `{{- range .Values.args }}`), which the audit does not render")]
     # A kind that keeps its pods in fields of its own (Dynamo's extraPodSpec.mainContainer) is not
     # taken for one that holds none (vllm-project/semantic-router's dynamo-graph-deployment.yaml).
     graph = write(tmp_path / "chart" / "templates" / "graph.yaml", (
@@ -307,6 +309,36 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
         "          image: {{ .Values.image }}\n          args: [{{ .Values.args }}]\n          env: {{ .Values.env }}\n"))
     found = read_source(graph)
     assert (found.skipped, [p.code for p in found.problems]) == (None, ["input.parse"])
+
+
+def test_a_chart_templates_if_and_else_may_both_give_a_key_of_an_object_that_holds_no_pod(tmp_path):
+    # opea-project/GenAIInfra (9200b37) helm-charts/agent/templates/configmap.yaml: `no_proxy` in both
+    # branches of an `if` (and an HPA's `averageValue`) made the template unreadable and the file
+    # an input.parse problem. Its kind is known whichever branch runs; a pod's fields are not.
+    config = write(tmp_path / "chart" / "templates" / "configmap.yaml", (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"agent.fullname\" . }}-config\ndata:\n"
+        "  llm_endpoint_url: \"http://{{ .Release.Name }}-vllm\"\n  {{- if .Values.global.no_proxy }}\n"
+        "  no_proxy: \"{{ .Values.global.no_proxy }}\"\n  {{- else }}\n  no_proxy: {{ .Values.no_proxy | quote }}\n"
+        "  {{- end }}\n"))
+    assert read_source(config).skipped == "a Helm chart template of objects that hold no pod (an autoscaler, a Service, ...)"
+    pod = write(tmp_path / "chart" / "templates" / "deployment.yaml", (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n"
+        "    spec:\n      containers:\n      - name: vllm\n        image: vllm/vllm-openai\n"
+        "        {{- if .Values.a }}\n        args: [--model, a]\n        {{- else }}\n        args: [--model, b]\n"
+        "        {{- end }}\n"))
+    found = read_source(pod)
+    assert (found.deployments, [p.code for p in found.problems]) == ((), ["input.parse"])
+
+
+def test_a_chart_template_in_a_folder_of_templates_is_read_as_one(tmp_path):
+    # opea-project/GenAIInfra (9200b37) helm-charts/common/vllm/templates/tests/test-pod.yaml: Helm
+    # renders every folder under templates/; the curl pod of `helm test` was an input.parse problem.
+    test_pod = write(tmp_path / "chart" / "templates" / "tests" / "test-pod.yaml", (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: \"{{ include \"vllm.fullname\" . }}-testpod\"\n"
+        "spec:\n  containers:\n    - name: curl\n      image: python:3.10.14\n      command: ['bash', '-c']\n"
+        "      args:\n        - curl http://{{ include \"vllm.fullname\" . }}/v1/completions -d '{\"model\": "
+        "{{ .Values.LLM_MODEL_ID | quote }}}'\n"))
+    assert read_source(test_pod).skipped == "a Helm chart template whose containers, all written in it, run no vLLM"
 
 
 def test_a_chart_template_whose_containers_all_run_no_vllm_is_skipped_not_a_problem(tmp_path):

@@ -112,12 +112,13 @@ def _start(event: yaml.Event) -> tuple[int | None, int | None]:
 
 
 def load(text: str, *, max_depth: int = 256, marks: bool = False,
-         untagged: bool = False) -> tuple[Any, dict[str, tuple[int, int]]]:
+         untagged: bool = False, repeated: bool = False) -> tuple[Any, dict[str, tuple[int, int]]]:
     """Parse one YAML document into JSON data, and (when ``marks``) the
     (line, column) of every value by JSON Pointer. Raises YamlProblem.
     ``untagged``: a value with a tag other than JSON's is read as if it had
     none, a scalar as its text, and so is a key that is no string (only to
-    tell what another tool's file is)."""
+    tell what another tool's file is). ``repeated``: a key given twice keeps
+    its last value (an unrendered template, whose `if` and `else` both give it)."""
     loader = _Parser(text)
     where: dict[str, tuple[int, int]] = {}
     # Each open container: [value, pointer, pending key (mappings) or next index (sequences), key mark]
@@ -149,7 +150,7 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False,
                     elif not isinstance(value, str):
                         raise YamlProblem(f"mapping keys must be strings, got `{event.value}`", mark.line + 1, mark.column + 1,
                                           keyed=True)
-                    if value in top[0]:
+                    if value in top[0] and not repeated:
                         raise YamlProblem(f"key `{value}` appears twice in one mapping", mark.line + 1, mark.column + 1,
                                           duplicate=True)
                     top[2] = value

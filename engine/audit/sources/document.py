@@ -10,6 +10,7 @@ from typing import Any
 
 from ...core import yamlsafe
 from ...core.errors import InputError, Problem
+from ...core.markers import plain, show
 from ...core.input import parse_text
 from .context import Ctx
 from .dstack import is_run_configuration, run_configuration_file
@@ -38,6 +39,18 @@ EMPTY = "holds no document (it is empty, or reads as null)"
 # (kvcache-ai/Mooncake's ROCm workflows) made it a parse problem.
 _WORKFLOW = re.compile(r"^on:", re.M), re.compile(r"^jobs:", re.M)
 WORKFLOW = "a GitHub Actions workflow (`on:` and `jobs:`): CI jobs, not a deployment"
+
+
+def _built_problem(ctx: Ctx, built: tuple[str, int]) -> Problem:
+    """The problem of a chart template whose container's command or args a
+    template action builds (`{{- range .Values.extraArgs }}`): not YAML the
+    audit can read, and not a command it can read without Helm."""
+    name, line = built
+    action = ctx.text.split("\n")[line - 1].strip()
+    return ctx.problem("input.parse", f"`{ctx.display}` is an unrendered Helm template: a template action builds the "
+                       f"command or args of container `{plain(name)}` (line {line}: `{show(action, 80)}`), which the "
+                       "audit does not render", line=line,
+                       hint="audit the output of `helm template`, or the chart's values")
 
 
 def _reported(text: str) -> bool:
@@ -155,7 +168,8 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 if template is not None and template.read_whole:  # a UI's Deployment that only names vLLM
                     return SourceFile(ctx.display, None, skipped="a Helm chart template whose containers, all "
                                                                  "written in it, run no vLLM")
-                problems = problems[:1]
+                problems = [_built_problem(ctx, template.built[0])] if template is not None and template.built \
+                    else problems[:1]
             # The stream's other documents are Kubernetes objects (a Secret's `{{HF_TOKEN}}` for the
             # reader to fill in beside a Deployment): the file is a manifest, and its launches are read.
             manifests = [(s, v, t) for (s, v), t in zip(values, lines) if classify(v, single=False) == "kubernetes"]

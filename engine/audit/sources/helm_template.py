@@ -18,11 +18,12 @@ says it is the chart's default (an install may give another image)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, NamedTuple
 
+from ...core import yamlsafe
 from ...core.markers import unresolved
-from ...core.errors import InputError, Problem
-from ...core.input import parse_text
+from ...core.errors import Problem
 from .companions import read_companion
 from .context import Ctx
 from .gotemplate import render
@@ -51,8 +52,14 @@ _PODLESS = frozenset({"HorizontalPodAutoscaler", "PodDisruptionBudget", "Service
 
 
 def in_chart(ctx: Ctx) -> bool:
-    """Whether the file is a template of a Helm chart (in a `templates` folder)."""
-    return ctx.path.parent.name == "templates"
+    """Whether the file is a template of a Helm chart: in its `templates`
+    folder, or a folder in it (Helm renders them all: `templates/tests/`)."""
+    return _chart_dir(ctx) is not None
+
+
+def _chart_dir(ctx: Ctx) -> Path | None:
+    """The chart's folder: the one that holds the `templates` folder the file is in (at most 4 deep)."""
+    return next((folder.parent for folder in list(ctx.path.parents)[:5] if folder.name == "templates"), None)
 
 
 class Template(NamedTuple):
@@ -63,6 +70,8 @@ class Template(NamedTuple):
     # Every object holds no pod, or pods whose containers are all written in the template (none
     # built from values): what they run is known, so a template without launches starts no vLLM.
     read_whole: bool = False
+    # Each container whose command or args a template action builds: its name, and the action's line.
+    built: tuple[tuple[str, int], ...] = ()
 
 
 def chart_template(ctx: Ctx) -> Template | None:
@@ -88,12 +97,17 @@ def chart_template(ctx: Ctx) -> Template | None:
     out: list[Deployment] = []
     problems: list[Problem] = []
     podless = read_whole = True
+    built: list[tuple[str, int]] = []
     chart = _Chart(ctx)
     for start, body in yaml_chunks("\n".join(rows)):
         try:
-            obj = parse_text(body, source=ctx.display, fmt="yaml")
-        except InputError:
-            return None
+            obj = yamlsafe.load(body)[0]
+        except yamlsafe.YamlProblem as refused:
+            # Both branches of an `if` may give a key (conditions are not evaluated): then the
+            # object's kind is still known, but not which branch its fields come from.
+            obj = _podless(body) if refused.duplicate else None
+            if obj is None:
+                return None
         if not isinstance(obj, dict):
             continue
         podless = podless and obj.get("kind") in _PODLESS
@@ -102,8 +116,11 @@ def chart_template(ctx: Ctx) -> Template | None:
         pods = list(pod_templates(obj))
         read_whole = read_whole and (obj.get("kind") in _PODLESS or bool(pods))  # (a kind with pods of its own shape)
         for path, pod, pod_meta, role in pods:
-            literal = [c for i, c in enumerate(pod["containers"])
-                       if isinstance(c, dict) and not _built(lines, path + ("containers", i), c, action_lines, rows)]
+            actions = [_built(lines, path + ("containers", i), c, action_lines, rows) if isinstance(c, dict) else None
+                       for i, c in enumerate(pod["containers"])]
+            built += [(_values(str(c.get("name") or ""), expressions), at) for c, at in zip(pod["containers"], actions)
+                      if isinstance(c, dict) and at is not None]
+            literal = [c for c, at in zip(pod["containers"], actions) if isinstance(c, dict) and at is None]
             read_whole = read_whole and bool(literal) and len(literal) == len(pod["containers"])
             if not literal:
                 continue
@@ -122,7 +139,16 @@ def chart_template(ctx: Ctx) -> Template | None:
                         f"not known{_IMAGE_DEFAULT if release else ''}, and template conditions are not evaluated",
                         line=line,
                         hint="audit the output of `helm template` for the exact command"),)))
-    return Template(out, podless, read_whole)
+    return Template(out, podless, read_whole, tuple(built))
+
+
+def _podless(body: str) -> dict[str, Any] | None:
+    """A template's object that gives a key twice, where its kind holds no pod (else None)."""
+    try:
+        obj = yamlsafe.load(body, repeated=True)[0]
+    except yamlsafe.YamlProblem:
+        return None
+    return obj if isinstance(obj, dict) and obj.get("kind") in _PODLESS else None
 
 
 def _chart_name(ctx: Ctx) -> str | None:
@@ -135,7 +161,8 @@ def _chart_name(ctx: Ctx) -> str | None:
 def _chart_file(ctx: Ctx, name: str) -> tuple[dict[str, Any], str | None]:
     """The mapping a file of the chart (beside `templates/`) holds, and how
     the report names that file; ({}, None) when it is not there or not read."""
-    found = read_companion(ctx, ctx.path.parent.parent / name)
+    chart = _chart_dir(ctx)
+    found = read_companion(ctx, chart / name) if chart is not None else None
     value = found.documents[0][0] if found is not None and len(found.documents) == 1 else None
     return (value, found.display) if isinstance(value, dict) and found is not None else ({}, None)
 
@@ -179,9 +206,10 @@ class _Chart:
 _FUNCTIONS = {"default": lambda fallback, value=None: value if value not in (None, "", 0, False, [], {}) else fallback}
 
 
-def _built(lines: Lines, path: tuple, container: dict[str, Any], action_lines: set[int], rows: list[str]) -> bool:
-    """Whether a template action falls among the lines of the container's
-    command or args: from the key to the next line indented no deeper."""
+def _built(lines: Lines, path: tuple, container: dict[str, Any], action_lines: set[int], rows: list[str]) -> int | None:
+    """The line of the first template action among the lines of the
+    container's command or args (from the key to the next line indented no
+    deeper), or None where none is."""
     for key in ("command", "args"):
         line = lines.key(*path, key) if key in container else None
         if line is None:
@@ -192,9 +220,10 @@ def _built(lines: Lines, path: tuple, container: dict[str, Any], action_lines: s
                                     or len(rows[end - 1]) - len(rows[end - 1].lstrip()) > indent
                                     or rows[end - 1].lstrip().startswith("- ") and len(rows[end - 1]) - len(rows[end - 1].lstrip()) == indent):
             end += 1
-        if any(line < at < end for at in action_lines):
-            return True
-    return False
+        inside = sorted(at for at in action_lines if line < at < end)
+        if inside:
+            return inside[0]
+    return None
 
 
 def _values(value: Any, expressions: list[str]) -> Any:
