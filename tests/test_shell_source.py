@@ -705,3 +705,17 @@ def test_a_script_piped_from_a_here_document_to_a_shell_is_read_at_its_lines(tmp
     assert [(d.line, d.name, d.document.get("disable_hybrid_kv_cache_manager")) for d in found] == [
         (4, "m", None), (7, "x", True)]
     assert ktc(found[0]) == json.loads(NIXL)
+
+
+def test_a_shell_run_in_an_images_container_takes_the_images_release(tmp_path):
+    # opea-project/GenAIExamples (15b0d46) style: `docker run --entrypoint bash IMAGE -c "vllm serve ..."`
+    # was decided as the default release, while the same image running `vllm serve` itself gave its tag's.
+    escaped = NIXL.replace('"', '\\"')
+    script = write(tmp_path / "run.sh", (
+        f"docker run -d --gpus all vllm/vllm-openai:v0.17.0 --model m --kv-transfer-config '{NIXL}'\n"
+        f"docker run -d --entrypoint bash vllm/vllm-openai:v0.17.0 -c \"vllm serve m --kv-transfer-config '{escaped}'\"\n"
+        f"bash -c \"vllm serve m --kv-transfer-config '{escaped}'\"\n"))
+    direct, shelled, host = read_source(script).deployments
+    assert [(d.line, d.release.version if d.release else None, ktc(d)["kv_connector"]) for d in (direct, shelled, host)] \
+        == [(1, "0.17.0", "NixlConnector"), (2, "0.17.0", "NixlConnector"), (3, None, "NixlConnector")]
+    assert shelled.release.origin == "image tag vllm/vllm-openai:v0.17.0"

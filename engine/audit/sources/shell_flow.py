@@ -32,8 +32,10 @@ class Flow:
     assignments and declarations; a simple command is the interpreter's
     (:meth:`run_simple`, shell_run.py)."""
 
-    def __init__(self, run: Run, place: Place):
-        self.run, self.place = run, place
+    def __init__(self, run: Run, place: Place, image: str | None = None):
+        # ``image``: the image the script runs in (`docker run --entrypoint bash IMAGE -c SCRIPT`),
+        # whose tag gives its launches their release.
+        self.run, self.place, self.image = run, place, image
 
     # lists and compound commands
     def run_list(self, commands: CommandList, scope: Scope) -> None:

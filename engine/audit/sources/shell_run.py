@@ -273,7 +273,7 @@ class Interpreter(Flow):
                 if isinstance(parsed, ShellSyntaxError):
                     clobber(self.run, scope, f"may be set by `source {path}` at line {line}, which cannot be read")
                 else:
-                    Interpreter(self.run, self.place.inner(line)).run_list(parsed, scope)
+                    Interpreter(self.run, self.place.inner(line), self.image).run_list(parsed, scope)
             finally:
                 self.run.nesting -= 1
                 self.run.collect, self.run.sourcing = saved_collect, saved_sourcing
@@ -299,10 +299,10 @@ class Interpreter(Flow):
         self.nested_text(Script(text, at, False), scope, at, share=True)
 
     def nested_text(self, script: Script, scope: Scope, line: int, *, positional: list[str] | None = None,
-                    share: bool = False, fresh: bool = False) -> None:
+                    share: bool = False, fresh: bool = False, image: str | None = None) -> None:
         """Run a text: in this shell (``share``: eval, source), or a new one
         that sees the exported variables (``fresh``: one that sees nothing,
-        a remote shell)."""
+        a remote shell; ``image``: a container's shell, of that image)."""
         run = self.run
         if run.nesting >= MAX_NESTING:
             if share:
@@ -328,7 +328,7 @@ class Interpreter(Flow):
             target = Scope(scope, view=True, positional=positional or [])
         run.nesting += 1
         try:
-            Interpreter(run, place).run_list(parsed, target)
+            Interpreter(run, place, image if image is not None else self.image).run_list(parsed, target)
         finally:
             run.nesting -= 1
         if share:
@@ -441,7 +441,7 @@ class Interpreter(Flow):
             return False
         located = find_vllm(fields)
         docker = None if located else docker_run(fields)
-        image = None
+        image = self.image
         if located is not None:
             argv = fields
         elif docker is None:
@@ -453,7 +453,8 @@ class Interpreter(Flow):
             if located is None:
                 nested = nested_script(argv)
                 if nested is not None:
-                    self.nested_text(Script(nested[0], line, False), scope, line, positional=nested[1][1:])
+                    self.nested_text(Script(nested[0], line, False), scope, line, positional=nested[1][1:],
+                                     image=docker.image)
                 return nested is not None
             image = docker.image
         elif VLLM_IMAGE.search(docker.image) or presumed_server(docker.image, fields[docker.start:]):
