@@ -44,7 +44,7 @@ def test_an_empty_document_has_no_graph_and_vllms_defaults():
     assert facts.offloading == OffloadingFacts(kv_offloading_size_set=False, kv_offloading_backend="native",
                                                kv_offloading_backend_set=False, env_use_simple_kv_offload=False)
     assert facts.document._asdict() == {
-        "preference": "none", "platform_supports_hybrid_kv_cache": True, "platform_is_cuda": True,
+        "preference": "none", "platform_supports_hybrid_kv_cache": True, "platform_is_cuda": True, "platform_name": "",
         "chunked_local_attention": False, "speculative_method": "", "hisparse_config": False,
         "configured_top_name": "", "configured_child_names": (), "layer_full_attention": False,
         "layer_sliding_window": False, "layer_chunked_local": False, "layer_mamba": False,

@@ -148,8 +148,8 @@ def test_duplicate_rule_id(rules):
 def test_error_rule_whose_value_is_not_error(rules):
     line, column = edit(
         rules / "decision.yaml",
-        "        value: error\n        error:\n          code: hisparse.requires_cuda",
-        "        value: ok\n        error:\n          code: hisparse.requires_cuda",
+        "platform_is_cuda: false}\n        value: error\n",
+        "platform_is_cuda: false}\n        value: ok\n",
         "ok",
     )
     problem = only_problem(rules)

@@ -102,6 +102,9 @@ DECLARED: tuple[Fact, ...] = (
     Fact("preference", "decision", "str", "disable_hybrid_kv_cache_manager: null, false, true", ("none", "enable", "disable")),
     Fact("platform_supports_hybrid_kv_cache", "decision", "bool", "current_platform.support_hybrid_kv_cache() (default true)"),
     Fact("platform_is_cuda", "decision", "bool", "current_platform.is_cuda() (default true)"),
+    Fact("platform_name", "decision", "str",
+         'platform.name: the platform vLLM runs on, where the document names it (an image of vLLM\'s CPU build '
+         'does): cuda, rocm, cpu or xpu ("" when not named)', ("", "cuda", "rocm", "cpu", "xpu")),
     Fact("chunked_local_attention", "decision", "bool", "model.attention_chunk_size is set"),
     Fact("speculative_method", "decision", "str", 'speculative_config.method ("" when none)',
          at="/speculative_config/method"),
@@ -281,6 +284,7 @@ def extract(document: Mapping[str, Any], containers: frozenset[str], modules: An
         preference="none" if preference is None else ("disable" if preference else "enable"),
         platform_supports_hybrid_kv_cache=platform.get("supports_hybrid_kv_cache", True),
         platform_is_cuda=platform.get("is_cuda", True),
+        platform_name=platform.get("name") or "",
         chunked_local_attention=model.get("attention_chunk_size") is not None,
         speculative_method=_text(spec.get("method") if isinstance(spec, dict) else None, "/speculative_config", "method"),
         hisparse_config=document.get("hisparse_config") is not None,

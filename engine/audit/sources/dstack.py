@@ -69,6 +69,7 @@ def run_configuration_file(ctx: Ctx, configuration: dict[str, Any], lines: Lines
     for inv in found:
         inv.config_reader = written_or_disk(run, inv.sequence, config_from_fs(ctx, ctx.path.parent))
         inv.release = release_at(run, inv) or (from_image(image) if isinstance(image, str) and image else None)
+        inv.image = inv.image or (image if isinstance(image, str) and image else None)
     apply_facts(found, ctx)
     return SourceFile(ctx.display, "dstack", tuple(deployment(inv, ctx, "dstack") for inv in found), tuple(problems))
 

@@ -219,6 +219,7 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
             inv.container, inv.role, inv.chain = cname, site.role, site.merged_from
             image = container.get("image")
             inv.release = release or (from_image(image) if isinstance(image, str) and image else None)
+            inv.image = inv.image or (image if isinstance(image, str) and image else None)
             inv.config_reader = reader
             if injected and (cname == inject_into or (inject_into is None and (field, index) == ("containers", 0))) \
                     and not any(re.match(r"--kv[-_]transfer[-_]config", a.text) for a in inv.argv):

@@ -22,7 +22,7 @@ from ...core.errors import InputError, Problem
 from .context import RUNTIME_FACTS, Ctx
 from .deployment import Deployment
 from .files import NOT_REGULAR, read_text, regular
-from .release import ReleaseHint
+from .release import ReleaseHint, platform_of
 
 __all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "refuse", "release_noted", "with_facts"]
 
@@ -98,6 +98,8 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     # Where each field came from: a directive's model wins over the command's, the command's env over a directive's.
     origins = {key: inv.facts_origin for key in RUNTIME_FACTS if key in facts}
     origins.update((k, v) for k, v in result.origins if not (k == "model" and "model" in facts))
+    if platform_of(inv.image) is not None:
+        origins.setdefault("platform", f"image {plain(str(inv.image))}")
     document = _document(inv, result.document or {}, facts)
     # A stand-in answers for the command's own problems only (core.command.StandIn).
     stand_in = result.stand_in if result.stand_in is not None and len(problems) == len(result.problems) else None
@@ -140,7 +142,12 @@ def _settled(inv: Invocation) -> frozenset[str]:
 
 
 def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
-    return with_facts(read, facts, inv.name)
+    document = with_facts(read, facts, inv.name)
+    platform = platform_of(inv.image)
+    if platform is not None:  # the image's platform, unless a directive names one
+        given: dict[str, Any] = document["platform"] if isinstance(document.get("platform"), dict) else {}
+        document["platform"] = {"name": platform, **given}
+    return document
 
 
 def with_facts(read: dict[str, Any], facts: dict[str, Any], name: str | None = None) -> dict[str, Any]:

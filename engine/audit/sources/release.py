@@ -20,11 +20,11 @@ the release; which policy decides a deployment is chosen elsewhere.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ...core.markers import has_unresolved, show
 
-__all__ = ["ReleaseHint", "from_image", "from_pin", "split_image", "valid_version", "VERSION"]
+__all__ = ["ReleaseHint", "from_image", "from_pin", "platform_of", "split_image", "valid_version", "VERSION"]
 
 # A vLLM release as PyPI spells it: 0.21.0, 0.10.1.1, 0.11.0rc1, 0.6.3.post1.
 VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev|dev)[0-9]+)?")
@@ -86,6 +86,20 @@ def from_image(image: str) -> ReleaseHint:
     if match is None:
         return ReleaseHint(None, f"image tag {shown}: no release in the tag")
     return ReleaseHint(match.group(1), f"image tag {shown}")
+
+
+# vLLM's release images of another platform than CUDA (the audit takes CUDA where nothing says).
+_PLATFORM_IMAGES = {"vllm/vllm-openai-cpu": "cpu", "q9t5s3a7/vllm-cpu-release-repo": "cpu",
+                    "q9t5s3a7/vllm-arm64-cpu-release-repo": "cpu", "rocm/vllm": "rocm"}
+
+
+def platform_of(image: Any) -> str | None:
+    """The platform a vLLM release image runs vLLM on, where it is not CUDA
+    (its CPU build, AMD's ROCm image): the document's ``platform.name``."""
+    if not isinstance(image, str) or has_unresolved(image):
+        return None
+    path = split_image(image)[0]
+    return next((name for known, name in _PLATFORM_IMAGES.items() if path == known or path.endswith("/" + known)), None)
 
 
 def from_pin(version: str, line: int | None) -> ReleaseHint:

@@ -73,6 +73,7 @@ def task_file(ctx: Ctx, task: dict[str, Any], lines: Lines) -> SourceFile:
     for inv in found:
         inv.config_reader = written_or_disk(run, inv.sequence, config_from_fs(ctx, ctx.path.parent))
         inv.release = release_at(run, inv) or (pins[-1] if pins else None) or (from_image(image) if image else None)
+        inv.image = inv.image or image or None
     apply_facts(found, ctx)
     return SourceFile(ctx.display, "skypilot", tuple(deployment(inv, ctx, "skypilot") for inv in found), tuple(problems))
 

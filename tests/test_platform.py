@@ -1,0 +1,93 @@
+"""The platform vLLM runs on (`platform.name`): the rules of each release know
+what it supports (docs/vllm-releases.md §4), and the audit reads it from the
+images of vLLM's CPU build and AMD's ROCm image (audit.sources.release)."""
+
+from __future__ import annotations
+
+import pytest
+
+import hma_policy
+from hma_policy.audit.run import audit
+from hma_policy.audit.sources import read_source
+from hma_policy.core.facts import extract
+from sourcefiles import write
+
+NOT_CUDA_OR_ROCM = "vLLM before 0.10.2 runs the hybrid KV cache manager only on CUDA and ROCm"
+
+
+def facts_of(document):
+    return extract(hma_policy.core.input.prepare(document), frozenset()).document
+
+
+def test_the_platform_name_is_a_fact_of_the_document():
+    assert facts_of({}).platform_name == ""
+    assert facts_of({"platform": {"name": "cpu"}}).platform_name == "cpu"
+    with pytest.raises(hma_policy.InputError) as refused:
+        hma_policy.decide({"platform": {"name": "tpu"}})
+    assert [(p.code, p.path) for p in refused.value.problems] == [("input.schema", "/platform/name")]
+
+
+@pytest.mark.parametrize(("release", "platform", "outcome", "reason"), [
+    # vLLM 0.9.1 to 0.10.1.1: HMA only where current_platform.is_cuda() or is_rocm().
+    ("0.9.2", "cpu", "disabled", NOT_CUDA_OR_ROCM),
+    ("0.10.1.1", "cpu", "disabled", NOT_CUDA_OR_ROCM),
+    ("0.10.1", "xpu", "disabled", NOT_CUDA_OR_ROCM),
+    ("0.10.1", "rocm", "enabled", None),
+    ("0.10.1", "cuda", "enabled", None),
+    # 0.10.2: current_platform.support_hybrid_kv_cache(), true for CUDA, ROCm and CPU; XPU from 0.11.0.
+    ("0.10.2", "cpu", "enabled", None),
+    ("0.10.2", "xpu", "disabled", "the XPU platform does not support the hybrid KV cache manager before vLLM 0.11.0"),
+    ("0.11.0", "xpu", "enabled", None),
+    ("0.33.0", "cpu", "enabled", None),
+])
+def test_each_release_knows_what_its_platforms_support(release, platform, outcome, reason):
+    decision = hma_policy.decide({"vllm_version": release, "platform": {"name": platform}})
+    assert decision.outcome == outcome
+    assert (reason in decision.reasons) if reason else not any("platform" in r.lower() for r in decision.reasons)
+
+
+def test_hisparse_needs_cuda_whatever_names_the_platform():
+    hisparse = {"vllm_version": "0.33.0", "hisparse_config": {}}
+    assert hma_policy.decide(hisparse).outcome == "enabled"
+    for platform in ({"is_cuda": False}, {"name": "rocm"}, {"name": "cpu"}):
+        decision = hma_policy.decide({**hisparse, "platform": platform})
+        assert [(e.code, e.path) for e in decision.errors] == [
+            ("hisparse.requires_cuda", "/platform/is_cuda" if "is_cuda" in platform else "/platform/name")]
+    assert hma_policy.decide({**hisparse, "platform": {"name": "cuda"}}).outcome == "enabled"
+
+
+CPU_COMPOSE = """services:
+  vllm-service:
+    image: public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:{tag}
+    environment:
+      VLLM_CPU_KVCACHE_SPACE: 40
+    command: --model meta-llama/Meta-Llama-3-8B-Instruct --host 0.0.0.0 --port 80
+"""
+
+
+def test_vllms_cpu_image_runs_on_the_cpu_platform(tmp_path):
+    # opea-project/GenAIExamples (15b0d46) ChatQnA/docker_compose/intel/cpu/xeon/compose.yaml: 28
+    # services on vLLM's CPU image v0.10.1 were decided enabled, as if on CUDA.
+    old = write(tmp_path / "old" / "compose.yaml", CPU_COMPOSE.format(tag="v0.10.1"))
+    new = write(tmp_path / "new" / "compose.yaml", CPU_COMPOSE.format(tag="v0.10.2"))
+    (d,) = read_source(old).deployments
+    assert d.document["platform"] == {"name": "cpu"}
+    assert dict(d.origins)["platform"] == "image public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1"
+    report = audit([str(old), str(new)])
+    assert [(e.decision["vllm"]["release"], e.decision["outcome"], NOT_CUDA_OR_ROCM in e.decision["reasons"])
+            for e in report.entries] == [("0.10.1", "disabled", True), ("0.10.2", "enabled", False)]
+
+
+def test_a_directive_names_the_platform_over_the_image_and_cuda_images_name_none(tmp_path):
+    directed = write(tmp_path / "a" / "compose.yaml", "# hma-policy: {platform: {name: rocm}}\n"
+                     + CPU_COMPOSE.format(tag="v0.10.1"))
+    (d,) = read_source(directed).deployments
+    assert d.document["platform"] == {"name": "rocm"}
+    cuda = write(tmp_path / "b" / "compose.yaml", CPU_COMPOSE.format(tag="v0.10.1").replace(
+        "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo", "vllm/vllm-openai"))
+    (d,) = read_source(cuda).deployments
+    assert "platform" not in d.document and "platform" not in dict(d.origins)
+    pod = write(tmp_path / "c" / "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n"
+                "  - name: vllm\n    image: rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909\n    args: [--model, m]\n")
+    (d,) = read_source(pod).deployments
+    assert (d.document["platform"], d.release.version) == ({"name": "rocm"}, "0.10.1")
