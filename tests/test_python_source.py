@@ -1064,3 +1064,29 @@ def test_a_kv_events_config_call_is_read_as_its_mapping(tmp_path):
     (e,) = as_dict.deployments
     assert d.problems == () and d.document == e.document
     assert json.loads(d.document["kv_events_config"])["publisher"] == "zmq"
+
+
+def test_an_or_default_is_read_as_python_takes_it_and_a_list_after_a_list_option_may_hold_options(tmp_path):
+    # vllm-project/vllm-ascend (182b75e) tests/e2e/pull_request/one_card/rlhf/conftest.py: a command list
+    # ends `"--served-model-name", "m", *(extra_args or [])`. The starred list was taken for more
+    # values of --served-model-name (nargs="+"), "which the decision does not read", and
+    # `extra_args or []` was not followed to the list the file's one call passes.
+    head = ("import subprocess, sys\n\ndef serve(extra_args=None):\n    cmd = [sys.executable, '-m', "
+            "'vllm.entrypoints.openai.api_server', '--model', 'Qwen/Qwen3-0.6B', '--served-model-name', 'm',\n"
+            "           *(extra_args or [])]\n    subprocess.Popen(cmd)\n\n")
+    called = read(tmp_path, head + "serve(['--kv-transfer-config', "
+                                   "'{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}'])\n")
+    (d,) = called.deployments
+    assert (d.problems, json.loads(d.document["kv_transfer_config"])["kv_connector"]) == ((), "LMCacheConnectorV1")
+    assert decided(d) == ("disabled", False)
+    # Not called with a list the file gives: the words may be options, and are noted as such.
+    unknown = read(tmp_path, head + "serve(sys.argv[1:])\n", name="unknown.py")
+    (d,) = unknown.deployments
+    assert [(n.code, n.message) for n in d.notes] == [
+        ("source.unresolved_arguments", "the command also takes `extra_args or []` (which is computed when the script "
+                                        "runs); only the options written here are read, and it may hold others")]
+    # `a and b` goes on past a true operand, as Python does.
+    anded = read(tmp_path, "from vllm import LLM\nUSE = True\nLLM('m', kv_transfer_config=USE and "
+                           "{'kv_connector': 'NixlConnector', 'kv_role': 'kv_both'})\n", name="anded.py")
+    (d,) = anded.deployments
+    assert d.problems == () and json.loads(d.document["kv_transfer_config"])["kv_connector"] == "NixlConnector"

@@ -719,3 +719,11 @@ def test_a_shell_run_in_an_images_container_takes_the_images_release(tmp_path):
     assert [(d.line, d.release.version if d.release else None, ktc(d)["kv_connector"]) for d in (direct, shelled, host)] \
         == [(1, "0.17.0", "NixlConnector"), (2, "0.17.0", "NixlConnector"), (3, None, "NixlConnector")]
     assert shelled.release.origin == "image tag vllm/vllm-openai:v0.17.0"
+
+
+def test_the_scripts_arguments_after_an_option_of_several_values_may_be_options(tmp_path):
+    # `--served-model-name m "$@"`: argparse gives --served-model-name the words up to the next
+    # option, and "$@" may hold that option; it was noted as a value the decision does not read.
+    script = write(tmp_path / "run.sh", 'vllm serve m --served-model-name m "$@"\n')
+    (d,) = read_source(script).deployments
+    assert [n.code for n in d.notes] == ["source.script_arguments"]

@@ -400,6 +400,13 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
                     # A boolean of the default release takes no word: a whole word not known after it
                     # (`--enforce-eager $EXTRA_ARGS`) is more arguments there, which may hold options.
                     break
+                if stands_for_words(tokens[i]):
+                    # Any number of words (`*extra_args`, "$@"): some may be its value, the others
+                    # options of their own (`--served-model-name m *extra_args`).
+                    loose.append((None, tokens[i]))
+                    i += 1
+                    unsure = True
+                    break
                 if has_unresolved(tokens[i].text):
                     loose.append((option, tokens[i]))
                 i += 1

@@ -3,9 +3,10 @@ dicts, as plain functions of the syntax tree: what a new list is made from
 (``BASE + [...]``, ``list(BASE)``, ``BASE.copy()``, ``BASE[:]``), what holds
 a list (``cmd``, ``self.cmd``), a dotted name, a dict written out
 (``{"k": v}``, ``dict(k=v)``) and what a statement changes in one
-(``d["k"] = v``, ``d.update(...)``). Script (pyscript.py) records them as it
-binds a file; the command lists (pylists.py) and the reader (python.py)
-read what it recorded.
+(``d["k"] = v``, ``d.update(...)``); the names an assignment binds, and
+whether one expression is written inside another. Script (pyscript.py)
+records them as it binds a file; the command lists (pylists.py) and the
+reader (python.py) read what it recorded.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import ast
 from typing import cast
 
-__all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "dict_entries", "dict_changes"]
+__all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "dict_entries", "dict_changes",
+           "bound_names", "within"]
 
 # The methods that change a dict: `update` with its keys written out is followed, the others are not.
 _DICT_CHANGES = frozenset({"update", "pop", "popitem", "setdefault", "clear"})
@@ -112,3 +114,20 @@ def dict_changes(node: ast.stmt) -> list[tuple[str, str | None, ast.expr | None]
 def _key(node: ast.expr | None) -> str | None:
     """A dict key written as a string literal (None for any other)."""
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds (a tuple binds each)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return bound_names(target.value)
+    return []
+
+
+def within(node: ast.expr, outer: ast.expr) -> bool:
+    """Whether ``node`` is written inside ``outer`` (by their places in the file)."""
+    return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
+        (node.end_lineno or 0, node.end_col_offset or 0) <= (outer.end_lineno or 0, outer.end_col_offset or 0)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, cast
 from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved, unresolved
 from ...core.options import ENV_NAMES
-from .pyforms import added_to_itself, copy_of, dict_changes, dotted_name, list_holder, made_from
+from .pyforms import added_to_itself, bound_names, copy_of, dict_changes, dotted_name, list_holder, made_from, within
 
 __all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "Script", "Unknown", "Binding", "as_word", "as_json_word", "is_environ",
            "source_text"]
@@ -45,6 +45,7 @@ _MAX_DEPTH = 32
 # piece being read); past the second, the whole string.
 _MAX_VISITS = 10_000
 _TOO_LARGE = "is larger than the audit reads"
+_RUNTIME = "is computed when the script runs"
 
 
 class Unknown(NamedTuple):
@@ -175,15 +176,15 @@ class Script:
                     held = list_holder(target)
                     if held is not None and isinstance(node.value, (ast.List, ast.Tuple, ast.BinOp, ast.Call, ast.Subscript)):
                         self.assigned[id(node.value)] = held
-                    for name in _targets(target):
+                    for name in bound_names(target):
                         names.setdefault(name, []).append(Binding(value, "unpacked from another value", scope, line,
                                                                    straight, end))
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
-                for name in _targets(node.target):
+                for name in bound_names(node.target):
                     names.setdefault(name, []).append(Binding(node.value, "declared without a value", scope, line,
                                                                straight and isinstance(node, ast.AnnAssign), end))
             elif isinstance(node, ast.AugAssign):
-                for name in _targets(node.target):
+                for name in bound_names(node.target):
                     names.setdefault(name, []).append(Binding(None, "changed in place", scope, line, straight, end))
                 held = list_holder(node.target)
                 if held is not None and isinstance(node.op, ast.Add):
@@ -205,10 +206,10 @@ class Script:
             elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, (ast.List, ast.Tuple)):
                 self.continued[id(node.left)] = node.right
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-                for name in _targets(node.target):
+                for name in bound_names(node.target):
                     names.setdefault(name, []).append(Binding(None, "a loop variable", scope))
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                for name in _targets(node.optional_vars):
+                for name in bound_names(node.optional_vars):
                     names.setdefault(name, []).append(Binding(None, "bound by `with`", scope))
             elif isinstance(node, ast.ClassDef):
                 names.setdefault(node.name, []).append(Binding(None, "a class", scope))
@@ -280,7 +281,7 @@ class Script:
                         return Unknown(name, f"is set {len(bound)} times in this file")
                     bound = [last]
                 binding = bound[0]
-                if binding.value is not None and _within(use, binding.value):
+                if binding.value is not None and within(use, binding.value):
                     return Unknown(name, f"is read in its own assignment, at line {binding.line}")
                 if binding.value is not None:
                     return binding.value, binding.scope
@@ -412,7 +413,13 @@ class Script:
             return self.value(node.body if taken else node.orelse, scope, depth + 1)
         if isinstance(node, ast.JoinedStr):  # a string whatever its fields are: each not known a marker in it
             return self.text(node, scope, depth)
-        return Unknown(source_text(node), "is computed when the script runs")
+        if isinstance(node, ast.BoolOp):  # `args or []`: the operand Python stops at, where the file gives them
+            for operand in node.values[:-1]:
+                known = self.value(operand, scope, depth + 1)
+                if isinstance(known, Unknown) or bool(known) == isinstance(node.op, ast.Or):
+                    return Unknown(source_text(node), _RUNTIME) if isinstance(known, Unknown) else known
+            return self.value(node.values[-1], scope, depth + 1)
+        return Unknown(source_text(node), _RUNTIME)
 
     def text(self, node: ast.expr, scope: Any, depth: int = 0) -> str:
         """A string as the script builds it (a command line given as one
@@ -497,7 +504,7 @@ class Script:
             text = self.value(node.args[0], scope, depth + 1)
             if isinstance(text, (str, Unknown)):
                 return text
-        return Unknown(source_text(node), "is computed when the script runs")
+        return Unknown(source_text(node), _RUNTIME)
 
 
 def _block_ends(node: ast.AST) -> dict[int, int]:
@@ -512,12 +519,6 @@ def _block_ends(node: ast.AST) -> dict[int, int]:
     return ends
 
 
-def _within(node: ast.expr, outer: ast.expr) -> bool:
-    """Whether ``node`` is written inside ``outer`` (by their places in the file)."""
-    return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
-        (node.end_lineno or 0, node.end_col_offset or 0) <= (outer.end_lineno or 0, outer.end_col_offset or 0)
-
-
 def _is_vllm(module: str) -> bool:
     return module == "vllm" or module.startswith("vllm.")
 
@@ -525,17 +526,6 @@ def _is_vllm(module: str) -> bool:
 def is_environ(node: ast.expr) -> bool:
     """``os.environ`` (or ``environ`` imported from os)."""
     return dotted_name(node) in (("os", "environ"), ("environ",))
-
-
-def _targets(target: ast.expr) -> list[str]:
-    """The names an assignment target binds (a tuple binds each)."""
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for element in target.elts for name in _targets(element)]
-    if isinstance(target, ast.Starred):
-        return _targets(target.value)
-    return []
 
 
 def source_text(node: ast.AST) -> str:
@@ -571,7 +561,7 @@ def _shown(value: Any, node: ast.expr) -> str:
     if isinstance(value, Unknown):
         return as_word(value)
     if _holds_unknown(value):
-        return as_word(Unknown(source_text(node), "is computed when the script runs"))
+        return as_word(Unknown(source_text(node), _RUNTIME))
     return str(value)
 
 
