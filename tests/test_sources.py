@@ -180,6 +180,18 @@ def test_another_tools_yaml_with_tags_of_its_own_is_skipped_not_a_problem(tmp_pa
     assert [(p.code, p.line) for p in manifest.problems] == [("input.parse", 4)]
 
 
+def test_a_dashboard_that_is_no_json_and_charts_vllms_metrics_is_skipped_not_a_problem(tmp_path):
+    # GoogleCloudPlatform/kubernetes-engine-samples (2b50365) ai-ml/infw-gw/examples/getting-started/
+    # dashboard.json: a Grafana dashboard after a `/* Copyright ... */` comment, charting
+    # `vllm:num_requests_running`, was an input.parse problem. A metric's name is no mention of vLLM.
+    dashboard = write(tmp_path / "dashboard.json", '/* Copyright */\n{"panels": [{"expr": "vllm:num_requests_running"}]}\n')
+    source = read_source(dashboard)
+    assert source.problems == () and source.skipped.startswith("mentions no vLLM option, and is not valid JSON")
+    # A broken JSON file that names vLLM otherwise stays a problem.
+    broken = write(tmp_path / "serve.json", '/* c */\n{"kv_transfer_config": {"kv_connector": "NixlConnector"}}\n')
+    assert [p.code for p in read_source(broken).problems] == ["input.parse"]
+
+
 def test_another_tools_yaml_with_keys_that_are_no_strings_is_skipped_not_a_problem(tmp_path):
     # vllm-project/vllm-ascend (182b75e) .agents/skills/vllm-ascend-release/references/version-files.yaml:
     # valid YAML whose `update_order` is keyed by numbers, and which names VLLM_VERSION, was an

@@ -89,10 +89,15 @@ BATCH_SUFFIXES = frozenset({".slurm", ".sbatch", ".pbs"})
 # docker compose's file names: compose.yaml, docker-compose.yml, docker-compose.prod.yaml, ...
 _COMPOSE_NAME = re.compile(r"(docker-)?compose(\.[^/]*)?\.ya?ml")
 _VLLM_WORDS = re.compile(r"vllm|kv[-_](transfer|connector|offloading|role)|hybrid[-_]kv", re.I)
+# The same, where a Prometheus metric of vLLM's (`vllm:num_requests_running`) is no mention.
+_VLLM_WORDS_NOT_METRICS = re.compile(r"vllm(?!:[a-z])|kv[-_](transfer|connector|offloading|role)|hybrid[-_]kv", re.I)
 
 
-def mentions_vllm(text: str) -> bool:
-    return bool(_VLLM_WORDS.search(text))
+def mentions_vllm(text: str, *, metrics: bool = True) -> bool:
+    """Whether ``text`` names vLLM or one of its KV options; ``metrics``:
+    whether vLLM's metric names count (a Grafana dashboard that charts them
+    names what a server reports, not how one runs)."""
+    return bool((_VLLM_WORDS if metrics else _VLLM_WORDS_NOT_METRICS).search(text))
 
 
 # Files read only to look for a mention of a KV option or connector: templates that render

@@ -115,7 +115,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             values = [(0, parse_text(ctx.text, source=source, fmt="json"))]
             lines: list[Lines] = [Lines(ctx.text, 1)]
         except InputError as exc:
-            if not mentions_vllm(ctx.text):
+            if not mentions_vllm(ctx.text, metrics=False):  # (a dashboard with a comment is no JSON)
                 return SourceFile(ctx.display, None, skipped=f"mentions no vLLM option, and is not valid JSON "
                                                              f"({exc.problems[0].message})")
             return SourceFile(ctx.display, None, problems=(_parse_problem(ctx, exc),))
