@@ -182,10 +182,16 @@ def test_another_tools_yaml_with_tags_of_its_own_is_skipped_not_a_problem(tmp_pa
 
 def test_a_dashboard_that_is_no_json_and_charts_vllms_metrics_is_skipped_not_a_problem(tmp_path):
     # GoogleCloudPlatform/kubernetes-engine-samples (2b50365) ai-ml/infw-gw/examples/getting-started/
-    # dashboard.json: a Grafana dashboard after a `/* Copyright ... */` comment, charting
-    # `vllm:num_requests_running`, was an input.parse problem. A metric's name is no mention of vLLM.
-    dashboard = write(tmp_path / "dashboard.json", '/* Copyright */\n{"panels": [{"expr": "vllm:num_requests_running"}]}\n')
-    source = read_source(dashboard)
+    # dashboard.json: a Cloud Monitoring dashboard after a `/* Copyright ... */` comment, charting
+    # vLLM's metrics and naming `vllm.vllm-prometheus` in a description, was an input.parse problem.
+    cloud = write(tmp_path / "dashboard.json", '/* Copyright */\n{"mosaicLayout": {"tiles": [{"widget": {"xyChart": '
+                  '{"dataSets": [{"timeSeriesQuery": {"prometheusQuery": "vllm:num_requests_running"}}]}}}]},\n'
+                  '"description": "see vllm.vllm-prometheus"}\n')
+    assert (read_source(cloud).problems, read_source(cloud).skipped) == (
+        (), "a monitoring dashboard (Grafana, Cloud Monitoring): charts, not a deployment")
+    # A metric's name alone is no mention of vLLM either.
+    metrics = write(tmp_path / "grafana.json", '/* c */\n{"title": "x", "rows": [{"query": "vllm:num_requests_running"}]}\n')
+    source = read_source(metrics)
     assert source.problems == () and source.skipped.startswith("mentions no vLLM option, and is not valid JSON")
     # A broken JSON file that names vLLM otherwise stays a problem.
     broken = write(tmp_path / "serve.json", '/* c */\n{"kv_transfer_config": {"kv_connector": "NixlConnector"}}\n')

@@ -39,6 +39,12 @@ EMPTY = "holds no document (it is empty, or reads as null)"
 # (kvcache-ai/Mooncake's ROCm workflows) made it a parse problem.
 _WORKFLOW = re.compile(r"^on:", re.M), re.compile(r"^jobs:", re.M)
 WORKFLOW = "a GitHub Actions workflow (`on:` and `jobs:`): CI jobs, not a deployment"
+# A monitoring dashboard (Grafana's panels, Cloud Monitoring's widgets) charting vLLM's metrics;
+# one with a `/* license */` comment before it is no JSON (GoogleCloudPlatform/
+# kubernetes-engine-samples' getting-started dashboard).
+_DASHBOARD = re.compile(r'"(?:panels|widgets?|mosaicLayout|gridLayout)"\s*:')
+_CHARTS = re.compile(r'"(?:datasource|targets|expr|timeSeriesQuery|prometheusQuery)"\s*:')
+DASHBOARD = "a monitoring dashboard (Grafana, Cloud Monitoring): charts, not a deployment"
 
 
 def _built_problem(ctx: Ctx, built: tuple[str, int]) -> Problem:
@@ -115,7 +121,9 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             values = [(0, parse_text(ctx.text, source=source, fmt="json"))]
             lines: list[Lines] = [Lines(ctx.text, 1)]
         except InputError as exc:
-            if not mentions_vllm(ctx.text, metrics=False):  # (a dashboard with a comment is no JSON)
+            if _DASHBOARD.search(ctx.text) and _CHARTS.search(ctx.text):
+                return SourceFile(ctx.display, None, skipped=DASHBOARD)
+            if not mentions_vllm(ctx.text, metrics=False):
                 return SourceFile(ctx.display, None, skipped=f"mentions no vLLM option, and is not valid JSON "
                                                              f"({exc.problems[0].message})")
             return SourceFile(ctx.display, None, problems=(_parse_problem(ctx, exc),))
