@@ -257,6 +257,18 @@ def test_json6902_overlays_apply_to_their_base():
 
 # -- Helm templates, llm-d-modelservice and vLLM chart values ----------------------------------
 
+# A chart template's Deployment, up to its containers.
+DEPLOYMENT = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n"
+              "    spec:\n      containers:\n")
+# Why a chart template of objects that hold no pod is skipped.
+PODLESS = "a Helm chart template of objects that hold no pod (an autoscaler, a Service, ...)"
+
+
+def template(tmp_path, name: str, text: str):
+    """A template of a chart at ``tmp_path / "chart"``, in its templates/ folder (``name`` may hold a folder)."""
+    return write(tmp_path / "chart" / "templates" / name, text)
+
+
 def test_an_aibrix_chart_template_is_read_where_the_command_is_literal():
     found = read("vllm-project__aibrix/test/regression/v0.4.0/templates/vllm-disaggregated.yaml")
     assert found.format == "helm-template"
@@ -284,18 +296,17 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
     # GoogleCloudPlatform/kubernetes-engine-samples (2b50365), app-design-center/ai-inference:
     # the chart's HPA scales on the metric `vllm:gpu_cache_usage_perc`; it was reported
     # `input.parse` (its `{{ include ... }}` keys), a false problem beside the chart's launch.
-    hpa = write(tmp_path / "chart" / "templates" / "hpa.yaml", (
+    hpa = template(tmp_path, "hpa.yaml", (
         "{{- if .Values.hpa.enabled }}\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n"
         "  name: {{ include \"gemma.fullname\" . }}\n  labels:\n    {{- include \"gemma.labels\" . | nindent 4 }}\n"
         "spec:\n  metrics:\n  - pods:\n      metric:\n        name: prometheus.googleapis.com|vllm:gpu_cache_usage_perc|gauge\n"
         "{{- end }}\n"))
     found = read_source(hpa)
     assert (found.deployments, found.problems, found.skipped) == (
-        (), (), "a Helm chart template of objects that hold no pod (an autoscaler, a Service, ...)")
+        (), (), PODLESS)
     # A pod whose command the chart's values build is still the one problem, which says why.
-    built = write(tmp_path / "chart" / "templates" / "deployment.yaml", (
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n"
-        "    spec:\n      containers:\n      - name: vllm\n        image: vllm/vllm-openai\n        args:\n"
+    built = template(tmp_path, "deployment.yaml", (
+        DEPLOYMENT + "      - name: vllm\n        image: vllm/vllm-openai\n        args:\n"
         "        {{- range .Values.args }}\n        - {{ . }}\n        {{- end }}\n        env: {{ .Values.env }}\n"))
     found = read_source(built)
     assert found.deployments == () and [(p.code, p.line, p.message) for p in found.problems] == [
@@ -303,7 +314,7 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
                             "of container `vllm` (line 12: `{{- range .Values.args }}`), which the audit does not render")]
     # A kind that keeps its pods in fields of its own (Dynamo's extraPodSpec.mainContainer) is not
     # taken for one that holds none (vllm-project/semantic-router's dynamo-graph-deployment.yaml).
-    graph = write(tmp_path / "chart" / "templates" / "graph.yaml", (
+    graph = template(tmp_path, "graph.yaml", (
         "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata:\n  name: {{ .Release.Name }}\n"
         "spec:\n  services:\n    VllmWorker:\n      extraPodSpec:\n        mainContainer:\n"
         "          image: {{ .Values.image }}\n          args: [{{ .Values.args }}]\n          env: {{ .Values.env }}\n"))
@@ -315,15 +326,14 @@ def test_a_chart_templates_if_and_else_may_both_give_a_key_of_an_object_that_hol
     # opea-project/GenAIInfra (9200b37) helm-charts/agent/templates/configmap.yaml: `no_proxy` in both
     # branches of an `if` (and an HPA's `averageValue`) made the template unreadable and the file
     # an input.parse problem. Its kind is known whichever branch runs; a pod's fields are not.
-    config = write(tmp_path / "chart" / "templates" / "configmap.yaml", (
+    config = template(tmp_path, "configmap.yaml", (
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"agent.fullname\" . }}-config\ndata:\n"
         "  llm_endpoint_url: \"http://{{ .Release.Name }}-vllm\"\n  {{- if .Values.global.no_proxy }}\n"
         "  no_proxy: \"{{ .Values.global.no_proxy }}\"\n  {{- else }}\n  no_proxy: {{ .Values.no_proxy | quote }}\n"
         "  {{- end }}\n"))
-    assert read_source(config).skipped == "a Helm chart template of objects that hold no pod (an autoscaler, a Service, ...)"
-    pod = write(tmp_path / "chart" / "templates" / "deployment.yaml", (
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n"
-        "    spec:\n      containers:\n      - name: vllm\n        image: vllm/vllm-openai\n"
+    assert read_source(config).skipped == PODLESS
+    pod = template(tmp_path, "deployment.yaml", (
+        DEPLOYMENT + "      - name: vllm\n        image: vllm/vllm-openai\n"
         "        {{- if .Values.a }}\n        args: [--model, a]\n        {{- else }}\n        args: [--model, b]\n"
         "        {{- end }}\n"))
     found = read_source(pod)
@@ -333,7 +343,7 @@ def test_a_chart_templates_if_and_else_may_both_give_a_key_of_an_object_that_hol
 def test_a_chart_template_in_a_folder_of_templates_is_read_as_one(tmp_path):
     # opea-project/GenAIInfra (9200b37) helm-charts/common/vllm/templates/tests/test-pod.yaml: Helm
     # renders every folder under templates/; the curl pod of `helm test` was an input.parse problem.
-    test_pod = write(tmp_path / "chart" / "templates" / "tests" / "test-pod.yaml", (
+    test_pod = template(tmp_path, "tests/test-pod.yaml", (
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: \"{{ include \"vllm.fullname\" . }}-testpod\"\n"
         "spec:\n  containers:\n    - name: curl\n      image: python:3.10.14\n      command: ['bash', '-c']\n"
         "      args:\n        - curl http://{{ include \"vllm.fullname\" . }}/v1/completions -d '{\"model\": "
@@ -345,7 +355,7 @@ def test_a_chart_template_whose_containers_all_run_no_vllm_is_skipped_not_a_prob
     # kaito-project/kaito (056b828), charts/: a chainlit UI Deployment whose script names vLLM
     # in a `case`, a ConfigMap of vLLM settings and a CustomResourceDefinition were each a
     # false input.parse problem (their `{{ ... }}` keys), though the template reader reads them.
-    ui = write(tmp_path / "chart" / "templates" / "deployment.yaml", (
+    ui = template(tmp_path, "deployment.yaml", (
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ include \"inference.fullname\" . }}\n"
         "  labels:\n    {{- include \"inference.labels\" . | nindent 4 }}\nspec:\n  template:\n    spec:\n"
         "      containers:\n      - name: ui\n        image: python:3.12\n        command: [sh, -c]\n"
@@ -354,15 +364,14 @@ def test_a_chart_template_whose_containers_all_run_no_vllm_is_skipped_not_a_prob
     found = read_source(ui)
     assert (found.deployments, found.problems, found.skipped) == (
         (), (), "a Helm chart template whose containers, all written in it, run no vLLM")
-    params = write(tmp_path / "chart" / "templates" / "inference-params.yaml", (
+    params = template(tmp_path, "inference-params.yaml", (
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inference-params-template\n"
         "  namespace: {{ .Release.Namespace }}\ndata:\n  inference_config.yaml: |\n    vllm:\n"
         "      cpu-offload-gb: 0\n      gpu-memory-utilization: 0.95\n"))
-    assert read_source(params).skipped == "a Helm chart template of objects that hold no pod (an autoscaler, a Service, ...)"
+    assert read_source(params).skipped == PODLESS
     # A container whose args the chart's values build is still not known: the file stays one problem.
-    built = write(tmp_path / "chart" / "templates" / "server.yaml", (
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n"
-        "    spec:\n      containers:\n      - name: ui\n        image: python:3.12\n"
+    built = template(tmp_path, "server.yaml", (
+        DEPLOYMENT + "      - name: ui\n        image: python:3.12\n"
         "      - name: vllm\n        image: vllm/vllm-openai\n        args:\n"
         "        {{- range .Values.args }}\n        - {{ . }}\n        {{- end }}\n"))
     assert [p.code for p in read_source(built).problems] == ["input.parse"]
