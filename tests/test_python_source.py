@@ -413,8 +413,8 @@ def main(ports):
     prefill, decode = found.deployments
     assert (prefill.line, decided(prefill), prefill.problems) == (9, ("enabled", True), ())
     assert [n.message for n in prefill.notes] == [
-        "`--kv-transfer-config` holds `i` (which is set 2 times in this file) at `/engine_id`; the decision does not "
-        "read that value",
+        "`--kv-transfer-config` takes its value at `/engine_id` from `i` (which is set 2 times in this file); the "
+        "decision does not read that value",
         "`--port` takes its value from `port` (which is set 2 times in this file); the decision does not read it"]
     assert (decode.line, decided(decode)) == (13, ("disabled", False))
 

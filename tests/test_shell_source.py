@@ -540,9 +540,9 @@ def test_an_unresolved_value_the_decision_does_not_read_is_a_note(tmp_path):
     assert d.problems == ()
     assert ktc(d)["engine_id"] == "prefill-${ROLE_REPLICA_INDEX}"
     assert [(n.code, n.message) for n in d.notes] == [
-        ("source.unresolved_unused", "`--kv-transfer-config` holds `${ROLE_REPLICA_INDEX}`, which this file does not set "
-                                     "at `/engine_id`; `$PROXY`, which this file does not set at "
-                                     "`/kv_connector_extra_config/proxy_ip`; the decision does not read those values"),
+        ("source.unresolved_unused", "`--kv-transfer-config` takes its values at `/engine_id` from `${ROLE_REPLICA_INDEX}`, "
+                                     "which this file does not set, and at `/kv_connector_extra_config/proxy_ip` from "
+                                     "`$PROXY`, which this file does not set; the decision does not read those values"),
         ("source.unresolved_unused", "the model is `$MODEL`, which this file does not set; the decision does not read "
                                      "the model's name"),
         ("source.unresolved_unused", "`--port` takes its value from `$PORT`, which this file does not set; the decision "

@@ -42,8 +42,8 @@ def test_an_unknown_method_inside_the_json_is_decided_alike(tmp_path):
                                                     '"{\\"method\\": \\"${METHOD}\\", \\"model\\": \\"$DRAFT\\"}"\n')
     assert (decision["outcome"], decision["errors"]) == ("enabled", [])
     assert notes == (
-        ("source.unresolved_unused", "`--speculative-config` holds `$DRAFT`, which this file does not set at "
-                                     "`/model`; the decision does not read that value"),
+        ("source.unresolved_unused", "`--speculative-config` takes its value at `/model` from `$DRAFT`, which this "
+                                     "file does not set; the decision does not read that value"),
         ("source.unresolved_unused", "`--speculative-config` takes its value at `/method` from `${METHOD}`, which "
                                      f"this file does not set; the decision is the same for each value the rules "
                                      f"tell apart ({CLASSES_0_33})"))

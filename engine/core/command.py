@@ -238,9 +238,10 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
 
 def _unread_note(reading: Reading, option: str, field_name: str, unread: Unread) -> None:
     if unread.unread:
-        held = "; ".join(f"{references(text)} at `{at}`" for at, text in unread.unread)
-        reading.note("source.unresolved_unused", f"`{option}` holds {held}; the decision does not read "
-                     + ("that value" if len(unread.unread) == 1 else "those values"), path=pointer([field_name]))
+        held = ", and ".join(f"at `{at}` from {references(text)}" for at, text in unread.unread)
+        one = len(unread.unread) == 1
+        reading.note("source.unresolved_unused", f"`{option}` takes its value{'' if one else 's'} {held}; the decision "
+                     f"does not read {'that value' if one else 'those values'}", path=pointer([field_name]))
 
 
 _SCRIPT_ARGUMENT = re.compile(r"\$(?:[@*]|[0-9]+|\{[0-9]+\}|\{[@*]\})")
