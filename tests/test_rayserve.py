@@ -85,6 +85,28 @@ applications:
     old = read(tmp_path, "old.yaml", text.format(
         builder="ray.llm._internal.serve.deployments.prefill_decode_disagg.prefill_decode_disagg:build_app"))
     assert old.deployments[0].notes == () and outcome(old.deployments[0]) == "enabled"
+    # Ray's own P/D example app adds the default wherever it runs (ray-project/ray's
+    # release/llm_tests/serve/configs/serve_qwen3_0dot6B_1p1d.yaml was skipped as no deployment).
+    example = read(tmp_path, "example.yaml", text.format(builder="ray.serve.llm.examples.pd_disagg.app:build_app"))
+    prefill, _ = example.deployments
+    assert (prefill.notes, dict(prefill.origins)["kv_transfer_config"]) == (
+        (), "Ray's default for prefill/decode (its P/D example app)")
+    assert prefill.document["kv_transfer_config"] == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+
+
+def test_the_openai_builder_before_ray_serve_llm_exported_it_takes_a_list(tmp_path):
+    # ray-project/ray python/ray/llm/tests/serve/cpu/builders/test_config_files/
+    # llm_app_separate_model_config_files.yaml: skipped as no deployment.
+    found = read(tmp_path, "app.yaml", f"""\
+applications:
+- import_path: ray.llm._internal.serve.builders.application_builders:build_openai_app
+  args:
+    llm_configs:
+    - model_loading_config: {{model_id: m}}
+      engine_kwargs: {{kv_transfer_config: {LMCACHE}}}
+""")
+    (only,) = found.deployments
+    assert (only.id, only.line, outcome(only)) == ("app.yaml#0/llm_configs/0", 5, "disabled")
 
 
 def test_the_data_parallel_builder_takes_one_llm_config(tmp_path):

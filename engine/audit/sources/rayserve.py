@@ -6,12 +6,14 @@ A Serve config (the file of ``serve run`` and ``serve deploy``; a KubeRay
 ``applications``, each with the ``import_path`` of its builder and the
 builder's ``args``. From Ray's released sources, 2.43 to 2.60 (FORMATS.md):
 
-- ``ray.serve.llm:build_openai_app`` (2.43: ``ray.serve.llm.builders:``) and
+- ``ray.serve.llm:build_openai_app`` (2.43: ``ray.serve.llm.builders:``;
+  before it, ``ray.llm._internal.serve.builders.application_builders:``) and
   the dev ingress take ``args.llm_configs``, a list;
   ``ray.serve.llm:build_dp_openai_app`` takes ``args.llm_config``;
 - ``ray.serve.llm:build_pd_openai_app`` (2.49 on; 2.47-2.48
-  ``...prefill_decode_disagg:build_app``) takes ``args.prefill_config`` and
-  ``args.decode_config``: the roles prefill and decode.
+  ``...prefill_decode_disagg:build_app``; Ray's example,
+  ``ray.serve.llm.examples.pd_disagg.app:build_app``) takes
+  ``args.prefill_config`` and ``args.decode_config``: the roles prefill and decode.
 
 An LLM config is a mapping, or the path of a YAML file that holds one,
 relative to where ``serve run`` runs: looked for beside the Serve config,
@@ -52,13 +54,19 @@ __all__ = ["BUILDERS", "is_serve_config", "serve_file", "ray_service"]
 # Builders by import path, and where their args hold the LLM configs.
 _LIST, _ONE, _PD = "llm_configs", "llm_config", "pd"
 _OLD_PD = "ray.llm._internal.serve.deployments.prefill_decode_disagg.prefill_decode_disagg:build_app"  # 2.47-2.48
+# Ray's P/D example app (python/ray/serve/llm/examples/pd_disagg/app.py, 0d0aae24): its build_app
+# takes prefill_config and decode_config and adds the same default to each that sets none.
+_EXAMPLE_PD = "ray.serve.llm.examples.pd_disagg.app:build_app"
 BUILDERS = {
     "ray.serve.llm:build_openai_app": _LIST,
     "ray.serve.llm.builders:build_openai_app": _LIST,
+    # before ray.serve.llm exported it (python/ray/llm/_internal/serve/builders/application_builders.py, 0238831a)
+    "ray.llm._internal.serve.builders.application_builders:build_openai_app": _LIST,
     "ray.llm._internal.serve.core.ingress.dev_ingress:build_dev_openai_app": _LIST,
     "ray.serve.llm:build_dp_openai_app": _ONE,
     "ray.serve.llm:build_pd_openai_app": _PD,
     _OLD_PD: _PD,
+    _EXAMPLE_PD: _PD,
 }
 # Ray's LLM image, whose tag is the Ray release (rayproject/ray-llm:2.56.0-py312-cu130).
 _RAY_LLM = "rayproject/ray-llm"
@@ -183,8 +191,9 @@ def _deployment(ctx: Ctx, site: _Site, anchor: str, path: tuple, config: Any, ro
     if role is not None and "kv_transfer_config" not in kwargs:
         default = filled(deployer("ray-serve-llm")["pd-default"])
         document["kv_transfer_config"] = default
-        origins["kv_transfer_config"] = "Ray's default for prefill/decode (2.47-2.50)"
-        if builder != _OLD_PD:  # that builder exists only in the releases that add the default
+        origins["kv_transfer_config"] = "Ray's default for prefill/decode " + \
+            ("(its P/D example app)" if builder == _EXAMPLE_PD else "(2.47-2.50)")
+        if builder not in (_OLD_PD, _EXAMPLE_PD):  # those builders add it in every release that has them
             notes.append(ctx.problem("source.deployer_default", f"the {role} config sets no "
                                      f"`engine_kwargs.kv_transfer_config`: Ray 2.47-2.50 add {default['kv_connector']} "
                                      f"({default['kv_role']}), as decided here; Ray 2.51 and later refuse the "
