@@ -54,8 +54,9 @@ def test_a_model_cache_and_the_operators_image_are_noted_as_not_in_the_file():
     (d,) = find_deployments("model.yaml", model("  url: s3://b/opt\n  cacheProfile: standard\n  engine: VLLM\n")).deployments
     assert "model" not in d.document
     assert [(n.code, n.message) for n in d.notes] == [
-        ("source.unresolved_unused", "the model is `/models/<name>-<uid>, the model cache`, which this file does not "
-                                     "set; the decision does not read the model's name"),
+        ("source.unresolved_unused", "the model is `/models/<name>-<uid>`, where `/models/<name>-<uid>` is the Model's "
+                                     "cache, which KubeAI's controller names; the decision does not read the model's "
+                                     "name"),
         ("source.release_unknown", "the vLLM release is not known: image modelServers.VLLM.images of the KubeAI "
                                    "operator: the image is not known from this file")]
     assert d.release == (None, "image modelServers.VLLM.images of the KubeAI operator: the image is not known from "

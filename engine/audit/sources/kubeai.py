@@ -104,5 +104,5 @@ def _model(spec: dict[str, Any]) -> str:
     if found.group(1) == "pvc":
         return "/model"
     if spec.get("cacheProfile"):
-        return unresolved("/models/<name>-<uid>, the model cache")
+        return unresolved("/models/<name>-<uid>", "is the Model's cache, which KubeAI's controller names")
     return found.group(0) if found.group(1) == "s3" else found.group(2)  # (the whole URL; else its reference)
