@@ -274,15 +274,13 @@ def test_an_aibrix_chart_template_is_read_where_the_command_is_literal():
     assert found.format == "helm-template"
     assert [(d.role, d.line) for d in found.deployments] == [("prefill", 49), ("decode", 129)]
     assert found.deployments[0].notes[-1].code == "source.template"
-    # The `sh -c` script keeps the template's values as unknown values, one word each
-    # (regression: `--model {{ .Values.model.path }}` became three words, the model `\ufffd{{`).
+    # The `sh -c` script takes the chart's default values (values.yaml), one word each (regression:
+    # `--model {{ .Values.model.path }}` became three words, the model `\ufffd{{`); a value the
+    # defaults do not give stays unknown (the image, from a helper template).
     prefill = found.deployments[0]
-    assert "model" not in prefill.document and prefill.problems == ()
-    assert [n.message for n in prefill.notes[:2]] == [
-        "the model is `{{ .Values.model.path }}`, which this file does not set; the decision does not read "
-        "the model's name",
-        "`--served-model-name` takes its value from `{{ .Values.model.name }}`, which this file does not set; "
-        "the decision does not read it"]
+    assert prefill.document["model"] == {"name": "/models/Qwen3-8B"} and prefill.problems == ()
+    assert [n.code for n in prefill.notes] == ["source.release_unknown", "source.template"]
+    assert [Path(p).name for p in prefill.chain] == ["vllm-disaggregated.yaml", "values.yaml"]
 
 
 def test_a_template_that_builds_its_args_from_values_is_one_problem_and_a_note():
@@ -395,8 +393,13 @@ def test_a_chart_templates_image_names_its_release_with_the_charts_default_value
                                "values.yaml") + ")")
     assert [Path(p).name for p in d.chain] == ["deployment.yaml", "values.yaml"]
     assert "source.release_unknown" not in [n.code for n in d.notes]
-    assert d.notes[-1].message.startswith("read from an unrendered Helm template: values written `{{ ... }}` are not "
-                                          "known (the image's are the chart's defaults, for the release it names)")
+    assert d.notes[-1].message == (
+        "read from an unrendered Helm template: values written `{{ ... }}` are the chart's defaults ("
+        + str(CORPUS / "GoogleCloudPlatform__kubernetes-engine-samples/app-design-center/ai-inference/values.yaml")
+        + ") where it gives them, else not known, and template conditions are not evaluated")
+    # The command takes them too: the model and `--max-model-len` (the survey's false "which this file does not set").
+    assert d.document["model"] == {"name": "google/gemma-7b-it"}
+    assert not [n for n in d.notes if n.code == "source.unresolved_unused"]
     # So the audit checks the command line against 0.19.1's own parser: two of its options are gone
     # (regression: the note showed the reader's markers, NUL characters, around the Deployment's name).
     report = audit([str(CORPUS / "GoogleCloudPlatform__kubernetes-engine-samples/app-design-center/ai-inference")])
@@ -404,6 +407,26 @@ def test_a_chart_templates_image_names_its_release_with_the_charts_default_value
     assert [n.message for n in entry.deployment.notes if n.code == "source.option_not_in_release"] == [
         f"vLLM 0.19.1 rejects the unrecognized argument `{option}` (Deployment {{{{ include \"gemma.fullname\" . }}}}, "
         "container gemma): the launch does not start" for option in ("--disable-log-requests", "--num-scheduler-steps")]
+
+
+def test_a_chart_templates_kv_config_is_the_charts_default_where_values_yaml_gives_it(tmp_path):
+    # The survey's shape of kubernetes-engine-samples' chart with `--kv-transfer-config={{ .Values.kvTransferConfig }}`:
+    # a false source.unresolved ("which this file does not set") where values.yaml gives it.
+    chart = tmp_path / "chart"
+    write(chart / "Chart.yaml", "apiVersion: v2\nname: gemma\nversion: 0.1.0\n")
+    write(chart / "values.yaml", "image: {repository: vllm/vllm-openai, tag: v0.19.1}\n"
+                                 "kvTransferConfig: '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'\n")
+    deployment = template(tmp_path, "deployment.yaml", DEPLOYMENT + (
+        "      - name: vllm\n        image: \"{{ .Values.image.repository }}:{{ .Values.image.tag }}\"\n"
+        "        command: [python3, -m, vllm.entrypoints.openai.api_server]\n"
+        "        args: [--model=m, \"--kv-transfer-config={{ .Values.kvTransferConfig }}\", "
+        "--port={{ .Values.port | quote }}]\n"))
+    (d,) = read_source(deployment, roots=(tmp_path,)).deployments
+    assert (d.problems, d.release.version, ktc(d)["kv_connector"]) == ((), "0.19.1", "NixlConnector")
+    # A value the defaults do not give stays unknown: noted where the decision does not read it.
+    assert [n.message for n in d.notes if n.code == "source.unresolved_unused"] == [
+        "`--port` takes its value from `{{ .Values.port | quote }}`, which this file does not set; the decision "
+        "does not read it"]
 
 
 def test_a_chart_default_image_that_names_no_release_leaves_it_unknown(tmp_path):
@@ -416,12 +439,12 @@ def test_a_chart_default_image_that_names_no_release_leaves_it_unknown(tmp_path)
     write(chart / "values.yaml", "image: vllm/vllm-openai\ntag: ''\n")
     (d,) = read_source(deployment, roots=(tmp_path,)).deployments  # an empty tag: `default` gives the chart's appVersion
     assert d.release.version == "0.21.0" and [Path(p).name for p in d.chain] == ["deployment.yaml", "values.yaml"]
-    # The aibrix regression chart's defaults are an SGLang image: the release stays unknown, as written.
+    # The aibrix regression chart's defaults are an SGLang image: the release stays unknown, and says which.
     write(chart / "values.yaml", "image: example.com/aibrix:sglang\ntag: v0.4.9\n")
     (d,) = read_source(deployment, roots=(tmp_path,)).deployments
-    assert d.release == (None, 'image {{ .Values.image }}:{{ .Values.tag | default .Chart.AppVersion }}: '
-                               'the image is not known from this file')
-    assert [Path(p).name for p in d.chain] == ["deployment.yaml"]
+    assert d.release == (None, "image example.com/aibrix:sglang:v0.4.9 is not vLLM's release image: its tag is not "
+                               "read as a vLLM release")
+    assert [Path(p).name for p in d.chain] == ["deployment.yaml", "values.yaml"]  # (the container takes its values)
     write(chart / "values.yaml", "image: vllm/vllm-openai\n")  # no tag, and no appVersion to default to
     write(chart / "Chart.yaml", "name: c\n")
     (d,) = read_source(deployment, roots=(tmp_path,)).deployments

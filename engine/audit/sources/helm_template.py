@@ -2,22 +2,23 @@
 read without Helm where the vLLM command is written in the template itself
 (the aibrix regression chart): lines that are only template actions (``{{-
 if ... }}``, ``{{- include ... | nindent 8 }}``, ``{{- end }}``) are left
-out, and each inline ``{{ .Values.x }}`` stands for a value the audit does
-not know (unresolved: a launch is decided only when the decision does not
-read it). A container whose ``command`` or ``args`` a template action builds
+out, and each inline ``{{ .Values.x }}`` is the chart's default where its
+``values.yaml`` gives all the expression reads (as an install without values
+of its own renders it; a note says so), else a value the audit does not know
+(unresolved: a launch is decided only when the decision does not read it).
+A container whose ``command`` or ``args`` a template action builds
 (``{{- range .Values.extraArgs }}``) is not read: its arguments come from
 the chart's values, and the launch is found at the values file or in the
 output of ``helm template``.
 
-One value is taken from the chart's defaults: the container's image, for the
-vLLM release it names. Where the chart's ``values.yaml`` gives every value
-the image is written with, and the image so made is vLLM's release image
-with a release in its tag, that release decides the launch, and its origin
-says it is the chart's default (an install may give another image)."""
+The container's image so made names the vLLM release where it is vLLM's
+release image with a release in its tag: that release decides the launch,
+and its origin says it is the chart's default (an install may give another)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -124,11 +125,12 @@ def chart_template(ctx: Ctx) -> Template | None:
             read_whole = read_whole and bool(literal) and len(literal) == len(pod["containers"])
             if not literal:
                 continue
-            held = _values(dict(pod, containers=literal), expressions)
+            held = _values(dict(pod, containers=literal), expressions, chart.value)
             for container in literal:
                 index = pod["containers"].index(container)
                 line = lines.first((*path, "containers", index, "name"), (*path, "containers", index))
                 release, values_file = chart.release(container.get("image"), expressions)
+                values_file = values_file or (chart.shown if _PLACEHOLDER.search(str(container)) else None)
                 site = Site(str(obj.get("kind")), _values(str(meta.get("name") or ""), expressions),
                             _values(str(meta.get("namespace") or ""), expressions), str(obj.get("apiVersion")), role,
                             merged_from=(ctx.display, values_file) if values_file else (), format="helm-template")
@@ -136,7 +138,9 @@ def chart_template(ctx: Ctx) -> Template | None:
                                       pod_meta, site, lines, path, {}, problems, line=line, release=release):
                     out.append(d.replace(notes=d.notes + (ctx.problem(
                         "source.template", "read from an unrendered Helm template: values written `{{ ... }}` are "
-                        f"not known{_IMAGE_DEFAULT if release else ''}, and template conditions are not evaluated",
+                        + (f"the chart's defaults ({values_file}) where it gives them, else not known"
+                           if values_file else "not known")
+                        + ", and template conditions are not evaluated",
                         line=line,
                         hint="audit the output of `helm template` for the exact command"),)))
     return Template(out, podless, read_whole, tuple(built))
@@ -167,9 +171,6 @@ def _chart_file(ctx: Ctx, name: str) -> tuple[dict[str, Any], str | None]:
     return (value, found.display) if isinstance(value, dict) and found is not None else ({}, None)
 
 
-_IMAGE_DEFAULT = " (the image's are the chart's defaults, for the release it names)"
-
-
 class _Chart:
     """The chart's default values, read once a template needs them."""
 
@@ -195,6 +196,22 @@ class _Chart:
             return None, None
         return ReleaseHint(hint.version, f"{hint.origin}, the chart's default ({shown})"), shown
 
+    @property
+    def shown(self) -> str | None:
+        """How the report names the chart's values.yaml (None: it has none the audit reads)."""
+        if self._values is None:
+            self._values = self._read()
+        return self._values[1]
+
+    def value(self, expression: str) -> str | None:
+        """What an expression renders to with the chart's default values,
+        where they give all it reads (None: it stays unknown)."""
+        if self.shown is None:
+            return None
+        assert self._values is not None
+        rendered = render(expression, self._values[0], _FUNCTIONS)
+        return None if "\x00" in rendered else rendered
+
     def _read(self) -> tuple[dict[str, Any], str | None]:
         values, shown = _chart_file(self.ctx, "values.yaml")
         chart = _chart_file(self.ctx, "Chart.yaml")[0]
@@ -203,7 +220,10 @@ class _Chart:
 
 # Sprig's `default` (`{{ .Values.image.tag | default .Chart.AppVersion }}`): its first
 # argument where the value is empty or missing.
-_FUNCTIONS = {"default": lambda fallback, value=None: value if value not in (None, "", 0, False, [], {}) else fallback}
+# Sprig's `quote` of a whole scalar (`- {{ .Values.port | quote }}`): the YAML parser takes the
+# quotes, and the value is its text.
+_FUNCTIONS: dict[str, Callable[..., Any]] = {"default": lambda fallback, value=None: value if value not in (None, "", 0, False, [], {}) else fallback,
+              "quote": lambda value: value}
 
 
 def _built(lines: Lines, path: tuple, container: dict[str, Any], action_lines: set[int], rows: list[str]) -> int | None:
@@ -226,12 +246,17 @@ def _built(lines: Lines, path: tuple, container: dict[str, Any], action_lines: s
     return None
 
 
-def _values(value: Any, expressions: list[str]) -> Any:
-    """A value with each template expression as an unresolved marker."""
+def _values(value: Any, expressions: list[str], known: Callable[[str], str | None] | None = None) -> Any:
+    """A value with each template expression as what ``known`` renders it
+    to (the chart's defaults), else as an unresolved marker."""
     if isinstance(value, str):
-        return _PLACEHOLDER.sub(lambda m: unresolved(expressions[int(m.group(1))]), value)
+        def sub(match: re.Match) -> str:
+            expression = expressions[int(match.group(1))]
+            rendered = known(expression) if known is not None else None
+            return unresolved(expression) if rendered is None else rendered
+        return _PLACEHOLDER.sub(sub, value)
     if isinstance(value, list):
-        return [_values(v, expressions) for v in value]
+        return [_values(v, expressions, known) for v in value]
     if isinstance(value, dict):
-        return {k: _values(v, expressions) for k, v in value.items()}
+        return {k: _values(v, expressions, known) for k, v in value.items()}
     return value
