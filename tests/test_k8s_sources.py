@@ -262,6 +262,8 @@ DEPLOYMENT = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Rel
               "    spec:\n      containers:\n")
 # Why a chart template of objects that hold no pod is skipped.
 PODLESS = "a Helm chart template of objects that hold no pod (an autoscaler, a Service, ...)"
+# Why one whose containers are all written in it and run no vLLM is.
+RUNS_NO_VLLM = "a Helm chart template whose containers, all written in it, run no vLLM"
 
 
 def template(tmp_path, name: str, text: str):
@@ -346,7 +348,7 @@ def test_a_chart_template_in_a_folder_of_templates_is_read_as_one(tmp_path):
         "spec:\n  containers:\n    - name: curl\n      image: python:3.10.14\n      command: ['bash', '-c']\n"
         "      args:\n        - curl http://{{ include \"vllm.fullname\" . }}/v1/completions -d '{\"model\": "
         "{{ .Values.LLM_MODEL_ID | quote }}}'\n"))
-    assert read_source(test_pod).skipped == "a Helm chart template whose containers, all written in it, run no vLLM"
+    assert read_source(test_pod).skipped == RUNS_NO_VLLM
 
 
 def test_a_chart_template_whose_containers_all_run_no_vllm_is_skipped_not_a_problem(tmp_path):
@@ -361,7 +363,7 @@ def test_a_chart_template_whose_containers_all_run_no_vllm_is_skipped_not_a_prob
         "          chainlit run app.py\n"))
     found = read_source(ui)
     assert (found.deployments, found.problems, found.skipped) == (
-        (), (), "a Helm chart template whose containers, all written in it, run no vLLM")
+        (), (), RUNS_NO_VLLM)
     params = template(tmp_path, "inference-params.yaml", (
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inference-params-template\n"
         "  namespace: {{ .Release.Namespace }}\ndata:\n  inference_config.yaml: |\n    vllm:\n"

@@ -19,6 +19,7 @@ from ..core.command import StandIn, refused_whatever
 from ..core.decision import Decision
 from ..core.errors import InputError
 from ..core.policies import Hint, PolicySet
+from ..core.schema import pointer_parts
 from ..core.table import OTHER
 from .sources import Deployment
 
@@ -112,7 +113,7 @@ def _told(tried: list[tuple[dict[str, Any], Decision]]) -> list[tuple[str, list[
 def _with(document: dict[str, Any], at: str, value: Any) -> dict[str, Any]:
     """A copy of ``document`` with ``value`` at the JSON Pointer ``at``; a
     field given as JSON text (a command's option) is read and written as such."""
-    field, *inside = [part.replace("~1", "/").replace("~0", "~") for part in at.split("/")[1:]]
+    field, *inside = pointer_parts(at)
     held = document[field]
     tree = json.loads(held) if isinstance(held, str) else held
 

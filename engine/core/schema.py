@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # jsonschema is imported when a report is needed, not at star
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError
 
-__all__ = ["load_schema", "validator", "accept_check", "is_valid", "iter_problems", "problems_against", "pointer"]
+__all__ = ["load_schema", "validator", "accept_check", "is_valid", "iter_problems", "problems_against", "pointer",
+           "pointer_parts"]
 
 # Every bundled schema, by the name `hma-policy schema NAME` takes.
 SCHEMAS = ("deployment", "rules", "tests", "decision", "releases")
@@ -65,6 +66,11 @@ def pointer(parts: Any) -> str:
     return "".join(out)
 
 
+def pointer_parts(text: str) -> list[str]:
+    """The path parts of an RFC 6901 JSON Pointer (the inverse of :func:`pointer`)."""
+    return [raw.replace("~1", "/").replace("~0", "~") for raw in text.split("/")[1:]]
+
+
 def _annotation(schema: Mapping[str, Any], error: "ValidationError", key: str) -> Any:
     """The innermost ``key`` annotation on the schema path of ``error``."""
     node: Any = schema
@@ -94,8 +100,7 @@ def _annotation(schema: Mapping[str, Any], error: "ValidationError", key: str) -
 def _resolve_local(schema: Mapping[str, Any], ref: str) -> Any:
     """Follow a local ``#/...`` reference (the bundled schemas use no others)."""
     node: Any = schema
-    for raw in ref.lstrip("#").split("/")[1:]:
-        part = raw.replace("~1", "/").replace("~0", "~")
+    for part in pointer_parts(ref.lstrip("#")):
         node = node.get(part) if isinstance(node, dict) else None
     return node
 

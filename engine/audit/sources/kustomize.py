@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from ...core.errors import InputError, Problem
 from ...core.input import parse_text
+from ...core.schema import pointer_parts
 from .companions import Companion, companion_text, read_companion, shown
 from .context import Ctx
 from .deployment import Deployment
@@ -374,7 +375,7 @@ def _patch_line(lines: Lines, patch: _Patch) -> int | None:
 
 def _apply(obj: Any, op: dict[str, Any]) -> None:
     """One JSON6902 add/replace/remove on ``obj`` (others are not read)."""
-    parts = [p.replace("~1", "/").replace("~0", "~") for p in str(op.get("path", "")).split("/")[1:]]
+    parts = pointer_parts(str(op.get("path", "")))
     if not parts:
         return
     holder = obj

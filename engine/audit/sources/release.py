@@ -74,8 +74,8 @@ def from_image(image: str) -> ReleaseHint:
         return ReleaseHint(None, f"image {shown}: the image is not known from this file")
     path, tag, digest = split_image(image)
     # vLLM's release image, and its CPU build (vllm/vllm-openai-cpu), on any registry or mirror
-    official = any(path == image or path.endswith("/" + image) for image in _RELEASE_IMAGES)
-    rocm = path == "rocm/vllm" or path.endswith("/rocm/vllm")
+    official = any(_is(path, image) for image in _RELEASE_IMAGES)
+    rocm = _is(path, "rocm/vllm")
     if not official and not rocm:
         return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag is not read as a vLLM release")
     if digest is not None and tag is None:
@@ -99,7 +99,12 @@ def platform_of(image: Any) -> str | None:
     if not isinstance(image, str) or has_unresolved(image):
         return None
     path = split_image(image)[0]
-    return next((name for known, name in _PLATFORM_IMAGES.items() if path == known or path.endswith("/" + known)), None)
+    return next((name for known, name in _PLATFORM_IMAGES.items() if _is(path, known)), None)
+
+
+def _is(path: str, repository: str) -> bool:
+    """Whether an image's repository path is ``repository``, on any registry or mirror (under a prefix)."""
+    return path == repository or path.endswith("/" + repository)
 
 
 def from_pin(version: str, line: int | None) -> ReleaseHint:
