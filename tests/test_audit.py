@@ -300,6 +300,25 @@ def test_the_text_report_names_the_hidden_directories_it_did_not_enter(tmp_path)
         f"not entered: 2 hidden directories ({tmp_path}/.ci, {tmp_path}/.gitlab); audit one by giving its path"]
 
 
+def test_the_text_report_names_the_files_that_look_like_sources_but_are_not_read(tmp_path):
+    # A mapping of vLLM's options but for a key no release has (a launcher's own config, as
+    # runpod-workers/worker-vllm's `vllm-release:`) was counted among the "file(s) skipped (not
+    # deployment sources)"; only the JSON report said which and why.
+    (tmp_path / "serve.yaml").write_text("model: m\ntensor-parallel-size: 2\nlauncher-release: 3\n")
+    (tmp_path / "notes.txt").write_text("x\n")
+    (tmp_path / "d").mkdir()
+    os.symlink(tmp_path / "d", tmp_path / "linked")
+    os.symlink("/no/such/file.sh", tmp_path / "gone.sh")
+    lines = render(audit([str(tmp_path)]), "text").splitlines()
+    assert lines[1] == "outcomes: enabled 0, disabled 0, error 0, undetermined 0; 1 file(s) skipped (not deployment sources)"
+    assert lines[-4:] == [
+        "skipped, not read:",
+        f"  {tmp_path}/gone.sh: a symbolic link to `/no/such/file.sh`, which does not exist",
+        f"  {tmp_path}/serve.yaml: not a vLLM config: `launcher-release` is no option of any bundled vLLM release, "
+        "and vLLM refuses a --config file with such a key",
+        f"  {tmp_path}/linked: a symbolic link to a directory (not followed)"]
+
+
 def test_a_link_to_nothing_or_to_a_unit_outside_is_skipped_not_a_problem(tmp_path):
     # containers/ai-lab-recipes keeps an image's /etc tree: systemd units linked to absolute
     # paths of the machine they were made on, which is no file here, were 5 source.outside_roots

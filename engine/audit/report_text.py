@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .walk import HIDDEN
+from .sources.document import NOT_A_CONFIG
+from .walk import HIDDEN, LINK
 
 try:  # optional: the standard-library path below gives the same text
     import orjson
@@ -52,7 +53,8 @@ def nesting_depth(path: str) -> int:
 
 def outcome_line(summary: dict[str, Any], hidden: int = 0) -> str:
     """The counts of outcomes, problems, notes and skipped files; ``hidden``
-    of the skipped entries are hidden directories, which have a line of their own."""
+    of the skipped entries have lines of their own (hidden directories, and
+    the files ``unread`` tells)."""
     outcomes = ", ".join(f"{name} {summary['outcomes'][name]}" for name in OUTCOMES)
     extra = f"; {summary['problems']} file problem(s)" if summary["problems"] else ""
     extra += f"; {summary['notes']} file note(s)" if summary.get("notes") else ""
@@ -68,6 +70,14 @@ def hidden_line(hidden: list[str]) -> str:
     if len(hidden) > _HIDDEN_SHOWN:
         shown += f", and {len(hidden) - _HIDDEN_SHOWN} more"
     return f"not entered: {len(hidden)} hidden director{'y' if len(hidden) == 1 else 'ies'} ({shown}); audit one by giving its path"
+
+
+def unread(reason: str) -> bool:
+    """Whether a skipped file looked like a deployment source and was still
+    not read (a mapping of vLLM's options but for a key, a symbolic link):
+    the text report names those files and why, where it only counts the
+    files that are no source at all."""
+    return reason.startswith((NOT_A_CONFIG, LINK))
 
 
 def headline(data: dict[str, Any]) -> str:
@@ -132,7 +142,9 @@ def place_text(entry: dict[str, Any]) -> str:
 
 def render_text(data: dict[str, Any]) -> str:
     hidden = [s["file"] for s in data.get("skipped", ()) if s["reason"] == HIDDEN]
-    out = [headline(data), outcome_line(data["summary"], len(hidden))] + ([hidden_line(hidden)] if hidden else [])
+    unread_files = [s for s in data.get("skipped", ()) if unread(s["reason"])]
+    out = [headline(data), outcome_line(data["summary"], len(hidden) + len(unread_files))]
+    out += [hidden_line(hidden)] if hidden else []
     for entry in data["deployments"]:
         d = entry["decision"]
         head = f"{printable(entry['id'])}: {d['outcome']}"
@@ -173,6 +185,9 @@ def render_text(data: dict[str, Any]) -> str:
         for n in data["notes"]:
             where = n.get("file", "") + (f":{n['line']}" if n.get("line") else "")
             out.append(f"  {printable(where)}: {n['code']}: {printable(n['message'])}")
+    if unread_files:
+        out.append("skipped, not read:")
+        out += [f"  {printable(s['file'])}: {printable(s['reason'])}" for s in unread_files]
     return "\n".join(out)
 
 

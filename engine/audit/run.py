@@ -35,7 +35,7 @@ from .model import FAIL_ON, AuditError, AuditReport, Entry, FileResult, Tally
 from .report import deployments_json
 from .unknowns import agreement, settled, whatever
 from .sources import DEFAULT_SOURCE_LIMITS, EMPTY, Deployment, SourceLimits, forget_objects, no_source_by_name, read_source
-from .walk import inside, roots, walk
+from .walk import LINK, inside, roots, walk
 
 __all__ = ["audit", "AuditReport", "AuditError", "Entry", "FileResult", "FAIL_ON", "progress_bar"]
 
@@ -228,7 +228,7 @@ def _read(display: str, name: str, plain: bool, settings: Settings) -> Any:
     if not plain and Path(name).is_symlink():
         target = Path(name).resolve(strict=False)
         if not target.exists():  # a link to nothing (an absolute path of another machine): nothing to read
-            return FileResult(display, None, 0, skipped=f"a symbolic link to `{os.readlink(name)}`, which does not exist")
+            return FileResult(display, None, 0, skipped=f"{LINK}`{os.readlink(name)}`, which does not exist")
         # A name that says the file is no source (a systemd unit) is skipped unread wherever it leads.
         if not inside(target, settings.roots) and not no_source_by_name(name):
             return FileResult(display, None, 0, (Problem("source.outside_roots", f"`{display}` links to a file "

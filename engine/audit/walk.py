@@ -21,12 +21,15 @@ from pathlib import Path
 from ..core.errors import Problem
 from .model import AuditError, FileResult
 
-__all__ = ["walk", "roots", "inside"]
+__all__ = ["walk", "roots", "inside", "HIDDEN", "LINK", "LINKED_DIRECTORY"]
 
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules"})
 # Version control systems' own folders: never a deployment's, not worth a line of the report.
 _VCS_DIRS = frozenset({".git", ".hg", ".svn", ".jj"})
 HIDDEN = "a hidden directory (not entered; give its path to audit it)"
+# Why a symbolic link is skipped starts with LINK (run.py names a link to nothing).
+LINK = "a symbolic link to "
+LINKED_DIRECTORY = LINK + "a directory (not followed)"
 
 
 def inside(path: Path, roots: Sequence[Path]) -> bool:
@@ -81,7 +84,7 @@ def walk(paths: Sequence[str]) -> tuple[list[tuple[str, str, bool]], list[FileRe
             kept = []
             for entry in sorted(subdirectories, key=lambda e: e.name):
                 if entry.is_symlink():
-                    skipped.append(FileResult(_posix(base / entry.name), None, 0, skipped="a symbolic link to a directory (not followed)"))
+                    skipped.append(FileResult(_posix(base / entry.name), None, 0, skipped=LINKED_DIRECTORY))
                 elif entry.name.startswith("."):
                     if entry.name not in _VCS_DIRS:
                         skipped.append(FileResult(_posix(base / entry.name), None, 0, skipped=HIDDEN))

@@ -27,7 +27,7 @@ from .marks import yaml_chunks as _yaml_chunks
 from .vllm_config import vllm_config_file
 from .yamlread import YamlError, load as load_anchored
 
-__all__ = ["structured_file", "EMPTY"]
+__all__ = ["structured_file", "EMPTY", "NOT_A_CONFIG"]
 
 # Why a JSON or YAML file that holds no document (nothing, or null) is
 # skipped. An audit reports it as a problem (input.empty) when the file was
@@ -45,6 +45,9 @@ WORKFLOW = "a GitHub Actions workflow (`on:` and `jobs:`): CI jobs, not a deploy
 _DASHBOARD = re.compile(r'"(?:panels|widgets?|mosaicLayout|gridLayout)"\s*:')
 _CHARTS = re.compile(r'"(?:datasource|targets|expr|timeSeriesQuery|prometheusQuery)"\s*:')
 DASHBOARD = "a monitoring dashboard (Grafana, Cloud Monitoring): charts, not a deployment"
+# Why a mapping that is mostly vLLM's options, but for a few keys, is skipped: another
+# launcher's config, or a vLLM config with a mistyped key, which vLLM would refuse.
+NOT_A_CONFIG = "not a vLLM config: "
 
 
 def _built_problem(ctx: Ctx, built: tuple[str, int]) -> Problem:
@@ -212,7 +215,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
     others = not_options(values[0][1]) if fmt == "yaml" and len(values) == 1 else []
     if not documents and others:
         keys = ", ".join(f"`{k}`" for k in others[:5]) + (", ..." if len(others) > 5 else "")
-        return SourceFile(ctx.display, None, skipped=f"not a vLLM config: {keys} {'is' if len(others) == 1 else 'are'} "
+        return SourceFile(ctx.display, None, skipped=f"{NOT_A_CONFIG}{keys} {'is' if len(others) == 1 else 'are'} "
                                                      "no option of any bundled vLLM release, and vLLM refuses a --config file "
                                                      "with such a key")
     if not documents:
