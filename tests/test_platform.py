@@ -9,6 +9,7 @@ import pytest
 import hma_policy
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
+from hma_policy.audit.sources.release import from_image, platform_of
 from hma_policy.core.facts import extract
 from sourcefiles import write
 
@@ -39,6 +40,11 @@ def test_the_platform_name_is_a_fact_of_the_document():
     ("0.10.2", "xpu", "disabled", "the XPU platform does not support the hybrid KV cache manager before vLLM 0.11.0"),
     ("0.11.0", "xpu", "enabled", None),
     ("0.33.0", "cpu", "enabled", None),
+    # Ascend (vllm-ascend): its NPUPlatform defines support_hybrid_kv_cache() -> True from v0.10.2rc1.
+    ("0.9.1", "npu", "disabled", NOT_CUDA_OR_ROCM),
+    ("0.10.1.1", "npu", "disabled", NOT_CUDA_OR_ROCM),
+    ("0.10.2", "npu", "enabled", None),
+    ("0.33.0", "npu", "enabled", None),
 ])
 def test_each_release_knows_what_its_platforms_support(release, platform, outcome, reason):
     decision = hma_policy.decide({"vllm_version": release, "platform": {"name": platform}})
@@ -49,7 +55,7 @@ def test_each_release_knows_what_its_platforms_support(release, platform, outcom
 def test_hisparse_needs_cuda_whatever_names_the_platform():
     hisparse = {"vllm_version": "0.33.0", "hisparse_config": {}}
     assert hma_policy.decide(hisparse).outcome == "enabled"
-    for platform in ({"is_cuda": False}, {"name": "rocm"}, {"name": "cpu"}):
+    for platform in ({"is_cuda": False}, {"name": "rocm"}, {"name": "cpu"}, {"name": "npu"}):
         decision = hma_policy.decide({**hisparse, "platform": platform})
         assert [(e.code, e.path) for e in decision.errors] == [
             ("hisparse.requires_cuda", "/platform/is_cuda" if "is_cuda" in platform else "/platform/name")]
@@ -91,3 +97,62 @@ def test_a_directive_names_the_platform_over_the_image_and_cuda_images_name_none
                 "  - name: vllm\n    image: rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909\n    args: [--model, m]\n")
     (d,) = read_source(pod).deployments
     assert (d.document["platform"], d.release.version) == ({"name": "rocm"}, "0.10.1")
+
+
+@pytest.mark.parametrize(("image", "release", "origin"), [
+    # vllm-project/vllm-ascend: a release tag with the variants its image workflows push.
+    ("quay.io/ascend/vllm-ascend:v0.9.2rc1", "0.9.2", "vllm-ascend 0.9.2rc1, on vLLM 0.9.2"),
+    ("quay.io/ascend/vllm-ascend:v0.23.0-a3-openeuler", "0.23.0", "vllm-ascend 0.23.0, on vLLM 0.23.0"),
+    ("quay.io/ascend/vllm-ascend:v0.18.0-310p", "0.18.0", "vllm-ascend 0.18.0, on vLLM 0.18.0"),
+    ("quay.io/ascend/vllm-ascend:v0.23.0.post1", "0.23.0", "vllm-ascend 0.23.0.post1, on vLLM 0.23.0"),
+    # Releases whose root Dockerfile builds on another vLLM than the number says (ARG VLLM_TAG).
+    ("quay.io/ascend/vllm-ascend:v0.10.1rc1", "0.10.1.1", "vllm-ascend 0.10.1rc1, on vLLM 0.10.1.1"),
+    ("quay.io/ascend/vllm-ascend:v0.14.0rc1-a3", "0.14.1", "vllm-ascend 0.14.0rc1, on vLLM 0.14.1"),
+    ("quay.io/ascend/vllm-ascend:v0.11.0rc0", "0.11.0rc3", "vllm-ascend 0.11.0rc0, on vLLM 0.11.0rc3"),
+])
+def test_vllm_ascends_release_images_name_the_vllm_release_they_run_and_the_npu(image, release, origin):
+    hint = from_image(image)
+    assert hint == (release, f"image tag {image} ({origin})")
+    assert platform_of(image) == "npu"
+
+
+def test_vllm_ascends_branch_and_nightly_images_name_no_release():
+    for tag in ("main-310p", "nightly-main-a3-cann8.3-20251120", "latest"):
+        assert from_image(f"quay.io/ascend/vllm-ascend:{tag}") == (
+            None, f"image tag quay.io/ascend/vllm-ascend:{tag}: no vllm-ascend release in the tag")
+    assert from_image("quay.io/ascend/cann:8.2.rc1-910b-ubuntu22.04-py3.11").version is None
+
+
+# A Docker Swarm stack for Atlas 800I A2 servers (910B NPUs) from a public write-up, "华为 Atlas 800I A2
+# 大模型部署实战（九）：Docker Swarm 分布式部署" (2025-07-31), its vllm-stack.yml cut to what vLLM reads.
+ASCEND_STACK = """version: '3.8'
+services:
+  vllm-qwen3:
+    image: quay.io/ascend/vllm-ascend:v0.9.2rc1
+    init: true
+    environment:
+      - VLLM_USE_MODELSCOPE=True
+      - PYTORCH_NPU_ALLOC_CONF=max_split_size_mb:256
+    entrypoint: ["vllm"]
+    command: >
+      serve /models/Qwen/Qwen3-30B-A3B
+      --served-model-name Qwen/Qwen3-30B-A3B
+      --tensor-parallel-size 4
+      --enable_expert_parallel
+      --port 8001
+      --max-model-len 32768
+"""
+
+
+def test_vllm_ascends_image_runs_on_the_npu_platform(tmp_path):
+    # Decided enabled as vLLM 0.33.0 on CUDA before: the image was "not read as a vLLM release".
+    # vLLM 0.9.2 runs the hybrid KV cache manager on CUDA and ROCm only, and vllm-ascend
+    # v0.9.2rc1's NPUPlatform does not define support_hybrid_kv_cache.
+    stack = write(tmp_path / "old" / "vllm-stack.yml", ASCEND_STACK)
+    newer = write(tmp_path / "new" / "vllm-stack.yml", ASCEND_STACK.replace("v0.9.2rc1", "v0.13.0rc1"))
+    (d,) = read_source(stack).deployments
+    assert d.document["platform"] == {"name": "npu"}
+    assert dict(d.origins)["platform"] == "image quay.io/ascend/vllm-ascend:v0.9.2rc1"
+    report = audit([str(stack), str(newer)])
+    assert [(e.decision["vllm"]["release"], e.decision["outcome"], NOT_CUDA_OR_ROCM in e.decision["reasons"])
+            for e in report.entries] == [("0.9.2", "disabled", True), ("0.13.0", "enabled", False)]

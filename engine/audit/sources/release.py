@@ -9,8 +9,10 @@ Only a tag of vLLM's own release image names a release
 ``docker.io/``, ``ghcr.io/``, ``quay.io/``, ``public.ecr.aws/...``), with
 the build-variant suffixes vLLM's release scripts push beside it
 (``v0.20.1-cu129``, ``v0.20.1-x86_64-cu129-ubuntu2404``: the same release
-built for another architecture, CUDA or base image), and of ROCm's
-``rocm/vllm`` images the tags that spell ``vllm_X.Y.Z``. A digest,
+built for another architecture, CUDA or base image), of ROCm's
+``rocm/vllm`` images the tags that spell ``vllm_X.Y.Z``, and of
+vllm-ascend's ``ascend/vllm-ascend`` images (Ascend NPUs) the release
+tags, each of which names the vLLM release it runs. A digest,
 ``latest``, ``nightly``, any other tag and any other image (LMCache's
 ``lmcache/vllm-openai`` is tagged with LMCache's releases) give no version,
 with the reason in the origin: nothing is guessed. This module only reads
@@ -40,6 +42,15 @@ _TAG_VERSION = re.compile(r"v?(" + VERSION.pattern + ")" + _VARIANT)
 _RELEASE_IMAGES = ("vllm/vllm-openai", "vllm/vllm-openai-cpu", "q9t5s3a7/vllm-cpu-release-repo",
                    "q9t5s3a7/vllm-arm64-cpu-release-repo")
 _ROCM_TAG_VERSION = re.compile(r"(?:^|_)vllm_(" + VERSION.pattern + r")(?:_|$)")
+# vllm-ascend's images: a release tag is the release (v0.23.0, v0.11.0rc0), with the variants
+# its image workflows push (the A3, A5 and 310P cards, openEuler as the base;
+# vllm-project/vllm-ascend .github/workflows/_schedule_image_build.yaml). `main` and the
+# nightly tags are no release.
+_ASCEND_IMAGE = "ascend/vllm-ascend"
+_ASCEND_TAG_VERSION = re.compile(r"v?(" + VERSION.pattern + r")(?:-(?:a3|a5|310p))?(?:-openeuler)?")
+# A vllm-ascend release runs the vLLM release of its number (its docs' versioning policy),
+# but for these, whose root Dockerfile builds on another (ARG VLLM_TAG at the tag).
+_ASCEND_VLLM = {"0.10.1rc1": "0.10.1.1", "0.11.0rc0": "0.11.0rc3", "0.14.0rc1": "0.14.1"}
 
 
 class ReleaseHint(NamedTuple):
@@ -76,26 +87,34 @@ def from_image(image: str) -> ReleaseHint:
     # vLLM's release image, and its CPU build (vllm/vllm-openai-cpu), on any registry or mirror
     official = any(_is(path, image) for image in _RELEASE_IMAGES)
     rocm = _is(path, "rocm/vllm")
-    if not official and not rocm:
+    ascend = _is(path, _ASCEND_IMAGE)
+    if not official and not rocm and not ascend:
         return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag is not read as a vLLM release")
     if digest is not None and tag is None:
         return ReleaseHint(None, f"image {shown}: a digest names no release")
     if tag is None:
         return ReleaseHint(None, f"image {shown} (latest, no tag): no release in the tag")
+    if ascend:
+        match = _ASCEND_TAG_VERSION.fullmatch(tag)
+        if match is None:
+            return ReleaseHint(None, f"image tag {shown}: no vllm-ascend release in the tag")
+        plugin = match.group(1)
+        vllm = _ASCEND_VLLM.get(plugin) or re.sub(r"(?:\.?post|rc)[0-9]+$", "", plugin)
+        return ReleaseHint(vllm, f"image tag {shown} (vllm-ascend {plugin}, on vLLM {vllm})")
     match = _TAG_VERSION.fullmatch(tag) if official else _ROCM_TAG_VERSION.search(tag)
     if match is None:
         return ReleaseHint(None, f"image tag {shown}: no release in the tag")
     return ReleaseHint(match.group(1), f"image tag {shown}")
 
 
-# vLLM's release images of another platform than CUDA (the audit takes CUDA where nothing says).
+# Release images of another platform than CUDA (the audit takes CUDA where nothing says).
 _PLATFORM_IMAGES = {"vllm/vllm-openai-cpu": "cpu", "q9t5s3a7/vllm-cpu-release-repo": "cpu",
-                    "q9t5s3a7/vllm-arm64-cpu-release-repo": "cpu", "rocm/vllm": "rocm"}
+                    "q9t5s3a7/vllm-arm64-cpu-release-repo": "cpu", "rocm/vllm": "rocm", _ASCEND_IMAGE: "npu"}
 
 
 def platform_of(image: Any) -> str | None:
     """The platform a vLLM release image runs vLLM on, where it is not CUDA
-    (its CPU build, AMD's ROCm image): the document's ``platform.name``."""
+    (its CPU build, AMD's ROCm image, vllm-ascend's): the document's ``platform.name``."""
     if not isinstance(image, str) or has_unresolved(image):
         return None
     path = split_image(image)[0]
