@@ -156,3 +156,12 @@ def test_vllm_ascends_image_runs_on_the_npu_platform(tmp_path):
     report = audit([str(stack), str(newer)])
     assert [(e.decision["vllm"]["release"], e.decision["outcome"], NOT_CUDA_OR_ROCM in e.decision["reasons"])
             for e in report.entries] == [("0.9.2", "disabled", True), ("0.13.0", "enabled", False)]
+
+
+def test_vllms_rocm_build_names_its_release_and_rocm():
+    # vLLM's release pipeline pushes vllm/vllm-openai-rocm:v${RELEASE_VERSION}-rocm (and users pull
+    # :vX.Y.Z); its -base tag is the image vLLM is built on, without vLLM.
+    for tag in ("v0.22.1", "v0.22.1-rocm"):
+        image = f"vllm/vllm-openai-rocm:{tag}"
+        assert (from_image(image).version, platform_of(image)) == ("0.22.1", "rocm")
+    assert from_image("vllm/vllm-openai-rocm:v0.22.1-base").version is None

@@ -721,6 +721,24 @@ def test_a_shell_run_in_an_images_container_takes_the_images_release(tmp_path):
     assert shelled.release.origin == "image tag vllm/vllm-openai:v0.17.0"
 
 
+def test_a_command_given_to_an_image_runs_in_it_and_takes_its_release_and_platform(tmp_path):
+    # `docker run [OPTIONS] IMAGE vllm serve ...`, as AMD's ROCm guides and ROCm/MAD's scripts run
+    # rocm/vllm: the launch was decided as the default release on CUDA, while the same image given
+    # only vLLM's options gave its tag's release (ROCm/MAD and survey repros, 3 December).
+    script = write(tmp_path / "run.sh", (
+        "docker run -d --device=/dev/kfd --device=/dev/dri --group-add video -e VLLM_USE_V1=1 \\\n"
+        f"  rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909 vllm serve m --kv-transfer-config '{NIXL}'\n"
+        "docker run -d --gpus all vllm/vllm-openai:v0.14.0 python3 -m vllm.entrypoints.openai.api_server --model m\n"
+        "docker run --rm vllm/vllm-openai-rocm:v0.22.1 vllm serve m\n"
+        "docker run --rm vllm/vllm-openai-cpu:v0.10.1 vllm serve m\n"))
+    rocm, api, rocm_build, cpu = read_source(script).deployments
+    assert [(d.line, d.release.version, d.document.get("platform")) for d in (rocm, api, rocm_build, cpu)] == [
+        (1, "0.10.1", {"name": "rocm"}), (3, "0.14.0", None), (4, "0.22.1", {"name": "rocm"}), (5, "0.10.1", {"name": "cpu"})]
+    assert rocm.release.origin == "image tag rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909"
+    assert rocm.document["env"] == {"VLLM_USE_V1": "1"} and ktc(rocm)["kv_connector"] == "NixlConnector"
+    assert [n.code for d in (rocm, api, rocm_build, cpu) for n in d.notes] == []
+
+
 def test_the_scripts_arguments_after_an_option_of_several_values_may_be_options(tmp_path):
     # `--served-model-name m "$@"`: argparse gives --served-model-name the words up to the next
     # option, and "$@" may hold that option; it was noted as a value the decision does not read.

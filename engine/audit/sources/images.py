@@ -24,12 +24,13 @@ from .context import Ctx
 
 __all__ = ["VLLM_IMAGE", "presumed_server", "presumed_note", "EnvServer", "env_server", "env_server_note"]
 
-# vLLM's release image vllm/vllm-openai, its CPU build vllm/vllm-openai-cpu, and the CPU
-# builds vLLM's release pipeline pushes to public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo and
-# vllm-arm64-cpu-release-repo: docker/Dockerfile and docker/Dockerfile.cpu end their
-# `vllm-openai` targets with ENTRYPOINT ["vllm", "serve"] (the api_server module before it,
-# which takes the same options). Images built on vllm-openai keep its name (lmcache/vllm-openai).
-VLLM_IMAGE = re.compile(r"(^|/)(?:vllm-openai(?:-cpu)?|vllm(?:-arm64)?-cpu-release-repo)(?:[:@]|$)")
+# vLLM's release image vllm/vllm-openai, its CPU build vllm/vllm-openai-cpu, its ROCm build
+# vllm/vllm-openai-rocm, and the CPU builds vLLM's release pipeline pushes to
+# public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo and vllm-arm64-cpu-release-repo:
+# docker/Dockerfile, Dockerfile.cpu and Dockerfile.rocm end their `vllm-openai` targets with
+# ENTRYPOINT ["vllm", "serve"] (the api_server module before it, which takes the same
+# options). Images built on vllm-openai keep its name (lmcache/vllm-openai).
+VLLM_IMAGE = re.compile(r"(^|/)(?:vllm-openai(?:-cpu|-rocm)?|vllm(?:-arm64)?-cpu-release-repo)(?:[:@]|$)")
 
 
 def presumed_server(image: str, args: Sequence[str]) -> bool:

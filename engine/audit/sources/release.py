@@ -5,7 +5,8 @@ container image's tag, a ``pip install vllm==X.Y.Z`` pin, or a
 
 Only a tag of vLLM's own release image names a release
 (``vllm/vllm-openai:v0.21.0``, its CPU builds ``vllm/vllm-openai-cpu`` and
-``public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo``; the same path on any registry or mirror:
+``public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo``, its ROCm build
+``vllm/vllm-openai-rocm``; the same path on any registry or mirror:
 ``docker.io/``, ``ghcr.io/``, ``quay.io/``, ``public.ecr.aws/...``), with
 the build-variant suffixes vLLM's release scripts push beside it
 (``v0.20.1-cu129``, ``v0.20.1-x86_64-cu129-ubuntu2404``: the same release
@@ -33,13 +34,14 @@ VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev
 # The suffixes of vLLM's release tags, in the order they are written
 # (vllm-project/vllm .buildkite/scripts/publish-release-images.sh and, for
 # earlier releases, annotate-release.sh): the architecture, the CUDA
-# build, the base image, the zstd-compressed copy. Each names a build of
+# build, the base image, the zstd-compressed copy, the ROCm build (on
+# vllm/vllm-openai-rocm; its `-base` tag holds no vLLM). Each names a build of
 # the same release.
-_VARIANT = r"(?:-(?:x86_64|aarch64|arm64))?(?:-cu[0-9]+)?(?:-ubuntu[0-9]+)?(?:-zstd)?"
+_VARIANT = r"(?:-(?:x86_64|aarch64|arm64))?(?:-cu[0-9]+)?(?:-ubuntu[0-9]+)?(?:-zstd)?(?:-rocm)?"
 _TAG_VERSION = re.compile(r"v?(" + VERSION.pattern + ")" + _VARIANT)
 # vLLM's release images: the CUDA one, its CPU build on Docker Hub, and the CPU builds on
 # Amazon's public registry that vLLM's CPU install docs pull (`vllm-cpu-release-repo:v0.10.2`).
-_RELEASE_IMAGES = ("vllm/vllm-openai", "vllm/vllm-openai-cpu", "q9t5s3a7/vllm-cpu-release-repo",
+_RELEASE_IMAGES = ("vllm/vllm-openai", "vllm/vllm-openai-cpu", "vllm/vllm-openai-rocm", "q9t5s3a7/vllm-cpu-release-repo",
                    "q9t5s3a7/vllm-arm64-cpu-release-repo")
 _ROCM_TAG_VERSION = re.compile(r"(?:^|_)vllm_(" + VERSION.pattern + r")(?:_|$)")
 # vllm-ascend's images: a release tag is the release (v0.23.0, v0.11.0rc0), with the variants
@@ -109,7 +111,8 @@ def from_image(image: str) -> ReleaseHint:
 
 # Release images of another platform than CUDA (the audit takes CUDA where nothing says).
 _PLATFORM_IMAGES = {"vllm/vllm-openai-cpu": "cpu", "q9t5s3a7/vllm-cpu-release-repo": "cpu",
-                    "q9t5s3a7/vllm-arm64-cpu-release-repo": "cpu", "rocm/vllm": "rocm", _ASCEND_IMAGE: "npu"}
+                    "q9t5s3a7/vllm-arm64-cpu-release-repo": "cpu", "rocm/vllm": "rocm", "vllm/vllm-openai-rocm": "rocm",
+                    _ASCEND_IMAGE: "npu"}
 
 
 def platform_of(image: Any) -> str | None:

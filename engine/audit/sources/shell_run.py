@@ -440,10 +440,15 @@ class Interpreter(Flow):
         if fields[0].rsplit("/", 1)[-1] in NOT_RUNNING:
             return False
         located = find_vllm(fields)
-        docker = None if located else docker_run(fields)
+        docker = docker_run(fields)
         image = self.image
+        presumed = None  # the image taken to run vLLM's server from its name and arguments
         if located is not None:
             argv = fields
+            if docker is not None and located[0] > docker.start:
+                image = docker.image  # `docker run IMAGE vllm serve ...`: the command runs in the image
+            else:
+                docker = None
         elif docker is None:
             return False
         elif docker.entrypoint is not None:
@@ -460,6 +465,7 @@ class Interpreter(Flow):
         elif VLLM_IMAGE.search(docker.image) or presumed_server(docker.image, fields[docker.start:]):
             argv = ["vllm", "serve"] + fields[docker.start:]
             image = docker.image
+            presumed = None if VLLM_IMAGE.search(docker.image) else docker.image
             if fields[docker.start:docker.start + 1] == ["serve"]:
                 run.problems.append(run.ctx.problem("source.serve_twice", "the vllm/vllm-openai image already runs "
                                                     "`vllm serve`; `serve` in its arguments is taken as the model",
@@ -487,8 +493,8 @@ class Interpreter(Flow):
         paths = self.paths(command, scope, line, [*argv, *(a.text for a in launch_env.values())])
         inv = Invocation([Arg(a, origin) for a in argv], line, launch_env, self.place.anchor(line),
                          sequence=run.sequence, image=image, paths=paths)
-        if docker is not None and docker.entrypoint is None and not VLLM_IMAGE.search(docker.image):
-            inv.notes.append(presumed_note(run.ctx, docker.image, line))
+        if presumed is not None:
+            inv.notes.append(presumed_note(run.ctx, presumed, line))
         run.found.append(inv)
         if len(run.found) > run.ctx.limits.max_commands:
             run.limit("commands", f"more than {run.ctx.limits.max_commands} vLLM commands", line)
