@@ -178,3 +178,39 @@ def test_a_command_decided_for_a_named_release_is_refused_for_an_option_that_rel
     assert cli.returncode == 2
     assert "source.unknown_option [input] at /: vLLM 0.30.0 rejects the unrecognized argument `--num-scheduler-steps`" \
         in cli.stdout
+
+
+MULTI_LORA = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm-qwen3-32b
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: "vllm/vllm-openai:{tag}"
+          command: ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+          args:
+          - "--model"
+          - "Qwen/Qwen3-32B-AWQ"
+          - "--enable-lora"
+          - --lora-modules
+          - adapter-0=/adapters/adapter-0
+          - adapter-1=/adapters/adapter-1
+          - adapter-2=/adapters/adapter-2
+"""
+
+
+@pytest.mark.parametrize("tag", ["v0.9.2", "v0.20.0", "latest"])
+def test_lora_modules_takes_every_adapter_after_it(tmp_path, tag):
+    # llm-d/llm-d-inference-scheduler (520af47) config/manifests/vllm/gpu-multilora-deployment.yaml
+    # (15 adapters, cut to 3): FrontendArgs.lora_modules is a list, so get_kwargs gives it nargs="+",
+    # which _customize_cli_kwargs keeps when it replaces the type (0.9.x writes nargs='+'). The option
+    # lists read it as one word, and the launch was an error: "vLLM rejects the unrecognized
+    # arguments adapter-2=/adapters/adapter-2".
+    manifest = tmp_path / "deployment.yaml"
+    manifest.write_text(MULTI_LORA.format(tag=tag), encoding="utf-8")
+    (entry,) = audit([str(manifest)]).entries
+    assert (entry.decision["outcome"], entry.decision["errors"]) == ("enabled", [])
+    assert [n.code for n in entry.deployment.notes] == (["source.release_unknown"] if tag == "latest" else [])

@@ -487,9 +487,13 @@ from vllm.engine.arg_utils import EngineArgs, get_kwargs
 class BaseFrontendArgs:
     host: str | None = None
     allowed_origins: list[str] = None
+    lora_modules: list[str] | None = None
     @classmethod
     def _customize_cli_kwargs(cls, kw):
         kw["allowed_origins"]["type"] = json.loads
+        del kw["allowed_origins"]["nargs"]
+        kw["lora_modules"]["type"] = optional_type(str)
+        kw["lora_modules"]["action"] = LoRAParserAction
         return kw
     @classmethod
     def add_cli_args(cls, parser):
@@ -502,6 +506,7 @@ class FrontendArgs(BaseFrontendArgs):
     port: int = 8000
 def make_arg_parser(parser):
     parser.add_argument("--headless", action="store_true")
+    parser.add_argument("--prompt-adapters", type=nullable_str, nargs="+", action=PromptAdapterParserAction)
     parser = FrontendArgs.add_cli_args(parser)
     return EngineArgs.add_cli_args(parser)
 """
@@ -547,7 +552,11 @@ def test_read_options_types_and_no_forms(tmp_path):
         "--disable-log-stats": ("bool", False),               # store_true: no --no- form
         "--headless": ("bool", False),
         "--host": ("str", False),                             # FrontendArgs fields, bases included
-        "--allowed-origins": ("json", False),                 # _customize_cli_kwargs: json.loads
+        "--allowed-origins": ("json", False),                 # _customize_cli_kwargs: json.loads, nargs deleted
+        # A list field keeps get_kwargs' nargs="+" when only its type (of each word) is replaced:
+        # vLLM's --lora-modules takes several adapters (it was read as one word).
+        "--lora-modules": ("list", False),
+        "--prompt-adapters": ("list", False),                 # nargs="+" written out (0.9.x)
         "--port": ("int", False),
     }
     assert options["--max-num-seqs"]["aliases"] == ["-mns"]

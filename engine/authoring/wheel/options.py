@@ -273,6 +273,7 @@ class OptionReader:
                                 info["type"], info["no_form"] = self.field_type(*fields[field.value])
             if "field" not in info and not any(kw.arg in ("action", "type") for kw in keywords):
                 info["type"] = "str"  # argparse's default: the value as given
+            several = info.get("type") == "list"  # get_kwargs gives a list field nargs="+"
             for kw in keywords:  # explicit keywords override the field's
                 if kw.arg == "action":
                     fixed = self._action(kw.value)
@@ -280,11 +281,16 @@ class OptionReader:
                         info["type"], info["no_form"] = fixed
                 elif kw.arg == "type":
                     info["type"] = self._explicit_type(kw.value)
+                elif kw.arg == "nargs":
+                    several = isinstance(kw.value, ast.Constant) and kw.value.value in ("+", "*")
+            if several and info.get("type") != "bool":  # a type= converts each of the words
+                info["type"] = "list"
             self.add(names, info)
 
     def dataclass_args(self, mod: Module, cls: ast.ClassDef, source: str) -> None:
         """Options that a FrontendArgs-style add_cli_args makes from every field."""
         overrides: dict[str, dict[str, ast.expr]] = {}
+        unlisted: set[str] = set()  # fields whose nargs is deleted: `del kw["field"]["nargs"]`
         klass: ast.ClassDef | None = cls
         chain = [(mod, cls)]
         while klass is not None:  # the customisations live in the class and its bases
@@ -302,21 +308,37 @@ class OptionReader:
                             and isinstance(target.value, ast.Subscript) and isinstance(target.value.slice, ast.Constant)
                             and isinstance(target.value.slice.value, str)):
                         overrides.setdefault(target.value.slice.value, {})[target.slice.value] = node.value
+                if isinstance(node, ast.Delete):
+                    unlisted.update(field for target in node.targets if (field := _nargs_of(target)))
         for name, (field_mod, annotation) in self.config_fields(mod, cls).items():
             info: dict[str, Any] = {"source": source, "field": f"{cls.name}.{name}"}
             info["type"], info["no_form"] = self.field_type(field_mod, annotation)
             extra = overrides.get(name, {})
+            # get_kwargs gives a list field nargs="+"; a new type= converts each word, and only
+            # deleting nargs makes the option take one (allowed_origins, middleware).
+            several = info["type"] == "list" and name not in unlisted
             if "type" in extra:
                 info["type"] = self._explicit_type(extra["type"])
             if "action" in extra:
                 fixed = self._action(extra["action"])
                 if fixed:
                     info["type"], info["no_form"] = fixed
+            if several and info["type"] != "bool":
+                info["type"] = "list"
             flags = extra.get("flags")
             # option names are strings: `"flags": [None]` names none (add() reads each as a str)
             names = ([e.value for e in flags.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
                      if isinstance(flags, ast.List) else [])
             self.add(names + ["--" + name.replace("_", "-")], info)
+
+
+def _nargs_of(target: ast.expr) -> str | None:
+    """The field of ``kw["field"]["nargs"]``, as a ``del`` names it."""
+    if (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and target.slice.value == "nargs"
+            and isinstance(target.value, ast.Subscript) and isinstance(target.value.slice, ast.Constant)
+            and isinstance(target.value.slice.value, str)):
+        return target.value.slice.value
+    return None
 
 
 def _method(cls: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
