@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hma_policy.audit.run import audit
 from hma_policy.audit.sources import SourceLimits, read_source
 from sourcefiles import LMCACHE, NIXL, ktc, only, write
 
@@ -737,6 +738,23 @@ def test_a_command_given_to_an_image_runs_in_it_and_takes_its_release_and_platfo
     assert rocm.release.origin == "image tag rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909"
     assert rocm.document["env"] == {"VLLM_USE_V1": "1"} and ktc(rocm)["kv_connector"] == "NixlConnector"
     assert [n.code for d in (rocm, api, rocm_build, cpu) for n in d.notes] == []
+
+
+def test_an_option_added_on_one_path_with_an_unknown_value_leaves_the_launch_unresolved(tmp_path):
+    # ROCm/MAD scripts/vllm/kimik3_mi300x/wideep_disagg_2p2d/run_2p2d.sh: `KVARG=(--kv-transfer-config
+    # "$KVJSON")` on one path of an `if`, KVJSON from `$(... | base64 -d)`, then `"${KVARG[@]}"`. The
+    # launch was decided `enabled` with a note that `$KVARG` may hold options; with the JSON written
+    # out the paths disagree and it was `source.unresolved` already.
+    script = write(tmp_path / "run.sh", (
+        'KVARG=()\nif [ -n "$KVCFG_B64" ]; then\n  KVJSON=$(printf \'%s\' "$KVCFG_B64" | base64 -d)\n'
+        '  KVARG=(--kv-transfer-config "$KVJSON")\nfi\nvllm serve /model --tensor-parallel-size 2 "${KVARG[@]}"\n'))
+    (entry,) = audit([str(script)]).entries
+    assert entry.decision["outcome"] == "error"
+    assert [(e["code"], e["path"], e["message"]) for e in entry.decision["errors"]] == [(
+        "source.unresolved", "/kv_transfer_config",
+        "line 6: on path 1 of 2 through `if` at line 2: `--kv-transfer-config` takes its value from `$(...)` "
+        "(which is the output of a command the audit does not run)")]
+    assert [n.code for n in entry.deployment.notes] == []
 
 
 def test_the_scripts_arguments_after_an_option_of_several_values_may_be_options(tmp_path):

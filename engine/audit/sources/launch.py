@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -88,11 +88,17 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     """The deployment document of one vLLM command, or its input problems."""
     facts = inv.facts if isinstance(inv.facts, dict) else {}
     # Read on each path first: only where every path reads can the paths settle what the command leaves open.
-    documents = _paths(inv, ctx, facts) if inv.paths else ()
+    documents, refused = _paths(inv, ctx, facts) if inv.paths else ((), ())
     result = read_command(inv.argv, env=inv.env, read_config=inv.config_reader, file=ctx.display,
                           line=inv.line, require_model=inv.require_model,
                           per_path=_settled(inv) if documents else frozenset())
     problems = inv.problems + list(result.problems)
+    on_path = bool(refused) and not result.problems
+    if on_path:
+        # Read whole, the command's unknown words may hold any options (a note says so); read on each
+        # path, one path's words are known to leave it undecided: `KVARG=(--kv-transfer-config "$X")`
+        # in an `if`, then `vllm serve m "${KVARG[@]}"`.
+        problems += refused
     if inv.facts_problem is not None:
         problems.append(inv.facts_problem)
     # Where each field came from: a directive's model wins over the command's, the command's env over a directive's.
@@ -108,7 +114,8 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     paths = documents if result.problems and len(problems) == len(result.problems) else ()
     model = result.model
     called = inv.name or (model.text if model is not None and not has_unresolved(model.text) else None)
-    notes = list(inv.notes) + list(result.notes)
+    # A path's problems say more than the note that the command's unknown words may hold options.
+    notes = list(inv.notes) + [n for n in result.notes if not (on_path and n.code == "source.unresolved_arguments")]
     release = release_noted(ctx, inv.release, facts, inv.facts_origin, inv.line, notes)
     chain = tuple(dict.fromkeys((ctx.display,) + inv.chain + result.configs))
     return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
@@ -117,17 +124,24 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
                       tuple((option.text, option.origin) for option in result.unchecked))
 
 
-def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[str, dict[str, Any]], ...]:
+def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[tuple[str, dict[str, Any]], ...],
+                                                                      tuple[Problem, ...]]:
     """The deployment document on each path of ``inv.paths`` (which path,
-    the document); none unless each path's command reads without a problem."""
-    out = []
+    the document), none unless each path's command reads without a
+    problem; and the problems of the first path whose only problems are
+    unknown values the decision reads, each message saying which path it
+    is (a path's other problems may come of reading it apart from the
+    rest: they are left to the command's own reading)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    unknown: tuple[Problem, ...] = ()
     for which, argv, env in inv.paths:
         result = read_command(argv, env=env, read_config=inv.config_reader, file=ctx.display,
                               line=inv.line, require_model=inv.require_model)
-        if result.problems or result.document is None:
-            return ()
-        out.append((which, _document(inv, result.document, facts)))
-    return tuple(out)
+        if not result.problems and result.document is not None:
+            out.append((which, _document(inv, result.document, facts)))
+        elif not unknown and result.problems and all(p.code == "source.unresolved" for p in result.problems):
+            unknown = tuple(replace(p, message=f"on {which}: {p.message}") for p in result.problems)
+    return (tuple(out), ()) if len(out) == len(inv.paths) else ((), unknown)
 
 
 def _settled(inv: Invocation) -> frozenset[str]:
