@@ -740,6 +740,19 @@ def test_a_command_given_to_an_image_runs_in_it_and_takes_its_release_and_platfo
     assert [n.code for d in (rocm, api, rocm_build, cpu) for n in d.notes] == []
 
 
+def test_docker_options_from_a_variable_are_not_taken_for_the_image(tmp_path):
+    # ROCm/MAD scripts/vllm/kimik3_mi300x/wideep_disagg_2p2d/run_2p2d.sh: `docker run -d ... ${BNXT_MOUNTS}
+    # --entrypoint bash "$IMAGE" -c "... vllm serve ..."`, BNXT_MOUNTS set in an `if`. The unknown word
+    # was taken for the image, the script after `-c` was never read, and the launch was missed.
+    escaped = LMCACHE.replace('"', '\\"')
+    script = write(tmp_path / "run.sh", (
+        'if [ "${FIX:-0}" = "1" ]; then\n  MOUNTS="-v /usr/lib/libfoo.so:/usr/lib/libfoo.so:ro"\nelse\n  MOUNTS=""\nfi\n'
+        'docker run -d --name prefill ${MOUNTS} --entrypoint bash rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909 -c "\n'
+        f"  vllm serve /model --kv-transfer-config '{escaped}'\n\"\n"))
+    (d,) = read_source(script).deployments
+    assert (d.line, d.release.version, ktc(d)["kv_connector"]) == (6, "0.10.1", "LMCacheConnectorV1")
+
+
 def test_an_option_added_on_one_path_with_an_unknown_value_leaves_the_launch_unresolved(tmp_path):
     # ROCm/MAD scripts/vllm/kimik3_mi300x/wideep_disagg_2p2d/run_2p2d.sh: `KVARG=(--kv-transfer-config
     # "$KVJSON")` on one path of an `if`, KVJSON from `$(... | base64 -d)`, then `"${KVARG[@]}"`. The

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ...core.markers import has_unresolved
 from .detect import SHELLS
 from .images import VLLM_IMAGE
 
@@ -103,6 +104,14 @@ _DOCKER_VALUE_OPTIONS = frozenset({"-v", "--volume", "-p", "--publish", "--name"
                                    "--cap-add", "--cap-drop", "--security-opt", "--tmpfs", "--group-add", "--log-opt",
                                    "--dns", "--ip", "--pid", "--uts", "--userns", "--cpuset-cpus", "--stop-signal",
                                    "--link", "--expose", "--label-file", "--sysctl", "--volumes-from", "--cidfile"})
+_DOCKER_FLAGS = frozenset({"--entrypoint", "-e", "--env", "-d", "--detach", "--rm", "-i", "--interactive", "-t", "--tty",
+                           "-it", "-ti", "--privileged", "--init", "--read-only"})
+
+
+def _docker_option(word: str) -> bool:
+    """Whether a word is an option of `docker run` (not of the image's program)."""
+    name = word.partition("=")[0]
+    return name in _DOCKER_VALUE_OPTIONS or name in _DOCKER_FLAGS
 
 
 class DockerRun(NamedTuple):
@@ -146,8 +155,8 @@ def docker_run(words: list[str]) -> DockerRun | None:
         elif not w.startswith("-"):
             if VLLM_IMAGE.search(w):
                 return DockerRun(j + 1, env, w, entrypoint)
-            if first is None:
-                first = j
+            if first is None and not (has_unresolved(w) and j + 1 < len(words) and _docker_option(words[j + 1])):
+                first = j  # a value not known followed by docker's options is options (`$MOUNTS --entrypoint`)
         j += 1
     if first is not None:
         return DockerRun(first + 1, env, words[first], entrypoint)
