@@ -740,6 +740,54 @@ def test_a_command_given_to_an_image_runs_in_it_and_takes_its_release_and_platfo
     assert [n.code for d in (rocm, api, rocm_build, cpu) for n in d.notes] == []
 
 
+MORIIO_HELPER = """KV_PORT=9711
+_moriio_build_kv_transfer_config() {
+    local kv_role="$1"
+    echo '{"kv_connector":"MoRIIOConnector","kv_role":"'"${kv_role}"'","kv_port":"'"${KV_PORT}"'",'\\
+'"kv_connector_extra_config":{"proxy_ip":"'"${MASTER_ADDR}"'"}}'
+}
+connector_launch_worker() {
+    local kv_role="$1"
+    local kv_config; kv_config=$(_moriio_build_kv_transfer_config "${kv_role}")
+    vllm serve ${MODEL_PATH} --tensor-parallel-size 8 --kv-transfer-config "${kv_config}"
+}
+connector_launch_worker kv_producer
+"""
+
+
+def test_a_helper_function_that_prints_the_config_is_read(tmp_path):
+    # ROCm/MAD (d7d8cc3) scripts/vllm_dissag/connectors/moriio.sh, cut: the config is the output of a
+    # function of the file that sets its locals and echoes JSON; `$(...)` made every MoRIIO launch
+    # `source.unresolved`. The helper's output is read as bash writes it (its own $1, the file's
+    # KV_PORT), and what is not known in it (MASTER_ADDR) stays a value the decision does not read.
+    (d,) = read_source(write(tmp_path / "moriio.sh", MORIIO_HELPER)).deployments
+    assert d.problems == ()
+    assert ktc(d) == {"kv_connector": "MoRIIOConnector", "kv_role": "kv_producer", "kv_port": "9711",
+                      "kv_connector_extra_config": {"proxy_ip": ktc(d)["kv_connector_extra_config"]["proxy_ip"]}}
+    assert "${MASTER_ADDR}" in ktc(d)["kv_connector_extra_config"]["proxy_ip"]
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    # printf with no directive but %s and %%, and the escapes \n, \t: written out.
+    ("printf '{\"kv_connector\":\"%s\",\"kv_role\":\"%s\"}\\n' NixlConnector \"$1\"", "NixlConnector"),
+    ("local c=Nixl; c+=Connector; printf '%s' \"{\\\"kv_connector\\\":\\\"$c\\\",\\\"kv_role\\\":\\\"$1\\\"}\"",
+     "NixlConnector"),
+    # Anything else in the body, another directive or more arguments than %s: not known.
+    ("if true; then echo '{}'; fi", None),
+    ("printf '{\"kv_connector\":\"%d\"}' 1", None),
+    ("printf '%s' a b", None),
+    ("echo '{}' > out.json", None),
+    ('echo "$(f)"', None),  # a helper that calls itself ends at the nesting bound
+])
+def test_only_helpers_that_set_variables_and_print_once_are_read(tmp_path, body, expected):
+    script = write(tmp_path / "run.sh", f"f() {{ {body}; }}\nvllm serve m --kv-transfer-config \"$(f kv_both)\"\n")
+    (d,) = read_source(script).deployments
+    if expected is None:
+        assert [p.code for p in d.problems] == ["source.unresolved"]
+    else:
+        assert (d.problems, ktc(d)) == ((), {"kv_connector": expected, "kv_role": "kv_both"})
+
+
 def test_docker_options_from_a_variable_are_not_taken_for_the_image(tmp_path):
     # ROCm/MAD scripts/vllm/kimik3_mi300x/wideep_disagg_2p2d/run_2p2d.sh: `docker run -d ... ${BNXT_MOUNTS}
     # --entrypoint bash "$IMAGE" -c "... vllm serve ..."`, BNXT_MOUNTS set in an `if`. The unknown word

@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ...core.markers import UNRESOLVED, has_unresolved, unresolved
-from .shell_state import Run, Scope, Stop, Var
+from .shell_state import MAX_NESTING, Run, Scope, Stop, Var
 from .shell_syntax import parse_heredoc_text
-from .shell_tree import Lit, Param, Redirect, Simple, Sub, Word
-from .shell_words import NAME
+from .shell_tree import FunctionDef, Group, Lit, Param, Redirect, Simple, Sub, Subshell, Word
+from .shell_words import ASSIGNMENT, NAME
 
 __all__ = ["Expander", "common_elements", "common_start", "assign", "runtime", "clobber", "stdin_text", "ELEMENT_COST"]
 
@@ -142,7 +142,8 @@ class Expander:
     def substitution(self, part: Sub) -> str:
         """The text a few substitutions give, written out (never run):
         `$(cat <<EOF ... EOF)`, `$(echo WORDS)` and `$(printf '%s' WORD)`,
-        each optionally through `| tr -d SET`. Any other is unknown."""
+        each optionally through `| tr -d SET`, and `$(helper ARGS)` of a
+        function that only prints (:meth:`printed`). Any other is unknown."""
         if part.kind == "command" and part.body is not None and len(part.body.items) == 1:
             pipelines = part.body.items[0].pipelines
             commands = pipelines[0].commands if len(pipelines) == 1 else []
@@ -163,12 +164,53 @@ class Expander:
         if command.redirects:
             return None
         fields = [f for w in command.words[1:] for f in self.fields(w)]
+        function = self.scope.function(head) if head is not None and NAME.fullmatch(head) else None
+        if function is not None:
+            return self.printed(function, fields)
         if head == "echo" and not any(f.startswith("-") and f != "-n" for f in fields[:1]):
             newline = fields[:1] != ["-n"]
             return " ".join(fields[0 if newline else 1:]) + ("\n" if newline else "")
-        if head == "printf" and fields[:1] in (["%s"], ["%s\\n"]) and len(fields) == 2:
-            return fields[1] + ("\n" if fields[0].endswith("n") else "")
+        if head == "printf" and fields:
+            return _printf(fields[0], fields[1:])
         return None
+
+    def printed(self, function: FunctionDef, args: list[str]) -> str | None:
+        """What a function of the script writes, called with ``args``, where
+        its body only sets variables (``local`` too) and then prints with
+        one `echo` or `printf '%s'`: a helper that builds a JSON config from
+        its arguments (ROCm/MAD's `kv_config=$(_moriio_build_kv_transfer_config
+        "$role")`). None for any other body. A substitution runs in a
+        subshell: what the function sets stays there."""
+        steps = _simple_steps(function)
+        if not steps or steps[-1].words[0].literal() not in ("echo", "printf") or self.run.nesting >= MAX_NESTING:
+            return None
+        inner = Expander(self.run, Scope(self.scope, frame=True, positional=list(args)), self.line)
+        self.run.nesting += 1  # a helper that calls itself ends at the bound
+        try:
+            return inner.output(steps[-1]) if all(inner.set_only(step) for step in steps[:-1]) else None
+        finally:
+            self.run.nesting -= 1
+
+    def set_only(self, command: Simple) -> bool:
+        """Run a command that only sets variables (`NAME=value`, `local NAME=value`,
+        `local NAME`) in this scope; False for any other (what it set before
+        the word it cannot read is then of no use: the caller gives up)."""
+        declared = command.words[0].literal() in ("local", "declare", "typeset")
+        if command.redirects:
+            return False
+        for word in command.words[1:] if declared else command.words:
+            head = word.parts[0] if word.parts else None
+            match = ASSIGNMENT.match(head.text) if isinstance(head, Lit) and not head.quoted else None
+            name = match.group(1) if match is not None else word.literal()
+            if match is None and not (declared and name is not None and NAME.fullmatch(name)):
+                return False
+            value = ""
+            if match is not None:
+                value = self.word(Word((Lit(head.text[match.end():]),) + word.parts[1:], word.line))  # type: ignore[union-attr]
+                current = self.scope.lookup(match.group(1)) if match.group(2) else None
+                value = (current.value or "" if current is not None else "") + value
+            self.scope.vars[name] = Var(value, False, self.run.next_epoch())  # type: ignore[index]
+        return True
 
     def deleted(self, command: Simple, text: str) -> str | None:
         """`tr -d SET`: the characters of SET (literal, \\n \\t \\r, [:space:], [:blank:]) removed."""
@@ -304,6 +346,45 @@ def _split_atoms(atoms: list[str], ifs: str) -> tuple[bool, list[str], bool]:
     if whitespace:  # runs of it separate, at the ends they vanish
         return (lead, [w for w in words if w], trail)
     return (lead, words[1 if lead else 0:len(words) - 1 if trail else len(words)], trail)
+
+
+_PRINTF = re.compile(r"%[s%]|\\[nt\\\"']|[%\\]")
+_PRINTF_TEXT = {"%%": "%", "\\n": "\n", "\\t": "\t", "\\\\": "\\", '\\"': '"', "\\'": "'"}
+
+
+def _printf(form: str, args: list[str]) -> str | None:
+    """What `printf FORMAT ARGS...` writes where FORMAT holds no directive
+    but `%s` (and `%%`), each taking the next argument (none left: empty),
+    and no escape but `\\n`, `\\t` and a quoted backslash or quote; None for
+    any other, or for more arguments than `%s`s (printf would repeat FORMAT)."""
+    if has_unresolved(form):
+        return None
+    pieces = _PRINTF.split(form)
+    marks = _PRINTF.findall(form)
+    if any(mark not in _PRINTF_TEXT and mark != "%s" for mark in marks) or len(args) > marks.count("%s"):
+        return None
+    values = iter(args)
+    out = [pieces[0]]
+    for mark, piece in zip(marks, pieces[1:]):
+        out.append((next(values, "") if mark == "%s" else _PRINTF_TEXT[mark]) + piece)
+    return "".join(out)
+
+
+def _simple_steps(function: FunctionDef) -> list[Simple] | None:
+    """A function's body as the simple commands it runs one after another
+    (`name() { a; b; }`), or None where it holds anything else."""
+    body = function.body.body if isinstance(function.body, (Group, Subshell)) else None
+    if body is None:
+        return None
+    steps = []
+    for item in body.items:
+        if len(item.pipelines) != 1 or len(item.pipelines[0].commands) != 1 or item.background:
+            return None
+        step = item.pipelines[0].commands[0]
+        if not isinstance(step, Simple) or not step.words:
+            return None
+        steps.append(step)
+    return steps
 
 
 def assign(run: Run, scope: Scope, name: str, value: str, *, exported: bool | None = None, local: bool = False,

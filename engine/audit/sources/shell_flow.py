@@ -18,11 +18,10 @@ from .shell_expand import Expander, assign, clobber, common_elements, common_sta
 from .shell_state import MAX_BRANCHES, UNSET, Branches, Place, Run, Scope, Script, Var
 from .shell_tree import (AndOr, Arith, Array, Case, CommandList, FunctionDef, Group, If, Lit, Loop, Simple, Subshell,
                          Word)
-from .shell_words import NAME
+from .shell_words import ASSIGNMENT, NAME
 
-__all__ = ["Flow", "ASSIGNMENT", "ARITH_ASSIGNED"]
+__all__ = ["Flow", "ARITH_ASSIGNED"]
 
-ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 ARITH_ASSIGNED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|"
                             r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:\+\+|--)|(?:\+\+|--)\s*([A-Za-z_][A-Za-z0-9_]*)")
 

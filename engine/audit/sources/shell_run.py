@@ -23,11 +23,11 @@ from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, applied_file, docker_run, name_operands, nested_script,
                              only_markers, ssh_command)
 from .shell_expand import Expander, clobber, runtime, stdin_text
-from .shell_flow import ARITH_ASSIGNED, ASSIGNMENT, Flow
+from .shell_flow import ARITH_ASSIGNED, Flow
 from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Place, Script, Scope, Stop, Var, normal_path
 from .shell_syntax import parse_body
 from .shell_tree import FunctionDef, Lit, Param, ShellSyntaxError, Simple, Word
-from .shell_words import NAME
+from .shell_words import ASSIGNMENT, NAME
 
 __all__ = ["Interpreter"]
 

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from .shell_tree import (MAX_DEPTH, Array, CommandList, Lit, Param, Part, Redirect, ShellSyntaxError, Sub,
                          Word)
 
-__all__ = ["Lexer", "Token", "NAME"]
+__all__ = ["Lexer", "Token", "NAME", "ASSIGNMENT"]
 
 _BLANK = re.compile(r"(?:[ \t\r]|\\\n)+")
 _PLAIN = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`\x00]+")
@@ -26,6 +26,8 @@ _SIMPLE_WORD = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`\x00]+(?=[ \t\r\n;&|()<>]|\Z)
 _DQ_PLAIN = re.compile(r"[^\"\\$`\x00]+")
 _BRACE_PLAIN = re.compile(r"[^}'\"\\$`\x00]+")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The start of an assignment word: NAME= or NAME+=.
+ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _SPECIAL = frozenset("@*#?$!-0123456789")
 # Operators, longest first.
 _OPERATOR = re.compile(r";;&|;;|;&|&&|\|\||\|&|&>>|&>|<<<|<<-|<<|<>|<&|>>|>&|>\||[;&|()<>]")
