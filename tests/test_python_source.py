@@ -77,6 +77,30 @@ build("LMCacheConnectorV1")
     assert decided(only) == ("disabled", False)
 
 
+def test_engine_args_bound_on_each_branch_and_handed_to_llm_are_the_launches(tmp_path):
+    # vllm-project/vllm examples/others/lmcache/cpu_offload_lmcache.py before 0.11 (as
+    # HabanaAI/vllm-fork still carries it): `llm_args = EngineArgs(...)` on each branch of an `if`,
+    # then `LLM(**asdict(llm_args))`. The LLM call was a third launch, decided `enabled` with a note
+    # that its unpacked keywords may hold any options, beside the two `disabled` EngineArgs calls.
+    found = read(tmp_path, """\
+from dataclasses import asdict
+from vllm import LLM
+from vllm.config import KVTransferConfig
+from vllm.engine.arg_utils import EngineArgs
+
+def build_llm_with_lmcache(lmcache_connector, model, vllm_version):
+    ktc = KVTransferConfig(kv_connector=lmcache_connector, kv_role="kv_both")
+    if vllm_version == "v0":
+        llm_args = EngineArgs(model=model, kv_transfer_config=ktc, enable_chunked_prefill=True)
+    else:
+        llm_args = EngineArgs(model=model, kv_transfer_config=ktc)
+    return LLM(**asdict(llm_args))
+
+build_llm_with_lmcache("LMCacheConnectorV1", "mistralai/Mistral-7B-Instruct-v0.2", "v1")
+""")
+    assert [(d.line, decided(d)) for d in found.deployments] == [(9, ("disabled", False)), (11, ("disabled", False))]
+
+
 def test_keyword_arguments_unpacked_from_a_dict_the_file_writes_are_read(tmp_path):
     found = read(tmp_path, HEADER + """\
 def main(args):

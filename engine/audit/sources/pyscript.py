@@ -292,6 +292,13 @@ class Script:
             innermost = False
         return Unknown(name, "is not set in this file")
 
+    def values(self, name: str, scope: Any) -> list[ast.expr | None]:
+        """What each binding of ``name`` in the innermost scope that binds it
+        gives it (None: a parameter, an import, a loop's target...)."""
+        while scope is not None and name not in self.scopes.get(scope, {}):
+            scope = self.parent.get(scope)
+        return [binding.value for binding in self.scopes[scope][name]] if scope is not None else []
+
     def _in_order(self, scope: Any, name: str, bound: list[Binding]) -> tuple[list[int], list[Binding], bool]:
         """A name's bindings in a scope by line (recorded in no particular
         order), and whether each is a statement of the scope's own body:

@@ -350,7 +350,9 @@ class _Reader(CommandLists):
     def _only_hands_on(self, call: ast.Call, scope: Any) -> bool:
         """Whether ``call`` only passes on an EngineArgs object whose own call
         is the launch: ``LLM(**asdict(engine_args))`` (``from_engine_args(args)``
-        is no launch at all: its EngineArgs call is)."""
+        is no launch at all: its EngineArgs call is), also where each branch of
+        an ``if`` binds ``engine_args`` to a call of its own (vLLM's LMCache
+        CPU-offloading example)."""
         if self.what(call.func) != "LLM" or call.args:
             return False
         splats = [k.value for k in call.keywords if k.arg is None]
@@ -359,8 +361,11 @@ class _Reader(CommandLists):
         splat = splats[0]
         if isinstance(splat, ast.Call) and isinstance(splat.func, (ast.Name, ast.Attribute)) and len(splat.args) == 1 \
                 and (splat.func.id if isinstance(splat.func, ast.Name) else splat.func.attr) in _UNPACKERS:
-            source = self.source(splat.args[0], scope, 0)
-            return isinstance(source, ast.Call) and self.what(source.func) in _LAUNCHES
+            target = splat.args[0]
+            sources = [self.source(target, scope, 0)]
+            if sources[0] is None and isinstance(target, ast.Name):
+                sources = self.values(target.id, scope)
+            return bool(sources) and all(isinstance(s, ast.Call) and self.what(s.func) in _LAUNCHES for s in sources)
         return False
 
     def _deployment(self, call: ast.Call, scope: Any, what: str, env: dict[str, Arg],
