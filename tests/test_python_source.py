@@ -77,6 +77,29 @@ build("LMCacheConnectorV1")
     assert decided(only) == ("disabled", False)
 
 
+def test_another_librarys_llm_imported_in_its_function_is_no_launch(tmp_path):
+    # NVIDIA/TensorRT-Model-Optimizer tests/_test_utils/deploy_utils.py: one function imports
+    # TensorRT-LLM's `LLM`, another vLLM's; both calls were read as vLLM launches.
+    found = read(tmp_path, """\
+from vllm import SamplingParams
+
+def deploy_trtllm(model_id, tp):
+    from tensorrt_llm import LLM
+    return LLM(model=model_id, tensor_parallel_size=tp)
+
+def deploy_vllm(model_id, tp):
+    from vllm import LLM
+    return LLM(model=model_id, tensor_parallel_size=tp)
+
+class Deployer:
+    def run(self, model_id):
+        from vllm import LLM as VllmLLM
+        from tensorrt_llm import LLM
+        return VllmLLM(model=model_id), LLM(model=model_id)
+""")
+    assert [d.line for d in found.deployments] == [9, 15]
+
+
 def test_engine_args_bound_on_each_branch_and_handed_to_llm_are_the_launches(tmp_path):
     # vllm-project/vllm examples/others/lmcache/cpu_offload_lmcache.py before 0.11 (as
     # HabanaAI/vllm-fork still carries it): `llm_args = EngineArgs(...)` on each branch of an `if`,

@@ -15,7 +15,7 @@ import ast
 from typing import cast
 
 __all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "dict_entries", "dict_changes",
-           "bound_names", "within"]
+           "bound_names", "within", "imported_from"]
 
 # The methods that change a dict: `update` with its keys written out is followed, the others are not.
 _DICT_CHANGES = frozenset({"update", "pop", "popitem", "setdefault", "clear"})
@@ -131,3 +131,17 @@ def within(node: ast.expr, outer: ast.expr) -> bool:
     """Whether ``node`` is written inside ``outer`` (by their places in the file)."""
     return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
         (node.end_lineno or 0, node.end_col_offset or 0) <= (outer.end_lineno or 0, outer.end_col_offset or 0)
+
+
+def imported_from(scope: ast.AST, name: str) -> str | None:
+    """The module a scope's own statements (not those of a function or class
+    inside it) import ``name`` from (`from tensorrt_llm import LLM`), or
+    None where they import no such name."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+            return "." * node.level + (node.module or "")
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return None

@@ -19,7 +19,7 @@ from ...core.options import ENV_NAMES
 from .pyforms import added_to_itself, bound_names, copy_of, dict_changes, dotted_name, list_holder, made_from, within
 
 __all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "Script", "Unknown", "Binding", "as_word", "as_json_word", "is_environ",
-           "source_text"]
+           "is_vllm_module", "source_text"]
 
 # The classes whose call starts (or configures) an engine, and the KV-transfer config class.
 ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
@@ -111,13 +111,13 @@ class Script:
 
     def _imports(self) -> None:
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and _is_vllm(node.module or ""):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and is_vllm_module(node.module or ""):
                 for alias in node.names:
                     if alias.name in ENGINES or alias.name in CONFIGS:
                         self.imported[alias.asname or alias.name] = alias.name
             elif isinstance(node, ast.Import):
                 for alias in node.names:
-                    if _is_vllm(alias.name):
+                    if is_vllm_module(alias.name):
                         self.modules.add(alias.asname or alias.name.split(".")[0])
 
     def _bind(self, node: ast.AST, scope: Any) -> None:
@@ -526,7 +526,7 @@ def _block_ends(node: ast.AST) -> dict[int, int]:
     return ends
 
 
-def _is_vllm(module: str) -> bool:
+def is_vllm_module(module: str) -> bool:
     return module == "vllm" or module.startswith("vllm.")
 
 

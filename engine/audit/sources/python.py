@@ -67,9 +67,9 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
-from .pyforms import dict_entries, dotted_name
+from .pyforms import dict_entries, dotted_name, imported_from
 from .pylists import CommandLists, Readings
-from .pyscript import ENGINES, Unknown, as_word, is_environ, source_text
+from .pyscript import ENGINES, Unknown, as_word, is_environ, is_vllm_module, source_text
 from .release import VERSION, ReleaseHint, from_image, from_pin
 from .shell import run_script
 from .shell_commands import nested_script
@@ -197,7 +197,8 @@ class _Reader(CommandLists):
         # An engine's call (what it is), or a command list that starts vLLM's server (its words).
         launches: list[tuple[ast.expr, Any, str | Readings | _Shell | _Split]] = [
             (call, scope, what) for call, scope in self.calls
-            if (what := self.what(call.func)) in _LAUNCHES and not self._only_hands_on(call, scope)]
+            if (what := self.what(call.func)) in _LAUNCHES and not self._only_hands_on(call, scope)
+            and not self._foreign(call, scope)]
         derived = [(node, scope, argv, base) for node, scope, name, base, extra in self.derived
                    if (argv := self.made_words(node, scope, name, base, extra)) is not None]
         # A list that others are made from is a launch of its own only where the file runs it itself.
@@ -346,6 +347,17 @@ class _Reader(CommandLists):
             inv.paths = tuple((which, _restored_words(argv, held), _restored_env(path_env, held))
                               for which, argv, path_env in inv.paths)
         return found
+
+    def _foreign(self, call: ast.Call, scope: Any) -> bool:
+        """Whether the callee's name is, where the call reads it, another
+        library's: imported in the call's function from a module not vLLM's
+        (TensorRT-LLM's `LLM` beside vLLM's in NVIDIA's Model Optimizer tests)."""
+        while isinstance(call.func, ast.Name) and scope is not None:
+            module = imported_from(scope, call.func.id)
+            if module is not None:
+                return not is_vllm_module(module)
+            scope = self.parent.get(scope)
+        return False
 
     def _only_hands_on(self, call: ast.Call, scope: Any) -> bool:
         """Whether ``call`` only passes on an EngineArgs object whose own call
