@@ -190,6 +190,7 @@ class _Reader(CommandLists):
         self.ctx = ctx
         self.problems: list[Problem] = []  # the file's: a bound hit (source.limit)
         self._limited: set[int] = set()  # the functions whose calls a bound cut
+        self._imported_in: dict[tuple[int, str], str | None] = {}  # (scope, name) -> the module it imports it from
 
     # -- the launches ----------------------------------------------------------------------
 
@@ -349,11 +350,12 @@ class _Reader(CommandLists):
         return found
 
     def _foreign(self, call: ast.Call, scope: Any) -> bool:
-        """Whether the callee's name is, where the call reads it, another
-        library's: imported in the call's function from a module not vLLM's
-        (TensorRT-LLM's `LLM` beside vLLM's in NVIDIA's Model Optimizer tests)."""
+        """Whether the callee's name is another library's where the call reads it: imported
+        there from a module not vLLM's (TensorRT-LLM's `LLM` in NVIDIA's Model Optimizer tests)."""
         while isinstance(call.func, ast.Name) and scope is not None:
-            module = imported_from(scope, call.func.id)
+            key = (id(scope), call.func.id)  # each scope's statements are read once for a name
+            module = self._imported_in[key] if key in self._imported_in else \
+                self._imported_in.setdefault(key, imported_from(scope, call.func.id))
             if module is not None:
                 return not is_vllm_module(module)
             scope = self.parent.get(scope)
