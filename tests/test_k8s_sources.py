@@ -7,6 +7,7 @@ without its companions."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -777,6 +778,42 @@ def test_a_json6902_patch_in_a_file_applies_to_its_target(tmp_path):
     (entry,) = [e for e in audit([str(tmp_path)]).entries if "/overlay/" in e.deployment.file]
     assert (Path(entry.deployment.file).name, entry.deployment.line, entry.decision["outcome"]) == (
         "kustomization.yaml", 6, "error")
+
+
+def test_a_components_patches_apply_before_the_overlays_own(tmp_path):
+    # llm-d/llm-d-inference-scheduler (520af47) deploy/environments/dev/*: overlays list
+    # `components: [../../../components/overlays/simulator]`, a `kind: Component` whose JSON6902
+    # patches set the decode container's args (DEVELOPMENT.md's `real-vllm` component adds
+    # `--kv-events-config` so). The overlay was read as if the component were absent, and the
+    # component file was a note that it mentions a KV option.
+    nixl = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+    component = tmp_path / "components" / "kv"
+    write(component / "kustomization.yaml", (
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n"
+        "- target: {kind: Deployment, name: vllm}\n  patch: |\n    - op: add\n"
+        "      path: /spec/template/spec/containers/0/args/-\n"
+        f"      value: '--kv-transfer-config={nixl}'\n"))
+    server = '        command: ["vllm", "serve"]\n        args: ["--model=m"]\n'
+    overlay = _overlay(tmp_path, {}, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                     "resources:\n- ../base\ncomponents:\n- ../components/kv\n", server=server)
+    report = audit([str(tmp_path)])
+    (entry,) = [e for e in report.entries if "/overlay/" in e.deployment.file]
+    assert (Path(entry.deployment.file).name, entry.deployment.line) == ("kustomization.yaml", 6)
+    assert json.loads(entry.deployment.document["kv_transfer_config"]) == json.loads(nixl)
+    assert [Path(os.path.normpath(f)).relative_to(tmp_path).as_posix() for f in entry.deployment.chain] == [
+        "overlay/kustomization.yaml", "base/deployment.yaml", "components/kv/kustomization.yaml"]
+    assert [(Path(n.file).relative_to(tmp_path).as_posix(), n.message) for n in report.notes] == [
+        ("components/kv/kustomization.yaml", "a kustomize Component: its patches apply where a kustomization lists it "
+                                             "in `components:`, and are read there; it is no launch on its own")]
+    # The overlay's own patch that gives the args is where the launch is reported, the component's applied first.
+    own = write(overlay / "patch.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: vllm}\nspec:\n"
+                                        "  template:\n    spec:\n      containers:\n      - name: inference-server\n"
+                                        "        args: [--model=m2]\n")
+    write(overlay / "kustomization.yaml", "resources:\n- ../base\ncomponents:\n- ../components/kv\npatches:\n"
+                                          "- path: patch.yaml\n")
+    (entry,) = [e for e in audit([str(tmp_path)]).entries if "/overlay/" in e.deployment.file]
+    assert (entry.deployment.file, entry.deployment.document["model"]) == (str(own), {"name": "m2"})
+    assert "kv_transfer_config" not in entry.deployment.document  # the strategic merge replaced the args list
 
 
 def test_an_overlay_of_a_base_by_url_is_an_unresolved_launch_not_silence(tmp_path):

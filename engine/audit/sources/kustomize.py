@@ -18,6 +18,13 @@ or only ``command`` is a launch the decision cannot make
 (``source.unresolved``), and a JSON6902 patch is a problem of the
 kustomization.
 
+The patches of the kustomize Components a kustomization lists
+(``components:``, each a folder whose kustomization is ``kind: Component``)
+apply before its own, as kustomize applies them; a launch that a
+component's patch gives its command or args is reported at that
+``components:`` entry (llm-d adds a connector or ``--kv-events-config``
+this way).
+
 The ``images:`` transformer names the image a placeholder stands for."""
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from .kserve import strategic_merge
 from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines
 
-__all__ = ["is_kustomization", "kustomization", "patch_file", "KUSTOMIZATION_NAMES"]
+__all__ = ["is_kustomization", "is_component", "component_note", "kustomization", "patch_file", "KUSTOMIZATION_NAMES"]
 
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 _NAMES = KUSTOMIZATION_NAMES
@@ -46,6 +53,20 @@ _NAMES = KUSTOMIZATION_NAMES
 
 def is_kustomization(obj: dict[str, Any]) -> bool:
     return obj.get("kind") == "Kustomization" and str(obj.get("apiVersion", "")).startswith("kustomize.config.k8s.io")
+
+
+def is_component(obj: dict[str, Any]) -> bool:
+    return obj.get("kind") == "Component" and str(obj.get("apiVersion", "")).startswith("kustomize.config.k8s.io")
+
+
+def component_note(ctx: Ctx, component: dict[str, Any], lines: Lines) -> Problem | None:
+    """A kustomize Component whose patches give a container its command or
+    args is no launch of its own: a note says where it is read."""
+    if not any(_commands(patch, part) for patch in _named_patches(ctx, ctx.path.parent, component, [], lines)
+               for part in patch.content):
+        return None
+    return ctx.problem("source.unrecognized", "a kustomize Component: its patches apply where a kustomization lists "
+                       "it in `components:`, and are read there; it is no launch on its own", line=lines.at() or 1)
 
 
 def _kustomization_in(ctx: Ctx, folder: Path) -> Companion | None:
@@ -100,6 +121,8 @@ class _Patch(NamedTuple):
     target: dict[str, Any] | None  # `target:`, for a JSON6902 patch or a targeted strategic merge
     content: list[Any]  # the strategic-merge documents, or [the JSON6902 operations]
     json6902: bool
+    component: int | None = None  # its Component's index in `components` (None: the kustomization's own)
+    written_in: str | None = None  # a Component's patch: its file, or the Component's kustomization (inline)
 
 
 class _Overlaid(NamedTuple):
@@ -146,6 +169,24 @@ def _named_patches(ctx: Ctx, folder: Path, kust: dict[str, Any], problems: list[
     return out
 
 
+def _patches(ctx: Ctx, folder: Path, kust: dict[str, Any], problems: list[Problem], lines: Lines) -> list[_Patch]:
+    """Every patch a kustomization applies, in order: those of the
+    Components it lists (a patch file named from the kustomization's
+    folder), then its own."""
+    out: list[_Patch] = []
+    components = kust["components"] if isinstance(kust.get("components"), list) else []
+    for index, entry in enumerate(components):
+        found = _kustomization_in(ctx, folder / str(entry)) if isinstance(entry, str) and ctx.fs else None
+        component = found.documents[0][0] if found is not None and found.documents else None
+        if not isinstance(component, dict) or not is_component(component):
+            continue
+        for patch in _named_patches(ctx, folder / entry, component, [], found.documents[0][1]):  # type: ignore[union-attr]
+            named = os.path.normpath(os.path.join(entry, patch.file)) if patch.file is not None else None
+            written_in = os.path.normpath(os.path.join(entry, Path(found.display).name))  # type: ignore[union-attr]
+            out.append(patch._replace(file=named, entry=None, component=index, written_in=named or written_in))
+    return out + _named_patches(ctx, folder, kust, problems, lines)
+
+
 def _targets(patch: _Patch, obj: dict[str, Any]) -> list[Any]:
     """The parts of ``patch`` that apply to ``obj``: its operations (JSON6902) or its documents."""
     meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
@@ -174,8 +215,10 @@ def _overlaid(ctx: Ctx, folder: Path, kust: dict[str, Any], patches: list[_Patch
         for patch in patches:
             for part in _targets(patch, base):
                 first = first or patch
-                files += [patch.file] if patch.file is not None and patch.file not in files else []
-                if anchor is None and _commands(patch, part):
+                named = patch.written_in or patch.file
+                files += [named] if named is not None and named not in files else []
+                # The kustomization's own patch is where a reader looks first; a Component's where none is.
+                if _commands(patch, part) and (anchor is None or anchor.component is not None and patch.component is None):
                     anchor = patch
                 if patch.json6902:
                     for op in part:
@@ -204,7 +247,7 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
     found, kust = located
     problems: list[Problem] = []
     # (an inline patch's problems are the kustomization's, which reports them)
-    patches = _named_patches(ctx, ctx.path.parent, kust, [], found.documents[0][1])
+    patches = _patches(ctx, ctx.path.parent, kust, [], found.documents[0][1])
     mine = [patch for patch in patches if patch.file == ctx.path.name]
     if not mine:
         return None
@@ -341,12 +384,12 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
     gives a command or args (the entry's own line for a file)."""
     out: list[Deployment] = []
     problems: list[Problem] = []
-    patches = _named_patches(ctx, ctx.path.parent, kust, problems, lines)  # (a file's patches are read only from disk)
+    patches = _patches(ctx, ctx.path.parent, kust, problems, lines)  # (a file's patches are read only from disk)
     overlays = _overlaid(ctx, ctx.path.parent, kust, patches)
     generated = _generated(ctx, kust) if overlays else {}
     for overlay in overlays:
         anchor = overlay.anchor
-        if not anchor.json6902:
+        if not anchor.json6902 and anchor.component is None:  # (reported at its patch file)
             continue
         others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files)
         out += _launches(ctx, overlay.obj, (overlay.base, *others), [], generated, line=_patch_line(lines, anchor))
@@ -361,7 +404,10 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
 
 
 def _patch_line(lines: Lines, patch: _Patch) -> int | None:
-    """Where a JSON6902 patch is reported: its first `value:` that gives a command or args (inline), else its entry."""
+    """Where a JSON6902 patch is reported: its first `value:` that gives a command or args (inline), else its entry;
+    a Component's patch at the Component's entry in `components`."""
+    if patch.component is not None:
+        return lines.at("components", patch.component)
     if patch.entry is None:
         return lines.at()
     if patch.file is None:

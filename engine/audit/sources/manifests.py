@@ -21,7 +21,7 @@ from .kaito import is_kaito, kaito_objects
 from .kserve import CONFIG_KIND, SERVICE_KIND, llm_inference_services
 from .kubeai import is_model, kubeai_models
 from .kubernetes import kubernetes
-from .kustomize import is_kustomization, kustomization, patch_file
+from .kustomize import component_note, is_component, is_kustomization, kustomization, patch_file
 from .llmaz import is_backend_runtime, is_playground, llmaz_playgrounds, runtime_note
 from .marks import Lines
 from .modelservice import is_base_config, is_model_service, model_services
@@ -55,6 +55,9 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             out += found
             problems += found_problems
             fmt = "kustomize"
+        elif is_component(obj):
+            noted = component_note(ctx, obj, lines)
+            notes += [noted] if noted is not None else []
         elif kind == SERVICE_KIND:
             services.append((obj, lines))
         elif kind == CONFIG_KIND:
