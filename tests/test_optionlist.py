@@ -83,4 +83,4 @@ def test_no_release_gives_an_option_more_words_than_the_command_reader_lets_it_t
     # The options that take a list in older releases only are the ones the reader is careful after.
     older_only = sorted({option.flag for release in known_releases() for option in known_options(release).by_dest.values()
                          if option.type == "list" and option.flag not in listed})
-    assert older_only == ["--cuda-graph-sizes", "--long-lora-scaling-factors"]
+    assert older_only == ["--cuda-graph-sizes", "--long-lora-scaling-factors", "--prompt-adapters"]  # (0.9.x)
