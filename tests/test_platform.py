@@ -14,6 +14,8 @@ from hma_policy.core.facts import extract
 from sourcefiles import write
 
 NOT_CUDA_OR_ROCM = "vLLM before 0.10.2 runs the hybrid KV cache manager only on CUDA and ROCm"
+HPU_BEFORE = ("Intel Gaudi's HPU platform does not support the hybrid KV cache manager before vLLM 0.14.1 "
+              "(vllm-gaudi's HpuPlatform inherits support_hybrid_kv_cache() false until then)")
 
 
 def facts_of(document):
@@ -45,6 +47,14 @@ def test_the_platform_name_is_a_fact_of_the_document():
     ("0.10.1.1", "npu", "disabled", NOT_CUDA_OR_ROCM),
     ("0.10.2", "npu", "enabled", None),
     ("0.33.0", "npu", "enabled", None),
+    # Intel Gaudi (vllm-gaudi): its HpuPlatform defines support_hybrid_kv_cache() -> True from v0.14.1,
+    # and inherits the base Platform's false before (vllm-project/vllm-gaudi vllm_gaudi/platform.py).
+    ("0.10.1", "hpu", "disabled", NOT_CUDA_OR_ROCM),
+    ("0.11.0", "hpu", "disabled", HPU_BEFORE),
+    ("0.12.0", "hpu", "disabled", HPU_BEFORE),
+    ("0.14.0", "hpu", "disabled", HPU_BEFORE),
+    ("0.14.1", "hpu", "enabled", None),
+    ("0.33.0", "hpu", "enabled", None),
 ])
 def test_each_release_knows_what_its_platforms_support(release, platform, outcome, reason):
     decision = hma_policy.decide({"vllm_version": release, "platform": {"name": platform}})
@@ -55,7 +65,7 @@ def test_each_release_knows_what_its_platforms_support(release, platform, outcom
 def test_hisparse_needs_cuda_whatever_names_the_platform():
     hisparse = {"vllm_version": "0.33.0", "hisparse_config": {}}
     assert hma_policy.decide(hisparse).outcome == "enabled"
-    for platform in ({"is_cuda": False}, {"name": "rocm"}, {"name": "cpu"}, {"name": "npu"}):
+    for platform in ({"is_cuda": False}, {"name": "rocm"}, {"name": "cpu"}, {"name": "npu"}, {"name": "hpu"}):
         decision = hma_policy.decide({**hisparse, "platform": platform})
         assert [(e.code, e.path) for e in decision.errors] == [
             ("hisparse.requires_cuda", "/platform/is_cuda" if "is_cuda" in platform else "/platform/name")]
