@@ -341,6 +341,24 @@ def test_a_chart_templates_if_and_else_may_both_give_a_key_of_an_object_that_hol
     assert (found.deployments, [p.code for p in found.problems]) == ((), ["input.parse"])
 
 
+def test_an_object_of_another_kind_that_names_no_container_is_podless_too(tmp_path):
+    # llm-d/llm-d-inference-scheduler (520af47) config/charts/inferencepool/templates/gke.yaml: a GKE
+    # HealthCheckPolicy whose `if` and `else` both give `config:` was an input.parse problem, as its kind
+    # is not one the reader knows; it names no container, image, command or args, so it runs nothing.
+    policy = template(tmp_path, "gke.yaml", (
+        "kind: HealthCheckPolicy\napiVersion: networking.gke.io/v1\nmetadata:\n  name: {{ .Release.Name }}\n"
+        "spec:\n  default:\n    {{- if eq .Values.protocol \"http\" }}\n    config:\n      type: HTTP\n"
+        "    {{- else if eq .Values.modelServerType \"vllm\" }}\n    config:\n      type: GRPC\n"
+        "      grpcHealthCheck:\n        grpcServiceName: \"/vllm.grpc.engine.VllmEngine/HealthCheck\"\n    {{- end }}\n"))
+    assert read_source(policy).skipped == PODLESS
+    # A custom resource that names an image or args under such an `if` may run vLLM: still a problem.
+    service = template(tmp_path, "isvc.yaml", (
+        "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata:\n  name: {{ .Release.Name }}\n"
+        "spec:\n  predictor:\n    model:\n      {{- if .Values.a }}\n      args: [--kv-transfer-config, a]\n"
+        "      {{- else }}\n      args: [--kv-transfer-config, b]\n      {{- end }}\n"))
+    assert [p.code for p in read_source(service).problems] == ["input.parse"]
+
+
 def test_a_chart_template_in_a_folder_of_templates_is_read_as_one(tmp_path):
     # opea-project/GenAIInfra (9200b37) helm-charts/common/vllm/templates/tests/test-pod.yaml: Helm
     # renders every folder under templates/; the curl pod of `helm test` was an input.parse problem.

@@ -52,6 +52,10 @@ _PODLESS = frozenset({"HorizontalPodAutoscaler", "PodDisruptionBudget", "Service
                       "ValidatingWebhookConfiguration"})
 
 
+# The keys of an object that runs something: a pod's containers, or a custom resource's image, command or args.
+_RUNS = re.compile(r"^\s*-?\s*(?:initContainers|containers|image|command|args)\s*:", re.M)
+
+
 def in_chart(ctx: Ctx) -> bool:
     """Whether the file is a template of a Helm chart: in its `templates`
     folder, or a folder in it (Helm renders them all: `templates/tests/`)."""
@@ -101,6 +105,7 @@ def chart_template(ctx: Ctx) -> Template | None:
     built: list[tuple[str, int]] = []
     chart = _Chart(ctx)
     for start, body in yaml_chunks("\n".join(rows)):
+        runs = True  # whether the object may run something
         try:
             obj = yamlsafe.load(body)[0]
         except yamlsafe.YamlProblem as refused:
@@ -109,9 +114,10 @@ def chart_template(ctx: Ctx) -> Template | None:
             obj = _podless(body) if refused.duplicate else None
             if obj is None:
                 return None
+            runs = False
         if not isinstance(obj, dict):
             continue
-        podless = podless and obj.get("kind") in _PODLESS
+        podless = podless and (obj.get("kind") in _PODLESS or not runs)
         lines = Lines(body, start + 1)
         meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         pods = list(pod_templates(obj))
@@ -147,12 +153,17 @@ def chart_template(ctx: Ctx) -> Template | None:
 
 
 def _podless(body: str) -> dict[str, Any] | None:
-    """A template's object that gives a key twice, where its kind holds no pod (else None)."""
+    """A template's object that gives a key twice, where it holds no pod
+    (else None): its kind holds none, or it names no container, image,
+    command or args at all (a GKE HealthCheckPolicy whose `if`/`else` both
+    give `config:`; a custom resource that runs vLLM names one of them)."""
     try:
         obj = yamlsafe.load(body, repeated=True)[0]
     except yamlsafe.YamlProblem:
         return None
-    return obj if isinstance(obj, dict) and obj.get("kind") in _PODLESS else None
+    if not isinstance(obj, dict):
+        return None
+    return obj if obj.get("kind") in _PODLESS or not (list(pod_templates(obj)) or _RUNS.search(body)) else None
 
 
 def _chart_name(ctx: Ctx) -> str | None:
