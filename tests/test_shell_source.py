@@ -801,6 +801,24 @@ def test_docker_options_from_a_variable_are_not_taken_for_the_image(tmp_path):
     assert (d.line, d.release.version, ktc(d)["kv_connector"]) == (6, "0.10.1", "LMCacheConnectorV1")
 
 
+def test_a_variable_set_on_one_path_only_is_read_once_per_path(tmp_path):
+    # HabanaAI/vllm-fork .buildkite/nightly-benchmarks/scripts/run-performance-benchmarks.sh:
+    # `if [[ "${ENGINE_VERSION:-v0}" == "v1" ]]; then export VLLM_USE_V1=1; fi`. Only variables
+    # set on every path were read per path, so the launch was `source.unresolved` on VLLM_USE_V1,
+    # which 0.33.0 does not read; the other path leaves it to the environment, as before the `if`.
+    script = write(tmp_path / "bench.sh", 'if [[ "${ENGINE_VERSION:-v0}" == "v1" ]]; then\n  export VLLM_USE_V1=1\nfi\n'
+                                          "vllm serve m --tensor-parallel-size 1\n"
+                                          'if [ -n "$KV" ]; then\n'
+                                          f"  EXTRA=\"--kv-transfer-config '{LMCACHE}'\"\nfi\n"
+                                          "vllm serve m2 $EXTRA\n")
+    use_v1, kv = audit([str(script)]).entries
+    assert (use_v1.decision["outcome"], [n.code for n in use_v1.deployment.notes]) == (
+        "enabled", ["source.unresolved_unused"])
+    assert use_v1.deployment.notes[0].message.endswith("the decision is the same on each of the 2 paths")
+    # A path that adds a connector decides otherwise: unresolved, as where the variable was set before.
+    assert [e["code"] for e in kv.decision["errors"]] == ["source.unresolved"]
+
+
 def test_an_option_added_on_one_path_with_an_unknown_value_leaves_the_launch_unresolved(tmp_path):
     # ROCm/MAD scripts/vllm/kimik3_mi300x/wideep_disagg_2p2d/run_2p2d.sh: `KVARG=(--kv-transfer-config
     # "$KVJSON")` on one path of an `if`, KVJSON from `$(... | base64 -d)`, then `"${KVARG[@]}"`. The

@@ -189,6 +189,7 @@ class Flow:
         markers: list[str] = []
         for name in names:
             found = [p.lookup(name) for p in live]
+            unset_before = scope.lookup(name) is None
             values = {(v.value, v.exported, v.items) if v is not None else None for v in found}
             line = min((v.line for v in found if v is not None and v.line), default=0)
             if len(values) == 1:
@@ -207,9 +208,12 @@ class Flow:
                 else:
                     merged = common_start([v.value if v is not None else None for v in found], marker)
                     scope.vars[name] = Var(merged, exported, epoch, line)
-                set_on_each = [v for v in found if v is not None and v.value is not None]
-                if len(set_on_each) == len(live) <= MAX_BRANCHES:
-                    differing[name], epochs[name] = tuple(set_on_each), epoch
+                # Each path's value; a path that leaves a variable never set before the `if` unset
+                # leaves it to the environment, as before the `if` (`if ...; then export X=1; fi`).
+                on_each = [v if v is not None and v.value is not None else None for v in found]
+                if (all(v is not None for v in on_each) or unset_before) and len(live) <= MAX_BRANCHES:
+                    differing[name] = tuple(v if v is not None else UNSET for v in on_each)
+                    epochs[name] = epoch
                     markers.append(marker)
         if differing:
             branches = Branches(where, differing, epochs)
