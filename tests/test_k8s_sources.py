@@ -349,8 +349,15 @@ def test_an_object_of_another_kind_that_names_no_container_is_podless_too(tmp_pa
         "kind: HealthCheckPolicy\napiVersion: networking.gke.io/v1\nmetadata:\n  name: {{ .Release.Name }}\n"
         "spec:\n  default:\n    {{- if eq .Values.protocol \"http\" }}\n    config:\n      type: HTTP\n"
         "    {{- else if eq .Values.modelServerType \"vllm\" }}\n    config:\n      type: GRPC\n"
-        "      grpcHealthCheck:\n        grpcServiceName: \"/vllm.grpc.engine.VllmEngine/HealthCheck\"\n    {{- end }}\n"))
+        "      grpcHealthCheck:\n        grpcServiceName: \"/vllm.grpc.engine.VllmEngine/HealthCheck\"\n    {{- end }}\n"
+        "---\napiVersion: networking.gke.io/v1\nkind: GCPBackendPolicy\nmetadata:\n  name: {{ .Release.Name }}\n"
+        "spec:\n  default:\n    timeoutSec: 300\n"))
     assert read_source(policy).skipped == PODLESS
+    # A kind the reader does not know, that names nothing it runs, under such an `if`: the same.
+    other = template(tmp_path, "other.yaml", (
+        "apiVersion: example.com/v1\nkind: BackendSetting\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n"
+        "  {{- if .Values.vllm }}\n  protocol: grpc\n  {{- else }}\n  protocol: http\n  {{- end }}\n"))
+    assert read_source(other).skipped == PODLESS
     # A custom resource that names an image or args under such an `if` may run vLLM: still a problem.
     service = template(tmp_path, "isvc.yaml", (
         "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata:\n  name: {{ .Release.Name }}\n"

@@ -49,7 +49,10 @@ _PODLESS = frozenset({"HorizontalPodAutoscaler", "PodDisruptionBudget", "Service
                       "PodMonitor", "PersistentVolumeClaim", "HTTPRoute", "Gateway", "InferencePool", "InferenceModel",
                       "VerticalPodAutoscaler", "ConfigMap", "Secret", "CustomResourceDefinition", "StorageClass",
                       "PriorityClass", "Namespace", "MutatingWebhookConfiguration",
-                      "ValidatingWebhookConfiguration"})
+                      "ValidatingWebhookConfiguration",
+                      # traffic policies of GKE's and Istio's gateways, and the inference extension's objectives
+                      "HealthCheckPolicy", "GCPBackendPolicy", "GCPGatewayPolicy", "DestinationRule",
+                      "VirtualService", "EnvoyFilter", "InferenceObjective"})
 
 
 # The keys of an object that runs something: a pod's containers, or a custom resource's image, command or args.
