@@ -566,8 +566,8 @@ def test_an_image_that_runs_vllm_given_only_arguments_is_a_launch(tmp_path, imag
         presumed = [n for n in d.notes if n.code == "source.image_entrypoint"]
         assert [n.message for n in presumed] == ([
             f"the image `{image}` is taken to run vLLM's OpenAI server with these arguments: it names vLLM and is "
-            "given only vLLM's options, but it is not one of vLLM's release images and its entrypoint is not in "
-            "this file"] if note else [])
+            "given options, `--model` among them, but it is not one of vLLM's release images and its entrypoint "
+            "is not in this file"] if note else [])
 
 
 @pytest.mark.parametrize("image, args", [

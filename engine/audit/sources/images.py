@@ -46,8 +46,8 @@ def presumed_server(image: str, args: Sequence[str]) -> bool:
 def presumed_note(ctx: Ctx, image: str, line: int | None) -> Problem:
     """The note of a launch read through :func:`presumed_server`."""
     return ctx.problem("source.image_entrypoint", f"the image `{image}` is taken to run vLLM's OpenAI server with "
-                       "these arguments: it names vLLM and is given only vLLM's options, but it is not one of vLLM's "
-                       "release images and its entrypoint is not in this file", line=line,
+                       "these arguments: it names vLLM and is given options, `--model` among them, but it is not one "
+                       "of vLLM's release images and its entrypoint is not in this file", line=line,
                        hint="if the image runs something else, audit the file that gives its entrypoint")
 
 
