@@ -341,6 +341,22 @@ def test_a_chart_templates_if_and_else_may_both_give_a_key_of_an_object_that_hol
     assert (found.deployments, [p.code for p in found.problems]) == ((), ["input.parse"])
 
 
+def test_a_key_given_twice_in_a_pod_template_is_named_in_its_problem(tmp_path):
+    # llm-d/llm-d-kv-cache (7be76e1) vllm-setup-helm/templates/deployment.yaml: `volumeMounts` under
+    # both branches of an `if` made the template unreadable, and the problem pointed at line 4,
+    # column 10 ("mapping keys must be strings"), an unrelated line.
+    chart = template(tmp_path, "deployment.yaml", (
+        DEPLOYMENT + "        - name: vllm\n          image: {{ .Values.image }}\n"
+        "          args: [--model, m, --kv-transfer-config, x]\n          {{- if .Values.shm }}\n"
+        "          volumeMounts:\n            - {name: dshm, mountPath: /dev/shm}\n"
+        "          {{- else if .Values.persistence.enabled }}\n          volumeMounts:\n"
+        "            - {name: data, mountPath: /data}\n          {{- end }}\n"))
+    found = read_source(chart)
+    assert [(p.code, p.line, p.message) for p in found.problems] == [(
+        "input.parse", 16, f"`{chart}` is an unrendered Helm template: `volumeMounts` is given twice (again at line "
+                           "16), as on both branches of a template condition, which the audit does not evaluate")]
+
+
 def test_an_object_of_another_kind_that_names_no_container_is_podless_too(tmp_path):
     # llm-d/llm-d-inference-scheduler (520af47) config/charts/inferencepool/templates/gke.yaml: a GKE
     # HealthCheckPolicy whose `if` and `else` both give `config:` was an input.parse problem, as its kind

@@ -62,6 +62,16 @@ def _built_problem(ctx: Ctx, built: tuple[str, int]) -> Problem:
                        hint="audit the output of `helm template`, or the chart's values")
 
 
+def _repeated_problem(ctx: Ctx, repeated: tuple[str, int]) -> Problem:
+    """The problem of a chart template whose object, holding a pod, gives a
+    key twice: template conditions (`if`/`else`) are not evaluated, so which
+    one Helm keeps is not known."""
+    key, line = repeated
+    return ctx.problem("input.parse", f"`{ctx.display}` is an unrendered Helm template: `{plain(key)}` is given twice "
+                       f"(again at line {line}), as on both branches of a template condition, which the audit does "
+                       "not evaluate", line=line, hint="audit the output of `helm template`, or the chart's values")
+
+
 def _reported(text: str) -> bool:
     """Whether a YAML file's broken document is its problem: it is no CI
     workflow, and it mentions vLLM (else the file is skipped)."""
@@ -179,8 +189,11 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 if template is not None and template.read_whole:  # a UI's Deployment that only names vLLM
                     return SourceFile(ctx.display, None, skipped="a Helm chart template whose containers, all "
                                                                  "written in it, run no vLLM")
-                problems = [_built_problem(ctx, template.built[0])] if template is not None and template.built \
-                    else problems[:1]
+                if template is not None and template.repeated is not None:
+                    problems = [_repeated_problem(ctx, template.repeated)]
+                else:
+                    problems = [_built_problem(ctx, template.built[0])] if template is not None and template.built \
+                        else problems[:1]
             # The stream's other documents are Kubernetes objects (a Secret's `{{HF_TOKEN}}` for the
             # reader to fill in beside a Deployment): the file is a manifest, and its launches are read.
             manifests = [(s, v, t) for (s, v), t in zip(values, lines) if classify(v, single=False) == "kubernetes"]

@@ -80,6 +80,8 @@ class Template(NamedTuple):
     read_whole: bool = False
     # Each container whose command or args a template action builds: its name, and the action's line.
     built: tuple[tuple[str, int], ...] = ()
+    # A key that an object holding a pod gives twice (on both branches of an `if`): the key, its second line.
+    repeated: tuple[str, int] | None = None
 
 
 def chart_template(ctx: Ctx) -> Template | None:
@@ -116,7 +118,9 @@ def chart_template(ctx: Ctx) -> Template | None:
             # object's kind is still known, but not which branch its fields come from.
             obj = _podless(body) if refused.duplicate else None
             if obj is None:
-                return None
+                key = re.search(r"`(.*)` appears twice", refused.message) if refused.duplicate else None
+                return Template([], False, repeated=(key.group(1), start + refused.line)) \
+                    if key is not None and refused.line is not None else None
             runs = False
         if not isinstance(obj, dict):
             continue
