@@ -147,7 +147,7 @@ def _yaml_load(text: str, *, source: str) -> Any:
         data, _ = yamlsafe.load(text)
     except yamlsafe.YamlProblem as exc:
         where = f" at line {exc.line}, column {exc.column}" if exc.line else ""
-        code = "input.limit" if exc.limit else ("input.duplicate_key" if exc.duplicate else "input.parse")
+        code = "input.limit" if exc.limit else ("input.duplicate_key" if exc.duplicate is not None else "input.parse")
         raise _fail(code, f"invalid YAML in {source}{where}: {exc.message}") from None
     return data
 

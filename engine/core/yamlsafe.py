@@ -28,14 +28,14 @@ class YamlProblem(Exception):
     """A YAML text that cannot be read as JSON data; ``line``/``column`` are 1-based."""
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None, *,
-                 limit: bool = False, duplicate: bool = False, anchored: bool = False, tagged: bool = False,
+                 limit: bool = False, duplicate: str | None = None, anchored: bool = False, tagged: bool = False,
                  keyed: bool = False):
         super().__init__(message)
         self.message = message
         self.line = line
         self.column = column
         self.limit = limit
-        self.duplicate = duplicate
+        self.duplicate = duplicate  # the key a mapping gives twice
         self.anchored = anchored  # refused only for an anchor or alias (the audit reads those of other formats)
         self.tagged = tagged  # refused for a tag other than JSON's (`!ENV`, `!!python/name:`)
         self.keyed = keyed  # refused for a key that is a number, a boolean or null (`1: mkdocs.yml`)
@@ -152,7 +152,7 @@ def load(text: str, *, max_depth: int = 256, marks: bool = False,
                                           keyed=True)
                     if value in top[0] and not repeated:
                         raise YamlProblem(f"key `{value}` appears twice in one mapping", mark.line + 1, mark.column + 1,
-                                          duplicate=True)
+                                          duplicate=value)
                     top[2] = value
                     continue
                 _place(stack, value, where, marks, (mark.line + 1, mark.column + 1))

@@ -116,11 +116,10 @@ def chart_template(ctx: Ctx) -> Template | None:
         except yamlsafe.YamlProblem as refused:
             # Both branches of an `if` may give a key (conditions are not evaluated): then the
             # object's kind is still known, but not which branch its fields come from.
-            obj = _podless(body) if refused.duplicate else None
+            obj = _podless(body) if refused.duplicate is not None else None
             if obj is None:
-                key = re.search(r"`(.*)` appears twice", refused.message) if refused.duplicate else None
-                return Template([], False, repeated=(key.group(1), start + refused.line)) \
-                    if key is not None and refused.line is not None else None
+                return Template([], False, repeated=(refused.duplicate, start + refused.line)) \
+                    if refused.duplicate is not None and refused.line is not None else None
             runs = False
         if not isinstance(obj, dict):
             continue

@@ -353,9 +353,10 @@ class _Reader(CommandLists):
         """Whether the callee's name is another library's where the call reads it: imported
         there from a module not vLLM's (TensorRT-LLM's `LLM` in NVIDIA's Model Optimizer tests)."""
         while isinstance(call.func, ast.Name) and scope is not None:
-            key = (id(scope), call.func.id)  # each scope's statements are read once for a name
-            module = self._imported_in[key] if key in self._imported_in else \
-                self._imported_in.setdefault(key, imported_from(scope, call.func.id))
+            key = (id(scope), call.func.id)
+            if key not in self._imported_in:  # each scope's statements are read once for a name
+                self._imported_in[key] = imported_from(scope, call.func.id)
+            module = self._imported_in[key]
             if module is not None:
                 return not is_vllm_module(module)
             scope = self.parent.get(scope)

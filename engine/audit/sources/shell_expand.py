@@ -209,7 +209,7 @@ class Expander:
                 value = self.word(Word((Lit(head.text[match.end():]),) + word.parts[1:], word.line))  # type: ignore[union-attr]
                 current = self.scope.lookup(match.group(1)) if match.group(2) else None
                 value = (current.value or "" if current is not None else "") + value
-            self.scope.vars[name] = Var(value, False, self.run.next_epoch())  # type: ignore[index]
+            assign(self.run, self.scope, name, value, exported=False, line=self.line)  # type: ignore[arg-type]
         return True
 
     def deleted(self, command: Simple, text: str) -> str | None:
