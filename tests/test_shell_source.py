@@ -63,6 +63,19 @@ def test_where_a_value_outgrows_its_bound_is_a_located_problem(tmp_path):
     assert only(source).problems[0].code == "source.unresolved"
 
 
+@pytest.mark.parametrize("body", [
+    "f; " * 20,  # a function that calls itself 20 times over: 20**8 calls within the nesting bound
+    'printf "%s" ' + '"$(f)" ' * 20 + ";",  # a helper read for its output that does the same
+])
+def test_a_function_that_calls_itself_many_times_over_is_bounded(tmp_path, body):
+    # Found on reading the change that reads helpers' output: either took over a minute.
+    started = time.perf_counter()
+    source = read_source(write(tmp_path / "run.sh", f"f() {{ {body} }}\nf\nvllm serve m --kv-transfer-config \"$(f)\"\n"))
+    assert time.perf_counter() - started < 10
+    (limit,) = [p for p in source.problems if p.code == "source.limit"]
+    assert limit.message.startswith("more than 10000 shell function calls (`f` at line ")
+
+
 def test_an_array_that_outgrows_its_bounds_is_a_located_problem(tmp_path):
     # X doubles on each line: 2**12 = 4096 elements at line 13, more at line 14.
     text = 'X=("")\n' + 'X=("${X[@]}" "${X[@]}")\n' * 14 + 'vllm serve m --kv-transfer-config "${X[@]}"\n'

@@ -38,6 +38,9 @@ class SourceLimits:
     max_config_bytes: int = 1024 * 1024
     max_yaml_documents: int = 10_000
     max_commands: int = 10_000
+    # Shell function calls, a helper read for its output too: `f() { f; f; }` doubles them at
+    # each level of nesting, each call costing the audit far more than its words do.
+    max_calls: int = 10_000
     # Shell variables: `X=$X$X` repeated doubles a value each time.
     max_variable_length: int = 1024 * 1024
     # Shell arrays (`CMD+=(...)`), whose elements are the words of a command:

@@ -185,11 +185,17 @@ class Expander:
         if not steps or steps[-1].words[0].literal() not in ("echo", "printf") or self.run.nesting >= MAX_NESTING:
             return None
         inner = Expander(self.run, Scope(self.scope, frame=True, positional=list(args)), self.line)
-        self.run.nesting += 1  # a helper that calls itself ends at the bound
+        # A helper that calls itself ends at the nesting bound; one that calls itself several times
+        # over, at max_calls; what it writes is charged to the file's budget.
+        self.run.call(function.name, self.line)
+        self.run.nesting += 1
         try:
-            return inner.output(steps[-1]) if all(inner.set_only(step) for step in steps[:-1]) else None
+            text = inner.output(steps[-1]) if all(inner.set_only(step) for step in steps[:-1]) else None
         finally:
             self.run.nesting -= 1
+        if text is not None:
+            self.charge(text)
+        return text
 
     def set_only(self, command: Simple) -> bool:
         """Run a command that only sets variables (`NAME=value`, `local NAME=value`,

@@ -232,6 +232,7 @@ class Interpreter(Flow):
     def call(self, function: FunctionDef, args: list[str] | None, scope: Scope, line: int) -> None:
         """A function run with ``args`` (None: arguments not known)."""
         run = self.run
+        run.call(function.name, line)
         if run.nesting >= MAX_NESTING:
             clobber(run, scope, f"may be set by `{function.name}`, called more than {MAX_NESTING} calls deep "
                      f"at line {line}")

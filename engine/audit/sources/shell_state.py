@@ -171,6 +171,7 @@ class Run:
     sequence: int = 0
     epoch: int = 0
     nesting: int = 0
+    calls: int = 0  # shell functions called (max_calls)
     pins: list[tuple[ReleaseHint, int]] = field(default_factory=list)   # `pip install vllm==X` pins, and where met
     limited: set[str] = field(default_factory=set)
     syntax_errors: int = 0
@@ -199,6 +200,14 @@ class Run:
         if kind not in self.limited:
             self.limited.add(kind)
             self.problems.append(self.ctx.problem("source.limit", message, line=line))
+
+    def call(self, name: str, line: int | None) -> None:
+        """Count a call of a shell function; past max_calls the reading ends (Stop)."""
+        self.calls += 1
+        if self.calls > self.ctx.limits.max_calls:
+            self.limit("calls", f"more than {self.ctx.limits.max_calls} shell function calls (`{name}` at line "
+                       f"{line}); the script is not read past this point", line)
+            raise Stop
 
     def spend(self, amount: int, line: int | None) -> bool:
         self.budget -= amount
