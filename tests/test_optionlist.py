@@ -84,3 +84,19 @@ def test_no_release_gives_an_option_more_words_than_the_command_reader_lets_it_t
     older_only = sorted({option.flag for release in known_releases() for option in known_options(release).by_dest.values()
                          if option.type == "list" and option.flag not in listed})
     assert older_only == ["--cuda-graph-sizes", "--long-lora-scaling-factors", "--prompt-adapters"]  # (0.9.x)
+
+
+def test_no_release_gives_a_word_to_an_option_the_command_reader_takes_as_a_boolean():
+    """The command reader lets a boolean of the default release (flag_options) take no word,
+    so the word after it is vLLM's model or an argument vLLM refuses. That holds only while
+    no bundled release gives such an option a value (as vLLM before 0.9's StoreBoolean,
+    `nargs="?"`, did). A bundled list that breaks this fails here."""
+    from hma_policy.core.optionlist import flag_options
+
+    booleans = flag_options()
+    assert {"--enforce-eager", "--no-enable-prefix-caching", "--disable-hybrid-kv-cache-manager"} <= booleans
+    valued = sorted({(release, option.flag) for release in known_releases()
+                     for option in known_options(release).by_dest.values()
+                     if option.type != "bool" and (option.flag in booleans or
+                                                   option.no_form and "--no-" + option.flag[2:] in booleans)})
+    assert valued == []

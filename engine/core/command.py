@@ -165,8 +165,8 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
 
 def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str | Arg]) -> CommandResult:
     tokens, model, positional = vllm_tokens(reading, args, serve)
-    found, loose, words, unchecked = read_options(reading, tokens)
-    extra_words(reading, words if positional or not serve else words[1:], serve)
+    found, loose, words, unchecked, after_boolean = read_options(reading, tokens)
+    extra_words(reading, words if positional or not serve else words[1:], serve, after_boolean)
     if serve and not positional and words:  # argparse's model_tag, wherever it stands (it wins over a config file's --model)
         model = words[0]
     document: dict[str, Any] = {}

@@ -21,8 +21,9 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .errors import InputError, Problem, suggest
@@ -82,12 +83,15 @@ def stands_for_words(arg: Arg) -> bool:
 API_SERVER_MODEL_TAG = "0.10.0"
 
 
-def extra_words(reading: Reading, extra: list[Arg], serve: bool) -> None:
+def extra_words(reading: Reading, extra: list[Arg], serve: bool,
+                after_boolean: Mapping[Arg, str] = MappingProxyType({})) -> None:
     """Words argparse takes as positional arguments, past `vllm serve`'s
     model (``extra``: those past it). The api_server module's optional model
     tag takes one word and drops it: a note, since releases before it refuse
     the word. Past that, argparse refuses them ("unrecognized arguments"),
-    and vLLM does not start."""
+    and vLLM does not start. ``after_boolean``: the boolean option each word
+    that follows one follows (the hint names it: vLLM before 0.9 took
+    `--enable-chunked-prefill false`)."""
     if not serve and extra:
         word, extra = extra[0], extra[1:]
         reading.note("source.ignored_argument", f"the argument `{show(word.text)}` ({word.origin}) is taken by the "
@@ -98,12 +102,17 @@ def extra_words(reading: Reading, extra: list[Arg], serve: bool) -> None:
         return
     shown = ", ".join(f"`{show(word.text)}`" for word in extra[:5]) + (", ..." if len(extra) > 5 else "")
     takes = "`vllm serve` takes one model" if serve else "the api_server takes one word, its model tag"
+    hint = ("give the model once, first; write each option's value after it, or quote a value that holds spaces"
+            if serve else "write each option's value after it, or quote a value that holds spaces")
+    boolean = after_boolean.get(extra[0])
+    if boolean is not None:
+        taken = show(extra[0].text)
+        off = (f"; write `--no-{boolean[2:]}` to turn it off" if taken.lower() in ("false", "0", "no", "off")
+               and "--no-" + boolean[2:] in flag_options() else "")
+        hint = f"`{boolean}` takes no value: drop `{taken}`{off}"
     reading.fail("source.extra_argument", f"vLLM rejects the unrecognized argument{'s' if len(extra) > 1 else ''} "
                  f"{shown} ({extra[0].origin}): {takes}, and no option takes "
-                 f"{'these words' if len(extra) > 1 else 'this word'}",
-                 hint="give the model once, first; write each option's value after it, or quote a value "
-                      "that holds spaces" if serve else "write each option's value after it, or quote a value "
-                                                        "that holds spaces")
+                 f"{'these words' if len(extra) > 1 else 'this word'}", hint=hint)
 
 
 def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Arg], Arg | None, bool]:
@@ -319,6 +328,7 @@ class Options(NamedTuple):
     # yet, as given (before argparse expands a prefix): those the decision does
     # not read, and its fields' spellings only newer releases take.
     unchecked: list[Arg]
+    after_boolean: dict[Arg, str]  # positional words right after a boolean option: that option
 
 
 def read_options(reading: Reading, tokens: list[Arg]) -> Options:
@@ -328,8 +338,8 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
 
     An option the decision does not read takes the words its type takes in
     the newest bundled release (:func:`.optionlist.list_options`: every word
-    up to the next option for a list, such as ``--served-model-name a b``),
-    else one word (a boolean option too: older releases may take one).
+    up to the next option for a list, such as ``--served-model-name a b``;
+    none for a boolean, as in every bundled release), else one word.
     Positional words are listed only while that is certain:
     not after a word that the audit would have to expand (``$ARGS``), nor
     after the value of an option that release does not list (another
@@ -338,17 +348,20 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
     loose: list[tuple[str | None, Arg]] = []
     positionals: list[Arg] = []
     unchecked: list[Arg] = []
+    after_boolean: dict[Arg, str] = {}
     flags = reading.options.flags
     lists, listed = list_options()
     booleans = flag_options()
     unsure = False  # a positional word may be something else: list no more of them
     after_unknown = False  # the last option is one the newest release does not list, and it has had its one word
     only_positional = False  # after `--`, every word is a positional argument (argparse)
+    boolean: str | None = None  # the boolean option just read
     i = 0
     while i < len(tokens):
         tok = tokens[i]
         text = tok.text
         i += 1
+        previous, boolean = boolean, None
         if text == "--" and not only_positional:
             only_positional, after_unknown = True, False
             continue
@@ -360,6 +373,8 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
                 unsure = True
             elif not unsure:
                 positionals.append(tok)
+                if previous is not None:
+                    after_boolean[tok] = previous
             continue
         after_unknown = False
         option, eq, value = _partition(text, "=")
@@ -394,12 +409,11 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
                     loose.append((option, Arg(value, tok.origin)))
                 continue
             taken = 0
-            while (i < len(tokens) and name not in flags and (taken == 0 or name in lists)
+            # A boolean takes no word: the word after it is vLLM's model or an argument it refuses
+            # (`--enforce-eager stray`), and a word not known (`--enforce-eager $EXTRA_ARGS`) is more
+            # arguments, which may hold options.
+            while (i < len(tokens) and name not in flags and name not in booleans and (taken == 0 or name in lists)
                    and (not tokens[i].text.startswith("-") or _looks_like_number(tokens[i].text))):
-                if name in booleans and UNRESOLVED.fullmatch(tokens[i].text):
-                    # A boolean of the default release takes no word: a whole word not known after it
-                    # (`--enforce-eager $EXTRA_ARGS`) is more arguments there, which may hold options.
-                    break
                 if stands_for_words(tokens[i]):
                     # Any number of words (`*extra_args`, "$@"): some may be its value, the others
                     # options of their own (`--served-model-name m *extra_args`).
@@ -411,7 +425,8 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
                     loose.append((option, tokens[i]))
                 i += 1
                 taken += 1
-            after_unknown = name not in listed
+            after_unknown = name not in listed and name not in booleans
+            boolean = option if name in booleans else None
             continue
         written, option = option, resolved
         if option in NEWER_SPELLINGS:  # a spelling of a field older releases have, which they reject
@@ -422,6 +437,7 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
                 continue
             field_name, flag = FLAG_OPTIONS[option]
             found[field_name] = (flag, tok.origin, option)
+            boolean = option
             continue
         if not eq:
             if i >= len(tokens) or (tokens[i].text.startswith("-") and not _looks_like_number(tokens[i].text)):
@@ -434,7 +450,7 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
         if earlier is not None and isinstance(earlier[0], str) and has_unresolved(earlier[0]):
             loose.append((f"{earlier[2]} (a later `{option}` wins)", Arg(earlier[0], earlier[1])))
         found[field_name] = (value, tok.origin, option)
-    return Options(found, loose, positionals, unchecked)
+    return Options(found, loose, positionals, unchecked, after_boolean)
 
 
 def _accepted_option(reading: Reading, option: str, accepted: frozenset[str]) -> str | None:
