@@ -143,25 +143,105 @@ def small_fleet(tmp_path):
 
 
 def test_a_release_the_rules_do_not_hold_is_shown_as_the_release_decided(tmp_path, monkeypatch):
-    # aibrix's compose file runs vllm/vllm-openai:v0.6.6: the text and HTML reports said "vllm
-    # release: 0.6.6" for a launch decided as the default release, as the JSON's decision says.
-    write(tmp_path / "old.sh", "pip install vllm==0.6.6\nvllm serve m\n")
+    # A release newer than the rules: the text and HTML reports said "vllm release: 0.35.0" for a
+    # launch decided as the default release, as the JSON's decision says.
+    write(tmp_path / "new.sh", "pip install vllm==0.35.0\nvllm serve m\n")
     monkeypatch.chdir(tmp_path)
-    result = audit(["old.sh"])
+    result = audit(["new.sh"])
     (deployment,) = json.loads(render(result, "json"))["deployments"]
-    assert deployment["release_hint"]["version"] == "0.6.6" and deployment["decision"]["vllm"]["release"] == "0.33.0"
-    assert ("  vllm release: 0.33.0 (default (pip pin vllm==0.6.6 at line 1: vLLM 0.6.6 is not a release these "
+    assert deployment["release_hint"]["version"] == "0.35.0" and deployment["decision"]["vllm"]["release"] == "0.33.0"
+    assert ("  vllm release: 0.33.0 (default (pip pin vllm==0.35.0 at line 1: vLLM 0.35.0 is not a release these "
             "rules know; they know 0.9.1 to 0.33.0))") in render(result, "text")
-    assert "vLLM release: 0.33.0 (default (pip pin vllm==0.6.6 at line 1: " in render(result, "html")
+    assert "vLLM release: 0.33.0 (default (pip pin vllm==0.35.0 at line 1: " in render(result, "html")
     # A note, with a code a reader can find every such launch by.
     assert deployment["notes"] == [{
-        "code": "source.release_not_held", "file": "old.sh", "line": 2, "path": "",
-        "message": "pip pin vllm==0.6.6 at line 1 names vLLM 0.6.6, not a release these rules decide for "
+        "code": "source.release_not_held", "file": "new.sh", "line": 2, "path": "",
+        "message": "pip pin vllm==0.35.0 at line 1 names vLLM 0.35.0, not a release these rules decide for "
                    "(0.9.1 to 0.33.0); decided as vLLM 0.33.0"}]
-    forced = subprocess.run([sys.executable, "-m", "hma_policy", "audit", "old.sh", "--vllm-version", "0.22.0"],
+    forced = subprocess.run([sys.executable, "-m", "hma_policy", "audit", "new.sh", "--vllm-version", "0.22.0"],
                             cwd=tmp_path, capture_output=True, text=True)
-    assert "  vllm release: 0.22.0 (--vllm-version (pip pin vllm==0.6.6 at line 1 names 0.6.6))" in forced.stdout
+    assert "  vllm release: 0.22.0 (--vllm-version (pip pin vllm==0.35.0 at line 1 names 0.35.0))" in forced.stdout
     assert "release_not_held" not in forced.stdout  # the release asked for decides every launch
+
+
+# kubernetes-sigs/lws docs/examples/vllm/GPU/lws.yaml and GoogleCloudPlatform/kubernetes-engine-samples
+# ai-ml/llm-multihost-gpus/vllm-llama3-405b-A3.yaml run vllm/vllm-openai:v0.8.5, a release before the
+# hybrid KV cache manager (0.9.1): they were decided as 0.33.0, `enabled`.
+LWS_LEADER = """apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: vllm
+spec:
+  replicas: 1
+  leaderWorkerTemplate:
+    size: 2
+    leaderTemplate:
+      spec:
+        containers:
+          - name: vllm-leader
+            image: vllm/vllm-openai:v0.8.5
+            command:
+              - sh
+              - -c
+              - "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh leader --ray_cluster_size=$(LWS_GROUP_SIZE);
+                 python3 -m vllm.entrypoints.openai.api_server --port 8080 --model meta-llama/Meta-Llama-3.1-405B-Instruct --tensor-parallel-size 8 --pipeline_parallel_size 2"
+"""
+
+
+def test_a_release_before_the_hybrid_kv_cache_manager_is_decided_by_the_before_rule(tmp_path, monkeypatch):
+    write(tmp_path / "lws.yaml", LWS_LEADER)
+    # A V0-era PyNccl config, whose kv_rank 0.33.0 refuses: nothing of it is read for 0.6.6.
+    write(tmp_path / "old.sh", "pip install vllm==0.6.6\nvllm serve m --kv-transfer-config "
+                               "'{\"kv_connector\":\"PyNcclConnector\",\"kv_role\":\"kv_producer\",\"kv_rank\":0}'\n")
+    write(tmp_path / "rc.sh", "pip install vllm==0.9.1rc1\nvllm serve m\n")  # a candidate of 0.9.1: not known to predate it
+    monkeypatch.chdir(tmp_path)
+    result = audit(["lws.yaml", "old.sh", "rc.sh"])
+    lws, old, rc = json.loads(render(result, "json"))["deployments"]
+    assert lws["decision"] == {
+        "outcome": "disabled", "hma_enabled": False, "disable_hybrid_kv_cache_manager": True, "errors": [],
+        "warnings": [], "connectors": [],
+        "reasons": ["vLLM 0.8.5 has no hybrid KV cache manager: 0.9.1 is the first release with one"],
+        "trace": ["release.before_hma"], "policy": lws["decision"]["policy"],
+        "vllm": {"release": "0.8.5", "source": "image tag vllm/vllm-openai:v0.8.5"}}
+    assert lws["remediation"] == "upgrade to vLLM 0.9.1 or later to run the hybrid KV cache manager"
+    assert lws["notes"] == []  # the release named decides it: no release_not_held note
+    assert (old["decision"]["outcome"], old["decision"]["vllm"]) == (
+        "disabled", {"release": "0.6.6", "source": "pip pin vllm==0.6.6 at line 1"})
+    assert (rc["decision"]["outcome"], [n["code"] for n in rc["notes"]]) == ("enabled", ["source.release_not_held"])
+    text = render(result, "text")
+    assert "lws.yaml#LeaderWorkerSet/vllm/vllm-leader: disabled (hma_enabled: false)" in text
+    assert "  vllm release: 0.8.5 (image tag vllm/vllm-openai:v0.8.5)\n" \
+           "  remediation: upgrade to vLLM 0.9.1 or later to run the hybrid KV cache manager" in text
+    # The decision's policy is the rule that made it, not a release's rules.
+    assert lws["decision"]["policy"]["digest"] != hma_policy.load_policy().digest
+    # A release the auditor fixes decides every launch; a document's own vllm_version must be a release held.
+    forced = subprocess.run([sys.executable, "-m", "hma_policy", "audit", "lws.yaml", "--vllm-version", "0.22.0",
+                             "--format", "json"], cwd=tmp_path, capture_output=True, text=True)
+    assert json.loads(forced.stdout)["deployments"][0]["decision"]["vllm"]["release"] == "0.22.0"
+    with pytest.raises(hma_policy.InputError) as refused:
+        hma_policy.decide({"vllm_version": "0.8.5"})
+    assert [p.code for p in refused.value.problems] == ["release.unknown"]
+
+
+def test_a_bundle_without_a_before_rule_decides_an_older_release_as_its_default(tmp_path):
+    import shutil
+
+    from hma_policy.core.policies import Hint, PolicySet
+    from rulecopy import RULES
+
+    bundle = tmp_path / "rules"
+    shutil.copytree(RULES, bundle, ignore=shutil.ignore_patterns("__pycache__"))
+    releases = bundle / "releases.yaml"
+    text = releases.read_text()
+    releases.write_text(text[:text.index("before:")] + text[text.index("releases:"):])
+    decision = PolicySet(bundle).decide({}, hint=Hint("0.8.5", "image tag vllm/vllm-openai:v0.8.5"))
+    assert (decision.outcome, decision.vllm.release) == ("enabled", "0.33.0")
+    assert PolicySet().decide({}, hint=Hint("0.8.5", "image tag vllm/vllm-openai:v0.8.5")).outcome == "disabled"
+    # The rule may only say that such a release runs without HMA, or that it is not judged.
+    releases.write_text(text.replace("  outcome: disabled\n", "  outcome: enabled\n"))
+    with pytest.raises(hma_policy.PolicyError) as invalid:
+        PolicySet(bundle)
+    assert [(p.code, p.path) for p in invalid.value.problems] == [("rules.schema", "/before/outcome")]
 
 
 def test_no_release_note_where_the_release_named_decides(tmp_path, monkeypatch):

@@ -251,6 +251,9 @@ def _prepare(policy: PolicySet, deployment: Deployment) -> Any:
     hint = _hint(deployment.release)
     if deployment.problems:  # decided here: few deployments have them
         return settled(policy, deployment, hint) or policy.refused([_located(p) for p in deployment.problems], None, hint)
+    predating = policy.predating(deployment.document, hint)  # a release older than the rules: nothing to read
+    if predating is not None:
+        return predating
     try:
         return policy.prepare(deployment.document, hint=hint)
     except InputError as exc:
@@ -307,8 +310,10 @@ def _release_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     reader find every such launch by its code."""
     hint = _hint(deployment.release)
     named = deployment.document.get("vllm_version") if deployment.document is not None else None
-    # A document's own release (vllm_version) decides it; a decision names the release that made it.
-    if hint is None or named is not None or decision.vllm is None or policy.unheld(hint) is None:
+    # A document's own release (vllm_version) decides it; a decision names the release that made it
+    # (the one named, where the rules decide a release older than theirs: PolicySet.predating).
+    if hint is None or named is not None or decision.vllm is None or policy.unheld(hint) is None \
+            or decision.vllm.source == hint.origin:
         return deployment
     known = policy.releases
     span = known[0] if len(known) == 1 else f"{known[0]} to {known[-1]}"

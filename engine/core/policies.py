@@ -10,6 +10,11 @@ A deployment is decided for one release, chosen in this order:
    a ``pip install vllm==X`` pin, a directive): a :class:`Hint`;
 4. the bundle's default, the newest release.
 
+A hint that names a release older than every one the bundle holds (vLLM
+0.8.5, before the hybrid KV cache manager) is decided by the bundle's
+``before:`` rule (:meth:`PolicySet.predating`), where it has one, and by
+no release's rules.
+
 Every decision says which release it used and why (``Decision.vllm``). A
 plain rules folder (no ``releases.yaml``) is one policy for one release: a
 document that names another is an input error (``release.mismatch``), and a
@@ -21,6 +26,8 @@ kept: a fleet runs a few releases, each loaded once.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -233,6 +240,35 @@ class PolicySet:
         stamp = VllmRelease(policy.release, source if source is not None else DOCUMENT_SOURCE)
         return input_error_decision(problems, policy.digest, stamp)
 
+    def predating(self, document: Any, hint: Hint | None) -> Decision | None:
+        """The decision of a deployment whose deployer names a release older
+        than every one these rules hold (``hint``), by the bundle's
+        ``before:`` rule; None where another release decides it (a fixed
+        release, the document's own vllm_version, a release held or newer,
+        a bundle without that rule). Nothing of the document is read: that
+        release has no hybrid KV cache manager to decide."""
+        bundle = self._bundle
+        if bundle is None or bundle.before is None or self.fixed is not None or hint is None or hint.version is None:
+            return None
+        if isinstance(document, dict) and _named_release(document) is not None:
+            return None
+        try:
+            version = parse_version(hint.version)
+        except InputError:
+            return None
+        if not bundle.predates(version):
+            return None
+        rule, first = bundle.before, next(iter(bundle.releases))
+
+        def filled(text: str) -> str:  # plain replacement: a rule's text is no format string
+            return text.replace("{release}", version).replace("{first}", first)
+
+        # The rule that made the decision, and the release it compares with, are its policy.
+        digest = "sha256:" + hashlib.sha256(json.dumps([*rule, first]).encode()).hexdigest()
+        return Decision(rule.outcome, False if rule.outcome == "disabled" else None, (), (), (), (rule.id,),
+                        digest, (filled(rule.reason),),
+                        filled(rule.remediation) if rule.remediation else None, vllm=VllmRelease(version, hint.origin))
+
     def decide_prepared(self, prepared: Prepared, hint: Hint | None = None) -> Decision:
         """Decide a prepared document with the policy of its release."""
         policy, source = self.choose(prepared.document, hint)
@@ -240,7 +276,7 @@ class PolicySet:
 
     def decide(self, document: Any, *, hint: Hint | None = None, limits: Limits = DEFAULT_LIMITS) -> Decision:
         """Decide one deployment document with the policy of its release."""
-        return self.decide_prepared(self.prepare(document, hint=hint, limits=limits), hint)
+        return self.predating(document, hint) or self.decide_prepared(self.prepare(document, hint=hint, limits=limits), hint)
 
     def decide_command(self, argv: str | Sequence[str], *, env: Mapping[str, str] | None = None,
                        cwd: str | os.PathLike[str] | None = None, config_root: str | os.PathLike[str] | None = None,

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from . import yamlsafe
 from .errors import InputError, PolicyError, Problem, suggest
 
-__all__ = ["Release", "Releases", "bundled", "of_folder", "parse_version", "VERSION", "RELEASES_FILE"]
+__all__ = ["Before", "Release", "Releases", "bundled", "of_folder", "parse_version", "release_order", "VERSION", "RELEASES_FILE"]
 
 RELEASES_FILE = "releases.yaml"
 EPOCHS = "epochs"
@@ -45,12 +45,31 @@ class Release(NamedTuple):
     modules: str | None = None
 
 
+class Before(NamedTuple):
+    """How a deployment is decided whose deployer names a release older than
+    every one the bundle holds (``before:`` in releases.yaml): the rule id,
+    the outcome, and the texts, with ``{release}`` and ``{first}`` to fill."""
+
+    id: str
+    outcome: str
+    reason: str
+    remediation: str | None = None
+
+
 class Releases(NamedTuple):
-    """The releases a bundle decides for, oldest first, and its default."""
+    """The releases a bundle decides for, oldest first, its default, and
+    how a release older than all of them is decided (None: as the default)."""
 
     root: Any  # the bundle's folder (a Path, or the package's resources)
     default: str
     releases: dict[str, Release]
+    before: Before | None = None
+
+    def predates(self, version: str) -> bool:
+        """Whether ``version`` (a parsed release) is older than every release
+        held: a release number below the oldest's (a candidate of the oldest,
+        0.9.1rc1, is not known to predate it)."""
+        return release_order(version)[0] < release_order(next(iter(self.releases)))[0]
 
     def get(self, version: str, path: str = "") -> Release:
         """The release ``version``; :class:`InputError` (``release.malformed``,
@@ -95,6 +114,14 @@ def parse_version(text: Any, path: str = "") -> str:
     return value
 
 
+def release_order(version: str) -> tuple[Any, ...]:
+    """A key that orders parsed releases as PyPI does: 0.9.0.1 < 0.9.1rc1 < 0.9.1 < 0.9.1.post1."""
+    match = re.fullmatch(r"([0-9.]+?)(?:rc([0-9]+)|\.post([0-9]+))?", version)
+    numbers, rc, post = match.groups() if match else (version, None, None)
+    parts = tuple(int(n) for n in numbers.split(".")) if match else ()
+    return (parts, 0 if rc is not None else 1, int(rc or post or 0))
+
+
 def _read(root: Any, source: str) -> Releases:
     try:
         data, _ = yamlsafe.load(root.joinpath(RELEASES_FILE).read_text("utf-8"))
@@ -115,7 +142,9 @@ def _read(root: Any, source: str) -> Releases:
     if data["default"] not in releases:
         raise PolicyError([Problem("rules.releases", f"the default release {data['default']} is not listed",
                                    "/default", file=RELEASES_FILE)])
-    return Releases(root, data["default"], releases)
+    before = data.get("before")
+    return Releases(root, data["default"], releases,
+                    Before(before["id"], before["outcome"], before["reason"], before.get("remediation")) if before else None)
 
 
 _BUNDLED: Releases | None = None
