@@ -855,3 +855,31 @@ def test_the_scripts_arguments_after_an_option_of_several_values_may_be_options(
     script = write(tmp_path / "run.sh", 'vllm serve m --served-model-name m "$@"\n')
     (d,) = read_source(script).deployments
     assert [n.code for n in d.notes] == ["source.script_arguments"]
+
+
+# kvcache-ai/Mooncake (3b5a594) benchmarks/xypd_benchmarks/vllm-benchmarks/benchmarks.sh L26-27,
+# L94-112: the V0 engine with vLLM's V0 Mooncake store connector. The file builds vLLM from source;
+# a directive names the release here. MooncakeStoreConnector was the false error connector.not_v1
+# on 0.10.0 (the V1 engine's check), and the later releases were `disabled`.
+MOONCAKE_V0 = ("# hma-policy: {{vllm_version: \"{release}\"}}\nexport VLLM_USE_V1=0\n"
+               "MODEL=${{MODEL:-\"Qwen/Qwen2.5-7B-Instruct\"}}\n"
+               "MOONCAKE_CONFIG_PATH=mooncake.json \\\n"
+               "python3 -m vllm.entrypoints.openai.api_server --model $MODEL --port 8100 \\\n"
+               "  --kv-transfer-config '{{\"kv_connector\":\"{connector}\",\"kv_role\":\"kv_producer\"}}'\n")
+
+
+@pytest.mark.parametrize("release, connector, outcome, code", [
+    ("0.10.0", "MooncakeStoreConnector", "disabled", None),  # the V0 engine runs its V0 connector
+    ("0.9.2", "NixlConnector", "error", "connector.not_v0"),  # create_connector_v0 asserts a V0 class
+    ("0.10.2", "MooncakeStoreConnector", "error", "connector.v0_engine"),  # "V0 is no longer supported"
+    ("0.11.0", "NixlConnector", "error", "engine.v0_removed"),  # no V0 engine left
+    ("0.12.0", "NixlConnector", "disabled", None),  # VLLM_USE_V1 is no longer read: the V1 engine runs
+])
+def test_vllm_use_v1_0_starts_the_v0_engine_of_each_release(tmp_path, release, connector, outcome, code):
+    write(tmp_path / "benchmarks.sh", MOONCAKE_V0.format(release=release, connector=connector))
+    (entry,) = audit([str(tmp_path)]).entries
+    decision = entry.decision
+    assert (decision["outcome"], [e["code"] for e in decision["errors"]], decision["vllm"]["release"]) == (
+        outcome, [code] if code else [], release)
+    if outcome == "disabled" and release == "0.10.0":
+        assert "VLLM_USE_V1=0 runs the V0 engine, which has no hybrid KV cache manager" in decision["reasons"]
