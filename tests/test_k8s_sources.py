@@ -966,3 +966,52 @@ def test_a_kustomization_without_apiversion_and_kind_is_read_as_kustomize_reads_
     (entry,) = [e for e in audit([str(tmp_path)]).entries if "/overlay/" in e.deployment.file]
     assert (Path(entry.deployment.file).name, entry.deployment.line, entry.decision["outcome"]) == (
         "kustomization.yaml", 8, "error")
+
+
+RAY_SERVICE = """apiVersion: ray.io/v1
+kind: RayService
+metadata:
+  name: ray-vllm{annotations}
+spec:
+  rayClusterConfig:
+    headGroupSpec:
+      rayStartParams: {{dashboard-host: 0.0.0.0}}
+      template:
+        spec:
+          containers:
+            - name: ray-head
+              image: vllm/vllm-openai:v0.22.0{head}
+    workerGroupSpecs:
+      - groupName: gpu
+        replicas: 1
+        template:
+          spec:
+            containers:
+              - name: ray-worker
+                image: vllm/vllm-openai:v0.22.0
+              - name: sidecar
+                image: vllm/vllm-openai:v0.22.0
+                args: [--model, m]
+"""
+
+
+def test_kuberay_gives_the_ray_container_its_own_command(tmp_path):
+    def launches(path_name, text):
+        return read_source(write(tmp_path / path_name, text)).deployments
+
+    # A RayService whose head and worker run vLLM's image with no command (the shape of
+    # awslabs/data-on-eks's ray-batch-inference RayService, on a vLLM image): both containers were
+    # launches of the image's `vllm serve`. KubeRay (ray-operator controllers/ray/common/pod.go
+    # BuildPod) makes the Ray container, the first, run `bash -lc "<command and args> && ulimit ...;
+    # ray start ..."` unless its command says `ray start` or the object is annotated
+    # ray.io/overwrite-container-cmd: the image's entrypoint never runs there. Other containers run as written.
+    (sidecar,) = launches("ray.yaml", RAY_SERVICE.format(annotations="", head=""))
+    assert (sidecar.container, sidecar.role, sidecar.document["model"]) == ("sidecar", "worker", {"name": "m"})
+    # Args alone are the script bash runs: here a vLLM server.
+    head, _ = launches("args.yaml", RAY_SERVICE.format(
+        annotations="", head="\n              args: [vllm serve m2 --port 8000]"))
+    assert (head.container, head.role, head.document["model"]) == ("ray-head", "leader", {"name": "m2"})
+    # The annotation keeps each container as written: the image's entrypoint runs.
+    kept = launches("kept.yaml", RAY_SERVICE.format(
+        annotations="\n  annotations: {ray.io/overwrite-container-cmd: \"true\"}", head=""))
+    assert [d.container for d in kept] == ["ray-head", "ray-worker", "sidecar"]

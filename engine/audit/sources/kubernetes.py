@@ -146,6 +146,34 @@ def _labelled_role(obj: dict[str, Any], meta: Any) -> str | None:
     return _ROLE_WORDS[last] if last in ("prefill", "prefiller", "decode", "decoder") else None
 
 
+# KubeRay's objects, and the annotation that keeps the Ray container's command as written.
+_RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob"})
+_RAY_OVERWRITE = "ray.io/overwrite-container-cmd"
+
+
+def _ray_node(site: Site, path: tuple, object_meta: Any) -> bool:
+    """Whether the pod is a Ray head or worker group of a KubeRay object
+    whose Ray container KubeRay gives its own command."""
+    return site.kind in _RAY_KINDS and any(part in ("headGroupSpec", "workerGroupSpecs") for part in path) \
+        and str(labels_of(object_meta, "annotations").get(_RAY_OVERWRITE, "")).lower() != "true"
+
+
+def _as_kuberay_runs(container: dict[str, Any]) -> dict[str, Any] | None:
+    """The Ray container (the first) as KubeRay runs it (ray-operator
+    controllers/ray/common/pod.go BuildPod): unless its command already says
+    `ray start`, the command and args become one `bash -lc` script that runs
+    them, then `ray start`. So the image's entrypoint never runs: without a
+    command or args there is no launch (None), and args alone are that script."""
+    command, args = container.get("command"), container.get("args")
+    if command:
+        return container
+    if not isinstance(args, list) or not args:
+        return None
+    words = [a for a in args if isinstance(a, str)]
+    return {**container, "command": ["/bin/bash", "-lc", " ".join(words)], "args": []} if len(words) == len(args) \
+        else container
+
+
 def _pod_specs(obj: dict[str, Any]) -> list[tuple[tuple, dict[str, Any], Any]]:
     stack: list[tuple[Any, tuple, Any, int]] = [(obj, (), None, 0)]
     found = []
@@ -203,6 +231,10 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
     for field, index, container in entries:
         if not isinstance(container, dict):
             continue
+        if field == "containers" and index == 0 and _ray_node(site, path, object_meta):
+            container = _as_kuberay_runs(container)
+            if container is None:
+                continue
         cname = str(container.get("name") or index)
         shown = f"{site.kind} {site.namespace + '/' if site.namespace else ''}{site.name}"
         where = f"{shown}{f' ({site.role})' if site.role else ''}, container {cname}"
