@@ -107,6 +107,30 @@ spec:
     assert (pod.format, ktc(pod)) == ("kubernetes", {"kv_connector": "NixlConnector", "kv_role": "kv_both"})
 
 
+def test_a_prefill_workers_flag_inside_its_shell_script_gives_its_role(tmp_path):
+    # aws-samples/awsome-inference (7a520c6) 2.projects/dynamo-inference/ngc-builds/configs/vllm-disagg.yaml:
+    # VllmPrefillWorker runs `/bin/bash -c "... python3 -m dynamo.vllm ... --is-prefill-worker"`, and
+    # was reported as a decode worker; the flag was looked for as a word of the command only.
+    (prefill,) = launches(tmp_path, "graph.yaml", """apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: g, namespace: ns}
+spec:
+  services:
+    VllmPrefillWorker:
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1.post1
+          command: [/bin/bash, -c]
+          args:
+            - python3 -m dynamo.vllm --model m --is-prefill-worker --gpu-memory-utilization 0.9
+""")
+    assert prefill.role == "prefill"
+    # A longer option that only starts like the flag is no flag.
+    (other,) = launches(tmp_path, "other.yaml", (tmp_path / "graph.yaml").read_text().replace(
+        "--is-prefill-worker", "--is-prefill-worker-x"))
+    assert other.role == "decode"
+
+
 def test_a_v1beta1_dynamo_graph_is_read_from_its_components(tmp_path):
     # v1beta1 (the storage version: ai-dynamo/dynamo deploy/operator/api/v1beta1)
     # lists `spec.components`, each with a `podTemplate` whose container `main`

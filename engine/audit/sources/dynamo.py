@@ -39,7 +39,7 @@ __all__ = ["dynamo_graphs", "GRAPH_KIND"]
 
 GRAPH_KIND = "DynamoGraphDeployment"
 _SERVE = re.compile(r"\bdynamo\s+serve\s+\S+:(\w+)")
-_PREFILL_MODE = re.compile(r"--disaggregation-mode[=\s]+[\"']?prefill\b")
+_PREFILL_MODE = re.compile(r"--disaggregation-mode[=\s]+[\"']?prefill\b|(?<![\w-])--is-prefill-worker(?![\w-])")
 
 
 def _serve_argv(config_text: str | None, service: str) -> list[str] | None:
@@ -105,8 +105,7 @@ def _prefill_worker(words: list[str], name: str) -> bool:
     """Whether a service without a role is a prefill worker: Dynamo's flag
     for one (``--is-prefill-worker`` before 0.6, ``--disaggregation-mode
     prefill`` since, in its words or the script it runs), or its name."""
-    return "--is-prefill-worker" in words or name.startswith("Prefill") or \
-        _PREFILL_MODE.search(" ".join(words)) is not None
+    return name.startswith("Prefill") or _PREFILL_MODE.search(" ".join(words)) is not None
 
 
 class _Service(NamedTuple):
