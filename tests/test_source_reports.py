@@ -164,6 +164,21 @@ def test_a_release_the_rules_do_not_hold_is_shown_as_the_release_decided(tmp_pat
     assert "release_not_held" not in forced.stdout  # the release asked for decides every launch
 
 
+def test_the_release_line_names_the_release_that_decided_a_launch_that_names_none(tmp_path, monkeypatch):
+    # rh-aiservices-bu/llm-on-openshift's Deployments run images whose tag names no vLLM release: the
+    # text report said "vllm release: unknown (...)" though the JSON's decision was made as 0.33.0 by
+    # default, or as the release --vllm-version gives.
+    write(tmp_path / "latest.sh", "docker run vllm/vllm-openai:latest m\n")
+    monkeypatch.chdir(tmp_path)
+    result = audit(["latest.sh"])
+    assert render(result, "text").endswith(
+        "\n  vllm release: 0.33.0 (default (image tag vllm/vllm-openai:latest: no release in the tag))")
+    assert "0.33.0 (default (image tag vllm/vllm-openai:latest: no release in the tag))" in render(result, "md")
+    forced = subprocess.run([sys.executable, "-m", "hma_policy", "audit", "latest.sh", "--vllm-version", "0.11.0"],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert "  vllm release: 0.11.0 (--vllm-version)\n" in forced.stdout
+
+
 # kubernetes-sigs/lws docs/examples/vllm/GPU/lws.yaml and GoogleCloudPlatform/kubernetes-engine-samples
 # ai-ml/llm-multihost-gpus/vllm-llama3-405b-A3.yaml run vllm/vllm-openai:v0.8.5, a release before the
 # hybrid KV cache manager (0.9.1): they were decided as 0.33.0, `enabled`.

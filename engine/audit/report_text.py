@@ -117,9 +117,9 @@ def release_text(entry: dict[str, Any]) -> str:
     hint = entry.get("release_hint")
     if not hint:
         return ""
-    if not hint["version"]:
-        return f"unknown ({hint['origin']})"
     used = (entry.get("decision") or {}).get("vllm") or {}
+    if not hint["version"]:  # nothing named one: the release that decided it (the default, --vllm-version)
+        return f"{used['release']} ({used['source']})" if used.get("release") else f"unknown ({hint['origin']})"
     if used.get("release") and used["release"] != hint["version"]:
         return f"{used['release']} ({used['source']})"
     return f"{hint['version']} ({hint['origin']})"
