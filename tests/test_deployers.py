@@ -10,6 +10,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
+from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
 from hma_policy.core.deployers import config, deployer
 from hma_policy.core.dynamo_args import dynamo_vllm_argv
@@ -125,6 +126,12 @@ spec:
             - python3 -m dynamo.vllm --model m --is-prefill-worker --gpu-memory-utilization 0.9
 """)
     assert prefill.role == "prefill"
+    # Dynamo 0.6.1.post1's image installs vLLM 0.11.0 (deployers.yaml), where a kv_transfer_config
+    # (Dynamo's default NixlConnector) turns HMA off: it was decided as 0.33.0, `enabled`.
+    (entry,) = audit([str(tmp_path / "graph.yaml")]).entries
+    assert (entry.decision["vllm"], entry.decision["outcome"]) == (
+        {"release": "0.11.0", "source": "image tag nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1.post1 "
+                                        "(Dynamo 0.6.1.post1, which installs vLLM 0.11.0)"}, "disabled")
     # A longer option that only starts like the flag is no flag.
     (other,) = launches(tmp_path, "other.yaml", (tmp_path / "graph.yaml").read_text().replace(
         "--is-prefill-worker", "--is-prefill-worker-x"))

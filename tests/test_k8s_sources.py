@@ -218,7 +218,7 @@ def test_go_template_pipelines_pass_each_value_on_as_the_last_argument():
 def test_dynamo_vllm_default_and_listed_connectors():
     found = read("ai-dynamo__dynamo/components/backends/vllm/deploy/disagg_kvbm.yaml")
     decode, prefill = by_role(found)["decode"], by_role(found)["prefill"]
-    assert (decode.line, prefill.line, decode.release.version) == (17, 42, None)  # Dynamo's image: no vLLM release
+    assert (decode.line, prefill.line, decode.release.version) == (17, 42, "0.11.0")  # Dynamo 0.6.1 installs vLLM 0.11.0
     assert ktc(decode) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
     assert ktc(prefill)["kv_connector"] == "PdConnector"
     assert [c["kv_connector"] for c in ktc(prefill)["kv_connector_extra_config"]["connectors"]] == \

@@ -64,6 +64,16 @@ def test_kubernetes_launches_carry_container_role_and_release(tmp_path):
     ("vllm/vllm-openai:v0.20.1-cu129-nixl", None), ("vllm/vllm-openai:v0.20.1-cu129-x86_64", None),
     ("vllm/vllm-openai:latest-x86_64-cu129", None), ("aibrix/vllm-openai:v0.9.2-cu128-nixl-v0.4.1", None),
     ("vllm/vllm-openai:v0.20.1-", None), ("vllm/vllm-openai:v0.20.1-cu", None),
+    # NVIDIA Dynamo's vLLM runtime: the vLLM release each Dynamo release's image installs
+    # (deployers.yaml), with the variants Dynamo pushes; on a mirror (aibrix's registry) too.
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1.post1", "0.11.0"),
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.1", "0.10.1.1"),
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.0-cuda13", "0.12.0"),
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0.0-efa-amd64", "0.16.0"),
+    ("aibrix-container-registry-cn-beijing.cr.volces.com/aibrix/ai-dynamo/vllm-runtime:0.3.2", "0.8.4"),
+    # A release whose image was not read, a development tag, no tag.
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1", None), ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0-dev.1", None),
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime", None),
 ])
 def test_the_release_an_image_tag_names(image, version):
     from hma_policy.audit.sources.release import from_image

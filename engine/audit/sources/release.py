@@ -13,7 +13,9 @@ the build-variant suffixes vLLM's release scripts push beside it
 built for another architecture, CUDA or base image), of ROCm's
 ``rocm/vllm`` images the tags that spell ``vllm_X.Y.Z``, and of
 vllm-ascend's ``ascend/vllm-ascend`` images (Ascend NPUs) the release
-tags, each of which names the vLLM release it runs. A digest,
+tags, each of which names the vLLM release it runs, and of NVIDIA Dynamo's
+``ai-dynamo/vllm-runtime`` the release tags, each Dynamo release's image
+installing the vLLM release deployers.yaml records. A digest,
 ``latest``, ``nightly``, any other tag and any other image (LMCache's
 ``lmcache/vllm-openai`` is tagged with LMCache's releases) give no version,
 with the reason in the origin: nothing is guessed. This module only reads
@@ -25,6 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
+from ...core.deployers import deployer
 from ...core.markers import has_unresolved, show
 
 __all__ = ["ReleaseHint", "from_image", "from_pin", "platform_of", "split_image", "valid_version", "VERSION"]
@@ -53,6 +56,11 @@ _ASCEND_TAG_VERSION = re.compile(r"v?(" + VERSION.pattern + r")(?:-(?:a3|a5|310p
 # A vllm-ascend release runs the vLLM release of its number (its docs' versioning policy),
 # but for these, whose root Dockerfile builds on another (ARG VLLM_TAG at the tag).
 _ASCEND_VLLM = {"0.10.1rc1": "0.10.1.1", "0.11.0rc0": "0.11.0rc3", "0.14.0rc1": "0.14.1"}
+# NVIDIA Dynamo's vLLM runtime image (nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1.post1): its tag
+# is Dynamo's release, with the variants Dynamo's release workflow pushes (CUDA 13, EFA, an
+# architecture); deployers.yaml (dynamo-vllm) gives the vLLM release each installs.
+_DYNAMO_IMAGE = "ai-dynamo/vllm-runtime"
+_DYNAMO_TAG = re.compile(r"([0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?)(?:-cuda13)?(?:-efa)?(?:-(?:amd64|arm64))?")
 
 
 class ReleaseHint(NamedTuple):
@@ -90,7 +98,8 @@ def from_image(image: str) -> ReleaseHint:
     official = any(_is(path, image) for image in _RELEASE_IMAGES)
     rocm = _is(path, "rocm/vllm")
     ascend = _is(path, _ASCEND_IMAGE)
-    if not official and not rocm and not ascend:
+    dynamo = _is(path, _DYNAMO_IMAGE)
+    if not official and not rocm and not ascend and not dynamo:
         return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag is not read as a vLLM release")
     if digest is not None and tag is None:
         return ReleaseHint(None, f"image {shown}: a digest names no release")
@@ -103,6 +112,15 @@ def from_image(image: str) -> ReleaseHint:
         plugin = match.group(1)
         vllm = _ASCEND_VLLM.get(plugin) or re.sub(r"(?:\.?post|rc)[0-9]+$", "", plugin)
         return ReleaseHint(vllm, f"image tag {shown} (vllm-ascend {plugin}, on vLLM {vllm})")
+    if dynamo:
+        match = _DYNAMO_TAG.fullmatch(tag)
+        if match is None:
+            return ReleaseHint(None, f"image tag {shown}: no Dynamo release in the tag")
+        installed = deployer("dynamo-vllm")["vllm"].get(match.group(1))
+        if installed is None:
+            return ReleaseHint(None, f"image tag {shown}: the vLLM release Dynamo {match.group(1)}'s image installs "
+                                     "is not recorded")
+        return ReleaseHint(installed, f"image tag {shown} (Dynamo {match.group(1)}, which installs vLLM {installed})")
     match = _TAG_VERSION.fullmatch(tag) if official else _ROCM_TAG_VERSION.search(tag)
     if match is None:
         return ReleaseHint(None, f"image tag {shown}: no release in the tag")
