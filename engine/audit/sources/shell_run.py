@@ -200,7 +200,9 @@ class Interpreter(Flow):
         expander = Expander(self.run, scope, line)
         paths += [expander.word(r.target) for r in targets if r.target is not None]  # type: ignore[misc]
         for path in paths:
-            if not path or has_unresolved(path):
+            # A path made of a value the file does not set (`"${NAME}.yaml"`) is kept by its text: the
+            # same words later (`kubectl apply -f "${NAME}.yaml"`) name the same file.
+            if not path:
                 continue
             append = any(r.op == ">>" for r in targets)
             previous = self.run.file_at(path) if append else None
@@ -224,7 +226,7 @@ class Interpreter(Flow):
             stdin = stdin_text(run, scope, command.redirects, line)
             script = self.stdin_script(command, stdin, line) if stdin is not None else run.piped
         else:
-            script = run.file_at(target) if not has_unresolved(target) else None
+            script = run.file_at(target)
         if script is not None:
             run.applied.append(script)
         return True
