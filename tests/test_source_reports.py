@@ -237,6 +237,16 @@ def test_a_release_before_the_hybrid_kv_cache_manager_is_decided_by_the_before_r
     assert "lws.yaml#LeaderWorkerSet/vllm/vllm-leader: disabled (hma_enabled: false)" in text
     assert "  vllm release: 0.8.5 (image tag vllm/vllm-openai:v0.8.5)\n" \
            "  remediation: upgrade to vLLM 0.9.1 or later to run the hybrid KV cache manager" in text
+    # The hybrid KV cache manager's own flag is no option of such a release: its argparse exits (a note,
+    # as for any option the release running a launch refuses). Other options may have come and gone.
+    write(tmp_path / "flag.sh", "docker run vllm/vllm-openai:v0.8.5 m --disable-hybrid-kv-cache-manager "
+                                "--use-v2-block-manager\n")
+    (flagged,) = json.loads(render(audit(["flag.sh"]), "json"))["deployments"]
+    assert [(n["code"], n["message"]) for n in flagged["notes"]] == [(
+        "source.option_not_in_release", "vLLM 0.8.5 rejects the unrecognized argument "
+        "`--disable-hybrid-kv-cache-manager` (line 1): it came with the hybrid KV cache manager in 0.9.1, and the "
+        "launch does not start")]
+    assert flagged["decision"]["outcome"] == "disabled"
     # The decision's policy is the rule that made it, not a release's rules.
     assert lws["decision"]["policy"]["digest"] != hma_policy.load_policy().digest
     # A release the auditor fixes decides every launch; a document's own vllm_version must be a release held.

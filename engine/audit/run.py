@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from ..core.decision import Decision
 from ..core.errors import HMAPolicyError, InputError, Problem
 from ..core.optionlist import refusal, refused_everywhere
+from ..core.options import FLAG_OPTIONS
 from ..core.policies import Hint, PolicySet
 from ..core.policy import Policy
 from .declog_format import input_digest
@@ -332,11 +333,13 @@ def _options_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     (a misspelt key of a config file), unless what deploys it names a
     release the rules do not hold. A note, not the outcome, since what the
     decision answers is how the release runs the launch's KV configuration."""
-    if not deployment.options or decision.vllm is None:
+    if decision.vllm is None:
         return deployment
     named = _release_named(policy, deployment)
     hint = _hint(deployment.release)
     if not named and hint is not None and hint.version is not None:  # a release these rules do not hold
+        return _older_options_noted(policy, deployment, decision, hint)
+    if not deployment.options:
         return deployment
     notes = []
     for option, origin in dict.fromkeys(deployment.options):
@@ -345,6 +348,27 @@ def _options_noted(policy: PolicySet, deployment: Deployment, decision: Decision
             unless = "" if named else " unless a release outside them runs it"
             notes.append(Problem("source.option_not_in_release", f"{refused.message} ({origin}): the launch does "
                                  f"not start{unless}", hint=refused.hint, file=deployment.file, line=deployment.line))
+    return deployment.replace(notes=deployment.notes + tuple(notes)) if notes else deployment
+
+
+def _older_options_noted(policy: PolicySet, deployment: Deployment, decision: Decision, hint: Hint) -> Deployment:
+    """A launch on a release older than the rules' (their `before` rule
+    decided it, as the release named): noted for each flag of the hybrid
+    KV cache manager its command line gives, which no release before the
+    oldest the rules hold has, so that its argparse exits. Other options
+    may have come and gone before: nothing is said of them."""
+    if decision.vllm is None or decision.vllm.source != hint.origin:  # a newer release, decided as the default
+        return deployment
+    first = policy.releases[0]
+    notes = []
+    for _, origin in deployment.origins:
+        where, _, option = origin.rpartition(": ")
+        if option in FLAG_OPTIONS:
+            notes.append(Problem("source.option_not_in_release", f"vLLM {decision.vllm.release} rejects the "
+                                 f"unrecognized argument `{option}` ({where}): it came with the hybrid KV cache "
+                                 f"manager in {first}, and the launch does not start",
+                                 hint="drop the option, or run vLLM " + first + " or later",
+                                 file=deployment.file, line=deployment.line))
     return deployment.replace(notes=deployment.notes + tuple(notes)) if notes else deployment
 
 
