@@ -1015,3 +1015,34 @@ def test_kuberay_gives_the_ray_container_its_own_command(tmp_path):
     kept = launches("kept.yaml", RAY_SERVICE.format(
         annotations="\n  annotations: {ray.io/overwrite-container-cmd: \"true\"}", head=""))
     assert [d.container for d in kept] == ["ray-head", "ray-worker", "sidecar"]
+
+
+def test_a_container_given_only_vllms_options_by_an_image_not_known_to_run_vllm_is_noted(tmp_path):
+    # rh-aiservices-bu/llm-on-openshift (2b63898) llm-servers/vllm/hpu/gitops/deployment.yaml: the image
+    # (built by the repository's Containerfile, whose ENTRYPOINT runs vLLM's api_server) names no vLLM, and
+    # the container gives only vLLM's options: it was passed over without a word.
+    path = write(tmp_path / "deployment.yaml", """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm}
+spec:
+  template:
+    spec:
+      containers:
+        - name: server
+          image: intel/redhat-ai-services:llm-on-openshift_ubi9.4_1.20.0
+          args: [--model=mistralai/Mistral-7B-Instruct-v0.3, --download-dir, /models-cache, --device, hpu,
+                 --max-model-len, "6144"]
+        - name: tgi
+          image: ghcr.io/huggingface/text-generation-inference:2.0
+          args: [--model-id, m, --max-input-length, "1024"]
+        - name: router
+          image: example.com/router:1
+          args: [--model, m, --upstream, http://x]
+""")
+    found = read_source(path)
+    assert found.deployments == ()
+    assert [(n.code, n.line, n.message) for n in found.notes] == [(
+        "source.unrecognized", 8, "Deployment vllm, container server: the image "
+        "`intel/redhat-ai-services:llm-on-openshift_ubi9.4_1.20.0` is given only arguments, each an option of vLLM's "
+        "server (`--model`, `--download-dir`, `--device`, `--max-model-len`), but it is not known to run vLLM: not "
+        "read as a launch")]

@@ -188,6 +188,9 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
         found = compose_file(ctx)
     else:
         found = structured_file(ctx, fmt)  # json or yaml
+    if ctx.notes:  # what a reader noted deep inside the file; a container read twice (a base and its overlay) once
+        fresh = tuple(note for note in dict.fromkeys(ctx.notes) if note not in found.notes)
+        found = SourceFile(found.file, found.format, found.deployments, found.problems, found.skipped, found.notes + fresh)
     return _as_written(_unique_ids(found))
 
 

@@ -39,6 +39,9 @@ class Ctx:
         self.source, self.display, self.roots, self.limits, self.text = source, display, roots, limits, text
         self.fs = fs
         self.directives: list[tuple[int, Any, Problem | None]] = []
+        # Notes of the file that a reader deep inside it finds (a container it does not read as a
+        # launch, though it may be one), added to the file's own when it has been read.
+        self.notes: list[Problem] = []
 
     @property
     def path(self) -> Path:

@@ -20,9 +20,11 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from ...core.errors import Problem
+from ...core.optionlist import refused_everywhere
 from .context import Ctx
 
-__all__ = ["VLLM_IMAGE", "presumed_server", "presumed_note", "EnvServer", "env_server", "env_server_note"]
+__all__ = ["VLLM_IMAGE", "presumed_server", "presumed_note", "EnvServer", "env_server", "env_server_note",
+           "vllm_arguments", "unread_server_note"]
 
 # vLLM's release image vllm/vllm-openai, its CPU build vllm/vllm-openai-cpu, its ROCm build
 # vllm/vllm-openai-rocm, and the CPU builds vLLM's release pipeline pushes to
@@ -41,6 +43,25 @@ def presumed_server(image: str, args: Sequence[str]) -> bool:
     repository = image.split("@")[0].rsplit("/", 1)[-1].split(":")[0]
     return ("vllm" in repository.lower() and bool(args) and args[0].startswith("--")
             and any(a == "--model" or a.startswith("--model=") for a in args))
+
+
+def vllm_arguments(args: Sequence[str]) -> bool:
+    """Whether ``args`` are options only, `--model` and at least one more,
+    each an option of some bundled release of vLLM's server: the arguments
+    of an image that may run it (its name does not say). Other servers'
+    options differ (TGI's `--model-id`, SGLang's `--model-path`)."""
+    options = [a.split("=", 1)[0] for a in args if a.startswith("--")]
+    return (bool(args) and args[0].startswith("--") and "--model" in options and len(set(options)) > 1
+            and all(refused_everywhere(option) is None for option in options))
+
+
+def unread_server_note(ctx: Ctx, where: str, image: str, args: Sequence[str], line: int | None) -> Problem:
+    """The note of a container given only vLLM's options whose image is not known to run vLLM."""
+    shown = ", ".join(f"`{a.split('=', 1)[0]}`" for a in args if a.startswith("--"))
+    return ctx.problem("source.unrecognized", f"{where}: the image `{image}` is given only arguments, each an option "
+                       f"of vLLM's server ({shown}), but it is not known to run vLLM: not read as a launch", line=line,
+                       hint="if the image runs vLLM's server, write its command (`command: [vllm, serve]`) in the "
+                            "manifest; see docs/audit-formats.md, Images")
 
 
 def presumed_note(ctx: Ctx, image: str, line: int | None) -> Problem:

@@ -32,7 +32,8 @@ from .marks import NO_LINES, Lines
 from .rayserve import ray_service
 from .release import ReleaseHint, from_image
 from .shell import argv_invocations
-from .images import VLLM_IMAGE, env_server, env_server_note, presumed_note, presumed_server
+from .images import (VLLM_IMAGE, env_server, env_server_note, presumed_note, presumed_server, unread_server_note,
+                     vllm_arguments)
 
 __all__ = ["kubernetes", "Site", "pod_launches", "pod_templates", "config_maps_of", "labels_of"]
 
@@ -334,6 +335,8 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
             elif server is not None:
                 argv = ["sh", "-c", server.script]
             elif find_vllm(argv) is None:
+                if vllm_arguments(argv):
+                    ctx.notes.append(unread_server_note(ctx, where, image, argv, line))
                 return []
         else:
             if argv[:1] == ["serve"]:
