@@ -1021,6 +1021,9 @@ def test_a_container_given_only_vllms_options_by_an_image_not_known_to_run_vllm_
     # rh-aiservices-bu/llm-on-openshift (2b63898) llm-servers/vllm/hpu/gitops/deployment.yaml: the image
     # (built by the repository's Containerfile, whose ENTRYPOINT runs vLLM's api_server) names no vLLM, and
     # the container gives only vLLM's options: it was passed over without a word.
+    # llm-d's inference simulator (kubernetes-sigs/gateway-api-inference-extension config/manifests/vllm/
+    # sim-deployment.yaml) takes vLLM's options and runs no vLLM: no note, and its former name, which
+    # holds `vllm`, is not taken to run vLLM's server either.
     path = write(tmp_path / "deployment.yaml", """apiVersion: apps/v1
 kind: Deployment
 metadata: {name: vllm}
@@ -1038,6 +1041,12 @@ spec:
         - name: router
           image: example.com/router:1
           args: [--model, m, --upstream, http://x]
+        - name: vllm-sim
+          image: ghcr.io/llm-d/llm-d-inference-sim:v0.8.2
+          args: [--model, m, --port, "8000", --max-loras, "2"]
+        - name: old-sim
+          image: ghcr.io/llm-d/vllm-sim:0.1.0
+          args: [--model, m, --port, "8000"]
 """)
     found = read_source(path)
     assert found.deployments == ()

@@ -35,24 +35,35 @@ __all__ = ["VLLM_IMAGE", "presumed_server", "presumed_note", "EnvServer", "env_s
 VLLM_IMAGE = re.compile(r"(^|/)(?:vllm-openai(?:-cpu|-rocm)?|vllm(?:-arm64)?-cpu-release-repo)(?:[:@]|$)")
 
 
+# llm-d's inference simulator (ghcr.io/llm-d/llm-d-inference-sim, formerly vllm-sim) takes vLLM's
+# options to stand in for it in tests, and runs no vLLM.
+_SIMULATOR = re.compile(r"(?:llm-d-inference-sim|vllm-sim)", re.IGNORECASE)
+
+
+def _repository(image: str) -> str:
+    return image.split("@")[0].rsplit("/", 1)[-1].split(":")[0]
+
+
 def presumed_server(image: str, args: Sequence[str]) -> bool:
     """Whether ``image``, not one of vLLM's release images, is taken to run
-    vLLM's server with ``args``: its repository's name holds `vllm`, the
-    arguments start with an option and name the model with `--model` (an
-    image's own program, a router or a proxy, takes no `--model`)."""
-    repository = image.split("@")[0].rsplit("/", 1)[-1].split(":")[0]
-    return ("vllm" in repository.lower() and bool(args) and args[0].startswith("--")
-            and any(a == "--model" or a.startswith("--model=") for a in args))
+    vLLM's server with ``args``: its repository's name holds `vllm` (not
+    llm-d's simulator), the arguments start with an option and name the
+    model with `--model` (an image's own program, a router or a proxy,
+    takes no `--model`)."""
+    repository = _repository(image)
+    return ("vllm" in repository.lower() and not _SIMULATOR.search(repository) and bool(args)
+            and args[0].startswith("--") and any(a == "--model" or a.startswith("--model=") for a in args))
 
 
-def vllm_arguments(args: Sequence[str]) -> bool:
+def vllm_arguments(image: str, args: Sequence[str]) -> bool:
     """Whether ``args`` are options only, `--model` and at least one more,
     each an option of some bundled release of vLLM's server: the arguments
-    of an image that may run it (its name does not say). Other servers'
-    options differ (TGI's `--model-id`, SGLang's `--model-path`)."""
+    of an image that may run it (its name does not say; llm-d's simulator,
+    which takes them too, does not). Other servers' options differ (TGI's
+    `--model-id`, SGLang's `--model-path`)."""
     options = [a.split("=", 1)[0] for a in args if a.startswith("--")]
     return (bool(args) and args[0].startswith("--") and "--model" in options and len(set(options)) > 1
-            and all(refused_everywhere(option) is None for option in options))
+            and not _SIMULATOR.search(_repository(image)) and all(refused_everywhere(o) is None for o in options))
 
 
 def unread_server_note(ctx: Ctx, where: str, image: str, args: Sequence[str], line: int | None) -> Problem:

@@ -335,7 +335,7 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
             elif server is not None:
                 argv = ["sh", "-c", server.script]
             elif find_vllm(argv) is None:
-                if vllm_arguments(argv):
+                if vllm_arguments(image, argv):
                     ctx.notes.append(unread_server_note(ctx, where, image, argv, line))
                 return []
         else:
