@@ -1055,3 +1055,41 @@ spec:
         "`intel/redhat-ai-services:llm-on-openshift_ubi9.4_1.20.0` is given only arguments, each an option of vLLM's "
         "server (`--model`, `--download-dir`, `--device`, `--max-model-len`), but it is not known to run vLLM: not "
         "read as a launch")]
+
+
+def test_a_container_with_vllm_spyres_settings_runs_on_ibm_spyre(tmp_path):
+    # opendatahub-io/odh-model-controller (57b43aa) config/runtimes/vllm/vllm-spyre-s390x-template.yaml
+    # (and its x86 and ppc64le twins, each in three overlays): vLLM through the vllm-spyre plugin, whose
+    # SpyrePlatform inherits support_hybrid_kv_cache() false, so vLLM turns HMA off. They were decided
+    # as CUDA, `enabled`; the container's environment holds vllm-spyre's settings (VLLM_SPYRE_*).
+    write(tmp_path / "spyre.yaml", """apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata:
+  name: vllm-spyre-s390x-runtime
+spec:
+  containers:
+    - image: $(vllm-spyre-image)
+      name: kserve-container
+      command:
+        - /bin/bash
+        - -c
+        - source /etc/profile.d/ibm-aiu-setup.sh && exec python3 -m vllm.entrypoints.openai.api_server "$@"
+        - --
+      args: ['--model=/mnt/models', '--port=8000']
+      env:
+        - {name: FLEX_DEVICE, value: VF}
+        - {name: VLLM_SPYRE_USE_CB, value: "1"}
+""")
+    # `docker run -e` says it as well; a directive's platform wins over either.
+    write(tmp_path / "run.sh", "docker run -e VLLM_SPYRE_USE_CB=1 vllm/vllm-openai:v0.20.0 m\n"
+                               "# hma-policy: {platform: {name: cuda}}\n"
+                               "docker run -e VLLM_SPYRE_USE_CB=1 vllm/vllm-openai:v0.20.0 m\n")
+    entries = {(Path(e.deployment.file).name, e.deployment.line): e for e in audit([str(tmp_path)]).entries}
+    served = entries[("spyre.yaml", 8)]
+    assert (served.deployment.document["platform"], dict(served.deployment.origins)["platform"]) == (
+        {"name": "spyre"}, "env VLLM_SPYRE_USE_CB")
+    assert (served.decision["outcome"], served.decision["reasons"]) == ("disabled", [
+        "IBM Spyre's platform (the vllm-spyre plugin) does not support the hybrid KV cache manager: SpyrePlatform "
+        "defines no support_hybrid_kv_cache() and inherits the base Platform's false"])
+    assert entries[("run.sh", 1)].decision["outcome"] == "disabled"
+    assert entries[("run.sh", 3)].decision["outcome"] == "enabled"

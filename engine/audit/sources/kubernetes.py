@@ -27,7 +27,7 @@ from ...core.vllm_args import scalar_text
 from ...core.errors import Problem
 from .context import FACTS_ANNOTATION, Ctx, parse_facts
 from .deployment import Deployment
-from .launch import Invocation, deployment, refuse
+from .launch import Invocation, deployment, platform_of_env, refuse
 from .marks import NO_LINES, Lines
 from .rayserve import ray_service
 from .release import ReleaseHint, from_image
@@ -254,6 +254,8 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
             inv.release = release or (from_image(image) if isinstance(image, str) and image else None)
             inv.image = inv.image or (image if isinstance(image, str) and image else None)
             inv.config_reader = reader
+            inv.platform = platform_of_env(str(item.get("name")) for item in container.get("env") or []
+                                           if isinstance(item, dict)) if isinstance(container.get("env"), list) else None
             if injected and (cname == inject_into or (inject_into is None and (field, index) == ("containers", 0))) \
                     and not any(re.match(r"--kv[-_]transfer[-_]config", a.text) for a in inv.argv):
                 engine = labels_of(pod_meta, "annotations").get(_ENGINE_ANNOTATION, "")

@@ -10,7 +10,7 @@ what the file's directives say about the model and platform.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -24,7 +24,8 @@ from .deployment import Deployment
 from .files import NOT_REGULAR, read_text, regular
 from .release import ReleaseHint, platform_of
 
-__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "refuse", "release_noted", "with_facts"]
+__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "refuse", "release_noted",
+           "with_facts"]
 
 ConfigReader = Callable[[str], "str | ConfigFile"]
 
@@ -53,6 +54,9 @@ class Invocation:
     sequence: int | None = None     # where in its script's reading it was met (files written before it are seen)
     image: str | None = None        # the container image that runs it, when the file names one
     release: ReleaseHint | None = None  # the vLLM release its image or a pin names (a directive's wins)
+    # The platform what deploys it says vLLM runs on, and what says so, where its image does not
+    # (a container whose environment holds vllm-spyre's settings).
+    platform: tuple[str, str] | None = None
     # Read again once per path through the `if` or `case` that made a value it reads unknown
     # (shell_run.Interpreter.paths): (which path, the words, the environment) for each.
     paths: tuple[tuple[str, list[Arg], dict[str, Arg]], ...] = ()
@@ -104,8 +108,9 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     # Where each field came from: a directive's model wins over the command's, the command's env over a directive's.
     origins = {key: inv.facts_origin for key in RUNTIME_FACTS if key in facts}
     origins.update((k, v) for k, v in result.origins if not (k == "model" and "model" in facts))
-    if platform_of(inv.image) is not None:
-        origins.setdefault("platform", f"image {plain(str(inv.image))}")
+    platform = _platform(inv)
+    if platform is not None:
+        origins.setdefault("platform", platform[1])
     document = _document(inv, result.document or {}, facts)
     # A stand-in answers for the command's own problems only (core.command.StandIn).
     stand_in = result.stand_in if result.stand_in is not None and len(problems) == len(result.problems) else None
@@ -157,11 +162,33 @@ def _settled(inv: Invocation) -> frozenset[str]:
 
 def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
     document = with_facts(read, facts, inv.name)
-    platform = platform_of(inv.image)
-    if platform is not None:  # the image's platform, unless a directive names one
+    platform = _platform(inv)
+    if platform is not None:  # the image's platform, or the environment's, unless a directive names one
         given: dict[str, Any] = document["platform"] if isinstance(document.get("platform"), dict) else {}
-        document["platform"] = {"name": platform, **given}
+        document["platform"] = {"name": platform[0], **given}
     return document
+
+
+# vllm-spyre's own settings (vllm_spyre/envs.py: VLLM_SPYRE_USE_CB, VLLM_SPYRE_DYNAMO_BACKEND, ...):
+# an environment that sets one runs vLLM on IBM Spyre, through that plugin.
+SPYRE_ENV = "VLLM_SPYRE_"
+
+
+def platform_of_env(names: Iterable[str]) -> tuple[str, str] | None:
+    """The platform an environment's variable names say vLLM runs on, and which one says so."""
+    spyre = sorted(name for name in names if name.startswith(SPYRE_ENV))
+    return ("spyre", f"env {spyre[0]}") if spyre else None
+
+
+def _platform(inv: Invocation) -> tuple[str, str] | None:
+    """The platform a launch runs vLLM on, where something says it is not
+    CUDA, and what says so: its image (vLLM's CPU or ROCm build,
+    vllm-ascend's), else its deployer (a container's environment), else the
+    command's own environment (`docker run -e`, `NAME=value vllm serve`)."""
+    platform = platform_of(inv.image)
+    if platform is not None:
+        return platform, f"image {plain(str(inv.image))}"
+    return inv.platform or platform_of_env(inv.env)
 
 
 def with_facts(read: dict[str, Any], facts: dict[str, Any], name: str | None = None) -> dict[str, Any]:
