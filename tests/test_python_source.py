@@ -1137,3 +1137,18 @@ def test_an_or_default_is_read_as_python_takes_it_and_a_list_after_a_list_option
                            "{'kv_connector': 'NixlConnector', 'kv_role': 'kv_both'})\n", name="anded.py")
     (d,) = anded.deployments
     assert d.problems == () and json.loads(d.document["kv_transfer_config"])["kv_connector"] == "NixlConnector"
+
+
+def test_a_shell_string_keeps_the_release_its_image_or_its_pin_names(tmp_path):
+    # NVIDIA/GenerativeAIExamples (401cb44) community/ai-vws-sizing-advisor/src/apply_configuration.py runs
+    # `docker run ... vllm/vllm-openai:v0.12.0 --model ...` through a shell: the image's release (and
+    # platform) was dropped, and the launch decided as 0.33.0 on CUDA, as a shell script's is not.
+    nixl = '{\\"kv_connector\\":\\"NixlConnector\\",\\"kv_role\\":\\"kv_both\\"}'
+    found = read(tmp_path, "import os\nimport subprocess\n"
+                           f"subprocess.run(\"docker run -d --gpus all vllm/vllm-openai:v0.12.0 --model m --kv-transfer-config '{nixl}'\", shell=True)\n"
+                           f"os.system(\"pip install vllm==0.12.0 && vllm serve m --kv-transfer-config '{nixl}'\")\n"
+                           "os.system(\"docker run vllm/vllm-openai-cpu:v0.10.1 m\")\n")
+    assert [(d.line, d.release) for d in found.deployments] == [
+        (3, ("0.12.0", "image tag vllm/vllm-openai:v0.12.0")), (4, ("0.12.0", "pip pin vllm==0.12.0 at line 4")),
+        (5, ("0.10.1", "image tag vllm/vllm-openai-cpu:v0.10.1"))]
+    assert found.deployments[2].document["platform"] == {"name": "cpu"}

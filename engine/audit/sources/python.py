@@ -71,7 +71,7 @@ from .pyforms import dict_entries, dotted_name, imported_from
 from .pylists import CommandLists, Readings
 from .pyscript import ENGINES, Unknown, as_word, is_environ, is_vllm_module, source_text
 from .release import VERSION, ReleaseHint, from_image, from_pin
-from .shell import run_script
+from .shell import release_at, run_script
 from .shell_commands import nested_script
 
 __all__ = ["python_file"]
@@ -303,9 +303,8 @@ class _Reader(CommandLists):
         return command, "shell"
 
     def _list_script(self, display: ast.List | ast.Tuple) -> tuple[ast.expr, str] | None:
-        """The script a command list hands a shell (``["bash", "-c", cmd]``,
-        ``["sh", "-lc", cmd]``), as the shell reader finds it in a command
-        line; None for a list that runs no shell."""
+        """The script a command list hands a shell (``["bash", "-c", cmd]``, ``["sh", "-lc", cmd]``), as
+        the shell reader finds it in a command line; None for a list that runs no shell."""
         if not any(isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value.rsplit("/", 1)[-1] in SHELLS
                    for e in display.elts) or any(isinstance(e, ast.Starred) for e in display.elts):
             return None
@@ -337,13 +336,14 @@ class _Reader(CommandLists):
         return [deployment(inv, self.ctx, "python") for inv in found]
 
     def _shell_read(self, text: str, line: int, env: dict[str, Arg], problems: list[Problem]) -> list[Invocation]:
-        """The launches a shell reads in ``text``, their words as written."""
-        # The markers are held aside while the shell reads the string: a marker's name and reason
-        # are Python source and words, whose quotes would end the shell's own.
+        """The launches a shell reads in ``text``, their words as written, each with the release its `docker run`
+        image or a `pip install vllm==X` before it names. Markers are held aside while the shell reads the string:
+        a marker's name and reason are Python source and words, whose quotes would end the shell's own."""
         held, plain = _held(text)
-        found, _ = run_script(plain, self.ctx, env=env, first_line=line, origin=lambda _line: f"line {line}",
-                              anchor=lambda _line: f":{line}", problems=problems, fixed=True)
+        found, run = run_script(plain, self.ctx, env=env, first_line=line, origin=lambda _line: f"line {line}",
+                                anchor=lambda _line: f":{line}", problems=problems, fixed=True)
         for inv in found:
+            inv.release = release_at(run, inv)
             inv.argv, inv.env = _restored_words(inv.argv, held), _restored_env(inv.env, held)
             inv.paths = tuple((which, _restored_words(argv, held), _restored_env(path_env, held))
                               for which, argv, path_env in inv.paths)
