@@ -1152,3 +1152,16 @@ def test_a_shell_string_keeps_the_release_its_image_or_its_pin_names(tmp_path):
         (3, ("0.12.0", "image tag vllm/vllm-openai:v0.12.0")), (4, ("0.12.0", "pip pin vllm==0.12.0 at line 4")),
         (5, ("0.10.1", "image tag vllm/vllm-openai-cpu:v0.10.1"))]
     assert found.deployments[2].document["platform"] == {"name": "cpu"}
+
+
+def test_shell_given_by_a_parameter_whose_calls_leave_it_true_runs_the_string_through_a_shell(tmp_path):
+    # NVIDIA/GenerativeAIExamples (401cb44) community/ai-vws-sizing-advisor/src/apply_configuration.py:
+    # `def run_command(cmd, shell=True): subprocess.run(cmd, shell=shell, ...)`: only a literal
+    # `shell=True` was read, so the file's docker run of vLLM was skipped as holding no launch.
+    helper = "import subprocess\ndef run_command(cmd: str, shell: bool = {default}):\n" \
+             "    return subprocess.run(cmd, shell=shell, capture_output=True)\n"
+    found = read(tmp_path, helper.format(default=True) + 'run_command("docker run vllm/vllm-openai:v0.12.0 --model m")\n')
+    assert [(d.line, d.release) for d in found.deployments] == [(4, ("0.12.0", "image tag vllm/vllm-openai:v0.12.0"))]
+    # A default of False, or a call that passes False, runs no shell: no launch is read.
+    assert read(tmp_path, helper.format(default=False) + 'run_command("vllm serve m")\n').deployments == ()
+    assert read(tmp_path, helper.format(default=True) + 'run_command("vllm serve m", shell=False)\n').deployments == ()

@@ -280,11 +280,10 @@ class _Reader(CommandLists):
         return out
 
     def _string_command(self, node: ast.Call | ast.List | ast.Tuple, scope: Any) -> tuple[ast.expr, str] | None:
-        """The string ``node`` runs as a command line, and how: through a
-        shell (``os.system(cmd)``, ``subprocess.run(cmd, shell=True)``, a
-        command list ``["bash", "-c", cmd]``), or split into words
-        (``subprocess.Popen(cmd.split())``, ``shlex.split(cmd)``). None for
-        any other call or list."""
+        """The string ``node`` runs as a command line, and how: through a shell (``os.system(cmd)``,
+        ``subprocess.run(cmd, shell=True)``, also ``shell=shell`` of a parameter whose calls leave it True,
+        a command list ``["bash", "-c", cmd]``), or split into words (``subprocess.Popen(cmd.split())``,
+        ``shlex.split(cmd)``). None for any other call or list."""
         if isinstance(node, (ast.List, ast.Tuple)):
             return self._list_script(node)
         callee = dotted_name(node.func)
@@ -298,7 +297,7 @@ class _Reader(CommandLists):
         if callee in _SUBPROCESS and split is not None:
             return split[0], "shlex" if split[1] else "split"
         shell = keywords.get("shell")
-        if callee in _SUBPROCESS and not (isinstance(shell, ast.Constant) and shell.value is True):
+        if callee in _SUBPROCESS and (shell is None or self.value(shell, scope, 0) is not True):
             return None
         return command, "shell"
 
