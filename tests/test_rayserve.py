@@ -195,6 +195,17 @@ spec:
     assert [n.message for n in other.deployments[0].notes] == [
         "the vLLM release is not known: image my/ray:1 is not Ray's LLM image (rayproject/ray-llm): its tag is not "
         "read as a vLLM release"]
+    # awslabs/data-on-eks (a546a19) data-stacks/ray-on-eks/examples/ray-batch-inference/03-rayservice-deepseek-r1-8b.yaml
+    # runs Ray's LLM image mirrored to ECR under its name alone; the tag its deploy.sh renders names Ray
+    # 2.56. The rendered image was "not Ray's LLM image", and so was the unrendered one, whose tag is the
+    # placeholder (envsubst's, which the file does not expand).
+    mirrored = read(tmp_path, "mirror.yaml", service.format(
+        head="rayproject/ray:2.56.0", worker="123456789012.dkr.ecr.us-west-2.amazonaws.com/ray-llm:2.56.0-py312-cu130"))
+    assert mirrored.deployments[0].release.version == "0.22.0"
+    unknown = read(tmp_path, "unknown.yaml", service.format(head="rayproject/ray:2.56.0",
+                                                            worker="$ECR_REGISTRY/ray-llm:$RAY_LLM_TAG"))
+    assert [n.message for n in unknown.deployments[0].notes] == [
+        "the vLLM release is not known: image tag $ECR_REGISTRY/ray-llm:$RAY_LLM_TAG: no Ray release in the tag"]
 
 
 def test_a_rayservice_whose_serve_config_is_not_yaml_is_a_located_file_problem(tmp_path):

@@ -267,7 +267,8 @@ def _release(spec: dict[str, Any]) -> ReleaseHint | None:
         return None
     path, tag, _ = split_image(image)
     shown = show(image)
-    if path != _RAY_LLM and not path.endswith("/" + _RAY_LLM):
+    # Ray's image on any registry, also a mirror that keeps only its name (ECR's `<registry>/ray-llm`).
+    if path.rsplit("/", 1)[-1] != _RAY_LLM.rsplit("/", 1)[-1]:
         return ReleaseHint(None, f"image {shown} is not Ray's LLM image ({_RAY_LLM}): its tag is not read as a vLLM release")
     match = re.match(r"(\d+\.\d+)\.\d+", tag or "")
     if match is None:
