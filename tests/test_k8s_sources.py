@@ -1093,3 +1093,18 @@ spec:
         "defines no support_hybrid_kv_cache() and inherits the base Platform's false"])
     assert entries[("run.sh", 1)].decision["outcome"] == "disabled"
     assert entries[("run.sh", 3)].decision["outcome"] == "enabled"
+    # Its ppc64le twin sets none of them, but its pods go to the Spyre scheduler.
+    write(tmp_path / "ppc64le.yaml", """apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata: {name: vllm-spyre-ppc64le-runtime}
+spec:
+  containers:
+    - image: $(vllm-spyre-image)
+      name: kserve-container
+      command: [python3, -m, vllm.entrypoints.openai.api_server]
+      args: ['--model=/mnt/models']
+  schedulerName: spyre-scheduler
+""")
+    (scheduled,) = [e for e in audit([str(tmp_path / "ppc64le.yaml")]).entries]
+    assert (scheduled.deployment.document["platform"], dict(scheduled.deployment.origins)["platform"],
+            scheduled.decision["outcome"]) == ({"name": "spyre"}, "schedulerName spyre-scheduler", "disabled")

@@ -147,6 +147,9 @@ def _labelled_role(obj: dict[str, Any], meta: Any) -> str | None:
     return _ROLE_WORDS[last] if last in ("prefill", "prefiller", "decode", "decoder") else None
 
 
+# The scheduler that places pods on IBM Spyre cards (Open Data Hub's Spyre ServingRuntimes name it):
+# vLLM runs there through the vllm-spyre plugin.
+_SPYRE_SCHEDULER = "spyre-scheduler"
 # KubeRay's objects, and the annotation that keeps the Ray container's command as written.
 _RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob"})
 _RAY_OVERWRITE = "ray.io/overwrite-container-cmd"
@@ -254,8 +257,9 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
             inv.release = release or (from_image(image) if isinstance(image, str) and image else None)
             inv.image = inv.image or (image if isinstance(image, str) and image else None)
             inv.config_reader = reader
-            inv.platform = platform_of_env(str(item.get("name")) for item in container.get("env") or []
-                                           if isinstance(item, dict)) if isinstance(container.get("env"), list) else None
+            inv.platform = (platform_of_env(str(item.get("name")) for item in container.get("env") or []
+                                            if isinstance(item, dict)) if isinstance(container.get("env"), list) else None) \
+                or (("spyre", f"schedulerName {_SPYRE_SCHEDULER}") if pod.get("schedulerName") == _SPYRE_SCHEDULER else None)
             if injected and (cname == inject_into or (inject_into is None and (field, index) == ("containers", 0))) \
                     and not any(re.match(r"--kv[-_]transfer[-_]config", a.text) for a in inv.argv):
                 engine = labels_of(pod_meta, "annotations").get(_ENGINE_ANNOTATION, "")
