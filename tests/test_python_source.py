@@ -1165,3 +1165,33 @@ def test_shell_given_by_a_parameter_whose_calls_leave_it_true_runs_the_string_th
     # A default of False, or a call that passes False, runs no shell: no launch is read.
     assert read(tmp_path, helper.format(default=False) + 'run_command("vllm serve m")\n').deployments == ()
     assert read(tmp_path, helper.format(default=True) + 'run_command("vllm serve m", shell=False)\n').deployments == ()
+
+
+def test_options_the_decision_does_not_read_added_on_some_runs_are_not_noted(tmp_path):
+    # containers/ramalama (8bc1f0a) ramalama/plugins/runtimes/inference/vllm.py: `if port is not None:
+    # cmd += ["--port", str(port)]` was noted as words that "may hold others", beside the one addition
+    # that can carry a KV option (the user's runtime args); so were vLLM's own Mooncake launcher's
+    # `command.append("--enforce-eager")` and Dynamo's `extend(["--num-gpu-blocks-override", ...])`.
+    found = read(tmp_path, """\
+import subprocess
+def run(args, port, eager, kv):
+    cmd = ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
+    if port is not None:
+        cmd += ["--port", str(port)]
+    if eager:
+        cmd.append("--enforce-eager")
+    for size in (1, 2):
+        cmd.extend(["--max_model_len=" + str(size)])
+    if args.runtime_args:
+        cmd.extend(args.runtime_args)
+    if kv:
+        cmd += ["--kv-transfer-config", kv]
+    if port:
+        cmd += ["--port", "--x"]
+    subprocess.run(cmd)
+""")
+    (only,) = found.deployments
+    # The user's words, a decision option, an option followed by an option: still noted.
+    assert [n.message.split("` (")[0] for n in only.notes] == [
+        "the command also takes `cmd.extend(...)", "the command also takes `cmd += ['--kv-transfer-config', kv]",
+        "the command also takes `cmd += ['--port', '--x']"]

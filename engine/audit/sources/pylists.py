@@ -20,7 +20,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ...core.markers import unresolved
-from ...core.options import Arg, find_vllm
+from ...core.optionlist import flag_options, list_options
+from ...core.options import DECISION_OPTIONS, Arg, find_vllm
 from .pyforms import dotted_name, list_holder, made_from
 from .pyscript import INTERPRETER, Script, Unknown, as_word, source_text
 
@@ -167,6 +168,8 @@ class CommandLists(Script):
         stop = bisect_left(lines, rebound[later]) if later < len(rebound) else len(lines)
         for at, how, value, straight in changes[bisect_right(lines, line):stop]:
             written = _written(name, how, value)
+            if not straight and how != "insert" and _leaves_decision_options(how, value):
+                continue  # (`if port: cmd += ["--port", str(port)]`: with it or without, the same decision)
             if not straight or value is None or how == "insert":
                 # The line tells several such statements apart (arguments added in a loop, one per type).
                 why = f"adds words at line {at}, at a place the script computes" if how == "insert" and straight \
@@ -228,6 +231,50 @@ def names_server(display: ast.List | ast.Tuple) -> bool:
     and are read no further."""
     return any(isinstance(e, ast.Constant) and isinstance(e.value, str) and (e.value == "serve" or e.value.startswith("vllm."))
                for e in display.elts)
+
+
+def _leaves_decision_options(how: str, value: ast.expr | None) -> bool:
+    """Whether what a statement adds to a command list is whole options
+    the decision does not read, each with the words its type takes in the
+    newest release (`"--port", str(port)`; a flag; `"--port=" + str(port)`):
+    the script may run it or not, and the options the decision reads stay
+    as they are either way."""
+    if value is None:
+        return False
+    words = [value] if how == "append" else list(value.elts) if isinstance(value, (ast.List, ast.Tuple)) else []
+    if not words:
+        return False
+    lists, listed = list_options()
+    flags = flag_options()
+    index = 0
+    while index < len(words):
+        head = _literal_head(words[index])
+        whole = isinstance(words[index], ast.Constant)  # else only its head is literal: the option must end there
+        if head is None or not head.startswith("--") or (not whole and "=" not in head):
+            return False
+        written, eq, _ = head.partition("=")
+        option = "--" + written[2:].replace("_", "-")  # (vLLM reads `_` as `-`)
+        if option.split(".")[0] in DECISION_OPTIONS or option not in listed or option in lists:
+            return False
+        index += 1
+        if not eq and option not in flags:  # its one word: a value, never an option or a list of words
+            value_word = words[index] if index < len(words) else None
+            if value_word is None or isinstance(value_word, ast.Starred) or (
+                    isinstance(value_word, ast.Constant) and str(value_word.value).startswith("-")):
+                return False
+            index += 1
+    return True
+
+
+def _literal_head(word: ast.expr) -> Any:
+    """The literal text a word starts with: the word itself where it is a
+    literal string (its node's value), the first piece of `"--x=" + y` or of
+    an f-string; None where it starts with anything else."""
+    while isinstance(word, ast.BinOp) and isinstance(word.op, ast.Add):
+        word = word.left
+    if isinstance(word, ast.JoinedStr) and word.values:
+        word = word.values[0]
+    return word.value if isinstance(word, ast.Constant) and isinstance(word.value, str) else None
 
 
 def _written(holder: str, how: str, value: ast.expr | None) -> str:
