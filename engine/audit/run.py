@@ -314,7 +314,7 @@ def _release_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     # A document's own release (vllm_version) decides it; a decision names the release that made it
     # (the one named, where the rules decide a release older than theirs: PolicySet.predating).
     if hint is None or named is not None or decision.vllm is None or policy.unheld(hint) is None \
-            or decision.vllm.source == hint.origin:
+            or _as_named(decision, hint):
         return deployment
     known = policy.releases
     span = known[0] if len(known) == 1 else f"{known[0]} to {known[-1]}"
@@ -357,7 +357,7 @@ def _older_options_noted(policy: PolicySet, deployment: Deployment, decision: De
     KV cache manager its command line gives, which no release before the
     oldest the rules hold has, so that its argparse exits. Other options
     may have come and gone before: nothing is said of them."""
-    if decision.vllm is None or decision.vllm.source != hint.origin:  # a newer release, decided as the default
+    if decision.vllm is None or not _as_named(decision, hint):  # a newer release, decided as the default
         return deployment
     first = policy.releases[0]
     notes = []
@@ -370,6 +370,13 @@ def _older_options_noted(policy: PolicySet, deployment: Deployment, decision: De
                                  hint="drop the option, or run vLLM " + first + " or later",
                                  file=deployment.file, line=deployment.line))
     return deployment.replace(notes=deployment.notes + tuple(notes)) if notes else deployment
+
+
+def _as_named(decision: Decision, hint: Hint) -> bool:
+    """Whether ``decision`` was made as the release ``hint`` names (not the
+    default standing in for one the rules do not hold): for a release older
+    than theirs, their `before` rule's decision (PolicySet.predating)."""
+    return decision.vllm is not None and decision.vllm.source == hint.origin
 
 
 def _release_named(policy: PolicySet, deployment: Deployment) -> bool:

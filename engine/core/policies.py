@@ -26,8 +26,6 @@ kept: a fleet runs a few releases, each loaded once.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -263,10 +261,8 @@ class PolicySet:
         def filled(text: str) -> str:  # plain replacement: a rule's text is no format string
             return text.replace("{release}", version).replace("{first}", first)
 
-        # The rule that made the decision, and the release it compares with, are its policy.
-        digest = "sha256:" + hashlib.sha256(json.dumps([*rule, first]).encode()).hexdigest()
         return Decision(rule.outcome, False if rule.outcome == "disabled" else None, (), (), (), (rule.id,),
-                        digest, (filled(rule.reason),),
+                        rule.digest, (filled(rule.reason),),
                         filled(rule.remediation) if rule.remediation else None, vllm=VllmRelease(version, hint.origin))
 
     def decide_prepared(self, prepared: Prepared, hint: Hint | None = None) -> Decision:

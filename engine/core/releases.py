@@ -17,6 +17,8 @@ registry names.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from importlib import resources
 from pathlib import Path
@@ -25,7 +27,7 @@ from typing import Any, NamedTuple
 from . import yamlsafe
 from .errors import InputError, PolicyError, Problem, suggest
 
-__all__ = ["Before", "Release", "Releases", "bundled", "of_folder", "parse_version", "release_order", "VERSION", "RELEASES_FILE"]
+__all__ = ["Before", "Release", "Releases", "bundled", "of_folder", "parse_version", "VERSION", "RELEASES_FILE"]
 
 RELEASES_FILE = "releases.yaml"
 EPOCHS = "epochs"
@@ -48,12 +50,15 @@ class Release(NamedTuple):
 class Before(NamedTuple):
     """How a deployment is decided whose deployer names a release older than
     every one the bundle holds (``before:`` in releases.yaml): the rule id,
-    the outcome, and the texts, with ``{release}`` and ``{first}`` to fill."""
+    the outcome, and the texts, with ``{release}`` and ``{first}`` to fill;
+    ``digest`` is its decisions' policy digest (the rule and the oldest
+    release, which it compares with)."""
 
     id: str
     outcome: str
     reason: str
-    remediation: str | None = None
+    remediation: str | None
+    digest: str
 
 
 class Releases(NamedTuple):
@@ -69,7 +74,7 @@ class Releases(NamedTuple):
         """Whether ``version`` (a parsed release) is older than every release
         held: a release number below the oldest's (a candidate of the oldest,
         0.9.1rc1, is not known to predate it)."""
-        return release_order(version)[0] < release_order(next(iter(self.releases)))[0]
+        return _numbers(version) < _numbers(next(iter(self.releases)))
 
     def get(self, version: str, path: str = "") -> Release:
         """The release ``version``; :class:`InputError` (``release.malformed``,
@@ -114,12 +119,9 @@ def parse_version(text: Any, path: str = "") -> str:
     return value
 
 
-def release_order(version: str) -> tuple[Any, ...]:
-    """A key that orders parsed releases as PyPI does: 0.9.0.1 < 0.9.1rc1 < 0.9.1 < 0.9.1.post1."""
-    match = re.fullmatch(r"([0-9.]+?)(?:rc([0-9]+)|\.post([0-9]+))?", version)
-    numbers, rc, post = match.groups() if match else (version, None, None)
-    parts = tuple(int(n) for n in numbers.split(".")) if match else ()
-    return (parts, 0 if rc is not None else 1, int(rc or post or 0))
+def _numbers(version: str) -> tuple[int, ...]:
+    """A parsed release's numbers, without a candidate's or post release's suffix: 0.9.1rc1 -> (0, 9, 1)."""
+    return tuple(int(n) for n in re.findall(r"[0-9]+", re.sub(r"(?:rc|\.post)[0-9]+$", "", version)))
 
 
 def _read(root: Any, source: str) -> Releases:
@@ -142,9 +144,13 @@ def _read(root: Any, source: str) -> Releases:
     if data["default"] not in releases:
         raise PolicyError([Problem("rules.releases", f"the default release {data['default']} is not listed",
                                    "/default", file=RELEASES_FILE)])
-    before = data.get("before")
-    return Releases(root, data["default"], releases,
-                    Before(before["id"], before["outcome"], before["reason"], before.get("remediation")) if before else None)
+    rule = data.get("before")
+    before = None
+    if rule:
+        texts = (rule["id"], rule["outcome"], rule["reason"], rule.get("remediation"))
+        digest = "sha256:" + hashlib.sha256(json.dumps([*texts, next(iter(releases))]).encode()).hexdigest()
+        before = Before(*texts, digest)
+    return Releases(root, data["default"], releases, before)
 
 
 _BUNDLED: Releases | None = None

@@ -155,6 +155,17 @@ _RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob"})
 _RAY_OVERWRITE = "ray.io/overwrite-container-cmd"
 
 
+def _deployer_platform(container: dict[str, Any], pod: dict[str, Any]) -> tuple[str, str] | None:
+    """The platform a container's deployer says vLLM runs on, and what says
+    so: its environment's vllm-spyre settings, else the Spyre scheduler its
+    pod goes to."""
+    env = container.get("env")
+    names = [str(item.get("name")) for item in env if isinstance(item, dict)] if isinstance(env, list) else []
+    if pod.get("schedulerName") == _SPYRE_SCHEDULER:
+        return platform_of_env(names) or ("spyre", f"schedulerName {_SPYRE_SCHEDULER}")
+    return platform_of_env(names)
+
+
 def _ray_node(site: Site, path: tuple, object_meta: Any) -> bool:
     """Whether the pod is a Ray head or worker group of a KubeRay object
     whose Ray container KubeRay gives its own command."""
@@ -257,9 +268,7 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
             inv.release = release or (from_image(image) if isinstance(image, str) and image else None)
             inv.image = inv.image or (image if isinstance(image, str) and image else None)
             inv.config_reader = reader
-            inv.platform = (platform_of_env(str(item.get("name")) for item in container.get("env") or []
-                                            if isinstance(item, dict)) if isinstance(container.get("env"), list) else None) \
-                or (("spyre", f"schedulerName {_SPYRE_SCHEDULER}") if pod.get("schedulerName") == _SPYRE_SCHEDULER else None)
+            inv.platform = _deployer_platform(container, pod)
             if injected and (cname == inject_into or (inject_into is None and (field, index) == ("containers", 0))) \
                     and not any(re.match(r"--kv[-_]transfer[-_]config", a.text) for a in inv.argv):
                 engine = labels_of(pod_meta, "annotations").get(_ENGINE_ANNOTATION, "")
