@@ -15,7 +15,7 @@ import ast
 from typing import cast
 
 __all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "dict_entries", "dict_changes",
-           "bound_names", "within", "imported_from"]
+           "bound_names", "within", "imported_from", "block_ends", "is_vllm_module", "is_environ"]
 
 # The methods that change a dict: `update` with its keys written out is followed, the others are not.
 _DICT_CHANGES = frozenset({"update", "pop", "popitem", "setdefault", "clear"})
@@ -145,3 +145,24 @@ def imported_from(scope: ast.AST, name: str) -> str | None:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             stack.extend(ast.iter_child_nodes(node))
     return None
+
+
+def block_ends(node: ast.AST) -> dict[int, int]:
+    """The statements of each block (a body of statements) of ``node``, by
+    id, each with the last line of its block."""
+    ends: dict[int, int] = {}
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(node, field, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            last = block[-1].end_lineno or 0
+            ends.update((id(statement), last) for statement in block)
+    return ends
+
+
+def is_vllm_module(module: str) -> bool:
+    return module == "vllm" or module.startswith("vllm.")
+
+
+def is_environ(node: ast.expr) -> bool:
+    """``os.environ`` (or ``environ`` imported from os)."""
+    return dotted_name(node) in (("os", "environ"), ("environ",))

@@ -23,7 +23,8 @@ from ...core.markers import unresolved
 from ...core.optionlist import flag_options, list_options
 from ...core.options import DECISION_OPTIONS, Arg, find_vllm
 from .pyforms import dotted_name, list_holder, made_from
-from .pyscript import INTERPRETER, Script, Unknown, as_word, source_text
+from .pyscript import INTERPRETER, Script
+from .pyvalues import Unknown, as_word, source_text
 
 __all__ = ["CommandLists", "Readings", "names_server"]
 

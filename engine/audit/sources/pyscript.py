@@ -14,12 +14,13 @@ from bisect import bisect_left, bisect_right
 from typing import Any, NamedTuple, cast
 
 from ...core.command import MAX_COMMAND_BYTES
-from ...core.markers import has_unresolved, unresolved
+from ...core.markers import has_unresolved
 from ...core.options import ENV_NAMES
-from .pyforms import added_to_itself, bound_names, copy_of, dict_changes, dotted_name, list_holder, made_from, within
+from .pyforms import (added_to_itself, block_ends, bound_names, copy_of, dict_changes, dotted_name, is_environ,
+                      is_vllm_module, list_holder, made_from, within)
+from .pyvalues import RUNTIME, Unknown, as_json_word, as_str, as_word, source_text
 
-__all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "Script", "Unknown", "Binding", "as_word", "as_json_word", "is_environ",
-           "is_vllm_module", "source_text"]
+__all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "Script", "Binding"]
 
 # The classes whose call starts (or configures) an engine, and the KV-transfer config class.
 ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
@@ -45,14 +46,6 @@ _MAX_DEPTH = 32
 # piece being read); past the second, the whole string.
 _MAX_VISITS = 10_000
 _TOO_LARGE = "is larger than the audit reads"
-_RUNTIME = "is computed when the script runs"
-
-
-class Unknown(NamedTuple):
-    """A value the file does not give: as written, and why it is not known."""
-
-    shown: str
-    why: str
 
 
 class Binding(NamedTuple):
@@ -127,7 +120,7 @@ class Script:
         cannot exhaust the stack, whose items are pushed last first."""
         # (a node, its scope, whether it is a statement of that scope's own body, and the last
         # line of the block it is a statement of: 0 for an expression)
-        ends = _block_ends(node)
+        ends = block_ends(node)
         stack: list[tuple[Any, Any, bool, int]] = [(child, scope, True, ends.get(id(child), 0))
                                                    for child in reversed(list(ast.iter_child_nodes(node)))]
         while stack:
@@ -217,7 +210,7 @@ class Script:
                 self.calls.append((node, scope))
                 if isinstance(node.func, ast.Name):
                     self.calls_of.setdefault(node.func.id, []).append((node, scope))
-            ends = _block_ends(node)
+            ends = block_ends(node)
             stack.extend((child, scope, False, ends.get(id(child), 0)) for child in reversed(list(ast.iter_child_nodes(node))))
 
     def what(self, func: ast.expr) -> str | None:
@@ -424,9 +417,9 @@ class Script:
             for operand in node.values[:-1]:
                 known = self.value(operand, scope, depth + 1)
                 if isinstance(known, Unknown) or bool(known) == isinstance(node.op, ast.Or):
-                    return Unknown(source_text(node), _RUNTIME) if isinstance(known, Unknown) else known
+                    return Unknown(source_text(node), RUNTIME) if isinstance(known, Unknown) else known
             return self.value(node.values[-1], scope, depth + 1)
-        return Unknown(source_text(node), _RUNTIME)
+        return Unknown(source_text(node), RUNTIME)
 
     def text(self, node: ast.expr, scope: Any, depth: int = 0) -> str:
         """A string as the script builds it (a command line given as one
@@ -456,7 +449,7 @@ class Script:
             return "python"
         if isinstance(node, ast.IfExp):
             return self._choice(node, scope, depth)
-        return _shown(self.value(node, scope, depth), node)
+        return as_str(self.value(node, scope, depth), node)
 
     def _choice(self, node: ast.IfExp, scope: Any, depth: int) -> str:
         """``a if c else b`` in a string: the branch taken (value()), or, where
@@ -464,7 +457,7 @@ class Script:
         every branch that gives text starts and ends with: the shell then
         splits it off as words of its own (`"vllm serve m" + (" --opt" if c
         else "")`), as it will whichever branch the script takes."""
-        shown = _shown(self.value(node, scope, depth), node)
+        shown = as_str(self.value(node, scope, depth), node)
         if not has_unresolved(shown) or self.chosen.get(id(node)) is not None:
             return shown
         given = [text for text in (self.text(node.body, scope, depth + 1), self.text(node.orelse, scope, depth + 1))
@@ -511,83 +504,4 @@ class Script:
             text = self.value(node.args[0], scope, depth + 1)
             if isinstance(text, (str, Unknown)):
                 return text
-        return Unknown(source_text(node), _RUNTIME)
-
-
-def _block_ends(node: ast.AST) -> dict[int, int]:
-    """The statements of each block (a body of statements) of ``node``, by
-    id, each with the last line of its block."""
-    ends: dict[int, int] = {}
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(node, field, None)
-        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-            last = block[-1].end_lineno or 0
-            ends.update((id(statement), last) for statement in block)
-    return ends
-
-
-def is_vllm_module(module: str) -> bool:
-    return module == "vllm" or module.startswith("vllm.")
-
-
-def is_environ(node: ast.expr) -> bool:
-    """``os.environ`` (or ``environ`` imported from os)."""
-    return dotted_name(node) in (("os", "environ"), ("environ",))
-
-
-def source_text(node: ast.AST) -> str:
-    """An expression as a message shows it: its source, on one line, at most 60 characters."""
-    try:
-        text = " ".join(ast.unparse(node).split())
-    except (ValueError, RecursionError):  # (an AST too deep to print back)
-        text = type(node).__name__
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def as_word(value: Any) -> str:
-    """A value as the word vLLM's command line would hold: a string as it
-    is, JSON for the rest, each part not known an unresolved marker written
-    bare (so that it may stand for any JSON value)."""
-    if isinstance(value, Unknown):
-        return unresolved(value.shown, value.why)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)}: {as_json_word(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(as_json_word(v) for v in value) + "]"
-    return json.dumps(value)
-
-
-def _shown(value: Any, node: ast.expr) -> str:
-    """A value as ``str()`` shows it in a string the script builds (``True``,
-    a dict in Python's own notation); a value the file does not give, or one
-    that holds such a value, as an unresolved marker."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Unknown):
-        return as_word(value)
-    if _holds_unknown(value):
-        return as_word(Unknown(source_text(node), _RUNTIME))
-    return str(value)
-
-
-def _holds_unknown(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Unknown):
-            return True
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
-
-
-def as_json_word(value: Any) -> str:
-    """A value inside a JSON word: a string quoted, the markers it holds (an
-    f-string's fields not known) kept as markers inside the JSON string."""
-    if isinstance(value, str):
-        return json.dumps(value).replace("\\u0000", "\x00").replace("\\u0001", "\x01")
-    return as_word(value)
+        return Unknown(source_text(node), RUNTIME)

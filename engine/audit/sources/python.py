@@ -67,9 +67,10 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
-from .pyforms import dict_entries, dotted_name, imported_from
+from .pyforms import dict_entries, dotted_name, imported_from, is_environ, is_vllm_module
 from .pylists import CommandLists, Readings
-from .pyscript import ENGINES, Unknown, as_word, is_environ, is_vllm_module, source_text
+from .pyscript import ENGINES
+from .pyvalues import Unknown, as_word, source_text
 from .release import VERSION, ReleaseHint, from_image, from_pin
 from .shell import release_at, run_script
 from .shell_commands import nested_script
