@@ -654,9 +654,9 @@ prefill(None, sys.argv[1])
 """)
     first, second, third = found.deployments
     assert [(n.code, n.message) for n in first.notes] == [
-        ("source.unresolved_arguments", "the command also takes `cmd.extend(...)` (which adds words at line 5 on some "
-                                        "runs of the script: in an `if`, a loop or a `try`); only the options written "
-                                        "here are read, and it may hold others")]
+        ("source.unresolved_arguments", "the command also takes `cmd.extend(...)` (which adds words at line 5 where "
+                                        "`extra` is true); only the options written here are read, and it may hold "
+                                        "others")]
     assert [(n.code, n.message) for n in second.notes] == [
         ("source.unresolved_arguments", "the command also takes `EXTRA` (which is not set in this file); only the "
                                         "options written here are read, and it may hold others")]
@@ -795,8 +795,8 @@ def build(args):
     assert (entry.deployment.line, entry.decision["outcome"]) == (7, "disabled")
     assert entry.deployment.document["model"] == {"name": "m"}
     assert [n.message for n in entry.deployment.notes] == [
-        "the command also takes `cmd.extend(...)` (which adds words at line 10 on some runs of the script: in an "
-        "`if`, a loop or a `try`); only the options written here are read, and it may hold others"]
+        "the command also takes `cmd.extend(...)` (which adds words at line 10 where `args.runtime_args` is true); "
+        "only the options written here are read, and it may hold others"]
 
 
 def test_a_list_grown_by_assigning_it_to_itself_plus_more_is_read_as_grown(tmp_path):
@@ -815,8 +815,8 @@ cmd = cmd + ["--kv-transfer-config", '{"kv_connector":"LMCacheConnectorV1","kv_r
     assert (d.line, json.loads(d.document["kv_transfer_config"])["kv_connector"]) == (3, "LMCacheConnectorV1")
     assert [(n.code, n.message) for n in d.notes] == [
         ("source.unresolved_arguments", "the command also takes `cmd = cmd + extra.split(';')` (which adds words at "
-                                        "line 5 on some runs of the script: in an `if`, a loop or a `try`); only the "
-                                        "options written here are read, and it may hold others")]
+                                        "line 5 where `extra` is true); only the options written here are read, and it "
+                                        "may hold others")]
 
 
 def test_the_nearest_requirements_file_that_pins_vllm_gives_the_release(tmp_path):
@@ -1184,14 +1184,91 @@ def run(args, port, eager, kv):
         cmd.extend(["--max_model_len=" + str(size)])
     if args.runtime_args:
         cmd.extend(args.runtime_args)
-    if kv:
-        cmd += ["--kv-transfer-config", kv]
     if port:
         cmd += ["--port", "--x"]
     subprocess.run(cmd)
 """)
     (only,) = found.deployments
-    # The user's words, a decision option, an option followed by an option: still noted.
-    assert [n.message.split("` (")[0] for n in only.notes] == [
-        "the command also takes `cmd.extend(...)", "the command also takes `cmd += ['--kv-transfer-config', kv]",
-        "the command also takes `cmd += ['--port', '--x']"]
+    # The user's words: still noted. An option followed by an option: read on each path, with and
+    # without, which the audit decides (audit.run notes that the paths agree).
+    assert [n.message.split("` (")[0] for n in only.notes] == ["the command also takes `cmd.extend(...)"]
+    assert [p.message.split("` (")[0] for p in only.problems] == ["the command also takes `cmd += ['--port', '--x']"]
+    (entry,) = audit([str(tmp_path / "run.py")]).entries
+    assert entry.decision["outcome"] == "enabled"
+    assert [(n.code, n.message.split("` (")[0]) for n in entry.deployment.notes] == [
+        ("source.unresolved_arguments", "the command also takes `cmd.extend(...)"),
+        ("source.unresolved_unused", "the command also takes `cmd += ['--port', '--x']")]
+
+
+KV_IN_AN_IF = """\
+import json
+import subprocess
+
+MODEL = "Qwen/Qwen3-8B"
+MP_PORT = 5555
+
+
+def start_engine(config: str) -> subprocess.Popen:
+    cmd = ["vllm", "serve", MODEL, "--port", "8000", "--gpu-memory-utilization", "0.75"]
+    if config != "off":
+        kv_cfg = {
+            "kv_connector": "LMCacheMPConnector",
+            "kv_role": "kv_both",
+            "kv_connector_extra_config": {"lmcache.mp.host": "tcp://127.0.0.1", "lmcache.mp.port": MP_PORT},
+        }
+        cmd += ["--kv-transfer-config", json.dumps(kv_cfg)]
+    return subprocess.Popen(cmd)
+"""
+
+
+def test_a_kv_option_added_in_an_if_is_read_on_each_path(tmp_path):
+    # The shape of benchmark drivers in public code (an LMCache multi-process benchmark's
+    # start_engine; launchers with `if self.kv: cmd += ["--kv-transfer-config", json.dumps(self.kv)]`):
+    # the command was decided as without the connector, the addition only noted.
+    read(tmp_path, KV_IN_AN_IF)
+    (newest,) = audit([str(tmp_path / "run.py")]).entries
+    assert newest.decision["outcome"] == "enabled"
+    (note,) = newest.deployment.notes
+    assert (note.code, note.message) == ("source.unresolved_unused", (
+        "the command also takes `cmd += ['--kv-transfer-config', json.dumps(kv_cfg)]` (which adds words at line 16 "
+        "where `config != 'off'` is true), which may hold options; HMA is enabled on each of the 2 paths, for reasons "
+        "that differ between them; the decision shown is that of path 1 of 2, where `config != 'off'` is true"))
+    # Where the connector turns HMA off on one path only, the launch is not decided.
+    (older,) = audit([str(tmp_path / "run.py")], policy=hma_policy.load_policy(release="0.20.0")).entries
+    assert older.decision["outcome"] == "error"
+    assert [(e["code"], e["message"]) for e in older.decision["errors"]] == [("source.unresolved", (
+        "line 9: the command also takes `cmd += ['--kv-transfer-config', json.dumps(kv_cfg)]` (which adds words at "
+        "line 16 where `config != 'off'` is true), which may hold options"))]
+
+
+def test_a_kv_option_whose_value_is_not_known_added_in_an_if_is_not_decided(tmp_path):
+    read(tmp_path, """\
+import subprocess
+def serve(kv):
+    cmd = ["vllm", "serve", "m"]
+    if kv:
+        cmd += ["--kv-transfer-config", kv]
+    subprocess.run(cmd)
+""")
+    (entry,) = audit([str(tmp_path / "run.py")]).entries
+    assert entry.decision["outcome"] == "error"
+    assert [(e["code"], e["message"]) for e in entry.decision["errors"]] == [("source.unresolved", (
+        "line 3: on path 1 of 2, where `kv` is true: `--kv-transfer-config` takes its value from `kv` (which is a "
+        "parameter of `serve`)"))]
+
+
+def test_words_not_known_added_in_an_if_are_noted_not_read_on_paths(tmp_path):
+    # A word not known that is no option's value may be any option: a path holding it would not
+    # settle what the command does, so the addition stays a note, as in a loop.
+    read(tmp_path, """\
+import subprocess, sys
+cmd = ["vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}']
+if len(sys.argv) > 2:
+    cmd.append(sys.argv[2])
+subprocess.run(cmd)
+""")
+    (entry,) = audit([str(tmp_path / "run.py")]).entries
+    assert entry.decision["outcome"] == "enabled"
+    assert [(n.code, n.message) for n in entry.deployment.notes] == [("source.unresolved_arguments", (
+        "the command also takes `cmd.append(...)` (which adds words at line 4 where `len(sys.argv) > 2` is true); "
+        "only the options written here are read, and it may hold others"))]

@@ -6,7 +6,8 @@ more``; for a list a name or an attribute holds, the ``+=``, ``extend``,
 ``append`` and ``insert`` statements below it (in its own function body; in
 other functions, a word the command may take); a list made from another
 (``BASE + [...]``, ``list(BASE)``, ``[*BASE, ...]``); and where they hold a
-choice the script makes (``a if c else b``), the words on each path.
+choice the script makes (``a if c else b``, ``if c: cmd += [...]``), the
+words on each path.
 
 The reader of the file (python.py) makes each such list a launch.
 """
@@ -19,11 +20,11 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ...core.markers import unresolved
+from ...core.markers import UNRESOLVED, has_unresolved, unresolved
 from ...core.optionlist import flag_options, list_options
 from ...core.options import DECISION_OPTIONS, Arg, find_vllm
 from .pyforms import dotted_name, list_holder, made_from
-from .pyscript import INTERPRETER, Script
+from .pyscript import INTERPRETER, Change, Script
 from .pyvalues import Unknown, as_word, source_text
 
 __all__ = ["CommandLists", "Readings", "names_server"]
@@ -40,7 +41,7 @@ class CommandLists(Script):
         super().__init__(tree)
         self._sorted_changes: dict[tuple[int, str], Any] = {}  # see _changes
         # For _grown_elsewhere: the changes of each list holder, and the class of each method.
-        self._holders: dict[tuple[str, int | None], list[tuple[int, list[tuple[int, str, ast.expr | None, bool]]]]] | None = None
+        self._holders: dict[tuple[str, int | None], list[tuple[int, list[Change]]]] | None = None
         self._class_of: dict[int, int] = {}
 
     def command_words(self, display: ast.List | ast.Tuple, scope: Any, name: str | None) -> Readings | None:
@@ -110,7 +111,7 @@ class CommandLists(Script):
     def readings(self, read: Callable[[], _Read]) -> tuple[_Read, tuple[tuple[str, _Read], ...]]:
         """The words ``read()`` gives (a command list's here, an engine call's
         in python.py; or the string a script runs as a command line), with each choice the script makes when it runs
-        (``a if c else b``) left open; and, where there are one or
+        (``a if c else b``, ``if c: cmd += [...]``) left open; and, where there are one or
         two such choices, the words once per combination of branches (at
         most four paths, each named by the branches it takes), which the
         audit decides where they all agree, as it does a shell script's paths.
@@ -161,26 +162,46 @@ class CommandLists(Script):
         """What the statements below ``line`` add to the list ``name``: the
         words of each in order where it is a statement of the scope's own
         body, and an unresolved word for one the script may run or not (in an
-        ``if``, a loop) or that puts words at a place it computes (``insert``)."""
+        ``if``, a loop) or that puts words at a place it computes (``insert``).
+        One in a branch of an ``if`` of the scope's own body is a choice
+        (readings): on each path, its words or none."""
         out: list[Arg] = []
         lines, changes, rebound = self._changes(scope, name)
         # Those below the list and above the name's next assignment (a list of its own).
         later = bisect_right(rebound, line)
         stop = bisect_left(lines, rebound[later]) if later < len(rebound) else len(lines)
-        for at, how, value, straight in changes[bisect_right(lines, line):stop]:
-            written = _written(name, how, value)
+        for at, how, value, straight, branch in changes[bisect_right(lines, line):stop]:
             if not straight and how != "insert" and _leaves_decision_options(how, value):
                 continue  # (`if port: cmd += ["--port", str(port)]`: with it or without, the same decision)
-            if not straight or value is None or how == "insert":
-                # The line tells several such statements apart (arguments added in a loop, one per type).
-                why = f"adds words at line {at}, at a place the script computes" if how == "insert" and straight \
-                    else f"adds words at line {at} on some runs of the script: in an `if`, a loop or a `try`"
-                out.append(Arg(unresolved(written, why), f"line {at}", many=True))
-            elif how == "append":
-                out.append(Arg(as_word(self.value(value, scope, 0)), f"line {at}"))
+            if branch is not None and how != "insert" and value is not None:
+                # `if c: cmd += [...]`: a choice (readings), where the options it adds are named (a
+                # word not known, unless an option's value, could hold any: the paths would not settle it).
+                words = self._change_words(how, value, scope, at)
+                if not any(word.many or (UNRESOLVED.fullmatch(word.text) and not _is_option(words[i - 1].text if i else ""))
+                           for i, word in enumerate(words)):
+                    taken = self.chosen.get(id(branch[0]))
+                    if taken is not None:
+                        out += words if taken == branch[1] else []
+                        continue
+                    self.choices.setdefault(id(branch[0]), branch[0])
+            if straight and value is not None and how != "insert":
+                out += self._change_words(how, value, scope, at)
+                continue
+            if how == "insert" and straight:
+                why = f"adds words at line {at}, at a place the script computes"
+            elif branch is not None:
+                why = f"adds words at line {at} where `{source_text(branch[0].test)}` is {str(branch[1]).lower()}"
             else:
-                out += self._words_of(value, scope, at)
+                why = f"adds words at line {at} on some runs of the script: in an `if`, a loop or a `try`"
+            # The line tells several such statements apart (arguments added in a loop, one per type).
+            out.append(Arg(unresolved(_written(name, how, value), why), f"line {at}", many=True))
         return out
+
+    def _change_words(self, how: str, value: ast.expr, scope: Any, line: int) -> list[Arg]:
+        """The words a change adds (``cmd.append(x)``: one)."""
+        if how == "append":
+            return [Arg(as_word(self.value(value, scope, 0)), f"line {line}")]
+        return self._words_of(value, scope, line)
 
     def _grown_elsewhere(self, holder: str, scope: Any) -> list[Arg]:
         """An unresolved word for each statement of another function that
@@ -202,7 +223,7 @@ class CommandLists(Script):
         for where, changes in self._holders.get((holder, self._owner(holder, id(scope))), ()):
             if where == id(scope):
                 continue  # (read by _growth)
-            for at, how, value, _ in changes:
+            for at, how, value, *_ in changes:
                 written = _written(holder, how, value)
                 found[written] = min(at, found.get(written, at))
         why = "adds words in another function, which may run before the list is used or not"
@@ -214,7 +235,7 @@ class CommandLists(Script):
         a ``self.`` attribute is its class's (None for any other holder)."""
         return self._class_of.get(scope) if holder.startswith("self.") else None
 
-    def _changes(self, scope: Any, name: str) -> tuple[list[int], list[tuple[int, str, ast.expr | None, bool]], list[int]]:
+    def _changes(self, scope: Any, name: str) -> tuple[list[int], list[Change], list[int]]:
         """The changes of a name's list in a scope by line, and the lines
         that assign the name anew: sorted once, so that each command list
         finds its own changes by bisection (a file of many is read in linear time)."""
@@ -224,6 +245,11 @@ class CommandLists(Script):
             rebound = sorted(b.line for b in self.scopes.get(scope, {}).get(name, ()) if b.how != "changed in place")
             self._sorted_changes[key] = [c[0] for c in changes], changes, rebound
         return self._sorted_changes[key]
+
+
+def _is_option(word: str) -> bool:
+    """Whether a word is an option that may take the next word as its value (``--kv-transfer-config``)."""
+    return word.startswith("-") and "=" not in word and not has_unresolved(word)
 
 
 def names_server(display: ast.List | ast.Tuple) -> bool:

@@ -20,7 +20,7 @@ from .pyforms import (added_to_itself, block_ends, bound_names, copy_of, dict_ch
                       is_vllm_module, list_holder, made_from, within)
 from .pyvalues import RUNTIME, Unknown, as_json_word, as_str, as_word, source_text
 
-__all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "Script", "Binding"]
+__all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "Script", "Binding", "Change"]
 
 # The classes whose call starts (or configures) an engine, and the KV-transfer config class.
 ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
@@ -62,6 +62,20 @@ class Binding(NamedTuple):
     block_end: int = 0
 
 
+class Change(NamedTuple):
+    """A statement that grows a list after it is written: ``cmd += [...]``
+    (``how`` "+="), ``cmd = cmd + [...]`` ("= +"), ``cmd.extend(...)``,
+    ``cmd.append(...)`` or ``cmd.insert(...)``, with what it adds (None: nothing read)."""
+
+    line: int
+    how: str
+    value: ast.expr | None
+    straight: bool  # a statement of the scope's own body (not in an if, a loop, a try)
+    # Where it is a statement of one branch of an `if` that is itself a statement of the scope's
+    # own body: that `if`, and whether the branch is its body (True) or its `else` (False).
+    branch: tuple[ast.If, bool] | None = None
+
+
 class Script:
     """One parsed file: what it imports from vLLM, the names each scope
     binds, the calls it makes, the environment it sets and the lists it
@@ -86,13 +100,15 @@ class Script:
         self.derived: list[tuple[ast.expr, Any, str | None, ast.expr, ast.expr | None]] = []
         self._copied: set[int] = set()  # copies that are the left of `copy + [...]`: not lists of their own
         # (scope, name or `self.x`) -> the changes that grow its list
-        self.grown: dict[tuple[int, str], list[tuple[int, str, ast.expr | None, bool]]] = {}
+        self.grown: dict[tuple[int, str], list[Change]] = {}
+        self._branch: dict[int, tuple[ast.If, bool]] = {}  # id of a statement -> Change.branch
         # (scope, name) -> the changes to the dict it holds (pyforms.dict_changes), each with its
         # line and whether it is a statement of the scope's own body.
         self.keyed: dict[tuple[int, str], list[tuple[int, str | None, ast.expr | None, bool]]] = {}
-        # The choices (`a if c else b`) a reading met that the script makes when it runs, and for
-        # a reading once per branch, the branch each takes (see pylists.py's readings).
-        self.choices: dict[int, ast.IfExp] = {}
+        # The choices (`a if c else b`, an `if` that grows a list) a reading met that the script
+        # makes when it runs, and for a reading once per branch, the branch each takes (see
+        # pylists.py's readings).
+        self.choices: dict[int, ast.IfExp | ast.If] = {}
         self.chosen: dict[int, bool] = {}
         self._following: set[tuple[Any, str]] = set()  # the parameters whose calls are being read
         self._ordered: dict[tuple[int, str], tuple[list[int], list[Binding], bool]] = {}  # see _in_order
@@ -157,7 +173,7 @@ class Script:
                 # not as a list of its own.
                 names[grown.id].append(Binding(None, "changed in place", scope, line, straight, end))
                 self.grown.setdefault((id(scope), grown.id), []).append(
-                    (line, "= +", cast(ast.BinOp, node.value).right, straight))
+                    Change(line, "= +", cast(ast.BinOp, node.value).right, straight, self._branch.get(id(node))))
                 self._copied.add(id(node.value))
             elif isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -181,7 +197,8 @@ class Script:
                     names.setdefault(name, []).append(Binding(None, "changed in place", scope, line, straight, end))
                 held = list_holder(node.target)
                 if held is not None and isinstance(node.op, ast.Add):
-                    self.grown.setdefault((id(scope), held), []).append((line, "+=", node.value, straight))
+                    self.grown.setdefault((id(scope), held), []).append(
+                        Change(line, "+=", node.value, straight, self._branch.get(id(node))))
                     if isinstance(node.value, (ast.List, ast.Tuple)):
                         # `cmd = []` then `cmd += ["vllm", "serve", ...]`: the list the name holds from
                         # here on, which what the script adds below it grows (containerised launchers).
@@ -193,7 +210,7 @@ class Script:
                 method = node.value.func.attr
                 how = method if len(call.args) == 1 and not call.keywords else "insert"  # (insert: at a place)
                 self.grown.setdefault((id(scope), held), []).append(
-                    (line, how, call.args[0] if call.args else None, straight))
+                    Change(line, how, call.args[0] if call.args else None, straight, self._branch.get(id(node))))
             elif isinstance(node, (ast.List, ast.Tuple)) and isinstance(node.ctx, ast.Load):
                 self.lists.append((node, scope, self.assigned.get(id(node))))
             elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, (ast.List, ast.Tuple)):
@@ -210,6 +227,9 @@ class Script:
                 self.calls.append((node, scope))
                 if isinstance(node.func, ast.Name):
                     self.calls_of.setdefault(node.func.id, []).append((node, scope))
+            if isinstance(node, ast.If) and straight:
+                self._branch.update((id(statement), (node, True)) for statement in node.body)
+                self._branch.update((id(statement), (node, False)) for statement in node.orelse)
             ends = block_ends(node)
             stack.extend((child, scope, False, ends.get(id(child), 0)) for child in reversed(list(ast.iter_child_nodes(node))))
 
