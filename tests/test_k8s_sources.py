@@ -142,6 +142,36 @@ def test_kserve_without_its_presets_is_unresolved(tmp_path):
     assert "`kserve-config-llm-template`" in d.problems[0].message
 
 
+def test_a_kserve_service_whose_own_command_starts_no_vllm_is_no_launch_without_its_presets(tmp_path):
+    # vllm-project/semantic-router (3d48f8c) deploy/kserve/inference-examples/
+    # inferenceservice-llm-d-sim-model-a.yaml: the service's own command and args, which replace
+    # the presets', run the llm-d simulator. Without the presets it was a launch, `source.unresolved`.
+    svc = tmp_path / "inferenceservice-llm-d-sim-model-a.yaml"
+    svc.write_text("""\
+apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata:
+  name: model-a
+spec:
+  model:
+    uri: hf://facebook/opt-125m
+    name: Model-A
+  replicas: 1
+  template:
+    containers:
+      - name: main
+        image: ghcr.io/llm-d/llm-d-inference-sim:v0.6.1
+        command: ["/app/llm-d-inference-sim"]
+        args: [--port, "8000", --model, Model-A, --mode, random]
+""", encoding="utf-8")
+    assert read_source(svc).deployments == ()
+    # With only its command its own, the presets' args may still start vLLM: a launch, unresolved.
+    svc.write_text(svc.read_text(encoding="utf-8").replace('        args: [--port, "8000", --model, Model-A, --mode, random]\n', ""),
+                   encoding="utf-8")
+    (d,) = read_source(svc).deployments
+    assert [p.code for p in d.problems] == ["source.unresolved"]
+
+
 def test_a_kserve_service_sent_as_text_reads_nothing_from_the_file_system(tmp_path, monkeypatch):
     # find_deployments (the admission webhook, the decision service) reads the text alone: the
     # LLMInferenceServiceConfig a service names was looked up by walking the current directory.

@@ -200,6 +200,11 @@ def llm_inference_services(ctx: Ctx, services: list[tuple[dict[str, Any], Lines]
             rendered = _rendered(pod, merged, meta, offloading)
             found = pod_launches(ctx, rendered, None, Site(site.kind, name, namespace, site.api, role, merged_from, "kserve"),
                                  lines, ("spec", *path), {}, problems, line=line)
+            own = owner["containers"][index] if index is not None else {}
+            if missing and not found and "command" in own and "args" in own:
+                # Its own command and args replace the presets' (strategic merge): they start no vLLM
+                # (semantic-router's services of the llm-d simulator), whatever the presets hold.
+                continue
             if missing:
                 problem = ctx.problem(
                     "source.unresolved", f"{SERVICE_KIND} {name}: the LLMInferenceServiceConfig "
