@@ -261,6 +261,18 @@ def test_an_unrendered_helm_template_is_named_as_such(tmp_path):
     assert source.problems[0].hint == "this looks like an unrendered Helm or Go template; audit the output of `helm template` instead"
 
 
+def test_an_unrendered_jinja_template_is_named_as_such(tmp_path):
+    # vllm-project/semantic-router (3d48f8c) src/vllm-sr/cli/templates/envoy.template.yaml: an
+    # Envoy config rendered by Jinja (`{% for listener in listeners %}`), which names vLLM in its
+    # clusters, was said to look like a Helm template.
+    source = read_source(write(tmp_path / "envoy.template.yaml", (
+        "static_resources:\n  listeners:\n  {% for listener in listeners %}\n  - name: {{ listener.name }}\n"
+        "  {% endfor %}\n  clusters:\n  - name: vllm_static_cluster\n")))
+    (problem,) = source.problems
+    assert (problem.code, problem.hint) == ("input.parse", "this looks like an unrendered Jinja template; audit the "
+                                                           "file it renders instead")
+
+
 # -- vLLM config files ----------------------------------------------------------------------------
 
 def test_a_vllm_config_file_is_the_deployment_vllm_serve_config_file(tmp_path):

@@ -83,7 +83,9 @@ def _parse_problem(ctx: Ctx, exc: InputError, offset: int = 0) -> Problem:
     shifted by the lines before the document (``offset``)."""
     first = exc.problems[0]
     hint = first.hint
-    if "{{" in ctx.text and first.code == "input.parse":
+    if "{%" in ctx.text and first.code == "input.parse":  # (a statement tag: Jinja's, never Go's)
+        hint = "this looks like an unrendered Jinja template; audit the file it renders instead"
+    elif "{{" in ctx.text and first.code == "input.parse":
         hint = "this looks like an unrendered Helm or Go template; audit the output of `helm template` instead"
     line = None
     match = re.search(r"at line (\d+)", first.message)
