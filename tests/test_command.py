@@ -59,9 +59,11 @@ def test_dynamos_launcher_is_read_as_the_command_line_it_hands_vllm():
     decision = hma_policy.decide_command("python3 -m dynamo.vllm --model m --connector lmcache")
     assert (decision.outcome, [w.code for w in decision.warnings]) == ("disabled", ["hma.auto_disabled"])
     assert [c.kv_connector for c in decision.connectors] == ["LMCacheConnectorV1"]
-    # Dynamo's default is nixl; `none` configures no connector; a --kv-transfer-config given wins.
+    # Dynamo's default is nixl (noted); `none` configures no connector; a --kv-transfer-config given wins.
     assert [c.kv_connector for c in hma_policy.decide_command(["python3", "-m", "dynamo.vllm", "--model", "m"]).connectors] \
         == ["NixlConnector"]
+    assert [n.code for n in read_command(["python3", "-m", "dynamo.vllm", "--model", "m"]).notes] == \
+        ["source.deployer_default"]
     assert "kv_transfer_config" not in read_command(["python3", "-m", "dynamo.vllm", "--model", "m", "--connector",
                                                      "none"]).document
     given = read_command(["python3", "-m", "dynamo.vllm", "--model", "m", "--connector", "lmcache",

@@ -58,7 +58,7 @@ def test_the_mapping_ships_inside_the_package():
 
 def test_dynamo_connectors_one_by_one_and_several():
     def kv(*args: str) -> dict:
-        argv = dynamo_vllm_argv(list(args))
+        argv, _ = dynamo_vllm_argv(list(args))
         return json.loads(argv[argv.index("--kv-transfer-config") + 1])
 
     assert kv("--model", "m") == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
@@ -72,9 +72,12 @@ def test_dynamo_connectors_one_by_one_and_several():
              "kv_connector_module_path": "kvbm.vllm_integration.connector"},
             {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}]}}
     assert has_unresolved(kv("--connector", "mooncake")["kv_connector"])
-    assert dynamo_vllm_argv(["--connector", "null"]) == ["vllm", "serve"]
+    assert dynamo_vllm_argv(["--connector", "null"]) == (["vllm", "serve"], None)
     given = '{"kv_connector":"X","kv_role":"kv_both"}'
-    assert dynamo_vllm_argv(["--kv-transfer-config", given]) == ["vllm", "serve", "--kv-transfer-config", given]
+    assert dynamo_vllm_argv(["--kv-transfer-config", given]) == (["vllm", "serve", "--kv-transfer-config", given], None)
+    # Only the connector of the default --connector is named as the launcher's own.
+    assert dynamo_vllm_argv(["--model", "m"])[1] == "NixlConnector (its default `--connector nixl`)"
+    assert dynamo_vllm_argv(["--connector", "nixl"])[1] is None
 
 
 def test_a_dynamo_graph_worker_run_from_a_shell_and_a_plain_container_get_dynamos_config(tmp_path):

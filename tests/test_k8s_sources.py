@@ -253,7 +253,13 @@ def test_dynamo_vllm_default_and_listed_connectors():
     assert ktc(prefill)["kv_connector"] == "PdConnector"
     assert [c["kv_connector"] for c in ktc(prefill)["kv_connector_extra_config"]["connectors"]] == \
         ["DynamoConnector", "NixlConnector"]
-    assert dynamo_vllm_argv(["--model", "m", "--connector", "none"]) == ["vllm", "serve", "--model", "m"]
+    assert dynamo_vllm_argv(["--model", "m", "--connector", "none"]) == (["vllm", "serve", "--model", "m"], None)
+    # nvidia/nim-deploy's aks-dynamo disagg_planner.yaml (3c6bcbd) names no connector: the report
+    # said only that --kv-transfer-config was set, which the file does not hold.
+    assert [(n.code, n.message) for n in decode.notes] == [("source.deployer_default", (
+        "Dynamo's vLLM launcher adds NixlConnector (its default `--connector nixl`) as vLLM's --kv-transfer-config, "
+        "as the command names no connector; `--connector none` leaves it out"))]
+    assert prefill.notes == ()
 
 
 def test_dynamo_serve_reads_the_graph_config_env():

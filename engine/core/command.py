@@ -158,7 +158,11 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
         # Dynamo's launcher hands vLLM a --kv-transfer-config made of its own
         # --connector: vLLM's command line is that one. Its words take the launcher's origin.
         origin = words[start - 1].origin
-        words = [Arg(word, origin) for word in dynamo_vllm_argv([w.text for w in words[start:]])]
+        made, defaulted = dynamo_vllm_argv([w.text for w in words[start:]])
+        if defaulted is not None:
+            reading.note("source.deployer_default", f"Dynamo's vLLM launcher adds {defaulted} as vLLM's "
+                         "--kv-transfer-config, as the command names no connector; `--connector none` leaves it out")
+        words = [Arg(word, origin) for word in made]
         return replace(_read(reading, words[1:], True, env or {}), unchecked=())
     return _read(reading, words[start:], serve, env or {})
 

@@ -22,8 +22,10 @@ __all__ = ["DYNAMO_MODULE", "dynamo_vllm_argv"]
 DYNAMO_MODULE = "dynamo.vllm"
 
 
-def dynamo_vllm_argv(args: list[str]) -> list[str]:
-    """``vllm serve`` words for ``python -m dynamo.vllm ARGS`` (the 0.5-1.x line)."""
+def dynamo_vllm_argv(args: list[str]) -> tuple[list[str], str | None]:
+    """``vllm serve`` words for ``python -m dynamo.vllm ARGS`` (the 0.5-1.x
+    line), and where the launcher adds the connector of its default
+    ``--connector`` (none given), which one, as a note says it."""
     kept: list[str] = []
     connectors: list[str] | None = None
     i = 0
@@ -42,7 +44,7 @@ def dynamo_vllm_argv(args: list[str]) -> list[str]:
     mapping = deployer("dynamo-vllm")
     names = list(mapping["connector-default"]) if connectors is None else connectors
     if given or not names or names[0] in mapping["connector-off"]:
-        return ["vllm", "serve", *kept]
+        return ["vllm", "serve", *kept], None
     known = mapping["connectors"]
     if len(names) == 1:
         kv: dict[str, Any] = config(known[names[0]]) if names[0] in known \
@@ -50,4 +52,6 @@ def dynamo_vllm_argv(args: list[str]) -> list[str]:
     else:
         children = [config(known[n]) if n in known else {"kv_connector": n} for n in names]
         kv = config(mapping["several"], {"connectors": children})
-    return ["vllm", "serve", *kept, "--kv-transfer-config", json.dumps(kv)]
+    defaulted = f"{kv['kv_connector']} (its default `--connector {' '.join(names)}`)" \
+        if connectors is None and isinstance(kv["kv_connector"], str) else None
+    return ["vllm", "serve", *kept, "--kv-transfer-config", json.dumps(kv)], defaulted

@@ -30,7 +30,7 @@ from ...core.markers import unresolved
 from ...core.errors import Problem
 from .context import Ctx
 from .detect import SHELLS
-from ...core.dynamo_args import DYNAMO_MODULE, dynamo_vllm_argv
+from ...core.dynamo_args import DYNAMO_MODULE
 from .deployment import Deployment
 from .kubernetes import Site, pod_launches
 from .marks import Lines
@@ -151,7 +151,7 @@ def _engine_argv(words: list[str], name: str, envs: list[dict[str, Any]]) -> lis
     """The vLLM words of a service's command, or None when it runs no vLLM engine."""
     for i, word in enumerate(words[:-1]):
         if word == "-m" and words[i + 1] == DYNAMO_MODULE:
-            return dynamo_vllm_argv(words[i + 2:])
+            return ["python3", "-m", DYNAMO_MODULE, *words[i + 2:]]  # (read_command reads Dynamo's words)
     match = _SERVE.search(" ".join(words))
     if match and re.search(r"(?:Vllm|Prefill)Worker$", match.group(1)):
         config = next((e.get("value") for e in envs if e.get("name") == "DYN_DEPLOYMENT_CONFIG"), None)
