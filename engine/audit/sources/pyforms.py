@@ -15,7 +15,7 @@ import ast
 from typing import cast
 
 __all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "dict_entries", "dict_changes",
-           "bound_names", "within", "imported_from", "block_ends", "is_vllm_module", "is_environ"]
+           "bound_names", "within", "imported_from", "block_ends", "is_vllm_module", "is_environ", "splitting"]
 
 # The methods that change a dict: `update` with its keys written out is followed, the others are not.
 _DICT_CHANGES = frozenset({"update", "pop", "popitem", "setdefault", "clear"})
@@ -166,3 +166,16 @@ def is_vllm_module(module: str) -> bool:
 def is_environ(node: ast.expr) -> bool:
     """``os.environ`` (or ``environ`` imported from os)."""
     return dotted_name(node) in (("os", "environ"), ("environ",))
+
+
+def splitting(node: ast.expr) -> tuple[ast.expr, bool] | None:
+    """The string ``node`` splits into a command's words, and whether it
+    splits it as a shell would (``shlex.split(cmd)``) or at blanks
+    (``cmd.split()``); None for any other expression."""
+    if not isinstance(node, ast.Call) or node.keywords:
+        return None
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "split" and not node.args:
+        return node.func.value, False
+    if dotted_name(node.func) == ("shlex", "split") and len(node.args) == 1:
+        return node.args[0], True
+    return None

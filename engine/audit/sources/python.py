@@ -53,24 +53,22 @@ from __future__ import annotations
 
 import ast
 import re
-import shlex
 import sys
 from dataclasses import replace
 from typing import Any, NamedTuple, cast
 
 from ...core.errors import Problem
-from ...core.command import MAX_COMMAND_BYTES
-from ...core.markers import UNRESOLVED, references, unresolved
+from ...core.markers import references, unresolved
 from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, VALUE_OPTIONS, Arg, find_vllm
 from .companions import companion_text, shown as companion_name
 from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment
-from .pyforms import dict_entries, dotted_name, imported_from, is_environ, is_vllm_module
+from .pyforms import dict_entries, dotted_name, imported_from, is_environ, is_vllm_module, splitting
 from .pylists import CommandLists, Readings
 from .pyscript import ENGINES
-from .pyvalues import Unknown, as_word, source_text
+from .pyvalues import Unknown, as_word, held_markers, restored_env, restored_words, source_text, split_words
 from .release import VERSION, ReleaseHint, from_image, from_pin
 from .shell import release_at, run_script
 from .shell_commands import nested_script
@@ -102,8 +100,6 @@ _SUBPROCESS = frozenset(("subprocess", name) for name in ("run", "Popen", "call"
 # A function of the script's own that runs the string it is given is a launch at each of its
 # calls: its first calls in the file, up to this many (a source.limit problem says so).
 _MAX_SITES = 64
-# A marker held aside while a string is split into words (see _split).
-_HELD = re.compile("\x00([0-9]+)\x00")
 
 
 # A requirements file's line that pins vLLM: `vllm==0.11.0`, `vllm[audio]==0.11.0  # comment`.
@@ -236,9 +232,9 @@ class _Reader(CommandLists):
             elif isinstance(launch, _Shell):
                 out += self._shell_deployments(launch, node.lineno, env, release)
             elif isinstance(launch, _Split):
-                split = _split(launch.text, launch.shell_like)
+                split = split_words(launch.text, launch.shell_like)
                 if split is not None and find_vllm(split) is not None:
-                    split_paths = [(which, _split(text, launch.shell_like)) for which, text in launch.paths]
+                    split_paths = [(which, split_words(text, launch.shell_like)) for which, text in launch.paths]
                     paths = tuple((which, [Arg(w, f"line {node.lineno}") for w in words])
                                   for which, words in split_paths if words is not None)
                     out.append(self._command_deployment([Arg(w, f"line {node.lineno}") for w in split],
@@ -294,7 +290,7 @@ class _Reader(CommandLists):
         command = node.args[0] if node.args else keywords.get("args", keywords.get("cmd", keywords.get("command")))
         if command is None or isinstance(command, (ast.List, ast.Tuple)) or isinstance(self.value(command, scope, 0), list):
             return None  # (a list of words: read as a command list)
-        split = _splitting(command)
+        split = splitting(command)
         if callee in _SUBPROCESS and split is not None:
             return split[0], "shlex" if split[1] else "split"
         shell = keywords.get("shell")
@@ -339,13 +335,13 @@ class _Reader(CommandLists):
         """The launches a shell reads in ``text``, their words as written, each with the release its `docker run`
         image or a `pip install vllm==X` before it names. Markers are held aside while the shell reads the string:
         a marker's name and reason are Python source and words, whose quotes would end the shell's own."""
-        held, plain = _held(text)
+        held, plain = held_markers(text)
         found, run = run_script(plain, self.ctx, env=env, first_line=line, origin=lambda _line: f"line {line}",
                                 anchor=lambda _line: f":{line}", problems=problems, fixed=True)
         for inv in found:
             inv.release = release_at(run, inv)
-            inv.argv, inv.env = _restored_words(inv.argv, held), _restored_env(inv.env, held)
-            inv.paths = tuple((which, _restored_words(argv, held), _restored_env(path_env, held))
+            inv.argv, inv.env = restored_words(inv.argv, held), restored_env(inv.env, held)
+            inv.paths = tuple((which, restored_words(argv, held), restored_env(path_env, held))
                               for which, argv, path_env in inv.paths)
         return found
 
@@ -528,59 +524,6 @@ class _Reader(CommandLists):
             found += [(key.value, value, scope, call.lineno) for key, value in pairs
                       if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value in ENV_NAMES]
         return [(name, as_word(self.value(value, scope, 0)), line) for name, value, scope, line in found]
-
-
-def _splitting(node: ast.expr) -> tuple[ast.expr, bool] | None:
-    """The string ``node`` splits into a command's words, and whether it
-    splits it as a shell would (``shlex.split(cmd)``) or at blanks
-    (``cmd.split()``); None for any other expression."""
-    if not isinstance(node, ast.Call) or node.keywords:
-        return None
-    if isinstance(node.func, ast.Attribute) and node.func.attr == "split" and not node.args:
-        return node.func.value, False
-    if dotted_name(node.func) == ("shlex", "split") and len(node.args) == 1:
-        return node.args[0], True
-    return None
-
-
-def _split(text: str, shell_like: bool) -> list[str] | None:
-    """``text`` split as ``str.split()`` or ``shlex.split()`` would split it,
-    each unresolved marker kept whole (a marker's reason may hold blanks and
-    quotes); None where shlex refuses it (an unclosed quote) or the text is
-    longer than a command line may be."""
-    if len(text) > MAX_COMMAND_BYTES:
-        return None
-    held, plain = _held(text)
-    try:
-        words = shlex.split(plain) if shell_like else plain.split()
-    except ValueError:
-        return None
-    return [_restored(word, held) for word in words]
-
-
-def _held(text: str) -> tuple[list[str], str]:
-    """The markers of ``text``, and the text with each replaced by a marker
-    of its number alone (NUL, digits, NUL), which holds no blank or quote."""
-    held: list[str] = []
-
-    def hold(match: re.Match[str]) -> str:
-        held.append(match.group(0))
-        return f"\x00{len(held) - 1}\x00"
-
-    return held, UNRESOLVED.sub(hold, text)
-
-
-def _restored(text: str, held: list[str]) -> str:
-    """``text`` with each marker :func:`_held` held aside put back."""
-    return _HELD.sub(lambda match: held[int(match.group(1))], text) if "\x00" in text else text
-
-
-def _restored_words(words: list[Arg], held: list[str]) -> list[Arg]:
-    return [word._replace(text=_restored(word.text, held)) for word in words]
-
-
-def _restored_env(env: dict[str, Arg], held: list[str]) -> dict[str, Arg]:
-    return {name: value._replace(text=_restored(value.text, held)) for name, value in env.items()}
 
 
 def _as_keywords(found: Deployment) -> Deployment:

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import ast
 import json
+import re
+import shlex
 from typing import Any, NamedTuple
 
-from ...core.markers import unresolved
+from ...core.command import MAX_COMMAND_BYTES
+from ...core.markers import UNRESOLVED, unresolved
+from ...core.options import Arg
 
-__all__ = ["Unknown", "RUNTIME", "source_text", "as_word", "as_json_word", "as_str"]
+__all__ = ["Unknown", "RUNTIME", "source_text", "as_word", "as_json_word", "as_str", "split_words", "held_markers",
+           "restored", "restored_words", "restored_env"]
 
+# A marker held aside while a string is split into words (see split_words).
+_HELD = re.compile("\x00([0-9]+)\x00")
 # Why a value computed from one the file does not give is not known either.
 RUNTIME = "is computed when the script runs"
 
@@ -82,3 +89,43 @@ def as_json_word(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value).replace("\\u0000", "\x00").replace("\\u0001", "\x01")
     return as_word(value)
+
+
+def split_words(text: str, shell_like: bool) -> list[str] | None:
+    """``text`` split as ``str.split()`` or ``shlex.split()`` would split it,
+    each unresolved marker kept whole (a marker's reason may hold blanks and
+    quotes); None where shlex refuses it (an unclosed quote) or the text is
+    longer than a command line may be."""
+    if len(text) > MAX_COMMAND_BYTES:
+        return None
+    held, plain = held_markers(text)
+    try:
+        words = shlex.split(plain) if shell_like else plain.split()
+    except ValueError:
+        return None
+    return [restored(word, held) for word in words]
+
+
+def held_markers(text: str) -> tuple[list[str], str]:
+    """The markers of ``text``, and the text with each replaced by a marker
+    of its number alone (NUL, digits, NUL), which holds no blank or quote."""
+    held: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        held.append(match.group(0))
+        return f"\x00{len(held) - 1}\x00"
+
+    return held, UNRESOLVED.sub(hold, text)
+
+
+def restored(text: str, held: list[str]) -> str:
+    """``text`` with each marker :func:`held_markers` held aside put back."""
+    return _HELD.sub(lambda match: held[int(match.group(1))], text) if "\x00" in text else text
+
+
+def restored_words(words: list[Arg], held: list[str]) -> list[Arg]:
+    return [word._replace(text=restored(word.text, held)) for word in words]
+
+
+def restored_env(env: dict[str, Arg], held: list[str]) -> dict[str, Arg]:
+    return {name: value._replace(text=restored(value.text, held)) for name, value in env.items()}
