@@ -5,6 +5,7 @@ each launch's place (issue 17)."""
 from __future__ import annotations
 
 from hma_policy.audit.sources import find_deployments, read_source, source_format
+from hma_policy.audit.sources.release import ReleaseHint
 from sourcefiles import LMCACHE, NIXL, ktc, write
 
 
@@ -56,7 +57,7 @@ def test_services_that_run_vllm_are_launches_at_their_keys(tmp_path):
     assert [(d.id, d.line, d.container, d.role) for d in source.deployments] == [
         (f"{path}#services/vllm", 14, "aibrix-vllm", None), (f"{path}#services/prefill-engine", 27, "aibrix-prefill", "prefill")]
     assert vllm.document == {"name": "vllm", "model": {"name": "Qwen/Qwen2.5-1.5B-Instruct"}}
-    assert vllm.release == ("0.6.6", "image tag vllm/vllm-openai:v0.6.6")
+    assert vllm.release == ReleaseHint("0.6.6", "image tag vllm/vllm-openai:v0.6.6")
     assert source_format("docker-compose.prod.yaml") == source_format("compose.yml") == "compose"
 
 
@@ -71,14 +72,14 @@ def test_the_env_file_beside_it_is_read_and_its_values_win_over_defaults(tmp_pat
       - LMCACHE_USE_UPSTREAM_MP
 """)
     (d,) = read_source(path).deployments
-    assert d.release == ("0.21.0", "image tag docker.io/vllm/vllm-openai:v0.21.0")
+    assert d.release == ReleaseHint("0.21.0", "image tag docker.io/vllm/vllm-openai:v0.21.0")
     assert d.chain == (str(path), str(tmp_path / ".env"))
     # LMCACHE_USE_UPSTREAM_MP is passed on from where compose runs: not known, and the decision reads it.
     assert d.problems[0].message == ("the environment variable `LMCACHE_USE_UPSTREAM_MP` takes its value from "
                                      "`$LMCACHE_USE_UPSTREAM_MP`, which this file does not set")
     without = write(tmp_path / "other" / "compose.yaml", path.read_text().replace("      - LMCACHE_USE_UPSTREAM_MP\n", ""))
     (e,) = read_source(without).deployments
-    assert e.release == (None, "image tag vllm/vllm-openai:latest: no release in the tag")
+    assert e.release == ReleaseHint(None, "image tag vllm/vllm-openai:latest: no release in the tag")
     assert e.problems[0].message == "`--kv-transfer-config` takes its value from `${KV:?set KV}`, which this file does not set"
 
 
@@ -103,7 +104,7 @@ def test_entrypoint_command_shell_scripts_extends_and_bind_mounted_configs(tmp_p
     shell, mounted = read_source(path).deployments
     assert (shell.name, ktc(shell)["kv_connector"], shell.document["env"]) == ("shell", "LMCacheConnectorV1",
                                                                                {"VLLM_USE_SIMPLE_KV_OFFLOAD": "0"})
-    assert shell.release == ("0.22.0", "pip pin vllm==0.22.0 at line 6")  # installed in the container: over its image
+    assert shell.release == ReleaseHint("0.22.0", "pip pin vllm==0.22.0 at line 6")  # installed in the container: over its image
     assert ktc(mounted)["kv_connector"] == "NixlConnector"
     assert mounted.chain == (str(path), str(tmp_path / "conf" / "serve.yaml"))
     assert mounted.release.version is None and "not vLLM's release image" in mounted.release.origin
@@ -168,7 +169,7 @@ def test_a_service_that_builds_from_vllms_image_runs_vllm_serve_with_its_command
     ocr, = [d for d in read_source(compose, roots=(tmp_path,)).deployments if d.name == "ocr-vllm"]
     assert (ocr.line, ocr.document["model"], ktc(ocr)["kv_connector"]) == (2, {"name": "zai-org/GLM-OCR"},
                                                                         "LMCacheConnectorV1")
-    assert ocr.release == ("0.11.0", f"image tag vllm/vllm-openai:v0.11.0 in {tmp_path / 'ocr' / 'Dockerfile.ocr'}, "
+    assert ocr.release == ReleaseHint("0.11.0", f"image tag vllm/vllm-openai:v0.11.0 in {tmp_path / 'ocr' / 'Dockerfile.ocr'}, "
                                      "which the service builds")
     assert [p.rsplit("/", 1)[-1] for p in ocr.chain] == ["docker-compose.yml", "Dockerfile.ocr"]
     # `build: ocr` names the context, whose Dockerfile is `Dockerfile`: not there, so not a launch.

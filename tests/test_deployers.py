@@ -72,12 +72,14 @@ def test_dynamo_connectors_one_by_one_and_several():
              "kv_connector_module_path": "kvbm.vllm_integration.connector"},
             {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}]}}
     assert has_unresolved(kv("--connector", "mooncake")["kv_connector"])
-    assert dynamo_vllm_argv(["--connector", "null"]) == (["vllm", "serve"], None)
+    assert dynamo_vllm_argv(["--connector", "null"]) == (["vllm", "serve"], ())
     given = '{"kv_connector":"X","kv_role":"kv_both"}'
-    assert dynamo_vllm_argv(["--kv-transfer-config", given]) == (["vllm", "serve", "--kv-transfer-config", given], None)
-    # Only the connector of the default --connector is named as the launcher's own.
-    assert dynamo_vllm_argv(["--model", "m"])[1] == "NixlConnector (its default `--connector nixl`)"
-    assert dynamo_vllm_argv(["--connector", "nixl"])[1] is None
+    assert dynamo_vllm_argv(["--kv-transfer-config", given]) == (["vllm", "serve", "--kv-transfer-config", given], ())
+    # Only the connector of the default --connector is noted as the launcher's own.
+    assert dynamo_vllm_argv(["--model", "m"]).notes == (
+        "Dynamo's vLLM launcher adds NixlConnector (its default `--connector nixl`) as vLLM's --kv-transfer-config, as "
+        "the command names no connector; `--connector none` leaves it out",)
+    assert dynamo_vllm_argv(["--connector", "nixl"]).notes == ()
 
 
 def test_a_dynamo_graph_worker_run_from_a_shell_and_a_plain_container_get_dynamos_config(tmp_path):
@@ -265,3 +267,68 @@ def test_a_scenario_kv_transfer_with_its_own_connector_role_and_extra_config(tmp
     enabled: true
 """)
     assert ktc(d) == {"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": {}}
+
+
+# -- what Dynamo's launcher adds, by Dynamo release (deployers.yaml dynamo-vllm.lines) ---------
+
+def test_dynamos_own_kv_events_config_and_default_connector_follow_its_release():
+    def read(*args: str, dynamo: str | None) -> tuple[dict | None, dict | None, int]:
+        argv, notes = dynamo_vllm_argv(list(args), dynamo)
+        def value(option: str) -> dict | None:
+            return json.loads(argv[argv.index(option) + 1]) if option in argv else None
+        return value("--kv-transfer-config"), value("--kv-events-config"), len(notes)
+
+    nixl = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    events = {"enable_kv_cache_events": True, "publisher": "zmq"}
+    # Not known: the connector default alone, as before the lines were recorded.
+    assert read("--model", "m", dynamo=None) == (nixl, None, 1)
+    # 0.4.0-0.6.x: every worker gets KV events while prefix caching is on.
+    assert read("--model", "m", dynamo="0.6.1.post1") == (nixl, events, 2)
+    assert read("--model", "m", "--is-decode-worker", dynamo="0.6.1") == (nixl, events, 2)
+    assert read("--model", "m", "--no-enable-prefix-caching", dynamo="0.5.0") == (nixl, None, 1)
+    # 0.7.0-0.9.x: not a decode worker's, whose own is dropped.
+    assert read("--model", "m", "--is-decode-worker", dynamo="0.8.0") == (nixl, None, 1)
+    given = '{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:5557"}'
+    assert read("--model", "m", "--is-decode-worker", "--kv-events-config", given, dynamo="0.9.1") == (nixl, None, 2)
+    assert read("--model", "m", "--kv-events-config", given, dynamo="0.9.1") == (nixl, json.loads(given), 1)
+    # 1.0.x: no default connector; KV events still for all but decode workers.
+    assert read("--model", "m", dynamo="1.0.1") == (None, events, 1)
+    assert read("--model", "m", "--disaggregation-mode", "decode", dynamo="1.0.0") == (None, None, 0)
+    # 1.1.0 on: neither; a decode worker's own KV events still dropped (until 1.4.0).
+    assert read("--model", "m", dynamo="1.1.1") == (None, None, 0)
+    assert read("--model", "m", "--disaggregation-mode=decode", "--kv-events-config", given, dynamo="1.1.0") == \
+        (None, None, 1)
+    assert read("--model", "m", "--disaggregation-mode=decode", "--kv-events-config", given, dynamo="1.4.0") == \
+        (None, json.loads(given), 0)
+
+
+def test_a_dynamo_worker_without_a_connector_is_off_where_its_kv_events_turn_hma_off(tmp_path):
+    # vllm-project/semantic-router (3d48f8c) deploy/kubernetes/dynamo/dynamo-resources/
+    # dynamo-graph-deployment.yaml: `--connector null` on Dynamo 0.6.1.post1 (vLLM 0.11.0), whose
+    # launcher adds a kv_events_config of its own: `enabled`, where vLLM 0.11.0 turns HMA off.
+    (path := tmp_path / "graph.yaml").write_text("""apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: vllm, namespace: dynamo-system}
+spec:
+  services:
+    VLLMDecodeWorker:
+      subComponentType: decode
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1.post1
+          command: [/bin/sh, -c]
+          args:
+            - "sleep 15 && python3 -m dynamo.vllm --model TinyLlama/TinyLlama-1.1B-Chat-v1.0 --enforce-eager --connector null"
+    AggWorker:
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.1
+          command: [python3, -m, dynamo.vllm, --model, m]
+""", encoding="utf-8")
+    old, new = audit([str(path)]).entries
+    assert (old.decision["outcome"], old.decision["connectors"]) == ("disabled", [])
+    assert "a kv_events_config is set, and this vLLM release does not support the hybrid KV cache manager with KV " \
+        "events" in old.decision["reasons"]
+    # Dynamo 1.1.1 (vLLM 0.19.0) adds neither a connector nor KV events: HMA stays on. It was
+    # read as the 0.5-0.9 line's NixlConnector, which turns HMA off on 0.19.0.
+    assert (new.decision["outcome"], new.decision["connectors"], new.deployment.notes) == ("enabled", [], ())

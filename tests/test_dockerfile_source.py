@@ -9,6 +9,7 @@ import json
 import pytest
 
 from hma_policy.audit.sources import SourceLimits, read_source
+from hma_policy.audit.sources.release import ReleaseHint
 from sourcefiles import LMCACHE, NIXL, ktc, only, write
 
 
@@ -112,19 +113,19 @@ RUN --mount=type=secret,id=HF_TOKEN,required=false --network=default \\
 RUN --mount=type=cache,target=/root/.cache pip install "vllm==0.22.0"
 """ + f"CMD vllm serve m --kv-transfer-config '{NIXL}'\n"))
     assert source.problems == ()
-    assert only(source).release == ("0.22.0", "pip pin vllm==0.22.0 at line 6")
+    assert only(source).release == ReleaseHint("0.22.0", "pip pin vllm==0.22.0 at line 6")
 
 
 # -- the release (issue 16, part 4) ---------------------------------------------------------------------
 
 def test_the_release_is_the_base_images_tag_or_a_pip_pin_on_top_of_it(tmp_path):
     tagged = only(read_source(write(tmp_path / "a" / "Dockerfile", f"FROM docker.io/vllm/vllm-openai:v0.21.0\n{CMD_DISABLE}")))
-    assert tagged.release == ("0.21.0", "image tag docker.io/vllm/vllm-openai:v0.21.0")
+    assert tagged.release == ReleaseHint("0.21.0", "image tag docker.io/vllm/vllm-openai:v0.21.0")
     pinned = only(read_source(write(tmp_path / "b" / "Dockerfile", "ARG VLLM=0.22.0\nFROM python:3.12 AS base\n"
                                     "RUN pip install --no-cache-dir \"vllm==${VLLM}\" lmcache\nFROM base\n"
                                     f"CMD vllm serve m --kv-transfer-config '{NIXL}'\n")))
-    assert pinned.release == ("0.22.0", "pip pin vllm==0.22.0 at line 3")
+    assert pinned.release == ReleaseHint("0.22.0", "pip pin vllm==0.22.0 at line 3")
     latest = only(read_source(write(tmp_path / "c" / "Dockerfile", f"FROM vllm/vllm-openai:latest\n{CMD_DISABLE}")))
-    assert latest.release == (None, "image tag vllm/vllm-openai:latest: no release in the tag")
+    assert latest.release == ReleaseHint(None, "image tag vllm/vllm-openai:latest: no release in the tag")
     assert [n.message for n in latest.notes] == [
         "the vLLM release is not known: image tag vllm/vllm-openai:latest: no release in the tag"]

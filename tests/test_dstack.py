@@ -10,6 +10,7 @@ from pathlib import Path
 
 import hma_policy
 from hma_policy.audit.sources import read_source
+from hma_policy.audit.sources.release import ReleaseHint
 from sourcefiles import LMCACHE, NIXL, ktc, only, write
 
 
@@ -65,7 +66,7 @@ commands:
     first, second = found.deployments
     assert [(d.line, ktc(d)["kv_connector"]) for d in found.deployments] == [(8, "LMCacheConnectorV1"),
                                                                             (10, "NixlConnector")]
-    assert first.release == ("0.21.0", "pip pin vllm==0.21.0 at line 7")
+    assert first.release == ReleaseHint("0.21.0", "pip pin vllm==0.21.0 at line 7")
     assert hma_policy.decide(first.document).outcome == "disabled"
     assert [n.message for n in second.notes][:2] == [
         "`--api-key` takes its value from `${{ secrets.hf_token }}` (which is filled in by dstack when the run "

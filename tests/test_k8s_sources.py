@@ -20,6 +20,7 @@ from hma_policy.audit.sources.gotemplate import render
 from hma_policy.audit.sources.kserve import kv_transfer_config, strategic_merge
 from hma_policy.audit.sources.release import from_image
 from hma_policy.core.markers import plain
+from hma_policy.audit.sources.release import ReleaseHint
 from sourcefiles import write
 
 CORPUS = Path(__file__).resolve().parent / "fleet_corpus"
@@ -253,13 +254,18 @@ def test_dynamo_vllm_default_and_listed_connectors():
     assert ktc(prefill)["kv_connector"] == "PdConnector"
     assert [c["kv_connector"] for c in ktc(prefill)["kv_connector_extra_config"]["connectors"]] == \
         ["DynamoConnector", "NixlConnector"]
-    assert dynamo_vllm_argv(["--model", "m", "--connector", "none"]) == (["vllm", "serve", "--model", "m"], None)
+    assert dynamo_vllm_argv(["--model", "m", "--connector", "none"]) == (["vllm", "serve", "--model", "m"], ())
     # nvidia/nim-deploy's aks-dynamo disagg_planner.yaml (3c6bcbd) names no connector: the report
     # said only that --kv-transfer-config was set, which the file does not hold.
-    assert [(n.code, n.message) for n in decode.notes] == [("source.deployer_default", (
-        "Dynamo's vLLM launcher adds NixlConnector (its default `--connector nixl`) as vLLM's --kv-transfer-config, "
-        "as the command names no connector; `--connector none` leaves it out"))]
-    assert prefill.notes == ()
+    assert [(n.code, n.message) for n in decode.notes] == [
+        ("source.deployer_default", "Dynamo 0.6.1's vLLM launcher adds a kv_events_config of its own (KV events over "
+                                    "ZMQ), as prefix caching is on and the command gives none; "
+                                    "`--no-enable-prefix-caching` leaves it out"),
+        ("source.deployer_default", "Dynamo 0.6.1's vLLM launcher adds NixlConnector (its default `--connector nixl`) "
+                                    "as vLLM's --kv-transfer-config, as the command names no connector; `--connector "
+                                    "none` leaves it out")]
+    assert [n.message.split(" (")[0] for n in prefill.notes] == [
+        "Dynamo 0.6.1's vLLM launcher adds a kv_events_config of its own"]
 
 
 def test_dynamo_serve_reads_the_graph_config_env():
@@ -468,7 +474,7 @@ def test_a_chart_templates_image_names_its_release_with_the_charts_default_value
     # gives vllm/vllm-openai and v0.19.1.
     found = read("GoogleCloudPlatform__kubernetes-engine-samples/app-design-center/ai-inference/templates/deployment.yaml")
     (d,) = found.deployments
-    assert d.release == ("0.19.1", "image tag vllm/vllm-openai:v0.19.1, the chart's default ("
+    assert d.release == ReleaseHint("0.19.1", "image tag vllm/vllm-openai:v0.19.1, the chart's default ("
                          + str(CORPUS / "GoogleCloudPlatform__kubernetes-engine-samples/app-design-center/ai-inference/"
                                "values.yaml") + ")")
     assert [Path(p).name for p in d.chain] == ["deployment.yaml", "values.yaml"]
@@ -522,7 +528,7 @@ def test_a_chart_default_image_that_names_no_release_leaves_it_unknown(tmp_path)
     # The aibrix regression chart's defaults are an SGLang image: the release stays unknown, and says which.
     write(chart / "values.yaml", "image: example.com/aibrix:sglang\ntag: v0.4.9\n")
     (d,) = read_source(deployment, roots=(tmp_path,)).deployments
-    assert d.release == (None, "image example.com/aibrix:sglang:v0.4.9 is not vLLM's release image: its tag is not "
+    assert d.release == ReleaseHint(None, "image example.com/aibrix:sglang:v0.4.9 is not vLLM's release image: its tag is not "
                                "read as a vLLM release")
     assert [Path(p).name for p in d.chain] == ["deployment.yaml", "values.yaml"]  # (the container takes its values)
     write(chart / "values.yaml", "image: vllm/vllm-openai\n")  # no tag, and no appVersion to default to

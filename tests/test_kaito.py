@@ -12,6 +12,7 @@ import pytest
 
 import hma_policy
 from hma_policy.audit.sources import find_deployments
+from hma_policy.audit.sources.release import ReleaseHint
 
 NIXL = {"kv_connector": "NixlConnector", "kv_role": "kv_both", "kv_load_failure_policy": "fail"}
 LMCACHE = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
@@ -56,7 +57,7 @@ def test_a_preset_workspace_gets_the_launchers_cpu_offload_connector():
                                   "which this file does not set; the decision does not read the model's name")
     assert d.notes[2].message.startswith("KAITO's launcher adds LMCacheConnectorV1 (kv_both) to offload the KV cache "
                                          "to CPU memory (kv_cache_cpu_memory_utilization 0.5), as decided here, unless")
-    assert d.release == (None, "image the kaito-base image of the KAITO operator's release: the image is not known "
+    assert d.release == ReleaseHint(None, "image the kaito-base image of the KAITO operator's release: the image is not known "
                                "from this file")
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import hma_policy
 from hma_policy.audit.sources import find_deployments
+from hma_policy.audit.sources.release import ReleaseHint
 
 
 def model(spec: str, name: str = "m") -> str:
@@ -59,7 +60,7 @@ def test_a_model_cache_and_the_operators_image_are_noted_as_not_in_the_file():
                                      "name"),
         ("source.release_unknown", "the vLLM release is not known: image modelServers.VLLM.images of the KubeAI "
                                    "operator: the image is not known from this file")]
-    assert d.release == (None, "image modelServers.VLLM.images of the KubeAI operator: the image is not known from "
+    assert d.release == ReleaseHint(None, "image modelServers.VLLM.images of the KubeAI operator: the image is not known from "
                                "this file")
 
 

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import hma_policy
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
+from hma_policy.audit.sources.release import ReleaseHint
 
 HEADER = "from vllm import LLM\nfrom vllm.config import KVTransferConfig\n"
 NO_LAUNCH = "Python in which no vLLM launch is read (an engine call, or a command list or string that starts vLLM's server)"
@@ -308,7 +309,7 @@ def test_a_directive_gives_the_release_and_model_facts(tmp_path):
 llm = LLM("m")
 """)
     (only,) = found.deployments
-    assert only.release == ("0.22.0", "line 4: hma-policy directive")
+    assert only.release == ReleaseHint("0.22.0", "line 4: hma-policy directive")
     assert only.document["model_facts"] == {"layer_kinds": ["full_attention", "sliding_window"]}
 
 
@@ -830,7 +831,7 @@ def test_the_nearest_requirements_file_that_pins_vllm_gives_the_release(tmp_path
     (pd / "requirements.txt").write_text("bentoml==1.4.0\nvLLM==0.11.0  # the tested release\n", encoding="utf-8")
     (pd / "components" / "decode.py").write_text(service, encoding="utf-8")
     (d,) = read_source(pd / "components" / "decode.py", roots=(tmp_path,)).deployments
-    assert d.release == ("0.11.0", f"pin vllm==0.11.0 in {pd / 'requirements.txt'} (the launcher's nearest "
+    assert d.release == ReleaseHint("0.11.0", f"pin vllm==0.11.0 in {pd / 'requirements.txt'} (the launcher's nearest "
                                    "requirements file)")
     # The nearest file decides, as the environment built from it would: one without an exact pin gives none.
     (pd / "requirements.txt").write_text("vllm>=0.10\n", encoding="utf-8")
@@ -857,7 +858,7 @@ def serve():
     subprocess.Popen(["vllm", "serve", "m", "--kv-transfer-config", '{{"kv_connector": "NixlConnector", "kv_role": "kv_both"}}'])
 """
     (one,) = read(tmp_path, app.format(pins='"vllm==0.10.1.1", "huggingface_hub==0.34.4"')).deployments
-    assert one.release == ("0.10.1.1", "pip pin vllm==0.10.1.1 at line 3")
+    assert one.release == ReleaseHint("0.10.1.1", "pip pin vllm==0.10.1.1 at line 3")
     report = audit([str(tmp_path / "run.py")])
     assert [(e.decision["vllm"]["release"], e.decision["outcome"]) for e in report.entries] == [("0.10.1.1", "disabled")]
     # Two versions pinned, or none of vLLM: no release is read (the default decides, as for any file that names none).
@@ -879,7 +880,7 @@ def serve():
     subprocess.Popen(["vllm", "serve", "m", "--kv-transfer-config", '{{"kv_connector": "NixlConnector", "kv_role": "kv_both"}}'])
 """
     (one,) = read(tmp_path, app.format(image='"vllm/vllm-openai:v0.15.1"', more="")).deployments
-    assert one.release == ("0.15.1", "image tag vllm/vllm-openai:v0.15.1 at line 3")
+    assert one.release == ReleaseHint("0.15.1", "image tag vllm/vllm-openai:v0.15.1 at line 3")
     report = audit([str(tmp_path / "run.py")])
     assert [(e.decision["vllm"]["release"], e.decision["outcome"]) for e in report.entries] == [("0.15.1", "disabled")]
     # Another image names no release; with a pin of another release beside it, neither is taken.
@@ -888,7 +889,7 @@ def serve():
         (one,) = read(tmp_path, app.format(image=image, more=more)).deployments
         assert one.release is None, (image, more)
     (one,) = read(tmp_path, app.format(image='"nvidia/cuda:12.8.0"', more='.uv_pip_install("vllm==0.11.0")')).deployments
-    assert one.release == ("0.11.0", "pip pin vllm==0.11.0 at line 3")
+    assert one.release == ReleaseHint("0.11.0", "pip pin vllm==0.11.0 at line 3")
 
 
 @pytest.mark.parametrize("text", [
@@ -1149,8 +1150,9 @@ def test_a_shell_string_keeps_the_release_its_image_or_its_pin_names(tmp_path):
                            f"os.system(\"pip install vllm==0.12.0 && vllm serve m --kv-transfer-config '{nixl}'\")\n"
                            "os.system(\"docker run vllm/vllm-openai-cpu:v0.10.1 m\")\n")
     assert [(d.line, d.release) for d in found.deployments] == [
-        (3, ("0.12.0", "image tag vllm/vllm-openai:v0.12.0")), (4, ("0.12.0", "pip pin vllm==0.12.0 at line 4")),
-        (5, ("0.10.1", "image tag vllm/vllm-openai-cpu:v0.10.1"))]
+        (3, ReleaseHint("0.12.0", "image tag vllm/vllm-openai:v0.12.0")),
+        (4, ReleaseHint("0.12.0", "pip pin vllm==0.12.0 at line 4")),
+        (5, ReleaseHint("0.10.1", "image tag vllm/vllm-openai-cpu:v0.10.1"))]
     assert found.deployments[2].document["platform"] == {"name": "cpu"}
 
 
@@ -1161,7 +1163,7 @@ def test_shell_given_by_a_parameter_whose_calls_leave_it_true_runs_the_string_th
     helper = "import subprocess\ndef run_command(cmd: str, shell: bool = {default}):\n" \
              "    return subprocess.run(cmd, shell=shell, capture_output=True)\n"
     found = read(tmp_path, helper.format(default=True) + 'run_command("docker run vllm/vllm-openai:v0.12.0 --model m")\n')
-    assert [(d.line, d.release) for d in found.deployments] == [(4, ("0.12.0", "image tag vllm/vllm-openai:v0.12.0"))]
+    assert [(d.line, d.release) for d in found.deployments] == [(4, ReleaseHint("0.12.0", "image tag vllm/vllm-openai:v0.12.0"))]
     # A default of False, or a call that passes False, runs no shell: no launch is read.
     assert read(tmp_path, helper.format(default=False) + 'run_command("vllm serve m")\n').deployments == ()
     assert read(tmp_path, helper.format(default=True) + 'run_command("vllm serve m", shell=False)\n').deployments == ()

@@ -16,6 +16,7 @@ import hma_policy
 from hma_policy.audit.report import FORMATS, render
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
+from hma_policy.audit.sources.release import ReleaseHint
 from sourcefiles import NIXL, write
 
 
@@ -44,7 +45,7 @@ def test_kubernetes_launches_carry_container_role_and_release(tmp_path):
     leader, worker = read_source(write(tmp_path / "lws.yaml", LWS)).deployments
     assert (leader.line, worker.line) == (10, 16)  # each container's `- name:` line
     assert (leader.container, leader.role, leader.release) == (
-        "leader", "prefill", ("0.21.0", "image tag ghcr.io/vllm/vllm-openai:v0.21.0"))
+        "leader", "prefill", ReleaseHint("0.21.0", "image tag ghcr.io/vllm/vllm-openai:v0.21.0"))
     assert (worker.container, worker.role, worker.release.version) == ("worker", "worker", None)
     assert worker.release.origin == f"image vllm/vllm-openai@sha256:{'a' * 64}: a digest names no release"
     assert [n.code for n in worker.notes] == ["source.release_unknown"]
@@ -88,10 +89,10 @@ vllm serve a --kv-transfer-config '{NIXL}'
 docker run vllm/vllm-openai:v0.21.0 b --kv-transfer-config '{NIXL}'
 """)
     a, b = read_source(script).deployments
-    assert a.release == ("0.22.0", "pip pin vllm==0.22.0 at line 1")
+    assert a.release == ReleaseHint("0.22.0", "pip pin vllm==0.22.0 at line 1")
     uv = write(tmp_path / "uv.sh", 'uv pip install --system "vllm[flashinfer]==0.23.1" lmcache\nvllm serve m\n')
-    assert read_source(uv).deployments[0].release == ("0.23.1", "pip pin vllm==0.23.1 at line 1")
-    assert b.release == ("0.24.0", "line 3: hma-policy directive")
+    assert read_source(uv).deployments[0].release == ReleaseHint("0.23.1", "pip pin vllm==0.23.1 at line 1")
+    assert b.release == ReleaseHint("0.24.0", "line 3: hma-policy directive")
     annotated = write(tmp_path / "pod.yaml", LWS.replace("metadata: {name: pd, namespace: serving}",
                                                           "metadata: {name: pd, namespace: serving, annotations: "
                                                           "{hma-policy.dev/facts: '{vllm_version: \"0.28.0\"}'}}"))

@@ -390,7 +390,7 @@ def _release_named(policy: PolicySet, deployment: Deployment) -> bool:
 
 def _hint(release: Any) -> Hint | None:
     """The policy set's hint of the release a source read (a ReleaseHint, or None)."""
-    return Hint(*release) if release is not None else None
+    return Hint(release.version, release.origin) if release is not None else None
 
 
 def _located(problem: Problem) -> Problem:

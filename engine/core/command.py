@@ -122,7 +122,8 @@ def as_release_reads(result: CommandResult, release: str | None) -> CommandResul
 def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | None = None,
                  read_config: Callable[[str], str | ConfigFile] | None = None,
                  options: VllmOptions | None = None, file: str | None = None, line: int | None = None,
-                 require_model: bool = True, per_path: frozenset[str] = frozenset()) -> CommandResult:
+                 require_model: bool = True, per_path: frozenset[str] = frozenset(),
+                 dynamo: str | None = None) -> CommandResult:
     """The deployment document of a vLLM server command line. Never raises
     for any argv.
 
@@ -144,7 +145,9 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
     again on each path of a script that sets them differently (the audit's
     readers), so that a word made of such a value, which may hold options,
     is a ``source.unresolved`` problem the paths settle, not a note. A word
-    from a value no path sets stays a note.
+    from a value no path sets stays a note. ``dynamo``: the Dynamo release
+    that runs a ``python3 -m dynamo.vllm`` command (what its launcher adds
+    differs between releases), where known.
     """
     reading = Reading(file, line, options or DEFAULT_OPTIONS, read_config, require_model, per_path)
     words = [w if isinstance(w, Arg) else Arg(w) for w in argv]
@@ -158,11 +161,10 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
         # Dynamo's launcher hands vLLM a --kv-transfer-config made of its own
         # --connector: vLLM's command line is that one. Its words take the launcher's origin.
         origin = words[start - 1].origin
-        made, defaulted = dynamo_vllm_argv([w.text for w in words[start:]])
-        if defaulted is not None:
-            reading.note("source.deployer_default", f"Dynamo's vLLM launcher adds {defaulted} as vLLM's "
-                         "--kv-transfer-config, as the command names no connector; `--connector none` leaves it out")
-        words = [Arg(word, origin) for word in made]
+        launcher = dynamo_vllm_argv([w.text for w in words[start:]], dynamo)
+        for note in launcher.notes:
+            reading.note("source.deployer_default", note)
+        words = [Arg(word, origin) for word in launcher.argv]
         return replace(_read(reading, words[1:], True, env or {}), unchecked=())
     return _read(reading, words[start:], serve, env or {})
 

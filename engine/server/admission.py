@@ -80,7 +80,7 @@ def hint_for(deployment: Deployment) -> Hint | None:
     """What the object says of the launch's vLLM release: its image tag
     (``vllm/vllm-openai:v0.23.0`` -> ``0.23.0``) or a pip pin, as the audit
     reads it; the policy set decides with that release's rules."""
-    return Hint(*deployment.release) if deployment.release is not None else None
+    return Hint(deployment.release.version, deployment.release.origin) if deployment.release is not None else None
 
 
 def review(body: Any, policy: PolicySet) -> Review:

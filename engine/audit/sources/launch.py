@@ -95,7 +95,8 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     documents, refused = _paths(inv, ctx, facts) if inv.paths else ((), ())
     result = read_command(inv.argv, env=inv.env, read_config=inv.config_reader, file=ctx.display,
                           line=inv.line, require_model=inv.require_model,
-                          per_path=_settled(inv) if documents else frozenset())
+                          per_path=_settled(inv) if documents else frozenset(),
+                          dynamo=inv.release.dynamo if inv.release is not None else None)
     problems = inv.problems + list(result.problems)
     on_path = bool(refused) and not result.problems
     if on_path:
@@ -141,7 +142,8 @@ def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[tupl
     unknown: tuple[Problem, ...] = ()
     for which, argv, env in inv.paths:
         result = read_command(argv, env=env, read_config=inv.config_reader, file=ctx.display,
-                              line=inv.line, require_model=inv.require_model)
+                              line=inv.line, require_model=inv.require_model,
+                              dynamo=inv.release.dynamo if inv.release is not None else None)
         if not result.problems and result.document is not None:
             out.append((which, _document(inv, result.document, facts)))
         elif not unknown and result.problems and all(p.code == "source.unresolved" for p in result.problems):

@@ -68,6 +68,7 @@ class ReleaseHint(NamedTuple):
 
     version: str | None
     origin: str
+    dynamo: str | None = None  # the NVIDIA Dynamo release whose image it is (its launcher differs between them)
 
 
 def valid_version(text: str) -> bool:
@@ -120,7 +121,8 @@ def from_image(image: str) -> ReleaseHint:
         if installed is None:
             return ReleaseHint(None, f"image tag {shown}: the vLLM release Dynamo {match.group(1)}'s image installs "
                                      "is not recorded")
-        return ReleaseHint(installed, f"image tag {shown} (Dynamo {match.group(1)}, which installs vLLM {installed})")
+        return ReleaseHint(installed, f"image tag {shown} (Dynamo {match.group(1)}, which installs vLLM {installed})",
+                           match.group(1))
     match = _TAG_VERSION.fullmatch(tag) if official else _ROCM_TAG_VERSION.search(tag)
     if match is None:
         return ReleaseHint(None, f"image tag {shown}: no release in the tag")
