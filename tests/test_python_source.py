@@ -1274,3 +1274,76 @@ subprocess.run(cmd)
     assert [(n.code, n.message) for n in entry.deployment.notes] == [("source.unresolved_arguments", (
         "the command also takes `cmd.append(...)` (which adds words at line 4 where `len(sys.argv) > 2` is true); "
         "only the options written here are read, and it may hold others"))]
+
+
+H2OGPT_DOCKER = """\
+import subprocess
+
+
+def gpus_cmd():
+    return ["--gpus", "all"]
+
+
+def run_vllm_docker(port=5000, base_model="h2oai/h2ogpt-4096-llama2-7b-chat", tokenizer=None):
+    cmd = ["docker"] + ['run',
+                        '-d',
+                        '--runtime', 'nvidia',
+                        ] + gpus_cmd() + [
+              '--shm-size', '10.24g',
+              '-p', '%s:%s' % (port, port),
+              'vllm/vllm-openai:v0.4.2',
+              '--port=%s' % port, '--host=0.0.0.0', '--model=%s' % base_model,
+              '--tensor-parallel-size=1',
+          ]
+    if tokenizer:
+        cmd.append('--tokenizer=%s' % tokenizer)
+    return subprocess.check_output(cmd).decode().strip()
+"""
+
+
+def test_a_command_list_that_runs_a_vllm_image_is_read_as_docker_run(tmp_path):
+    # h2oai/h2ogpt (a0ad192) tests/test_inference_servers.py run_vllm_docker: a `docker run` of
+    # vllm/vllm-openai:v0.4.2 as a command list joined from several with `+` was not read (the same
+    # command as an os.system string was): a launch of vLLM 0.4.2, before the hybrid KV cache manager.
+    (d,) = read(tmp_path, H2OGPT_DOCKER).deployments
+    assert (d.line, d.release.version, d.release.origin) == (9, "0.4.2", "image tag vllm/vllm-openai:v0.4.2")
+    (entry,) = audit([str(tmp_path / "run.py")]).entries
+    assert (entry.decision["outcome"], entry.decision["vllm"]["release"]) == ("disabled", "0.4.2")
+    # `'--port=%s' % port` is the option with its value not known, not a model named by a word not known;
+    # the word the `if` adds is read on each path.
+    assert [n.message for n in entry.deployment.notes] == [
+        "the model is `base_model`, where `base_model` is a parameter of `run_vllm_docker`; the decision does not "
+        "read the model's name",
+        "`--port` takes its value from `port` (which is a parameter of `run_vllm_docker`); the decision does not read it",
+        "the command also takes `cmd.append(...)` (which adds words at line 20 where `tokenizer` is true), which may "
+        "hold options; the decision is the same on each of the 2 paths"]
+
+
+def test_a_docker_run_list_with_vllm_serve_and_a_list_without_a_vllm_image(tmp_path):
+    found = read(tmp_path, """\
+import subprocess
+subprocess.run(["docker", "run", "--gpus", "all", "vllm/vllm-openai:v0.12.0", "--model", "m",
+                "--kv-transfer-config", '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'])
+subprocess.run(["docker", "run", "--gpus", "all", "--entrypoint", "vllm", "vllm/vllm-openai:v0.21.0", "serve", "m"])
+subprocess.run(["docker", "run", "-d", "redis:7"])
+""")
+    first, second = found.deployments
+    assert (first.line, first.release.version, json.loads(first.document["kv_transfer_config"])["kv_connector"]) == \
+        (2, "0.12.0", "NixlConnector")
+    assert (second.line, second.release.version, second.document["model"]) == (4, "0.21.0", {"name": "m"})
+
+
+def test_strings_built_with_percent_and_plus_are_read_as_their_text(tmp_path):
+    found = read(tmp_path, """\
+import json, subprocess
+KV = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+def serve(model, port):
+    subprocess.run(["vllm", "serve", "--model=%s" % model, "--port", "%d" % port,
+                    "--kv-transfer-config=" + json.dumps(KV), "--served-model-name=%s-%s" % ("a", model)])
+""")
+    (d,) = found.deployments
+    assert json.loads(d.document["kv_transfer_config"]) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert d.problems == ()
+    # A conversion other than %s and %d is a value not known: the word stays whole.
+    (other,) = read(tmp_path, 'import subprocess\nsubprocess.run(["vllm", "serve", "m", "--x=%5.2f" % 1.5])\n').deployments
+    assert [n.code for n in other.notes] == ["source.unresolved_arguments"]

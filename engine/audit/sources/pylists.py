@@ -18,20 +18,31 @@ import ast
 import itertools
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ...core.markers import UNRESOLVED, has_unresolved, unresolved
 from ...core.optionlist import flag_options, list_options
 from ...core.options import DECISION_OPTIONS, Arg, find_vllm
+from .images import VLLM_IMAGE
 from .pyforms import dotted_name, list_holder, made_from
 from .pyscript import INTERPRETER, Change, Script
 from .pyvalues import Unknown, as_word, source_text
+from .shell_commands import docker_run
 
-__all__ = ["CommandLists", "Readings", "names_server"]
+__all__ = ["CommandLists", "Readings", "ImageRun", "names_server"]
 
 # A command list's words, and its words on each path through the choices it holds (see readings).
 Readings = tuple[list[Arg], tuple[tuple[str, list[Arg]], ...]]
 _Read = TypeVar("_Read")  # what one reading gives: a command's words, or the string a shell runs
+
+
+class ImageRun(NamedTuple):
+    """A command list that runs a container of a vLLM image (see CommandLists.image_runs)."""
+
+    node: ast.expr                          # the list, or the `+` that joins it from several
+    scope: Any
+    lists: tuple[ast.List | ast.Tuple, ...]  # the lists written out in it
+    readings: Readings
 
 
 class CommandLists(Script):
@@ -43,6 +54,7 @@ class CommandLists(Script):
         # For _grown_elsewhere: the changes of each list holder, and the class of each method.
         self._holders: dict[tuple[str, int | None], list[tuple[int, list[Change]]]] | None = None
         self._class_of: dict[int, int] = {}
+        self._joined_by: dict[int, ast.BinOp] | None = None  # see _joined
 
     def command_words(self, display: ast.List | ast.Tuple, scope: Any, name: str | None) -> Readings | None:
         """The words of a command list that starts vLLM's server (``["vllm",
@@ -85,6 +97,50 @@ class CommandLists(Script):
         if find_vllm([w.text for w in read()]) is None:
             return None
         return self.readings(read)
+
+    def image_runs(self) -> list[ImageRun]:
+        """Each command list that runs a container of a vLLM image
+        (``["docker", "run", "--gpus", "all", "vllm/vllm-openai:v0.8.5",
+        "--model", m]``), also one joined from several with ``+``
+        (``["docker"] + ["run", ...] + gpus() + [..., IMAGE, ...]``), with
+        what the script adds to it, as :meth:`command_words` reads a list;
+        the reader (python.py) reads its words as the shell reads a ``docker
+        run`` command line."""
+        out: list[ImageRun] = []
+        seen: set[int] = set()
+        for display, scope, _ in self.lists:
+            if not any(isinstance(e, ast.Constant) and isinstance(e.value, str) and VLLM_IMAGE.search(e.value)
+                       for e in display.elts):
+                continue
+            node: ast.expr = display
+            while id(node) in self._joined():
+                node = self._joined()[id(node)]
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            parts = _operands(node)
+            name = self.assigned.get(id(node))
+
+            def read(parts: list[ast.expr] = parts, node: ast.expr = node, name: str | None = name,
+                     scope: Any = scope) -> list[Arg]:
+                words: list[Arg] = []
+                for part in parts:
+                    words += self._words(part.elts, scope) if isinstance(part, (ast.List, ast.Tuple)) \
+                        else self._words_of(part, scope, part.lineno)
+                return words + self._added(name, scope, node.lineno)
+
+            if docker_run([w.text for w in read()]) is not None:
+                lists = tuple(p for p in parts if isinstance(p, (ast.List, ast.Tuple)))
+                out.append(ImageRun(node, scope, lists, self.readings(read)))
+        return out
+
+    def _joined(self) -> dict[int, ast.BinOp]:
+        """Each operand of a `+`, by id, with that `+` (found once)."""
+        if self._joined_by is None:
+            self._joined_by = {id(side): node for node in ast.walk(self.tree)
+                               if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)
+                               for side in (node.left, node.right)}
+        return self._joined_by
 
     def runs_itself(self, name: str | None) -> bool:
         """Whether a call of the file is given the list ``name`` holds itself
@@ -250,6 +306,19 @@ class CommandLists(Script):
 def _is_option(word: str) -> bool:
     """Whether a word is an option that may take the next word as its value (``--kv-transfer-config``)."""
     return word.startswith("-") and "=" not in word and not has_unresolved(word)
+
+
+def _operands(node: ast.expr) -> list[ast.expr]:
+    """The operands of a chain of `+` (``a + b + c``), left to right; the node alone for any other."""
+    out: list[ast.expr] = []
+    stack = [node]
+    while stack:  # (without recursion: a long chain nests deeply)
+        item = stack.pop()
+        if isinstance(item, ast.BinOp) and isinstance(item.op, ast.Add):
+            stack += [item.right, item.left]
+        else:
+            out.append(item)
+    return out
 
 
 def names_server(display: ast.List | ast.Tuple) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from bisect import bisect_left, bisect_right
 from typing import Any, NamedTuple, cast
 
@@ -431,7 +432,7 @@ class Script:
                 self.choices.setdefault(id(node), node)
                 return Unknown(source_text(node), "is chosen when the script runs")
             return self.value(node.body if taken else node.orelse, scope, depth + 1)
-        if isinstance(node, ast.JoinedStr):  # a string whatever its fields are: each not known a marker in it
+        if isinstance(node, ast.JoinedStr) or _string_built(node):  # a string whatever its fields are: each not known a marker in it
             return self.text(node, scope, depth)
         if isinstance(node, ast.BoolOp):  # `args or []`: the operand Python stops at, where the file gives them
             for operand in node.values[:-1]:
@@ -469,7 +470,26 @@ class Script:
             return "python"
         if isinstance(node, ast.IfExp):
             return self._choice(node, scope, depth)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and _string_built(node):
+            return self._formatted(cast(ast.Constant, node.left).value, node.right, scope, depth)
         return as_str(self.value(node, scope, depth), node)
+
+    def _formatted(self, template: str, operand: ast.expr, scope: Any, depth: int) -> str:
+        """``"--port=%s" % port``, ``"%s:%d" % (a, b)``: each ``%s`` or ``%d``
+        the operand's text (``%%`` a ``%``); a template with another
+        conversion, or a count of them the operand does not match, is a
+        string not known."""
+        operands = operand.elts if isinstance(operand, ast.Tuple) else [operand]
+        pieces = _CONVERSION.split(template)  # literal, conversion, literal, ...
+        conversions = pieces[1::2]
+        if any(c not in ("%s", "%d", "%%") for c in conversions) \
+                or sum(c != "%%" for c in conversions) != len(operands) or any(isinstance(o, ast.Starred) for o in operands):
+            return as_word(Unknown(source_text(operand), "is formatted when the script runs"))
+        out, given = pieces[0], iter(operands)
+        for conversion, literal in zip(pieces[1::2], pieces[2::2]):
+            out += "%" if conversion == "%%" else self.text(next(given), scope, depth + 1)
+            out += literal
+        return out
 
     def _choice(self, node: ast.IfExp, scope: Any, depth: int) -> str:
         """``a if c else b`` in a string: the branch taken (value()), or, where
@@ -525,3 +545,18 @@ class Script:
             if isinstance(text, (str, Unknown)):
                 return text
         return Unknown(source_text(node), RUNTIME)
+
+
+# A conversion of printf-style formatting (`%s`, `%-8d`, `%(name)s`, `%%`): what Script._formatted splits at.
+_CONVERSION = re.compile(r"(%(?:\([^)]*\))?[-#0 +]*(?:\*|[0-9]+)?(?:\.(?:\*|[0-9]+))?[a-zA-Z%])")
+
+
+def _string_built(node: ast.expr) -> bool:
+    """Whether an expression builds a string from a literal one: ``"--x=" + y``, ``y + "x"``, ``"--x=%s" % y``."""
+    if not isinstance(node, ast.BinOp):
+        return False
+    if isinstance(node.op, ast.Mod):
+        return isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)
+    return isinstance(node.op, ast.Add) and any(
+        isinstance(side, ast.JoinedStr) or (isinstance(side, ast.Constant) and isinstance(side.value, str))
+        for side in (node.left, node.right))

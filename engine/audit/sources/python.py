@@ -68,7 +68,8 @@ from .launch import Invocation, apply_facts, config_from_fs, deployment
 from .pyforms import dict_entries, dotted_name, imported_from, is_environ, is_vllm_module, splitting
 from .pylists import CommandLists, Readings
 from .pyscript import ENGINES
-from .pyvalues import Unknown, as_word, held_markers, restored_env, restored_words, source_text, split_words
+from .pyvalues import (Unknown, as_word, command_text, held_markers, restored_env, restored_words, source_text,
+                       split_words)
 from .release import VERSION, ReleaseHint, from_image, from_pin
 from .shell import release_at, run_script
 from .shell_commands import nested_script
@@ -203,12 +204,20 @@ class _Reader(CommandLists):
         bases = {id(self.source(base, scope, 0)) for _, scope, _, base in derived} | {
             id(self.source(display.elts[0].value, scope, 0)) for display, scope, _ in self.lists
             if display.elts and isinstance(display.elts[0], ast.Starred)}  # ([*BASE, ...])
+        # A list that runs a container of a vLLM image is read as the shell reads `docker run`: its image
+        # gives the command (its entrypoint) and the release.
+        runs = self.image_runs()
+        in_runs = {id(display) for run in runs for display in run.lists}
+        launches += [(run.node, run.scope, _Shell(command_text(run.readings[0]),
+                                                  tuple((which, command_text(argv)) for which, argv in run.readings[1])))
+                     for run in runs]
         launches += [(display, scope, argv) for display, scope, name in self.lists
-                     if (id(display) not in bases or self.runs_itself(name))
+                     if id(display) not in in_runs and (id(display) not in bases or self.runs_itself(name))
                      and (argv := self.command_words(display, scope, name)) is not None]
         launches += [(node, scope, argv) for node, scope, argv, _ in derived]
         launches += [launch for call, scope in self.calls for launch in self._string_launches(call, scope)]
-        launches += [launch for display, scope, _ in self.lists for launch in self._string_launches(display, scope)]
+        launches += [launch for display, scope, _ in self.lists if id(display) not in in_runs
+                     for launch in self._string_launches(display, scope)]
         # (a file with no launch reads no requirements file)
         release = (self._pinned() or _requirements_pin(self.ctx)) if launches else None
         # The launches in line order, each with the environment set above it: one sweep over the settings.

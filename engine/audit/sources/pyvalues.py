@@ -17,8 +17,8 @@ from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import UNRESOLVED, unresolved
 from ...core.options import Arg
 
-__all__ = ["Unknown", "RUNTIME", "source_text", "as_word", "as_json_word", "as_str", "split_words", "held_markers",
-           "restored", "restored_words", "restored_env"]
+__all__ = ["Unknown", "RUNTIME", "source_text", "as_word", "as_json_word", "as_str", "split_words", "command_text",
+           "held_markers", "restored", "restored_words", "restored_env"]
 
 # A marker held aside while a string is split into words (see split_words).
 _HELD = re.compile("\x00([0-9]+)\x00")
@@ -104,6 +104,24 @@ def split_words(text: str, shell_like: bool) -> list[str] | None:
     except ValueError:
         return None
     return [restored(word, held) for word in words]
+
+
+def command_text(words: list[Arg]) -> str:
+    """Words as a shell command line that splits back into them: each quoted
+    (shlex), but for its unresolved markers, which the shell reader holds
+    aside before it splits the line (held_markers)."""
+    def quoted(word: str) -> str:
+        pieces, last = [], 0
+        for match in UNRESOLVED.finditer(word):
+            if match.start() > last:
+                pieces.append(shlex.quote(word[last:match.start()]))
+            pieces.append(match.group(0))
+            last = match.end()
+        if last < len(word) or not pieces:
+            pieces.append(shlex.quote(word[last:]))
+        return "".join(pieces)
+
+    return " ".join(quoted(word.text) for word in words)
 
 
 def held_markers(text: str) -> tuple[list[str], str]:
