@@ -9,7 +9,7 @@ import pytest
 import hma_policy
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
-from hma_policy.audit.sources.release import from_image, platform_of
+from hma_policy.audit.sources.release import ReleaseHint, from_image, platform_of
 from hma_policy.core.facts import extract
 from sourcefiles import write
 
@@ -122,13 +122,13 @@ def test_a_directive_names_the_platform_over_the_image_and_cuda_images_name_none
 ])
 def test_vllm_ascends_release_images_name_the_vllm_release_they_run_and_the_npu(image, release, origin):
     hint = from_image(image)
-    assert hint == (release, f"image tag {image} ({origin})")
+    assert hint == ReleaseHint(release, f"image tag {image} ({origin})")
     assert platform_of(image) == "npu"
 
 
 def test_vllm_ascends_branch_and_nightly_images_name_no_release():
     for tag in ("main-310p", "nightly-main-a3-cann8.3-20251120", "latest"):
-        assert from_image(f"quay.io/ascend/vllm-ascend:{tag}") == (
+        assert from_image(f"quay.io/ascend/vllm-ascend:{tag}") == ReleaseHint(
             None, f"image tag quay.io/ascend/vllm-ascend:{tag}: no vllm-ascend release in the tag")
     assert from_image("quay.io/ascend/cann:8.2.rc1-910b-ubuntu22.04-py3.11").version is None
 
