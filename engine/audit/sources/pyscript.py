@@ -470,8 +470,9 @@ class Script:
             return "python"
         if isinstance(node, ast.IfExp):
             return self._choice(node, scope, depth)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and _string_built(node):
-            return self._formatted(cast(ast.Constant, node.left).value, node.right, scope, depth)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) \
+                and isinstance(node.left.value, str):  # `"--port=%s" % port`
+            return self._formatted(node.left.value, node.right, scope, depth)
         return as_str(self.value(node, scope, depth), node)
 
     def _formatted(self, template: str, operand: ast.expr, scope: Any, depth: int) -> str:
