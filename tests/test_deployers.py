@@ -58,7 +58,7 @@ def test_the_mapping_ships_inside_the_package():
 
 def test_dynamo_connectors_one_by_one_and_several():
     def kv(*args: str) -> dict:
-        argv, _ = dynamo_vllm_argv(list(args))
+        argv = dynamo_vllm_argv(list(args)).argv
         return json.loads(argv[argv.index("--kv-transfer-config") + 1])
 
     assert kv("--model", "m") == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
@@ -72,9 +72,10 @@ def test_dynamo_connectors_one_by_one_and_several():
              "kv_connector_module_path": "kvbm.vllm_integration.connector"},
             {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}]}}
     assert has_unresolved(kv("--connector", "mooncake")["kv_connector"])
-    assert dynamo_vllm_argv(["--connector", "null"]) == (["vllm", "serve"], ())
+    assert dynamo_vllm_argv(["--connector", "null"]) == (["vllm", "serve"], (), None)
     given = '{"kv_connector":"X","kv_role":"kv_both"}'
-    assert dynamo_vllm_argv(["--kv-transfer-config", given]) == (["vllm", "serve", "--kv-transfer-config", given], ())
+    assert dynamo_vllm_argv(["--kv-transfer-config", given]) == (["vllm", "serve", "--kv-transfer-config", given], (),
+                                                                 None)
     # Only the connector of the default --connector is noted as the launcher's own.
     assert dynamo_vllm_argv(["--model", "m"]).notes == (
         "Dynamo's vLLM launcher adds NixlConnector (its default `--connector nixl`) as vLLM's --kv-transfer-config, as "
@@ -273,7 +274,7 @@ def test_a_scenario_kv_transfer_with_its_own_connector_role_and_extra_config(tmp
 
 def test_dynamos_own_kv_events_config_and_default_connector_follow_its_release():
     def read(*args: str, dynamo: str | None) -> tuple[dict | None, dict | None, int]:
-        argv, notes = dynamo_vllm_argv(list(args), dynamo)
+        argv, notes, _ = dynamo_vllm_argv(list(args), dynamo)
         def value(option: str) -> dict | None:
             return json.loads(argv[argv.index(option) + 1]) if option in argv else None
         return value("--kv-transfer-config"), value("--kv-events-config"), len(notes)
@@ -332,3 +333,51 @@ spec:
     # Dynamo 1.1.1 (vLLM 0.19.0) adds neither a connector nor KV events: HMA stays on. It was
     # read as the 0.5-0.9 line's NixlConnector, which turns HMA off on 0.19.0.
     assert (new.decision["outcome"], new.decision["connectors"], new.deployment.notes) == ("enabled", [], ())
+
+
+def test_dynamos_launcher_refuses_what_its_release_refuses():
+    # Dynamo's args.py at each tag: 0.5.0-0.7.x raise on any --kv-transfer-config (the default
+    # --connector counts), 0.8.0-0.9.x unless `--connector none`; 1.0.0 on raise on any
+    # --connector and on a prefill worker without a --kv-transfer-config; 0.4.x replace it.
+    lmcache = '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
+    both = '"Cannot specify both --kv-transfer-config and --connector flags"'
+    assert dynamo_vllm_argv(["--model", "m", "--kv-transfer-config", lmcache], "0.6.1").refused == (
+        "Dynamo 0.6.1's vLLM launcher refuses a --kv-transfer-config: its --connector is always set (default nixl, "
+        f"`none` too): {both}")
+    assert dynamo_vllm_argv(["--connector", "none", "--kv-transfer-config", lmcache], "0.7.1").refused is not None
+    assert dynamo_vllm_argv(["--kv-transfer-config", lmcache], "0.8.0").refused == (
+        f"Dynamo 0.8.0's vLLM launcher refuses a --kv-transfer-config unless `--connector none`: {both}")
+    allowed = dynamo_vllm_argv(["--connector", "null", "--kv-transfer-config", lmcache], "0.9.1")
+    assert (allowed.refused, allowed.argv[allowed.argv.index("--kv-transfer-config") + 1]) == (None, lmcache)
+    assert dynamo_vllm_argv(["--connector", "none"], "1.0.0").refused == (
+        "Dynamo 1.0.0's vLLM launcher refuses `--connector`: Dynamo 1.0.0 removed it, and adds no connector; give "
+        "vLLM's --kv-transfer-config instead")
+    assert dynamo_vllm_argv(["--disaggregation-mode", "prefill"], "1.1.1").refused == (
+        "Dynamo 1.1.1's vLLM launcher refuses a prefill worker (`--disaggregation-mode prefill`) without a "
+        "--kv-transfer-config")
+    assert dynamo_vllm_argv(["--disaggregation-mode", "prefill", "--kv-transfer-config", lmcache], "1.1.1").refused \
+        is None
+    replaced = dynamo_vllm_argv(["--kv-transfer-config", lmcache], "0.4.1")
+    kv = json.loads(replaced.argv[replaced.argv.index("--kv-transfer-config") + 1])
+    assert (replaced.refused, kv["kv_connector"]) == (None, "NixlConnector")
+    assert "Dynamo 0.4.1's vLLM launcher replaces the command's --kv-transfer-config with its own" in replaced.notes
+    # A release not known: a --kv-transfer-config given wins, as before.
+    assert dynamo_vllm_argv(["--kv-transfer-config", lmcache]).refused is None
+
+
+def test_a_dynamo_graph_worker_its_launcher_refuses_is_a_start_up_error(tmp_path):
+    (path := tmp_path / "graph.yaml").write_text("""apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: g}
+spec:
+  services:
+    VllmWorker:
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1
+          command: [python3, -m, dynamo.vllm, --model, m, --kv-transfer-config,
+                    '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}']
+""", encoding="utf-8")
+    (entry,) = audit([str(path)]).entries
+    assert entry.decision["outcome"] == "error"
+    assert [(e["code"], e["stage"]) for e in entry.decision["errors"]] == [("source.deployer_refuses", "input")]

@@ -254,7 +254,7 @@ def test_dynamo_vllm_default_and_listed_connectors():
     assert ktc(prefill)["kv_connector"] == "PdConnector"
     assert [c["kv_connector"] for c in ktc(prefill)["kv_connector_extra_config"]["connectors"]] == \
         ["DynamoConnector", "NixlConnector"]
-    assert dynamo_vllm_argv(["--model", "m", "--connector", "none"]) == (["vllm", "serve", "--model", "m"], ())
+    assert dynamo_vllm_argv(["--model", "m", "--connector", "none"]).argv == ["vllm", "serve", "--model", "m"]
     # nvidia/nim-deploy's aks-dynamo disagg_planner.yaml (3c6bcbd) names no connector: the report
     # said only that --kv-transfer-config was set, which the file does not hold.
     assert [(n.code, n.message) for n in decode.notes] == [

@@ -164,6 +164,8 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
         launcher = dynamo_vllm_argv([w.text for w in words[start:]], dynamo)
         for note in launcher.notes:
             reading.note("source.deployer_default", note)
+        if launcher.refused is not None:
+            reading.fail("source.deployer_refuses", launcher.refused)
         words = [Arg(word, origin) for word in launcher.argv]
         return replace(_read(reading, words[1:], True, env or {}), unchecked=())
     return _read(reading, words[start:], serve, env or {})

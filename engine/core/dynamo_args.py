@@ -22,6 +22,7 @@ __all__ = ["DYNAMO_MODULE", "Launcher", "dynamo_vllm_argv"]
 
 DYNAMO_MODULE = "dynamo.vllm"
 _KV_EVENTS = re.compile(r"--kv[-_]events[-_]config(=|$)")
+_KV_TRANSFER = re.compile(r"--kv[-_]transfer[-_]config(=|$)")
 
 
 class Launcher(NamedTuple):
@@ -29,6 +30,7 @@ class Launcher(NamedTuple):
 
     argv: list[str]  # vLLM's command line: ``vllm serve ...``
     notes: tuple[str, ...]  # what it adds or drops of its own accord, each as a note says it
+    refused: str | None = None  # why it refuses the command, as its own error says (it starts no vLLM)
 
 
 def dynamo_vllm_argv(args: list[str], dynamo: str | None = None) -> Launcher:
@@ -50,12 +52,18 @@ def dynamo_vllm_argv(args: list[str], dynamo: str | None = None) -> Launcher:
         i += 1
     mapping = deployer("dynamo-vllm")
     line = _line(mapping, dynamo)
-    kept, notes = _kv_events(kept, line, mapping, dynamo)
-    given = any(re.match(r"--kv[-_]transfer[-_]config", w) for w in kept)
+    who = f"Dynamo {dynamo}'s vLLM launcher" if dynamo else "Dynamo's vLLM launcher"
+    kept, notes = _kv_events(kept, line, mapping, who)
+    at = next((index for index, word in enumerate(kept) if _KV_TRANSFER.match(word)), None)
+    if at is not None and line is not None and line["kv-transfer-config"] == "replaced":
+        kept = kept[:at] + kept[at + (1 if "=" in kept[at] else 2):]
+        notes += (f"{who} replaces the command's --kv-transfer-config with its own",)
+        at, connectors = None, None
+    refused = _refusal(line, who, connectors, at is not None, kept, mapping)
     defaults = mapping["connector-default"] if line is None else line["connector-default"]
     names = list(defaults) if connectors is None else connectors
-    if given or not names or names[0] in mapping["connector-off"]:
-        return Launcher(["vllm", "serve", *kept], notes)
+    if at is not None or not names or names[0] in mapping["connector-off"]:
+        return Launcher(["vllm", "serve", *kept], notes, refused)
     known = mapping["connectors"]
     if len(names) == 1:
         kv: dict[str, Any] = config(known[names[0]]) if names[0] in known \
@@ -64,9 +72,38 @@ def dynamo_vllm_argv(args: list[str], dynamo: str | None = None) -> Launcher:
         children = [config(known[n]) if n in known else {"kv_connector": n} for n in names]
         kv = config(mapping["several"], {"connectors": children})
     if connectors is None and isinstance(kv["kv_connector"], str):
-        notes += (f"Dynamo{' ' + dynamo if dynamo else ''}'s vLLM launcher adds {kv['kv_connector']} (its default `--connector {' '.join(names)}`) as "
-                  "vLLM's --kv-transfer-config, as the command names no connector; `--connector none` leaves it out",)
-    return Launcher(["vllm", "serve", *kept, "--kv-transfer-config", json.dumps(kv)], notes)
+        notes += (f"{who} adds {kv['kv_connector']} (its default `--connector {' '.join(names)}`) as vLLM's "
+                  "--kv-transfer-config, as the command names no connector; `--connector none` leaves it out",)
+    return Launcher(["vllm", "serve", *kept, "--kv-transfer-config", json.dumps(kv)], notes, refused)
+
+
+def _refusal(line: dict[str, Any] | None, who: str, connectors: list[str] | None, given: bool, kept: list[str],
+             mapping: dict[str, Any]) -> str | None:
+    """Why the launcher of ``line`` refuses the command, as its own error says (None: it does not)."""
+    if line is None:
+        return None
+    both = "\"Cannot specify both --kv-transfer-config and --connector flags\""
+    off = connectors is not None and (not connectors or connectors[0].lower() in mapping["connector-off"])
+    if line["connector-refused"] and connectors is not None:
+        return f"{who} refuses `--connector`: Dynamo 1.0.0 removed it, and adds no connector; give vLLM's " \
+               "--kv-transfer-config instead"
+    if line["connector-refused"] and not given and _mode(kept) == "prefill":
+        return f"{who} refuses a prefill worker (`--disaggregation-mode prefill`) without a --kv-transfer-config"
+    if given and line["kv-transfer-config"] == "refused":
+        return f"{who} refuses a --kv-transfer-config: its --connector is always set (default nixl, `none` too): {both}"
+    if given and line["kv-transfer-config"] == "refused-unless-off" and not off:
+        return f"{who} refuses a --kv-transfer-config unless `--connector none`: {both}"
+    return None
+
+
+def _mode(kept: list[str]) -> str | None:
+    """The worker's disaggregation mode: ``--disaggregation-mode MODE`` (``=MODE``), or the older flags."""
+    for word, following in zip(kept, [*kept[1:], ""]):
+        if word == "--disaggregation-mode":
+            return following
+        if word.startswith("--disaggregation-mode="):
+            return word.split("=", 1)[1]
+    return "decode" if "--is-decode-worker" in kept else "prefill" if "--is-prefill-worker" in kept else None
 
 
 def _line(mapping: dict[str, Any], dynamo: str | None) -> dict[str, Any] | None:
@@ -85,13 +122,12 @@ def _order(release: str) -> tuple[int, ...]:
 
 
 def _kv_events(kept: list[str], line: dict[str, Any] | None, mapping: dict[str, Any],
-               dynamo: str | None) -> tuple[list[str], tuple[str, ...]]:
+               who: str) -> tuple[list[str], tuple[str, ...]]:
     """The command's words with the kv_events_config the launcher adds or
     drops (line: the Dynamo release's behaviour), and notes that say so."""
     if line is None:
         return kept, ()
-    decode = "--is-decode-worker" in kept or "--disaggregation-mode=decode" in kept or any(
-        word == "--disaggregation-mode" and following == "decode" for word, following in zip(kept, kept[1:]))
+    decode = _mode(kept) == "decode"
     off = "--no-enable-prefix-caching" in kept
     at = next((index for index, word in enumerate(kept) if _KV_EVENTS.match(word)), None)
     erased = line["kv-events-erased"]
@@ -99,10 +135,10 @@ def _kv_events(kept: list[str], line: dict[str, Any] | None, mapping: dict[str, 
         why = "prefix caching is off" if off else "the worker is a decode worker"
         width = 1 if "=" in kept[at] else 2
         return kept[:at] + kept[at + width:], (
-            f"Dynamo {dynamo}'s vLLM launcher drops the command's --kv-events-config, as {why}",)
+            f"{who} drops the command's --kv-events-config, as {why}",)
     adds = line["kv-events-adds"]
     if at is None and not off and (adds == "all" or (adds == "not-decode" and not decode)):
         return kept + ["--kv-events-config", json.dumps(mapping["kv-events"])], (
-            f"Dynamo {dynamo}'s vLLM launcher adds a kv_events_config of its own (KV events over ZMQ), as prefix "
+            f"{who} adds a kv_events_config of its own (KV events over ZMQ), as prefix "
             "caching is on and the command gives none; `--no-enable-prefix-caching` leaves it out",)
     return kept, ()
