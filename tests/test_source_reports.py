@@ -55,6 +55,8 @@ def test_kubernetes_launches_carry_container_role_and_release(tmp_path):
     ("vllm/vllm-openai:v0.33.0", "0.33.0"), ("docker.io/vllm/vllm-openai:v0.10.1.1", "0.10.1.1"),
     ("quay.io/vllm/vllm-openai:0.9.2", "0.9.2"), ("public.ecr.aws/abc123/vllm/vllm-openai:v0.11.0rc1", "0.11.0rc1"),
     ("localhost:5000/vllm/vllm-openai:v0.22.0", "0.22.0"), ("rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909", "0.10.1"),
+    # opea-project/GenAIComps (8130a3f) comps/third_parties/vllm/src/Dockerfile.amd_gpu: no `_` after `vllm`.
+    ("rocm/vllm:rocm6.3.1_instinct_vllm0.8.3_20250410", "0.8.3"),
     ("vllm/vllm-openai:latest", None), ("vllm/vllm-openai:nightly", None), ("vllm/vllm-openai", None),
     ("lmcache/vllm-openai:v0.3.9", None), ("rocm/vllm:latest", None),
     # The build variants vLLM's release scripts push (publish-release-images.sh): the same release.

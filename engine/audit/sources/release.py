@@ -46,7 +46,8 @@ _TAG_VERSION = re.compile(r"v?(" + VERSION.pattern + ")" + _VARIANT)
 # Amazon's public registry that vLLM's CPU install docs pull (`vllm-cpu-release-repo:v0.10.2`).
 _RELEASE_IMAGES = ("vllm/vllm-openai", "vllm/vllm-openai-cpu", "vllm/vllm-openai-rocm", "q9t5s3a7/vllm-cpu-release-repo",
                    "q9t5s3a7/vllm-arm64-cpu-release-repo")
-_ROCM_TAG_VERSION = re.compile(r"(?:^|_)vllm_(" + VERSION.pattern + r")(?:_|$)")
+# AMD's rocm/vllm tags name the release after `vllm_` or, in some, `vllm` (rocm6.3.1_instinct_vllm0.8.3_20250410).
+_ROCM_TAG_VERSION = re.compile(r"(?:^|_)vllm_?(" + VERSION.pattern + r")(?:_|$)")
 # vllm-ascend's images: a release tag is the release (v0.23.0, v0.11.0rc0), with the variants
 # its image workflows push (the A3, A5 and 310P cards, openEuler as the base;
 # vllm-project/vllm-ascend .github/workflows/_schedule_image_build.yaml). `main` and the
