@@ -261,6 +261,21 @@ def test_an_unrendered_helm_template_is_named_as_such(tmp_path):
     assert source.problems[0].hint == "this looks like an unrendered Helm or Go template; audit the output of `helm template` instead"
 
 
+def test_an_envsubst_template_is_read_as_the_file_it_renders(tmp_path):
+    # meta-llama/llama-stack (b12cd52) docs/source/distributions/k8s/vllm-k8s.yaml.template, applied by
+    # its apply.sh as `envsubst < ./vllm-k8s.yaml.template | kubectl apply -f -`: skipped, by its suffix.
+    source = read_source(write(tmp_path / "vllm-k8s.yaml.template", (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vllm-server\nspec:\n  template:\n    spec:\n"
+        "      containers:\n      - name: vllm\n        image: vllm/vllm-openai:latest\n"
+        "        command: [\"/bin/sh\", \"-c\"]\n        args:\n"
+        "        - \"vllm serve ${INFERENCE_MODEL} --dtype float16 --max-model-len 4096\"\n")))
+    d = only(source)
+    assert (source.format, d.line, d.name) == ("kubernetes", 9, "vllm-server/vllm")
+    assert [n.code for n in d.notes] == ["source.unresolved_unused", "source.release_unknown"]
+    # Another suffix before `.template` is not a deployment source.
+    assert read_source(write(tmp_path / "notes.txt.template", "vllm serve m\n")).format is None
+
+
 def test_an_unrendered_jinja_template_is_named_as_such(tmp_path):
     # vllm-project/semantic-router (3d48f8c) src/vllm-sr/cli/templates/envoy.template.yaml: an
     # Envoy config rendered by Jinja (`{% for listener in listeners %}`), which names vLLM in its
