@@ -22,6 +22,7 @@ from .kustomize import KUSTOMIZATION_NAMES
 from .manifests import manifest_file
 from .rayserve import is_serve_config, serve_file
 from .skypilot import is_task, task_file
+from .triton import is_triton_model, triton_model
 from .marks import Lines
 from .marks import yaml_chunks as _yaml_chunks
 from .vllm_config import vllm_config_file
@@ -211,6 +212,8 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
         # kustomize reads a kustomization file whose apiVersion and kind are left out as one.
         values = [(values[0][0], {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
                                   **values[0][1]})]
+    if fmt == "json" and len(values) == 1 and is_triton_model(ctx, values[0][1]):
+        return triton_model(ctx, values[0][1], lines[0])
     kinds = [classify(value, single=len(values) == 1 and fmt == "yaml") for _, value in values]
     if "kubernetes" in kinds:
         return manifest_file(ctx, [(s, v, t) for (s, v), t, k in zip(values, lines, kinds) if k == "kubernetes"])
