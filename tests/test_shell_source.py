@@ -883,3 +883,20 @@ def test_vllm_use_v1_0_starts_the_v0_engine_of_each_release(tmp_path, release, c
         outcome, [code] if code else [], release)
     if outcome == "disabled" and release == "0.10.0":
         assert "VLLM_USE_V1=0 runs the V0 engine, which has no hybrid KV cache manager" in decision["reasons"]
+
+
+def test_a_script_a_container_runs_with_bash_c_takes_the_containers_image(tmp_path):
+    # opea-project/GenAIComps (8130a3f) comps/third_parties/vllm/deployment/docker_compose/
+    # launch_vllm_service_openvino.sh: `docker run ... $image /bin/bash -c "... python3 -m
+    # vllm.entrypoints.openai.api_server ..."` was read as a launch of no image: no release, no note.
+    write(tmp_path / "launch.sh", """\
+image="vllm:openvino"
+docker run -d --rm --name="vllm-openvino-server" -p 8008:80 --ipc=host $docker_args \\
+  -e HF_TOKEN=${HF_TOKEN} $image /bin/bash -c "cd / && python3 -m vllm.entrypoints.openai.api_server --model m"
+bash -c "vllm serve m"
+""")
+    first, second = read_source(tmp_path / "launch.sh").deployments
+    assert (first.line, first.release.origin) == (2, "image vllm:openvino is not vLLM's release image: its tag is not "
+                                                     "read as a vLLM release")
+    assert [n.code for n in first.notes] == ["source.release_unknown"]
+    assert (second.line, second.release) == (4, None)  # (a shell of the host's)

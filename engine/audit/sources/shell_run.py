@@ -342,7 +342,11 @@ class Interpreter(Flow):
         nested = nested_script(fields)
         if nested is not None:
             script, rest = nested
-            self.nested_text(Script(script, line, False), scope, line, positional=rest[1:])
+            # `docker run ... IMAGE bash -c SCRIPT`: the script runs in a container of that image.
+            docker = docker_run(fields)
+            inside = docker is not None and len(fields) - len(rest) - 1 >= docker.start
+            self.nested_text(Script(script, line, False), scope, line, positional=rest[1:],
+                             image=docker.image if docker is not None and inside else None)
             return
         for index, word in enumerate(fields):
             base = word.rsplit("/", 1)[-1]
