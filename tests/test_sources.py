@@ -261,6 +261,18 @@ def test_an_unrendered_helm_template_is_named_as_such(tmp_path):
     assert source.problems[0].hint == "this looks like an unrendered Helm or Go template; audit the output of `helm template` instead"
 
 
+def test_another_tools_env_settings_are_no_deployment_document(tmp_path):
+    # NousResearch/atropos (296a0bc) example_trainer/configs/math_zero_lora.yaml: a trainer's `env:`
+    # settings were read as a deployment document's environment, `error input.schema` at
+    # /env/eval_limit_ratio. A document's `env` names a variable the decision reads.
+    trainer = read_source(write(tmp_path / "math_zero_lora.yaml", (
+        'env:\n  tokenizer_name: "Qwen/Qwen3-4B-Instruct-2507"\n  rollout_server_url: "http://localhost:8002"\n'
+        "  eval_limit_ratio: 0.1\n")))
+    assert (trainer.format, trainer.deployments) == (None, ())
+    document = read_source(write(tmp_path / "offload.yaml", 'env:\n  VLLM_USE_SIMPLE_KV_OFFLOAD: "1"\n'))
+    assert (document.format, only(document).document) == ("document", {"env": {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}})
+
+
 def test_an_envsubst_template_is_read_as_the_file_it_renders(tmp_path):
     # meta-llama/llama-stack (b12cd52) docs/source/distributions/k8s/vllm-k8s.yaml.template, applied by
     # its apply.sh as `envsubst < ./vllm-k8s.yaml.template | kubectl apply -f -`: skipped, by its suffix.

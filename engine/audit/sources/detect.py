@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ...core.options import DECISION_OPTIONS
+from ...core.options import DECISION_OPTIONS, ENV_NAMES
 from ...core.errors import suggest
 from ...core.optionlist import known_options, known_releases, option_strings
 from ...core.schema import load_schema
@@ -193,7 +193,11 @@ def classify(value: Any, *, single: bool) -> str | None:
         return "document"
     if single and isinstance(model, str) and _options_of_vllm(keys):  # vLLM's is the model's name
         return "vllm-config"
-    if keys & _DECISION_FIELDS and not unknown or keys & _KV_FIELDS and not unknown - _OPTIONS:
+    fields = keys & _DECISION_FIELDS
+    env = value.get("env")
+    if not (isinstance(env, dict) and any(name in ENV_NAMES for name in env)):
+        fields -= {"env"}  # (another tool's `env:` settings, atropos' trainer configs: no vLLM environment)
+    if fields and not unknown or keys & _KV_FIELDS and not unknown - _OPTIONS:
         return "document"
     options = {"--" + k.replace("_", "-") for k in value if isinstance(k, str)}
     if single and options & set(DECISION_OPTIONS) and _options_of_vllm(keys):
@@ -202,6 +206,6 @@ def classify(value: Any, *, single: bool) -> str | None:
     # must be of a KV field, or sit beside a field a decision reads: a list of `platforms` or
     # of `models` is another tool's (vllm-project/recipes' platforms.yaml).
     if unknown and all(suggest(k, DOC_FIELDS) for k in unknown) \
-            and (keys & _DECISION_FIELDS or any(suggest(k, _KV_FIELDS) for k in unknown)):
+            and (fields or any(suggest(k, _KV_FIELDS) for k in unknown)):
         return "document"
     return None
