@@ -1347,3 +1347,13 @@ def serve(model, port):
     # A conversion other than %s and %d is a value not known: the word stays whole.
     (other,) = read(tmp_path, 'import subprocess\nsubprocess.run(["vllm", "serve", "m", "--x=%5.2f" % 1.5])\n').deployments
     assert [n.code for n in other.notes] == ["source.unresolved_arguments"]
+
+
+def test_an_engines_starred_arguments_are_no_model(tmp_path):
+    # allenai/open-instruct (e6c3044) open_instruct/vllm_utils.py: `vllm.AsyncEngineArgs(*args, **kwargs)`
+    # was read with `*args` as the model's name; it may hold any of the engine's fields by position.
+    (d,) = read(tmp_path, "import vllm\n\n\ndef create(*args, **kwargs):\n"
+                          "    return vllm.AsyncEngineArgs(*args, **kwargs)\n").deployments
+    assert "model" not in d.document
+    assert [n.message.split(" (")[0] for n in d.notes] == ["the command also takes `**kwargs`",
+                                                           "the command also takes `*args`"]

@@ -410,7 +410,12 @@ class _Reader(CommandLists):
                                   many=True))
         if what.endswith(".from_cli_args"):
             opened.append(Arg(unresolved(source_text(call), "takes the script's command line"), here))
-        model = keywords.get("model") or ((call.args[0], scope, call.args[0].lineno) if call.args and what in ENGINES else None)
+        first = call.args[0] if call.args and what in ENGINES else None
+        if isinstance(first, ast.Starred):  # (`*args`: any of the engine's fields by position, the model first)
+            opened.append(Arg(unresolved(f"*{source_text(first.value)}", "is unpacked when the script runs"), here,
+                              many=True))
+            first = None
+        model = keywords.get("model") or ((first, scope, first.lineno) if first is not None else None)
 
         def read() -> list[Arg]:
             words = [Arg("vllm", here), Arg("serve", here)]
