@@ -1357,3 +1357,29 @@ def test_an_engines_starred_arguments_are_no_model(tmp_path):
     assert "model" not in d.document
     assert [n.message.split(" (")[0] for n in d.notes] == ["the command also takes `**kwargs`",
                                                            "the command also takes `*args`"]
+
+
+def test_an_engine_class_held_by_a_name_of_the_scripts_own_is_a_launch(tmp_path):
+    # modelscope/ms-swift (3602360) swift/infer_engine/vllm_engine.py: `engine_cls = AsyncEngineArgs`
+    # in an `if`, `EngineArgs` in its `else`, then `engine_cls(model=..., **engine_kwargs)`: the
+    # engine every `swift deploy --infer_backend vllm` runs was skipped, "no vLLM launch is read".
+    found = read(tmp_path, """\
+from vllm import AsyncEngineArgs, EngineArgs, SamplingParams
+
+
+class VllmEngine:
+    def _prepare_engine_kwargs(self, **engine_kwargs):
+        if self.use_async_engine:
+            engine_cls = AsyncEngineArgs
+        else:
+            engine_cls = EngineArgs
+        engine_args = engine_cls(model=self.model_dir, gpu_memory_utilization=0.9, **engine_kwargs)
+        other = AsyncEngineArgs if self.use_async_engine else EngineArgs
+        other(model="m", kv_transfer_config={"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"})
+        params = SamplingParams
+        return engine_args, params(temperature=0)
+""")
+    first, second = found.deployments
+    assert (first.line, second.line) == (10, 12)
+    assert [n.code for n in first.notes] == ["source.unresolved_unused", "source.unresolved_arguments"]
+    assert second.document["kv_transfer_config"] == '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'

@@ -252,6 +252,20 @@ class Script:
                 return f"{chain[-2]}.{chain[-1]}"
         return None
 
+    def what_called(self, func: ast.expr, scope: Any) -> str | None:
+        """What a callee is (:meth:`what`), also through a name of the script's
+        own that each of its bindings gives an engine class
+        (``engine_cls = AsyncEngineArgs`` in an `if`, ``EngineArgs`` in its
+        `else`; ``AsyncEngineArgs if a else EngineArgs``): the first one's."""
+        found = self.what(func)
+        if found is not None or not isinstance(func, ast.Name):
+            return found
+        classes = []
+        for value in self.values(func.id, scope):
+            branches = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+            classes += [self.what(branch) if branch is not None else None for branch in branches]
+        return classes[0] if classes and all(c in ENGINES for c in classes) else None
+
     # -- values ----------------------------------------------------------------------------
 
     def bound(self, node: ast.expr, scope: Any, depth: int = 0) -> tuple[ast.expr, Any] | None:

@@ -196,7 +196,7 @@ class _Reader(CommandLists):
         # An engine's call (what it is), or a command list that starts vLLM's server (its words).
         launches: list[tuple[ast.expr, Any, str | Readings | _Shell | _Split]] = [
             (call, scope, what) for call, scope in self.calls
-            if (what := self.what(call.func)) in _LAUNCHES and not self._only_hands_on(call, scope)
+            if (what := self.what_called(call.func, scope)) in _LAUNCHES and not self._only_hands_on(call, scope)
             and not self._foreign(call, scope)]
         derived = [(node, scope, argv, base) for node, scope, name, base, extra in self.derived
                    if (argv := self.made_words(node, scope, name, base, extra)) is not None]
