@@ -133,7 +133,7 @@ def place_text(entry: dict[str, Any]) -> str:
     parts = [entry["file"] + (f":{entry['line']}" if entry.get("line") else "")]
     r = entry.get("resource")
     if r:
-        parts.append(f"{r.get('kind')} {r['namespace'] + '/' if r.get('namespace') else ''}{r.get('name')}")
+        parts.append(f"{r.get('kind')} {r['namespace'] + '/' if r.get('namespace') else ''}{r.get('name')}".rstrip())
     parts += [f"{key} {entry[key]}" for key in ("container", "role") if entry.get(key)]
     if len(entry.get("chain") or ()) > 1:
         parts.append("from " + " + ".join(entry["chain"]))

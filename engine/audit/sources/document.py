@@ -12,6 +12,7 @@ from ...core import yamlsafe
 from ...core.errors import InputError, Problem
 from ...core.markers import plain, show
 from ...core.input import parse_text
+from .beaker import beaker_spec, is_beaker_spec
 from .context import Ctx
 from .dstack import is_run_configuration, run_configuration_file
 from .deployment import Deployment, SourceFile
@@ -214,6 +215,8 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                                   **values[0][1]})]
     if fmt == "json" and len(values) == 1 and is_triton_model(ctx, values[0][1]):
         return triton_model(ctx, values[0][1], lines[0])
+    if fmt == "yaml" and len(values) == 1 and is_beaker_spec(values[0][1]):
+        return beaker_spec(ctx, values[0][1], lines[0])
     kinds = [classify(value, single=len(values) == 1 and fmt == "yaml") for _, value in values]
     if "kubernetes" in kinds:
         return manifest_file(ctx, [(s, v, t) for (s, v), t, k in zip(values, lines, kinds) if k == "kubernetes"])
