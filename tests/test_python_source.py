@@ -153,8 +153,8 @@ def merged(extra):
     # only as a model's name not known).
     assert (merged.document, merged.problems) == ({}, ())
     assert [(n.code, n.message) for n in merged.notes] == [(
-        "source.unresolved_arguments", "the command also takes `**kw` (which is unpacked when the script runs); only "
-                                       "the options written here are read, and it may hold others")]
+        "source.unresolved_arguments", "the call also takes `**kw` (which is unpacked when the script runs); only "
+                                       "the arguments written here are read, and it may hold others")]
     # Two changes on one line: the later one holds (they were once compared as syntax trees: a fault).
     (same,) = read(tmp_path, HEADER + "kw = {'model': 'm'}\nkw['kv_transfer_config'] = {'kv_connector': 'NixlConnector', "
                    "'kv_role': 'kv_both'}; kw['kv_transfer_config'] = {'kv_connector': 'LMCacheConnectorV1', "
@@ -225,13 +225,14 @@ d = vllm.LLM(model="m", kv_offloading_size=8.0, kv_offloading_backend="native", 
     assert dict(a.origins) == {"env": "line 7: os.environ", "kv_transfer_config": "line 9: kv_transfer_config=",
                                "model": "line 9: model"}
     assert json.loads(b.document["kv_transfer_config"])["kv_role"] == "kv_producer"
-    assert [n.message for n in b.notes] == ["the command also takes `**extra` (which is unpacked when the script runs); "
-                                            "only the options written here are read, and it may hold others"]
+    # (the note of an engine call names it a call, with arguments: vllm_backend's model.py, survey 12a)
+    assert [n.message for n in b.notes] == ["the call also takes `**extra` (which is unpacked when the script runs); "
+                                            "only the arguments written here are read, and it may hold others"]
     assert [(n.code, n.message) for n in c.notes] == [
         ("source.unresolved_unused", "the model is `parsed.model`, where `parsed.model` is given on the script's command "
                                      "line; the decision does not read the model's name"),
-        ("source.unresolved_arguments", "the command also takes `AsyncEngineArgs.from_cli_args(parsed)` (which takes "
-                                        "the script's command line); only the options written here are read, and it "
+        ("source.unresolved_arguments", "the call also takes `AsyncEngineArgs.from_cli_args(parsed)` (which takes "
+                                        "the script's command line); only the arguments written here are read, and it "
                                         "may hold others")]
     assert "kv_transfer_config" not in c.document
     # None is vLLM's default: as not given.
@@ -1355,8 +1356,8 @@ def test_an_engines_starred_arguments_are_no_model(tmp_path):
     (d,) = read(tmp_path, "import vllm\n\n\ndef create(*args, **kwargs):\n"
                           "    return vllm.AsyncEngineArgs(*args, **kwargs)\n").deployments
     assert "model" not in d.document
-    assert [n.message.split(" (")[0] for n in d.notes] == ["the command also takes `**kwargs`",
-                                                           "the command also takes `*args`"]
+    assert [n.message.split(" (")[0] for n in d.notes] == ["the call also takes `**kwargs`",
+                                                           "the call also takes `*args`"]
 
 
 def test_an_engine_class_held_by_a_name_of_the_scripts_own_is_a_launch(tmp_path):

@@ -545,6 +545,9 @@ def _as_keywords(found: Deployment) -> Deployment:
     value by the keyword the script writes (``kv_transfer_config=``), not by
     vLLM's option."""
     def named(text: str) -> str:
+        # (the launch is a call: what it takes besides are its arguments, not a command's words)
+        text = text.replace("the command also takes", "the call also takes", 1) \
+            .replace("only the options written here are read", "only the arguments written here are read", 1)
         return _OPTION_NAMED.sub(lambda m: _KEYWORD[m.group()], text)
 
     def origin(text: str) -> str:
