@@ -177,6 +177,19 @@ def test_a_release_the_rules_do_not_hold_is_shown_as_the_release_decided(tmp_pat
     assert "release_not_held" not in forced.stdout  # the release asked for decides every launch
 
 
+def test_a_report_counts_the_launches_of_each_release_and_those_decided_by_default(tmp_path, monkeypatch):
+    # Surveys 11b-13a: launches that name no release (h2ogpt's run_vllm.sh, FastChat's worker,
+    # open-r1's slurm scripts) are decided as the newest release with no line or note that says so;
+    # an auditor could not tell how much of a fleet's verdict rests on that default.
+    write(tmp_path / "a.sh", "docker run vllm/vllm-openai:v0.11.0 m\nvllm serve m\n")
+    write(tmp_path / "b.sh", "docker run vllm/vllm-openai:latest m\npip install vllm==0.11.0\nvllm serve m\n")
+    monkeypatch.chdir(tmp_path)
+    for jobs in (1, 2):
+        summary = audit(["a.sh", "b.sh"], jobs=jobs).summary()
+        assert summary["by_release"] == {"0.11.0": {"deployments": 2, "default": 0},
+                                         "0.33.0": {"deployments": 2, "default": 2}}
+
+
 def test_the_release_line_names_the_release_that_decided_a_launch_that_names_none(tmp_path, monkeypatch):
     # rh-aiservices-bu/llm-on-openshift's Deployments run images whose tag names no vLLM release: the
     # text report said "vllm release: unknown (...)" though the JSON's decision was made as 0.33.0 by
@@ -185,7 +198,9 @@ def test_the_release_line_names_the_release_that_decided_a_launch_that_names_non
     monkeypatch.chdir(tmp_path)
     result = audit(["latest.sh"])
     assert render(result, "text").endswith(
-        "\n  vllm release: 0.33.0 (default (image tag vllm/vllm-openai:latest: no release in the tag))")
+        "\n  vllm release: 0.33.0 (default (image tag vllm/vllm-openai:latest: no release in the tag))\n"
+        "by vLLM release (deployments; of them, decided as the default: nothing names a release the rules hold):\n"
+        "  0.33.0: 1; 1")
     assert "0.33.0 (default (image tag vllm/vllm-openai:latest: no release in the tag))" in render(result, "md")
     forced = subprocess.run([sys.executable, "-m", "hma_policy", "audit", "latest.sh", "--vllm-version", "0.11.0"],
                             cwd=tmp_path, capture_output=True, text=True)

@@ -19,6 +19,8 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from ..core.errors import HMAPolicyError, Problem
+from ..core.policies import DEFAULT_SOURCE
+from ..core.releases import release_numbers
 from ..version import __version__
 from .sources import Deployment
 
@@ -97,8 +99,8 @@ class Tally(dict):
 
     @classmethod
     def of(cls, entries: Iterable[Entry]) -> "Tally":
-        out = cls(outcomes={}, stages={}, codes={}, rules={}, formats={}, warnings=0, connectors={}, deployments=0,
-                  warned=0)
+        out = cls(outcomes={}, stages={}, codes={}, rules={}, formats={}, warnings=0, connectors={}, releases={},
+                  deployments=0, warned=0)
         for e in entries:
             decision, count = e.decision, 1
             out["deployments"] += 1
@@ -112,6 +114,11 @@ class Tally(dict):
             for rule in decision["trace"]:
                 _add(out["rules"], rule, count)
             out["warnings"] += len(decision["warnings"])
+            # Per vLLM release that decided it: how many, and how many of them because nothing names one.
+            if decision.get("vllm"):
+                row = out["releases"].setdefault(decision["vllm"]["release"], {"deployments": 0, "default": 0})
+                row["deployments"] += 1
+                row["default"] += decision["vllm"]["source"].startswith(DEFAULT_SOURCE)
             # Per connector name: how many deployments use it, and its nodes' verdicts.
             seen = set()
             for node in decision["connectors"]:
@@ -133,10 +140,11 @@ class Tally(dict):
                     _add(out[part], key, count)
             for part in ("warnings", "deployments", "warned"):
                 out[part] += other[part]
-            for name, row in other["connectors"].items():
-                into = out["connectors"].setdefault(name, dict.fromkeys(row, 0))
-                for key, count in row.items():
-                    into[key] += count
+            for part in ("connectors", "releases"):
+                for name, row in other[part].items():
+                    into = out[part].setdefault(name, dict.fromkeys(row, 0))
+                    for key, count in row.items():
+                        into[key] += count
         return out
 
 
@@ -201,6 +209,7 @@ class AuditReport:
             "formats": dict(sorted(tally["formats"].items())),
             "warnings": tally["warnings"],
             "by_connector": dict(sorted(tally["connectors"].items())),
+            "by_release": dict(sorted(tally["releases"].items(), key=lambda item: release_numbers(item[0]))),
             "by_rule": dict(sorted(tally["rules"].items())),
             "problems": len(self.problems),
             "notes": len(self.notes),

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from .markers import unresolved
 from .deployers import config, deployer
+from .releases import release_numbers
 
 __all__ = ["DYNAMO_MODULE", "Launcher", "dynamo_vllm_argv"]
 
@@ -112,13 +113,9 @@ def _line(mapping: dict[str, Any], dynamo: str | None) -> dict[str, Any] | None:
         return None
     found = None
     for line in mapping["lines"]:
-        if _order(line["from"]) <= _order(dynamo):
+        if release_numbers(line["from"]) <= release_numbers(dynamo):
             found = line
     return found
-
-
-def _order(release: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"[0-9]+", release)[:3])
 
 
 def _kv_events(kept: list[str], line: dict[str, Any] | None, mapping: dict[str, Any],

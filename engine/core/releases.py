@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 from . import yamlsafe
 from .errors import InputError, PolicyError, Problem, suggest
 
-__all__ = ["Before", "Release", "Releases", "bundled", "of_folder", "parse_version", "VERSION", "RELEASES_FILE"]
+__all__ = ["Before", "Release", "Releases", "bundled", "of_folder", "parse_version", "release_numbers", "VERSION",
+           "RELEASES_FILE"]
 
 RELEASES_FILE = "releases.yaml"
 EPOCHS = "epochs"
@@ -74,7 +75,7 @@ class Releases(NamedTuple):
         """Whether ``version`` (a parsed release) is older than every release
         held: a release number below the oldest's (a candidate of the oldest,
         0.9.1rc1, is not known to predate it)."""
-        return _numbers(version) < _numbers(next(iter(self.releases)))
+        return release_numbers(version) < release_numbers(next(iter(self.releases)))
 
     def get(self, version: str, path: str = "") -> Release:
         """The release ``version``; :class:`InputError` (``release.malformed``,
@@ -119,7 +120,7 @@ def parse_version(text: Any, path: str = "") -> str:
     return value
 
 
-def _numbers(version: str) -> tuple[int, ...]:
+def release_numbers(version: str) -> tuple[int, ...]:
     """A parsed release's numbers, without a candidate's or post release's suffix: 0.9.1rc1 -> (0, 9, 1)."""
     return tuple(int(n) for n in re.findall(r"[0-9]+", re.sub(r"(?:rc|\.post)[0-9]+$", "", version)))
 
