@@ -175,3 +175,23 @@ def test_vllms_rocm_build_names_its_release_and_rocm():
         image = f"vllm/vllm-openai-rocm:{tag}"
         assert (from_image(image).version, platform_of(image)) == ("0.22.1", "rocm")
     assert from_image("vllm/vllm-openai-rocm:v0.22.1-base").version is None
+
+
+def test_vllm_spyres_settings_exported_by_a_script_or_set_in_os_environ_name_the_platform(tmp_path):
+    # vllm-project/vllm-spyre (fc6b54b): examples/offline_inference/text_inference.py sets
+    # `os.environ["VLLM_SPYRE_DYNAMO_BACKEND"] = args.backend` then builds `LLM(...)`; a script that
+    # exports a VLLM_SPYRE_ setting runs vLLM with it too. Only `NAME=value vllm serve` and a
+    # container's env were read: both decided as CUDA, `enabled`.
+    write(tmp_path / "run.sh", "export VLLM_SPYRE_DYNAMO_BACKEND=eager\nvllm serve m\n"
+                               "vllm serve m --no-disable-hybrid-kv-cache-manager\n")
+    write(tmp_path / "text_inference.py", (
+        "import os\nfrom vllm import LLM\n\nos.environ['VLLM_SPYRE_DYNAMO_BACKEND'] = BACKEND\n"
+        "llm = LLM(model='ibm-ai-platform/micro-g3.3-8b-instruct-1b')\n"))
+    served, enabled, engine = audit([str(tmp_path / "run.sh"), str(tmp_path / "text_inference.py")]).entries
+    assert [e.deployment.document.get("platform") for e in (served, engine)] == [{"name": "spyre"}] * 2
+    assert [e.decision["outcome"] for e in (served, enabled, engine)] == ["disabled", "error", "disabled"]
+    assert [e["code"] for e in enabled.decision["errors"]] == ["hma.explicit_enable_conflict"]
+    # A setting the script does not export is not the server's.
+    write(tmp_path / "local.sh", "VLLM_SPYRE_DYNAMO_BACKEND=eager\nvllm serve m\n")
+    (local,) = audit([str(tmp_path / "local.sh")]).entries
+    assert "platform" not in local.deployment.document

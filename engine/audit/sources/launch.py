@@ -24,8 +24,8 @@ from .deployment import Deployment
 from .files import NOT_REGULAR, read_text, regular
 from .release import ReleaseHint, platform_of
 
-__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "refuse", "release_noted",
-           "with_facts"]
+__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "SPYRE_ENV", "refuse",
+           "release_noted", "with_facts"]
 
 ConfigReader = Callable[[str], "str | ConfigFile"]
 

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, cast
 from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved
 from ...core.options import ENV_NAMES
+from .launch import SPYRE_ENV
 from .pyforms import (added_to_itself, block_ends, bound_names, copy_of, dict_changes, dotted_name, is_environ,
                       is_vllm_module, list_holder, made_from, within)
 from .pyvalues import RUNTIME, Unknown, as_json_word, as_str, as_word, source_text
@@ -180,7 +181,7 @@ class Script:
                 for target in node.targets:
                     if isinstance(target, ast.Subscript) and is_environ(target.value) \
                             and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str) \
-                            and target.slice.value in ENV_NAMES:
+                            and (target.slice.value in ENV_NAMES or target.slice.value.startswith(SPYRE_ENV)):
                         self.env_assigned.append((target.slice.value, node.value, scope, line))
                     value = node.value if isinstance(target, ast.Name) else None
                     held = list_holder(target)

@@ -64,7 +64,7 @@ from .companions import companion_text, shown as companion_name
 from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
-from .launch import Invocation, apply_facts, config_from_fs, deployment
+from .launch import SPYRE_ENV, Invocation, apply_facts, config_from_fs, deployment
 from .pyforms import dict_entries, dotted_name, imported_from, is_environ, is_vllm_module, splitting
 from .pylists import CommandLists, Readings
 from .pyscript import ENGINES
@@ -520,7 +520,7 @@ class _Reader(CommandLists):
         return next(iter(pins.values())) if len(pins) == 1 else None
 
     def _settings(self) -> list[tuple[str, str, int]]:
-        """Each setting in ``os.environ`` of a variable the decision reads:
+        """Each setting in ``os.environ`` of a variable the decision reads (or that names a platform):
         (name, its value as a word, line), read once for every launch (vLLM
         reads them when a call builds its config: each launch takes those above it)."""
         found: list[tuple[str, ast.expr, Any, int]] = list(self.env_assigned)  # os.environ[NAME] = value
@@ -536,7 +536,8 @@ class _Reader(CommandLists):
                 pairs = []
             pairs += [(ast.Constant(k.arg), k.value) for k in call.keywords if func.attr == "update" and k.arg]
             found += [(key.value, value, scope, call.lineno) for key, value in pairs
-                      if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value in ENV_NAMES]
+                      if isinstance(key, ast.Constant) and isinstance(key.value, str)
+                      and (key.value in ENV_NAMES or key.value.startswith(SPYRE_ENV))]
         return [(name, as_word(self.value(value, scope, 0)), line) for name, value, scope, line in found]
 
 

@@ -17,7 +17,7 @@ from ...core.markers import UNRESOLVED, has_unresolved, show, unresolved
 from ...core.options import ENV_NAMES, Arg, find_vllm
 from ...core.errors import InputError
 from .detect import SHELLS
-from .launch import Invocation, config_from_fs
+from .launch import SPYRE_ENV, Invocation, config_from_fs
 from .release import ReleaseHint, from_pin
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, applied_file, docker_run, name_operands, nested_script,
@@ -480,7 +480,8 @@ class Interpreter(Flow):
         else:
             return False
         origin = self.place.origin(line)
-        launch_env = {name: Arg(var.value, origin) for name in ENV_NAMES
+        # The exported variables the decision reads, and those that name a platform (vllm-spyre's).
+        launch_env = {name: Arg(var.value, origin) for name in (*ENV_NAMES, *scope.named(SPYRE_ENV))
                       if (var := scope.lookup(name)) is not None and var.exported and var.value is not None}
         launch_env.update(env)
         if docker is not None:

@@ -89,6 +89,15 @@ class Scope:
             scope = scope.parent
         return None
 
+    def named(self, prefix: str) -> list[str]:
+        """The names starting with ``prefix`` of the variables any layer sets (lookup() tells which this scope reads)."""
+        names: set[str] = set()
+        scope: Scope | None = self
+        while scope is not None:
+            names.update(name for name in scope.vars if name.startswith(prefix))
+            scope = scope.parent
+        return sorted(names)
+
     def function(self, name: str) -> FunctionDef | None:
         scope: Scope | None = self
         while scope is not None:
