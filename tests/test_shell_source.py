@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import hma_policy
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import SourceLimits, read_source
 from sourcefiles import LMCACHE, NIXL, ktc, only, write
@@ -900,3 +901,22 @@ bash -c "vllm serve m"
                                                      "read as a vLLM release")
     assert [n.code for n in first.notes] == ["source.release_unknown"]
     assert (second.line, second.release) == (4, None)  # (a shell of the host's)
+
+
+def test_a_list_options_further_word_not_known_may_hold_options(tmp_path):
+    # jasonacox/TinyLLM (fc933ab) vllm/optional_build/entrypoint.sh: `--served-model-name
+    # "${SERVED_MODEL_NAME}" ${additional_args}`, additional_args grown in `if`s with options.
+    # `--served-model-name` takes one or more words, and the unknown word after its value was
+    # read as another value, "the decision does not read it": a path that adds
+    # --disable-hybrid-kv-cache-manager was not seen.
+    write(tmp_path / "entrypoint.sh", """\
+additional_args=""
+if [[ ! -z "${OFF}" ]]; then additional_args="${additional_args} --disable-hybrid-kv-cache-manager"; fi
+vllm serve m --served-model-name "${SERVED_MODEL_NAME}" ${additional_args}
+vllm serve m --served-model-name a b
+""")
+    varying, listed = audit([str(tmp_path / "entrypoint.sh")], policy=hma_policy.load_policy(release="0.20.0")).entries
+    assert [(e["code"], e["message"]) for e in varying.decision["errors"]] == [("source.unresolved", (
+        "line 3: the command also takes `$additional_args` (which is set differently on the paths through `if` at "
+        "line 2), which may hold options"))]
+    assert (listed.decision["outcome"], listed.deployment.notes) == ("enabled", ())

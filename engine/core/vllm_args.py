@@ -414,9 +414,10 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
             # arguments, which may hold options.
             while (i < len(tokens) and name not in flags and name not in booleans and (taken == 0 or name in lists)
                    and (not tokens[i].text.startswith("-") or _looks_like_number(tokens[i].text))):
-                if stands_for_words(tokens[i]):
+                if stands_for_words(tokens[i]) or (taken and UNRESOLVED.fullmatch(tokens[i].text)):
                     # Any number of words (`*extra_args`, "$@"): some may be its value, the others
-                    # options of their own (`--served-model-name m *extra_args`).
+                    # options of their own (`--served-model-name m *extra_args`). So may a list's
+                    # further word that is wholly a value not known (`--served-model-name "$N" $EXTRA`).
                     loose.append((None, tokens[i]))
                     i += 1
                     unsure = True
