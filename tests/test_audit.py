@@ -348,7 +348,7 @@ def test_an_option_no_release_accepts_is_noted_where_no_release_is_named(tmp_pat
     assert [(n.code, n.message, n.hint) for n in entry.deployment.notes] == [(
         "source.option_not_in_release", "no bundled vLLM release (0.9.1 to 0.33.0) accepts the argument "
         f"`--tensor-parallel-sizee` (`{tmp_path / 'c.yaml'}`): the launch does not start unless a release outside them "
-        "runs it",
+        "runs it, or a vLLM plugin adds the option",
         "did you mean `--tensor-parallel-size`?")]
     (tmp_path / "run.sh").write_text("docker run vllm/vllm-openai:v0.35.0 m --tensor-parallel-sizee 2\n"
                                      "docker run vllm/vllm-openai:latest m --tensor-parallel-sizee 2 --max-model-len 9\n")

@@ -492,7 +492,7 @@ def test_a_chart_templates_image_names_its_release_with_the_charts_default_value
     (entry,) = report.entries
     assert [n.message for n in entry.deployment.notes if n.code == "source.option_not_in_release"] == [
         f"vLLM 0.19.1 rejects the unrecognized argument `{option}` (Deployment {{{{ include \"gemma.fullname\" . }}}}, "
-        "container gemma): the launch does not start" for option in ("--disable-log-requests", "--num-scheduler-steps")]
+        "container gemma): the launch does not start unless a vLLM plugin adds the option" for option in ("--disable-log-requests", "--num-scheduler-steps")]
 
 
 def test_a_chart_templates_kv_config_is_the_charts_default_where_values_yaml_gives_it(tmp_path):

@@ -231,9 +231,8 @@ d = vllm.LLM(model="m", kv_offloading_size=8.0, kv_offloading_backend="native", 
     assert [(n.code, n.message) for n in c.notes] == [
         ("source.unresolved_unused", "the model is `parsed.model`, where `parsed.model` is given on the script's command "
                                      "line; the decision does not read the model's name"),
-        ("source.unresolved_arguments", "the call also takes `AsyncEngineArgs.from_cli_args(parsed)` (which takes "
-                                        "the script's command line); only the arguments written here are read, and it "
-                                        "may hold others")]
+        ("source.unresolved_arguments", "the call also takes `parsed` (which is the script's command line, parsed); "
+                                        "only the arguments written here are read, and it may hold others")]
     assert "kv_transfer_config" not in c.document
     # None is vLLM's default: as not given.
     assert {k: v for k, v in d.document.items() if k != "env"} == {

@@ -345,7 +345,9 @@ def _options_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     for option, origin in dict.fromkeys(deployment.options):
         refused = refusal(decision.vllm.release, option) if named else refused_everywhere(option)
         if refused is not None:
-            unless = "" if named else " unless a release outside them runs it"
+            # (a plugin may add options to vLLM's parser: Arctic Inference's, through vllm.general_plugins)
+            unless = " unless a vLLM plugin adds the option" if named else \
+                " unless a release outside them runs it, or a vLLM plugin adds the option"
             notes.append(Problem("source.option_not_in_release", f"{refused.message} ({origin}): the launch does "
                                  f"not start{unless}", hint=refused.hint, file=deployment.file, line=deployment.line))
     return deployment.replace(notes=deployment.notes + tuple(notes)) if notes else deployment

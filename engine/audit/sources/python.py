@@ -409,7 +409,8 @@ class _Reader(CommandLists):
                 opened.append(Arg(unresolved(f"**{source_text(keyword.value)}", "is unpacked when the script runs"), here,
                                   many=True))
         if what.endswith(".from_cli_args"):
-            opened.append(Arg(unresolved(source_text(call), "takes the script's command line"), here))
+            opened.append(Arg(unresolved(source_text(call.args[0]) if call.args else "the command line",
+                                         "is the script's command line, parsed"), here))
         first = call.args[0] if call.args and what in ENGINES else None
         if isinstance(first, ast.Starred):  # (`*args`: any of the engine's fields by position, the model first)
             opened.append(Arg(unresolved(f"*{source_text(first.value)}", "is unpacked when the script runs"), here,
