@@ -79,12 +79,22 @@ def test_what_is_not_applied_from_the_scripts_own_lines_is_not_read(tmp_path, sc
 
 
 def test_a_manifest_that_is_not_yaml_is_a_located_problem_and_the_rest_is_read(tmp_path):
-    found = read(tmp_path, f"cat <<EOF | kubectl apply -f -\nkind: Pod\nmetadata: {{name: [broken\nEOF\n"
+    found = read(tmp_path, f"cat <<EOF | kubectl apply -f -\nkind: Pod\nmetadata: {{name: vllm, [broken\nEOF\n"
                            f"kubectl apply -f - <<EOF\n{POD}EOF\n")
     assert [d.id for d in found.deployments] == ["deploy.sh#Pod/p/vllm"]
     (problem,) = found.problems
-    assert (problem.code, problem.line) == ("input.parse", 4)
-    assert problem.message.startswith("the manifest the script applies is not YAML the audit reads (line 4): ")
+    assert (problem.code, problem.line) == ("input.parse", 3)
+    assert problem.message.startswith("the manifest the script applies is not YAML the audit reads (line 3): ")
+
+
+def test_a_broken_manifest_that_never_names_vllm_is_skipped(tmp_path):
+    # volcano-sh/volcano (ed72c7c) benchmark/scripts/create-hypernodes.sh applies HyperNodes whose
+    # `members:${members}` (a value built in a loop) the audit reads as YAML that does not parse:
+    # an input.parse problem for a file that never names vLLM, which a broken YAML file is not.
+    found = read(tmp_path, "members=\"\"\nfor i in $(seq 0 $N); do members=\"${members}\n    - type: HyperNode\"; done\n"
+                           "cat <<EOF | kubectl apply -f -\napiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\n"
+                           "metadata:\n  name: s1\nspec:\n  tier: 2\n  members:${members}\nEOF\n")
+    assert (found.deployments, found.problems) == ((), ())
 
 
 def test_a_launch_in_the_script_and_one_it_applies_are_both_read(tmp_path):

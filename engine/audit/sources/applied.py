@@ -24,7 +24,7 @@ from ...core.markers import UNRESOLVED
 from ...core.errors import Problem
 from .context import Ctx
 from .deployment import Deployment
-from .detect import classify
+from .detect import classify, mentions_vllm
 from .manifests import manifest_file
 from .marks import Lines, yaml_chunks
 from .shell_state import Script
@@ -57,6 +57,8 @@ def applied_manifests(ctx: Ctx, scripts: list[Script]) -> tuple[list[Deployment]
             try:
                 value, where = yamlsafe.load(body, marks=True)
             except yamlsafe.YamlProblem as refused:
+                if not mentions_vllm(body):
+                    continue  # (a broken manifest of something else: skipped, as a broken file that never names vLLM is)
                 line = script.line + start + (refused.line - 1 if refused.line else 0)
                 problems.append(ctx.problem("input.parse", f"the manifest the script applies is not YAML the audit "
                                             f"reads (line {line}): {_shown(refused.message, prefix, held)}", line=line))
