@@ -1383,3 +1383,21 @@ class VllmEngine:
     assert (first.line, second.line) == (10, 12)
     assert [n.code for n in first.notes] == ["source.unresolved_unused", "source.unresolved_arguments"]
     assert second.document["kv_transfer_config"] == '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
+
+
+def test_a_dockerfile_beside_the_launcher_that_copies_it_gives_its_release(tmp_path):
+    # awslabs/ai-on-eks (41a979e) blueprints/inference/vllm-rayserve-gpu: the Dockerfile beside
+    # vllm_serve.py runs `pip install vllm==0.4.3` and `COPY vllm_serve.py /app/vllm_serve.py`; the
+    # launcher was decided as the newest release (`enabled`), where 0.4.3 predates HMA.
+    (tmp_path / "Dockerfile").write_text("FROM rayproject/ray:2.24.0-py310-cu118\n"
+                                         "RUN pip install vllm==0.4.3 huggingface_hub==0.23.4\n"
+                                         "COPY vllm_serve.py /app/vllm_serve.py\n", encoding="utf-8")
+    (tmp_path / "vllm_serve.py").write_text("import os\nfrom vllm import AsyncEngineArgs\n\n"
+                                            "args = AsyncEngineArgs(model=os.getenv('MODEL_ID', 'm'))\n",
+                                            encoding="utf-8")
+    (tmp_path / "other.py").write_text("from vllm import LLM\nLLM(model='m')\n", encoding="utf-8")
+    served, other = sorted(audit([str(tmp_path)]).entries, key=lambda e: e.deployment.file)[::-1]
+    assert (served.decision["outcome"], served.deployment.release.version) == ("disabled", "0.4.3")
+    assert served.deployment.release.origin.startswith("pip pin vllm==0.4.3 at line 2 in ")
+    # A file the Dockerfile does not copy is not in its image.
+    assert (other.deployment.file.endswith("other.py"), other.deployment.release) == (True, None)

@@ -63,7 +63,8 @@ from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, VALUE_OPTION
 from .companions import companion_text, shown as companion_name
 from .context import Ctx
 from .deployment import Deployment, SourceFile
-from .detect import SHELLS, mentions_vllm
+from .detect import SHELLS, mentions_vllm, source_format
+from .dockerfile import built_image
 from .launch import SPYRE_ENV, Invocation, apply_facts, config_from_fs, deployment
 from .pyforms import dict_entries, dotted_name, imported_from, is_environ, is_vllm_module, splitting
 from .pylists import CommandLists, Readings
@@ -132,6 +133,34 @@ def _requirements_pin(ctx: Ctx) -> ReleaseHint | None:
             return None
         folder = folder.parent
     return None
+
+
+def _built_with(ctx: Ctx) -> ReleaseHint | None:
+    """The release of the image a Dockerfile beside the launcher builds
+    with it (awslabs/ai-on-eks' Ray Serve blueprints: `RUN pip install
+    vllm==0.4.3`, `COPY vllm_serve.py /app/`): a Dockerfile in its directory
+    whose COPY or ADD names the file, where one such names a release."""
+    if not ctx.fs:
+        return None
+    copies = re.compile(r"^[ \t]*(?:COPY|ADD)\b[^\n]*?(?<![\w.-])" + re.escape(ctx.path.name) + r"(?![\w.-])",
+                        re.M | re.I)
+    found = set()
+    try:
+        folder = ctx.path.resolve(strict=True).parent
+        beside = sorted(folder.iterdir()) if ctx.may_read(folder) else []
+    except (OSError, RuntimeError):
+        return None
+    for path in beside:
+        if source_format(path.name) != "dockerfile":
+            continue
+        text = companion_text(ctx, path)
+        if text is None or not copies.search(text):
+            continue
+        image = built_image(Ctx(path, companion_name(ctx, path), ctx.roots, ctx.limits, text))
+        if image is not None and image.release is not None and image.release.version is not None:
+            found.add((image.release.version, f"{image.release.origin} in {companion_name(ctx, path)}, which copies "
+                                              "this file into the image it builds"))
+    return ReleaseHint(*found.pop()) if len(found) == 1 else None
 
 
 class _Shell(NamedTuple):
@@ -219,7 +248,7 @@ class _Reader(CommandLists):
         launches += [launch for display, scope, _ in self.lists if id(display) not in in_runs
                      for launch in self._string_launches(display, scope)]
         # (a file with no launch reads no requirements file)
-        release = (self._pinned() or _requirements_pin(self.ctx)) if launches else None
+        release = (self._pinned() or _built_with(self.ctx) or _requirements_pin(self.ctx)) if launches else None
         # The launches in line order, each with the environment set above it: one sweep over the settings.
         settings = sorted(self._settings(), key=lambda setting: setting[2])
         seen = 0
