@@ -43,6 +43,7 @@ from .dockerfile import dockerfile
 from .document import EMPTY, structured_file
 from .files import NOT_REGULAR, decode, read_bytes, read_text
 from .llmdbench import env_file, is_env_file
+from .notebook import notebook_text
 from .python import python_file
 from .files import regular as is_regular
 from .shell import shell_file
@@ -62,6 +63,7 @@ NOT_A_SOURCE = "not a deployment source (not JSON, YAML, a shell script, Python 
 _NOT_A_SOURCE = NOT_A_SOURCE
 _NO_LAUNCH = ("Python in which no vLLM launch is read (an engine call, or a command list or string that starts "
               "vLLM's server)")
+_NO_NOTEBOOK_LAUNCH = "a notebook in whose code cells no vLLM launch is read"
 
 
 def read_source(path: str | Path, *, display: str | None = None, roots: tuple[Path, ...] = (),
@@ -184,6 +186,10 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
         found = SourceFile(ctx.display, "dockerfile", tuple(deployments), tuple(problems))
     elif fmt == "python":  # a launcher, or (None) a Python file that starts no vLLM engine
         found = python_file(ctx) or SourceFile(ctx.display, None, skipped=_NO_LAUNCH)
+    elif fmt == "notebook":  # its code cells' Python, each line where the notebook has it
+        code = notebook_text(ctx)
+        found = (python_file(Ctx(ctx.source, ctx.display, ctx.roots, ctx.limits, code, fs=ctx.fs))
+                 if code is not None else None) or SourceFile(ctx.display, None, skipped=_NO_NOTEBOOK_LAUNCH)
     elif fmt == "compose" or (fmt == "yaml" and _SERVICES.search(ctx.text) and compose_file(ctx).skipped is None):
         found = compose_file(ctx)
     else:

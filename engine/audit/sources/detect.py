@@ -56,7 +56,7 @@ _NOT_DOCKERFILES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", 
 def source_format(path: str | Path, head: bytes = b"") -> str | None:
     """The reader for ``path`` by its name (or, for a name without a suffix
     or a batch job's, by its shebang): dockerfile, shell, json, yaml,
-    python; None when it is not a deployment source."""
+    python, notebook; None when it is not a deployment source."""
     name = basename(path).lower()
     if name.endswith(_TEMPLATE) and suffix(name[:-len(_TEMPLATE)]) in _TEMPLATED:
         # An envsubst template (`envsubst < vllm-k8s.yaml.template | kubectl apply -f -`) is read as the
@@ -76,6 +76,8 @@ def source_format(path: str | Path, head: bytes = b"") -> str | None:
         return "yaml"
     if ext == ".py":
         return "python"
+    if ext == ".ipynb":
+        return "notebook"
     if (not ext or ext in BATCH_SUFFIXES) and head.startswith(b"#!"):
         words = head[2:].split(b"\n", 1)[0].decode("latin-1").split()
         if words:
