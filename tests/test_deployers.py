@@ -361,6 +361,8 @@ def test_dynamos_launcher_refuses_what_its_release_refuses():
     kv = json.loads(replaced.argv[replaced.argv.index("--kv-transfer-config") + 1])
     assert (replaced.refused, kv["kv_connector"]) == (None, "NixlConnector")
     assert "Dynamo 0.4.1's vLLM launcher replaces the command's --kv-transfer-config with its own" in replaced.notes
+    # (0.4.x has no --connector: no note tells to turn its connector off with one)
+    assert not any("--connector none" in note for note in replaced.notes)
     # A release not known: a --kv-transfer-config given wins, as before.
     assert dynamo_vllm_argv(["--kv-transfer-config", lmcache]).refused is None
 

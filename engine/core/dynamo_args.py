@@ -73,8 +73,11 @@ def dynamo_vllm_argv(args: list[str], dynamo: str | None = None) -> Launcher:
         children = [config(known[n]) if n in known else {"kv_connector": n} for n in names]
         kv = config(mapping["several"], {"connectors": children})
     if connectors is None and isinstance(kv["kv_connector"], str):
+        # (0.4.x has no --connector to turn it off: it replaces any config with its own)
+        remedy = "" if line is not None and line["kv-transfer-config"] == "replaced" else \
+            "; `--connector none` leaves it out"
         notes += (f"{who} adds {kv['kv_connector']} (its default `--connector {' '.join(names)}`) as vLLM's "
-                  "--kv-transfer-config, as the command names no connector; `--connector none` leaves it out",)
+                  f"--kv-transfer-config, as the command names no connector{remedy}",)
     return Launcher(["vllm", "serve", *kept, "--kv-transfer-config", json.dumps(kv)], notes, refused)
 
 
