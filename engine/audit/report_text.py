@@ -174,7 +174,8 @@ def render_text(data: dict[str, Any]) -> str:
         for name, row in summary["by_connector"].items():
             out.append(f"  {printable(name)}: {row['deployments']}; {row['supports_hma']} / {row['does_not']} / {row['unknown']}")
     if summary.get("by_release"):
-        out.append("by vLLM release (deployments; of them, decided as the default: nothing names a release the rules hold):")
+        out.append("by vLLM release (deployments; of them, decided as the default: "
+                   "nothing names a release the rules hold):")
         for release, row in summary["by_release"].items():
             out.append(f"  {printable(release)}: {row['deployments']}; {row['default']}")
     if data["problems"]:

@@ -58,7 +58,7 @@ def applied_manifests(ctx: Ctx, scripts: list[Script]) -> tuple[list[Deployment]
                 value, where = yamlsafe.load(body, marks=True)
             except yamlsafe.YamlProblem as refused:
                 if not mentions_vllm(body):
-                    continue  # (a broken manifest of something else: skipped, as a broken file that never names vLLM is)
+                    continue  # (another tool's broken manifest: skipped, as a broken file that never names vLLM is)
                 line = script.line + start + (refused.line - 1 if refused.line else 0)
                 problems.append(ctx.problem("input.parse", f"the manifest the script applies is not YAML the audit "
                                             f"reads (line {line}): {_shown(refused.message, prefix, held)}", line=line))

@@ -17,15 +17,15 @@ from typing import Any, cast
 
 from ...core.command import read_command
 from ...core.markers import UNRESOLVED, has_unresolved, plain
-from ...core.options import Arg, ConfigFile
+from ...core.options import ENV_NAMES, Arg, ConfigFile
 from ...core.errors import InputError, Problem
 from .context import RUNTIME_FACTS, Ctx
 from .deployment import Deployment
 from .files import NOT_REGULAR, read_text, regular
 from .release import ReleaseHint, platform_of
 
-__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "SPYRE_ENV", "refuse",
-           "release_noted", "with_facts"]
+__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "read_from_env", "SPYRE_ENV",
+           "refuse", "release_noted", "with_facts"]
 
 ConfigReader = Callable[[str], "str | ConfigFile"]
 
@@ -174,6 +174,12 @@ def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> d
 # vllm-spyre's own settings (vllm_spyre/envs.py: VLLM_SPYRE_USE_CB, VLLM_SPYRE_DYNAMO_BACKEND, ...):
 # an environment that sets one runs vLLM on IBM Spyre, through that plugin.
 SPYRE_ENV = "VLLM_SPYRE_"
+
+
+def read_from_env(name: str) -> bool:
+    """Whether a launch takes the variable ``name`` from its environment: one
+    the decision reads, or one that names the platform (vllm-spyre's)."""
+    return name in ENV_NAMES or name.startswith(SPYRE_ENV)
 
 
 def platform_of_env(names: Iterable[str]) -> tuple[str, str] | None:

@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 from .context import Ctx
-from .deployment import SourceFile
 
 __all__ = ["notebook_text"]
 

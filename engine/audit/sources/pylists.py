@@ -113,8 +113,9 @@ class CommandLists(Script):
                        for e in display.elts):
                 continue
             node: ast.expr = display
-            while id(node) in self._joined():
-                node = self._joined()[id(node)]
+            joined = self._joined()
+            while id(node) in joined:
+                node = joined[id(node)]
             if id(node) in seen:
                 continue
             seen.add(id(node))
@@ -129,9 +130,10 @@ class CommandLists(Script):
                         else self._words_of(part, scope, part.lineno)
                 return words + self._added(name, scope, node.lineno)
 
-            if docker_run([w.text for w in read()]) is not None:
+            readings = self.readings(read)
+            if docker_run([w.text for w in readings[0]]) is not None:
                 lists = tuple(p for p in parts if isinstance(p, (ast.List, ast.Tuple)))
-                out.append(ImageRun(node, scope, lists, self.readings(read)))
+                out.append(ImageRun(node, scope, lists, readings))
         return out
 
     def _joined(self) -> dict[int, ast.BinOp]:
@@ -233,8 +235,7 @@ class CommandLists(Script):
                 # `if c: cmd += [...]`: a choice (readings), where the options it adds are named (a
                 # word not known, unless an option's value, could hold any: the paths would not settle it).
                 words = self._change_words(how, value, scope, at)
-                if not any(word.many or (UNRESOLVED.fullmatch(word.text) and not _is_option(words[i - 1].text if i else ""))
-                           for i, word in enumerate(words)):
+                if _options_named(words):
                     taken = self.chosen.get(id(branch[0]))
                     if taken is not None:
                         out += words if taken == branch[1] else []
@@ -301,6 +302,18 @@ class CommandLists(Script):
             rebound = sorted(b.line for b in self.scopes.get(scope, {}).get(name, ()) if b.how != "changed in place")
             self._sorted_changes[key] = [c[0] for c in changes], changes, rebound
         return self._sorted_changes[key]
+
+
+def _options_named(words: list[Arg]) -> bool:
+    """Whether every option among ``words`` is named: each word not known is
+    the value of the option before it (``["--kv-transfer-config", kv]``)."""
+    before = ""
+    for word in words:
+        unnamed = word.many or (UNRESOLVED.fullmatch(word.text) and not _is_option(before))
+        if unnamed:
+            return False
+        before = word.text
+    return True
 
 
 def _is_option(word: str) -> bool:

@@ -16,8 +16,7 @@ from typing import Any, NamedTuple, cast
 
 from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved
-from ...core.options import ENV_NAMES
-from .launch import SPYRE_ENV
+from .launch import read_from_env
 from .pyforms import (added_to_itself, block_ends, bound_names, copy_of, dict_changes, dotted_name, is_environ,
                       is_vllm_module, list_holder, made_from, within)
 from .pyvalues import RUNTIME, Unknown, as_json_word, as_str, as_word, source_text
@@ -181,7 +180,7 @@ class Script:
                 for target in node.targets:
                     if isinstance(target, ast.Subscript) and is_environ(target.value) \
                             and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str) \
-                            and (target.slice.value in ENV_NAMES or target.slice.value.startswith(SPYRE_ENV)):
+                            and read_from_env(target.slice.value):
                         self.env_assigned.append((target.slice.value, node.value, scope, line))
                     value = node.value if isinstance(target, ast.Name) else None
                     held = list_holder(target)
@@ -447,7 +446,7 @@ class Script:
                 self.choices.setdefault(id(node), node)
                 return Unknown(source_text(node), "is chosen when the script runs")
             return self.value(node.body if taken else node.orelse, scope, depth + 1)
-        if isinstance(node, ast.JoinedStr) or _string_built(node):  # a string whatever its fields are: each not known a marker in it
+        if isinstance(node, ast.JoinedStr) or _string_built(node):  # a string whatever its fields are (each not known a marker)
             return self.text(node, scope, depth)
         if isinstance(node, ast.BoolOp):  # `args or []`: the operand Python stops at, where the file gives them
             for operand in node.values[:-1]:
@@ -498,8 +497,8 @@ class Script:
         operands = operand.elts if isinstance(operand, ast.Tuple) else [operand]
         pieces = _CONVERSION.split(template)  # literal, conversion, literal, ...
         conversions = pieces[1::2]
-        if any(c not in ("%s", "%d", "%%") for c in conversions) \
-                or sum(c != "%%" for c in conversions) != len(operands) or any(isinstance(o, ast.Starred) for o in operands):
+        if any(c not in ("%s", "%d", "%%") for c in conversions) or any(isinstance(o, ast.Starred) for o in operands) \
+                or sum(c != "%%" for c in conversions) != len(operands):
             return as_word(Unknown(source_text(operand), "is formatted when the script runs"))
         out, given = pieces[0], iter(operands)
         for conversion, literal in zip(pieces[1::2], pieces[2::2]):

@@ -59,15 +59,15 @@ from typing import Any, NamedTuple, cast
 
 from ...core.errors import Problem
 from ...core.markers import references, unresolved
-from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, VALUE_OPTIONS, Arg, find_vllm
+from ...core.options import ENGINE_FIELDS, FLAG_OPTIONS, VALUE_OPTIONS, Arg, find_vllm
 from .companions import companion_text, shown as companion_name
 from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm, source_format
 from .dockerfile import built_image
-from .launch import SPYRE_ENV, Invocation, apply_facts, config_from_fs, deployment
+from .launch import Invocation, apply_facts, config_from_fs, deployment, read_from_env
 from .pyforms import dict_entries, dotted_name, imported_from, is_environ, is_vllm_module, splitting
-from .pylists import CommandLists, Readings
+from .pylists import CommandLists, ImageRun, Readings
 from .pyscript import ENGINES
 from .pyvalues import (Unknown, as_word, command_text, held_markers, restored_env, restored_words, source_text,
                        split_words)
@@ -172,6 +172,12 @@ class _Shell(NamedTuple):
     paths: tuple[tuple[str, str], ...] = ()
 
 
+def _as_shell(run: ImageRun) -> _Shell:
+    """A command list that runs a vLLM image, as the command line a shell reads (on each path too)."""
+    words, paths = run.readings
+    return _Shell(command_text(words), tuple((which, command_text(argv)) for which, argv in paths))
+
+
 class _Split(NamedTuple):
     """A command line the script splits into words: ``cmd.split()``, or
     ``shlex.split(cmd)`` (``shell_like``); ``paths`` as a _Shell's."""
@@ -237,9 +243,7 @@ class _Reader(CommandLists):
         # gives the command (its entrypoint) and the release.
         runs = self.image_runs()
         in_runs = {id(display) for run in runs for display in run.lists}
-        launches += [(run.node, run.scope, _Shell(command_text(run.readings[0]),
-                                                  tuple((which, command_text(argv)) for which, argv in run.readings[1])))
-                     for run in runs]
+        launches += [(run.node, run.scope, _as_shell(run)) for run in runs]
         launches += [(display, scope, argv) for display, scope, name in self.lists
                      if id(display) not in in_runs and (id(display) not in bases or self.runs_itself(name))
                      and (argv := self.command_words(display, scope, name)) is not None]
@@ -566,8 +570,7 @@ class _Reader(CommandLists):
                 pairs = []
             pairs += [(ast.Constant(k.arg), k.value) for k in call.keywords if func.attr == "update" and k.arg]
             found += [(key.value, value, scope, call.lineno) for key, value in pairs
-                      if isinstance(key, ast.Constant) and isinstance(key.value, str)
-                      and (key.value in ENV_NAMES or key.value.startswith(SPYRE_ENV))]
+                      if isinstance(key, ast.Constant) and isinstance(key.value, str) and read_from_env(key.value)]
         return [(name, as_word(self.value(value, scope, 0)), line) for name, value, scope, line in found]
 
 

@@ -90,7 +90,8 @@ class Scope:
         return None
 
     def named(self, prefix: str) -> list[str]:
-        """The names starting with ``prefix`` of the variables any layer sets (lookup() tells which this scope reads)."""
+        """The names starting with ``prefix`` of the variables any layer sets
+        (lookup() tells which of them this scope reads)."""
         names: set[str] = set()
         scope: Scope | None = self
         while scope is not None:
