@@ -288,6 +288,39 @@ def test_an_envsubst_template_is_read_as_the_file_it_renders(tmp_path):
     assert read_source(write(tmp_path / "notes.txt.template", "vllm serve m\n")).format is None
 
 
+def test_an_envsubst_template_s_placeholders_are_unknown_wherever_they_stand(tmp_path):
+    # aws-samples/aws-do-eks (f721602f) Container-Root/eks/deployment/inference/agentic-ai/nemotron/ultra/
+    # disagg/deployment.yaml-template, rendered by its run.sh as `cat ${MANIFEST_TYPE}.yaml-template |
+    # envsubst > ${MANIFEST_TYPE}.yaml`: skipped by its name (`-template`), and no YAML as written, the
+    # braces of `${VAR}` ending a flow mapping's scalar; and envsubst fills in the placeholder in the
+    # script's single quotes too, which was read as JSON that is no JSON (input.parse).
+    source = read_source(write(tmp_path / "deployment.yaml-template", (
+        "---\napiVersion: apps/v1\nkind: Deployment\n"
+        "metadata: { name: ${DEPLOYMENT_NAME}-prefill, namespace: ${NAMESPACE}, labels: { app.kubernetes.io/part-of: "
+        "${DEPLOYMENT_NAME} } }\nspec:\n  template:\n    spec:\n"
+        "      nodeSelector: { node.kubernetes.io/instance-type: ${INSTANCE_TYPE_WORKER} }\n      containers:\n"
+        "        - name: vllm\n          image: ${REGISTRY}${IMAGE}${TAG}\n"
+        "          command: [\"/bin/bash\",\"-c\"]\n          args:\n            - |-\n              set -u\n"
+        "              exec python3 -m dynamo.vllm \\\n                --model ${MODEL_PATH} \\\n"
+        "                --disaggregation-mode prefill \\\n"
+        "                --kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\","
+        "\"kv_connector_extra_config\":{\"backends\":[\"LIBFABRIC\"],\"kv_lease_duration\":${KV_LEASE_DURATION}}}'\n")))
+    d = only(source)
+    assert (source.format, source.problems, d.line, d.name) == ("kubernetes", (), 10, "${DEPLOYMENT_NAME}-prefill/vllm")
+    assert json.loads(d.document["kv_transfer_config"])["kv_connector"] == "NixlConnector"
+    assert [(n.code, n.message) for n in d.notes] == [
+        ("source.unresolved_unused", "`--kv-transfer-config` takes its value at `/kv_connector_extra_config/"
+                                     "kv_lease_duration` from `${KV_LEASE_DURATION}`, which this file does not set; "
+                                     "the decision does not read that value"),
+        ("source.unresolved_unused", "the model is `${MODEL_PATH}`, which this file does not set; the decision does not "
+                                     "read the model's name"),
+        ("source.release_unknown", "the vLLM release is not known: image ${REGISTRY}${IMAGE}${TAG}: the image is not "
+                                   "known from this file")]
+    # A file holding the characters the placeholders are read as is read as written (here: no YAML).
+    odd = read_source(write(tmp_path / "odd.yaml-template", "a: { b: ${C} }\nd: \ue000vllm\n"))
+    assert [p.code for p in odd.problems] == ["input.parse"]
+
+
 def test_an_unrendered_jinja_template_is_named_as_such(tmp_path):
     # vllm-project/semantic-router (3d48f8c) src/vllm-sr/cli/templates/envoy.template.yaml: an
     # Envoy config rendered by Jinja (`{% for listener in listeners %}`), which names vLLM in its

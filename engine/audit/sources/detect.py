@@ -58,10 +58,9 @@ def source_format(path: str | Path, head: bytes = b"") -> str | None:
     or a batch job's, by its shebang): dockerfile, shell, json, yaml,
     python, notebook; None when it is not a deployment source."""
     name = basename(path).lower()
-    if name.endswith(_TEMPLATE) and suffix(name[:-len(_TEMPLATE)]) in _TEMPLATED:
-        # An envsubst template (`envsubst < vllm-k8s.yaml.template | kubectl apply -f -`) is read as the
-        # file it renders, its ${VAR} placeholders values not known (meta-llama/llama-stack's k8s docs).
-        return source_format(name[:-len(_TEMPLATE)], head)
+    rendered = envsubst_renders(name)
+    if rendered is not None:
+        return source_format(rendered, head)
     if name in ("dockerfile", "containerfile") or name.endswith((".dockerfile", ".containerfile")) \
             or (name.startswith(("dockerfile.", "containerfile.")) and suffix(name) not in _NOT_DOCKERFILES):
         return "dockerfile"
@@ -89,8 +88,20 @@ def source_format(path: str | Path, head: bytes = b"") -> str | None:
     return None
 
 
+def envsubst_renders(name: str) -> str | None:
+    """The name of the file an envsubst template renders (``name`` without
+    its suffix), or None when ``name`` is no such template. A template is
+    read as the file it renders, its ${VAR} placeholders' values not known:
+    `envsubst < vllm-k8s.yaml.template | kubectl apply -f -` (meta-llama/
+    llama-stack's k8s docs), `cat lws.yaml-template | envsubst > lws.yaml`
+    (aws-samples/aws-do-eks)."""
+    if name.endswith(_TEMPLATES) and suffix(name[:-len(".template")]) in _TEMPLATED:
+        return name[:-len(".template")]
+    return None
+
+
 # A template that a tool such as envsubst renders into the file its name says, without the suffix.
-_TEMPLATE = ".template"
+_TEMPLATES = (".template", "-template")
 _TEMPLATED = frozenset({".yaml", ".yml", ".json", ".sh"})
 # Batch-job scripts (Slurm's sbatch, PBS's qsub): shell scripts with their directives in
 # comments, when their shebang names a shell (sbatch requires one).

@@ -10,13 +10,13 @@ from typing import Any
 
 from ...core import yamlsafe
 from ...core.errors import InputError, Problem
-from ...core.markers import plain, show
+from ...core.markers import plain, show, unresolved
 from ...core.input import parse_text
 from .beaker import beaker_spec, is_beaker_spec
 from .context import Ctx
 from .dstack import is_run_configuration, run_configuration_file
 from .deployment import Deployment, SourceFile
-from .detect import classify, mentions_vllm, not_options
+from .detect import classify, envsubst_renders, mentions_vllm, not_options
 from .helm import chart_values
 from .helm_template import chart_template, in_chart
 from .kustomize import KUSTOMIZATION_NAMES
@@ -129,6 +129,49 @@ def _tagged(body: str, single: bool) -> tuple[Any, dict[str, tuple[int, int]]] |
     return None if classify(value, single=single) is not None else (value, where)
 
 
+# An envsubst placeholder, `${NAME}` or `$NAME`: envsubst fills in every one, in a script's single
+# quotes too, from the environment it runs in, which the audit does not know. Its braces are flow
+# indicators to YAML: in a flow mapping (`nodeSelector: { node.kubernetes.io/instance-type:
+# ${INSTANCE_TYPE_WORKER} }`, aws-samples/aws-do-eks) they end the scalar, so the template is read
+# with each placeholder written in characters of the private-use area, which no YAML indicator is
+# and no real file holds (one per brace or dollar, so that every line and column stays), and each
+# is then an unresolved marker in the values read.
+_PLACEHOLDER = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_BRACED, _BARE, _END = "\ue000", "\ue001", "\ue002"
+_HELD = re.compile(f"([{_BRACED}{_BARE}])([A-Za-z0-9_]+){_END}")
+
+
+def _held(match: re.Match[str]) -> str:
+    return f"{_BRACED}{match[1]}{_END}" if match[1] else f"{_BARE}{match[2]}{_END}"
+
+
+def _marker(match: re.Match[str]) -> str:
+    return unresolved(f"${{{match[2]}}}" if match[1] == _BRACED else f"${match[2]}")
+
+
+def _unheld(value: Any) -> Any:
+    if isinstance(value, str):
+        return _HELD.sub(_marker, value) if _END in value else value
+    if isinstance(value, dict):
+        return {_unheld(k): _unheld(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unheld(v) for v in value]
+    return value
+
+
+def _placeheld(body: str) -> tuple[Any, dict[str, tuple[int, int]]] | None:
+    """A document of an envsubst template, its placeholders unresolved
+    markers wherever they stand; None when it is no YAML that way either (or
+    holds the characters the placeholders are read as)."""
+    if any(c in body for c in (_BRACED, _BARE, _END)):
+        return None
+    try:
+        value, where = yamlsafe.load(_PLACEHOLDER.sub(_held, body), marks=True)
+    except yamlsafe.YamlProblem:
+        return None
+    return _unheld(value), {_unheld(key): mark for key, mark in where.items()}
+
+
 def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
     source = f"`{ctx.display}`"
     if fmt == "json":
@@ -152,7 +195,13 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
         values = []
         lines = []
         problems = []
+        template = envsubst_renders(ctx.path.name.lower()) is not None
         for start, body in chunks:
+            held = _placeheld(body) if template and "$" in body else None
+            if held is not None:
+                values.append((start, held[0]))
+                lines.append(Lines(body, start + 1, held[1], held[0]))
+                continue
             try:
                 # With the line of every value, which the readers report: one parse, not a second one for lines.
                 value, where = yamlsafe.load(body, marks=True)
