@@ -195,9 +195,9 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
         values = []
         lines = []
         problems = []
-        template = envsubst_renders(ctx.path.name.lower()) is not None
+        envsubst = envsubst_renders(ctx.path.name.lower()) is not None
         for start, body in chunks:
-            held = _placeheld(body) if template and "$" in body else None
+            held = _placeheld(body) if envsubst and "$" in body else None
             if held is not None:
                 values.append((start, held[0]))
                 lines.append(Lines(body, start + 1, held[1], held[0]))
