@@ -842,6 +842,23 @@ def test_the_nearest_requirements_file_that_pins_vllm_gives_the_release(tmp_path
     assert only_deployment(read_source(pd / "components" / "decode.py", roots=(tmp_path,))).release.version == "0.10.1.1"
 
 
+@pytest.mark.parametrize("written", ["0.5.3post1", "0.5.3-post1", "0.5.3.POST1", "0.5.3-1", "0.5.3.post1"])
+def test_a_pin_is_read_in_pep_440_s_normal_form(tmp_path, written):
+    # basetenlabs/truss-examples (dc9c1665) llama/llama-3_1-8b-instruct/config.yaml pins `vllm==0.5.3post1`,
+    # which pip installs as 0.5.3.post1: a release with no hybrid KV cache manager, `disabled`. The
+    # spelling was taken for a release the rules do not know, and the launch decided as 0.33.0
+    # (`enabled`), with a note that said so.
+    (tmp_path / "requirements.txt").write_text(f"vllm=={written}\n", encoding="utf-8")
+    (tmp_path / "run.py").write_text("from vllm import LLM\nllm = LLM(model='m')\n", encoding="utf-8")
+    (tmp_path / "run.sh").write_text(f"#!/bin/bash\npip install vllm=={written}\nvllm serve m\n", encoding="utf-8")
+    report = audit([str(tmp_path)])
+    assert [(Path(e.deployment.file).name, e.decision["outcome"], e.decision["vllm"]["release"],
+             e.deployment.release.origin, [n.code for n in e.deployment.notes]) for e in report.entries] == [
+        ("run.py", "disabled", "0.5.3.post1", f"pin vllm=={written} in {tmp_path / 'requirements.txt'} (the launcher's "
+                                              "nearest requirements file)", []),
+        ("run.sh", "disabled", "0.5.3.post1", f"pip pin vllm=={written} at line 2", [])]
+
+
 def only_deployment(found):
     (deployment,) = found.deployments
     return deployment

@@ -71,7 +71,7 @@ from .pylists import CommandLists, ImageRun, Readings
 from .pyscript import ENGINES
 from .pyvalues import (Unknown, as_word, command_text, held_markers, restored_env, restored_words, source_text,
                        split_words)
-from .release import VERSION, ReleaseHint, from_image, from_pin
+from .release import PIN_VERSION, ReleaseHint, from_image, from_pin, pinned
 from .shell import release_at, run_script
 from .shell_commands import nested_script
 
@@ -93,7 +93,7 @@ _KEYWORD = {option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPT
 # How a Modal app installs packages in its image (`modal.Image...uv_pip_install("vllm==0.10.1.1")`),
 # and a pin of vLLM there.
 _PIP_INSTALLS = frozenset({"pip_install", "uv_pip_install"})
-_PIN = re.compile(r"vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + VERSION.pattern + ")")
+_PIN = re.compile(r"vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + PIN_VERSION.pattern + ")")
 # The calls that run a command line given as one string through a shell; those that do so
 # with `shell=True`, and otherwise run a list of words (a string split into them).
 _SHELL_RUNS = frozenset({("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),
@@ -105,7 +105,7 @@ _MAX_SITES = 64
 
 
 # A requirements file's line that pins vLLM: `vllm==0.11.0`, `vllm[audio]==0.11.0  # comment`.
-_REQUIREMENT = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + VERSION.pattern + r")[ \t]*(?:[;#].*)?$",
+_REQUIREMENT = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + PIN_VERSION.pattern + r")[ \t]*(?:[;#].*)?$",
                           re.M | re.I)
 
 
@@ -123,10 +123,10 @@ def _requirements_pin(ctx: Ctx) -> ReleaseHint | None:
     while ctx.may_read(folder):
         candidate = folder / "requirements.txt"
         if candidate.is_file():  # (a regular file, or a link to one: which must lie in the audited paths too)
-            pins = set(_REQUIREMENT.findall(companion_text(ctx, candidate) or ""))
+            pins = {pinned(pin): pin for pin in _REQUIREMENT.findall(companion_text(ctx, candidate) or "")}
             if len(pins) == 1:
-                version = pins.pop()
-                return ReleaseHint(version, f"pin vllm=={version} in {companion_name(ctx, candidate)} (the launcher's "
+                version, written = pins.popitem()
+                return ReleaseHint(version, f"pin vllm=={written} in {companion_name(ctx, candidate)} (the launcher's "
                                             "nearest requirements file)")
             return None  # the nearest one decides, as the environment built from it would
         if folder.parent == folder:

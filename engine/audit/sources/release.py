@@ -30,10 +30,36 @@ from typing import Any, NamedTuple
 from ...core.deployers import deployer
 from ...core.markers import has_unresolved, show
 
-__all__ = ["ReleaseHint", "from_image", "from_pin", "platform_of", "split_image", "valid_version", "VERSION"]
+__all__ = ["ReleaseHint", "from_image", "from_pin", "pinned", "platform_of", "split_image", "valid_version", "VERSION",
+           "PIN_VERSION"]
 
 # A vLLM release as PyPI spells it: 0.21.0, 0.10.1.1, 0.11.0rc1, 0.6.3.post1.
 VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev|dev)[0-9]+)?")
+# A version as a pin may spell it, which pip reads by PEP 440's normal form: `0.5.3post1`,
+# `0.5.3-post1`, `0.5.3.POST1` and `0.5.3-1` are all 0.5.3.post1 (basetenlabs/truss-examples
+# pins `vllm==0.5.3post1`), `0.9.0-rc1` is 0.9.0rc1.
+PIN_VERSION = re.compile(r"(?i:[0-9]+(?:\.[0-9]+)+(?:[-_.]?(?:rc|c|pre|preview|post|rev|r|dev)[-_.]?[0-9]*|-[0-9]+)*)")
+_PIN_PARTS = re.compile(r"(?i)([-_.]?)(rc|c|pre|preview|post|rev|r|dev)[-_.]?([0-9]*)|-([0-9]+)")
+_NORMAL = {"c": "rc", "pre": "rc", "preview": "rc", "rev": "post", "r": "post"}
+
+
+def pinned(text: str) -> str:
+    """A pinned version in PEP 440's normal form, as pip installs it: a
+    release candidate `rcN`, a post release `.postN`, a development one
+    `.devN` (a number left out is 0). Any other text (a local version,
+    `0.10.1+gptoss`) is returned as written."""
+    if not PIN_VERSION.fullmatch(text):
+        return text
+
+    def normal(match: re.Match[str]) -> str:
+        if match[4] is not None:  # `-1`: a post release
+            return f".post{match[4]}"
+        kind = match[2].lower()
+        kind = _NORMAL.get(kind, kind)
+        return f"{'' if kind == 'rc' else '.'}{kind}{match[3] or '0'}"
+    return _PIN_PARTS.sub(normal, text)
+
+
 # The suffixes of vLLM's release tags, in the order they are written
 # (vllm-project/vllm .buildkite/scripts/publish-release-images.sh and, for
 # earlier releases, annotate-release.sh): the architecture, the CUDA
@@ -151,5 +177,5 @@ def _is(path: str, repository: str) -> bool:
 
 
 def from_pin(version: str, line: int | None) -> ReleaseHint:
-    """A `pip install vllm==X` (or `uv pip install`) pin."""
-    return ReleaseHint(version, f"pip pin vllm=={version}" + (f" at line {line}" if line else ""))
+    """A `pip install vllm==X` (or `uv pip install`) pin, X as written."""
+    return ReleaseHint(pinned(version), f"pip pin vllm=={version}" + (f" at line {line}" if line else ""))
