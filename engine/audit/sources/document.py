@@ -24,6 +24,7 @@ from .manifests import manifest_file
 from .rayserve import is_serve_config, serve_file
 from .skypilot import is_task, task_file
 from .triton import is_triton_model, triton_model
+from .truss import is_truss_config, truss_config
 from .marks import Lines
 from .marks import yaml_chunks as _yaml_chunks
 from .vllm_config import vllm_config_file
@@ -266,6 +267,8 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
         return triton_model(ctx, values[0][1], lines[0])
     if fmt == "yaml" and len(values) == 1 and is_beaker_spec(values[0][1]):
         return beaker_spec(ctx, values[0][1], lines[0])
+    if fmt == "yaml" and len(values) == 1 and is_truss_config(values[0][1], ctx.path.name):
+        return truss_config(ctx, values[0][1], lines[0])
     kinds = [classify(value, single=len(values) == 1 and fmt == "yaml") for _, value in values]
     if "kubernetes" in kinds:
         return manifest_file(ctx, [(s, v, t) for (s, v), t, k in zip(values, lines, kinds) if k == "kubernetes"])

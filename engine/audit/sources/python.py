@@ -60,18 +60,17 @@ from typing import Any, NamedTuple, cast
 from ...core.errors import Problem
 from ...core.markers import references, unresolved
 from ...core.options import ENGINE_FIELDS, FLAG_OPTIONS, VALUE_OPTIONS, Arg, find_vllm
-from .companions import companion_text, shown as companion_name
 from .context import Ctx
 from .deployment import Deployment, SourceFile
-from .detect import SHELLS, mentions_vllm, source_format
-from .dockerfile import built_image
+from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment, read_from_env
 from .pyforms import dict_entries, dotted_name, imported_from, is_environ, is_vllm_module, splitting
 from .pylists import CommandLists, ImageRun, Readings
 from .pyscript import ENGINES
 from .pyvalues import (Unknown, as_word, command_text, held_markers, restored_env, restored_words, source_text,
                        split_words)
-from .release import PIN_VERSION, ReleaseHint, from_image, from_pin, pinned
+from .pyrelease import launcher_release
+from .release import PIN_VERSION, ReleaseHint, from_image, from_pin
 from .shell import release_at, run_script
 from .shell_commands import nested_script
 
@@ -102,65 +101,6 @@ _SUBPROCESS = frozenset(("subprocess", name) for name in ("run", "Popen", "call"
 # A function of the script's own that runs the string it is given is a launch at each of its
 # calls: its first calls in the file, up to this many (a source.limit problem says so).
 _MAX_SITES = 64
-
-
-# A requirements file's line that pins vLLM: `vllm==0.11.0`, `vllm[audio]==0.11.0  # comment`.
-_REQUIREMENT = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + PIN_VERSION.pattern + r")[ \t]*(?:[;#].*)?$",
-                          re.M | re.I)
-
-
-def _requirements_pin(ctx: Ctx) -> ReleaseHint | None:
-    """The release a ``requirements.txt`` pins for the launcher's Python:
-    the nearest in its directory or above it within the audited paths (a
-    BentoML service beside its own, bentoml/BentoVLLM), where it pins exactly
-    one vLLM; None where none does, or the file cannot be read."""
-    if not ctx.fs:
-        return None
-    try:
-        folder = ctx.path.resolve(strict=True).parent
-    except (OSError, RuntimeError):
-        return None
-    while ctx.may_read(folder):
-        candidate = folder / "requirements.txt"
-        if candidate.is_file():  # (a regular file, or a link to one: which must lie in the audited paths too)
-            pins = {pinned(pin): pin for pin in _REQUIREMENT.findall(companion_text(ctx, candidate) or "")}
-            if len(pins) == 1:
-                version, written = pins.popitem()
-                return ReleaseHint(version, f"pin vllm=={written} in {companion_name(ctx, candidate)} (the launcher's "
-                                            "nearest requirements file)")
-            return None  # the nearest one decides, as the environment built from it would
-        if folder.parent == folder:
-            return None
-        folder = folder.parent
-    return None
-
-
-def _built_with(ctx: Ctx) -> ReleaseHint | None:
-    """The release of the image a Dockerfile beside the launcher builds
-    with it (awslabs/ai-on-eks' Ray Serve blueprints: `RUN pip install
-    vllm==0.4.3`, `COPY vllm_serve.py /app/`): a Dockerfile in its directory
-    whose COPY or ADD names the file, where one such names a release."""
-    if not ctx.fs:
-        return None
-    copies = re.compile(r"^[ \t]*(?:COPY|ADD)\b[^\n]*?(?<![\w.-])" + re.escape(ctx.path.name) + r"(?![\w.-])",
-                        re.M | re.I)
-    found = set()
-    try:
-        folder = ctx.path.resolve(strict=True).parent
-        beside = sorted(folder.iterdir()) if ctx.may_read(folder) else []
-    except (OSError, RuntimeError):
-        return None
-    for path in beside:
-        if source_format(path.name) != "dockerfile":
-            continue
-        text = companion_text(ctx, path)
-        if text is None or not copies.search(text):
-            continue
-        image = built_image(Ctx(path, companion_name(ctx, path), ctx.roots, ctx.limits, text))
-        if image is not None and image.release is not None and image.release.version is not None:
-            found.add((image.release.version, f"{image.release.origin} in {companion_name(ctx, path)}, which copies "
-                                              "this file into the image it builds"))
-    return ReleaseHint(*found.pop()) if len(found) == 1 else None
 
 
 class _Shell(NamedTuple):
@@ -252,7 +192,7 @@ class _Reader(CommandLists):
         launches += [launch for display, scope, _ in self.lists if id(display) not in in_runs
                      for launch in self._string_launches(display, scope)]
         # (a file with no launch reads no requirements file)
-        release = (self._pinned() or _built_with(self.ctx) or _requirements_pin(self.ctx)) if launches else None
+        release = (self._pinned() or launcher_release(self.ctx)) if launches else None
         # The launches in line order, each with the environment set above it: one sweep over the settings.
         settings = sorted(self._settings(), key=lambda setting: setting[2])
         seen = 0

@@ -1,0 +1,148 @@
+"""The vLLM release a Python launcher runs, where a file beside it names
+it: what builds the environment the launcher runs in. The launcher's own
+pins (a Modal image's ``pip_install("vllm==X")``) come first; they are
+read in python.py. Then, in order:
+
+- a Dockerfile in its directory that COPYs or ADDs it, by the release of
+  the image it builds (awslabs/ai-on-eks' Ray Serve blueprints);
+- the Truss it is the model of (``model/model.py`` beside the Truss's
+  ``config.yaml``): a ``vllm==X`` among the config's ``requirements``
+  (basetenlabs/truss-examples);
+- the Cog model whose ``cog.yaml`` beside it names it as ``predict``: a
+  ``vllm==X`` among ``build.python_packages`` or in a ``pip install`` of
+  ``build.run`` (replicate/cog-vllm);
+- the nearest ``requirements.txt`` in its directory or above, within the
+  audited paths, where it pins exactly one vLLM (bentoml/BentoVLLM);
+- the Truss's ``base_image``, by its tag (a Truss with no pin of its own
+  runs the vLLM its base image holds).
+
+Each file is read only inside the audited paths and never run.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from .companions import companion_text, read_companion, shown as companion_name
+from .context import Ctx
+from .detect import source_format
+from .dockerfile import built_image
+from .release import PIN_VERSION, ReleaseHint, from_image, pinned
+from .truss import truss_pin
+
+__all__ = ["launcher_release"]
+
+# A requirements file's line that pins vLLM: `vllm==0.11.0`, `vllm[audio]==0.11.0  # comment`.
+_REQUIREMENT = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + PIN_VERSION.pattern + r")[ \t]*(?:[;#].*)?$",
+                          re.M | re.I)
+# A pin of vLLM inside a command or a package list's entry.
+_PIN = re.compile(r"(?<![\w.-])vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + PIN_VERSION.pattern + r")(?![\w.+-])", re.I)
+# The folder a Truss keeps its model in, unless its config says another (TrussConfig.model_module_dir).
+_TRUSS_MODEL_DIR = "model"
+
+
+def launcher_release(ctx: Ctx) -> ReleaseHint | None:
+    """The release a file beside the launcher ``ctx`` names, or None."""
+    if not ctx.fs:
+        return None
+    try:
+        folder = ctx.path.resolve(strict=True).parent
+    except (OSError, RuntimeError):
+        return None
+    truss = _truss_of(ctx, folder)
+    return _built_with(ctx, folder) or (truss_pin(truss[0], shown=truss[1]) if truss else None) \
+        or _cog_pin(ctx, folder) or _requirements_pin(ctx, folder) or (_base_image(*truss) if truss else None)
+
+
+def _built_with(ctx: Ctx, folder: Path) -> ReleaseHint | None:
+    """The release of the image a Dockerfile beside the launcher builds
+    with it (`RUN pip install vllm==0.4.3`, `COPY vllm_serve.py /app/`): a
+    Dockerfile in its directory whose COPY or ADD names the file, where one
+    such names a release."""
+    copies = re.compile(r"^[ \t]*(?:COPY|ADD)\b[^\n]*?(?<![\w.-])" + re.escape(ctx.path.name) + r"(?![\w.-])",
+                        re.M | re.I)
+    found = set()
+    try:
+        beside = sorted(folder.iterdir()) if ctx.may_read(folder) else []
+    except OSError:
+        return None
+    for path in beside:
+        if source_format(path.name) != "dockerfile":
+            continue
+        text = companion_text(ctx, path)
+        if text is None or not copies.search(text):
+            continue
+        image = built_image(Ctx(path, companion_name(ctx, path), ctx.roots, ctx.limits, text))
+        if image is not None and image.release is not None and image.release.version is not None:
+            found.add((image.release.version, f"{image.release.origin} in {companion_name(ctx, path)}, which copies "
+                                              "this file into the image it builds"))
+    return ReleaseHint(*found.pop()) if len(found) == 1 else None
+
+
+def _truss_of(ctx: Ctx, folder: Path) -> tuple[dict[str, Any], str] | None:
+    """The config of the Truss whose model folder holds the launcher, and its name in a report."""
+    config = folder.parent / "config.yaml"
+    if not ctx.may_read(folder.parent) or not config.is_file():
+        return None
+    read = read_companion(ctx, config)
+    if read is None or len(read.documents) != 1 or not isinstance(read.documents[0][0], dict):
+        return None
+    value = read.documents[0][0]
+    if not any(key in value for key in ("model_name", "model_class_name", "model_metadata", "base_image")) \
+            or value.get("model_module_dir", _TRUSS_MODEL_DIR) != folder.name:
+        return None
+    return value, f"{read.display} (the Truss whose model this is)"
+
+
+def _base_image(config: dict[str, Any], shown: str) -> ReleaseHint | None:
+    base = config.get("base_image")
+    image = base.get("image") if isinstance(base, dict) else None
+    hint = from_image(image) if isinstance(image, str) else None
+    return hint._replace(origin=f"{hint.origin}, the base image of {shown}") if hint and hint.version else None
+
+
+def _cog_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
+    """The release the Cog model's ``cog.yaml`` beside the launcher pins, where its ``predict`` is this file."""
+    path = folder / "cog.yaml"
+    if not ctx.may_read(folder) or not path.is_file():
+        return None
+    read = read_companion(ctx, path)
+    if read is None or len(read.documents) != 1 or not isinstance(read.documents[0][0], dict):
+        return None
+    value = read.documents[0][0]
+    predict = value.get("predict")
+    if not isinstance(predict, str) or predict.split(":", 1)[0].lstrip("./") != ctx.path.name:
+        return None
+    build: dict[str, Any] = value["build"] if isinstance(value.get("build"), dict) else {}
+    texts = [p for p in build.get("python_packages") or [] if isinstance(p, str)]
+    for step in build.get("run") or []:  # a command, or {command: ..., mounts: ...}
+        command = step.get("command") if isinstance(step, dict) else step
+        if isinstance(command, str):
+            texts.append(command)
+    pins = {pinned(m): m for text in texts for m in _PIN.findall(text)}
+    if len(pins) != 1:
+        return None
+    version, written = pins.popitem()
+    return ReleaseHint(version, f"pin vllm=={written} in {read.display} (the Cog model whose predictor this is)")
+
+
+def _requirements_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
+    """The release a ``requirements.txt`` pins for the launcher's Python:
+    the nearest in its directory or above it within the audited paths,
+    where it pins exactly one vLLM; None where none does, or the file
+    cannot be read."""
+    while ctx.may_read(folder):
+        candidate = folder / "requirements.txt"
+        if candidate.is_file():  # (a regular file, or a link to one: which must lie in the audited paths too)
+            pins = {pinned(pin): pin for pin in _REQUIREMENT.findall(companion_text(ctx, candidate) or "")}
+            if len(pins) == 1:
+                version, written = pins.popitem()
+                return ReleaseHint(version, f"pin vllm=={written} in {companion_name(ctx, candidate)} (the launcher's "
+                                            "nearest requirements file)")
+            return None  # the nearest one decides, as the environment built from it would
+        if folder.parent == folder:
+            return None
+        folder = folder.parent
+    return None
