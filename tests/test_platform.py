@@ -94,6 +94,25 @@ def test_vllms_cpu_image_runs_on_the_cpu_platform(tmp_path):
             for e in report.entries] == [("0.10.1", "disabled", True), ("0.10.2", "enabled", False)]
 
 
+def test_openeulers_cpu_image_names_its_release_and_the_cpu_platform(tmp_path):
+    # opea-project/GenAIExamples (15b0d468) ChatQnA/docker_compose/intel/cpu/xeon/compose_openeuler.yaml
+    # L90: `image: openeuler/vllm-cpu:0.10.1-oe2403lts`, a CPU build of vLLM v0.10.1
+    # (openeuler-mirror/openeuler-docker-images AI/vllm-cpu/0.10.1/24.03-lts/Dockerfile). Four such
+    # services were decided as 0.33.0 on CUDA, `enabled`, beside the same stacks' `disabled` ones on
+    # vLLM's own CPU image.
+    compose = write(tmp_path / "compose_openeuler.yaml", CPU_COMPOSE.format(tag="v0.10.1").replace(
+        "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1", "openeuler/vllm-cpu:0.10.1-oe2403lts"))
+    (d,) = read_source(compose).deployments
+    assert (d.document["platform"], d.release.version, d.release.origin) == (
+        {"name": "cpu"}, "0.10.1", "image tag openeuler/vllm-cpu:0.10.1-oe2403lts (openEuler's CPU build of vLLM 0.10.1)")
+    (entry,) = audit([str(compose)]).entries
+    assert (entry.decision["outcome"], NOT_CUDA_OR_ROCM in entry.decision["reasons"]) == ("disabled", True)
+    # Given no command, the image runs vLLM's server (its ENTRYPOINT); a tag of another form names no release.
+    bare = write(tmp_path / "b" / "compose.yaml", "services:\n  vllm:\n    image: openeuler/vllm-cpu:latest\n")
+    (d,) = read_source(bare).deployments
+    assert (d.document["platform"], d.release.version) == ({"name": "cpu"}, None)
+
+
 def test_a_directive_names_the_platform_over_the_image_and_cuda_images_name_none(tmp_path):
     directed = write(tmp_path / "a" / "compose.yaml", "# hma-policy: {platform: {name: rocm}}\n"
                      + CPU_COMPOSE.format(tag="v0.10.1"))

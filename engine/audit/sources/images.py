@@ -31,8 +31,11 @@ __all__ = ["VLLM_IMAGE", "presumed_server", "presumed_note", "EnvServer", "env_s
 # public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo and vllm-arm64-cpu-release-repo:
 # docker/Dockerfile, Dockerfile.cpu and Dockerfile.rocm end their `vllm-openai` targets with
 # ENTRYPOINT ["vllm", "serve"] (the api_server module before it, which takes the same
-# options). Images built on vllm-openai keep its name (lmcache/vllm-openai).
-VLLM_IMAGE = re.compile(r"(^|/)(?:vllm-openai(?:-cpu|-rocm)?|vllm(?:-arm64)?-cpu-release-repo)(?:[:@]|$)")
+# options). Images built on vllm-openai keep its name (lmcache/vllm-openai). openEuler's CPU
+# builds, openeuler/vllm-cpu, end with ENTRYPOINT ["python", "-m", "vllm.entrypoints.openai.api_server"]
+# (openeuler-mirror/openeuler-docker-images AI/vllm-cpu/*/*/Dockerfile).
+VLLM_IMAGE = re.compile(r"(^|/)(?:vllm-openai(?:-cpu|-rocm)?|vllm(?:-arm64)?-cpu-release-repo|openeuler/vllm-cpu)"
+                        r"(?:[:@]|$)")
 
 
 # llm-d's inference simulator (ghcr.io/llm-d/llm-d-inference-sim, formerly vllm-sim) takes vLLM's

@@ -83,6 +83,12 @@ _ASCEND_TAG_VERSION = re.compile(r"v?(" + VERSION.pattern + r")(?:-(?:a3|a5|310p
 # A vllm-ascend release runs the vLLM release of its number (its docs' versioning policy),
 # but for these, whose root Dockerfile builds on another (ARG VLLM_TAG at the tag).
 _ASCEND_VLLM = {"0.10.1rc1": "0.10.1.1", "0.11.0rc0": "0.11.0rc3", "0.14.0rc1": "0.14.1"}
+# openEuler's CPU build of vLLM (openeuler/vllm-cpu:0.10.1-oe2403lts): each tag builds vLLM's
+# release of its number from source for the CPU (VLLM_TARGET_DEVICE=cpu) on an openEuler release
+# (openeuler-mirror/openeuler-docker-images AI/vllm-cpu/<release>/<openEuler>/Dockerfile, listed
+# by tag in AI/vllm-cpu/meta.yml), with vLLM's OpenAI server as its ENTRYPOINT.
+_OPENEULER_CPU_IMAGE = "openeuler/vllm-cpu"
+_OPENEULER_TAG = re.compile(r"v?(" + VERSION.pattern + r")-oe[0-9]{4}(?:lts)?(?:sp[0-9]+)?")
 # NVIDIA Dynamo's vLLM runtime image (nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1.post1): its tag
 # is Dynamo's release, with the variants Dynamo's release workflow pushes (CUDA 13, EFA, an
 # architecture); deployers.yaml (dynamo-vllm) gives the vLLM release each installs.
@@ -127,12 +133,18 @@ def from_image(image: str) -> ReleaseHint:
     rocm = _is(path, "rocm/vllm")
     ascend = _is(path, _ASCEND_IMAGE)
     dynamo = _is(path, _DYNAMO_IMAGE)
-    if not official and not rocm and not ascend and not dynamo:
+    openeuler = _is(path, _OPENEULER_CPU_IMAGE)
+    if not official and not rocm and not ascend and not dynamo and not openeuler:
         return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag is not read as a vLLM release")
     if digest is not None and tag is None:
         return ReleaseHint(None, f"image {shown}: a digest names no release")
     if tag is None:
         return ReleaseHint(None, f"image {shown} (latest, no tag): no release in the tag")
+    if openeuler:
+        match = _OPENEULER_TAG.fullmatch(tag)
+        if match is None:
+            return ReleaseHint(None, f"image tag {shown}: no release in the tag")
+        return ReleaseHint(match.group(1), f"image tag {shown} (openEuler's CPU build of vLLM {match.group(1)})")
     if ascend:
         match = _ASCEND_TAG_VERSION.fullmatch(tag)
         if match is None:
@@ -159,7 +171,7 @@ def from_image(image: str) -> ReleaseHint:
 # Release images of another platform than CUDA (the audit takes CUDA where nothing says).
 _PLATFORM_IMAGES = {"vllm/vllm-openai-cpu": "cpu", "q9t5s3a7/vllm-cpu-release-repo": "cpu",
                     "q9t5s3a7/vllm-arm64-cpu-release-repo": "cpu", "rocm/vllm": "rocm", "vllm/vllm-openai-rocm": "rocm",
-                    _ASCEND_IMAGE: "npu"}
+                    _ASCEND_IMAGE: "npu", _OPENEULER_CPU_IMAGE: "cpu"}
 
 
 def platform_of(image: Any) -> str | None:
