@@ -633,6 +633,23 @@ def test_a_script_that_cannot_be_read_and_never_mentions_vllm_is_skipped(tmp_pat
     assert (source.skipped, [(p.code, p.line) for p in source.problems]) == (None, [("source.shell_syntax", 2)])
 
 
+def test_a_script_read_to_a_limit_that_never_mentions_vllm_is_skipped(tmp_path):
+    # mudler/LocalAI (82c191af) scripts/build/audio-cpp-darwin.sh: `bundle_dylib` and
+    # `bundle_dylib_closure` call each other, a test only a run decides ending it; the reading
+    # stopped at the limit of function calls (10,000, here 3), which was a source.limit problem of a
+    # vLLM audit.
+    text = ("#!/bin/bash\nbundle_dylib() {\n  cp -fLv \"$1\" build/darwin/lib/\n}\n"
+            "for file in a b c d; do\n  bundle_dylib \"$file\"\ndone\n")
+    limits = SourceLimits(max_calls=3)
+    source = read_source(write(tmp_path / "audio-cpp-darwin.sh", text), limits=limits)
+    assert (source.problems, source.deployments) == ((), ())
+    assert source.skipped == ("mentions no vLLM option, and is not a script the audit can read (line 6: more than 3 "
+                              "shell function calls (`bundle_dylib` at line 6); the script is not read past this point)")
+    # Mentioning vLLM, it is the file's problem, as it was.
+    source = read_source(write(tmp_path / "serve.sh", text + "vllm serve m\n"), limits=limits)
+    assert (source.skipped, [p.code for p in source.problems]) == (None, ["source.limit"])
+
+
 def test_a_command_built_up_in_a_variable_and_evaled_is_placed_where_it_is_written(tmp_path):
     # The shape of vLLM's tests/v1/kv_connector/nixl_integration/run_multi_connector_accuracy_test.sh:
     # a JSON config squeezed by `tr`, a command line in a variable, optional extra arguments, `eval "$CMD &"`.

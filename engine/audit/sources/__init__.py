@@ -177,8 +177,11 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
             more, more_problems = env_file(ctx)
             deployments, problems, fmt_shown = deployments + more, problems + more_problems, "llmdbench-env"
         found = SourceFile(ctx.display, fmt_shown, tuple(deployments), tuple(problems))
-        if not deployments and problems and all(p.code == "source.shell_syntax" for p in problems) \
-                and not mentions_vllm(ctx.text):  # as a broken YAML file that never mentions vLLM is
+        # As a broken YAML file that never mentions vLLM is: one whose reading stops at a limit too
+        # (mudler/LocalAI's audio-cpp-darwin.sh, two functions that call each other until a test
+        # only a run decides stops them).
+        if not deployments and problems and all(p.code in ("source.shell_syntax", "source.limit") for p in problems) \
+                and not mentions_vllm(ctx.text):
             found = SourceFile(ctx.display, None, skipped="mentions no vLLM option, and is not a script the audit "
                                                           f"can read (line {problems[0].line}: {problems[0].message})")
     elif fmt == "dockerfile":
