@@ -1157,6 +1157,27 @@ def test_an_or_default_is_read_as_python_takes_it_and_a_list_after_a_list_option
     assert d.problems == () and json.loads(d.document["kv_transfer_config"])["kv_connector"] == "NixlConnector"
 
 
+def test_a_command_list_joined_and_run_through_a_shell_is_split_again(tmp_path):
+    # vllm-project/recipes (8959cf64) Google/gemma4-modal.py: `cmd += [..., "--reasoning-parser gemma4",
+    # ...]` then `subprocess.Popen(" ".join(cmd), shell=True)`, on vLLM 0.19.0. The shell splits each
+    # element again, so vLLM takes `--reasoning-parser` and `gemma4`; the element was read as one
+    # word, an option 0.19.0 refuses (a source.option_not_in_release note: "the launch does not start").
+    script = ("import json\nimport subprocess\n\ndef serve():\n    cmd = [\n        'vllm',\n        'serve',\n"
+              "        'google/gemma-4',\n    ]\n    cmd += [\n        '--limit-mm-per-prompt',\n"
+              "        f\"'{json.dumps({'image': 0})}'\",\n        '--reasoning-parser gemma4',\n    ]\n"
+              "    subprocess.Popen(' '.join(cmd){run})\n")
+    (tmp_path / "requirements.txt").write_text("vllm==0.19.0\n", encoding="utf-8")
+    (d,) = read(tmp_path, script.replace("{run}", ", shell=True")).deployments
+    assert d.options == (("--limit-mm-per-prompt", "line 10"), ("--reasoning-parser", "line 10"))
+    (entry,) = audit([str(tmp_path)]).entries
+    assert (entry.decision["vllm"]["release"], [n.code for n in entry.deployment.notes]) == ("0.19.0", [])
+    # Run without a shell, the words are the elements as written: one word, which vLLM refuses.
+    (d,) = read(tmp_path, script.replace("{run}", "").replace("' '.join(cmd)", "cmd")).deployments
+    assert d.options == (("--limit-mm-per-prompt", "line 10"), ("--reasoning-parser gemma4", "line 10"))
+    (entry,) = audit([str(tmp_path)]).entries
+    assert [n.code for n in entry.deployment.notes] == ["source.option_not_in_release"]
+
+
 def test_a_shell_string_keeps_the_release_its_image_or_its_pin_names(tmp_path):
     # NVIDIA/GenerativeAIExamples (401cb44) community/ai-vws-sizing-advisor/src/apply_configuration.py runs
     # `docker run ... vllm/vllm-openai:v0.12.0 --model ...` through a shell: the image's release (and

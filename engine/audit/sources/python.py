@@ -58,13 +58,13 @@ from dataclasses import replace
 from typing import Any, NamedTuple, cast
 
 from ...core.errors import Problem
-from ...core.markers import references, unresolved
+from ...core.markers import has_unresolved, references, unresolved
 from ...core.options import ENGINE_FIELDS, FLAG_OPTIONS, VALUE_OPTIONS, Arg, find_vllm
 from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment, read_from_env
-from .pyforms import dict_entries, dotted_name, imported_from, is_environ, is_vllm_module, splitting
+from .pyforms import dict_entries, dotted_name, imported_from, is_environ, is_vllm_module, list_holder, splitting
 from .pylists import CommandLists, ImageRun, Readings
 from .pyscript import ENGINES
 from .pyvalues import (Unknown, as_word, command_text, held_markers, restored_env, restored_words, source_text,
@@ -110,6 +110,20 @@ class _Shell(NamedTuple):
 
     text: str
     paths: tuple[tuple[str, str], ...] = ()
+
+
+def _resplit(readings: Readings) -> Readings:
+    """A command list's words as a shell splits them once joined with
+    blanks: each element split as shlex splits it, where it can be (a value
+    not known, or an unclosed quote, stays one word)."""
+    def split(words: list[Arg]) -> list[Arg]:
+        out: list[Arg] = []
+        for arg in words:
+            parts = None if arg.many or has_unresolved(arg.text) else split_words(arg.text, True)
+            out += [Arg(part, arg.origin) for part in parts] if parts is not None else [arg]
+        return out
+    words, paths = readings
+    return split(words), tuple((which, split(path)) for which, path in paths)
 
 
 def _as_shell(run: ImageRun) -> _Shell:
@@ -184,7 +198,8 @@ class _Reader(CommandLists):
         runs = self.image_runs()
         in_runs = {id(display) for run in runs for display in run.lists}
         launches += [(run.node, run.scope, _as_shell(run)) for run in runs]
-        launches += [(display, scope, argv) for display, scope, name in self.lists
+        launches += [(display, scope, _resplit(argv) if self._shell_joined(name, scope) else argv)
+                     for display, scope, name in self.lists
                      if id(display) not in in_runs and (id(display) not in bases or self.runs_itself(name))
                      and (argv := self.command_words(display, scope, name)) is not None]
         launches += [(node, scope, argv) for node, scope, argv, _ in derived]
@@ -279,6 +294,23 @@ class _Reader(CommandLists):
         if callee in _SUBPROCESS and (shell is None or self.value(shell, scope, 0) is not True):
             return None
         return command, "shell"
+
+    def _shell_joined(self, name: str | None, scope: Any) -> bool:
+        """Whether the script runs the command list ``name`` as one line
+        through a shell, ``subprocess.Popen(" ".join(cmd), shell=True)``
+        (vllm-project/recipes' Modal apps): the shell splits each element
+        again (``"--reasoning-parser gemma4"`` is two words)."""
+        if name is None:
+            return False
+        for call, where in self.calls:
+            found = self._string_command(call, where) if where is scope else None
+            command = found[0] if found is not None and found[1] == "shell" else None
+            if isinstance(command, ast.Call) and isinstance(command.func, ast.Attribute) \
+                    and command.func.attr == "join" and isinstance(command.func.value, ast.Constant) \
+                    and command.func.value.value == " " and len(command.args) == 1 \
+                    and list_holder(command.args[0]) == name:
+                return True
+        return False
 
     def _list_script(self, display: ast.List | ast.Tuple) -> tuple[ast.expr, str] | None:
         """The script a command list hands a shell (``["bash", "-c", cmd]``, ``["sh", "-lc", cmd]``), as
