@@ -181,3 +181,37 @@ def test_a_childs_unknown_connector_is_read(tmp_path):
                               "`/kv_connector_extra_config/connectors/0/kv_connector` from `$CHILD`, which this file "
                               "does not set")]
     assert notes == ()
+
+
+# NVIDIA-NeMo/RL (7ea279ab) nemo_rl/models/generation/vllm/vllm_worker.py: L424 sets
+# `os.environ["VLLM_USE_V1"] = "1" if is_vllm_v1_engine_enabled() else "0"`, L817 builds
+# `vllm.LLM(**llm_kwargs)`. Releases from 0.11.1 do not read VLLM_USE_V1: the launch was
+# `source.unresolved` where either value gives the same answer.
+NEMO_RL = ('import os\nimport vllm\n\ndef is_vllm_v1_engine_enabled():\n    return True\n\n'
+           'os.environ["VLLM_USE_V1"] = "1" if is_vllm_v1_engine_enabled() else "0"\n'
+           'llm = vllm.LLM(model="m")\n')
+
+
+def test_an_unknown_vllm_use_v1_is_decided_where_neither_engine_changes_the_answer(tmp_path):
+    decision, notes = audited(tmp_path, "vllm_worker.py", NEMO_RL)
+    assert (decision["outcome"], decision["hma_enabled"], decision["errors"]) == ("enabled", True, [])
+    assert notes == (("source.unresolved_unused",
+                      "the environment variable `VLLM_USE_V1` takes its value from `'1' if is_vllm_v1_engine_enabled() "
+                      "else '0'`, where `'1' if is_vllm_v1_engine_enabled() else '0'` is chosen when the script runs; "
+                      "the decision is the same for each value the rules tell apart (`env_use_v1`: `0`, `1`)"),)
+    # vLLM 0.10.1 runs the V0 engine, which has no hybrid KV cache manager, for VLLM_USE_V1=0.
+    decision, _ = audited(tmp_path, "old.sh", 'pip install vllm==0.10.1\nexport VLLM_USE_V1="$V1"\nvllm serve m\n')
+    assert [(e["code"], e["path"]) for e in decision["errors"]] == [("source.unresolved", "/env/VLLM_USE_V1")]
+    # A variable two facts read (its values are not every answer) stays unresolved whatever the release.
+    decision, _ = audited(tmp_path, "offload.sh", 'export VLLM_USE_SIMPLE_KV_OFFLOAD="$X"\nvllm serve m\n')
+    assert [(e["code"], e["path"]) for e in decision["errors"]] == [
+        ("source.unresolved", "/env/VLLM_USE_SIMPLE_KV_OFFLOAD")]
+
+
+def test_each_variable_tried_for_its_values_is_one_fact_of_one_ruleset():
+    from hma_policy.core.facts import DECLARED, ENV_READ, written_at
+    for variable, read in ENV_READ.items():
+        assert [f.ruleset for f in DECLARED if f.name == read.fact] == ["decision"], variable
+        assert sum(variable in f.doc for f in DECLARED) == 1, variable  # no other fact reads it
+        assert [written_at(f"/env/{variable}", value) for value, _ in read.written] == [t for _, t in read.written]
+    assert written_at("/speculative_config/method", "eagle") == "eagle"

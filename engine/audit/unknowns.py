@@ -18,6 +18,7 @@ from typing import Any
 from ..core.command import StandIn, refused_whatever
 from ..core.decision import Decision
 from ..core.errors import InputError
+from ..core.facts import written_at
 from ..core.policies import Hint, PolicySet
 from ..core.schema import pointer_parts
 from ..core.table import OTHER
@@ -98,10 +99,11 @@ def _in_each_class(policy: PolicySet, stand_in: StandIn, hint: Hint | None
         return None
     out = []
     for values in combinations:
+        written = [written_at(at, value) for (at, _), value in zip(facts, values)]
         document = stand_in.document
-        for (at, _), value in zip(facts, values):
+        for (at, _), value in zip(facts, written):
             document = _with(document, at, value)
-        out.append(({fact: value for (_, fact), value in zip(facts, values)}, decision_of(policy, document, hint)))
+        out.append(({fact: value for (_, fact), value in zip(facts, written)}, decision_of(policy, document, hint)))
     return out
 
 

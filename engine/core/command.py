@@ -32,6 +32,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from .dynamo_args import DYNAMO_MODULE, dynamo_vllm_argv
 from .errors import InputError, Problem
+from .facts import ENV_READ
 from .json_unknowns import Unread, unread_json
 from .markers import UNRESOLVED, has_unresolved, references, unresolved, unresolved_names
 from .optionlist import refused_options
@@ -225,6 +226,7 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
         origins["model"] = model.origin
     _loose_notes(reading, loose)
     command_env: dict[str, Any] = {}
+    stood_env: dict[str, str] = {}
     for name, item in sorted(env.items()):
         if name not in ENV_NAMES:
             continue
@@ -232,11 +234,18 @@ def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str 
         if has_unresolved(value):
             reading.fail("source.unresolved", f"the environment variable `{name}` takes its value from "
                          f"{references(value, whole=True)}", path=pointer(["env", name]))
+            if name in ENV_READ:  # a fact of one variable: a stand-in, tried with each value the rules tell apart
+                stood_env[name] = ENV_READ[name].written[0][1]
+                stood.append(pointer(["env", name]))
+                stood_facts.append((pointer(["env", name]), ENV_READ[name].fact))
+                covered += 1
             continue
         command_env[name] = value
         origins["env"] = origin
     if command_env:
-        document["env"] = standing["env"] = command_env
+        document["env"] = command_env
+    if command_env or stood_env:
+        standing["env"] = {**command_env, **stood_env}
     # A stand-in answers only when every problem is an unknown value it stands for.
     stand_in = StandIn(standing, tuple(stood), tuple(stood_facts)) if stood and covered == len(reading.problems) else None
     return CommandResult(None if reading.problems else document, model, tuple(reading.problems), tuple(reading.notes),

@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 from .errors import InputError, Problem
 
 __all__ = ["Fact", "Relation", "DECLARED", "RELEASE_FACTS", "DEFAULT_GRAPH", "UNREACHED", "Facts", "Node", "OffloadingFacts",
-           "NodeFacts", "DocumentFacts", "READ_AT", "extract", "declared", "release_facts", "graph_fact"]
+           "NodeFacts", "DocumentFacts", "READ_AT", "ENV_READ", "EnvRead", "STOOD_FOR", "written_at", "extract",
+           "declared", "release_facts", "graph_fact"]
 
 
 class Relation(NamedTuple):
@@ -184,6 +185,36 @@ def declared(ruleset: str) -> dict[str, Fact]:
 
 # The facts that are one document value as written, by where it is (Fact.at).
 READ_AT: dict[str, Fact] = {fact.at: fact for fact in DECLARED if fact.at is not None}
+
+
+class EnvRead(NamedTuple):
+    """An environment variable one fact reads: the fact, and for each of its
+    values a text of the variable that gives it (the first: vLLM's default)."""
+
+    fact: str
+    written: tuple[tuple[Any, str], ...]
+
+
+# The environment variables a file may leave unknown and the rules still decide, each tried with
+# a text for each value of its fact the rules tell apart (audit.unknowns): those one fact of one
+# ruleset reads and no other fact does, so that its values are every answer the variable can
+# make. VLLM_USE_SIMPLE_KV_OFFLOAD and LMCACHE_USE_UPSTREAM_MP are read by facts of two rulesets,
+# VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE by two facts: an unknown one stays unresolved.
+ENV_READ: dict[str, EnvRead] = {"VLLM_USE_V1": EnvRead("env_use_v1", ((True, "1"), (False, "0")))}
+# The facts a stand-in may stand for, by name: those read as written, and those of ENV_READ.
+STOOD_FOR: dict[str, Fact] = {**{f.name: f for f in READ_AT.values()},
+                              **{f.name: f for f in DECLARED if f.name in {e.fact for e in ENV_READ.values()}}}
+
+
+def written_at(at: str, value: Any) -> Any:
+    """A value of the fact at the JSON Pointer ``at`` as the document writes
+    it there: for a variable of :data:`ENV_READ` (``/env/VLLM_USE_V1``), the
+    text that gives it (any value the rules do not tell apart: the default's);
+    else the value itself."""
+    read = ENV_READ.get(at[len("/env/"):]) if at.startswith("/env/") else None
+    if read is None:
+        return value
+    return next((text for fact_value, text in read.written if fact_value == value), read.written[0][1])
 
 
 def release_facts(version: str) -> dict[str, int]:

@@ -23,7 +23,7 @@ from .errors import ConnectorError, EvaluationError, InputError, Problem
 from .evaluate import Evaluator
 from .command import as_release_reads, command_result, decided
 from .configlist import document_schema
-from .facts import READ_AT, Facts, extract
+from .facts import STOOD_FOR, Facts, extract
 from .input import DEFAULT_LIMITS, Limits, prepare, respell
 from .releases import parse_version
 from .model import PolicyModel, Rule
@@ -123,9 +123,10 @@ class Policy:
 
     def classes(self, fact: str) -> tuple[Any, ...]:
         """One value of each class of a document fact's values that this
-        policy's rules tell apart, for a fact that is one document value as
-        written (facts.READ_AT, by the fact's name)."""
-        return classes(self._model, {f.name: f for f in READ_AT.values()}[fact])
+        policy's rules tell apart, for a fact a stand-in may stand for (a
+        document value as written, or an environment variable:
+        facts.STOOD_FOR, by the fact's name)."""
+        return classes(self._model, STOOD_FOR[fact])
 
     @property
     def closed(self) -> bool:
