@@ -617,8 +617,10 @@ KV = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
 def serve():
     cmd = ["vllm", "serve", MODEL, "--port", str(PORT)]
     cmd += ["--kv-transfer-config", json.dumps(KV)]
-    subprocess.Popen(" ".join(cmd), shell=True)
+    subprocess.Popen(cmd)
 """)
+    # (Joined with blanks and run through a shell, the JSON's blanks would split it into several words:
+    # test_a_command_list_joined_and_run_through_a_shell_is_split_again.)
     assert found.format == "python"
     (only,) = found.deployments
     # The launch is where the list is written; what the script adds below it is its words too.
