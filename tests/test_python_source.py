@@ -861,6 +861,38 @@ def test_a_pin_is_read_in_pep_440_s_normal_form(tmp_path, written):
         ("run.sh", "disabled", "0.5.3.post1", f"pip pin vllm=={written} at line 2", [])]
 
 
+def test_what_the_script_does_to_its_engine_arguments_below_the_call_is_read(tmp_path):
+    # A field set on the EngineArgs object below its call is the engine's: the config was left out
+    # (`enabled`), where vLLM turns HMA off for ExampleConnector.
+    found = read(tmp_path, "from vllm import AsyncEngineArgs, AsyncLLMEngine\nfrom vllm.config import KVTransferConfig\n\n"
+                           "def build():\n    engine_args = AsyncEngineArgs(model='m')\n"
+                           "    engine_args.kv_transfer_config = KVTransferConfig(kv_connector='ExampleConnector', "
+                           "kv_role='kv_both')\n    return AsyncLLMEngine.from_engine_args(engine_args)\n")
+    (d,) = found.deployments
+    assert (d.line, decided(d)) == (5, ("disabled", False))
+    assert dict(d.origins)["kv_transfer_config"] == "line 6: kv_transfer_config="
+    # Set on some runs only, the value is not known.
+    found = read(tmp_path, "from vllm import AsyncEngineArgs\n\ndef load(offload):\n"
+                           "    engine_args = AsyncEngineArgs(model='m')\n    if offload:\n"
+                           "        engine_args.kv_offloading_size = 4\n    return engine_args\n")
+    assert [(p.code, p.message) for p in only_deployment(found).problems] == [
+        ("source.unresolved", "`kv_offloading_size` takes its value from `engine_args.kv_offloading_size` "
+                              "(which is set at line 6 on some runs only)")]
+    # mudler/LocalAI (82c191af) backend/python/vllm/backend.py L208-254: `engine_args =
+    # apply_options_to_engine_args(engine_args, request.Options)`, whose `dataclasses.replace(engine_args,
+    # **extra)` may set kv_transfer_config from the model's YAML: decided with no note that it may.
+    found = read(tmp_path, "import dataclasses\nfrom vllm import AsyncEngineArgs, AsyncLLMEngine\n\n"
+                           "def apply_options_to_engine_args(engine_args, options):\n"
+                           "    return dataclasses.replace(engine_args, **options)\n\n"
+                           "def load(request):\n    engine_args = AsyncEngineArgs(model='m')\n"
+                           "    engine_args = apply_options_to_engine_args(engine_args, request.Options)\n"
+                           "    return AsyncLLMEngine.from_engine_args(engine_args)\n")
+    assert [(n.code, n.message) for n in only_deployment(found).notes] == [
+        ("source.unresolved_arguments", "the call also takes `apply_options_to_engine_args(engine_args, request.Options)` "
+                                        "(which may change `engine_args` at line 9); only the arguments written here "
+                                        "are read, and it may hold others")]
+
+
 def only_deployment(found):
     (deployment,) = found.deployments
     return deployment

@@ -91,6 +91,8 @@ class Script:
         self.calls: list[tuple[ast.Call, Any]] = []  # every call, with its scope
         self.calls_of: dict[str, list[tuple[ast.Call, Any]]] = {}  # the calls of a name (a function's), with their scopes
         self.env_assigned: list[tuple[str, ast.expr, Any, int]] = []  # os.environ[NAME] = value: NAME, value, scope, line
+        # (scope, name) -> each `name.attr = value` below its binding: attr, value, line, straight.
+        self.attributes_set: dict[tuple[int, str], list[tuple[str, ast.expr, int, bool]]] = {}
         # Command lists: each list or tuple display, with its scope and the one name it is
         # assigned to (None: none); and how a name's list grows after it is written.
         self.lists: list[tuple[ast.List | ast.Tuple, Any, str | None]] = []
@@ -182,6 +184,9 @@ class Script:
                             and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str) \
                             and read_from_env(target.slice.value):
                         self.env_assigned.append((target.slice.value, node.value, scope, line))
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                        self.attributes_set.setdefault((id(scope), target.value.id), []).append(
+                            (target.attr, node.value, line, straight))
                     value = node.value if isinstance(target, ast.Name) else None
                     held = list_holder(target)
                     if held is not None and isinstance(node.value, (ast.List, ast.Tuple, ast.BinOp, ast.Call, ast.Subscript)):

@@ -43,7 +43,9 @@ an f-string, a loop variable) is a value not known there, a
 it does not. An
 ``EngineArgs`` object passed on whole (``LLM(**asdict(engine_args))``,
 ``from_engine_args(engine_args)``) is the one launch of its ``EngineArgs``
-call; ``EngineArgs.from_cli_args(args)`` is a launch whose options all come
+call, with the fields the script sets on it below the call (``args.kv_transfer_config
+= ...``; a call that is given it and bound to it again may change any);
+``EngineArgs.from_cli_args(args)`` is a launch whose options all come
 from the script's command line. The environment variables the decision reads
 are those the script sets in ``os.environ`` above the call (vLLM reads them
 when the call builds its config).
@@ -421,6 +423,7 @@ class _Reader(CommandLists):
             opened.append(Arg(unresolved(f"*{source_text(first.value)}", "is unpacked when the script runs"), here,
                               many=True))
             first = None
+        self._changed_after(call, scope, keywords, opened)
         model = keywords.get("model") or ((first, scope, first.lineno) if first is not None else None)
 
         def read() -> list[Arg]:
@@ -446,6 +449,27 @@ class _Reader(CommandLists):
                          paths=tuple((which, argv, env) for which, argv in paths))
         apply_facts([inv], self.ctx)
         return _as_keywords(deployment(inv, self.ctx, "python"))
+
+    def _changed_after(self, call: ast.Call, scope: Any, keywords: dict[str, tuple[ast.expr | Unknown, Any, int]],
+                       opened: list[Arg]) -> None:
+        """What the script does to the engine arguments ``call`` builds, below
+        it in its scope, where the call is bound to a name: ``args.kv_transfer_config
+        = KVTransferConfig(...)`` sets that field (in an ``if`` or a loop: a value
+        not known), and ``args = replace(args, **extra)``, or any other call
+        given ``args`` and bound to it again, may change any field."""
+        name = self.assigned.get(id(call))
+        if name is None or "." in name:
+            return
+        for attr, value, line, straight in self.attributes_set.get((id(scope), name), ()):
+            if line > call.lineno and attr in ENGINE_FIELDS:
+                keywords[attr] = (value, scope, line) if straight else \
+                    (Unknown(f"{name}.{attr}", f"is set at line {line} on some runs only"), scope, line)
+        for binding in self.scopes.get(scope, {}).get(name, ()):
+            again = binding.value
+            if binding.line > call.lineno and isinstance(again, ast.Call) and again is not call \
+                    and any(isinstance(a, ast.Name) and a.id == name for a in [*again.args, *(k.value for k in again.keywords)]):
+                opened.append(Arg(unresolved(source_text(again), f"may change `{name}` at line {binding.line}"),
+                                  f"line {binding.line}", many=True))
 
     def _flag_problems(self, keywords: dict[str, tuple[ast.expr | Unknown, Any, int]]) -> list[Problem]:
         """A problem for each boolean field given a value that is neither True,
