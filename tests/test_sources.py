@@ -321,6 +321,17 @@ def test_an_envsubst_template_s_placeholders_are_unknown_wherever_they_stand(tmp
     assert [p.code for p in odd.problems] == ["input.parse"]
 
 
+def test_a_file_that_only_gives_the_hma_switch_in_a_shape_no_reader_reads_is_noted(tmp_path):
+    # vllm-project/recipes (8959cf64) models/moonshotai/Kimi-K3.yaml L287: a recipe's prefill `vllm_args`
+    # list `"--no-disable-hybrid-kv-cache-manager"`, in a launcher's own schema the audit does not
+    # read. The file was skipped with no note: the HMA switch was no mention of a KV option.
+    source = read_source(write(tmp_path / "Kimi-K3.yaml", (
+        "pd_cluster:\n  prefill:\n    tp: 8\n    vllm_args:\n      - \"--max-num-batched-tokens\"\n"
+        "      - \"16384\"\n      - \"--no-disable-hybrid-kv-cache-manager\"\n")))
+    assert [(n.code, n.line, n.message.split(":")[0]) for n in source.notes] == [
+        ("source.unrecognized", 7, "mentions `disable-hybrid-kv-cache-manager` at line 7, no vLLM launch recognised")]
+
+
 def test_an_unrendered_jinja_template_is_named_as_such(tmp_path):
     # vllm-project/semantic-router (3d48f8c) src/vllm-sr/cli/templates/envoy.template.yaml: an
     # Envoy config rendered by Jinja (`{% for listener in listeners %}`), which names vLLM in its
