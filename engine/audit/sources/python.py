@@ -56,21 +56,19 @@ from __future__ import annotations
 import ast
 import re
 import sys
-from dataclasses import replace
 from typing import Any, NamedTuple, cast
 
 from ...core.errors import Problem
-from ...core.markers import has_unresolved, references, unresolved
-from ...core.options import ENGINE_FIELDS, FLAG_OPTIONS, VALUE_OPTIONS, Arg, find_vllm
+from ...core.markers import has_unresolved, unresolved
+from ...core.options import Arg, find_vllm
 from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment, read_from_env
-from .pyforms import dict_entries, dotted_name, imported_from, is_environ, is_vllm_module, list_holder, splitting
-from .pylists import CommandLists, ImageRun, Readings
-from .pyscript import ENGINES
-from .pyvalues import (Unknown, as_word, command_text, held_markers, restored_env, restored_words, source_text,
-                       split_words)
+from .pyforms import dotted_name, imported_from, is_environ, is_vllm_module, list_holder, splitting
+from .pyengine import LAUNCHES, EngineCalls
+from .pylists import ImageRun, Readings
+from .pyvalues import as_word, command_text, held_markers, restored_env, restored_words, split_words
 from .pyrelease import launcher_release
 from .release import PIN_VERSION, ReleaseHint, from_image, from_pin
 from .shell import release_at, run_script
@@ -78,19 +76,6 @@ from .shell_commands import nested_script
 
 __all__ = ["python_file"]
 
-# The calls that are launches: an engine's arguments written out, or taken from the command line.
-_LAUNCHES = ENGINES | {"EngineArgs.from_cli_args", "AsyncEngineArgs.from_cli_args"}
-# How a script hands an EngineArgs object on whole: LLM(**asdict(args)), LLM(**vars(args)).
-_UNPACKERS = frozenset({"asdict", "vars"})
-# vLLM's option for each field the decision reads (its long spelling), and the flags of the boolean ones.
-_OPTIONS = {field: option for option, (field, _) in reversed(VALUE_OPTIONS.items()) if option.startswith("--")}
-_FLAGS = {field: {value: flag for flag, (named, value) in FLAG_OPTIONS.items() if named == field}
-          for field, _ in FLAG_OPTIONS.values()}
-# vLLM's options as a message or an origin names them ("`--kv-transfer-config` takes ..."), and the
-# keyword a script writes for each.
-_OPTION_NAMED = re.compile("|".join(re.escape(o) for o in sorted({*VALUE_OPTIONS, *FLAG_OPTIONS}, key=len, reverse=True)
-                                    if o.startswith("--")))
-_KEYWORD = {option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items()}
 # How a Modal app installs packages in its image (`modal.Image...uv_pip_install("vllm==0.10.1.1")`),
 # and a pin of vLLM there.
 _PIP_INSTALLS = frozenset({"pip_install", "uv_pip_install"})
@@ -171,7 +156,7 @@ def python_file(ctx: Ctx) -> SourceFile | None:
     return SourceFile(ctx.display, None, skipped=f"not Python that Python {_PYTHON} parses ({why})")
 
 
-class _Reader(CommandLists):
+class _Reader(EngineCalls):
     """The launches of one parsed file."""
 
     def __init__(self, ctx: Ctx, tree: ast.Module):
@@ -187,7 +172,7 @@ class _Reader(CommandLists):
         # An engine's call (what it is), or a command list that starts vLLM's server (its words).
         launches: list[tuple[ast.expr, Any, str | Readings | _Shell | _Split]] = [
             (call, scope, what) for call, scope in self.calls
-            if (what := self.what_called(call.func, scope)) in _LAUNCHES and not self._only_hands_on(call, scope)
+            if (what := self.what_called(call.func, scope)) in LAUNCHES and not self.only_hands_on(call, scope)
             and not self._foreign(call, scope)]
         derived = [(node, scope, argv, base) for node, scope, name, base, extra in self.derived
                    if (argv := self.made_words(node, scope, name, base, extra)) is not None]
@@ -227,7 +212,7 @@ class _Reader(CommandLists):
                              f"line {first[name]}: os.environ")
                    for name, texts in words.items()}
             if isinstance(launch, str):
-                out.append(self._deployment(cast(ast.Call, node), scope, launch, env, release))
+                out.append(self.engine_launch(cast(ast.Call, node), scope, launch, env, release))
             elif isinstance(launch, _Shell):
                 out += self._shell_deployments(launch, node.lineno, env, release)
             elif isinstance(launch, _Split):
@@ -374,152 +359,6 @@ class _Reader(CommandLists):
             scope = self.parent.get(scope)
         return False
 
-    def _only_hands_on(self, call: ast.Call, scope: Any) -> bool:
-        """Whether ``call`` only passes on an EngineArgs object whose own call
-        is the launch: ``LLM(**asdict(engine_args))`` (``from_engine_args(args)``
-        is no launch at all: its EngineArgs call is), also where each branch of
-        an ``if`` binds ``engine_args`` to a call of its own (vLLM's LMCache
-        CPU-offloading example)."""
-        if self.what(call.func) != "LLM" or call.args:
-            return False
-        splats = [k.value for k in call.keywords if k.arg is None]
-        if len(splats) != 1 or len(call.keywords) != 1:
-            return False
-        splat = splats[0]
-        if isinstance(splat, ast.Call) and isinstance(splat.func, (ast.Name, ast.Attribute)) and len(splat.args) == 1 \
-                and (splat.func.id if isinstance(splat.func, ast.Name) else splat.func.attr) in _UNPACKERS:
-            target = splat.args[0]
-            sources = [self.source(target, scope, 0)]
-            if sources[0] is None and isinstance(target, ast.Name):
-                sources = self.values(target.id, scope)
-            return bool(sources) and all(isinstance(s, ast.Call) and self.what(s.func) in _LAUNCHES for s in sources)
-        return False
-
-    def _deployment(self, call: ast.Call, scope: Any, what: str, env: dict[str, Arg],
-                    release: ReleaseHint | None) -> Deployment:
-        """The launch as the command line vLLM would be given for it (`vllm
-        serve MODEL --kv-transfer-config JSON ...`), read as every launch is
-        (core.command.read_command): a value not known is a marker there."""
-        line = call.lineno
-        here = f"line {line}"
-        # Each keyword: its value (an expression, or why it is not known), where to read it, its line.
-        keywords: dict[str, tuple[ast.expr | Unknown, Any, int]] = {}
-        opened: list[Arg] = []
-        for keyword in call.keywords:
-            unpacked = self._unpacked(keyword.value, scope, line) if keyword.arg is None else None
-            if keyword.arg is not None:
-                keywords[keyword.arg] = (keyword.value, scope, keyword.value.lineno)
-            elif unpacked is not None:
-                keywords.update(unpacked)
-            else:
-                # Any keywords at all, the model's and the KV configuration's among them.
-                opened.append(Arg(unresolved(f"**{source_text(keyword.value)}", "is unpacked when the script runs"), here,
-                                  many=True))
-        if what.endswith(".from_cli_args"):
-            opened.append(Arg(unresolved(source_text(call.args[0]) if call.args else "the command line",
-                                         "is the script's command line, parsed"), here))
-        first = call.args[0] if call.args and what in ENGINES else None
-        if isinstance(first, ast.Starred):  # (`*args`: any of the engine's fields by position, the model first)
-            opened.append(Arg(unresolved(f"*{source_text(first.value)}", "is unpacked when the script runs"), here,
-                              many=True))
-            first = None
-        self._changed_after(call, scope, keywords, opened)
-        model = keywords.get("model") or ((first, scope, first.lineno) if first is not None else None)
-
-        def read() -> list[Arg]:
-            words = [Arg("vllm", here), Arg("serve", here)]
-            if model is not None:
-                words.append(Arg(as_word(self._read(model)), f"line {model[2]}: model"))
-            elif what.endswith(".from_cli_args"):  # the model is on the command line too
-                written = f"{source_text(call.args[0])}.model" if call.args else "model"
-                words.append(Arg(unresolved(written, "is given on the script's command line"), here))
-            for name, given in keywords.items():
-                value = self._read(given) if name in ENGINE_FIELDS and name != "model" else None
-                if value is None or (name in _FLAGS and not isinstance(value, bool)):  # (None: vLLM's default)
-                    continue  # (a flag's other values: _flag_problems)
-                origin = f"line {given[2]}"
-                words += [Arg(_FLAGS[name][value], origin)] if name in _FLAGS else \
-                    [Arg(_OPTIONS[name], origin), Arg(as_word(value), origin)]
-            return words + opened
-
-        # A choice the script makes (`a if c else b`) is read once per branch, as a command list's is.
-        words, paths = self.readings(read)
-        problems = self._flag_problems(keywords)
-        inv = Invocation(words, line, env, f":{line}", require_model=len(words) > 2, problems=problems, release=release,
-                         paths=tuple((which, argv, env) for which, argv in paths))
-        apply_facts([inv], self.ctx)
-        return _as_keywords(deployment(inv, self.ctx, "python"))
-
-    def _changed_after(self, call: ast.Call, scope: Any, keywords: dict[str, tuple[ast.expr | Unknown, Any, int]],
-                       opened: list[Arg]) -> None:
-        """What the script does to the engine arguments ``call`` builds, below
-        it in its scope, where the call is bound to a name: ``args.kv_transfer_config
-        = KVTransferConfig(...)`` sets that field (in an ``if`` or a loop: a value
-        not known), and ``args = replace(args, **extra)``, or any other call
-        given ``args`` and bound to it again, may change any field."""
-        name = self.assigned.get(id(call))
-        if name is None or "." in name:
-            return
-        for attr, value, line, straight in self.attributes_set.get((id(scope), name), ()):
-            if line > call.lineno and attr in ENGINE_FIELDS:
-                keywords[attr] = (value, scope, line) if straight else \
-                    (Unknown(f"{name}.{attr}", f"is set at line {line} on some runs only"), scope, line)
-        for binding in self.scopes.get(scope, {}).get(name, ()):
-            again = binding.value
-            if binding.line > call.lineno and isinstance(again, ast.Call) and again is not call \
-                    and any(isinstance(a, ast.Name) and a.id == name for a in [*again.args, *(k.value for k in again.keywords)]):
-                opened.append(Arg(unresolved(source_text(again), f"may change `{name}` at line {binding.line}"),
-                                  f"line {binding.line}", many=True))
-
-    def _flag_problems(self, keywords: dict[str, tuple[ast.expr | Unknown, Any, int]]) -> list[Problem]:
-        """A problem for each boolean field given a value that is neither True,
-        False nor None: one not known, or another."""
-        problems: list[Problem] = []
-        for name, given in keywords.items():
-            value = self._read(given) if name in _FLAGS else None
-            if value is None or isinstance(value, bool):
-                continue
-            if isinstance(value, Unknown):
-                problems.append(self.ctx.problem("source.unresolved", f"`{name}` takes its value from "
-                                                 f"{references(as_word(value), whole=True)}", line=given[2], path="/" + name))
-            else:
-                shown = source_text(given[0]) if isinstance(given[0], ast.expr) else str(value)
-                problems.append(self.ctx.problem("input.schema", f"`{name}` must be True, False or None, not `{shown}`",
-                                                 line=given[2], path="/" + name))
-        return problems
-
-    def _read(self, given: tuple[ast.expr | Unknown, Any, int]) -> Any:
-        """A keyword's value (see _deployment): read, or why it is not known."""
-        node, scope, _ = given
-        return node if isinstance(node, Unknown) else self.value(node, scope, 0)
-
-    def _unpacked(self, splat: ast.expr, scope: Any, line: int) -> dict[str, tuple[ast.expr | Unknown, Any, int]] | None:
-        """The keywords ``**splat`` gives where it names a dict the file
-        writes out (``llm_kwargs = {...}`` or ``dict(...)``), with the keys
-        the statements between it and the call at ``line`` set in its own
-        function body (``llm_kwargs["k"] = v``, ``llm_kwargs.update(...)``):
-        each the value it is set to, or, set on some runs of the script
-        only, a value not known. None where ``splat`` names no such dict, or
-        a statement changes it in a way not followed (``update(other)``,
-        ``del``, ``pop``)."""
-        if not isinstance(splat, ast.Name):
-            return None
-        found = self.bound(splat, scope)
-        entries = dict_entries(found[0]) if found is not None else None
-        if found is None or entries is None:
-            return None
-        display, where = found
-        out: dict[str, tuple[ast.expr | Unknown, Any, int]] = {k: (v, where, v.lineno) for k, v in entries}
-        # By line, each line's in the order written (the values themselves are never compared).
-        for at, key, value, straight in sorted(self.keyed.get((id(where), splat.id), ()), key=lambda change: change[0]):
-            if at <= display.lineno or (where is scope and at >= line):
-                continue  # (above the dict, or below the call)
-            if key is None or value is None:
-                return None
-            out[key] = (value if straight else Unknown(f"{splat.id}[{key!r}]", "is set on some runs of the script "
-                                                       "(in an `if`, a loop or a `try`)"), where, at)
-        return out
-
     def _command_deployment(self, words: list[Arg], paths: tuple[tuple[str, list[Arg]], ...], line: int,
                             env: dict[str, Arg], release: ReleaseHint | None) -> Deployment:
         """A command list's launch, read as every command line is (core.command.read_command)."""
@@ -568,23 +407,3 @@ class _Reader(CommandLists):
             found += [(key.value, value, scope, call.lineno) for key, value in pairs
                       if isinstance(key, ast.Constant) and isinstance(key.value, str) and read_from_env(key.value)]
         return [(name, as_word(self.value(value, scope, 0)), line) for name, value, scope, line in found]
-
-
-def _as_keywords(found: Deployment) -> Deployment:
-    """A launch read as a command line, its messages and origins naming each
-    value by the keyword the script writes (``kv_transfer_config=``), not by
-    vLLM's option."""
-    def named(text: str) -> str:
-        # (the launch is a call: what it takes besides are its arguments, not a command's words)
-        text = text.replace("the command also takes", "the call also takes", 1) \
-            .replace("only the options written here are read", "only the arguments written here are read", 1)
-        return _OPTION_NAMED.sub(lambda m: _KEYWORD[m.group()], text)
-
-    def origin(text: str) -> str:
-        return _OPTION_NAMED.sub(lambda m: _KEYWORD[m.group()] + "=", text)
-
-    return found.replace(problems=tuple(replace(p, message=named(p.message)) for p in found.problems),
-                         notes=tuple(replace(n, message=named(n.message)) for n in found.notes),
-                         origins=tuple((field, origin(text)) for field, text in found.origins))
-
-
