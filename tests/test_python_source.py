@@ -893,6 +893,29 @@ def test_what_the_script_does_to_its_engine_arguments_below_the_call_is_read(tmp
                                         "are read, and it may hold others")]
 
 
+def test_from_cli_args_of_a_list_the_file_parses_reads_that_list(tmp_path):
+    # NovaSky-AI/SkyRL (a9564572) skyrl/backends/skyrl_train/inference_servers/render_server.py L90-96:
+    # `args = parser.parse_args(["--model", model_path, ...])`, `AsyncEngineArgs.from_cli_args(args)`.
+    # Its notes said the model and every option come from the script's command line; they come from
+    # the list, which here gives a connector vLLM turns HMA off for.
+    found = read(tmp_path, "from vllm import AsyncEngineArgs\nfrom vllm.entrypoints.openai.cli_args import make_arg_parser\n"
+                           "from vllm.utils.argparse_utils import FlexibleArgumentParser\n\n"
+                           "def serve(model_path, port):\n    parser = make_arg_parser(FlexibleArgumentParser())\n"
+                           "    args = parser.parse_args(\n        [\"--model\", model_path, \"--port\", str(port),\n"
+                           "         \"--kv-transfer-config\", '{\"kv_connector\":\"ExampleConnector\",\"kv_role\":\"kv_both\"}']\n"
+                           "    )\n    return AsyncEngineArgs.from_cli_args(args)\n")
+    d = only_deployment(found)
+    assert (d.line, decided(d)) == (11, ("disabled", False))
+    assert [n.message for n in d.notes] == [
+        "the model is `model_path`, where `model_path` is a parameter of `serve`; the decision does not read the "
+        "model's name",
+        "`--port` takes its value from `port` (which is a parameter of `serve`); the decision does not read it"]
+    # `parser.parse_args()` parses the script's own command line: not known.
+    found = read(tmp_path, "from vllm import EngineArgs\nimport argparse\nargs = argparse.ArgumentParser().parse_args()\n"
+                           "engine_args = EngineArgs.from_cli_args(args)\n")
+    assert [n.code for n in only_deployment(found).notes] == ["source.unresolved_unused", "source.unresolved_arguments"]
+
+
 def only_deployment(found):
     (deployment,) = found.deployments
     return deployment

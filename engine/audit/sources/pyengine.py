@@ -89,7 +89,10 @@ class EngineCalls(CommandLists):
                 # Any keywords at all, the model's and the KV configuration's among them.
                 opened.append(Arg(unresolved(f"**{source_text(keyword.value)}", "is unpacked when the script runs"), here,
                                   many=True))
-        if what.endswith(".from_cli_args"):
+        parsed = self._parsed_words(call.args[0], scope, line) if what.endswith(".from_cli_args") and call.args else None
+        if parsed is not None:  # `parser.parse_args([...])`: the words the script gives it
+            opened += parsed
+        elif what.endswith(".from_cli_args"):
             opened.append(Arg(unresolved(source_text(call.args[0]) if call.args else "the command line",
                                          "is the script's command line, parsed"), here))
         first = call.args[0] if call.args and what in ENGINES else None
@@ -104,7 +107,7 @@ class EngineCalls(CommandLists):
             words = [Arg("vllm", here), Arg("serve", here)]
             if model is not None:
                 words.append(Arg(as_word(self._read(model)), f"line {model[2]}: model"))
-            elif what.endswith(".from_cli_args"):  # the model is on the command line too
+            elif what.endswith(".from_cli_args") and parsed is None:  # the model is on the command line too
                 written = f"{source_text(call.args[0])}.model" if call.args else "model"
                 words.append(Arg(unresolved(written, "is given on the script's command line"), here))
             for name, given in keywords.items():
@@ -123,6 +126,18 @@ class EngineCalls(CommandLists):
                          paths=tuple((which, argv, env) for which, argv in paths))
         apply_facts([inv], self.ctx)
         return _as_keywords(deployment(inv, self.ctx, "python"))
+
+    def _parsed_words(self, args: ast.expr, scope: Any, line: int) -> list[Arg] | None:
+        """The words ``args`` was parsed from, where it is the result of an
+        argument parser's ``parse_args`` given a list in the file (SkyRL's
+        render server: ``parser.parse_args(["--model", model_path, ...])``),
+        not the script's own command line; None otherwise."""
+        found = self.bound(args, scope, 0)
+        parsed, where = found if found is not None else (None, scope)
+        if isinstance(parsed, ast.Call) and isinstance(parsed.func, ast.Attribute) \
+                and parsed.func.attr == "parse_args" and len(parsed.args) == 1 and not parsed.keywords:
+            return self._words_of(parsed.args[0], where, line)
+        return None
 
     def _changed_after(self, call: ast.Call, scope: Any, keywords: dict[str, tuple[ast.expr | Unknown, Any, int]],
                        opened: list[Arg]) -> None:

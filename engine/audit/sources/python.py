@@ -46,7 +46,8 @@ it does not. An
 call, with the fields the script sets on it below the call (``args.kv_transfer_config
 = ...``; a call that is given it and bound to it again may change any);
 ``EngineArgs.from_cli_args(args)`` is a launch whose options all come
-from the script's command line. The environment variables the decision reads
+from the script's command line, or from the list the file hands
+``parser.parse_args([...])``. The environment variables the decision reads
 are those the script sets in ``os.environ`` above the call (vLLM reads them
 when the call builds its config).
 """
