@@ -241,6 +241,31 @@ def test_words_past_the_model_that_no_option_takes_are_refused_as_vllm_refuses_t
         "one word, its model tag, and no option takes this word")]
 
 
+def test_an_option_and_its_value_written_as_one_word_are_a_positional_argument():
+    # kubernetes-sigs/inference-perf (7de5ef2e) demos/kubecon-na-2025/vllm+quantization/manifests.yaml
+    # L32: the arg `"--quantization bitsandbytes"`, one word, to vLLM 0.11.0's api_server. argparse
+    # takes a word whose option part holds a blank as a positional argument, as Python's own does
+    # here; the api_server's model tag swallows it, and vLLM starts without the option. It was noted
+    # as an option 0.11.0 rejects ("the launch does not start").
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model_tag", nargs="?")
+    parser.add_argument("--model")
+    parser.add_argument("--quantization")
+    assert parser.parse_args(["--model", "m", "--quantization bitsandbytes"]).model_tag == "--quantization bitsandbytes"
+    api_server = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
+    one = read_command(api_server + ["--quantization bitsandbytes"])
+    assert (one.problems, [n.code for n in one.notes]) == ((), ["source.ignored_argument"])
+    # A KV configuration written so is none: vLLM starts with no connector.
+    kv = read_command(api_server + ['--kv-transfer-config {"kv_connector":"NixlConnector","kv_role":"kv_both"}'])
+    assert "kv_transfer_config" not in kv.document and [n.code for n in kv.notes] == ["source.ignored_argument"]
+    # `vllm serve` has its model already: a second positional argument, which argparse refuses.
+    serve = read_command(["vllm", "serve", "m", "--quantization bitsandbytes"])
+    assert [p.code for p in serve.problems] == ["source.extra_argument"]
+    # With `=`, the option is the part before it and the value the rest, blanks and all.
+    eq = read_command(["vllm", "serve", "m", '--kv-transfer-config={"kv_connector": "NixlConnector", "kv_role": "kv_both"}'])
+    assert json.loads(eq.document["kv_transfer_config"])["kv_connector"] == "NixlConnector"
+
+
 def test_a_word_not_known_after_a_boolean_may_hold_options():
     """bentoml/BentoVLLM (3b69b26) writes `"--disable-fastapi-docs", *bento_args.additional_cli_args`
     (26 services; one runs LMCacheConnectorV1 through them): the words were read as the boolean's

@@ -173,6 +173,17 @@ def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Ar
     return _merge_dotted(reading, normal), model, positional
 
 
+def _spaced(text: str) -> bool:
+    """Whether argparse takes ``text``, a word that starts with a dash, as a
+    positional argument: one whose option part (up to a `=`) holds a blank,
+    such as `--quantization bitsandbytes` written as one word, which no
+    option matches (argparse's _parse_optional). vLLM's api_server gives
+    it to its model tag and starts without the option
+    (kubernetes-sigs/inference-perf's vllm+quantization demo)."""
+    option = _partition(text, "=")[0]
+    return " " in (UNRESOLVED.sub("", option) if "\x00" in option else option)
+
+
 def _partition(text: str, separator: str) -> tuple[str, str, str]:
     """str.partition at the first ``separator`` outside the unknown values
     ``text`` holds (a marker's reason may hold any character)."""
@@ -365,7 +376,7 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
         if text == "--" and not only_positional:
             only_positional, after_unknown = True, False
             continue
-        if only_positional or not text.startswith("-"):
+        if only_positional or not text.startswith("-") or _spaced(text):
             if has_unresolved(text):
                 loose.append((None, tok))
                 unsure = True
