@@ -1497,3 +1497,25 @@ def test_a_dockerfile_beside_the_launcher_that_copies_it_gives_its_release(tmp_p
     assert served.deployment.release.origin.startswith("pip pin vllm==0.4.3 at line 2 in ")
     # A file the Dockerfile does not copy is not in its image.
     assert (other.deployment.file.endswith("other.py"), other.deployment.release) == (True, None)
+
+
+def test_a_dockerfile_above_the_launcher_that_copies_its_folder_gives_its_release(tmp_path):
+    # runpod-workers/worker-vllm (7a925039): the root Dockerfile builds `FROM vllm/vllm-openai:${VLLM_VERSION}`
+    # (ARG VLLM_VERSION=v0.27.1), `COPY src /src`, `ENTRYPOINT ["python3", "/src/main.py"]`; src/main.py
+    # starts `vllm serve`. Only a Dockerfile beside the launcher was read: decided as the default release.
+    (tmp_path / "Dockerfile").write_text("ARG VLLM_VERSION=v0.27.1\nFROM vllm/vllm-openai:${VLLM_VERSION}\n"
+                                         "COPY builder/requirements.txt /requirements.txt\nCOPY src /src\n"
+                                         'ENTRYPOINT ["python3", "/src/main.py"]\n', encoding="utf-8")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.py").write_text("import subprocess\nsubprocess.Popen(['vllm', 'serve', 'm'])\n",
+                                              encoding="utf-8")
+    (entry,) = [e for e in audit([str(tmp_path)]).entries if e.deployment.file.endswith("main.py")]
+    assert entry.deployment.release == ReleaseHint("0.27.1", f"image tag vllm/vllm-openai:v0.27.1 in "
+                                                   f"{tmp_path / 'Dockerfile'}, which copies this file into the "
+                                                   "image it builds")
+    # A Dockerfile that copies its whole folder names no file of it (its own launch aside, vLLM's server):
+    # the nearest requirements file decides.
+    (tmp_path / "Dockerfile").write_text("FROM vllm/vllm-openai:v0.27.1\nCOPY . /app\n", encoding="utf-8")
+    (tmp_path / "requirements.txt").write_text("vllm==0.10.1.1\n", encoding="utf-8")
+    (entry,) = [e for e in audit([str(tmp_path)]).entries if e.deployment.file.endswith("main.py")]
+    assert entry.deployment.release.version == "0.10.1.1"

@@ -3,8 +3,9 @@ it: what builds the environment the launcher runs in. The launcher's own
 pins (a Modal image's ``pip_install("vllm==X")``) come first; they are
 read in python.py. Then, in order:
 
-- a Dockerfile in its directory that COPYs or ADDs it, by the release of
-  the image it builds (awslabs/ai-on-eks' Ray Serve blueprints);
+- a Dockerfile in its directory, or up to two above it, that COPYs or ADDs
+  it or a folder that holds it, by the release of the image it builds
+  (awslabs/ai-on-eks' Ray Serve blueprints, runpod-workers/worker-vllm);
 - the Truss it is the model of (``model/model.py`` beside the Truss's
   ``config.yaml``): a ``vllm==X`` among the config's ``requirements``
   (basetenlabs/truss-examples);
@@ -57,28 +58,60 @@ def launcher_release(ctx: Ctx) -> ReleaseHint | None:
 
 
 def _built_with(ctx: Ctx, folder: Path) -> ReleaseHint | None:
-    """The release of the image a Dockerfile beside the launcher builds
-    with it (`RUN pip install vllm==0.4.3`, `COPY vllm_serve.py /app/`): a
-    Dockerfile in its directory whose COPY or ADD names the file, where one
-    such names a release."""
-    copies = re.compile(r"^[ \t]*(?:COPY|ADD)\b[^\n]*?(?<![\w.-])" + re.escape(ctx.path.name) + r"(?![\w.-])",
-                        re.M | re.I)
-    found = set()
-    try:
-        beside = sorted(folder.iterdir()) if ctx.may_read(folder) else []
-    except OSError:
-        return None
-    for path in beside:
-        if source_format(path.name) != "dockerfile":
-            continue
-        text = companion_text(ctx, path)
-        if text is None or not copies.search(text):
-            continue
-        image = built_image(Ctx(path, companion_name(ctx, path), ctx.roots, ctx.limits, text))
-        if image is not None and image.release is not None and image.release.version is not None:
-            found.add((image.release.version, f"{image.release.origin} in {companion_name(ctx, path)}, which copies "
-                                              "this file into the image it builds"))
-    return ReleaseHint(*found.pop()) if len(found) == 1 else None
+    """The release of the image a Dockerfile builds with the launcher in it
+    (`RUN pip install vllm==0.4.3`, `COPY vllm_serve.py /app/`): the nearest
+    folder, the launcher's own or one above it (at most :data:`_ABOVE`
+    folders up, within the audited paths), that holds Dockerfiles whose COPY
+    or ADD names the file or a folder that holds it, relative to the
+    Dockerfile's folder (runpod-workers/worker-vllm: `COPY src /src` beside
+    `src/`), where one release is named so. A Dockerfile that copies its
+    whole folder (`COPY . /app`) copies every file and names none."""
+    path, here = ctx.path.resolve(), folder
+    for _ in range(_ABOVE + 1):
+        if not ctx.may_read(here):
+            return None
+        try:
+            beside = sorted(here.iterdir())
+        except OSError:
+            return None
+        relative = path.relative_to(here).as_posix()
+        held = {relative, *(parent.as_posix() for parent in Path(relative).parents if parent.as_posix() != ".")}
+        found = set()
+        for dockerfile in beside:
+            if source_format(dockerfile.name) != "dockerfile":
+                continue
+            text = companion_text(ctx, dockerfile)
+            if text is None or not held & _copied(text):
+                continue
+            image = built_image(Ctx(dockerfile, companion_name(ctx, dockerfile), ctx.roots, ctx.limits, text))
+            if image is not None and image.release is not None and image.release.version is not None:
+                found.add((image.release.version, f"{image.release.origin} in {companion_name(ctx, dockerfile)}, which "
+                                                  "copies this file into the image it builds"))
+        if found:
+            return ReleaseHint(*found.pop()) if len(found) == 1 else None
+        if here.parent == here:
+            return None
+        here = here.parent
+    return None
+
+
+# How many folders above the launcher's a Dockerfile that copies it is looked for.
+_ABOVE = 2
+# A COPY or ADD instruction (not one from another stage or image), and its words.
+_COPY = re.compile(r"^[ \t]*(?:COPY|ADD)[ \t]+(?!.*--from)([^\n]*)$", re.M | re.I)
+
+
+def _copied(text: str) -> set[str]:
+    """The sources a Dockerfile's COPY and ADD instructions name, relative
+    to its folder, as written (`./src/` as `src`); their last word is the
+    destination, options (`--chown=...`) are none."""
+    out: set[str] = set()
+    for match in _COPY.finditer(text):
+        words = [w for w in match.group(1).split() if not w.startswith("--")]
+        if words[:1] and words[0].startswith("["):  # the JSON form: ["src", "/dest"]
+            words = [w.strip('[]",') for w in words]
+        out.update(w.strip("/").removeprefix("./").strip("/") for w in words[:-1])
+    return out
 
 
 def _truss_of(ctx: Ctx, folder: Path) -> tuple[dict[str, Any], str] | None:
