@@ -939,3 +939,22 @@ vllm serve m --served-model-name a b
         "line 3: the command also takes `$additional_args` (which is set differently on the paths through `if` at "
         "line 2), which may hold options"))]
     assert (listed.decision["outcome"], listed.deployment.notes) == ("enabled", ())
+
+
+def test_a_script_a_dockerfile_copies_into_its_image_runs_that_images_release(tmp_path):
+    # aws-samples/sagemaker-genai-hosting-examples (80ee5ebf) 02-engines/vLLM/byoc/docker-artifacts: the
+    # Dockerfile builds `FROM vllm/vllm-openai:v0.10.1.1`, `COPY sagemaker-entrypoint.sh entrypoint.sh`,
+    # `ENTRYPOINT ["./entrypoint.sh"]`; the script execs the api_server. It was decided as the default
+    # release, as were six `serve` scripts of the same shape; a Python launcher was read so already.
+    write(tmp_path / "Dockerfile", "FROM vllm/vllm-openai:v0.10.1.1\nCOPY sagemaker-entrypoint.sh entrypoint.sh\n"
+                                   'RUN chmod +x entrypoint.sh\nENTRYPOINT ["./entrypoint.sh"]\n')
+    script = write(tmp_path / "sagemaker-entrypoint.sh", "#!/bin/bash\nARGS=(--port 8080)\n"
+                                                         'exec python3 -m vllm.entrypoints.openai.api_server "${ARGS[@]}"\n')
+    (entry,) = [e for e in audit([str(tmp_path)]).entries if e.deployment.file.endswith(".sh")]
+    assert (entry.decision["vllm"]["release"], entry.deployment.release.origin) == (
+        "0.10.1.1", f"image tag vllm/vllm-openai:v0.10.1.1 in {tmp_path / 'Dockerfile'}, which copies this file into "
+                    "the image it builds")
+    # A pin in the script names its release first.
+    write(script, "#!/bin/bash\npip install vllm==0.9.2\nexec python3 -m vllm.entrypoints.openai.api_server --port 1\n")
+    (entry,) = [e for e in audit([str(tmp_path)]).entries if e.deployment.file.endswith(".sh")]
+    assert entry.decision["vllm"]["release"] == "0.9.2"

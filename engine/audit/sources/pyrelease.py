@@ -28,8 +28,7 @@ from typing import Any
 
 from .companions import companion_text, read_companion, shown as companion_name
 from .context import Ctx
-from .detect import source_format
-from .dockerfile import built_image
+from .copied import built_with
 from .release import PIN_VERSION, ReleaseHint, from_image, pinned
 from .truss import truss_pin
 
@@ -53,65 +52,8 @@ def launcher_release(ctx: Ctx) -> ReleaseHint | None:
     except (OSError, RuntimeError):
         return None
     truss = _truss_of(ctx, folder)
-    return _built_with(ctx, folder) or (truss_pin(truss[0], shown=truss[1]) if truss else None) \
+    return built_with(ctx) or (truss_pin(truss[0], shown=truss[1]) if truss else None) \
         or _cog_pin(ctx, folder) or _requirements_pin(ctx, folder) or (_base_image(*truss) if truss else None)
-
-
-def _built_with(ctx: Ctx, folder: Path) -> ReleaseHint | None:
-    """The release of the image a Dockerfile builds with the launcher in it
-    (`RUN pip install vllm==0.4.3`, `COPY vllm_serve.py /app/`): the nearest
-    folder, the launcher's own or one above it (at most :data:`_ABOVE`
-    folders up, within the audited paths), that holds Dockerfiles whose COPY
-    or ADD names the file or a folder that holds it, relative to the
-    Dockerfile's folder (runpod-workers/worker-vllm: `COPY src /src` beside
-    `src/`), where one release is named so. A Dockerfile that copies its
-    whole folder (`COPY . /app`) copies every file and names none."""
-    path, here = ctx.path.resolve(), folder
-    for _ in range(_ABOVE + 1):
-        if not ctx.may_read(here):
-            return None
-        try:
-            beside = sorted(here.iterdir())
-        except OSError:
-            return None
-        relative = path.relative_to(here).as_posix()
-        held = {relative, *(parent.as_posix() for parent in Path(relative).parents if parent.as_posix() != ".")}
-        found = set()
-        for dockerfile in beside:
-            if source_format(dockerfile.name) != "dockerfile":
-                continue
-            text = companion_text(ctx, dockerfile)
-            if text is None or not held & _copied(text):
-                continue
-            image = built_image(Ctx(dockerfile, companion_name(ctx, dockerfile), ctx.roots, ctx.limits, text))
-            if image is not None and image.release is not None and image.release.version is not None:
-                found.add((image.release.version, f"{image.release.origin} in {companion_name(ctx, dockerfile)}, which "
-                                                  "copies this file into the image it builds"))
-        if found:
-            return ReleaseHint(*found.pop()) if len(found) == 1 else None
-        if here.parent == here:
-            return None
-        here = here.parent
-    return None
-
-
-# How many folders above the launcher's a Dockerfile that copies it is looked for.
-_ABOVE = 2
-# A COPY or ADD instruction (not one from another stage or image), and its words.
-_COPY = re.compile(r"^[ \t]*(?:COPY|ADD)[ \t]+(?!.*--from)([^\n]*)$", re.M | re.I)
-
-
-def _copied(text: str) -> set[str]:
-    """The sources a Dockerfile's COPY and ADD instructions name, relative
-    to its folder, as written (`./src/` as `src`); their last word is the
-    destination, options (`--chown=...`) are none."""
-    out: set[str] = set()
-    for match in _COPY.finditer(text):
-        words = [w for w in match.group(1).split() if not w.startswith("--")]
-        if words[:1] and words[0].startswith("["):  # the JSON form: ["src", "/dest"]
-            words = [w.strip('[]",') for w in words]
-        out.update(w.strip("/").removeprefix("./").strip("/") for w in words[:-1])
-    return out
 
 
 def _truss_of(ctx: Ctx, folder: Path) -> tuple[dict[str, Any], str] | None:

@@ -130,16 +130,25 @@ def _no_nul(text: str) -> str:
     return text.replace("\x00", "\ufffd")
 
 
-def shell_file(ctx: Ctx) -> tuple[list[Deployment], list[Problem], list[Script]]:
+def shell_file(ctx: Ctx, built: Callable[[], ReleaseHint | None] = lambda: None
+               ) -> tuple[list[Deployment], list[Problem], list[Script]]:
     """A script's launches, its problems, and the manifests it applies
-    (``kubectl apply -f``), which the manifest readers read (sources/__init__.py)."""
+    (``kubectl apply -f``), which the manifest readers read (sources/__init__.py).
+    ``built``: the release of an image a Dockerfile copies the script into
+    (copied.py, which reads Dockerfiles through the Dockerfile reader, which
+    reads shell: so it is handed in), for launches the script names none for."""
     problems: list[Problem] = []
     base = ctx.path.parent
     invocations, run = run_script(ctx.text, ctx, env={}, first_line=1, origin=lambda line: f"line {line}",
                                   anchor=lambda line: f":{line}", problems=problems)
+    image: list[ReleaseHint | None] = []  # (read once, where a launch needs it)
     for inv in invocations:
         inv.config_reader = written_or_disk(run, inv.sequence, config_from_fs(ctx, base))
         inv.release = release_at(run, inv)
+        if inv.release is None and inv.image is None:
+            if not image:
+                image.append(built())
+            inv.release = image[0]
     apply_facts(invocations, ctx)
     return [deployment(inv, ctx, "shell") for inv in invocations], problems, run.applied
 
