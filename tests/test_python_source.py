@@ -1519,3 +1519,19 @@ def test_a_dockerfile_above_the_launcher_that_copies_its_folder_gives_its_releas
     (tmp_path / "requirements.txt").write_text("vllm==0.10.1.1\n", encoding="utf-8")
     (entry,) = [e for e in audit([str(tmp_path)]).entries if e.deployment.file.endswith("main.py")]
     assert entry.deployment.release.version == "0.10.1.1"
+
+
+def test_an_engine_class_a_helper_imports_is_the_engine(tmp_path):
+    # EvolvingLMMs-Lab/lmms-eval (75571cfe) lmms_eval/models/simple/vllm.py L25 binds
+    # `LLM, _has_vllm = optional_import("vllm", "LLM")` and builds `LLM(model=..., **kwargs)` at L232, the
+    # whole `--model vllm` backend: skipped as "Python in which no vLLM launch is read".
+    found = read(tmp_path, "from lmms_eval.imports import optional_import\n\n"
+                           "LLM, _has_vllm = optional_import(\"vllm\", \"LLM\")\n\n"
+                           "def build(**kwargs):\n    return LLM(model='m', kv_transfer_config={'kv_connector': "
+                           "'ExampleConnector', 'kv_role': 'kv_both'}, **kwargs)\n")
+    d = only_deployment(found)
+    assert (d.line, decided(d), [n.code for n in d.notes]) == (6, ("disabled", False), ["source.unresolved_arguments"])
+    # Another package's class of the same name, or a helper of another name, is none.
+    for line in ('LLM, _ = optional_import("other", "LLM")\n', 'LLM = load("vllm", "LLM")\n'):
+        assert read(tmp_path, line + "llm = LLM(model='m')\n").deployments == ()
+

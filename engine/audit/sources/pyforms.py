@@ -15,7 +15,8 @@ import ast
 from typing import cast
 
 __all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "dict_entries", "dict_changes",
-           "bound_names", "within", "imported_from", "block_ends", "is_vllm_module", "is_environ", "splitting"]
+           "bound_names", "within", "imported_from", "block_ends", "is_vllm_module", "is_environ", "splitting",
+           "imported_by_call"]
 
 # The methods that change a dict: `update` with its keys written out is followed, the others are not.
 _DICT_CHANGES = frozenset({"update", "pop", "popitem", "setdefault", "clear"})
@@ -179,3 +180,19 @@ def splitting(node: ast.expr) -> tuple[ast.expr, bool] | None:
     if dotted_name(node.func) == ("shlex", "split") and len(node.args) == 1:
         return node.args[0], True
     return None
+
+
+def imported_by_call(node: ast.Assign, classes: frozenset[str]) -> tuple[str, str] | None:
+    """The name and vLLM class of ``LLM, ok = optional_import("vllm", "LLM")``
+    (EvolvingLMMs-Lab/lmms-eval; MONAI's and others' helpers that import a
+    name when its package is installed): a call of a function whose name
+    ends in ``import``, given a vLLM module and one of ``classes`` as strings."""
+    call, target = node.value, node.targets[0] if len(node.targets) == 1 else None
+    if isinstance(target, ast.Tuple) and target.elts:
+        target = target.elts[0]
+    if not (isinstance(call, ast.Call) and isinstance(target, ast.Name) and len(call.args) >= 2
+            and (dotted_name(call.func) or ("",))[-1].lower().endswith("import")):
+        return None
+    module, name = (a.value if isinstance(a, ast.Constant) else None for a in call.args[:2])
+    return (target.id, name) if isinstance(module, str) and is_vllm_module(module) and name in classes \
+        else None

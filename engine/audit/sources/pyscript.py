@@ -17,8 +17,8 @@ from typing import Any, NamedTuple, cast
 from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved
 from .launch import read_from_env
-from .pyforms import (added_to_itself, block_ends, bound_names, copy_of, dict_changes, dotted_name, is_environ,
-                      is_vllm_module, list_holder, made_from, within)
+from .pyforms import (added_to_itself, block_ends, bound_names, copy_of, dict_changes, dotted_name, imported_by_call,
+                      is_environ, is_vllm_module, list_holder, made_from, within)
 from .pyvalues import RUNTIME, Unknown, as_json_word, as_str, as_word, source_text
 
 __all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "Script", "Binding", "Change"]
@@ -131,6 +131,8 @@ class Script:
                 for alias in node.names:
                     if is_vllm_module(alias.name):
                         self.modules.add(alias.asname or alias.name.split(".")[0])
+            elif isinstance(node, ast.Assign) and (named := imported_by_call(node, ENGINES | CONFIGS)) is not None:
+                self.imported[named[0]] = named[1]
 
     def _bind(self, node: ast.AST, scope: Any) -> None:
         """Record the bindings and calls under ``node``, in ``scope``, in the
