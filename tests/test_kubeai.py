@@ -64,6 +64,20 @@ def test_a_model_cache_and_the_operators_image_are_noted_as_not_in_the_file():
                                "this file")
 
 
+def test_a_model_an_arg_gives_again_over_the_cache_is_noted_in_plain_words():
+    # opea-project/GenAIInfra (9200b371) kubeai/models/mistral-7b-instruct-v0.3-gaudi.yaml: `url: hf://...`,
+    # `cacheProfile: default`, and `args: [--model=mistralai/Mistral-7B-Instruct-v0.3, ...]`, which
+    # overrides the cache's `--model` the controller gives. The note quoted "`--model (a later `--model`
+    # wins)`", backticks inside backticks.
+    (d,) = find_deployments("model.yaml", model(
+        "  url: hf://mistralai/Mistral-7B-Instruct-v0.3\n  cacheProfile: default\n  engine: VLLM\n"
+        "  args:\n    - --model=mistralai/Mistral-7B-Instruct-v0.3\n    - --load_format=mistral\n")).deployments
+    assert d.document["model"] == {"name": "mistralai/Mistral-7B-Instruct-v0.3"}
+    assert [n.message for n in d.notes if n.code == "source.unresolved_unused"] == [
+        "`--model` (a later `--model` wins) takes its value from `/models/<name>-<uid>` (which is the Model's cache, "
+        "which KubeAI's controller names); the decision does not read it"]
+
+
 @pytest.mark.parametrize("text", [
     model("  url: ollama://qwen2:0.5b\n  engine: OLlama\n"),  # another engine
     model("  url: hf://org/m\n  engine: Infinity\n"),
