@@ -6,7 +6,6 @@ Each Dockerfile is read only inside the audited paths and never built."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from .companions import companion_text, shown as companion_name
@@ -48,10 +47,11 @@ def built_with(ctx: Ctx) -> ReleaseHint | None:
             if source_format(dockerfile.name) != "dockerfile":
                 continue
             text = companion_text(ctx, dockerfile)
-            if text is None or not held & _copied(text):
+            if text is None or not any(name in text for name in held):  # (a Dockerfile that names none copies none)
                 continue
             image = built_image(Ctx(dockerfile, companion_name(ctx, dockerfile), ctx.roots, ctx.limits, text))
-            if image is not None and image.release is not None and image.release.version is not None:
+            if image is not None and held & image.copied and image.release is not None \
+                    and image.release.version is not None:
                 found.add((image.release.version, f"{image.release.origin} in {companion_name(ctx, dockerfile)}, which "
                                                   "copies this file into the image it builds"))
         if found:
@@ -64,18 +64,3 @@ def built_with(ctx: Ctx) -> ReleaseHint | None:
 
 # How many folders above the launcher's a Dockerfile that copies it is looked for.
 _ABOVE = 2
-# A COPY or ADD instruction (not one from another stage or image), and its words.
-_COPY = re.compile(r"^[ \t]*(?:COPY|ADD)[ \t]+(?!.*--from)([^\n]*)$", re.M | re.I)
-
-
-def _copied(text: str) -> set[str]:
-    """The sources a Dockerfile's COPY and ADD instructions name, relative
-    to its folder, as written (`./src/` as `src`); their last word is the
-    destination, options (`--chown=...`) are none."""
-    out: set[str] = set()
-    for match in _COPY.finditer(text):
-        words = [w for w in match.group(1).split() if not w.startswith("--")]
-        if words[:1] and words[0].startswith("["):  # the JSON form: ["src", "/dest"]
-            words = [w.strip('[]",') for w in words]
-        out.update(w.strip("/").removeprefix("./").strip("/") for w in words[:-1])
-    return out

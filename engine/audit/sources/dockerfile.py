@@ -348,6 +348,7 @@ class BuiltImage(NamedTuple):
     runs_vllm_serve: bool         # FROM vLLM's release image, ENTRYPOINT not set again
     env: dict[str, Arg]
     release: ReleaseHint | None   # a pip pin of the stage, else the base image's tag
+    copied: frozenset[str] = frozenset()  # the build-context paths its files come from (`.` for the whole context)
 
 
 def built_image(ctx: Ctx) -> BuiltImage | None:
@@ -355,8 +356,10 @@ def built_image(ctx: Ctx) -> BuiltImage | None:
     stage = _final_stage(ctx, [])
     if stage is None:
         return None
+    copied = frozenset(posixpath.normpath(made.context.lstrip("/") or ".") for made in stage.files.values()
+                       if made.context is not None)
     return BuiltImage(stage.image, stage.vllm_image and stage.entrypoint is None, dict(stage.env),
-                      stage.pins[-1] if stage.pins else stage.base)
+                      stage.pins[-1] if stage.pins else stage.base, copied)
 
 
 def _final_stage(ctx: Ctx, problems: list[Problem]) -> _Stage | None:
