@@ -22,23 +22,17 @@ Each file is read only inside the audited paths and never run.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from .companions import companion_text, read_companion, shown as companion_name
 from .context import Ctx
 from .copied import built_with
-from .release import PIN_VERSION, ReleaseHint, from_image, pinned
+from .release import PIN, REQUIREMENT, ReleaseHint, from_image, pinned
 from .truss import truss_pin
 
 __all__ = ["launcher_release"]
 
-# A requirements file's line that pins vLLM: `vllm==0.11.0`, `vllm[audio]==0.11.0  # comment`.
-_REQUIREMENT = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + PIN_VERSION.pattern + r")[ \t]*(?:[;#].*)?$",
-                          re.M | re.I)
-# A pin of vLLM inside a command or a package list's entry.
-_PIN = re.compile(r"(?<![\w.-])vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + PIN_VERSION.pattern + r")(?![\w.+-])", re.I)
 # The folder a Truss keeps its model in, unless its config says another (TrussConfig.model_module_dir).
 _TRUSS_MODEL_DIR = "model"
 
@@ -58,17 +52,24 @@ def launcher_release(ctx: Ctx) -> ReleaseHint | None:
 
 def _truss_of(ctx: Ctx, folder: Path) -> tuple[dict[str, Any], str] | None:
     """The config of the Truss whose model folder holds the launcher, and its name in a report."""
-    config = folder.parent / "config.yaml"
-    if not ctx.may_read(folder.parent) or not config.is_file():
+    read = _mapping(ctx, folder.parent / "config.yaml")
+    if read is None:
         return None
-    read = read_companion(ctx, config)
-    if read is None or len(read.documents) != 1 or not isinstance(read.documents[0][0], dict):
-        return None
-    value = read.documents[0][0]
+    value, shown = read
     if not any(key in value for key in ("model_name", "model_class_name", "model_metadata", "base_image")) \
             or value.get("model_module_dir", _TRUSS_MODEL_DIR) != folder.name:
         return None
-    return value, f"{read.display} (the Truss whose model this is)"
+    return value, f"{shown} (the Truss whose model this is)"
+
+
+def _mapping(ctx: Ctx, path: Path) -> tuple[dict[str, Any], str] | None:
+    """A YAML file of one mapping inside the audited paths, and its name in a report; None for any other."""
+    if not ctx.may_read(path.parent) or not path.is_file():
+        return None
+    read = read_companion(ctx, path)
+    if read is None or len(read.documents) != 1 or not isinstance(read.documents[0][0], dict):
+        return None
+    return read.documents[0][0], read.display
 
 
 def _base_image(config: dict[str, Any], shown: str) -> ReleaseHint | None:
@@ -80,13 +81,10 @@ def _base_image(config: dict[str, Any], shown: str) -> ReleaseHint | None:
 
 def _cog_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
     """The release the Cog model's ``cog.yaml`` beside the launcher pins, where its ``predict`` is this file."""
-    path = folder / "cog.yaml"
-    if not ctx.may_read(folder) or not path.is_file():
+    read = _mapping(ctx, folder / "cog.yaml")
+    if read is None:
         return None
-    read = read_companion(ctx, path)
-    if read is None or len(read.documents) != 1 or not isinstance(read.documents[0][0], dict):
-        return None
-    value = read.documents[0][0]
+    value, shown = read
     predict = value.get("predict")
     if not isinstance(predict, str) or predict.split(":", 1)[0].lstrip("./") != ctx.path.name:
         return None
@@ -96,11 +94,11 @@ def _cog_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
         command = step.get("command") if isinstance(step, dict) else step
         if isinstance(command, str):
             texts.append(command)
-    pins = {pinned(m): m for text in texts for m in _PIN.findall(text)}
+    pins = {pinned(m): m for text in texts for m in PIN.findall(text)}
     if len(pins) != 1:
         return None
     version, written = pins.popitem()
-    return ReleaseHint(version, f"pin vllm=={written} in {read.display} (the Cog model whose predictor this is)")
+    return ReleaseHint(version, f"pin vllm=={written} in {shown} (the Cog model whose predictor this is)")
 
 
 def _requirements_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
@@ -111,7 +109,7 @@ def _requirements_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
     while ctx.may_read(folder):
         candidate = folder / "requirements.txt"
         if candidate.is_file():  # (a regular file, or a link to one: which must lie in the audited paths too)
-            pins = {pinned(pin): pin for pin in _REQUIREMENT.findall(companion_text(ctx, candidate) or "")}
+            pins = {pinned(pin): pin for pin in REQUIREMENT.findall(companion_text(ctx, candidate) or "")}
             if len(pins) == 1:
                 version, written = pins.popitem()
                 return ReleaseHint(version, f"pin vllm=={written} in {companion_name(ctx, candidate)} (the launcher's "

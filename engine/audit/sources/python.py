@@ -55,8 +55,8 @@ when the call builds its config).
 from __future__ import annotations
 
 import ast
-import re
 import sys
+from functools import cached_property
 from typing import Any, NamedTuple, cast
 
 from ...core.errors import Problem
@@ -71,7 +71,7 @@ from .pyengine import LAUNCHES, EngineCalls
 from .pylists import ImageRun, Readings
 from .pyvalues import as_word, command_text, held_markers, restored_env, restored_words, split_words
 from .pyrelease import launcher_release
-from .release import PIN_VERSION, ReleaseHint, from_image, from_pin
+from .release import PIN, ReleaseHint, from_image, from_pin
 from .shell import release_at, run_script
 from .shell_commands import nested_script
 
@@ -80,7 +80,6 @@ __all__ = ["python_file"]
 # How a Modal app installs packages in its image (`modal.Image...uv_pip_install("vllm==0.10.1.1")`),
 # and a pin of vLLM there.
 _PIP_INSTALLS = frozenset({"pip_install", "uv_pip_install"})
-_PIN = re.compile(r"vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + PIN_VERSION.pattern + ")")
 # The calls that run a command line given as one string through a shell; those that do so
 # with `shell=True`, and otherwise run a list of words (a string split into them).
 _SHELL_RUNS = frozenset({("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),
@@ -186,7 +185,7 @@ class _Reader(EngineCalls):
         runs = self.image_runs()
         in_runs = {id(display) for run in runs for display in run.lists}
         launches += [(run.node, run.scope, _as_shell(run)) for run in runs]
-        launches += [(display, scope, _resplit(argv) if self._shell_joined(name, scope) else argv)
+        launches += [(display, scope, _resplit(argv) if (id(scope), name) in self._shell_joined else argv)
                      for display, scope, name in self.lists
                      if id(display) not in in_runs and (id(display) not in bases or self.runs_itself(name))
                      and (argv := self.command_words(display, scope, name)) is not None]
@@ -283,22 +282,23 @@ class _Reader(EngineCalls):
             return None
         return command, "shell"
 
-    def _shell_joined(self, name: str | None, scope: Any) -> bool:
-        """Whether the script runs the command list ``name`` as one line
-        through a shell, ``subprocess.Popen(" ".join(cmd), shell=True)``
+    @cached_property
+    def _shell_joined(self) -> frozenset[tuple[int, str]]:
+        """The command lists (scope, name) the script runs as one line through
+        a shell, ``subprocess.Popen(" ".join(cmd), shell=True)``
         (vllm-project/recipes' Modal apps): the shell splits each element
-        again (``"--reasoning-parser gemma4"`` is two words)."""
-        if name is None:
-            return False
-        for call, where in self.calls:
-            found = self._string_command(call, where) if where is scope else None
+        again (``"--reasoning-parser gemma4"`` is two words). Found once, on
+        the first command list read."""
+        out = set()
+        for call, scope in self.calls:
+            found = self._string_command(call, scope)
             command = found[0] if found is not None and found[1] == "shell" else None
             if isinstance(command, ast.Call) and isinstance(command.func, ast.Attribute) \
                     and command.func.attr == "join" and isinstance(command.func.value, ast.Constant) \
                     and command.func.value.value == " " and len(command.args) == 1 \
-                    and list_holder(command.args[0]) == name:
-                return True
-        return False
+                    and (name := list_holder(command.args[0])) is not None:
+                out.add((id(scope), name))
+        return frozenset(out)
 
     def _list_script(self, display: ast.List | ast.Tuple) -> tuple[ast.expr, str] | None:
         """The script a command list hands a shell (``["bash", "-c", cmd]``, ``["sh", "-lc", cmd]``), as
@@ -385,7 +385,7 @@ class _Reader(EngineCalls):
                     image = from_image(arg.value)
                     if image.version is not None:
                         pins.setdefault(image.version, ReleaseHint(image.version, f"{image.origin} at line {arg.lineno}"))
-                elif match := _PIN.fullmatch(arg.value):
+                elif match := PIN.fullmatch(arg.value):
                     pins.setdefault(match.group(1), from_pin(match.group(1), arg.lineno))
         return next(iter(pins.values())) if len(pins) == 1 else None
 

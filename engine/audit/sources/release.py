@@ -31,7 +31,7 @@ from ...core.deployers import deployer
 from ...core.markers import has_unresolved, show
 
 __all__ = ["ReleaseHint", "from_image", "from_pin", "pinned", "platform_of", "split_image", "valid_version", "VERSION",
-           "PIN_VERSION"]
+           "PIN_VERSION", "PIN", "REQUIREMENT"]
 
 # A vLLM release as PyPI spells it: 0.21.0, 0.10.1.1, 0.11.0rc1, 0.6.3.post1.
 VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev|dev)[0-9]+)?")
@@ -39,6 +39,11 @@ VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev
 # `0.5.3-post1`, `0.5.3.POST1` and `0.5.3-1` are all 0.5.3.post1 (basetenlabs/truss-examples
 # pins `vllm==0.5.3post1`), `0.9.0-rc1` is 0.9.0rc1.
 PIN_VERSION = re.compile(r"(?i:[0-9]+(?:\.[0-9]+)+(?:[-_.]?(?:rc|c|pre|preview|post|rev|r|dev)[-_.]?[0-9]*|-[0-9]+)*)")
+# A pin of vLLM in a command or a package list's entry (`pip install vllm==0.5.3.post1`,
+# `uv_pip_install("vllm==0.10.1.1")`), and a requirements line that is one (`vllm[audio]==0.11.0  # tested`).
+PIN = re.compile(r"(?<![\w.-])vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + PIN_VERSION.pattern + r")(?![\w.+-])", re.I)
+REQUIREMENT = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + PIN_VERSION.pattern
+                         + r")[ \t]*(?:[;#].*)?$", re.M | re.I)
 _PIN_PARTS = re.compile(r"(?i)([-_.]?)(rc|c|pre|preview|post|rev|r|dev)[-_.]?([0-9]*)|-([0-9]+)")
 _NORMAL = {"c": "rc", "pre": "rc", "preview": "rc", "rev": "post", "r": "post"}
 

@@ -27,7 +27,6 @@ release is read from the same config (python.py, companions).
 
 from __future__ import annotations
 
-import re
 import shlex
 from typing import Any
 
@@ -36,14 +35,11 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .kubernetes import Site, pod_launches
 from .marks import Lines
-from .release import PIN_VERSION, ReleaseHint, from_pin
+from .release import REQUIREMENT, ReleaseHint, pinned
 
 __all__ = ["is_truss_config", "truss_config", "truss_pin"]
 
 _KIND = "Truss"
-# A pip requirement line that pins vLLM: `vllm==0.5.1`, `vllm[audio]==0.9.2`.
-_PIN = re.compile(r"[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + PIN_VERSION.pattern + r")[ \t]*(?:[;#].*)?",
-                  re.I)
 
 
 def is_truss_config(value: Any, name: str) -> bool:
@@ -62,11 +58,11 @@ def truss_pin(config: Any, lines: Lines | None = None, shown: str = "") -> Relea
         return None
     found = None
     for index, requirement in enumerate(requirements):
-        match = _PIN.fullmatch(requirement) if isinstance(requirement, str) else None
+        match = REQUIREMENT.fullmatch(requirement) if isinstance(requirement, str) else None
         if match:
-            hint = from_pin(match.group(1), lines.at("requirements", index) if lines and not shown else None)
-            found = hint._replace(origin=f"{hint.origin.replace('pip pin', 'requirement')}"
-                                         f"{f' in {shown}' if shown else ''}")
+            line = lines.at("requirements", index) if lines and not shown else None
+            where = f" in {shown}" if shown else f" at line {line}" if line else ""
+            found = ReleaseHint(pinned(match.group(1)), f"requirement vllm=={match.group(1)}{where}")
     return found
 
 
