@@ -269,11 +269,9 @@ def _loose_notes(reading: Reading, loose: list[tuple[str | None, Arg]]) -> None:
     script_arguments = False
     for option, word in loose:
         names = unresolved_names(word.text)
-        if option is not None:
-            # (an option a later one overrides is given as `--model (a later `--model` wins)`: the name quoted alone)
-            name, aside, why = option.partition(" (")
-            reading.note("source.unresolved_unused", f"`{name}`{aside}{why} takes its value from "
-                         f"{references(word.text)}; the decision does not read it")
+        if option is not None:  # (as the note names it: read_options quotes it)
+            reading.note("source.unresolved_unused", f"{option} takes its value from {references(word.text)}; "
+                         "the decision does not read it")
         elif len(names) == 1 and UNRESOLVED.fullmatch(word.text):
             # A whole word from a variable: it may hold any number of arguments, options included.
             if _SCRIPT_ARGUMENT.fullmatch(names[0]):

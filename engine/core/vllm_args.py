@@ -180,6 +180,8 @@ def _spaced(text: str) -> bool:
     option matches (argparse's _parse_optional). vLLM's api_server gives
     it to its model tag and starts without the option
     (kubernetes-sigs/inference-perf's vllm+quantization demo)."""
+    if " " not in text:  # (most words: no option part to find)
+        return False
     option = _partition(text, "=")[0]
     return " " in (UNRESOLVED.sub("", option) if "\x00" in option else option)
 
@@ -333,7 +335,9 @@ class Options(NamedTuple):
     """What :func:`read_options` read from the tokens."""
 
     found: dict[str, tuple[Any, str, str]]  # field -> (value, origin, option): the options the decision reads
-    loose: list[tuple[str | None, Arg]]  # words holding unresolved values the decision does not read (their option or None)
+    # Words holding unresolved values the decision does not read, each with its option as a note names it
+    # (`--served-model-name`, in backticks, with an aside where a later one overrides it), or None.
+    loose: list[tuple[str | None, Arg]]
     positionals: list[Arg]  # the words argparse takes as positional arguments, where that is certain
     # The long options whose acceptance no release's option list has checked
     # yet, as given (before argparse expands a prefix): those the decision does
@@ -417,7 +421,7 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
             name = resolved or option
             if eq:
                 if has_unresolved(value):
-                    loose.append((option, Arg(value, tok.origin)))
+                    loose.append((f"`{option}`", Arg(value, tok.origin)))
                 continue
             taken = 0
             # A boolean takes no word: the word after it is vLLM's model or an argument it refuses
@@ -434,7 +438,7 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
                     unsure = True
                     break
                 if has_unresolved(tokens[i].text):
-                    loose.append((option, tokens[i]))
+                    loose.append((f"`{option}`", tokens[i]))
                 i += 1
                 taken += 1
             after_unknown = name not in listed and name not in booleans
@@ -460,7 +464,7 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
         field_name, _ = VALUE_OPTIONS[option]
         earlier = found.get(field_name)
         if earlier is not None and isinstance(earlier[0], str) and has_unresolved(earlier[0]):
-            loose.append((f"{earlier[2]} (a later `{option}` wins)", Arg(earlier[0], earlier[1])))
+            loose.append((f"`{earlier[2]}` (a later `{option}` wins)", Arg(earlier[0], earlier[1])))
         found[field_name] = (value, tok.origin, option)
     return Options(found, loose, positionals, unchecked, after_boolean)
 

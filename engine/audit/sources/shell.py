@@ -33,6 +33,7 @@ commands by their words). This module holds the entry points.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 
 from ...core.markers import outside
 from ...core.options import Arg, ConfigFile, find_vllm
@@ -141,14 +142,12 @@ def shell_file(ctx: Ctx, built: Callable[[], ReleaseHint | None] = lambda: None
     base = ctx.path.parent
     invocations, run = run_script(ctx.text, ctx, env={}, first_line=1, origin=lambda line: f"line {line}",
                                   anchor=lambda line: f":{line}", problems=problems)
-    image: list[ReleaseHint | None] = []  # (read once, where a launch needs it)
+    built = cache(built)  # (read once, where a launch needs it)
     for inv in invocations:
         inv.config_reader = written_or_disk(run, inv.sequence, config_from_fs(ctx, base))
         inv.release = release_at(run, inv)
         if inv.release is None and inv.image is None:
-            if not image:
-                image.append(built())
-            inv.release = image[0]
+            inv.release = built()
     apply_facts(invocations, ctx)
     return [deployment(inv, ctx, "shell") for inv in invocations], problems, run.applied
 
