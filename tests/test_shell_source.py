@@ -958,3 +958,45 @@ def test_a_script_a_dockerfile_copies_into_its_image_runs_that_images_release(tm
     write(script, "#!/bin/bash\npip install vllm==0.9.2\nexec python3 -m vllm.entrypoints.openai.api_server --port 1\n")
     (entry,) = [e for e in audit([str(tmp_path)]).entries if e.deployment.file.endswith(".sh")]
     assert entry.decision["vllm"]["release"] == "0.9.2"
+
+
+def test_a_command_srun_runs_in_a_pyxis_container_takes_its_images_release(tmp_path):
+    # Slurm's pyxis plugin: `srun --container-image=IMAGE COMMAND` runs COMMAND in a container of
+    # IMAGE, an enroot URI (`REGISTRY#IMAGE:TAG`) (NVIDIA/pyxis 10751994 README.md), as
+    # NVIDIA/TensorRT-Model-Optimizer (5a4242fa) examples/speculative_decoding/distributed_generate
+    # runs its worker script in `vllm/vllm-openai:v0.8.5` (that script, another file, is not followed).
+    # Launches so run were decided as the default release.
+    escaped = NIXL.replace('"', '\\"')
+    script = write(tmp_path / "launch.sh", (
+        "srun -N 1 --mpi pmix --overlap --container-image=vllm/vllm-openai:v0.8.5 --container-mounts=/m:/model/ \\\n"
+        "    vllm serve /model/ --tensor-parallel-size 8 --port 8000\n"
+        "srun --container-image docker.io#vllm/vllm-openai:v0.10.1 --no-container-entrypoint python3 -m "
+        f"vllm.entrypoints.openai.api_server --model m --kv-transfer-config '{NIXL}'\n"
+        f"srun --container-image=vllm/vllm-openai:v0.30.0 bash -c \"vllm serve m --kv-transfer-config '{escaped}'\"\n"
+        "srun -N 1 vllm serve m\n"))
+    found = read_source(script).deployments
+    assert [(d.line, d.release.version if d.release else None) for d in found] == [
+        (1, "0.8.5"), (3, "0.10.1"), (4, "0.30.0"), (5, None)]
+    assert found[1].release.origin == "image tag docker.io/vllm/vllm-openai:v0.10.1"
+    entries = audit([str(script)]).entries
+    assert [e.decision["outcome"] for e in entries] == ["disabled", "disabled", "enabled", "enabled"]
+
+
+def test_an_sbatch_script_with_a_container_image_directive_runs_in_that_image(tmp_path):
+    # pyxis also adds its options to sbatch: `#SBATCH --container-image IMAGE` runs the batch script
+    # in the container (NVIDIA/pyxis 10751994 README.md `### sbatch`, where `\#` escapes the registry's
+    # `#` in a directive). sbatch reads directives up to the first command; one below it is a comment.
+    script = write(tmp_path / "serve.sbatch", (
+        "#!/usr/bin/env bash\n#SBATCH -p main\n#SBATCH --gres=gpu:8\n"
+        "#SBATCH --container-image=vllm/vllm-openai:v0.9.0\n#SBATCH --no-container-entrypoint\n\n"
+        "set -eo pipefail\n#SBATCH --container-image=vllm/vllm-openai:v0.20.0\n"
+        f"exec vllm serve m --kv-transfer-config '{LMCACHE}'\n"))
+    (served,) = read_source(script).deployments
+    assert (served.line, served.release.version, served.release.origin) == (
+        9, "0.9.0", "image tag vllm/vllm-openai:v0.9.0")
+    escaped = write(tmp_path / "esc.sh", "#!/bin/bash\n#SBATCH --container-image nvcr.io\\#nvidia/vllm:25.09-py3\n"
+                                         "vllm serve m\n")
+    (entry,) = audit([str(escaped)]).entries
+    assert [(n.code, n.message) for n in entry.deployment.notes] == [("source.release_unknown", (
+        "the vLLM release is not known: image nvcr.io/nvidia/vllm:25.09-py3 is not vLLM's release image: its "
+        "tag is not read as a vLLM release"))]

@@ -43,7 +43,7 @@ from .deployment import Deployment
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
-from .shell_commands import nested_script
+from .shell_commands import batch_image, nested_script
 from .shell_run import Interpreter
 from .shell_state import BUDGET_FACTOR, Place, Run, Scope, Script, Stop, Var, written_at
 from .shell_syntax import parse_script
@@ -54,9 +54,10 @@ __all__ = ["shell_file", "argv_invocations", "run_script"]
 
 def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, origin: Callable[[int], str],
                anchor: Callable[[int], str], problems: list[Problem], fixed: bool = False,
-               positional: list[str] | None = None) -> tuple[list[Invocation], Run]:
+               positional: list[str] | None = None, image: str | None = None) -> tuple[list[Invocation], Run]:
     """The vLLM launches of a script, in order. ``env``: the variables it
-    starts with (exported); ``fixed``: the text is not the file's own (a
+    starts with (exported); ``image``: the container image it runs in (an
+    sbatch directive's); ``fixed``: the text is not the file's own (a
     container's `sh -c` string), and every launch is at ``first_line``."""
     run = Run(ctx, problems, BUDGET_FACTOR * len(text) + 128 * ctx.limits.max_variable_length)
     base = Scope(None, positional=positional)
@@ -64,7 +65,7 @@ def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, ori
         base.vars[name] = Var(value.text, True, 0)
     scope = Scope(base)
     place = Place(origin, anchor, first_line if fixed else None)
-    interpreter = Interpreter(run, place)
+    interpreter = Interpreter(run, place, image)
     # Markers are the readers' own: a file's NUL is none. A container's script (``fixed``)
     # keeps those its reader made (a Helm template's `{{ .Values.model }}`), which the
     # lexer reads as one word each.
@@ -141,7 +142,7 @@ def shell_file(ctx: Ctx, built: Callable[[], ReleaseHint | None] = lambda: None
     problems: list[Problem] = []
     base = ctx.path.parent
     invocations, run = run_script(ctx.text, ctx, env={}, first_line=1, origin=lambda line: f"line {line}",
-                                  anchor=lambda line: f":{line}", problems=problems)
+                                  anchor=lambda line: f":{line}", problems=problems, image=batch_image(ctx.text))
     built = cache(built)  # (read once, where a launch needs it)
     for inv in invocations:
         inv.config_reader = written_or_disk(run, inv.sequence, config_from_fs(ctx, base))

@@ -1,7 +1,8 @@
 """Commands recognised by their words, once expanded (shell_run.py runs
 them): those that never run their arguments (``echo vllm serve``), the
 script of ``sh -c``, the remote command of ``ssh``, ``docker run``'s image,
-environment and entrypoint, the manifest ``kubectl apply -f`` applies, and
+environment and entrypoint, the image of ``srun --container-image`` (and of
+an sbatch script's ``#SBATCH --container-image``), the manifest ``kubectl apply -f`` applies, and
 the names ``read``/``mapfile`` set.
 """
 
@@ -15,7 +16,7 @@ from .detect import SHELLS
 from .images import VLLM_IMAGE
 
 __all__ = ["NOT_RUNNING", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
-           "docker_run", "applied_file"]
+           "docker_run", "srun_image", "batch_image", "applied_file"]
 
 # Commands that never run their arguments: `echo vllm serve m` is no launch.
 NOT_RUNNING = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "sed", "awk", "cat", "tee", "test", "[", "[[", ":",
@@ -161,6 +162,49 @@ def docker_run(words: list[str]) -> DockerRun | None:
     if first is not None:
         return DockerRun(first + 1, env, words[first], entrypoint)
     return None
+
+
+# Slurm's container plugin, pyxis, adds `--container-image` to srun (and to
+# sbatch, whose script then runs in the container): the task runs in a
+# container of that image, an enroot URI `[USER@][REGISTRY#]IMAGE[:TAG]` or a
+# squashfs file, and the image's entrypoint runs only with
+# `--container-entrypoint` (NVIDIA/pyxis README.md, `srun --help`, `### sbatch`).
+_ENROOT_USER = re.compile(r"^[^@/#:]+@")
+
+
+def _container_image(words: list[str]) -> str | None:
+    """The image of the last `--container-image` among pyxis options, as a
+    registry names it (`nvcr.io#nvidia/x` is `nvcr.io/nvidia/x`)."""
+    image = None
+    for j, word in enumerate(words):
+        if word == "--container-image" and j + 1 < len(words):
+            image = words[j + 1]
+        elif word.startswith("--container-image="):
+            image = word.partition("=")[2]
+    return _ENROOT_USER.sub("", image.removeprefix("docker://")).replace("#", "/", 1) if image else None
+
+
+def srun_image(words: list[str], end: int) -> str | None:
+    """The image of the `srun --container-image=IMAGE` among the words
+    before ``end``, where the command srun runs starts."""
+    for i, word in enumerate(words[:end]):
+        if word.rsplit("/", 1)[-1] == "srun":
+            return _container_image(words[i + 1:end])
+    return None
+
+
+def batch_image(text: str) -> str | None:
+    """The image of an sbatch script's `#SBATCH --container-image` directive:
+    sbatch reads its directives up to the first line that is neither a
+    comment nor blank (`\\#` escapes the registry's `#` there)."""
+    words: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            break
+        if stripped.startswith("#SBATCH"):
+            words += stripped[len("#SBATCH"):].replace("\\#", "#").split()
+    return _container_image(words)
 
 
 # kubectl's commands that send a manifest to the API server as it is (`oc` is OpenShift's kubectl).

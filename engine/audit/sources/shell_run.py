@@ -21,7 +21,7 @@ from .launch import SPYRE_ENV, Invocation, config_from_fs
 from .release import ReleaseHint, from_pin
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, applied_file, docker_run, name_operands, nested_script,
-                             only_markers, ssh_command)
+                             only_markers, srun_image, ssh_command)
 from .shell_expand import Expander, clobber, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
 from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Place, Script, Scope, Stop, Var, normal_path
@@ -342,11 +342,12 @@ class Interpreter(Flow):
         nested = nested_script(fields)
         if nested is not None:
             script, rest = nested
-            # `docker run ... IMAGE bash -c SCRIPT`: the script runs in a container of that image.
+            # `docker run ... IMAGE bash -c SCRIPT` (`srun --container-image=IMAGE bash -c SCRIPT`):
+            # the script runs in a container of that image.
             docker = docker_run(fields)
-            inside = docker is not None and len(fields) - len(rest) - 1 >= docker.start
-            self.nested_text(Script(script, line, False), scope, line, positional=rest[1:],
-                             image=docker.image if docker is not None and inside else None)
+            start = len(fields) - len(rest) - 1
+            image = docker.image if docker is not None and start >= docker.start else srun_image(fields, start)
+            self.nested_text(Script(script, line, False), scope, line, positional=rest[1:], image=image)
             return
         for index, word in enumerate(fields):
             base = word.rsplit("/", 1)[-1]
@@ -456,6 +457,7 @@ class Interpreter(Flow):
                 image = docker.image  # `docker run IMAGE vllm serve ...`: the command runs in the image
             else:
                 docker = None
+                image = srun_image(fields, located[0]) or image
         elif docker is None:
             return False
         elif docker.entrypoint is not None:
