@@ -1000,3 +1000,25 @@ def test_an_sbatch_script_with_a_container_image_directive_runs_in_that_image(tm
     assert [(n.code, n.message) for n in entry.deployment.notes] == [("source.release_unknown", (
         "the vLLM release is not known: image nvcr.io/nvidia/vllm:25.09-py3 is not vLLM's release image: its "
         "tag is not read as a vLLM release"))]
+
+
+def test_a_pin_in_a_container_shell_installs_its_release_there_only(tmp_path):
+    # `docker run pytorch/pytorch bash -c "pip install vllm==0.8.5 && vllm serve m"` runs 0.8.5: the
+    # launch was decided as the default release, the image's tag naming none ("the vLLM release is not
+    # known"). A pin in one container is not the script's own environment, nor another container's.
+    script = write(tmp_path / "run.sh", (
+        'docker run --gpus all pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime bash -c "pip install vllm==0.8.5 && '
+        'vllm serve m"\n'
+        'srun --container-image=nvcr.io#nvidia/pytorch:24.05-py3 bash -c "pip install vllm==0.10.1 && vllm serve m"\n'
+        'docker run --gpus all pytorch/pytorch:2.4.0 bash -c "vllm serve m"\n'
+        "vllm serve on-the-host\n"
+        "pip install vllm==0.9.2\n"
+        "docker run --gpus all --entrypoint vllm vllm/vllm-openai:v0.14.0 serve m\n"
+        "vllm serve on-the-host\n"))
+    found = read_source(script).deployments
+    assert [(d.line, d.release.version if d.release else None, d.release.origin if d.release else None)
+            for d in found] == [
+        (1, "0.8.5", "pip pin vllm==0.8.5 at line 1"), (2, "0.10.1", "pip pin vllm==0.10.1 at line 2"),
+        (3, None, "image pytorch/pytorch:2.4.0 is not vLLM's release image: its tag is not read as a vLLM release"),
+        (4, None, None), (6, "0.14.0", "image tag vllm/vllm-openai:v0.14.0"), (7, "0.9.2", "pip pin vllm==0.9.2 at line 5")]
+    assert [e.decision["outcome"] for e in audit([str(script)]).entries][0] == "disabled"  # 0.8.5: no HMA

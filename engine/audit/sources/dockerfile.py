@@ -491,7 +491,7 @@ def _run(ctx: Ctx, stage: _Stage, ins: _Instruction, scope: Mapping[str, str], p
     found, run = run_script(script, ctx, env=env, first_line=ins.line, origin=lambda _l: f"line {ins.line}",
                             anchor=lambda _l: f":{ins.line}", problems=problems, fixed=True)
     del found  # a launch in RUN runs at build time
-    stage.pins += [hint for hint, _ in run.pins]
+    stage.pins += [pin.hint for pin in run.pins if pin.container == 0]
     for path, versions in run.files.items():
         script_file = versions[-1][1]
         stage.files[stage.path(path)] = _Made(None, script_file.text, f"{path} (written at line {ins.line})")

@@ -65,7 +65,9 @@ def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, ori
         base.vars[name] = Var(value.text, True, 0)
     scope = Scope(base)
     place = Place(origin, anchor, first_line if fixed else None)
-    interpreter = Interpreter(run, place, image)
+    if image is not None:  # the script runs in a container of its own
+        run.containers += 1
+    interpreter = Interpreter(run, place, image, run.containers)
     # Markers are the readers' own: a file's NUL is none. A container's script (``fixed``)
     # keeps those its reader made (a Helm template's `{{ .Values.model }}`), which the
     # lexer reads as one word each.
@@ -154,10 +156,14 @@ def shell_file(ctx: Ctx, built: Callable[[], ReleaseHint | None] = lambda: None
 
 
 def release_at(run: Run, inv: Invocation) -> ReleaseHint | None:
-    """A launch's release: its container image's (`docker run`), else the last pin before it."""
+    """A launch's release: a pin in the container shell it runs in (found
+    with the launch), else its container image's (`docker run`), else the
+    last pin the script itself ran before it."""
+    if inv.release is not None:
+        return inv.release
     if inv.image is not None:
         return from_image(inv.image)
-    pins = [hint for hint, sequence in run.pins if inv.sequence is None or sequence <= inv.sequence]
+    pins = [pin.hint for pin in run.pins if pin.container == 0 and (inv.sequence is None or pin.sequence <= inv.sequence)]
     return pins[-1] if pins else None
 
 

@@ -31,10 +31,11 @@ class Flow:
     assignments and declarations; a simple command is the interpreter's
     (:meth:`run_simple`, shell_run.py)."""
 
-    def __init__(self, run: Run, place: Place, image: str | None = None):
+    def __init__(self, run: Run, place: Place, image: str | None = None, container: int = 0):
         # ``image``: the image the script runs in (`docker run --entrypoint bash IMAGE -c SCRIPT`),
-        # whose tag gives its launches their release.
-        self.run, self.place, self.image = run, place, image
+        # whose tag gives its launches their release unless a pin in the same ``container``
+        # (Run.containers; 0: the script's own environment) installs another first.
+        self.run, self.place, self.image, self.container = run, place, image, container
 
     # lists and compound commands
     def run_list(self, commands: CommandList, scope: Scope) -> None:

@@ -24,7 +24,7 @@ from .shell_commands import (NOT_RUNNING, applied_file, docker_run, name_operand
                              only_markers, srun_image, ssh_command)
 from .shell_expand import Expander, clobber, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
-from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Place, Script, Scope, Stop, Var, normal_path
+from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Place, Script, Scope, Stop, Var, normal_path
 from .shell_syntax import parse_body
 from .shell_tree import FunctionDef, Lit, Param, ShellSyntaxError, Simple, Word
 from .shell_words import ASSIGNMENT, NAME
@@ -276,7 +276,7 @@ class Interpreter(Flow):
                 if isinstance(parsed, ShellSyntaxError):
                     clobber(self.run, scope, f"may be set by `source {path}` at line {line}, which cannot be read")
                 else:
-                    Interpreter(self.run, self.place.inner(line), self.image).run_list(parsed, scope)
+                    Interpreter(self.run, self.place.inner(line), self.image, self.container).run_list(parsed, scope)
             finally:
                 self.run.nesting -= 1
                 self.run.collect, self.run.sourcing = saved_collect, saved_sourcing
@@ -331,7 +331,12 @@ class Interpreter(Flow):
             target = Scope(scope, view=True, positional=positional or [])
         run.nesting += 1
         try:
-            Interpreter(run, place, image if image is not None else self.image).run_list(parsed, target)
+            if image is not None:  # a new container's shell
+                run.containers += 1
+                interpreter = Interpreter(run, place, image, run.containers)
+            else:
+                interpreter = Interpreter(run, place, self.image, self.container)
+            interpreter.run_list(parsed, target)
         finally:
             run.nesting -= 1
         if share:
@@ -440,7 +445,7 @@ class Interpreter(Flow):
                 self.run.sequence += 1
                 hint = from_pin(match.group(1), line) if match else \
                     ReleaseHint(None, f"pip pin {show(word)} at line {line}: the version is not known from this file")
-                self.run.pins.append((hint, self.run.sequence))
+                self.run.pins.append(Pin(hint, self.run.sequence, self.container))
 
     def launch(self, fields: list[str], env: dict[str, Arg], scope: Scope, line: int, command: Simple) -> bool:
         """A vLLM launch: `vllm serve`, the api_server module, or `docker run` of a vLLM image."""
@@ -501,8 +506,11 @@ class Interpreter(Flow):
             run.capturing.append((argv, launch_env))
             return True
         paths = self.paths(command, scope, line, [*argv, *(a.text for a in launch_env.values())])
+        # A pin in the container shell the launch runs in installs its release over the image's.
+        pinned = [pin.hint for pin in run.pins if pin.container == self.container] \
+            if self.container and image == self.image else []
         inv = Invocation([Arg(a, origin) for a in argv], line, launch_env, self.place.anchor(line),
-                         sequence=run.sequence, image=image, paths=paths)
+                         sequence=run.sequence, image=image, paths=paths, release=pinned[-1] if pinned else None)
         if presumed is not None:
             inv.notes.append(presumed_note(run.ctx, presumed, line))
         run.found.append(inv)

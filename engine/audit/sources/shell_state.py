@@ -21,7 +21,7 @@ from .launch import Invocation
 from .release import ReleaseHint
 from .shell_tree import FunctionDef
 
-__all__ = ["Var", "UNSET", "Scope", "Script", "Place", "Run", "Stop", "written_at", "normal_path", "MAX_NESTING",
+__all__ = ["Var", "UNSET", "Scope", "Script", "Pin", "Place", "Run", "Stop", "written_at", "normal_path", "MAX_NESTING",
            "BUDGET_FACTOR"]
 
 # How deep function calls, eval, source and scripts run by scripts may nest.
@@ -135,6 +135,14 @@ class Script(NamedTuple):
     in_file: bool      # its lines are the audited file's (a here-document), so launches in it keep their lines
 
 
+class Pin(NamedTuple):
+    """A `pip install vllm==X` the script runs: it installs X where it runs,
+    the script's own environment (container 0) or a container's shell."""
+    hint: ReleaseHint
+    sequence: int      # where in the reading it was met
+    container: int
+
+
 @dataclass
 class Place:
     """Where the text being read sits: lines of the audited file (each
@@ -182,7 +190,8 @@ class Run:
     epoch: int = 0
     nesting: int = 0
     calls: int = 0  # shell functions called (max_calls)
-    pins: list[tuple[ReleaseHint, int]] = field(default_factory=list)   # `pip install vllm==X` pins, and where met
+    pins: list[Pin] = field(default_factory=list)   # `pip install vllm==X` pins, in the order met
+    containers: int = 0     # container shells met so far (`docker run IMAGE bash -c ...`), each numbered
     limited: set[str] = field(default_factory=set)
     syntax_errors: int = 0
     collect: bool = True    # launches are collected (not while reading a sourced file)

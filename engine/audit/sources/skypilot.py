@@ -65,7 +65,7 @@ def task_file(ctx: Ctx, task: dict[str, Any], lines: Lines) -> SourceFile:
         setup = lines.inner("setup")
         _, ran = run_script(task["setup"], ctx, env=env, first_line=setup.start, origin=lambda line: f"line {line}",
                             anchor=lambda line: f":{line}", problems=problems)
-        pins = [hint for hint, _ in ran.pins]
+        pins = [pin.hint for pin in ran.pins if pin.container == 0]
     script = lines.inner("run")
     found, run = run_script(task["run"], ctx, env=env, first_line=script.start, origin=lambda line: f"line {line}",
                             anchor=lambda line: f":{line}", problems=problems)
