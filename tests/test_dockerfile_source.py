@@ -129,3 +129,47 @@ def test_the_release_is_the_base_images_tag_or_a_pip_pin_on_top_of_it(tmp_path):
     assert latest.release == ReleaseHint(None, "image tag vllm/vllm-openai:latest: no release in the tag")
     assert [n.message for n in latest.notes] == [
         "the vLLM release is not known: image tag vllm/vllm-openai:latest: no release in the tag"]
+
+
+def test_a_build_of_vllms_source_at_a_release_tag_is_that_release(tmp_path):
+    # intel/ipex-llm (de6bce27) docker/llm/serving/xpu/docker/Dockerfile builds vLLM from its repository
+    # (`git clone -b v0.8.3 https://github.com/vllm-project/vllm /llm/vllm && cd /llm/vllm && ...
+    # python setup.py install`), the cpu one with `git checkout v0.6.6.post1`; mlcommons/inference
+    # (b66003e1) speech2text at a commit (`pip install . --no-build-isolation`). Their launches were
+    # decided as the default release, the base image naming none.
+    def release(name: str, run: str) -> ReleaseHint | None:
+        return only(read_source(write(tmp_path / name / "Dockerfile", f"FROM ubuntu:22.04\nRUN {run}\n"
+                                      f"CMD vllm serve m --kv-transfer-config '{NIXL}'\n"))).release
+    assert release("tag", "mkdir -p /llm && cd /llm && \\\n  # Install vllm\n  git clone -b v0.8.3 "
+                          "https://github.com/vllm-project/vllm /llm/vllm && cd /llm/vllm && \\\n"
+                          "  VLLM_TARGET_DEVICE=xpu python setup.py install") == \
+        ReleaseHint("0.8.3", "vLLM built from its repository at tag v0.8.3 (line 2)")
+    assert release("checkout", "git clone https://github.com/vllm-project/vllm.git && cd ./vllm && "
+                               "git checkout v0.6.6.post1 && VLLM_TARGET_DEVICE=cpu python3 setup.py install") == \
+        ReleaseHint("0.6.6.post1", "vLLM built from its repository at tag v0.6.6.post1 (line 2)")
+    assert release("commit", "git clone https://github.com/vllm-project/vllm vllm-cpu && cd vllm-cpu && "
+                             "git checkout b124e1085b1bf977e3dac96d99ffd9d8ddfdb6cc && pip install . --no-build-isolation") \
+        == ReleaseHint(None, "vLLM is built from its repository at `b124e1085b1bf977e3dac96d99ffd9d8ddfdb6cc`, no "
+                             "release tag (line 2)")
+    assert release("branch", "git clone https://github.com/vllm-project/vllm && pip install -e ./vllm") == \
+        ReleaseHint(None, "vLLM is built from its repository at its default branch (line 2)")
+    # A clone not built, a build of another project's clone, or `pip install vllm` from PyPI, names none.
+    base = ReleaseHint(None, "image ubuntu:22.04 is not vLLM's release image: its tag is not read as a vLLM release")
+    assert release("unbuilt", "git clone -b v0.8.3 https://github.com/vllm-project/vllm") == base
+    assert release("other", "git clone -b v0.8.3 https://github.com/vllm-project/vllm && "
+                            "git clone https://github.com/LMCache/LMCache && cd LMCache && pip install -e .") == base
+    assert release("pypi", "git clone -b v0.8.3 https://github.com/vllm-project/vllm && pip install vllm") == base
+
+
+def test_a_folder_copied_from_an_earlier_stage_brings_its_files(tmp_path):
+    # intel/ipex-llm (de6bce27) xpu Dockerfile: the build stage copies the benchmark scripts into /llm/,
+    # the final stage takes `COPY --from=build /llm/ /llm/` and builds vLLM v0.8.3 on top: the scripts
+    # run that release (they were decided as the default release).
+    write(tmp_path / "bench.py", 'from vllm import LLM\nllm = LLM(model="m")\n')
+    write(tmp_path / "Dockerfile", "FROM ubuntu:22.04 AS build\nCOPY ./bench.py ./other.txt /llm/\n"
+                                   "FROM ubuntu:22.04\nCOPY --from=build /llm/ /llm/\n"
+                                   "RUN git clone -b v0.8.3 https://github.com/vllm-project/vllm /llm/vllm && "
+                                   "cd /llm/vllm && python setup.py install\n")
+    (launch,) = read_source(tmp_path / "bench.py", roots=[tmp_path]).deployments
+    assert launch.release == ReleaseHint("0.8.3", "vLLM built from its repository at tag v0.8.3 (line 5) in "
+                                                  f"{tmp_path / 'Dockerfile'}, which copies this file into the image it builds")

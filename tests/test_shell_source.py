@@ -14,6 +14,7 @@ import pytest
 import hma_policy
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import SourceLimits, read_source
+from hma_policy.audit.sources.release import ReleaseHint
 from sourcefiles import LMCACHE, NIXL, ktc, only, write
 
 
@@ -1022,3 +1023,11 @@ def test_a_pin_in_a_container_shell_installs_its_release_there_only(tmp_path):
         (3, None, "image pytorch/pytorch:2.4.0 is not vLLM's release image: its tag is not read as a vLLM release"),
         (4, None, None), (6, "0.14.0", "image tag vllm/vllm-openai:v0.14.0"), (7, "0.9.2", "pip pin vllm==0.9.2 at line 5")]
     assert [e.decision["outcome"] for e in audit([str(script)]).entries][0] == "disabled"  # 0.8.5: no HMA
+
+
+def test_a_script_that_builds_vllms_source_at_a_tag_runs_that_release(tmp_path):
+    # As ipex-llm's Dockerfiles build it (tests/test_dockerfile_source.py), in a script of its own.
+    script = write(tmp_path / "run.sh", "git clone --depth 1 --branch v0.9.0 https://github.com/vllm-project/vllm.git\n"
+                                        "cd vllm\npip install -e .\nvllm serve m\n")
+    (launch,) = read_source(script).deployments
+    assert launch.release == ReleaseHint("0.9.0", "vLLM built from its repository at tag v0.9.0 (line 1)")

@@ -448,9 +448,16 @@ def _copy(ctx: Ctx, stage: _Stage, named: Mapping[str, _Stage], ins: _Instructio
         if from_stage is not None:
             other = named.get(from_stage)
             other = other if other is not stage else None
-            made = other.files.get(other.path(src)) if other is not None else None
+            source = other.path(src) if other is not None else ""
+            made = other.files.get(source) if other is not None else None
+            # A folder's files go into the destination folder, as Docker copies a folder's content.
+            folder = {path[len(source.rstrip("/")) + 1:]: made for path, made in other.files.items()
+                      if path.startswith(source.rstrip("/") + "/")} if other is not None and made is None else {}
             if made is not None:
                 stage.files[target] = made
+            elif folder:
+                for relative, copy in folder.items():
+                    stage.files[stage.path(posixpath.join(dest, relative))] = copy
             else:
                 stage.files.pop(target, None)
         else:

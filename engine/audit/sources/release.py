@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 from ...core.deployers import deployer
 from ...core.markers import has_unresolved, show
 
-__all__ = ["ReleaseHint", "from_image", "from_pin", "pinned", "platform_of", "split_image", "valid_version", "VERSION",
+__all__ = ["ReleaseHint", "from_image", "from_pin", "from_source", "pinned", "platform_of", "split_image", "valid_version", "VERSION",
            "PIN_VERSION", "PIN", "REQUIREMENT"]
 
 # A vLLM release as PyPI spells it: 0.21.0, 0.10.1.1, 0.11.0rc1, 0.6.3.post1.
@@ -196,3 +196,16 @@ def _is(path: str, repository: str) -> bool:
 def from_pin(version: str, line: int | None) -> ReleaseHint:
     """A `pip install vllm==X` (or `uv pip install`) pin, X as written."""
     return ReleaseHint(pinned(version), f"pip pin vllm=={version}" + (f" at line {line}" if line else ""))
+
+
+# vLLM's release tags in its repository: v0.10.1.1, v0.11.0rc2, v0.6.6.post1.
+_SOURCE_TAG = re.compile(r"v(" + VERSION.pattern + ")")
+
+
+def from_source(ref: str | None, line: int) -> ReleaseHint:
+    """vLLM built from a clone of its repository, at ``ref`` (a tag, a
+    branch or a commit; None: the default branch), cloned at ``line``."""
+    if ref is not None and (match := _SOURCE_TAG.fullmatch(ref)):
+        return ReleaseHint(pinned(match.group(1)), f"vLLM built from its repository at tag {ref} (line {line})")
+    at = "its default branch" if ref is None else f"`{ref}`, no release tag"
+    return ReleaseHint(None, f"vLLM is built from its repository at {at} (line {line})")

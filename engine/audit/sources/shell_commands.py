@@ -16,7 +16,7 @@ from .detect import SHELLS
 from .images import VLLM_IMAGE
 
 __all__ = ["NOT_RUNNING", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
-           "docker_run", "srun_image", "batch_image", "applied_file"]
+           "docker_run", "srun_image", "batch_image", "applied_file", "git_source", "installs_source"]
 
 # Commands that never run their arguments: `echo vllm serve m` is no launch.
 NOT_RUNNING = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "sed", "awk", "cat", "tee", "test", "[", "[[", ":",
@@ -205,6 +205,63 @@ def batch_image(text: str) -> str | None:
         if stripped.startswith("#SBATCH"):
             words += stripped[len("#SBATCH"):].replace("\\#", "#").split()
     return _container_image(words)
+
+
+# vLLM's repository, as `git clone` is given it.
+_VLLM_REPOSITORY = re.compile(r"(?:https?://|git@|ssh://git@)github\.com[/:]vllm-project/vllm(?:\.git)?/?")
+# `git clone`'s options that take a value (as a word of its own); `-b`/`--branch` is the ref.
+_CLONE_VALUE_OPTIONS = frozenset({"-o", "--origin", "--depth", "-c", "--config", "--reference", "-u",
+                                  "--upload-pack", "--template", "--separate-git-dir", "--filter", "-j", "--jobs"})
+
+
+def git_source(words: list[str]) -> tuple[str, str | None, str] | None:
+    """What a git command does to a vLLM source tree: ("clone", REF, DIR)
+    for `git clone [-b REF] URL [DIR]` of vLLM's repository (REF None: its
+    default branch), ("other", None, DIR) for a clone of another one,
+    ("checkout", REF, "") for `git checkout REF` (or `git switch`; with
+    `-b NEW REF`, REF); None for anything else."""
+    if not words or words[0].rsplit("/", 1)[-1] != "git":
+        return None
+    at = 1
+    while at + 1 < len(words) and words[at] in ("-C", "-c"):  # `git -C DIR checkout REF`
+        at += 2
+    command, rest = words[at] if at < len(words) else "", words[at + 1:]
+    if command in ("checkout", "switch"):
+        operands = [word for word in rest if not word.startswith("-")]
+        return ("checkout", operands[-1], "") if operands and "--" not in rest else None  # (`-- FILE`: no switch)
+    if command != "clone":
+        return None
+    ref, operands, index = None, [], 0
+    while index < len(rest):
+        word = rest[index]
+        if word in ("-b", "--branch") and index + 1 < len(rest):
+            ref = rest[index + 1]
+            index += 1
+        elif word.startswith("--branch="):
+            ref = word.partition("=")[2]
+        elif word in _CLONE_VALUE_OPTIONS:
+            index += 1
+        elif not word.startswith("-"):
+            operands.append(word)
+        index += 1
+    if not operands:
+        return None
+    folder = operands[1] if len(operands) > 1 else operands[0].rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    return ("clone", ref, folder) if _VLLM_REPOSITORY.fullmatch(operands[0]) else ("other", None, folder)
+
+
+def installs_source(words: list[str], folder: str) -> bool:
+    """Whether a command builds and installs the source tree in the current
+    directory or ``folder``: `python setup.py install` (or `develop`),
+    `pip install [-e] .` (uv's `uv pip install`, `python -m pip`)."""
+    if "setup.py" in words:
+        return any(word in ("install", "develop") for word in words[words.index("setup.py") + 1:])
+    if "install" not in words or not any(word.rsplit("/", 1)[-1] in ("pip", "pip3", "uv") for word in words):
+        return False
+    # pip reads a word as a path where it holds a `/` or starts with `.` (a bare `vllm` is PyPI's).
+    return any(word.startswith(".") and word.rstrip("/") in (".", "./" + folder) or
+               ("/" in word and word.rstrip("/").rsplit("/", 1)[-1] == folder)
+               for word in words[words.index("install") + 1:])
 
 
 # kubectl's commands that send a manifest to the API server as it is (`oc` is OpenShift's kubectl).

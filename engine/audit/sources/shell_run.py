@@ -18,10 +18,10 @@ from ...core.options import ENV_NAMES, Arg, find_vllm
 from ...core.errors import InputError
 from .detect import SHELLS
 from .launch import SPYRE_ENV, Invocation, config_from_fs
-from .release import ReleaseHint, from_pin
+from .release import ReleaseHint, from_pin, from_source
 from .images import VLLM_IMAGE, presumed_note, presumed_server
-from .shell_commands import (NOT_RUNNING, applied_file, docker_run, name_operands, nested_script,
-                             only_markers, srun_image, ssh_command)
+from .shell_commands import (NOT_RUNNING, applied_file, docker_run, git_source, installs_source, name_operands,
+                             nested_script, only_markers, srun_image, ssh_command)
 from .shell_expand import Expander, clobber, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
 from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Place, Script, Scope, Stop, Var, normal_path
@@ -434,8 +434,26 @@ class Interpreter(Flow):
         return tuple(out)
 
     def note_pins(self, fields: list[str], line: int) -> None:
-        """`pip install vllm==X.Y.Z` (also pip3, python -m pip, uv pip): the release the launches after it run."""
+        """`pip install vllm==X.Y.Z` (also pip3, python -m pip, uv pip), or a
+        build and install of vLLM's source tree the script cloned (`git clone
+        -b v0.8.3 https://github.com/vllm-project/vllm` ... `python setup.py
+        install`): the release the launches after it run."""
         if self.run.capturing is not None:
+            return
+        git = git_source(fields)
+        source = self.run.source
+        if git is not None:
+            kind, ref, folder = git
+            if kind == "clone":
+                self.run.source = (ref, folder, line)
+            elif kind == "other":
+                self.run.source = None  # the tree built next is that one
+            elif source is not None:
+                self.run.source = (ref, source[1], source[2])
+            return
+        if source is not None and installs_source(fields, source[1]):
+            self.run.sequence += 1
+            self.run.pins.append(Pin(from_source(source[0], source[2]), self.run.sequence, self.container))
             return
         if "install" not in fields or not any(f.rsplit("/", 1)[-1] in ("pip", "pip3", "uv") or f == "pip" for f in fields):
             return

@@ -192,6 +192,9 @@ class Run:
     calls: int = 0  # shell functions called (max_calls)
     pins: list[Pin] = field(default_factory=list)   # `pip install vllm==X` pins, in the order met
     containers: int = 0     # container shells met so far (`docker run IMAGE bash -c ...`), each numbered
+    # The source tree of vLLM the script last cloned: (the ref it checked out, its folder, the line);
+    # its build and install is a pin (Interpreter.note_pins).
+    source: tuple[str | None, str, int] | None = None
     limited: set[str] = field(default_factory=set)
     syntax_errors: int = 0
     collect: bool = True    # launches are collected (not while reading a sourced file)
