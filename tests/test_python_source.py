@@ -1535,3 +1535,31 @@ def test_an_engine_class_a_helper_imports_is_the_engine(tmp_path):
     for line in ('LLM, _ = optional_import("other", "LLM")\n', 'LLM = load("vllm", "LLM")\n'):
         assert read(tmp_path, line + "llm = LLM(model='m')\n").deployments == ()
 
+
+
+def test_a_list_that_names_vllms_server_alone_is_completed_where_it_is_used(tmp_path):
+    # gpustack/gpustack (47277d79) gpustack/worker/backends/vllm.py: `command = ["vllm", "serve"]`,
+    # handed with arguments built in other methods (among them a conditional `--kv-transfer-config`
+    # with LMCacheConnectorV1) to the workload it creates: it was `enabled`, with no note.
+    launcher = read(tmp_path, "class Backend:\n    def start(self):\n        command = [\"vllm\", \"serve\"]\n"
+                              "        args = self._build_command_args()\n"
+                              "        self._create_workload(command=command, args=args)\n")
+    (launch,) = launcher.deployments
+    assert [(n.code, n.message) for n in launch.notes] == [("source.unresolved_arguments", (
+        "the command also takes `command ...` (which names vLLM's server alone, with no model or option: they are "
+        "added where the list is used); only the options written here are read, and it may hold others"))]
+    # A list that gives a model, or one the file completes, is read as it is.
+    (given,) = read(tmp_path, 'import subprocess\nsubprocess.run(["vllm", "serve", "m"])\n').deployments
+    grown = read(tmp_path, 'import subprocess\ncmd = ["vllm", "serve"]\ncmd += ["m"]\nsubprocess.run(cmd)\n').deployments
+    assert (given.notes, [d.notes for d in grown]) == ((), [()])
+
+
+def test_a_tests_data_and_asserts_are_no_launch(tmp_path):
+    # gpustack (47277d79) tests/worker/backends/test_backend.py: `@pytest.mark.parametrize` cases of
+    # command lists, input and expected, were six launches; a test's `assert cmd == [...]` is data too.
+    found = read(tmp_path, (
+        "import pytest\n\n@pytest.mark.parametrize('entry, expected', [\n"
+        "    (['vllm', 'serve'], ['vllm', 'serve', '/models/llm', '--port', '8000']),\n])\n"
+        "def test_override(entry, expected):\n    assert build(entry) == ['vllm', 'serve', '/models/llm']\n")
+        , name="test_backend.py")
+    assert found.deployments == ()

@@ -36,6 +36,9 @@ Readings = tuple[list[Arg], tuple[tuple[str, list[Arg]], ...]]
 _Read = TypeVar("_Read")  # what one reading gives: a command's words, or the string a shell runs
 
 
+_PREFIX = "names vLLM's server alone, with no model or option: they are added where the list is used"
+
+
 class ImageRun(NamedTuple):
     """A command list that runs a container of a vLLM image (see CommandLists.image_runs)."""
 
@@ -75,7 +78,13 @@ class CommandLists(Script):
             words = self._words(display.elts, scope)
             if id(display) in self.continued:
                 words += self._words_of(self.continued[id(display)], scope, display.lineno)
-            return words + self._added(name, scope, display.lineno)
+            words += self._added(name, scope, display.lineno)
+            located = find_vllm([w.text for w in words])
+            if located is not None and len(words) == located[0] + located[1]:
+                # `command = ["vllm", "serve"]` that a launcher hands on (gpustack's backend): the
+                # model and options are added where the list is used.
+                words.append(Arg(unresolved(f"{name or 'the list'} ...", _PREFIX), f"line {display.lineno}", many=True))
+            return words
 
         return self.readings(read)
 

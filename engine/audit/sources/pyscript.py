@@ -98,6 +98,7 @@ class Script:
         self.lists: list[tuple[ast.List | ast.Tuple, Any, str | None]] = []
         self.assigned: dict[int, str] = {}  # id of a display -> the one name (or `self.x`) it is assigned to
         self.continued: dict[int, ast.expr] = {}  # id of a display -> what `display + ...` adds to it
+        self.data: list[ast.AST] = []  # decorators and asserts: a test's data (`@pytest.mark.parametrize`), never run
         # Lists made from another (`base + [...]`, `list(base)`, `base.copy()`, `base[:]`): each with
         # its scope, the one name it is assigned to, the expression it is made from and what it adds.
         self.derived: list[tuple[ast.expr, Any, str | None, ast.expr, ast.expr | None]] = []
@@ -168,6 +169,7 @@ class Script:
                 if not isinstance(node, ast.Lambda):
                     names.setdefault(node.name, []).append(Binding(None, "a function", scope, line, straight))
                     stack.extend((d, scope, False, 0) for d in reversed(node.decorator_list))
+                    self.data += node.decorator_list
                 continue
             for name, key, value in (dict_changes(node) if isinstance(node, ast.stmt) else ()):
                 self.keyed.setdefault((id(scope), name), []).append((line, key, value, straight))
@@ -231,6 +233,9 @@ class Script:
                     names.setdefault(name, []).append(Binding(None, "bound by `with`", scope))
             elif isinstance(node, ast.ClassDef):
                 names.setdefault(node.name, []).append(Binding(None, "a class", scope))
+                self.data += node.decorator_list
+            elif isinstance(node, ast.Assert):
+                self.data.append(node)
             elif isinstance(node, ast.Call):
                 self.calls.append((node, scope))
                 if isinstance(node.func, ast.Name):

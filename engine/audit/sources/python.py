@@ -185,9 +185,11 @@ class _Reader(EngineCalls):
         runs = self.image_runs()
         in_runs = {id(display) for run in runs for display in run.lists}
         launches += [(run.node, run.scope, _as_shell(run)) for run in runs]
+        data = {id(node) for root in self.data for node in ast.walk(root)}  # (a test's lists: never run)
         launches += [(display, scope, _resplit(argv) if (id(scope), name) in self._shell_joined else argv)
                      for display, scope, name in self.lists
-                     if id(display) not in in_runs and (id(display) not in bases or self.runs_itself(name))
+                     if id(display) not in in_runs and id(display) not in data
+                     and (id(display) not in bases or self.runs_itself(name))
                      and (argv := self.command_words(display, scope, name)) is not None]
         launches += [(node, scope, argv) for node, scope, argv, _ in derived]
         launches += [launch for call, scope in self.calls for launch in self._string_launches(call, scope)]
