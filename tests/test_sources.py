@@ -321,6 +321,36 @@ def test_an_envsubst_template_s_placeholders_are_unknown_wherever_they_stand(tmp
     assert [p.code for p in odd.problems] == ["input.parse"]
 
 
+def test_a_terraform_template_is_read_as_the_manifest_it_renders(tmp_path):
+    # GoogleCloudPlatform/ai-on-gke (8676d66d) benchmarks/inference-server/vllm/manifest-templates/vllm.tftpl,
+    # rendered by `yamldecode(templatefile(...))` in its main.tf: skipped as no deployment source,
+    # though it runs vllm/vllm-openai:v0.5.5 (no HMA). `${expr}` is a value not known; a `%{ for }`
+    # block's lines are read once.
+    template = write(tmp_path / "vllm.tftpl", (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vllm\n  namespace: ${namespace}\nspec:\n"
+        "  template:\n    spec:\n      serviceAccountName: ${ksa}\n      containers:\n        - name: vllm\n"
+        '          image: "vllm/vllm-openai:v0.5.5"\n'
+        '          command: ["python3", "-m", "vllm.entrypoints.openai.api_server"]\n'
+        '          args: ["--model", "${model_id}", "--tensor-parallel-size", "${lower(gpu_count)}"]\n'
+        "          env:\n%{ for secret in hugging_face_token_secret_list ~}\n"
+        "            - name: HUGGING_FACE_HUB_TOKEN\n              value: ${secret.value}\n%{ endfor ~}\n"))
+    source = read_source(template)
+    d = only(source)
+    assert (source.format, source.problems, d.line, d.name) == ("kubernetes", (), 11, "vllm/vllm")
+    assert d.release.version == "0.5.5"
+    assert [n.message for n in d.notes] == [
+        "the model is `${model_id}`, which this file does not set; the decision does not read the model's name",
+        "`--tensor-parallel-size` takes its value from `${lower(gpu_count)}`, which this file does not set; the "
+        "decision does not read it"]
+    # A condition (`%{ if }`) is not evaluated: a problem at its line where the template mentions vLLM.
+    write(template, template.read_text().replace("%{ for secret in hugging_face_token_secret_list ~}", '%{ if x != "" }')
+          .replace("%{ endfor ~}", "%{ endif }"))
+    assert [(p.code, p.line, p.message) for p in read_source(template).problems] == [("input.parse", 16, (
+        f"`{template}` is an unrendered Terraform template: `%{{ if x != \"\" }}` keeps or drops lines on a condition "
+        "the audit does not evaluate"))]
+    assert source_format("run.sh.tftpl") is None and source_format("manifest.yaml.tftpl") == "yaml"
+
+
 def test_a_file_that_only_gives_the_hma_switch_in_a_shape_no_reader_reads_is_noted(tmp_path):
     # vllm-project/recipes (8959cf64) models/moonshotai/Kimi-K3.yaml L287: a recipe's prefill `vllm_args`
     # list `"--no-disable-hybrid-kv-cache-manager"`, in a launcher's own schema the audit does not

@@ -61,6 +61,8 @@ def source_format(path: str | Path, head: bytes = b"") -> str | None:
     rendered = envsubst_renders(name)
     if rendered is not None:
         return source_format(rendered, head)
+    if name.endswith(".tftpl"):  # Terraform's templatefile: the manifests it renders (document.py)
+        return "yaml" if suffix(name[:-len(".tftpl")]) in ("", ".yaml", ".yml") and not head.startswith(b"#!") else None
     if name in ("dockerfile", "containerfile") or name.endswith((".dockerfile", ".containerfile")) \
             or (name.startswith(("dockerfile.", "containerfile.")) and suffix(name) not in _NOT_DOCKERFILES):
         return "dockerfile"

@@ -134,43 +134,62 @@ def _tagged(body: str, single: bool) -> tuple[Any, dict[str, tuple[int, int]]] |
 # quotes too, from the environment it runs in, which the audit does not know. Its braces are flow
 # indicators to YAML: in a flow mapping (`nodeSelector: { node.kubernetes.io/instance-type:
 # ${INSTANCE_TYPE_WORKER} }`, aws-samples/aws-do-eks) they end the scalar, so the template is read
-# with each placeholder written in characters of the private-use area, which no YAML indicator is
-# and no real file holds (one per brace or dollar, so that every line and column stays), and each
-# is then an unresolved marker in the values read.
-_PLACEHOLDER = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
-_BRACED, _BARE, _END = "\ue000", "\ue001", "\ue002"
-_HELD = re.compile(f"([{_BRACED}{_BARE}])([A-Za-z0-9_]+){_END}")
+# with each placeholder written as its number between characters of the private-use area, which no
+# YAML indicator is and no real file holds, and each is then an unresolved marker in the values read.
+_PLACEHOLDER = re.compile(r"\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
+_HOLD, _END = "\ue000", "\ue002"
+_HELD = re.compile(f"{_HOLD}([0-9]+){_END}")
 
 
-def _held(match: re.Match[str]) -> str:
-    return f"{_BRACED}{match[1]}{_END}" if match[1] else f"{_BARE}{match[2]}{_END}"
-
-
-def _marker(match: re.Match[str]) -> str:
-    return unresolved(f"${{{match[2]}}}" if match[1] == _BRACED else f"${match[2]}")
-
-
-def _unheld(value: Any) -> Any:
+def _unheld(value: Any, texts: list[str]) -> Any:
     if isinstance(value, str):
-        return _HELD.sub(_marker, value) if _END in value else value
+        return _HELD.sub(lambda match: unresolved(texts[int(match[1])]), value) if _END in value else value
     if isinstance(value, dict):
-        return {_unheld(k): _unheld(v) for k, v in value.items()}
+        return {_unheld(k, texts): _unheld(v, texts) for k, v in value.items()}
     if isinstance(value, list):
-        return [_unheld(v) for v in value]
+        return [_unheld(v, texts) for v in value]
     return value
 
 
-def _placeheld(body: str) -> tuple[Any, dict[str, tuple[int, int]]] | None:
-    """A document of an envsubst template, its placeholders unresolved
-    markers wherever they stand; None when it is no YAML that way either (or
-    holds the characters the placeholders are read as)."""
-    if any(c in body for c in (_BRACED, _BARE, _END)):
+def _placeheld(body: str, placeholder: re.Pattern[str] = _PLACEHOLDER) -> tuple[Any, dict[str, tuple[int, int]]] | None:
+    """A document of a template, its placeholders unresolved markers
+    wherever they stand; None when it is no YAML that way either (or holds
+    the characters the placeholders are read as)."""
+    if _HOLD in body or _END in body:
         return None
+    texts: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        texts.append(match[0])
+        return f"{_HOLD}{len(texts) - 1}{_END}"
     try:
-        value, where = yamlsafe.load(_PLACEHOLDER.sub(_held, body), marks=True)
+        value, where = yamlsafe.load(placeholder.sub(hold, body), marks=True)
     except yamlsafe.YamlProblem:
         return None
-    return _unheld(value), {_unheld(key): mark for key, mark in where.items()}
+    return _unheld(value, texts), {_unheld(key, texts): mark for key, mark in where.items()}
+
+
+# Terraform's templatefile (`*.tftpl`; GoogleCloudPlatform/ai-on-gke renders its manifests so):
+# `${EXPR}` interpolates an expression, `$${` is a literal `${`; `%{ for X in XS ~}` ... `%{ endfor ~}`
+# repeats its lines, read once; any other directive (`%{ if C }`) keeps or drops lines on a
+# condition the audit does not evaluate (developer.hashicorp.com/terraform/language/expressions/strings).
+_TF_INTERPOLATION = re.compile(r"(?<!\$)\$\{[^{}\n]*\}")
+_TF_LOOP = re.compile(r"^[ \t]*%\{~?[ \t]*(?:for[ \t][^}\n]*|endfor[ \t]*)~?\}[ \t]*$", re.M)
+_TF_DIRECTIVE = re.compile(r"(?<!%)%\{~?[ \t]*([^}\n]*?)[ \t]*~?\}")
+
+
+def _terraform(ctx: Ctx) -> str | Problem:
+    """A Terraform template's text with its loops' directives blanked (each
+    body read once); a problem where it holds a directive the audit does not
+    evaluate."""
+    text = _TF_LOOP.sub("", ctx.text)
+    directive = _TF_DIRECTIVE.search(text)
+    if directive is None:
+        return text
+    line = text.count("\n", 0, directive.start()) + 1
+    return ctx.problem("input.parse", f"`{ctx.display}` is an unrendered Terraform template: `%{{ {directive[1]} }}` "
+                       "keeps or drops lines on a condition the audit does not evaluate", line=line,
+                       hint="audit the manifest Terraform renders from it")
 
 
 def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
@@ -189,7 +208,12 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                                                              f"({exc.problems[0].message})")
             return SourceFile(ctx.display, None, problems=(_parse_problem(ctx, exc),))
     else:
-        chunks = _yaml_chunks(ctx.text)
+        terraform = ctx.path.name.lower().endswith(".tftpl")
+        text = _terraform(ctx) if terraform else ctx.text
+        if isinstance(text, Problem):
+            return SourceFile(ctx.display, None, problems=(text,)) if mentions_vllm(ctx.text) else \
+                SourceFile(ctx.display, None, skipped="a Terraform template that mentions no vLLM option")
+        chunks = _yaml_chunks(text)
         if len(chunks) > ctx.limits.max_yaml_documents:
             return SourceFile(ctx.display, None, problems=(ctx.problem(
                 "input.limit", f"`{ctx.display}` holds more than {ctx.limits.max_yaml_documents} YAML documents"),))
@@ -198,7 +222,8 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
         problems = []
         envsubst = envsubst_renders(ctx.path.name.lower()) is not None
         for start, body in chunks:
-            held = _placeheld(body) if envsubst and "$" in body else None
+            held = _placeheld(body, _TF_INTERPOLATION if terraform else _PLACEHOLDER) \
+                if (envsubst or terraform) and "$" in body else None
             if held is not None:
                 values.append((start, held[0]))
                 lines.append(Lines(body, start + 1, held[1], held[0]))
