@@ -1031,3 +1031,22 @@ def test_a_script_that_builds_vllms_source_at_a_tag_runs_that_release(tmp_path):
                                         "cd vllm\npip install -e .\nvllm serve m\n")
     (launch,) = read_source(script).deployments
     assert launch.release == ReleaseHint("0.9.0", "vLLM built from its repository at tag v0.9.0 (line 1)")
+
+
+def test_a_whole_word_defaulted_to_nothing_or_options_may_hold_other_options(tmp_path):
+    # vllm-project/tpu-inference (b8692ff0) docker/entrypoint.sh, the vllm/vllm-tpu image's entrypoint:
+    # `exec python3 -m vllm.entrypoints.openai.api_server ${VLLM_ARGS:-}`, how every option reaches
+    # that server. `$VLLM_ARGS` had a note; `${VLLM_ARGS:-}` was read as its default and had none.
+    script = write(tmp_path / "entrypoint.sh", (
+        "exec python3 -m vllm.entrypoints.openai.api_server ${VLLM_ARGS:-}\n"
+        "vllm serve ${MODEL:-m} --port ${PORT:-8000} --kv-cache-memory-bytes=${BYTES:-} ${EXTRA:---max-model-len 4096}\n"
+        'SET=""\nvllm serve m ${SET:-} "${QUOTED:-}"\n'))
+    found = read_source(script).deployments
+    assert [[(n.code, n.message) for n in d.notes] for d in found] == [
+        [("source.unresolved_arguments", "the command also takes `${VLLM_ARGS:-}`, which this file does not set: its "
+                                         "default (nothing) is read, and where the environment sets `VLLM_ARGS` it may "
+                                         "hold other options")],
+        [("source.unresolved_arguments", "the command also takes `${EXTRA:---max-model-len 4096}`, which this file does "
+                                         "not set: its default (`--max-model-len 4096`) is read, and where the "
+                                         "environment sets `EXTRA` it may hold other options")],
+        []]

@@ -531,11 +531,28 @@ class Interpreter(Flow):
                          sequence=run.sequence, image=image, paths=paths, release=pinned[-1] if pinned else None)
         if presumed is not None:
             inv.notes.append(presumed_note(run.ctx, presumed, line))
+        for name, raw, default in _defaulted_options(command, scope):
+            inv.notes.append(run.ctx.problem(
+                "source.unresolved_arguments", f"the command also takes `{raw}`, which this file does not set: its "
+                f"default ({f'`{default}`' if default else 'nothing'}) is read, and where the environment sets `{name}` "
+                "it may hold other options", line=line))
         run.found.append(inv)
         if len(run.found) > run.ctx.limits.max_commands:
             run.limit("commands", f"more than {run.ctx.limits.max_commands} vLLM commands", line)
             raise Stop
         return True
+
+
+def _defaulted_options(command: Simple, scope: Scope) -> list[tuple[str, str, str]]:
+    """(NAME, as written, DEFAULT) for each unquoted `${NAME:-DEFAULT}` that
+    is a whole word of a command (not an option's value) whose NAME this file does not set and whose DEFAULT is
+    nothing or options (the vllm-tpu image's entrypoint runs the server with
+    `${VLLM_ARGS:-}`): the environment may give it any options; the reading
+    takes the default."""
+    return [(part.name, part.raw, default) for word in command.words if len(word.parts) == 1 for part in word.parts
+            if isinstance(part, Param) and not part.quoted and part.op in (":-", "-") and scope.lookup(part.name) is None
+            and (default := part.arg.literal() if part.arg is not None else "") is not None
+            and (default == "" or default.startswith("-"))]
 
 
 def _assignments(command: Simple) -> tuple[list[tuple[str, bool, Word]], Any]:
