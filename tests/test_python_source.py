@@ -1563,3 +1563,31 @@ def test_a_tests_data_and_asserts_are_no_launch(tmp_path):
         "def test_override(entry, expected):\n    assert build(entry) == ['vllm', 'serve', '/models/llm']\n")
         , name="test_backend.py")
     assert found.deployments == ()
+
+
+def test_a_launchers_project_or_lock_file_names_its_release(tmp_path):
+    # OpenPipe/ART (779559fd) src/art/local/state.py builds `AsyncEngineArgs(**engine_args_dict)`; the
+    # repository pins `"vllm==0.8.5.post1"` in pyproject.toml's dependencies and locks it in uv.lock, and
+    # has no requirements.txt: it was decided as the default release (`enabled`); 0.8.5.post1 has no HMA.
+    launcher = tmp_path / "src" / "art" / "local" / "state.py"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text("from vllm import AsyncEngineArgs\nengine_args = AsyncEngineArgs(model='m')\n", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "openpipe-art"\ndependencies = [\n    "openai>=1.65.5",\n    "vllm==0.8.5.post1",\n]\n'
+        '[project.optional-dependencies]\nswebench = ["modal>=1.0.1"]\n', encoding="utf-8")
+
+    def release() -> ReleaseHint:
+        (entry,) = audit([str(tmp_path)]).entries
+        assert entry.decision["outcome"] == "disabled"
+        return entry.deployment.release
+    assert release() == ReleaseHint("0.8.5.post1", f"pin vllm==0.8.5.post1 in {tmp_path / 'pyproject.toml'} (the "
+                                                   "dependencies of the launcher's nearest project)")
+    (tmp_path / "uv.lock").write_text('version = 1\n\n[[package]]\nname = "vllm"\nversion = "0.8.5.post1"\n'
+                                      'source = { registry = "https://pypi.org/simple" }\n', encoding="utf-8")
+    assert release() == ReleaseHint("0.8.5.post1", f"vllm 0.8.5.post1 locked in {tmp_path / 'uv.lock'} (the "
+                                                   "launcher's nearest lock file)")
+    # A project that pins no vLLM, or a file that is no TOML, names none: the nearest decides.
+    for text in ('[project]\nname = "x"\ndependencies = ["vllm>=0.8"]\n', "[project\n"):
+        (tmp_path / "src" / "pyproject.toml").write_text(text, encoding="utf-8")
+        (entry,) = audit([str(tmp_path)]).entries
+        assert entry.deployment.release is None

@@ -12,8 +12,9 @@ read in python.py. Then, in order:
 - the Cog model whose ``cog.yaml`` beside it names it as ``predict``: a
   ``vllm==X`` among ``build.python_packages`` or in a ``pip install`` of
   ``build.run`` (replicate/cog-vllm);
-- the nearest ``requirements.txt`` in its directory or above, within the
-  audited paths, where it pins exactly one vLLM (bentoml/BentoVLLM);
+- the nearest ``requirements.txt``, ``uv.lock`` or ``pyproject.toml`` (its
+  PEP 621 dependencies) in its directory or above, within the audited
+  paths, where it pins exactly one vLLM (bentoml/BentoVLLM, OpenPipe/ART);
 - the Truss's ``base_image``, by its tag (a Truss with no pin of its own
   runs the vLLM its base image holds).
 
@@ -22,8 +23,15 @@ Each file is read only inside the audited paths and never run.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the standard library's TOML reader, as a package before Python 3.11
+    import tomli as tomllib
 
 from .companions import companion_text, read_companion, shown as companion_name
 from .context import Ctx
@@ -102,20 +110,56 @@ def _cog_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
 
 
 def _requirements_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
-    """The release a ``requirements.txt`` pins for the launcher's Python:
-    the nearest in its directory or above it within the audited paths,
-    where it pins exactly one vLLM; None where none does, or the file
-    cannot be read."""
+    """The release the environment of the launcher's Python is built with:
+    the nearest of a ``requirements.txt``, a ``uv.lock`` or a
+    ``pyproject.toml`` in its directory or above it within the audited paths,
+    where it pins exactly one vLLM (a lock file by the version it locks); None
+    where the nearest pins none, or cannot be read."""
     while ctx.may_read(folder):
-        candidate = folder / "requirements.txt"
-        if candidate.is_file():  # (a regular file, or a link to one: which must lie in the audited paths too)
-            pins = {pinned(pin): pin for pin in REQUIREMENT.findall(companion_text(ctx, candidate) or "")}
-            if len(pins) == 1:
-                version, written = pins.popitem()
-                return ReleaseHint(version, f"pin vllm=={written} in {companion_name(ctx, candidate)} (the launcher's "
-                                            "nearest requirements file)")
-            return None  # the nearest one decides, as the environment built from it would
+        for name, pins_of, said in _ENVIRONMENT_FILES:
+            candidate = folder / name
+            if candidate.is_file():  # (a regular file, or a link to one: which must lie in the audited paths too)
+                pins = {pinned(pin): pin for pin in pins_of(companion_text(ctx, candidate) or "")}
+                if len(pins) == 1:
+                    version, written = pins.popitem()
+                    return ReleaseHint(version, said.format(written=written, file=companion_name(ctx, candidate)))
+                return None  # the nearest one decides, as the environment built from it would
         if folder.parent == folder:
             return None
         folder = folder.parent
     return None
+
+
+def _pyproject_pins(text: str) -> list[str]:
+    """The exact vLLM pins among a pyproject.toml's dependencies (PEP 621:
+    ``[project] dependencies`` and each optional group)."""
+    try:
+        project = tomllib.loads(text).get("project")
+    except tomllib.TOMLDecodeError:
+        return []
+    if not isinstance(project, dict):
+        return []
+    groups = project.get("optional-dependencies")
+    lists = [project.get("dependencies"), *(groups.values() if isinstance(groups, dict) else ())]
+    return [pin for entries in lists if isinstance(entries, list) for entry in entries if isinstance(entry, str)
+            for pin in REQUIREMENT.findall(entry)]
+
+
+def _locked_pins(text: str) -> list[str]:
+    """The vLLM version a uv.lock locks (its `[[package]]` named vllm)."""
+    try:
+        packages = tomllib.loads(text).get("package")
+    except tomllib.TOMLDecodeError:
+        return []
+    return [str(package["version"]) for package in packages if isinstance(package, dict)
+            and package.get("name") == "vllm" and isinstance(package.get("version"), str)] \
+        if isinstance(packages, list) else []
+
+
+# What builds a launcher's Python environment, nearest first in each folder (OpenPipe/ART pins
+# `vllm==0.8.5.post1` in its pyproject.toml and locks it in uv.lock).
+_ENVIRONMENT_FILES: tuple[tuple[str, Callable[[str], list[str]], str], ...] = (
+    ("requirements.txt", REQUIREMENT.findall, "pin vllm=={written} in {file} (the launcher's nearest requirements file)"),
+    ("uv.lock", _locked_pins, "vllm {written} locked in {file} (the launcher's nearest lock file)"),
+    ("pyproject.toml", _pyproject_pins, "pin vllm=={written} in {file} (the dependencies of the launcher's nearest "
+                                        "project)"))
