@@ -1591,3 +1591,21 @@ def test_a_launchers_project_or_lock_file_names_its_release(tmp_path):
         (tmp_path / "src" / "pyproject.toml").write_text(text, encoding="utf-8")
         (entry,) = audit([str(tmp_path)]).entries
         assert entry.deployment.release is None
+
+
+def test_a_value_a_function_of_the_file_returns_is_read(tmp_path):
+    # vllm-project/tpu-inference (b8692ff0) tests/offload/tpu_offload_accuracy_test.py: `def
+    # get_kv_transfer_config(): """...""" return KVTransferConfig(kv_connector="TPUOffloadConnector", ...)`
+    # handed to `LLM(kv_transfer_config=get_kv_transfer_config())`: an `error`, "computed when the script
+    # runs", with the hint to write the value in the file, where it is.
+    text = (HEADER + '\n\ndef get_kv_transfer_config():\n    """use LMCache"""\n    return KVTransferConfig(\n'
+            '        kv_connector="LMCacheConnectorV1", kv_role="kv_both")\n\n\n'
+            'def main():\n    llm = LLM(model="m", kv_transfer_config=get_kv_transfer_config())\n')
+    d = only_deployment(read(tmp_path, text))
+    assert (decided(d), json.loads(d.document["kv_transfer_config"])) == (
+        ("disabled", False), {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"})
+    # A function with parameters, or of a name bound twice, returns what only running tells.
+    for changed in (text.replace("def get_kv_transfer_config():", "def get_kv_transfer_config(role='kv_both'):"),
+                    text + "\nget_kv_transfer_config = None\n"):
+        d = only_deployment(read(tmp_path, changed))
+        assert [n.code for n in d.problems] == ["source.unresolved"]

@@ -16,7 +16,7 @@ from typing import cast
 
 __all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "dict_entries", "dict_changes",
            "bound_names", "within", "imported_from", "block_ends", "is_vllm_module", "is_environ", "splitting",
-           "imported_by_call"]
+           "imported_by_call", "returned"]
 
 # The methods that change a dict: `update` with its keys written out is followed, the others are not.
 _DICT_CHANGES = frozenset({"update", "pop", "popitem", "setdefault", "clear"})
@@ -196,3 +196,18 @@ def imported_by_call(node: ast.Assign, classes: frozenset[str]) -> tuple[str, st
     module, name = (a.value if isinstance(a, ast.Constant) else None for a in call.args[:2])
     return (target.id, name) if isinstance(module, str) and is_vllm_module(module) and name in classes \
         else None
+
+
+def returned(function: ast.AST) -> ast.expr | None:
+    """What a function without parameters or decorators returns, where its
+    body is one `return EXPR`, a docstring aside (`def get_kv_transfer_config():
+    return KVTransferConfig(...)`); None for any other."""
+    if not isinstance(function, ast.FunctionDef) or function.decorator_list:
+        return None
+    arguments = function.args
+    if arguments.posonlyargs or arguments.args or arguments.kwonlyargs or arguments.vararg or arguments.kwarg:
+        return None
+    body = function.body
+    if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None

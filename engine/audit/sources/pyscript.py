@@ -18,7 +18,7 @@ from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved
 from .launch import read_from_env
 from .pyforms import (added_to_itself, block_ends, bound_names, copy_of, dict_changes, dotted_name, imported_by_call,
-                      is_environ, is_vllm_module, list_holder, made_from, within)
+                      is_environ, is_vllm_module, list_holder, made_from, returned, within)
 from .pyvalues import RUNTIME, Unknown, as_json_word, as_str, as_word, source_text
 
 __all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "Script", "Binding", "Change"]
@@ -566,6 +566,11 @@ class Script:
                 return str(value) if isinstance(value, bool) else value
             if isinstance(value, (int, float)):
                 return json.dumps(value)
+        if isinstance(node.func, ast.Name) and not node.args and not node.keywords:  # a function of the file, once
+            defined = [f for f in self.scopes if getattr(f, "name", None) == node.func.id]
+            if len(defined) == 1 and len(self.scopes[self.parent[defined[0]]][node.func.id]) == 1 \
+                    and (expression := returned(defined[0])) is not None:
+                return self.value(expression, defined[0], depth + 1)
         if what == f"{KV_CONFIG}.from_cli" and len(node.args) == 1 and not node.keywords:
             # The JSON text itself, as a command line gives it: the deployment's checks parse it, within their bounds.
             text = self.value(node.args[0], scope, depth + 1)
