@@ -1050,3 +1050,28 @@ def test_a_whole_word_defaulted_to_nothing_or_options_may_hold_other_options(tmp
                                          "not set: its default (`--max-model-len 4096`) is read, and where the "
                                          "environment sets `EXTRA` it may hold other options")],
         []]
+
+
+def test_an_external_connector_defined_in_the_audited_files_is_shown_by_its_class_line(tmp_path):
+    # vllm-project/tpu-inference (b8692ff0) examples/disagg/run_disagg_single_host.sh loads `TPUConnector`
+    # from `tpu_inference.distributed.tpu_connector`, defined in the same tree as `class
+    # TPUConnector(KVConnectorBase_V1)` (its HMA twin is `TPUConnectorHMA(TPUConnector, SupportsHMA)`).
+    # The launch stays undetermined (only a registry entry declares support); the note shows the class.
+    write(tmp_path / "tpu_inference" / "distributed" / "tpu_connector.py",
+          "from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorBase_V1\n\n\n"
+          "class TPUConnector(KVConnectorBase_V1):\n    pass\n")
+    external = '{"kv_connector":"TPUConnector","kv_connector_module_path":"tpu_inference.distributed.tpu_connector",' \
+               '"kv_role":"kv_producer"}'
+    write(tmp_path / "examples" / "run.sh", (
+        f"vllm serve m --kv-transfer-config '{external}'\n"
+        "vllm serve m --kv-transfer-config '{\"kv_connector\":\"MultiConnector\",\"kv_role\":\"kv_both\","
+        f"\"kv_connector_extra_config\":{{\"connectors\":[{NIXL},{external}]}}}}'\n"
+        "vllm serve m --kv-transfer-config '{\"kv_connector\":\"Other\",\"kv_connector_module_path\":\"elsewhere.x\"}'\n"
+        "vllm serve m --kv-transfer-config '{\"kv_connector\":\"X\",\"kv_connector_module_path\":\"..etc.passwd\"}'\n"))
+    entries = audit([str(tmp_path)]).entries
+    note = ("source.connector_code", "`TPUConnector` from `tpu_inference.distributed.tpu_connector` is defined in the "
+                                     "audited files: `class TPUConnector(KVConnectorBase_V1)` at "
+                                     f"{tmp_path / 'tpu_inference' / 'distributed' / 'tpu_connector.py'}:4 (the rules "
+                                     "read a connector's HMA support from a registry entry, not from its code)")
+    assert [[(n.code, n.message) for n in e.deployment.notes] for e in entries] == [[note], [note], [], []]
+    assert [e.decision["outcome"] for e in entries][:2] == ["undetermined", "undetermined"]

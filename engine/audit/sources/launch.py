@@ -22,6 +22,7 @@ from ...core.errors import InputError, Problem
 from .context import RUNTIME_FACTS, Ctx
 from .deployment import Deployment
 from .files import NOT_REGULAR, read_text, regular
+from .connector_code import connector_notes
 from .release import ReleaseHint, platform_of
 
 __all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "read_from_env", "SPYRE_ENV",
@@ -123,6 +124,7 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     # A path's problems say more than the note that the command's unknown words may hold options.
     notes = list(inv.notes) + [n for n in result.notes if not (on_path and n.code == "source.unresolved_arguments")]
     release = release_noted(ctx, inv.release, facts, inv.facts_origin, inv.line, notes)
+    notes += connector_notes(ctx, document, inv.line)
     chain = tuple(dict.fromkeys((ctx.display,) + inv.chain + result.configs))
     return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
                       tuple(problems), tuple(notes), tuple(sorted(origins.items())), inv.resource,

@@ -1,0 +1,82 @@
+"""Where an external KV connector that a launch loads by module path
+(``kv_connector_module_path``) is defined in the audited files: a note that
+shows its class line. The rules decide a connector's HMA support only from a
+registry entry (docs/rules.md, "Declaring an in-house connector"), never
+from code; the note shows an auditor what to declare. The module is found
+by its dotted path under an audited folder and parsed, never imported
+(vllm-project/tpu-inference loads `TPUConnector` from
+`tpu_inference.distributed.tpu_connector` so)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ...core.errors import Problem
+from .companions import companion_text, shown
+from .context import Ctx
+
+__all__ = ["connector_notes"]
+
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_MAX_DEPTH = 8  # MultiConnector nesting read for external children
+
+
+def connector_notes(ctx: Ctx, document: dict[str, Any], line: int | None) -> list[Problem]:
+    """A note for each external connector of the document's KV transfer
+    config (a MultiConnector's children too) whose class the audited files define."""
+    config = document.get("kv_transfer_config")
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except ValueError:
+            return []
+    notes = []
+    for name, module in dict.fromkeys(_external(config, 0)):
+        found = _defined(ctx, name, module)
+        if found is not None:
+            header, where = found
+            notes.append(ctx.problem(
+                "source.connector_code", f"`{name}` from `{module}` is defined in the audited files: `{header}` at "
+                f"{where} (the rules read a connector's HMA support from a registry entry, not from its code)",
+                line=line))
+    return notes
+
+
+def _external(config: Any, depth: int) -> list[tuple[str, str]]:
+    """(class, module) of each connector loaded by module path, depth first."""
+    if not isinstance(config, dict) or depth > _MAX_DEPTH:
+        return []
+    name, module = config.get("kv_connector"), config.get("kv_connector_module_path")
+    out = [(name, module)] if isinstance(name, str) and isinstance(module, str) and _MODULE.fullmatch(module) else []
+    extra = config.get("kv_connector_extra_config")
+    children = extra.get("connectors") if isinstance(extra, dict) else None
+    for child in children if isinstance(children, list) else ():
+        out += _external(child, depth + 1)
+    return out
+
+
+def _defined(ctx: Ctx, name: str, module: str) -> tuple[str, str] | None:
+    """The class line of ``name`` in the module's file under an audited
+    folder (``a/b.py`` or ``a/b/__init__.py``, also under ``src/``), and where."""
+    relative = Path(*module.split("."))
+    for root in ctx.roots:
+        base = root if root.is_dir() else root.parent
+        for candidate in (base / relative.with_suffix(".py"), base / relative / "__init__.py",
+                          base / "src" / relative.with_suffix(".py"), base / "src" / relative / "__init__.py"):
+            text = companion_text(ctx, candidate)
+            if text is None:
+                continue
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+            for node in tree.body:
+                if isinstance(node, ast.ClassDef) and node.name == name:
+                    bases = ", ".join(ast.unparse(base) for base in node.bases)
+                    return f"class {name}({bases})", f"{shown(ctx, candidate)}:{node.lineno}"
+            return None
+    return None
