@@ -125,9 +125,14 @@ def test_only_a_charts_values_are_skipped_as_a_charts_values(tmp_path):
     chart = tmp_path / "chart"
     write(chart / "templates" / "_helpers.tpl", "{{- define \"x\" -}}{{- end -}}\n")
     write(chart / "Chart.yaml", "apiVersion: v2\nname: x\nversion: 0.1.0\n")
-    assert read_source(write(chart / "values.yaml", "replicaCount: 1\n")).skipped == chart_reason
-    assert read_source(write(chart / "ci" / "gpu.yaml", "replicaCount: 2\n")).skipped == chart_reason
+    assert read_source(write(chart / "values.yaml", "image:\n  repository: vllm/vllm-openai\n")).skipped == chart_reason
+    assert read_source(write(chart / "ci" / "gpu.yaml", "vllmArgs: [--max-model-len, '4096']\n")).skipped == chart_reason
     assert read_source(chart / "Chart.yaml").skipped != chart_reason
+    # One that names no vLLM (gpustack/gpustack 47277d79 charts/gpustack-chart/values.yaml; a chart's
+    # `files/prompt.yaml`) is no vLLM chart's: skipped as any other YAML is.
+    for name in ("values.yaml", "files/prompt.yaml"):
+        assert read_source(write(chart / name, "replicaCount: 1\n")).skipped == \
+            "not a deployment document, vLLM config or Kubernetes manifest"
     trl = tmp_path / "trl"
     write(trl / "templates" / "lm_model_card.md", "# {{ model_name }}\n")
     config = write(trl / "accelerate_configs" / "zero3.yaml", "compute_environment: LOCAL_MACHINE\nnum_processes: 8\n")

@@ -18,6 +18,7 @@ from typing import Any
 
 from .context import Ctx
 from .deployment import SourceFile
+from .detect import mentions_vllm
 from .kubernetes import Site, pod_launches
 from .llmdbench import is_scenario, scenario_file
 from .marks import Lines
@@ -49,7 +50,7 @@ def chart_values(ctx: Ctx, values: Any, lines: Lines) -> SourceFile | None:
         found = pod_launches(ctx, {"containers": [container]}, None, site, lines, (), {}, problems,
                              line=lines.key("image", "command"))
         return SourceFile(ctx.display, "helm-values", tuple(found), tuple(problems))
-    if ctx.fs and _in_chart_root(ctx.path):
+    if ctx.fs and _in_chart_root(ctx.path) and mentions_vllm(ctx.text):  # (a chart's other values: no vLLM's)
         return SourceFile(ctx.display, "helm-values", skipped="the values of a Helm chart whose mapping to vLLM's "
                           "command line the audit does not know; audit the output of `helm template`")
     return None
