@@ -351,6 +351,18 @@ def test_a_python_file_that_mentions_a_kv_option_and_is_not_read_is_noted(tmp_pa
         ("source.unrecognized", 2, "mentions `kv-transfer-config` at line 2, no vLLM launch recognised")]
 
 
+def test_a_kv_option_only_in_a_python_comment_is_no_mention(tmp_path):
+    # OpenPipe/ART (779559fd) src/art/dev/engine.py L116 keeps a field commented out, `# kv_transfer_config:
+    # KVTransferConfig | None`: noted "no vLLM launch recognised". A mention after it in code still is.
+    commented = 'class EngineArgs(TypedDict, total=False):\n    model: str\n    # kv_transfer_config: KVTransferConfig | None\n'
+    assert read(tmp_path, commented).notes == ()
+    found = read(tmp_path, commented + 'CONFIG = "--kv-transfer-config"  # kv_connector\n')
+    assert [(n.line, n.message) for n in found.notes] == [
+        (4, "mentions `kv-transfer-config` at line 4, no vLLM launch recognised")]
+    # Code that does not tokenize is searched as it is.
+    assert [n.line for n in read(tmp_path, '"""\n# kv_transfer_config\n').notes] == [2]
+
+
 def test_an_import_of_vllms_kv_transfer_modules_is_no_mention_of_a_kv_option(tmp_path):
     # snowflakedb/ArcticInference arctic_inference/vllm/model_runner.py: library code importing
     # `vllm.distributed.kv_transfer` was noted as "mentions `kv_transfer`". An option's name,

@@ -153,7 +153,7 @@ def _noted(found: SourceFile, text: str, known: tuple[str, ...]) -> SourceFile:
     misses a launch silently."""
     if found.deployments or any(note.code == "source.unrecognized" for note in found.notes):
         return found  # a launch, or the reader has already said why the file holds none
-    mentioned = mention(text, known)
+    mentioned = mention(text, known, python=found.file.endswith(".py"))
     if mentioned is None:
         return found
     word, line = mentioned

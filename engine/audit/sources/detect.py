@@ -4,8 +4,10 @@ and YAML, by what its values look like."""
 from __future__ import annotations
 
 import difflib
+import io
 import os
 import re
+import tokenize
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -144,13 +146,33 @@ def _mentions(names: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join([_KV_OPTIONS] + words) + r")(?![A-Za-z0-9])")
 
 
-def mention(text: str, names: tuple[str, ...] = ()) -> tuple[str, int] | None:
+def mention(text: str, names: tuple[str, ...] = (), *, python: bool = False) -> tuple[str, int] | None:
     """The first mention of a vLLM KV option (kv-transfer-config, kv_connector,
-    kv-offloading...) or of a connector name in ``names``, and its line."""
+    kv-offloading...) or of a connector name in ``names``, and its line;
+    ``python``: outside the code's comments (OpenPipe/ART keeps a field
+    commented out, `# kv_transfer_config: KVTransferConfig | None`)."""
     match = _mentions(tuple(names)).search(text)
+    if match is not None and python:
+        text = _uncommented(text)
+        match = _mentions(tuple(names)).search(text)
     if match is None:
         return None
     return match.group(), text.count("\n", 0, match.start()) + 1
+
+
+def _uncommented(code: str) -> str:
+    """Python code with each comment blanked (its lines and columns kept);
+    the code as it is where it cannot be tokenized."""
+    lines = io.StringIO(code).readlines()  # (split as tokenize reads them: at "\n" only)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type == tokenize.COMMENT:
+                (row, start), (_, end) = token.start, token.end
+                line = lines[row - 1]
+                lines[row - 1] = line[:start] + " " * (end - start) + line[end:]
+    except (tokenize.TokenError, SyntaxError, IndexError, RecursionError):  # (IndentationError is a SyntaxError)
+        return code
+    return "".join(lines)
 
 
 @lru_cache(maxsize=1)
