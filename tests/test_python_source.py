@@ -183,13 +183,16 @@ LLM("m", kv_transfer_config=KVTransferConfig(kv_connector=f"{args.name}Connector
 for config in configs:
     LLM("m", kv_transfer_config=config)
 """)
-    first, same, second, third, loop = found.deployments
-    assert [(p.code, p.message, p.path) for p in first.problems] == [
-        ("source.unresolved", "`kv_transfer_config` takes its value at `/kv_connector` from `connector` (which is a "
-                              "parameter of `build`, whose 2 calls do not all pass one known value)", "/kv_transfer_config")]
+    # `build` is called with two values: each call runs its launch, the second with what only running tells.
+    first, first_again, same, second, third, loop = found.deployments
+    assert (first.problems, json.loads(first.document["kv_transfer_config"])["kv_connector"]) == ((), "NixlConnector")
+    assert [(p.code, p.message, p.path) for p in first_again.problems] == [
+        ("source.unresolved", "`kv_transfer_config` takes its value at `/kv_connector` from `args.connector` (which is "
+                              "computed when the script runs)", "/kv_transfer_config")]
     # Each call passes the same value: it is known.
     assert json.loads(same.document["kv_transfer_config"])["kv_connector"] == "NixlConnector"
     assert [(n.code, n.message) for n in first.notes] == [
+        ("source.call_site", "read as the call of `build` at line 12 runs it (its 2 calls pass different values)"),
         ("source.unresolved_unused", "the model is `args.model`, where `args.model` is computed when the script runs; "
                                      "the decision does not read the model's name")]
     # `ktc` is set twice at the top of the module, each before the call: the second is in effect.
@@ -198,7 +201,7 @@ for config in configs:
     assert third.problems[0].message == ("`kv_transfer_config` takes its value at `/kv_connector` from "
                                          "`args.name` (which is computed when the script runs)")
     assert loop.problems[0].message == "`kv_transfer_config` takes its value from `config` (which is a loop variable)"
-    assert first.document is None and third.document is None
+    assert first_again.document is None and third.document is None
 
 
 def test_other_spellings_of_a_launch(tmp_path):
@@ -1621,3 +1624,24 @@ def test_a_value_a_function_of_the_file_returns_is_read(tmp_path):
                     text + "\nget_kv_transfer_config = None\n"):
         d = only_deployment(read(tmp_path, changed))
         assert [n.code for n in d.problems] == ["source.unresolved"]
+
+
+def test_a_launch_in_a_function_whose_calls_pass_different_values_is_one_launch_per_call(tmp_path):
+    # vllm-project/tpu-inference (b8692ff0) tests/e2e/test_hybrid_kvcache.py: `LLM(...,
+    # disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager)` in a helper called with `False`,
+    # `True` and `False`: an `error` ("whose 3 calls do not all pass one known value"); each call runs
+    # it, as a shell function is read once per call.
+    text = (HEADER + "\n\ndef run(model, disable=False):\n    llm = LLM(model=model, disable_hybrid_kv_cache_manager=disable)\n\n\n"
+            "def test_on():\n    run('m', disable=False)\n\n\ndef test_off():\n    run('m', disable=True)\n\n\n"
+            "def test_default():\n    run('m')\n")
+    found = read(tmp_path, text).deployments
+    assert [(d.line, decided(d), [(n.code, n.message) for n in d.notes]) for d in found] == [
+        (6, ("enabled", True), [("source.call_site", "read as the call of `run` at line 10 runs it (its 3 calls pass "
+                                                      "different values)")]),
+        (6, ("disabled", False), [("source.call_site", "read as the call of `run` at line 14 runs it (its 3 calls "
+                                                        "pass different values)")]),
+        (6, ("enabled", True), [("source.call_site", "read as the call of `run` at line 18 runs it (its 3 calls pass "
+                                                      "different values)")])]
+    # Calls that pass one value give one launch, as before.
+    (one,) = read(tmp_path, text.replace("disable=True", "disable=False")).deployments
+    assert one.notes == ()

@@ -21,7 +21,7 @@ from .pyforms import (added_to_itself, block_ends, bound_names, copy_of, dict_ch
                       is_environ, is_vllm_module, list_holder, made_from, returned, within)
 from .pyvalues import RUNTIME, Unknown, as_json_word, as_str, as_word, source_text
 
-__all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "Script", "Binding", "Change"]
+__all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "MAX_CALLS", "Script", "Binding", "Change"]
 
 # The classes whose call starts (or configures) an engine, and the KV-transfer config class.
 ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
@@ -34,7 +34,7 @@ _PARAMETER = "a parameter"
 # How a script changes a command list after writing it (`cmd += [...]`, `cmd.extend([...])`).
 _GROWS = frozenset({"extend", "append", "insert"})
 # A parameter of a function called more often than this is not followed (each call's value is read).
-_MAX_CALLS = 8
+MAX_CALLS = 8
 # How a script reads an environment variable with a default: os.environ.get(NAME, DEFAULT), os.getenv(...).
 _ENV_READS = frozenset({("os", "environ", "get"), ("os", "getenv"), ("environ", "get"), ("getenv",)})
 # The running Python (`sys.executable`): a command's `python` (`[sys.executable, "-m", ...]`).
@@ -115,6 +115,8 @@ class Script:
         self.choices: dict[int, ast.IfExp | ast.If] = {}
         self.chosen: dict[int, bool] = {}
         self._following: set[tuple[Any, str]] = set()  # the parameters whose calls are being read
+        self.varied: set[Any] = set()  # functions whose calls pass a read parameter different values
+        self.calling: dict[Any, tuple[ast.Call, Any]] = {}  # a function -> the one call it is read for
         self._ordered: dict[tuple[int, str], tuple[list[int], list[Binding], bool]] = {}  # see _in_order
         self._visits = 0  # the expressions the current read has visited (see value)
         self._imports()
@@ -363,8 +365,8 @@ class Script:
         why = Unknown(name, f"is a parameter of `{getattr(function, 'name', 'lambda')}`")
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return why
-        calls = self.calls_of.get(function.name, [])
-        if not calls or len(calls) > _MAX_CALLS:
+        calls = [self.calling[function]] if function in self.calling else self.calls_of.get(function.name, [])
+        if not calls or len(calls) > MAX_CALLS:
             return why
         given = [self.passed(name, function, call, scope) for call, scope in calls]
         passed = [g for g in given if g is not None]
@@ -379,6 +381,8 @@ class Script:
             finally:
                 self._following.discard((function, name))
             if len(read) > 1 or any(has_unresolved(r) for r in read):
+                if len(read) > 1:
+                    self.varied.add(function)
                 return Unknown(name, f"is a parameter of `{function.name}`, whose {len(passed)} calls do not all pass "
                                       "one known value")
         return passed[0]

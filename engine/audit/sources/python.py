@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from dataclasses import replace
 from functools import cached_property
 from typing import Any, NamedTuple, cast
 
@@ -66,9 +67,10 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment, read_from_env
-from .pyforms import dotted_name, imported_from, is_environ, is_vllm_module, list_holder, splitting
+from .pyforms import dotted_name, imported_from, is_environ, is_vllm_module, list_holder, splitting, within
 from .pyengine import LAUNCHES, EngineCalls
 from .pylists import ImageRun, Readings
+from .pyscript import MAX_CALLS
 from .pyvalues import as_word, command_text, held_markers, restored_env, restored_words, split_words
 from .pyrelease import launcher_release
 from .release import PIN, ReleaseHint, from_image, from_pin
@@ -213,22 +215,49 @@ class _Reader(EngineCalls):
                              unresolved(f"os.environ[{name!r}]", "is set to different values in this file"),
                              f"line {first[name]}: os.environ")
                    for name, texts in words.items()}
-            if isinstance(launch, str):
-                out.append(self.engine_launch(cast(ast.Call, node), scope, launch, env, release))
-            elif isinstance(launch, _Shell):
-                out += self._shell_deployments(launch, node.lineno, env, release)
-            elif isinstance(launch, _Split):
-                split = split_words(launch.text, launch.shell_like)
-                if split is not None and find_vllm(split) is not None:
-                    split_paths = [(which, split_words(text, launch.shell_like)) for which, text in launch.paths]
-                    paths = tuple((which, [Arg(w, f"line {node.lineno}") for w in words])
-                                  for which, words in split_paths if words is not None)
-                    out.append(self._command_deployment([Arg(w, f"line {node.lineno}") for w in split],
-                                                        paths if len(paths) == len(launch.paths) else (),
-                                                        node.lineno, env, release))
-            else:
-                out.append(self._command_deployment(*launch, node.lineno, env, release))
+            out += self._launch(node, scope, launch, env, release)
         return out
+
+    def _launch(self, node: ast.expr, scope: Any, launch: str | Readings | _Shell | _Split, env: dict[str, Arg],
+                release: ReleaseHint | None) -> list[Deployment]:
+        """A launch's deployments: one, or, in a function whose calls pass
+        different values for a parameter the launch reads, one per call, as
+        each call runs it (at most 8; the shell reader reads a function so)."""
+        self.varied.clear()
+        made = self._read_launch(node, scope, launch, env, release)
+        # (a call inside the function itself runs no launch of its own)
+        calls = [call for call in self.calls_of.get(scope.name, []) if not within(call[0], scope)] \
+            if scope in self.varied else []
+        if not 1 < len(calls) <= MAX_CALLS:
+            return made
+        out = []
+        for call in sorted(calls, key=lambda site: (site[0].lineno, site[0].col_offset)):
+            self.calling[scope] = call
+            try:
+                read = self._read_launch(node, scope, launch, env, release)
+            finally:
+                del self.calling[scope]
+            note = self.ctx.problem("source.call_site", f"read as the call of `{scope.name}` at line {call[0].lineno} "
+                                    f"runs it (its {len(calls)} calls pass different values)", line=node.lineno)
+            out += [replace(made, notes=(note, *made.notes)) for made in read]
+        return out
+
+    def _read_launch(self, node: ast.expr, scope: Any, launch: str | Readings | _Shell | _Split, env: dict[str, Arg],
+                     release: ReleaseHint | None) -> list[Deployment]:
+        if isinstance(launch, str):
+            return [self.engine_launch(cast(ast.Call, node), scope, launch, env, release)]
+        if isinstance(launch, _Shell):
+            return self._shell_deployments(launch, node.lineno, env, release)
+        if isinstance(launch, _Split):
+            split = split_words(launch.text, launch.shell_like)
+            if split is None or find_vllm(split) is None:
+                return []
+            split_paths = [(which, split_words(text, launch.shell_like)) for which, text in launch.paths]
+            paths = tuple((which, [Arg(w, f"line {node.lineno}") for w in words])
+                          for which, words in split_paths if words is not None)
+            return [self._command_deployment([Arg(w, f"line {node.lineno}") for w in split],
+                                             paths if len(paths) == len(launch.paths) else (), node.lineno, env, release)]
+        return [self._command_deployment(*launch, node.lineno, env, release)]
 
     def _string_launches(self, node: ast.Call | ast.List | ast.Tuple, scope: Any) -> list[tuple[ast.expr, Any, _Shell | _Split]]:
         """The launches of a command line built as one string that ``node``
