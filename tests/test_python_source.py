@@ -1602,7 +1602,7 @@ def test_a_launchers_project_or_lock_file_names_its_release(tmp_path):
     assert release() == ReleaseHint("0.8.5.post1", f"vllm 0.8.5.post1 locked in {tmp_path / 'uv.lock'} (the "
                                                    "launcher's nearest lock file)")
     # A project that pins no vLLM, or a file that is no TOML, names none: the nearest decides.
-    for text in ('[project]\nname = "x"\ndependencies = ["vllm>=0.8"]\n', "[project\n"):
+    for text in ('[project]\nname = "x"\ndependencies = ["vllm>=0.8"]\n', "[project\n", "a = " + "[" * 100_000 + "]" * 100_000):
         (tmp_path / "src" / "pyproject.toml").write_text(text, encoding="utf-8")
         (entry,) = audit([str(tmp_path)]).entries
         assert entry.deployment.release is None

@@ -135,7 +135,7 @@ def _pyproject_pins(text: str) -> list[str]:
     ``[project] dependencies`` and each optional group)."""
     try:
         project = tomllib.loads(text).get("project")
-    except tomllib.TOMLDecodeError:
+    except (ValueError, RecursionError):  # (not TOML; nested deeper than the reader recurses)
         return []
     if not isinstance(project, dict):
         return []
@@ -149,7 +149,7 @@ def _locked_pins(text: str) -> list[str]:
     """The vLLM version a uv.lock locks (its `[[package]]` named vllm)."""
     try:
         packages = tomllib.loads(text).get("package")
-    except tomllib.TOMLDecodeError:
+    except (ValueError, RecursionError):  # (not TOML; nested deeper than the reader recurses)
         return []
     return [str(package["version"]) for package in packages if isinstance(package, dict)
             and package.get("name") == "vllm" and isinstance(package.get("version"), str)] \

@@ -2,8 +2,9 @@
 them): those that never run their arguments (``echo vllm serve``), the
 script of ``sh -c``, the remote command of ``ssh``, ``docker run``'s image,
 environment and entrypoint, the image of ``srun --container-image`` (and of
-an sbatch script's ``#SBATCH --container-image``), the manifest ``kubectl apply -f`` applies, and
-the names ``read``/``mapfile`` set.
+an sbatch script's ``#SBATCH --container-image``), a clone and build of
+vLLM's repository, the manifest ``kubectl apply -f`` applies, and the names
+``read``/``mapfile`` set.
 """
 
 from __future__ import annotations

@@ -545,10 +545,10 @@ class Interpreter(Flow):
 
 def _defaulted_options(command: Simple, scope: Scope) -> list[tuple[str, str, str]]:
     """(NAME, as written, DEFAULT) for each unquoted `${NAME:-DEFAULT}` that
-    is a whole word of a command (not an option's value) whose NAME this file does not set and whose DEFAULT is
-    nothing or options (the vllm-tpu image's entrypoint runs the server with
-    `${VLLM_ARGS:-}`): the environment may give it any options; the reading
-    takes the default."""
+    is a whole word of a command (not an option's value), whose NAME this
+    file does not set and whose DEFAULT is nothing or options (the vllm-tpu
+    image's entrypoint runs the server with `${VLLM_ARGS:-}`): the
+    environment may give it any options; the reading takes the default."""
     return [(part.name, part.raw, default) for word in command.words if len(word.parts) == 1 for part in word.parts
             if isinstance(part, Param) and not part.quoted and part.op in (":-", "-") and scope.lookup(part.name) is None
             and (default := part.arg.literal() if part.arg is not None else "") is not None
