@@ -40,6 +40,13 @@ def linear_ratio(make, size: int, tmp_path: Path, name: str = "run.sh") -> float
 
 # -- linear time and bounded expansion (issue 20, defect 1) ------------------------------------------
 
+
+def test_a_terraform_template_of_many_unclosed_directives_is_read_in_linear_time(tmp_path):
+    # The first reading looked for each `%{`'s `}` with a lazy pattern: a line of 40,000 `%{ ` took
+    # 138 s, a hang for the audit of a hostile file.
+    ratio = linear_ratio(lambda n: "vllm: 1\n" + "%{ " * n + "\n" + "${ " * n + "\n", 100_000, tmp_path, "x.tftpl")
+    assert ratio < 3.0, ratio
+
 def test_a_long_word_is_read_in_linear_time(tmp_path):
     # shlex grows a word one character at a time: 1 MB took 16 s, 2 MB 67 s.
     ratio = linear_ratio(lambda n: "echo " + "a" * n + f"\nvllm serve m --kv-transfer-config '{NIXL}'\n", 400_000, tmp_path)

@@ -175,21 +175,27 @@ def _placeheld(body: str, placeholder: re.Pattern[str] = _PLACEHOLDER) -> tuple[
 # condition the audit does not evaluate (developer.hashicorp.com/terraform/language/expressions/strings).
 _TF_INTERPOLATION = re.compile(r"(?<!\$)\$\{[^{}\n]*\}")
 _TF_LOOP = re.compile(r"^[ \t]*%\{~?[ \t]*(?:for[ \t][^}\n]*|endfor[ \t]*)~?\}[ \t]*$", re.M)
-_TF_DIRECTIVE = re.compile(r"(?<!%)%\{~?[ \t]*([^}\n]*?)[ \t]*~?\}")
+_TF_DIRECTIVE = re.compile(r"(?<!%)%\{")
 
 
 def _terraform(ctx: Ctx) -> str | Problem:
     """A Terraform template's text with its loops' directives blanked (each
     body read once); a problem where it holds a directive the audit does not
-    evaluate."""
+    evaluate. (The first directive is found once and its text taken up to
+    the `}` on its line: a pattern that looked for the `}` from each `%{`
+    would read a line of many `%{` in quadratic time.)"""
     text = _TF_LOOP.sub("", ctx.text)
-    directive = _TF_DIRECTIVE.search(text)
-    if directive is None:
+    opening = _TF_DIRECTIVE.search(text)
+    if opening is None:
         return text
-    line = text.count("\n", 0, directive.start()) + 1
-    return ctx.problem("input.parse", f"`{ctx.display}` is an unrendered Terraform template: `%{{ {directive[1]} }}` "
-                       "keeps or drops lines on a condition the audit does not evaluate", line=line,
-                       hint="audit the manifest Terraform renders from it")
+    line_end = text.find("\n", opening.end())
+    line_end = len(text) if line_end < 0 else line_end
+    close = text.find("}", opening.end(), line_end)
+    directive = text[opening.end():close if close >= 0 else line_end].strip(" \t~")
+    shown = directive if len(directive) <= 60 else directive[:57] + "..."
+    return ctx.problem("input.parse", f"`{ctx.display}` is an unrendered Terraform template: `%{{ {shown} }}` "
+                       "keeps or drops lines on a condition the audit does not evaluate",
+                       line=text.count("\n", 0, opening.start()) + 1, hint="audit the manifest Terraform renders from it")
 
 
 def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
