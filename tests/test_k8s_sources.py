@@ -17,6 +17,7 @@ from hma_policy.audit.run import audit
 from hma_policy.audit.sources import find_deployments, read_source
 from hma_policy.core.dynamo_args import dynamo_vllm_argv
 from hma_policy.audit.sources.gotemplate import render
+from hma_policy.audit.sources.release import from_image
 from hma_policy.audit.sources.kserve import kv_transfer_config, strategic_merge
 from hma_policy.audit.sources.release import from_image
 from hma_policy.core.markers import plain
@@ -1150,3 +1151,38 @@ spec:
     (scheduled,) = [e for e in audit([str(tmp_path / "ppc64le.yaml")]).entries]
     assert (scheduled.deployment.document["platform"], dict(scheduled.deployment.origins)["platform"],
             scheduled.decision["outcome"]) == ({"name": "spyre"}, "schedulerName spyre-scheduler", "disabled")
+
+
+def test_aws_neuron_containers_for_vllm_run_on_neuron_at_the_release_their_tag_names(tmp_path):
+    # rh-ai-quickstart/private-coding-assistant (7fc003ee) charts/pca-ai-serving/templates/
+    # vllm-neuron-runtime-template.yaml: a ServingRuntime of AWS's Neuron container for vLLM
+    # (public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.13.0-neuronx-py312-sdk2.28.0-ubuntu24.04), decided
+    # as CUDA 0.33.0, `enabled`. Its tag names vLLM 0.13.0 (aws-neuron/deep-learning-containers README.md);
+    # NeuronPlatform defines no support_hybrid_kv_cache() (vllm-project/vllm-neuron a5ef7c88), so HMA is off.
+    write(tmp_path / "neuron.yaml", """apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata:
+  name: vllm-neuron-runtime
+spec:
+  containers:
+    - name: kserve-container
+      image: public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.13.0-neuronx-py312-sdk2.28.0-ubuntu24.04
+      command: [/bin/bash, -c, 'vllm serve --model="/mnt/models" --tensor-parallel-size="${TP_SIZE:-2}"']
+      env:
+        - {name: VLLM_NEURON_FRAMEWORK, value: neuronx-distributed-inference}
+""")
+    (entry,) = audit([str(tmp_path)]).entries
+    image = "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.13.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
+    assert (entry.deployment.document["platform"], dict(entry.deployment.origins)["platform"]) == (
+        {"name": "neuron"}, f"image {image}")
+    assert (entry.decision["vllm"]["release"], entry.deployment.release.origin) == (
+        "0.13.0", f"image tag {image} (AWS's Neuron build of vLLM 0.13.0)")
+    assert (entry.decision["outcome"], entry.decision["reasons"]) == ("disabled", [
+        "AWS Neuron's platform (vLLM's own before 0.10.2, the vllm-neuron plugin after) does not support the hybrid "
+        "KV cache manager: NeuronPlatform defines no support_hybrid_kv_cache() and inherits the base Platform's false "
+        "(before 0.10.2 vLLM runs it on CUDA and ROCm only)"])
+    # The tag of vLLM 0.21.0 with vllm-neuron 1.0.0, in Amazon's own registry.
+    assert from_image(
+        "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-inference-vllm-neuronx:0.21.0.1.0.0-neuronx-py313-sdk2.31.1"
+        "-ubuntu24.04").version == "0.21.0"
+

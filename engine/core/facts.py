@@ -105,9 +105,9 @@ DECLARED: tuple[Fact, ...] = (
     Fact("platform_is_cuda", "decision", "bool", "current_platform.is_cuda() (default true)"),
     Fact("platform_name", "decision", "str",
          'platform.name: the platform vLLM runs on, where the document names it (an image of vLLM\'s CPU build '
-         'does): cuda, rocm, cpu, xpu, npu (Ascend, through vllm-ascend), hpu (Gaudi, through vllm-gaudi) or '
-         'spyre (IBM Spyre, through vllm-spyre; "" when not named)', ("", "cuda", "rocm", "cpu", "xpu", "npu", "hpu",
-                                                                   "spyre")),
+         'does): cuda, rocm, cpu, xpu, npu (Ascend, through vllm-ascend), hpu (Gaudi, through vllm-gaudi), '
+         'spyre (IBM Spyre, through vllm-spyre) or neuron (AWS Inferentia and Trainium, through vllm-neuron; "" '
+         'when not named)', ("", "cuda", "rocm", "cpu", "xpu", "npu", "hpu", "spyre", "neuron")),
     Fact("chunked_local_attention", "decision", "bool", "model.attention_chunk_size is set"),
     Fact("speculative_method", "decision", "str", 'speculative_config.method ("" when none)',
          at="/speculative_config/method"),

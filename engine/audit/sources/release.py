@@ -101,6 +101,14 @@ _DYNAMO_IMAGE = "ai-dynamo/vllm-runtime"
 _DYNAMO_TAG = re.compile(r"([0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?)(?:-cuda13)?(?:-efa)?(?:-(?:amd64|arm64))?")
 
 
+# AWS's Neuron deep learning containers for vLLM (public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:
+# 0.13.0-neuronx-py312-sdk2.28.0-ubuntu24.04): the tag starts with the vLLM release the image runs on
+# AWS Inferentia and Trainium (`0.21.0.1.0.0`: vLLM 0.21.0 with vllm-neuron 1.0.0), then the Neuron
+# SDK's (aws-neuron/deep-learning-containers README.md, vllm/inference/<release>/Dockerfile.neuronx).
+_NEURON_IMAGE = "pytorch-inference-vllm-neuronx"
+_NEURON_TAG = re.compile(r"([0-9]+\.[0-9]+\.[0-9]+)(?:\.[0-9]+\.[0-9]+\.[0-9]+)?-neuronx(?:-.*)?")
+
+
 class ReleaseHint(NamedTuple):
     """``version`` (None: not known) and where it was read, or why it could not be."""
 
@@ -139,12 +147,18 @@ def from_image(image: str) -> ReleaseHint:
     ascend = _is(path, _ASCEND_IMAGE)
     dynamo = _is(path, _DYNAMO_IMAGE)
     openeuler = _is(path, _OPENEULER_CPU_IMAGE)
-    if not official and not rocm and not ascend and not dynamo and not openeuler:
+    neuron = _is(path, _NEURON_IMAGE)
+    if not official and not rocm and not ascend and not dynamo and not openeuler and not neuron:
         return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag is not read as a vLLM release")
     if digest is not None and tag is None:
         return ReleaseHint(None, f"image {shown}: a digest names no release")
     if tag is None:
         return ReleaseHint(None, f"image {shown} (latest, no tag): no release in the tag")
+    if neuron:
+        match = _NEURON_TAG.fullmatch(tag)
+        if match is None:
+            return ReleaseHint(None, f"image tag {shown}: no release in the tag")
+        return ReleaseHint(match.group(1), f"image tag {shown} (AWS's Neuron build of vLLM {match.group(1)})")
     if openeuler:
         match = _OPENEULER_TAG.fullmatch(tag)
         if match is None:
@@ -176,12 +190,13 @@ def from_image(image: str) -> ReleaseHint:
 # Release images of another platform than CUDA (the audit takes CUDA where nothing says).
 _PLATFORM_IMAGES = {"vllm/vllm-openai-cpu": "cpu", "q9t5s3a7/vllm-cpu-release-repo": "cpu",
                     "q9t5s3a7/vllm-arm64-cpu-release-repo": "cpu", "rocm/vllm": "rocm", "vllm/vllm-openai-rocm": "rocm",
-                    _ASCEND_IMAGE: "npu", _OPENEULER_CPU_IMAGE: "cpu"}
+                    _ASCEND_IMAGE: "npu", _OPENEULER_CPU_IMAGE: "cpu", _NEURON_IMAGE: "neuron"}
 
 
 def platform_of(image: Any) -> str | None:
     """The platform a vLLM release image runs vLLM on, where it is not CUDA
-    (its CPU build, AMD's ROCm image, vllm-ascend's): the document's ``platform.name``."""
+    (its CPU build, AMD's ROCm image, vllm-ascend's, AWS's Neuron build): the
+    document's ``platform.name``."""
     if not isinstance(image, str) or has_unresolved(image):
         return None
     path = split_image(image)[0]
