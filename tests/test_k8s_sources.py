@@ -22,7 +22,7 @@ from hma_policy.audit.sources.kserve import kv_transfer_config, strategic_merge
 from hma_policy.audit.sources.release import from_image
 from hma_policy.core.markers import plain
 from hma_policy.audit.sources.release import ReleaseHint
-from sourcefiles import write
+from sourcefiles import LMCACHE, write
 
 CORPUS = Path(__file__).resolve().parent / "fleet_corpus"
 
@@ -1186,3 +1186,84 @@ spec:
         "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-inference-vllm-neuronx:0.21.0.1.0.0-neuronx-py313-sdk2.31.1"
         "-ubuntu24.04").version == "0.21.0"
 
+
+def test_an_inference_service_runs_its_serving_runtime_with_its_model_args_appended(tmp_path):
+    # KServe's v1beta1 InferenceService serves its model with a ServingRuntime: the controller merges the
+    # model's container fields into the runtime's `kserve-container` and appends the model's args to the
+    # runtime's (kserve/kserve aaac4e29 utils.MergeRuntimeContainers: "Concatenate args rather than
+    # replacing"), renders `{{.Name}}` with the service's metadata, and `runtimeVersion` replaces the
+    # image's tag. The service's `--kv-transfer-config` was a mention with no launch; the runtime alone
+    # was decided `enabled` (rh-ai-quickstart/vllm-tool-calling 5b712dec: six such pairs).
+    write(tmp_path / "runtime.yaml", """apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata:
+  name: vllm-runtime
+spec:
+  supportedModelFormats:
+    - {name: vLLM, autoSelect: true}
+  containers:
+    - name: kserve-container
+      image: vllm/vllm-openai:v0.20.0
+      command: [python, -m, vllm.entrypoints.openai.api_server]
+      args: [--port=8080, --model=/mnt/models, '--served-model-name={{.Name}}']
+      env:
+        - {name: HF_HOME, value: /tmp/hf}
+        - {name: VLLM_USE_V1, value: "1"}
+""")
+    write(tmp_path / "isvc.yaml", f"""apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: llama
+spec:
+  predictor:
+    model:
+      runtime: vllm-runtime
+      runtimeVersion: v0.22.0
+      modelFormat: {{name: vLLM}}
+      args: [--kv-transfer-config, '{LMCACHE}']
+      env:
+        - {{name: HF_HOME, value: /models}}
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: auto
+spec:
+  predictor:
+    model:
+      modelFormat: {{name: vllm}}
+      storageUri: hf://m
+""")
+    entries = {(Path(e.deployment.file).name, e.deployment.name): e for e in audit([str(tmp_path)]).entries}
+    served = entries[("isvc.yaml", "llama/kserve-container")]
+    assert (served.deployment.line, served.deployment.chain) == (8, (str(tmp_path / "isvc.yaml"), str(tmp_path / "runtime.yaml")))
+    assert (served.decision["outcome"], served.decision["vllm"]["release"]) == ("disabled", "0.22.0")
+    assert json.loads(served.deployment.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
+    assert served.deployment.document["env"] == {"VLLM_USE_V1": "1"}
+    auto = entries[("isvc.yaml", "auto/kserve-container")]
+    assert (auto.decision["outcome"], auto.decision["vllm"]["release"]) == ("enabled", "0.20.0")
+    assert entries[("runtime.yaml", "vllm-runtime/kserve-container")].decision["outcome"] == "enabled"
+
+
+def test_an_inference_service_whose_runtime_is_not_audited_is_a_problem_where_it_looks_like_vllm(tmp_path):
+    write(tmp_path / "isvc.yaml", f"""apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {{name: llama}}
+spec:
+  predictor:
+    model:
+      runtime: vllm-cuda-runtime
+      modelFormat: {{name: vLLM}}
+      args: [--kv-transfer-config, '{LMCACHE}']
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {{name: iris}}
+spec:
+  predictor:
+    model: {{modelFormat: {{name: sklearn}}, storageUri: gs://kfserving-examples/models/sklearn/1.0/model}}
+""")
+    found = read_source(tmp_path / "isvc.yaml")
+    assert (found.deployments, [(p.code, p.line, p.message) for p in found.problems]) == ((), [(
+        "source.unresolved", 7, "InferenceService llama: the ServingRuntime `vllm-cuda-runtime` it runs with is not "
+                                "in the audited paths")])

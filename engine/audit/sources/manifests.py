@@ -1,5 +1,6 @@
 """A file of Kubernetes-like objects, each read by the reader of its kind:
-kustomize overlays (kustomize.py), KServe LLMInferenceServices (kserve.py),
+kustomize overlays (kustomize.py), KServe LLMInferenceServices (kserve.py)
+and InferenceServices with their ServingRuntimes (inference_service.py),
 NVIDIA Dynamo graphs (dynamo.py), production-stack VLLMRuntimes
 (production_stack.py), llm-d ModelServices (modelservice.py), OME runtimes
 (ome.py), KubeAI Models (kubeai.py), llmaz Playgrounds (llmaz.py), KAITO
@@ -18,6 +19,7 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .dynamo import GRAPH_KIND, dynamo_graphs
 from .kaito import is_kaito, kaito_objects
+from .inference_service import RUNTIME_KINDS, inference_services, is_inference_service
 from .kserve import CONFIG_KIND, SERVICE_KIND, llm_inference_services
 from .kubeai import is_model, kubeai_models
 from .kubernetes import kubernetes
@@ -35,6 +37,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
     """``documents``: (first line, 0-based; object; its lines) of each object document."""
     plain: list[tuple[int, dict[str, Any], Lines]] = []
     services: list[tuple[dict[str, Any], Lines]] = []
+    isvcs: list[tuple[dict[str, Any], Lines]] = []
     graphs: list[tuple[dict[str, Any], Lines]] = []
     runtimes: list[tuple[dict[str, Any], Lines]] = []
     ome: list[tuple[dict[str, Any], Lines]] = []
@@ -60,6 +63,8 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             notes += [noted] if noted is not None else []
         elif kind == SERVICE_KIND:
             services.append((obj, lines))
+        elif is_inference_service(obj):
+            isvcs.append((obj, lines))
         elif kind == CONFIG_KIND:
             configs.append(obj)
             meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
@@ -91,7 +96,9 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             notes += [note] if note is not None else []
         else:
             plain.append((start, obj, lines))
+    serving_runtimes = [obj for _, obj, _ in documents if obj.get("kind") in RUNTIME_KINDS]
     readers = ((services, "kserve", lambda: llm_inference_services(ctx, services, configs)),
+               (isvcs, "kserve", lambda: inference_services(ctx, isvcs, serving_runtimes)),
                (graphs, "dynamo", lambda: dynamo_graphs(ctx, graphs)),
                (runtimes, "production-stack-crd", lambda: vllm_runtimes(ctx, runtimes)),
                (model_service_objects, "modelservice", lambda: model_services(ctx, model_service_objects, config_maps)),
