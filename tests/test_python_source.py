@@ -1082,6 +1082,27 @@ def test_reading_is_linear_in_the_number_of_launches(tmp_path, unit):
     assert ratio < 3.0, ratio
 
 
+def test_reading_is_linear_in_the_number_of_functions_a_launch_calls(tmp_path):
+    # A call of a function the file defines is read through it (`kv_transfer_config=kv7()`): the function
+    # is found by its name, not by a scan of every function per call (which made this quadratic).
+    def cpu(count: int) -> float:
+        path = tmp_path / f"f{count}.py"
+        path.write_text("from vllm import LLM\n" + "".join(
+            f"def kv{i}():\n    return {{'kv_connector': 'NixlConnector', 'kv_role': 'kv_both'}}\n"
+            f"LLM('m', kv_transfer_config=kv{i}())\n" for i in range(count)), encoding="utf-8")
+        best = float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            found = read_source(path).deployments
+            best = min(best, time.process_time() - start)
+        assert len(found) == count and json.loads(found[-1].document["kv_transfer_config"])["kv_connector"] == "NixlConnector"
+        return best
+
+    cpu(100)
+    ratio = cpu(3200) / cpu(1600)
+    assert ratio < 3.0, ratio
+
+
 def test_the_file_is_never_run_or_imported(tmp_path, monkeypatch):
     marker = tmp_path / "ran"
     (tmp_path / "evil_module.py").write_text(f"open({str(marker)!r}, 'w').close()\n")

@@ -16,7 +16,7 @@ from typing import cast
 
 __all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "dict_entries", "dict_changes",
            "bound_names", "within", "imported_from", "block_ends", "is_vllm_module", "is_environ", "splitting",
-           "imported_by_call", "returned"]
+           "imported_by_call", "returned", "string_built"]
 
 # The methods that change a dict: `update` with its keys written out is followed, the others are not.
 _DICT_CHANGES = frozenset({"update", "pop", "popitem", "setdefault", "clear"})
@@ -211,3 +211,14 @@ def returned(function: ast.AST) -> ast.expr | None:
     if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
         body = body[1:]
     return body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+
+
+def string_built(node: ast.expr) -> bool:
+    """Whether an expression builds a string from a literal one: ``"--x=" + y``, ``y + "x"``, ``"--x=%s" % y``."""
+    if not isinstance(node, ast.BinOp):
+        return False
+    if isinstance(node.op, ast.Mod):
+        return isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)
+    return isinstance(node.op, ast.Add) and any(
+        isinstance(side, ast.JoinedStr) or (isinstance(side, ast.Constant) and isinstance(side.value, str))
+        for side in (node.left, node.right))

@@ -18,7 +18,7 @@ from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved
 from .launch import read_from_env
 from .pyforms import (added_to_itself, block_ends, bound_names, copy_of, dict_changes, dotted_name, imported_by_call,
-                      is_environ, is_vllm_module, list_holder, made_from, returned, within)
+                      is_environ, is_vllm_module, list_holder, made_from, returned, string_built, within)
 from .pyvalues import RUNTIME, Unknown, as_json_word, as_str, as_word, source_text
 
 __all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "MAX_CALLS", "Script", "Binding", "Change"]
@@ -98,6 +98,7 @@ class Script:
         self.lists: list[tuple[ast.List | ast.Tuple, Any, str | None]] = []
         self.assigned: dict[int, str] = {}  # id of a display -> the one name (or `self.x`) it is assigned to
         self.continued: dict[int, ast.expr] = {}  # id of a display -> what `display + ...` adds to it
+        self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}  # by name: each definition
         self.data: list[ast.AST] = []  # decorators and asserts: a test's data (`@pytest.mark.parametrize`), never run
         # Lists made from another (`base + [...]`, `list(base)`, `base.copy()`, `base[:]`): each with
         # its scope, the one name it is assigned to, the expression it is made from and what it adds.
@@ -170,6 +171,7 @@ class Script:
                 stack.extend((d, scope, False, 0) for d in reversed(defaults))
                 if not isinstance(node, ast.Lambda):
                     names.setdefault(node.name, []).append(Binding(None, "a function", scope, line, straight))
+                    self.functions.setdefault(node.name, []).append(node)
                     stack.extend((d, scope, False, 0) for d in reversed(node.decorator_list))
                     self.data += node.decorator_list
                 continue
@@ -462,7 +464,7 @@ class Script:
                 self.choices.setdefault(id(node), node)
                 return Unknown(source_text(node), "is chosen when the script runs")
             return self.value(node.body if taken else node.orelse, scope, depth + 1)
-        if isinstance(node, ast.JoinedStr) or _string_built(node):  # a string whatever its fields are (each not known a marker)
+        if isinstance(node, ast.JoinedStr) or string_built(node):  # a string whatever its fields are (each not known a marker)
             return self.text(node, scope, depth)
         if isinstance(node, ast.BoolOp):  # `args or []`: the operand Python stops at, where the file gives them
             for operand in node.values[:-1]:
@@ -571,7 +573,7 @@ class Script:
             if isinstance(value, (int, float)):
                 return json.dumps(value)
         if isinstance(node.func, ast.Name) and not node.args and not node.keywords:  # a function of the file, once
-            defined = [f for f in self.scopes if getattr(f, "name", None) == node.func.id]
+            defined = self.functions.get(node.func.id, [])
             if len(defined) == 1 and len(self.scopes[self.parent[defined[0]]][node.func.id]) == 1 \
                     and (expression := returned(defined[0])) is not None:
                 return self.value(expression, defined[0], depth + 1)
@@ -586,13 +588,3 @@ class Script:
 # A conversion of printf-style formatting (`%s`, `%-8d`, `%(name)s`, `%%`): what Script._formatted splits at.
 _CONVERSION = re.compile(r"(%(?:\([^)]*\))?[-#0 +]*(?:\*|[0-9]+)?(?:\.(?:\*|[0-9]+))?[a-zA-Z%])")
 
-
-def _string_built(node: ast.expr) -> bool:
-    """Whether an expression builds a string from a literal one: ``"--x=" + y``, ``y + "x"``, ``"--x=%s" % y``."""
-    if not isinstance(node, ast.BinOp):
-        return False
-    if isinstance(node.op, ast.Mod):
-        return isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)
-    return isinstance(node.op, ast.Add) and any(
-        isinstance(side, ast.JoinedStr) or (isinstance(side, ast.Constant) and isinstance(side.value, str))
-        for side in (node.left, node.right))
