@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +71,18 @@ def _defined(ctx: Ctx, name: str, module: str) -> tuple[str, str] | None:
             text = companion_text(ctx, candidate)
             if text is None:
                 continue
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return None
-            for node in tree.body:
-                if isinstance(node, ast.ClassDef) and node.name == name:
-                    bases = ", ".join(ast.unparse(base) for base in node.bases)
-                    return f"class {name}({bases})", f"{shown(ctx, candidate)}:{node.lineno}"
-            return None
+            found = _classes(text).get(name)
+            return (found[0], f"{shown(ctx, candidate)}:{found[1]}") if found else None
     return None
+
+
+@lru_cache(maxsize=16)
+def _classes(text: str) -> dict[str, tuple[str, int]]:
+    """The class lines of a module's text by class name, and their lines
+    (parsed once for all the launches that load a connector from it)."""
+    try:
+        tree = ast.parse(text)
+        return {node.name: (f"class {node.name}({', '.join(ast.unparse(base) for base in node.bases)})", node.lineno)
+                for node in tree.body if isinstance(node, ast.ClassDef)}
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
