@@ -187,7 +187,8 @@ def test_a_childs_unknown_connector_is_read(tmp_path):
 # `os.environ["VLLM_USE_V1"] = "1" if is_vllm_v1_engine_enabled() else "0"`, L817 builds
 # `vllm.LLM(**llm_kwargs)`. Releases from 0.11.1 do not read VLLM_USE_V1: the launch was
 # `source.unresolved` where either value gives the same answer.
-NEMO_RL = ('import os\nimport vllm\n\ndef is_vllm_v1_engine_enabled():\n    return True\n\n'
+# The function is nemo_rl/models/policy/utils.py's, which reads NRL_VLLM_USE_V1 when the script runs.
+NEMO_RL = ('import os\nimport vllm\nfrom nemo_rl.models.policy.utils import is_vllm_v1_engine_enabled\n\n'
            'os.environ["VLLM_USE_V1"] = "1" if is_vllm_v1_engine_enabled() else "0"\n'
            'llm = vllm.LLM(model="m")\n')
 
