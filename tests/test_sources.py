@@ -1001,3 +1001,27 @@ def test_find_deployments_reads_text_in_memory_and_nothing_from_the_file_system(
         "containers": [{"name": "c", "image": "vllm/vllm-openai", "args": ["m", "--kv-transfer-config", NIXL]}]}}))
     assert [d.id for d in pod.deployments] == ["object.json#Pod/p/c"]
     assert find_deployments("notes.md", "vllm serve m").skipped is not None
+
+
+def test_an_oci_ai_blueprints_recipe_runs_its_image_with_its_args_and_env(tmp_path):
+    # oracle-quickstart/oci-ai-blueprints (1807459d) docs/sample_blueprints/model_serving/llm_inference_with_vllm/
+    # vllm-open-hf-model.json, and a deployment group's recipes (platform_features/deployment_groups/
+    # llama_stack_basic.json): 19 payloads of 21 vLLM launches, each skipped as "not a deployment document".
+    recipe = {"recipe_id": "llm_inference_nvidia", "recipe_mode": "service", "deployment_name": "vllm-open-hf-model",
+              "recipe_image_uri": "docker.io/vllm/vllm-openai:v0.9.1",
+              "recipe_container_env": [{"key": "tensor_parallel_size", "value": 2},
+                                       {"key": "kv", "value": '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'}],
+              "recipe_container_command_args": ["--model", "NousResearch/Meta-Llama-3-8B-Instruct",
+                                                "--tensor-parallel-size", "$(tensor_parallel_size)",
+                                                "--kv-transfer-config", "$(kv)"]}
+    single = read_source(write(tmp_path / "vllm-open-hf-model.json", json.dumps(recipe, indent=2)))
+    d = only(single)
+    assert (single.format, d.line, d.release.version, ktc(d)["kv_connector"]) == (
+        "oci-blueprint", 5, "0.9.1", "LMCacheConnectorV1")
+    group = {"deployment_group": {"name": "group", "deployments": [
+        {"name": "pool", "recipe": {"recipe_mode": "shared_node_pool", "recipe_image_uri": "x"}},
+        {"name": "postgres", "recipe": {"recipe_mode": "service", "deployment_name": "postgres",
+                                        "recipe_image_uri": "docker.io/library/postgres:latest"}},
+        {"name": "vllm", "recipe": {**recipe, "deployment_name": "vllm", "recipe_image_uri": "vllm/vllm-openai:v0.20.0"}}]}}
+    (served,) = read_source(write(tmp_path / "group.json", json.dumps(group, indent=1))).deployments
+    assert (served.name, served.release.version) == ("vllm/vllm", "0.20.0")

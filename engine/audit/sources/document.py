@@ -13,6 +13,7 @@ from ...core.errors import InputError, Problem
 from ...core.markers import plain, show, unresolved
 from ...core.input import parse_text
 from .beaker import beaker_spec, is_beaker_spec
+from .blueprint import blueprint_file, is_blueprint
 from .context import Ctx
 from .dstack import is_run_configuration, run_configuration_file
 from .deployment import Deployment, SourceFile
@@ -296,6 +297,8 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                                   **values[0][1]})]
     if fmt == "json" and len(values) == 1 and is_triton_model(ctx, values[0][1]):
         return triton_model(ctx, values[0][1], lines[0])
+    if fmt == "json" and len(values) == 1 and is_blueprint(values[0][1]):
+        return blueprint_file(ctx, values[0][1], lines[0])
     if fmt == "yaml" and len(values) == 1 and is_beaker_spec(values[0][1]):
         return beaker_spec(ctx, values[0][1], lines[0])
     if fmt == "yaml" and len(values) == 1 and is_truss_config(values[0][1], ctx.path.name):
