@@ -864,6 +864,21 @@ def test_a_json6902_patch_in_a_file_applies_to_its_target(tmp_path):
         "kustomization.yaml", 6, "error")
 
 
+def test_a_json6902_patch_that_renames_its_target_still_has_its_base(tmp_path):
+    # opendatahub-io/models-as-a-service (c0639b1b) deployment/base/payload-processing/pre-processing:
+    # a patch that replaces `/metadata/name` and a container's args was reported as applying "to a base
+    # that is not in the audited paths", the base it patched being there: the renamed object was
+    # looked up by the name the patch had given it, not the one it targets.
+    _overlay(tmp_path, {"patch.yaml": "- op: replace\n  path: /metadata/name\n  value: vllm-renamed\n"
+                                      "- op: replace\n  path: /spec/template/spec/containers/0/args\n"
+                                      "  value: [--model, m, --disable-hybrid-kv-cache-manager]\n"},
+             "resources:\n- ../base\npatches:\n- path: patch.yaml\n  target: {kind: Deployment, name: vllm}\n")
+    report = audit([str(tmp_path)])
+    (entry,) = [e for e in report.entries if "/overlay/" in e.deployment.file]
+    assert (entry.deployment.name, entry.decision["outcome"]) == ("vllm-renamed/inference-server", "disabled")
+    assert report.problems == ()
+
+
 def test_a_components_patches_apply_before_the_overlays_own(tmp_path):
     # llm-d/llm-d-inference-scheduler (520af47) deploy/environments/dev/*: overlays list
     # `components: [../../../components/overlays/simulator]`, a `kind: Component` whose JSON6902

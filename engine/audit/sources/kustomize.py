@@ -132,6 +132,7 @@ class _Overlaid(NamedTuple):
     base: str  # the file the base object is in
     anchor: _Patch  # where its launch is reported
     files: tuple[str, ...]  # the patch files applied to it, by name
+    target: tuple[Any, Any]  # the base object's kind and name, which patches target (a patch may rename it)
 
 
 def _named_patches(ctx: Ctx, folder: Path, kust: dict[str, Any], problems: list[Problem], lines: Lines) -> list[_Patch]:
@@ -227,7 +228,8 @@ def _overlaid(ctx: Ctx, folder: Path, kust: dict[str, Any], patches: list[_Patch
                 else:
                     obj = strategic_merge(obj, part)
         if first is not None:
-            out.append(_Overlaid(obj, display, anchor or first, tuple(files)))
+            out.append(_Overlaid(obj, display, anchor or first, tuple(files),
+                                 (base.get("kind"), (base.get("metadata") or {}).get("name"))))
     return out
 
 
@@ -258,7 +260,7 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
         if overlay.anchor.file == ctx.path.name and not overlay.anchor.json6902:
             others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files if f != ctx.path.name)
             out += _launches(ctx, overlay.obj, (overlay.base, *others, found.display), documents, generated)
-    based = {(o.obj.get("kind"), o.obj.get("metadata", {}).get("name")) for o in overlays}
+    based = {overlay.target for overlay in overlays}
     resources = ", ".join(str(r) for r in kust["resources"]) if isinstance(kust.get("resources"), list) else "none"
     for _, patch, lines in documents:
         meta = patch["metadata"] if isinstance(patch.get("metadata"), dict) else {}
@@ -393,7 +395,7 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
             continue
         others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files)
         out += _launches(ctx, overlay.obj, (overlay.base, *others), [], generated, line=_patch_line(lines, anchor))
-    based = {(o.obj.get("kind"), o.obj.get("metadata", {}).get("name")) for o in overlays}
+    based = {overlay.target for overlay in overlays}
     for patch in patches:
         target = patch.target or {}
         if patch.json6902 and any(_commands(patch, part) for part in patch.content) \
