@@ -144,6 +144,37 @@ def test_kserve_without_its_presets_is_unresolved(tmp_path):
     assert "`kserve-config-llm-template`" in d.problems[0].message
 
 
+def test_a_kserve_service_whose_own_command_and_args_run_vllm_is_decided_without_its_presets(tmp_path):
+    # opendatahub-io/models-as-a-service (c0639b1b) docs/samples/models/qwen3/model.yaml: the service's
+    # own `command: [sh, -c]` and args run `exec vllm serve /mnt/models ...`, which replace the presets':
+    # it was an `error`, the preset `kserve-config-llm-template` not being audited.
+    svc = tmp_path / "model.yaml"
+    svc.write_text("""\
+apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceService
+metadata:
+  name: single-node-no-scheduler-nvidia-gpu
+spec:
+  model:
+    uri: hf://Qwen/Qwen3-0.6B
+    name: Qwen/Qwen3-0.6B
+  template:
+    containers:
+      - name: main
+        image: "vllm/vllm-openai:v0.20.0"
+        command: ["sh", "-c"]
+        args:
+          - |
+            exec vllm serve /mnt/models --port 8000 --max-model-len 8192 --kv-transfer-config '{LMCACHE}'
+""".replace("{LMCACHE}", LMCACHE), encoding="utf-8")
+    (d,) = read_source(svc).deployments
+    assert (d.problems, [(n.code, n.message) for n in d.notes][:1]) == ((), [(
+        "source.unresolved_arguments", "LLMInferenceService single-node-no-scheduler-nvidia-gpu: the "
+        "LLMInferenceServiceConfig `kserve-config-llm-template` it is merged with is not in the audited paths; the "
+        "service's own command and args replace its, and the environment it may add is not read")])
+    assert json.loads(d.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
+
+
 def test_a_kserve_service_whose_own_command_starts_no_vllm_is_no_launch_without_its_presets(tmp_path):
     # vllm-project/semantic-router (3d48f8c) deploy/kserve/inference-examples/
     # inferenceservice-llm-d-sim-model-a.yaml: the service's own command and args, which replace

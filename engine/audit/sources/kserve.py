@@ -205,6 +205,15 @@ def llm_inference_services(ctx: Ctx, services: list[tuple[dict[str, Any], Lines]
                 # Its own command and args replace the presets' (strategic merge): they start no vLLM
                 # (semantic-router's services of the llm-d simulator), whatever the presets hold.
                 continue
+            if missing and found and "command" in own and "args" in own:
+                # Its own command and args replace the presets' (models-as-a-service's qwen3 sample runs
+                # `vllm serve` itself): decided, with a note that what the presets add (env) is not read.
+                note = ctx.problem(
+                    "source.unresolved_arguments", f"{SERVICE_KIND} {name}: the LLMInferenceServiceConfig "
+                    + ", ".join(f"`{m}`" for m in missing) + " it is merged with is not in the audited paths; the "
+                    "service's own command and args replace its, and the environment it may add is not read", line=line)
+                out += [d.replace(notes=(note, *d.notes)) for d in found]
+                continue
             if missing:
                 problem = ctx.problem(
                     "source.unresolved", f"{SERVICE_KIND} {name}: the LLMInferenceServiceConfig "
