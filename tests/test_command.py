@@ -399,3 +399,22 @@ def test_a_shell_string_is_expanded_as_the_shell_expands_it():
         hma_policy.decide_command("vllm serve m \\")
     assert caught.value.problems[0].code == "source.extra_argument"
     assert caught.value.problems[0].message.startswith("vLLM rejects the unrecognized argument `\\` (command line)")
+
+
+def test_no_enable_chunked_prefill_turns_it_off_and_no_other_spelling_is_read():
+    # vLLM 0.22.0 and 0.23.0 refuse ExampleHiddenStatesConnector with chunked prefill on; the rules' hint
+    # says to pass --no-enable-chunked-prefill, which was not read (opendatahub-io/distributed-workloads
+    # 93184faa tests/trainer/resources/rhai_speculator.ipynb passes it).
+    hidden = '{"kv_connector": "ExampleHiddenStatesConnector", "kv_role": "kv_producer"}'
+    off = read_command(["vllm", "serve", "m", "--kv-transfer-config", hidden, "--no-enable-chunked-prefill"])
+    assert (off.problems, off.document["enable_chunked_prefill"]) == ((), False)
+    assert hma_policy.load_policy(release="0.22.0").decide(off.document).outcome == "enabled"
+    # The option itself after it is argparse's last word: the default again, refused.
+    on = read_command(["vllm", "serve", "m", "--kv-transfer-config", hidden, "--no-enable-chunked-prefill",
+                       "--enable-chunked-prefill"])
+    assert "enable_chunked_prefill" not in on.document
+    assert codes(hma_policy.load_policy(release="0.22.0").decide(on.document).errors) == [
+        "connector.chunked_prefill_unsupported"]
+    # A value given to the option (`=false`, which vLLM before 0.9.1 took) is left to the release, as before.
+    valued = read_command(["vllm", "serve", "m", "--enable-chunked-prefill=false"])
+    assert (valued.problems, valued.document) == ((), {"model": {"name": "m"}})

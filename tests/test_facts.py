@@ -50,9 +50,13 @@ def test_an_empty_document_has_no_graph_and_vllms_defaults():
         "layer_sliding_window": False, "layer_chunked_local": False, "layer_mamba": False,
         "env_allow_chunked_local_attn_with_hybrid_kv_cache": True, "env_use_simple_kv_offload": False,
         "env_lmcache_use_upstream_mp": False, "env_allow_chunked_local_attn_set": False, "env_use_v1": True,
-        "kv_events_configured": False, "kv_transfer_config_configured": False,
+        "kv_events_configured": False, "chunked_prefill_off": False, "kv_transfer_config_configured": False,
         "kv_offloading_size_set": False, "kv_offloading_backend_set": False,
     }
+    # The boolean false turns chunked prefill off, also written as vLLM's config reads it ("false"); any other
+    # value leaves the default (a value of any type was accepted, and ignored, before the field was read).
+    assert [facts_of({"enable_chunked_prefill": value}).document.chunked_prefill_off
+            for value in (False, True, None, "false", "no")] == [True, False, False, True, False]
 
 
 def test_document_facts_are_read_as_vllm_reads_them():

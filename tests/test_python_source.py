@@ -1666,3 +1666,13 @@ def test_a_launch_in_a_function_whose_calls_pass_different_values_is_one_launch_
     # Calls that pass one value give one launch, as before.
     (one,) = read(tmp_path, text.replace("disable=True", "disable=False")).deployments
     assert one.notes == ()
+
+
+def test_an_engine_call_with_chunked_prefill_off_gives_the_flag(tmp_path):
+    # `LLM(..., enable_chunked_prefill=False)` is `--no-enable-chunked-prefill`; True or a value not known
+    # leaves the release's default, as before the field was read (LMCache/LMCache examples give False).
+    text = HEADER + ("llm = LLM(model='m', kv_transfer_config={'kv_connector': 'ExampleHiddenStatesConnector', "
+                     "'kv_role': 'kv_producer'}, enable_chunked_prefill=VALUE)\n")
+    documents = [only_deployment(read(tmp_path, text.replace("VALUE", value))).document.get("enable_chunked_prefill")
+                 for value in ("False", "True", "args.chunked")]
+    assert documents == [False, None, None]

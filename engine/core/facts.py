@@ -133,6 +133,8 @@ DECLARED: tuple[Fact, ...] = (
          "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is given (its default differs between releases)"),
     Fact("env_use_v1", "decision", "bool", "VLLM_USE_V1 read as bool(int()) (default true; releases before 0.11.1 read it)"),
     Fact("kv_events_configured", "decision", "bool", "a kv_events_config is given (releases before 0.20.0 read it)"),
+    Fact("chunked_prefill_off", "decision", "bool",
+         "enable_chunked_prefill is false (--no-enable-chunked-prefill; 0.22.0 and 0.23.0 read it)"),
     Fact("kv_transfer_config_configured", "decision", "bool",
          "a kv_transfer_config is configured, before the offloading shorthand (which runs after the HMA "
          "decision in releases before 0.22.0)", empty=False, given=_SET),
@@ -336,6 +338,7 @@ def extract(document: Mapping[str, Any], containers: frozenset[str], modules: An
         env_allow_chunked_local_attn_set="VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE" in env,
         env_use_v1=_int_switch(env, "VLLM_USE_V1", True),
         kv_events_configured=document.get("kv_events_config") is not None,
+        chunked_prefill_off=document.get("enable_chunked_prefill") is False,
         kv_transfer_config_configured=isinstance(ktc, dict),
         kv_offloading_size_set=size_set,
         kv_offloading_backend_set=backend_set,

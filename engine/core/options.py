@@ -17,7 +17,7 @@ from .dynamo_args import DYNAMO_MODULE
 from .schema import load_schema
 
 __all__ = ["Arg", "ConfigFile", "VllmOptions", "DEFAULT_OPTIONS", "SCHEMA", "ENV_NAMES", "VALUE_OPTIONS",
-           "FLAG_OPTIONS", "NEWER_SPELLINGS", "DECISION_OPTIONS", "ENGINE_FIELDS", "find_vllm"]
+           "FLAG_OPTIONS", "OFF_SWITCHES", "NEWER_SPELLINGS", "DECISION_OPTIONS", "ENGINE_FIELDS", "find_vllm"]
 
 
 class Arg(NamedTuple):
@@ -96,6 +96,11 @@ FLAG_OPTIONS = {
     "--no-disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", False),
     "--enable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", False),
 }
+# Options the decision reads only where they turn a release's default off: the field is false
+# after the `--no-` spelling, and back to the default after the option itself (argparse's last
+# word wins). Their other spellings and values are left to the release (`--enable-chunked-prefill
+# false`, which vLLM before 0.9.1 took), unread and unchecked, as any option is.
+OFF_SWITCHES = {"--no-enable-chunked-prefill": "enable_chunked_prefill"}
 # Spellings of the decision's options that only newer releases take: a
 # command using one is checked against the release that runs it, where that
 # is known (earlier releases reject it as an unrecognized argument).

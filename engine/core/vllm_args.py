@@ -30,7 +30,8 @@ from .errors import InputError, Problem, suggest
 from .input import parse_text
 from .markers import UNRESOLVED, has_unresolved, outside, references, show
 from .optionlist import expanded, flag_options, list_options, rejection
-from .options import DECISION_OPTIONS, FLAG_OPTIONS, NEWER_SPELLINGS, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions
+from .options import (DECISION_OPTIONS, FLAG_OPTIONS, NEWER_SPELLINGS, OFF_SWITCHES, VALUE_OPTIONS, Arg, ConfigFile,
+                      VllmOptions)
 
 __all__ = ["Reading", "Options", "vllm_tokens", "read_options", "config_args", "scalar_text", "number_value"]
 
@@ -419,6 +420,11 @@ def read_options(reading: Reading, tokens: list[Arg]) -> Options:
         if resolved is None or resolved not in VALUE_OPTIONS and resolved not in FLAG_OPTIONS:
             # An option the decision does not read: the words after it that its type takes are its value.
             name = resolved or option
+            switched = OFF_SWITCHES.get(name) or OFF_SWITCHES.get(name.replace("--", "--no-", 1))
+            if switched is not None and not eq and name in OFF_SWITCHES:  # `--no-enable-chunked-prefill`: off
+                found[switched] = (False, tok.origin, name)
+            elif switched is not None and not eq:  # `--enable-chunked-prefill` after it: the default again
+                found.pop(switched, None)
             if eq:
                 if has_unresolved(value):
                     loose.append((f"`{option}`", Arg(value, tok.origin)))

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...core.errors import Problem
 from ...core.markers import references, unresolved
-from ...core.options import ENGINE_FIELDS, FLAG_OPTIONS, VALUE_OPTIONS, Arg
+from ...core.options import ENGINE_FIELDS, FLAG_OPTIONS, OFF_SWITCHES, VALUE_OPTIONS, Arg
 from .context import Ctx
 from .deployment import Deployment
 from .launch import Invocation, apply_facts, deployment
@@ -41,6 +41,8 @@ _FLAGS = {field: {value: flag for flag, (named, value) in FLAG_OPTIONS.items() i
 _OPTION_NAMED = re.compile("|".join(re.escape(o) for o in sorted({*VALUE_OPTIONS, *FLAG_OPTIONS}, key=len, reverse=True)
                                     if o.startswith("--")))
 _KEYWORD = {option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items()}
+# The fields read only where False turns a default off (core.options.OFF_SWITCHES), and their `--no-` flag.
+_SWITCHED = {field: option for option, field in OFF_SWITCHES.items()}
 
 
 class EngineCalls(CommandLists):
@@ -111,6 +113,8 @@ class EngineCalls(CommandLists):
                 written = f"{source_text(call.args[0])}.model" if call.args else "model"
                 words.append(Arg(unresolved(written, "is given on the script's command line"), here))
             for name, given in keywords.items():
+                if name in _SWITCHED and self._read(given) is False:  # `enable_chunked_prefill=False`
+                    words.append(Arg(_SWITCHED[name], f"line {given[2]}"))
                 value = self._read(given) if name in ENGINE_FIELDS and name != "model" else None
                 if value is None or (name in _FLAGS and not isinstance(value, bool)):  # (None: vLLM's default)
                     continue  # (a flag's other values: _flag_problems)
