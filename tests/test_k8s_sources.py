@@ -144,29 +144,21 @@ def test_kserve_without_its_presets_is_unresolved(tmp_path):
     assert "`kserve-config-llm-template`" in d.problems[0].message
 
 
+def _llm_service(version: str, name: str, model: str, main: str) -> str:
+    """An LLMInferenceService of one `main` container, whose fields past its name are ``main``."""
+    return (f"apiVersion: serving.kserve.io/{version}\nkind: LLMInferenceService\nmetadata:\n  name: {name}\nspec:\n"
+            f"  model:\n    uri: hf://{model}\n    name: {model}\n  template:\n    containers:\n      - name: main\n{main}")
+
+
 def test_a_kserve_service_whose_own_command_and_args_run_vllm_is_decided_without_its_presets(tmp_path):
     # opendatahub-io/models-as-a-service (c0639b1b) docs/samples/models/qwen3/model.yaml: the service's
     # own `command: [sh, -c]` and args run `exec vllm serve /mnt/models ...`, which replace the presets':
     # it was an `error`, the preset `kserve-config-llm-template` not being audited.
     svc = tmp_path / "model.yaml"
-    svc.write_text("""\
-apiVersion: serving.kserve.io/v1alpha1
-kind: LLMInferenceService
-metadata:
-  name: single-node-no-scheduler-nvidia-gpu
-spec:
-  model:
-    uri: hf://Qwen/Qwen3-0.6B
-    name: Qwen/Qwen3-0.6B
-  template:
-    containers:
-      - name: main
-        image: "vllm/vllm-openai:v0.20.0"
-        command: ["sh", "-c"]
-        args:
-          - |
-            exec vllm serve /mnt/models --port 8000 --max-model-len 8192 --kv-transfer-config '{LMCACHE}'
-""".replace("{LMCACHE}", LMCACHE), encoding="utf-8")
+    svc.write_text(_llm_service("v1alpha1", "single-node-no-scheduler-nvidia-gpu", "Qwen/Qwen3-0.6B", (
+        '        image: "vllm/vllm-openai:v0.20.0"\n        command: ["sh", "-c"]\n        args:\n          - |\n'
+        f"            exec vllm serve /mnt/models --port 8000 --max-model-len 8192 --kv-transfer-config '{LMCACHE}'\n")),
+        encoding="utf-8")
     (d,) = read_source(svc).deployments
     assert (d.problems, [(n.code, n.message) for n in d.notes][:1]) == ((), [(
         "source.unresolved_arguments", "LLMInferenceService single-node-no-scheduler-nvidia-gpu: the "
@@ -180,23 +172,9 @@ def test_a_kserve_service_whose_own_command_starts_no_vllm_is_no_launch_without_
     # inferenceservice-llm-d-sim-model-a.yaml: the service's own command and args, which replace
     # the presets', run the llm-d simulator. Without the presets it was a launch, `source.unresolved`.
     svc = tmp_path / "inferenceservice-llm-d-sim-model-a.yaml"
-    svc.write_text("""\
-apiVersion: serving.kserve.io/v1alpha2
-kind: LLMInferenceService
-metadata:
-  name: model-a
-spec:
-  model:
-    uri: hf://facebook/opt-125m
-    name: Model-A
-  replicas: 1
-  template:
-    containers:
-      - name: main
-        image: ghcr.io/llm-d/llm-d-inference-sim:v0.6.1
-        command: ["/app/llm-d-inference-sim"]
-        args: [--port, "8000", --model, Model-A, --mode, random]
-""", encoding="utf-8")
+    svc.write_text(_llm_service("v1alpha2", "model-a", "facebook/opt-125m", (
+        '        image: ghcr.io/llm-d/llm-d-inference-sim:v0.6.1\n        command: ["/app/llm-d-inference-sim"]\n'
+        '        args: [--port, "8000", --model, Model-A, --mode, random]\n')), encoding="utf-8")
     assert read_source(svc).deployments == ()
     # With only its command its own, the presets' args may still start vLLM: a launch, unresolved.
     svc.write_text(svc.read_text(encoding="utf-8").replace('        args: [--port, "8000", --model, Model-A, --mode, random]\n', ""),
