@@ -1291,3 +1291,33 @@ spec:
     assert (found.deployments, [(p.code, p.line, p.message) for p in found.problems]) == ((), [(
         "source.unresolved", 7, "InferenceService llama: the ServingRuntime `vllm-cuda-runtime` it runs with is not "
                                 "in the audited paths")])
+
+
+def test_the_accelerator_a_container_asks_for_names_its_platform(tmp_path):
+    # rh-ai-quickstart/vllm-tool-calling (5b712dec) llama3.2-1b/hpu/inferenceservice.yaml asks for
+    # `habana.ai/gaudi` (vLLM through vllm-gaudi), and AWS's Neuron pods for `aws.amazon.com/neuron`
+    # (the Neuron device plugin): both were decided as CUDA, where nothing else named the platform.
+    write(tmp_path / "pods.yaml", """apiVersion: v1
+kind: Pod
+metadata: {name: neuron}
+spec:
+  containers:
+    - name: vllm
+      image: myorg/vllm-neuron:1
+      command: [vllm, serve, m]
+      resources: {limits: {aws.amazon.com/neuron: 1}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: gaudi}
+spec:
+  containers:
+    - name: vllm
+      image: myorg/vllm-gaudi:1
+      command: [vllm, serve, m]
+      resources: {requests: {habana.ai/gaudi: '1'}}
+""")
+    neuron, gaudi = audit([str(tmp_path)]).entries
+    assert [(e.deployment.document["platform"], dict(e.deployment.origins)["platform"]) for e in (neuron, gaudi)] == [
+        ({"name": "neuron"}, "resource aws.amazon.com/neuron"), ({"name": "hpu"}, "resource habana.ai/gaudi")]
+    assert (neuron.decision["outcome"], gaudi.decision["outcome"]) == ("disabled", "enabled")  # (Gaudi from 0.14.1)

@@ -79,8 +79,8 @@ def read_source(path: str | Path, *, display: str | None = None, roots: tuple[Pa
     ``regular``: the caller knows ``path`` is a regular file (a directory
     listing told it), so it is not asked again.
     """
-    return _read_source(path, display if display is not None else str(path), roots, limits, regular=regular,
-                        known=known)
+    return _read_source(path, display if display is not None else str(path), tuple(roots), limits, regular=regular,
+                        known=known)  # (a list of roots too: they key the caches of companion files)
 
 
 def find_deployments(name: str, text: str, *, limits: SourceLimits = DEFAULT_SOURCE_LIMITS,

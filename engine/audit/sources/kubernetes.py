@@ -155,15 +155,28 @@ _RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob"})
 _RAY_OVERWRITE = "ray.io/overwrite-container-cmd"
 
 
+# The device plugins' resources a container asks for, by the platform vLLM runs on there: AWS
+# Neuron's (aws-neuron/neuron-device-plugin), Intel Gaudi's (habana.ai), AMD's ROCm GPUs, Intel's
+# GPUs (intel/intel-device-plugins-for-kubernetes). NVIDIA's (nvidia.com/gpu) is CUDA, the default.
+_RESOURCE_PLATFORMS = {"aws.amazon.com/neuron": "neuron", "aws.amazon.com/neuroncore": "neuron",
+                       "aws.amazon.com/neurondevice": "neuron", "habana.ai/gaudi": "hpu", "amd.com/gpu": "rocm",
+                       "gpu.intel.com/i915": "xpu", "gpu.intel.com/xe": "xpu"}
+
+
 def _deployer_platform(container: dict[str, Any], pod: dict[str, Any]) -> tuple[str, str] | None:
     """The platform a container's deployer says vLLM runs on, and what says
     so: its environment's vllm-spyre settings, else the Spyre scheduler its
-    pod goes to."""
+    pod goes to, else the accelerator it asks its node for (a device
+    plugin's resource, in its limits or requests)."""
     env = container.get("env")
     names = [str(item.get("name")) for item in env if isinstance(item, dict)] if isinstance(env, list) else []
     if pod.get("schedulerName") == _SPYRE_SCHEDULER:
         return platform_of_env(names) or ("spyre", f"schedulerName {_SPYRE_SCHEDULER}")
-    return platform_of_env(names)
+    resources = container.get("resources")
+    asked = [name for kind in ("limits", "requests") if isinstance(resources, dict)
+             and isinstance(resources.get(kind), dict) for name in resources[kind]]
+    device = next((name for name in asked if name in _RESOURCE_PLATFORMS), None)
+    return platform_of_env(names) or ((_RESOURCE_PLATFORMS[device], f"resource {device}") if device else None)
 
 
 def _ray_node(site: Site, path: tuple, object_meta: Any) -> bool:
