@@ -176,11 +176,45 @@ spec:
             - name: main
               image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1
               command: [/bin/sh, -c]
-              args: ["exec python3 -m dynamo.vllm --model m --disaggregation-mode prefill --connector lmcache"]
+              args: ["exec python3 -m dynamo.vllm --model m --disaggregation-mode prefill --kv-transfer-config '{\\"kv_connector\\": \\"LMCacheConnectorV1\\", \\"kv_role\\": \\"kv_both\\"}'"]
 """)
-    assert [(d.format, d.role, d.line, ktc(d)["kv_connector"]) for d in (decode, prefill)] == [
-        ("dynamo", "decode", 10, "NixlConnector"), ("dynamo", "prefill", 20, "LMCacheConnectorV1")]
+    # (`--disaggregation-mode` is Dynamo 1.0.0's and later's, whose launcher adds no connector.)
+    assert [(d.format, d.role, d.line, ktc(d)["kv_connector"] if "kv_transfer_config" in d.document else None)
+            for d in (decode, prefill)] == [("dynamo", "decode", 10, None), ("dynamo", "prefill", 20, "LMCacheConnectorV1")]
     assert decode.document["env"] == prefill.document["env"] == {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}
+
+
+def test_disaggregation_mode_says_dynamo_1_0_or_later_where_the_image_names_no_release(tmp_path):
+    # ai-dynamo/aiconfigurator (095f58a5) tests/fixtures/config_adapter/dynamo_nightly/dsv4/deployment.yaml:
+    # a graph with no image whose workers run `python3 -m dynamo.vllm ... --disaggregation-mode prefill`.
+    # The launcher's default `--connector nixl` (0.5-0.9) was applied; only Dynamo 1.0.0 and later take
+    # `--disaggregation-mode` (components/src/dynamo/vllm/args.py: v0.9.1 has `--is-prefill-worker`), and
+    # they add no connector and refuse a prefill worker without a --kv-transfer-config.
+    found = launches(tmp_path, "deployment.yaml", """apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: dsv4}
+spec:
+  services:
+    VllmPrefillWorker:
+      componentType: worker
+      subComponentType: prefill
+      extraPodSpec:
+        mainContainer:
+          command: [/bin/sh, -c]
+          args: ["exec python3 -m dynamo.vllm --model m --disaggregation-mode prefill"]
+    VllmDecodeWorker:
+      componentType: worker
+      subComponentType: decode
+      extraPodSpec:
+        mainContainer:
+          command: [/bin/sh, -c]
+          args: ["exec python3 -m dynamo.vllm --model m --disaggregation-mode decode"]
+""")
+    prefill, decode = sorted(found, key=lambda d: d.role != "prefill")
+    assert [(p.code, p.message) for p in prefill.problems] == [("source.deployer_refuses", (
+        "Dynamo's vLLM launcher (1.0.0 or later, as `--disaggregation-mode` says) refuses a prefill worker "
+        "(`--disaggregation-mode prefill`) without a --kv-transfer-config"))]
+    assert (decode.problems, "kv_transfer_config" in decode.document) == ((), False)
 
 
 # -- KServe kvCacheOffloading ------------------------------------------------------------------

@@ -55,6 +55,11 @@ def dynamo_vllm_argv(args: list[str], dynamo: str | None = None) -> Launcher:
     line = _line(mapping, dynamo)
     who = f"Dynamo {dynamo}'s vLLM launcher" if dynamo else "Dynamo's vLLM launcher"
     kept, notes = _kv_events(kept, line, mapping, who)
+    if line is None and any(w == "--disaggregation-mode" or w.startswith("--disaggregation-mode=") for w in kept):
+        # Only Dynamo 1.0.0 and later take `--disaggregation-mode` (earlier launchers' argparse refuses it):
+        # their connector rules, not the old default `--connector nixl`, whatever release it is.
+        line = _line(mapping, _DISAGGREGATION_MODE)
+        who = f"Dynamo's vLLM launcher ({_DISAGGREGATION_MODE} or later, as `--disaggregation-mode` says)"
     at = next((index for index, word in enumerate(kept) if _KV_TRANSFER.match(word)), None)
     if at is not None and line is not None and line["kv-transfer-config"] == "replaced":
         kept = kept[:at] + kept[at + (1 if "=" in kept[at] else 2):]
@@ -79,6 +84,11 @@ def dynamo_vllm_argv(args: list[str], dynamo: str | None = None) -> Launcher:
         notes += (f"{who} adds {kv['kv_connector']} (its default `--connector {' '.join(names)}`) as vLLM's "
                   f"--kv-transfer-config, as the command names no connector{remedy}",)
     return Launcher(["vllm", "serve", *kept, "--kv-transfer-config", json.dumps(kv)], notes, refused)
+
+
+# The first Dynamo release whose vLLM launcher takes `--disaggregation-mode` (components/src/dynamo/vllm/
+# args.py: v0.9.1 has `--is-prefill-worker`, v1.0.0 `--disaggregation-mode`).
+_DISAGGREGATION_MODE = "1.0.0"
 
 
 def _refusal(line: dict[str, Any] | None, who: str, connectors: list[str] | None, given: bool, kept: list[str],

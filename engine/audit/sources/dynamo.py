@@ -103,7 +103,7 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 
 def _prefill_worker(words: list[str], name: str) -> bool:
     """Whether a service without a role is a prefill worker: Dynamo's flag
-    for one (``--is-prefill-worker`` before 0.6, ``--disaggregation-mode
+    for one (``--is-prefill-worker`` before 1.0, ``--disaggregation-mode
     prefill`` since, in its words or the script it runs), or its name."""
     return name.startswith("Prefill") or _PREFILL_MODE.search(" ".join(words)) is not None
 
