@@ -39,7 +39,7 @@ def test_a_notebooks_engine_is_a_launch_at_its_line(tmp_path):
 
 def test_a_notebook_without_a_launch_and_one_that_is_not_json(tmp_path):
     plain = notebook(tmp_path / "plain.ipynb", ("code", ["import vllm\n", "print(vllm.__version__)"]),
-                     ("code", ["%%bash\n", "vllm serve m\n"]))
+                     ("code", ["%%writefile serve.sh\n", "vllm serve m\n"]))
     assert read_source(plain).skipped == "a notebook in whose code cells no vLLM launch is read"
     broken = tmp_path / "broken.ipynb"
     broken.write_text("{ not json vllm", encoding="utf-8")
@@ -56,3 +56,31 @@ def test_a_notebook_written_otherwise_is_read_in_order(tmp_path):
                                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1), encoding="utf-8")
     (d,) = read_source(path).deployments
     assert d.document["model"] == {"name": "m"}
+
+
+def test_a_notebooks_shell_escapes_and_bash_cells_run_as_ipython_runs_them(tmp_path):
+    # LMCache/LMCache-Examples (19b31ac2) tutorial_1_LMCache_basic.ipynb pins `!uv pip install vllm==0.8.4`
+    # (0.8.4: no HMA) above its `LLM(...)`, and tutorial_3_Fast_Agent.ipynb runs `vllm serve ...
+    # --kv-transfer-config '{"kv_connector":"LMCacheConnectorV1",...}'` in a `%%bash` cell: IPython's
+    # own lines were left out, so the pin was lost (0.33.0 decided) and the launch was a mention.
+    # IPython runs `!cmd` as get_ipython().system('cmd') and a `%%bash` cell as run_cell_magic.
+    path = notebook(tmp_path / "tutorial.ipynb",
+                    ("code", ["!uv pip install vllm==0.8.4\n"]),
+                    ("code", ["from vllm import LLM\n", "llm = LLM(model='m')\n", "files = !ls\n", "llm?"]),
+                    ("code", ["%%bash\n", "nohup vllm serve \\\n", "  meta-llama/Llama-3.2-1B-Instruct \\\n",
+                              "  --kv-transfer-config '{\"kv_connector\":\"LMCacheConnectorV1\", \"kv_role\":\"kv_both\"}' &\n"]),
+                    ("code", ["!bash run_agent.sh \\\n", "    meta-llama/Meta-Llama-3.1-8B-Instruct \\\n",
+                              "    http://localhost:8000/v1"]))
+    engine, served = read_source(path).deployments
+    text = path.read_text(encoding="utf-8").split("\n")
+    assert (engine.line, served.line) == (text.index('    "llm = LLM(model=\'m\')\\n",') + 1,
+                                          text.index('    "%%bash\\n",') + 1)
+    pin = text.index('    "!uv pip install vllm==0.8.4\\n"') + 1
+    assert [(d.release.version, d.release.origin) for d in (engine, served)] == [
+        ("0.8.4", f"pip pin vllm==0.8.4 at line {pin}")] * 2
+    assert json.loads(served.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
+    # Without the pin, each is read as the default release; the `%%bash` launch is `disabled` there too.
+    path = notebook(tmp_path / "unpinned.ipynb", ("code", ["%%bash\n", "vllm serve m --kv-transfer-config "
+                                                           "'{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}'\n"]))
+    (entry,) = audit([str(path)]).entries
+    assert entry.decision["outcome"] == "disabled"

@@ -1,22 +1,65 @@
 """Jupyter notebooks (``*.ipynb``): the Python of their code cells, read as
 a Python launcher is (python.py). Each line of a cell stands at the line of
 the notebook's JSON that holds it (nbformat writes one source line a JSON
-line), so that a launch is reported where the notebook's text has it; a
-line of IPython's own syntax (``!pip install ...``, ``%time``, a
-``%%bash`` cell) is left out. A notebook that is not JSON, or holds no code
-cell, is no source."""
+line), so that a launch is reported where the notebook's text has it. A
+line of IPython's own syntax is the Python IPython makes of it
+(IPython.core.inputtransformer2): ``!cmd`` is ``get_ipython().system('cmd')``,
+``x = !cmd`` ``x = get_ipython().getoutput('cmd')``, ``%name args``
+``get_ipython().run_line_magic('name', 'args')``, and a ``%%bash`` (``%%sh``,
+``%%script bash``) cell ``get_ipython().run_cell_magic('bash', '', 'cell')``
+at its first line; so a shell command a cell runs, and a ``!pip install
+vllm==X`` pin, are read as a launcher's (python.py). Other cell magics and
+help queries (``obj?``) are left out. A notebook that is not JSON, or holds
+no code cell, is no source."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .context import Ctx
 
 __all__ = ["notebook_text"]
 
-# Lines IPython runs itself: shell escapes, line magics, help queries; a cell magic takes the whole cell.
-_IPYTHON = ("!", "%", "?")
+# Cell magics whose cell is a shell script, as IPython's run_cell_magic is given them: (name, line).
+_SHELL_CELLS = re.compile(r"%%(?:(bash|sh)|(script)[ \t]+(bash|sh))[ \t]*$")
+# A shell escape assigned to a name (`files = !ls`), and a line magic (`%pip install x`).
+_CAPTURED = re.compile(r"^([ \t]*[A-Za-z_][\w.]*[ \t]*=[ \t]*)!(.*)$")
+_LINE_MAGIC = re.compile(r"%([A-Za-z_]\w*)[ \t]*(.*)$")
+
+
+def _joined(lines: list[str]) -> list[str]:
+    """The cell's lines with a shell escape or line magic continued by a
+    trailing backslash joined onto its first line, as IPython joins them
+    (`!bash run.sh \\` then its arguments), the lines it takes left empty."""
+    out = list(lines)
+    for index in range(len(out)):
+        if not out[index].lstrip().startswith(("!", "%")):
+            continue
+        taken = index + 1
+        while out[index].endswith("\\") and taken < len(out):
+            out[index] = out[index][:-1] + " " + out[taken].strip()
+            out[taken] = ""
+            taken += 1
+    return out
+
+
+def _python(text: str) -> str | None:
+    """A source line as the Python IPython runs for it (the line itself for
+    Python); None for a line left out (a help query, a blank line)."""
+    stripped = text.strip()
+    lead = text[:len(text) - len(text.lstrip())]
+    if not stripped or stripped.startswith("?") or (stripped.endswith("?") and not stripped.startswith("#")):
+        return None  # (a help query: `?obj`, `obj?`, `obj??`)
+    if stripped.startswith("!"):
+        run, command = ("getoutput", stripped[2:]) if stripped.startswith("!!") else ("system", stripped[1:])
+        return f"{lead}get_ipython().{run}({command!r})"
+    if stripped.startswith("%"):
+        magic = _LINE_MAGIC.match(stripped)
+        return f"{lead}get_ipython().run_line_magic({magic[1]!r}, {magic[2]!r})" if magic else None
+    captured = _CAPTURED.match(text)
+    return f"{captured[1]}get_ipython().getoutput({captured[2]!r})" if captured else text
 
 
 def notebook_text(ctx: Ctx) -> str | None:
@@ -39,11 +82,20 @@ def notebook_text(ctx: Ctx) -> str | None:
         source = cell.get("source")
         written = "".join(source) if isinstance(source, list) and all(isinstance(s, str) for s in source) \
             else source if isinstance(source, str) else ""
-        code = written.split("\n")
-        if code and code[0].lstrip().startswith("%%"):
-            continue  # (a cell magic: the cell is another language's, or IPython's)
-        for text in code:
-            if not text.strip() or text.lstrip().startswith(_IPYTHON):
+        written_lines = written.split("\n")
+        if written_lines[0].lstrip().startswith("%%"):
+            shell = _SHELL_CELLS.match(written_lines[0].strip())
+            if shell is None:
+                continue  # (a cell magic of another language, or of IPython's own: not read)
+            name, line = (shell[1], "") if shell[1] else (shell[2], shell[3])
+            script = "\n".join(written_lines[1:]) + "\n"
+            # (the call stands at the cell's first line: each launch of its script is reported there)
+            pythons: list[str | None] = [f"get_ipython().run_cell_magic({name!r}, {line!r}, {script!r})"]
+            pythons += [None] * (len(written_lines) - 1)
+        else:
+            pythons = [_python(text) for text in _joined(written_lines)]
+        for text, python in zip(written_lines, pythons):
+            if python is None or not python.strip():
                 continue
             # (nbformat writes a source line as a JSON string of its own, with its newline but the last;
             # each search goes on from the last line found, so a notebook is read in linear time)
@@ -53,12 +105,12 @@ def notebook_text(ctx: Ctx) -> str | None:
             if found is None:  # (written some other way: each line after the last one placed, from here on)
                 placed = False
                 if at < len(out):
-                    out[at] = text
+                    out[at] = python
                 else:
-                    out.append(text)
+                    out.append(python)
                 at += 1
                 continue
-            out[found] = text
+            out[found] = python
             at = found + 1
     return "\n".join(out) if any(out) else None
 

@@ -16,7 +16,7 @@ from typing import cast
 
 __all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "dict_entries", "dict_changes",
            "bound_names", "within", "imported_from", "block_ends", "is_vllm_module", "is_environ", "splitting",
-           "imported_by_call", "returned", "string_built"]
+           "imported_by_call", "returned", "string_built", "ipython_shell", "ipython_install"]
 
 # The methods that change a dict: `update` with its keys written out is followed, the others are not.
 _DICT_CHANGES = frozenset({"update", "pop", "popitem", "setdefault", "clear"})
@@ -222,3 +222,37 @@ def string_built(node: ast.expr) -> bool:
     return isinstance(node.op, ast.Add) and any(
         isinstance(side, ast.JoinedStr) or (isinstance(side, ast.Constant) and isinstance(side.value, str))
         for side in (node.left, node.right))
+
+
+def _ipython(node: ast.Call, method: str) -> bool:
+    """Whether ``node`` calls ``get_ipython().<method>``."""
+    func = node.func
+    return isinstance(func, ast.Attribute) and func.attr == method and isinstance(func.value, ast.Call) \
+        and dotted_name(func.value.func) == ("get_ipython",)
+
+
+def ipython_shell(node: ast.Call) -> ast.expr | None:
+    """The script an IPython call runs through a shell, as IPython writes a
+    notebook's ``!cmd`` (``get_ipython().system(cmd)``, ``getoutput``) and a
+    ``%%bash`` cell (``get_ipython().run_cell_magic('bash', '', cell)``, also
+    ``sh``, and ``script`` given ``bash`` or ``sh``); None for any other call."""
+    if (_ipython(node, "system") or _ipython(node, "getoutput")) and len(node.args) == 1:
+        return node.args[0]
+    if _ipython(node, "run_cell_magic") and len(node.args) == 3 and all(
+            isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args[:2]):
+        name, line = cast(ast.Constant, node.args[0]).value, str(cast(ast.Constant, node.args[1]).value).strip()
+        return node.args[2] if name in ("bash", "sh") or (name == "script" and line in ("bash", "sh")) else None
+    return None
+
+
+def ipython_install(node: ast.Call) -> str | None:
+    """The command line of a notebook's package install as IPython runs it:
+    ``%pip install X`` (``get_ipython().run_line_magic('pip', 'install X')``,
+    also ``%uv``) or ``!pip install X`` (a shell escape), where it is written
+    out; None for any other call."""
+    if _ipython(node, "run_line_magic") and len(node.args) == 2 and all(
+            isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
+        name, line = (str(cast(ast.Constant, arg).value) for arg in node.args)
+        return f"{name} {line}" if name in ("pip", "uv") else None
+    script = ipython_shell(node)
+    return script.value if isinstance(script, ast.Constant) and isinstance(script.value, str) else None

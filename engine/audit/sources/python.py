@@ -55,6 +55,7 @@ when the call builds its config).
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from dataclasses import replace
 from functools import cached_property
@@ -67,13 +68,14 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment, read_from_env
-from .pyforms import dotted_name, imported_from, is_environ, is_vllm_module, list_holder, splitting, within
+from .pyforms import (dotted_name, imported_from, ipython_install, ipython_shell, is_environ, is_vllm_module, list_holder,
+                      splitting, within)
 from .pyengine import LAUNCHES, EngineCalls
 from .pylists import ImageRun, Readings
 from .pyscript import MAX_CALLS
 from .pyvalues import as_word, command_text, held_markers, restored_env, restored_words, split_words
 from .pyrelease import launcher_release
-from .release import PIN, ReleaseHint, from_image, from_pin
+from .release import PIN, ReleaseHint, from_image, from_pin, pinned
 from .shell import release_at, run_script
 from .shell_commands import nested_script
 
@@ -298,6 +300,9 @@ class _Reader(EngineCalls):
         ``shlex.split(cmd)``). None for any other call or list."""
         if isinstance(node, (ast.List, ast.Tuple)):
             return self._list_script(node)
+        script = ipython_shell(node)  # (a notebook's `!cmd` or `%%bash` cell, as IPython runs it)
+        if script is not None:
+            return script, "shell"
         callee = dotted_name(node.func)
         if callee not in _SHELL_RUNS and callee not in _SUBPROCESS:
             return None
@@ -407,6 +412,11 @@ class _Reader(EngineCalls):
         none, or several."""
         pins: dict[str, ReleaseHint] = {}
         for call, _ in self.calls:
+            installed = ipython_install(call)  # a notebook's `!pip install vllm==X` (`%pip`, `%uv pip`)
+            if installed is not None and re.search(r"\binstall\b", installed):
+                for found in PIN.finditer(installed):
+                    pins.setdefault(pinned(found.group(1)), from_pin(found.group(1), call.lineno))
+                continue
             if not isinstance(call.func, ast.Attribute) or call.func.attr not in (*_PIP_INSTALLS, "from_registry"):
                 continue
             for arg in call.args[:1] if call.func.attr == "from_registry" else call.args:
