@@ -84,3 +84,20 @@ def test_a_notebooks_shell_escapes_and_bash_cells_run_as_ipython_runs_them(tmp_p
                                                            "'{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}'\n"]))
     (entry,) = audit([str(path)]).entries
     assert entry.decision["outcome"] == "disabled"
+
+
+def test_a_shell_escape_continued_over_many_lines_is_read_in_linear_time(tmp_path):
+    import time
+
+    def cpu(count: int) -> float:
+        path = notebook(tmp_path / f"n{count}.ipynb", ("code", ["!vllm serve m \\\n"] + ["  --opt x \\\n"] * count + ["  --end"]))
+        best = float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            read_source(path)
+            best = min(best, time.process_time() - start)
+        return best
+
+    cpu(1000)
+    ratio = cpu(40_000) / cpu(20_000)
+    assert ratio < 3.0, ratio

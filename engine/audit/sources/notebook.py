@@ -37,11 +37,13 @@ def _joined(lines: list[str]) -> list[str]:
     for index in range(len(out)):
         if not out[index].lstrip().startswith(("!", "%")):
             continue
-        taken = index + 1
-        while out[index].endswith("\\") and taken < len(out):
-            out[index] = out[index][:-1] + " " + out[taken].strip()
+        parts, taken = [out[index]], index + 1
+        while parts[-1].endswith("\\") and taken < len(out):  # (parts joined once: linear in the cell)
+            parts[-1] = parts[-1][:-1]
+            parts.append(out[taken].strip())
             out[taken] = ""
             taken += 1
+        out[index] = " ".join(parts)
     return out
 
 
