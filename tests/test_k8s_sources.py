@@ -1297,26 +1297,11 @@ def test_the_accelerator_a_container_asks_for_names_its_platform(tmp_path):
     # rh-ai-quickstart/vllm-tool-calling (5b712dec) llama3.2-1b/hpu/inferenceservice.yaml asks for
     # `habana.ai/gaudi` (vLLM through vllm-gaudi), and AWS's Neuron pods for `aws.amazon.com/neuron`
     # (the Neuron device plugin): both were decided as CUDA, where nothing else named the platform.
-    write(tmp_path / "pods.yaml", """apiVersion: v1
-kind: Pod
-metadata: {name: neuron}
-spec:
-  containers:
-    - name: vllm
-      image: myorg/vllm-neuron:1
-      command: [vllm, serve, m]
-      resources: {limits: {aws.amazon.com/neuron: 1}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: gaudi}
-spec:
-  containers:
-    - name: vllm
-      image: myorg/vllm-gaudi:1
-      command: [vllm, serve, m]
-      resources: {requests: {habana.ai/gaudi: '1'}}
-""")
+    pods = [("neuron", "limits: {aws.amazon.com/neuron: 1}"), ("gaudi", "requests: {habana.ai/gaudi: '1'}")]
+    write(tmp_path / "pods.yaml", "---\n".join(
+        f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n    - name: vllm\n"
+        f"      image: myorg/vllm-{name}:1\n      command: [vllm, serve, m]\n      resources: {{{asked}}}\n"
+        for name, asked in pods))
     neuron, gaudi = audit([str(tmp_path)]).entries
     assert [(e.deployment.document["platform"], dict(e.deployment.origins)["platform"]) for e in (neuron, gaudi)] == [
         ({"name": "neuron"}, "resource aws.amazon.com/neuron"), ({"name": "hpu"}, "resource habana.ai/gaudi")]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
+from sourcefiles import linear_ratio
 
 
 def notebook(path: Path, *cells: tuple[str, list[str]]) -> Path:
@@ -86,18 +87,10 @@ def test_a_notebooks_shell_escapes_and_bash_cells_run_as_ipython_runs_them(tmp_p
     assert entry.decision["outcome"] == "disabled"
 
 
+
 def test_a_shell_escape_continued_over_many_lines_is_read_in_linear_time(tmp_path):
-    import time
-
-    def cpu(count: int) -> float:
-        path = notebook(tmp_path / f"n{count}.ipynb", ("code", ["!vllm serve m \\\n"] + ["  --opt x \\\n"] * count + ["  --end"]))
-        best = float("inf")
-        for _ in range(3):
-            start = time.process_time()
-            read_source(path)
-            best = min(best, time.process_time() - start)
-        return best
-
-    cpu(1000)
-    ratio = cpu(40_000) / cpu(20_000)
+    def make(count: int) -> str:
+        return notebook(tmp_path / "made.ipynb", ("code", ["!vllm serve m \\\n"] + ["  --opt x \\\n"] * count
+                                                   + ["  --end"])).read_text(encoding="utf-8")
+    ratio = linear_ratio(make, 20_000, tmp_path, "n.ipynb")
     assert ratio < 3.0, ratio

@@ -19,6 +19,7 @@ import hma_policy
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
 from hma_policy.audit.sources.release import ReleaseHint
+from sourcefiles import linear_ratio
 
 HEADER = "from vllm import LLM\nfrom vllm.config import KVTransferConfig\n"
 NO_LAUNCH = "Python in which no vLLM launch is read (an engine call, or a command list or string that starts vLLM's server)"
@@ -1085,21 +1086,13 @@ def test_reading_is_linear_in_the_number_of_launches(tmp_path, unit):
 def test_reading_is_linear_in_the_number_of_functions_a_launch_calls(tmp_path):
     # A call of a function the file defines is read through it (`kv_transfer_config=kv7()`): the function
     # is found by its name, not by a scan of every function per call (which made this quadratic).
-    def cpu(count: int) -> float:
-        path = tmp_path / f"f{count}.py"
-        path.write_text("from vllm import LLM\n" + "".join(
+    def make(count: int) -> str:
+        return "from vllm import LLM\n" + "".join(
             f"def kv{i}():\n    return {{'kv_connector': 'NixlConnector', 'kv_role': 'kv_both'}}\n"
-            f"LLM('m', kv_transfer_config=kv{i}())\n" for i in range(count)), encoding="utf-8")
-        best = float("inf")
-        for _ in range(3):
-            start = time.process_time()
-            found = read_source(path).deployments
-            best = min(best, time.process_time() - start)
-        assert len(found) == count and json.loads(found[-1].document["kv_transfer_config"])["kv_connector"] == "NixlConnector"
-        return best
-
-    cpu(100)
-    ratio = cpu(3200) / cpu(1600)
+            f"LLM('m', kv_transfer_config=kv{i}())\n" for i in range(count))
+    (last,) = read(tmp_path, make(1)).deployments
+    assert json.loads(last.document["kv_transfer_config"])["kv_connector"] == "NixlConnector"
+    ratio = linear_ratio(make, 1600, tmp_path, "f.py")
     assert ratio < 3.0, ratio
 
 

@@ -15,27 +15,7 @@ import hma_policy
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import SourceLimits, read_source
 from hma_policy.audit.sources.release import ReleaseHint
-from sourcefiles import LMCACHE, NIXL, ktc, only, write
-
-
-def cpu_seconds(function, *args) -> float:
-    """The least CPU time of five runs: the fairest figure on a busy machine."""
-    best = float("inf")
-    for _ in range(5):
-        start = time.process_time()
-        function(*args)
-        best = min(best, time.process_time() - start)
-    return best
-
-
-def linear_ratio(make, size: int, tmp_path: Path, name: str = "run.sh") -> float:
-    """CPU time to read a file made by ``make(size * 2)`` over ``make(size)``:
-    about 2 when reading is linear, 4 when it is quadratic. The least of
-    three measurements: noise on a shared machine only ever adds time, and
-    a quadratic reader cannot show a linear ratio in any of them."""
-    small, large = write(tmp_path / "small" / name, make(size)), write(tmp_path / "large" / name, make(size * 2))
-    read_source(small)  # imports, caches
-    return min(cpu_seconds(read_source, large) / max(cpu_seconds(read_source, small), 1e-3) for _ in range(3))
+from sourcefiles import LMCACHE, NIXL, cpu_seconds, ktc, linear_ratio, only, write
 
 
 # -- linear time and bounded expansion (issue 20, defect 1) ------------------------------------------
