@@ -4,6 +4,7 @@ each launch's place (issue 17)."""
 
 from __future__ import annotations
 
+from hma_policy.audit.run import audit
 from hma_policy.audit.sources import find_deployments, read_source, source_format
 from hma_policy.audit.sources.release import ReleaseHint
 from sourcefiles import LMCACHE, NIXL, ktc, write
@@ -265,3 +266,20 @@ def test_a_command_string_is_split_as_compose_go_splits_it(tmp_path):
         "llm", 2, "NixlConnector", {"VLLM_USE_V1": "1"})
     # An operator outside quotes ends compose's words: the redirection is no argument of vLLM's.
     assert (logged.problems, ktc(logged)["kv_connector"]) == ((), "NixlConnector")
+
+
+def test_an_env_file_whose_path_names_a_variable_not_set_is_noted_not_a_crash(tmp_path):
+    # NVIDIA-AI-Blueprints/video-search-and-summarization (16d696c5) deploy/docker/services/nim/
+    # qwen3-vl-8b-instruct/compose.yml: `env_file: - ${MDX_SAMPLE_APPS_DIR}/.../hw-${HARDWARE_PROFILE}.env`.
+    # The path, holding a value not known, was opened: `audit.internal` (ValueError: embedded null byte),
+    # and both of the file's vLLM services were lost.
+    path = tmp_path / "compose.yml"
+    path.write_text("services:\n  vlm:\n    image: vllm/vllm-openai:v0.20.0\n    command: --model m\n"
+                    "    env_file:\n      - ${MDX_SAMPLE_APPS_DIR}/hw-${HARDWARE_PROFILE}.env\n"
+                    "      - path: ${OTHER}/x.env\n        required: false\n", encoding="utf-8")
+    (entry,) = audit([str(tmp_path)]).entries
+    assert entry.decision["outcome"] == "enabled"
+    assert [(n.code, n.message) for n in entry.deployment.notes][:1] == [("source.unresolved_arguments", (
+        "service vlm: the env_file `${MDX_SAMPLE_APPS_DIR}/hw-${HARDWARE_PROFILE}.env` is not known from this file "
+        "(its path names what is set where compose runs): the variables it sets are not read"))]
+    assert len(entry.deployment.notes) == 2

@@ -43,7 +43,7 @@ def companion_text(ctx: Ctx, path: Path) -> str | None:
         return None
     try:
         real = path.resolve(strict=True)
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):  # (ValueError: a NUL, a value the file does not give)
         return None
     if not ctx.may_read(real) or not regular(real):
         return None

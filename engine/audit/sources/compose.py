@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.markers import has_unresolved, unresolved
+from ...core.markers import has_unresolved, show, unresolved
 from ...core.options import Arg, ConfigFile
 from ...core.errors import InputError, Problem
 from .context import Ctx
@@ -218,7 +218,10 @@ def _shellwords(text: str, words: DockerWords, line: int) -> list[str]:
 
 
 def _environment(ctx: Ctx, service: Mapping[str, Any], variables: Mapping[str, str], where: str,
-                 chain: list[str], problems: list[Problem]) -> dict[str, Arg]:
+                 chain: list[str], problems: list[Problem], unknown: list[str]) -> dict[str, Arg]:
+    """The service's environment: its env_files' variables, then its own.
+    ``unknown``: the env_files whose path names a variable set where compose
+    runs (`${APPS_DIR}/x.env`), which are not read."""
     env: dict[str, Arg] = {}
     files = service.get("env_file")
     for item in ([files] if isinstance(files, (str, dict)) else files if isinstance(files, list) else []):
@@ -227,6 +230,9 @@ def _environment(ctx: Ctx, service: Mapping[str, Any], variables: Mapping[str, s
         if not isinstance(path, str):
             continue
         path = _interpolate(path, variables)
+        if has_unresolved(path):
+            unknown.append(path)
+            continue
         try:
             found = config_from_fs(ctx, ctx.path.parent)(path)
         except InputError as exc:
@@ -314,7 +320,8 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
     built_file = built[1] if built is not None and built[0].runs_vllm_serve else None
     vllm_image = vllm_image or built_file is not None
     chain = list(dotenv) + ([built_file] if built_file else [])
-    env = _environment(ctx, service, variables, where, chain, problems)
+    unknown_env: list[str] = []
+    env = _environment(ctx, service, variables, where, chain, problems, unknown_env)
     if built_file is not None and built is not None:
         env = {**built[0].env, **env}  # the image's ENV, which the service's environment overrides
     known = not entrypoint and not vllm_image and bool(image) and not has_unresolved(image)
@@ -359,6 +366,9 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
             inv.notes.append(presumed_note(ctx, image, line))
         if server is not None:
             inv.notes.append(env_server_note(ctx, image, server, line))
+        inv.notes += [ctx.problem("source.unresolved_arguments", f"{where}: the env_file `{show(path)}` is not known "
+                                  "from this file (its path names what is set where compose runs): the variables it "
+                                  "sets are not read", line=line) for path in unknown_env]
         if len(found) > 1:
             inv.anchor = f"#services/{name}/{number}"
     apply_facts(found, ctx)

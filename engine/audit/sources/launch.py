@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ...core.command import read_command
-from ...core.markers import UNRESOLVED, has_unresolved, plain
+from ...core.markers import UNRESOLVED, has_unresolved, plain, show
 from ...core.options import ENV_NAMES, Arg, ConfigFile
 from ...core.errors import InputError, Problem
 from .context import RUNTIME_FACTS, Ctx
@@ -231,6 +231,8 @@ def config_from_fs(ctx: Ctx, base: Path,
     context through the COPY instructions."""
 
     def read(name: str) -> ConfigFile:
+        if "\x00" in name:  # a value not known (`$APPS_DIR/x.yaml`), which no file has as its name
+            raise refuse(ctx.problem("source.config_unresolved", f"`{show(name)}` is not known from this file"))
         target = in_image(name) if in_image else None
         if target is None:
             if in_image is not None and name.startswith("/"):
