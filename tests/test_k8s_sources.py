@@ -888,6 +888,25 @@ def test_a_json6902_patch_that_renames_its_target_still_has_its_base(tmp_path):
     assert report.problems == ()
 
 
+def test_a_json6902_patch_whose_target_names_no_object_applies_to_each_of_its_kind(tmp_path):
+    # llm-d-incubation/workload-variant-autoscaler (56a651b0) config/default/kustomization.yaml patches
+    # `target: {kind: Deployment}` (every Deployment) with args: "the patch of Deployment None applies to a
+    # base that is not in the audited paths", though its base was there (kustomize's selector: no name,
+    # every object of the kind).
+    _overlay(tmp_path, {"patch.yaml": "- op: add\n  path: /spec/template/spec/containers/0/args/-\n"
+                                      "  value: --disable-hybrid-kv-cache-manager\n"},
+             "resources:\n- ../base\npatches:\n- path: patch.yaml\n  target: {kind: Deployment}\n")
+    report = audit([str(tmp_path)])
+    assert report.problems == ()
+    (entry,) = [e for e in report.entries if "/overlay/" in e.deployment.file]
+    assert entry.deployment.document["disable_hybrid_kv_cache_manager"] is True
+    # A patch that reaches no base is named by what its target gives, never `None`.
+    write(tmp_path / "overlay" / "kustomization.yaml", "resources:\n- ../base\npatches:\n- path: patch.yaml\n"
+                                                       "  target: {kind: StatefulSet}\n")
+    assert [p.message for p in audit([str(tmp_path)]).problems] == [
+        "the patch of StatefulSet applies to a base that is not in the audited paths"]
+
+
 def test_a_components_patches_apply_before_the_overlays_own(tmp_path):
     # llm-d/llm-d-inference-scheduler (520af47) deploy/environments/dev/*: overlays list
     # `components: [../../../components/overlays/simulator]`, a `kind: Component` whose JSON6902

@@ -133,6 +133,7 @@ class _Overlaid(NamedTuple):
     anchor: _Patch  # where its launch is reported
     files: tuple[str, ...]  # the patch files applied to it, by name
     target: tuple[Any, Any]  # the base object's kind and name, which patches target (a patch may rename it)
+    patches: frozenset[int]  # the patches applied to it (their ids)
 
 
 def _named_patches(ctx: Ctx, folder: Path, kust: dict[str, Any], problems: list[Problem], lines: Lines) -> list[_Patch]:
@@ -212,10 +213,11 @@ def _overlaid(ctx: Ctx, folder: Path, kust: dict[str, Any], patches: list[_Patch
     out = []
     # (text given in memory, as to the admission webhook, reads nothing from disk)
     for base, display in _base_objects(ctx, folder, kust) if patches and ctx.fs else []:
-        obj, anchor, first, files = copy.deepcopy(base), None, None, []
+        obj, anchor, first, files, applied = copy.deepcopy(base), None, None, [], set()
         for patch in patches:
             for part in _targets(patch, base):
                 first = first or patch
+                applied.add(id(patch))
                 named = patch.written_in or patch.file
                 files += [named] if named is not None and named not in files else []
                 # The kustomization's own patch is where a reader looks first; a Component's where none is.
@@ -229,7 +231,7 @@ def _overlaid(ctx: Ctx, folder: Path, kust: dict[str, Any], patches: list[_Patch
                     obj = strategic_merge(obj, part)
         if first is not None:
             out.append(_Overlaid(obj, display, anchor or first, tuple(files),
-                                 (base.get("kind"), (base.get("metadata") or {}).get("name"))))
+                                 (base.get("kind"), (base.get("metadata") or {}).get("name")), frozenset(applied)))
     return out
 
 
@@ -395,13 +397,13 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
             continue
         others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files)
         out += _launches(ctx, overlay.obj, (overlay.base, *others), [], generated, line=_patch_line(lines, anchor))
-    based = {overlay.target for overlay in overlays}
+    applied = {patch for overlay in overlays for patch in overlay.patches}
     for patch in patches:
         target = patch.target or {}
-        if patch.json6902 and any(_commands(patch, part) for part in patch.content) \
-                and (target.get("kind"), target.get("name")) not in based:
-            problems.append(ctx.problem("source.unresolved", f"the patch of {target.get('kind')} {target.get('name')} "
-                                        "applies to a base that is not in the audited paths", line=_patch_line(lines, patch)))
+        if patch.json6902 and any(_commands(patch, part) for part in patch.content) and id(patch) not in applied:
+            named = " ".join(str(target[key]) for key in ("kind", "name") if target.get(key) is not None) or "object"
+            problems.append(ctx.problem("source.unresolved", f"the patch of {named} applies to a base that is not in "
+                                        "the audited paths", line=_patch_line(lines, patch)))
     return out, problems
 
 
