@@ -103,8 +103,12 @@ def no_source_by_name(path: str | Path) -> bool:
     """Whether the file's name alone says it is no deployment source, so that
     none of it is read (a `.service` unit, a model's weights); a name that
     does not tell, or a document read for its mentions, is not one."""
-    ext = suffix(basename(path)).lower()
-    return source_format(path) is None and bool(ext) and ext not in BATCH_SUFFIXES and ext not in MENTION_SUFFIXES
+    return _unread_by_name(source_format(path), suffix(basename(path)).lower())
+
+
+def _unread_by_name(fmt: str | None, ext: str) -> bool:
+    """:func:`no_source_by_name`, given the format the name says and its suffix."""
+    return fmt is None and bool(ext) and ext not in BATCH_SUFFIXES and ext not in MENTION_SUFFIXES
 
 
 def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits: SourceLimits, *,
@@ -117,7 +121,7 @@ def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits
     ext = suffix(basename(path)).lower()
     if fmt is None and ext in MENTION_SUFFIXES:  # a template or a document: read only for mentions
         return _mentions_only(path, display, limits, regular, known)
-    if no_source_by_name(path):  # decided by the name: a model's weights are never read
+    if _unread_by_name(fmt, ext):  # decided by the name: a model's weights are never read
         return SourceFile(display, None, skipped=_NOT_A_SOURCE)
     if not regular and not is_regular(path):  # a FIFO or a device would block or never end
         return SourceFile(display, None, skipped="not a regular file")

@@ -18,6 +18,7 @@ from typing import Any
 from ...core.errors import InputError, Problem, suggest
 from ...core.input import parse_text
 from ...core.limits import SourceLimits
+from .detect import basename
 from .release import valid_version
 
 __all__ = ["Ctx", "RUNTIME_FACTS", "FACTS_ANNOTATION", "parse_facts", "read_directives"]
@@ -37,6 +38,8 @@ class Ctx:
     def __init__(self, source: str | Path, display: str, roots: tuple[Path, ...], limits: SourceLimits,
                  text: str = "", *, fs: bool = True) -> None:
         self.source, self.display, self.roots, self.limits, self.text = source, display, roots, limits, text
+        # The file's name, which many readers test: a path object per test costs more than a small file's read.
+        self.name = basename(source)
         self.fs = fs
         self.directives: list[tuple[int, Any, Problem | None]] = []
         # Notes of the file that a reader deep inside it finds (a container it does not read as a

@@ -215,7 +215,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                                                              f"({exc.problems[0].message})")
             return SourceFile(ctx.display, None, problems=(_parse_problem(ctx, exc),))
     else:
-        terraform = ctx.path.name.lower().endswith(".tftpl")
+        terraform = ctx.name.lower().endswith(".tftpl")
         text = _terraform(ctx) if terraform else ctx.text
         if isinstance(text, Problem):
             return SourceFile(ctx.display, None, problems=(text,)) if mentions_vllm(ctx.text) else \
@@ -227,7 +227,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
         values = []
         lines = []
         problems = []
-        envsubst = envsubst_renders(ctx.path.name.lower()) is not None
+        envsubst = envsubst_renders(ctx.name.lower()) is not None
         for start, body in chunks:
             held = _placeheld(body, _TF_INTERPOLATION if terraform else _PLACEHOLDER) \
                 if (envsubst or terraform) and "$" in body else None
@@ -290,7 +290,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
             return SourceFile(ctx.display, None, problems=tuple(problems))
     if all(value is None for _, value in values):
         return SourceFile(ctx.display, None, skipped=EMPTY)
-    if ctx.path.name in KUSTOMIZATION_NAMES and len(values) == 1 and isinstance(values[0][1], dict) \
+    if ctx.name in KUSTOMIZATION_NAMES and len(values) == 1 and isinstance(values[0][1], dict) \
             and "kind" not in values[0][1]:
         # kustomize reads a kustomization file whose apiVersion and kind are left out as one.
         values = [(values[0][0], {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
@@ -301,7 +301,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
         return blueprint_file(ctx, values[0][1], lines[0])
     if fmt == "yaml" and len(values) == 1 and is_beaker_spec(values[0][1]):
         return beaker_spec(ctx, values[0][1], lines[0])
-    if fmt == "yaml" and len(values) == 1 and is_truss_config(values[0][1], ctx.path.name):
+    if fmt == "yaml" and len(values) == 1 and is_truss_config(values[0][1], ctx.name):
         return truss_config(ctx, values[0][1], lines[0])
     kinds = [classify(value, single=len(values) == 1 and fmt == "yaml") for _, value in values]
     if "kubernetes" in kinds:
@@ -310,7 +310,7 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
         return serve_file(ctx, values[0][1], lines[0])
     if fmt == "yaml" and len(values) == 1 and is_task(values[0][1]):
         return task_file(ctx, values[0][1], lines[0])
-    if fmt == "yaml" and len(values) == 1 and is_run_configuration(values[0][1], ctx.path.name):
+    if fmt == "yaml" and len(values) == 1 and is_run_configuration(values[0][1], ctx.name):
         return run_configuration_file(ctx, values[0][1], lines[0])
     if fmt == "yaml" and len(values) == 1:
         chart = chart_values(ctx, values[0][1], lines[0])

@@ -252,15 +252,15 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
     problems: list[Problem] = []
     # (an inline patch's problems are the kustomization's, which reports them)
     patches = _patches(ctx, ctx.path.parent, kust, [], found.documents[0][1])
-    mine = [patch for patch in patches if patch.file == ctx.path.name]
+    mine = [patch for patch in patches if patch.file == ctx.name]
     if not mine:
         return None
     out: list[Deployment] = []
     overlays = _overlaid(ctx, ctx.path.parent, kust, patches)
     generated = _generated(ctx, kust) if overlays else {}
     for overlay in overlays:
-        if overlay.anchor.file == ctx.path.name and not overlay.anchor.json6902:
-            others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files if f != ctx.path.name)
+        if overlay.anchor.file == ctx.name and not overlay.anchor.json6902:
+            others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files if f != ctx.name)
             out += _launches(ctx, overlay.obj, (overlay.base, *others, found.display), documents, generated)
     based = {overlay.target for overlay in overlays}
     resources = ", ".join(str(r) for r in kust["resources"]) if isinstance(kust.get("resources"), list) else "none"

@@ -94,7 +94,7 @@ def _cog_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
         return None
     value, shown = read
     predict = value.get("predict")
-    if not isinstance(predict, str) or predict.split(":", 1)[0].lstrip("./") != ctx.path.name:
+    if not isinstance(predict, str) or predict.split(":", 1)[0].lstrip("./") != ctx.name:
         return None
     build: dict[str, Any] = value["build"] if isinstance(value.get("build"), dict) else {}
     texts = [p for p in build.get("python_packages") or [] if isinstance(p, str)]

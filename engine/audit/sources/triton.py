@@ -34,7 +34,7 @@ def is_triton_model(ctx: Ctx, value: Any) -> bool:
     """Whether ``value``, the JSON of ``ctx``'s file, is the engine arguments
     of a Triton model whose config.pbtxt (the folder above the version's)
     picks the vLLM backend."""
-    if ctx.path.name != MODEL_FILE or not isinstance(value, dict):
+    if ctx.name != MODEL_FILE or not isinstance(value, dict):
         return False
     config = companion_text(ctx, ctx.path.parent.parent / "config.pbtxt")
     return config is not None and _BACKEND.search(config) is not None

@@ -15,7 +15,7 @@ __all__ = ["vllm_config_file"]
 
 def vllm_config_file(ctx: Ctx, config: dict[str, Any]) -> Deployment:
     """A config file on its own: the deployment `vllm serve [MODEL] --config FILE`."""
-    argv = [Arg(word, "command line") for word in ("vllm", "serve", "--config", ctx.path.name)]
+    argv = [Arg(word, "command line") for word in ("vllm", "serve", "--config", ctx.name)]
     inv = Invocation(argv, None, {}, "", require_model=False)
     inv.config_reader = lambda name: ConfigFile(ctx.text, ctx.display)  # the file itself, named as the audit names it
     facts, problem, line = ctx.facts_for(None)
