@@ -125,6 +125,31 @@ def test_a_variable_a_command_may_set_at_run_time_is_unknown_after_it(tmp_path, 
     assert d.problems[0].message == f"`--kv-transfer-config` takes its value from `$KV` (which {why})"
 
 
+
+# ovg-project/kvcached e8e64063 examples/08_hybrid_attention_models/start_two_models.sh: a model and a KV
+# config set, then `source "$venv/bin/activate"`, then `vllm serve` with them.
+@pytest.mark.parametrize("activate", ['source "$HOME/engine/vllm-venv/bin/activate"', ". /opt/venv/bin/activate",
+                                      "source .venv/bin/activate"])
+def test_activating_a_virtual_environment_keeps_the_script_s_variables(tmp_path, activate):
+    script = write(tmp_path / "run.sh", f"MODEL=m\nKV='{LMCACHE}'\n{activate}\n"
+                                        "vllm serve \"$MODEL\" --kv-transfer-config \"$KV\" --port \"$VIRTUAL_ENV\"\n")
+    d = only(read_source(script))
+    assert (d.name, ktc(d)["kv_connector"]) == ("m", "LMCacheConnectorV1")
+    assert d.problems == ()
+    # What the activate script sets is unknown from there: here a value the decision does not read.
+    shown = activate.split(" ", 1)[1].strip('"')
+    assert [n.message for n in d.notes] == [f"`--port` takes its value from `$VIRTUAL_ENV` (which is set by "
+                                            f"`source {shown}` at line 3); the decision does not read it"]
+
+
+@pytest.mark.parametrize("activate", ["source /opt/miniconda3/bin/activate vllm", "source activate vllm",
+                                      "source ~/anaconda3/bin/activate"])
+def test_a_conda_activation_may_set_any_variable(tmp_path, activate):
+    script = write(tmp_path / "run.sh", f"KV='{LMCACHE}'\n{activate}\nvllm serve m --kv-transfer-config \"$KV\"\n")
+    d = only(read_source(script))
+    assert d.document is None
+    assert "a file the audit does not read" in d.problems[0].message
+
 def test_a_sourced_file_inside_the_audited_paths_is_read_for_its_variables(tmp_path):
     write(tmp_path / "env.sh", f"KV='{LMCACHE}'\nvllm serve not-reported\n")
     d = only(read_source(write(tmp_path / "run.sh", f"KV='{NIXL}'\n. ./env.sh\nvllm serve m --kv-transfer-config \"$KV\"\n")))

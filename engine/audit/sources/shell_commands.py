@@ -16,13 +16,27 @@ from ...core.markers import has_unresolved
 from .detect import SHELLS
 from .images import VLLM_IMAGE
 
-__all__ = ["NOT_RUNNING", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
+__all__ = ["NOT_RUNNING", "VENV_ACTIVATE_SETS", "venv_activation", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
            "docker_run", "srun_image", "batch_image", "applied_file", "git_source", "installs_source"]
 
 # Commands that never run their arguments: `echo vllm serve m` is no launch.
 NOT_RUNNING = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "sed", "awk", "cat", "tee", "test", "[", "[[", ":",
                           "logger", "true", "false", "pgrep", "pkill", "which", "type", "read"})
 
+
+# What a virtual environment's `bin/activate` sets, the same names in CPython's venv and in virtualenv
+# (whose scripts uv writes too): sourcing one changes no other variable of the script, so the
+# script's own values stay known (ovg-project/kvcached sets a model and a KV config, then activates
+# a venv, then starts vLLM with them).
+VENV_ACTIVATE_SETS = ("VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT", "PATH", "PS1", "PYTHONHOME", "PKG_CONFIG_PATH",
+                      "TCL_LIBRARY", "TK_LIBRARY")
+
+
+def venv_activation(args: list[str]) -> bool:
+    """Whether `source ARGS` activates a virtual environment: a `bin/activate` given no arguments.
+    Conda's `bin/activate ENV` runs the environment's activate.d scripts, which may set anything."""
+    path = args[0] if len(args) == 1 else ""
+    return (path == "bin/activate" or path.endswith("/bin/activate")) and "conda" not in path.lower()
 
 def only_markers(text: str) -> bool:
     return not re.sub("\x00[^\x00]*\x00", "", text).strip()

@@ -20,8 +20,8 @@ from .detect import SHELLS
 from .launch import SPYRE_ENV, Invocation, config_from_fs
 from .release import ReleaseHint, from_pin, from_source
 from .images import VLLM_IMAGE, presumed_note, presumed_server
-from .shell_commands import (NOT_RUNNING, applied_file, docker_run, git_source, installs_source, name_operands,
-                             nested_script, only_markers, srun_image, ssh_command)
+from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, docker_run, git_source, installs_source,
+                             name_operands, nested_script, only_markers, srun_image, ssh_command, venv_activation)
 from .shell_expand import Expander, clobber, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
 from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Place, Script, Scope, Stop, Var, normal_path
@@ -280,6 +280,9 @@ class Interpreter(Flow):
             finally:
                 self.run.nesting -= 1
                 self.run.collect, self.run.sourcing = saved_collect, saved_sourcing
+            return
+        if venv_activation(args):
+            runtime(self.run, scope, VENV_ACTIVATE_SETS, f"is set by `source {path}` at line {line}")
             return
         clobber(self.run, scope, f"may be set by `{'source'} {path or '...'}` at line {line}, a file the audit does not read")
 
