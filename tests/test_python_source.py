@@ -659,6 +659,28 @@ os.execv(sys.executable, [sys.executable, "-m", "vllm.entrypoints.openai.api_ser
     assert decided(only) == ("enabled", True)
 
 
+
+# ovg-project/kvcached e8e64063: controller/launch.py runs `[str(python_exec), "-m",
+# "vllm.entrypoints.openai.api_server", ...]` with a venv's python a helper computes, and
+# benchmarks/bench_idle_footprint finds vLLM's console script with shutil.which.
+def test_a_computed_interpreter_and_a_program_found_on_the_path_start_vllm(tmp_path):
+    found = read(tmp_path, """\
+import json, shutil, subprocess
+from pathlib import Path
+KV = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+def venv_python(venv):
+    return Path(venv) / "bin" / "python"
+subprocess.Popen([str(venv_python(VENV)), "-m", "vllm.entrypoints.openai.api_server", "--model", "m",
+                  "--kv-transfer-config", json.dumps(KV)])
+subprocess.Popen([shutil.which("vllm"), "serve", "m", "--kv-transfer-config", json.dumps(KV)])
+subprocess.Popen([find_tool(), "serve", "m", "--kv-transfer-config", json.dumps(KV)])
+""")
+    # Two launches: a program not known followed by `serve` may be any tool's (ramalama, ollama).
+    first, second = found.deployments
+    assert (first.line, first.name, first.problems, second.line, second.name, second.problems) == \
+        (6, "m", (), 8, "m", ())
+    assert decided(first) == decided(second) == ("disabled", False)
+
 def test_words_the_script_adds_on_some_runs_are_noted_or_reported(tmp_path):
     found = read(tmp_path, """\
 import subprocess, sys

@@ -126,6 +126,13 @@ def test_a_variable_a_command_may_set_at_run_time_is_unknown_after_it(tmp_path, 
 
 
 
+def test_an_interpreter_not_known_runs_the_api_server_module(tmp_path):
+    script = write(tmp_path / "run.sh", f"\"$PY\" -m vllm.entrypoints.openai.api_server --model m "
+                                        f"--kv-transfer-config '{LMCACHE}'\n\"$PY\" -m pytest -m slow\n")
+    d = only(read_source(script))
+    assert (d.line, d.name, ktc(d)["kv_connector"]) == (1, "m", "LMCacheConnectorV1")
+
+
 # ovg-project/kvcached e8e64063 examples/08_hybrid_attention_models/start_two_models.sh: a model and a KV
 # config set, then `source "$venv/bin/activate"`, then `vllm serve` with them.
 @pytest.mark.parametrize("activate", ['source "$HOME/engine/vllm-venv/bin/activate"', ". /opt/venv/bin/activate",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .dynamo_args import DYNAMO_MODULE
+from .markers import has_unresolved
 from .schema import load_schema
 
 __all__ = ["Arg", "ConfigFile", "VllmOptions", "DEFAULT_OPTIONS", "SCHEMA", "ENV_NAMES", "VALUE_OPTIONS",
@@ -138,7 +139,9 @@ def find_vllm(words: Sequence[str]) -> tuple[int, bool] | None:
             return i + 2, False
         if word == "-m" and python and tuple(words[i + 1:i + 3]) == (_CLI_MODULE, "serve"):
             return i + 2, True
-        python = python or bool(_PYTHON.fullmatch(base))
+        # A word not known may be the interpreter (`[venv_python, "-m", "vllm.entrypoints.openai.api_server"]`,
+        # `$PYTHON -m ...`): what runs `-m` and a vLLM server module runs that module.
+        python = python or bool(_PYTHON.fullmatch(base)) or has_unresolved(word)
     return None
 
 

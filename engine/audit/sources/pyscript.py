@@ -572,6 +572,9 @@ class Script:
                 return str(value) if isinstance(value, bool) else value
             if isinstance(value, (int, float)):
                 return json.dumps(value)
+        if callee == ("shutil", "which") and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):  # the program's path: as a command's word, the program
+            return node.args[0].value
         if isinstance(node.func, ast.Name) and not node.args and not node.keywords:  # a function of the file, once
             defined = self.functions.get(node.func.id, [])
             if len(defined) == 1 and len(self.scopes[self.parent[defined[0]]][node.func.id]) == 1 \
