@@ -1616,6 +1616,26 @@ def test_a_tests_data_and_asserts_are_no_launch(tmp_path):
     assert found.deployments == ()
 
 
+
+def test_a_tests_expected_command_is_no_launch(tmp_path):
+    # instructlab/instructlab (2d734099) tests/test_backends.py: `expected_cmd = [sys.executable, "-m",
+    # "vllm.entrypoints.openai.api_server", ...]` (also `[...] + vllm_args`), read only by
+    # `assert cmd == expected_cmd`, were three launches.
+    found = read(tmp_path, """\
+import subprocess, sys
+def test_build(args):
+    expected_cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
+    assert build() == expected_cmd
+    expected = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", "m"] + args
+    assert build(args) == expected, expected
+def test_run():
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
+    assert cmd
+    subprocess.run(cmd)
+""", name="test_backends.py")
+    # A list that is also run (or handed on) is a launch.
+    assert [d.line for d in found.deployments] == [8]
+
 def test_a_launchers_project_or_lock_file_names_its_release(tmp_path):
     # OpenPipe/ART (779559fd) src/art/local/state.py builds `AsyncEngineArgs(**engine_args_dict)`; the
     # repository pins `"vllm==0.8.5.post1"` in pyproject.toml's dependencies and locks it in uv.lock, and

@@ -194,7 +194,8 @@ class _Reader(EngineCalls):
                      for display, scope, name in self.lists
                      if id(display) not in in_runs and id(display) not in data
                      and (id(display) not in bases or self.runs_itself(name))
-                     and (argv := self.command_words(display, scope, name)) is not None]
+                     and (argv := self.command_words(display, scope, name)) is not None
+                     and not self._expected(display, scope, name, data)]
         launches += [(node, scope, argv) for node, scope, argv, _ in derived]
         launches += [launch for call, scope in self.calls for launch in self._string_launches(call, scope)]
         launches += [launch for display, scope, _ in self.lists if id(display) not in in_runs
@@ -403,6 +404,18 @@ class _Reader(EngineCalls):
                          release=release, paths=tuple((which, argv, env) for which, argv in paths))
         apply_facts([inv], self.ctx)
         return deployment(inv, self.ctx, "python")
+
+    def _expected(self, display: ast.expr, scope: Any, name: str | None, data: set[int]) -> bool:
+        """Whether a function's list is a test's expectation: the name it is assigned to (alone,
+        or joined with more: `[...] + args`) is read only in asserts (`expected_cmd =
+        [sys.executable, "-m", ...]`, `assert cmd == expected_cmd`)."""
+        joined = self._joined().get(id(display))
+        name = name or (self.assigned.get(id(joined)) if joined is not None else None)
+        if name is None or "." in name or scope is self.tree:
+            return False
+        reads = [node for node in ast.walk(scope) if isinstance(node, ast.Name) and node.id == name
+                 and isinstance(node.ctx, ast.Load)]
+        return bool(reads) and all(id(node) in data for node in reads)
 
     def _pinned(self) -> ReleaseHint | None:
         """The vLLM release the file's image holds, where it names one: a
