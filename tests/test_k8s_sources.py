@@ -1325,3 +1325,34 @@ def test_the_accelerator_a_container_asks_for_names_its_platform(tmp_path):
     assert [(e.deployment.document["platform"], dict(e.deployment.origins)["platform"]) for e in (neuron, gaudi)] == [
         ({"name": "neuron"}, "resource aws.amazon.com/neuron"), ({"name": "hpu"}, "resource habana.ai/gaudi")]
     assert (neuron.decision["outcome"], gaudi.decision["outcome"]) == ("disabled", "enabled")  # (Gaudi from 0.14.1)
+
+
+def test_a_kthena_model_serving_on_aibrix_s_vllm_image_runs_the_release_its_tag_starts_with(tmp_path):
+    # volcano-sh/kthena (3cc0572) examples/model-serving/gpu-pd-disaggregation.yaml: prefill and decode
+    # on ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2, AIBrix's build on vLLM
+    # v0.10.0, with a NixlConnector. They were decided as 0.33.0 (`enabled`, the release not known);
+    # vLLM 0.10.0 turns HMA off for any KV transfer config.
+    manifest = write(tmp_path / "gpu-pd-disaggregation.yaml", """\
+apiVersion: workload.serving.volcano.sh/v1alpha1
+kind: ModelServing
+metadata:
+  name: vllm-qwen-06b
+spec:
+  template:
+    roles:
+      - name: prefill
+        entryTemplate:
+          spec:
+            containers:
+              - name: prefill
+                image: ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2
+                command: ["sh", "-c"]
+                args:
+                  - |
+                    python3 -m vllm.entrypoints.openai.api_server --model /models/Qwen3-0.6B \\
+                    --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}'
+""")
+    (entry,) = audit([str(manifest)]).entries
+    assert (entry.decision["outcome"], entry.decision["vllm"]) == ("disabled", {
+        "release": "0.10.0", "source": "image tag ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2 "
+                                       "(AIBrix's build on vllm/vllm-openai:v0.10.0)"})

@@ -65,7 +65,7 @@ def test_kubernetes_launches_carry_container_role_and_release(tmp_path):
     ("vllm/vllm-openai:v0.33.0-ubuntu2404", "0.33.0"), ("vllm/vllm-openai-cpu:v0.23.0-arm64", "0.23.0"),
     # Not one of them: another suffix, the order changed, a moving tag, another image with a variant-like tag.
     ("vllm/vllm-openai:v0.20.1-cu129-nixl", None), ("vllm/vllm-openai:v0.20.1-cu129-x86_64", None),
-    ("vllm/vllm-openai:latest-x86_64-cu129", None), ("aibrix/vllm-openai:v0.9.2-cu128-nixl-v0.4.1", None),
+    ("vllm/vllm-openai:latest-x86_64-cu129", None), ("lmcache/vllm-openai:v0.9.2-cu128-nixl-v0.4.1", None),
     ("vllm/vllm-openai:v0.20.1-", None), ("vllm/vllm-openai:v0.20.1-cu", None),
     # NVIDIA Dynamo's vLLM runtime: the vLLM release each Dynamo release's image installs
     # (deployers.yaml), with the variants Dynamo pushes; on a mirror (aibrix's registry) too.
@@ -74,6 +74,13 @@ def test_kubernetes_launches_carry_container_role_and_release(tmp_path):
     ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.0-cuda13", "0.12.0"),
     ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0.0-efa-amd64", "0.16.0"),
     ("aibrix-container-registry-cn-beijing.cr.volces.com/aibrix/ai-dynamo/vllm-runtime:0.3.2", "0.8.4"),
+    # AIBrix's builds on vLLM's image, tagged with its release first (vllm-project/aibrix 0b4d2b7b
+    # build/container/Dockerfile.vllm and README.md), and kthena's copy (volcano-sh/kthena 3cc0572
+    # examples/model-serving/gpu-pd-disaggregation.yaml: NixlConnector, `enabled` as 0.33.0).
+    ("aibrix/vllm-openai:v0.9.2-cu128-nixl-v0.4.1", "0.9.2"),
+    ("aibrix/vllm-openai:v0.10.2-aibrix-v0.5.0-nixl-0.7.1-20251123", "0.10.2"),
+    ("ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2", "0.10.0"),
+    ("aibrix/vllm-openai:latest", None), ("aibrix/vllm-openai:nightly-cu128", None),
     # A release whose image was not read, a development tag, no tag.
     ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1", None), ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0-dev.1", None),
     ("nvcr.io/nvidia/ai-dynamo/vllm-runtime", None),

@@ -15,7 +15,8 @@ built for another architecture, CUDA or base image), of ROCm's
 vllm-ascend's ``ascend/vllm-ascend`` images (Ascend NPUs) the release
 tags, each of which names the vLLM release it runs, and of NVIDIA Dynamo's
 ``ai-dynamo/vllm-runtime`` the release tags, each Dynamo release's image
-installing the vLLM release deployers.yaml records. A digest,
+installing the vLLM release deployers.yaml records, and of AIBrix's
+``aibrix/vllm-openai`` builds the release their tag starts with. A digest,
 ``latest``, ``nightly``, any other tag and any other image (LMCache's
 ``lmcache/vllm-openai`` is tagged with LMCache's releases) give no version,
 with the reason in the origin: nothing is guessed. This module only reads
@@ -109,6 +110,15 @@ _NEURON_IMAGE = "pytorch-inference-vllm-neuronx"
 _NEURON_TAG = re.compile(r"([0-9]+\.[0-9]+\.[0-9]+)(?:\.[0-9]+\.[0-9]+\.[0-9]+)?-neuronx(?:-.*)?")
 
 
+# AIBrix's vLLM images (aibrix/vllm-openai:v0.10.2-aibrix-v0.5.0-nixl-0.7.1-20251123): each is built
+# FROM vllm/vllm-openai at the release its tag starts with (vllm-project/aibrix 0b4d2b7b
+# build/container/Dockerfile.vllm, and its README's naming convention). volcano-sh/kthena runs a copy
+# of one as ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2 (its v0.3.0 to
+# v1.0.0 docs name the same tag under aibrix/vllm-openai).
+_AIBRIX_IMAGES = ("aibrix/vllm-openai", "volcano-sh/vllm-openai")
+_AIBRIX_TAG = re.compile(r"v(" + VERSION.pattern + r")(?:-.+)?")
+
+
 class ReleaseHint(NamedTuple):
     """``version`` (None: not known) and where it was read, or why it could not be."""
 
@@ -148,12 +158,18 @@ def from_image(image: str) -> ReleaseHint:
     dynamo = _is(path, _DYNAMO_IMAGE)
     openeuler = _is(path, _OPENEULER_CPU_IMAGE)
     neuron = _is(path, _NEURON_IMAGE)
-    if not official and not rocm and not ascend and not dynamo and not openeuler and not neuron:
+    aibrix = any(_is(path, image) for image in _AIBRIX_IMAGES)
+    if not official and not rocm and not ascend and not dynamo and not openeuler and not neuron and not aibrix:
         return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag is not read as a vLLM release")
     if digest is not None and tag is None:
         return ReleaseHint(None, f"image {shown}: a digest names no release")
     if tag is None:
         return ReleaseHint(None, f"image {shown} (latest, no tag): no release in the tag")
+    if aibrix:
+        match = _AIBRIX_TAG.fullmatch(tag)
+        if match is None:
+            return ReleaseHint(None, f"image tag {shown}: no release in the tag")
+        return ReleaseHint(match.group(1), f"image tag {shown} (AIBrix's build on vllm/vllm-openai:v{match.group(1)})")
     if neuron:
         match = _NEURON_TAG.fullmatch(tag)
         if match is None:
