@@ -126,6 +126,24 @@ def test_a_variable_a_command_may_set_at_run_time_is_unknown_after_it(tmp_path, 
 
 
 
+def test_an_array_filled_in_a_loop_may_hold_any_words(tmp_path):
+    # aws/deep-learning-containers (e0ecedea) scripts/docker/vllm/omni_sagemaker_entrypoint.sh: ARGS filled
+    # by a `read` loop from a helper's output, then `exec vllm serve --omni "${ARGS[@]}"`. The array was one
+    # word, `--omni`'s value, "which the decision does not read": it may hold any options, a KV config too.
+    script = write(tmp_path / "entrypoint.sh", """ARGS=()
+while IFS= read -r -d '' token; do
+    ARGS+=("${token}")
+done <"${ARGS_FILE}"
+ARGS+=(--middleware m.Middleware)
+exec vllm serve --omni "${ARGS[@]}"
+""")
+    d = only(read_source(script))
+    assert [(n.code, n.message) for n in d.notes if n.code != "source.option_not_in_release"] == [
+        ("source.unresolved_arguments", "the command also takes `${ARGS[@]}` (which is set differently on the paths "
+                                        "through the loop at line 2); only the options written here are read, and it "
+                                        "may hold others")]
+
+
 def test_an_interpreter_not_known_runs_the_api_server_module(tmp_path):
     script = write(tmp_path / "run.sh", f"\"$PY\" -m vllm.entrypoints.openai.api_server --model m "
                                         f"--kv-transfer-config '{LMCACHE}'\n\"$PY\" -m pytest -m slow\n")

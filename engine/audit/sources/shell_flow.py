@@ -201,9 +201,13 @@ class Flow:
                     scope.vars[name] = Var(value[0], value[1], self.run.next_epoch(), line, value[2])
             else:
                 exported = any(v is not None and v[1] for v in values)
-                marker = unresolved("$" + name, f"is set differently on the paths through {where}")
+                array = any(v is not None and v.items is not None for v in found)
+                # Past the elements the paths agree on, an array holds any number of words (options
+                # among them), as `"${NAME[@]}"` of an array not known does.
+                marker = unresolved(f"${{{name}[@]}}" if array else "$" + name,
+                                    f"is set differently on the paths through {where}")
                 epoch = self.run.next_epoch()
-                if any(v is not None and v.items is not None for v in found):
+                if array:
                     items = common_elements(found, marker)
                     scope.vars[name] = Var(items[0], exported, epoch, line, items)
                 else:
