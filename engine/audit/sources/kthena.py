@@ -13,8 +13,8 @@ worker's ``config`` as options: keys sorted, ``--key value`` with ``_`` as
 first worker's config). A server worker of more than one pod adds
 ``--distributed_executor_backend ray`` and runs the words joined by blanks
 in ``bash -c``, after Kthena's multi-node script; so does a GPU worker
-whose ``kv-transfer-config`` names MooncakeConnector or NixlConnector,
-after a pip install, unless the backend's ``env`` sets
+whose ``kv-transfer-config`` names a connector whose package the
+controller installs first (deployers.yaml), unless the backend's ``env`` sets
 KTHENA_SKIP_ENGINE_DEPENDENCY_INSTALL (buildCommands). A joined command is
 split again by bash, as the audit reads any ``bash -c``. The engine's
 environment is the backend's ``env``, then ``VLLM_USE_V1=1``
@@ -28,6 +28,7 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from ...core.deployers import deployer
 from ...core.errors import Problem
 from ...core.markers import unresolved
 from .context import Ctx
@@ -42,9 +43,6 @@ _API_GROUP = "workload.serving.volcano.sh/"
 _WORKERS = {"vLLM": ("server",), "vLLMDisaggregated": ("prefill", "decode")}
 _COMMAND = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
 _MULTI_NODE_SCRIPT = "examples/online_serving/multi-node-serving.sh"
-# The connectors whose packages the controller installs before the engine on a GPU worker.
-_INSTALLS = {"MooncakeConnector": "pip install mooncake-transfer-engine && ",
-             "NixlConnector": "PIP_DISABLE_PIP_VERSION_CHECK=1 pip install -U --no-cache-dir nixl && "}
 _SKIP_INSTALL = "KTHENA_SKIP_ENGINE_DEPENDENCY_INSTALL"
 _DEVICES = ("nvidia.com/gpu", "huawei.com/ascend-1980")  # utils/common.go, XPUList
 
@@ -91,7 +89,8 @@ def _command(backend: dict[str, Any], workers: list[dict[str, Any]], config: Any
         script = _MULTI_NODE_SCRIPT
         words = ["bash", "-c", f"chmod u+x {script} && {script} leader --ray_cluster_size={_int(server.get('pods'))} "
                                 f"--num-gpus={sum(_limit(server, d) for d in _DEVICES)} && {' '.join(words)}"]
-    install = _INSTALLS.get(_connector(config))
+    # (the connectors whose package the controller installs first: deployers.yaml)
+    install = deployer("kthena")["installs"].get(_connector(config))
     if install is not None and any(_limit(w, "nvidia.com/gpu") > 0 for w in workers) and not _skips_install(backend):
         words = ["bash", "-c", install + " ".join(words)]
     return words
@@ -126,7 +125,7 @@ def _connector(config: Any) -> str:
 
 def _skips_install(backend: dict[str, Any]) -> bool:
     """The backend's env sets KTHENA_SKIP_ENGINE_DEPENDENCY_INSTALL to what strconv.ParseBool reads as true."""
-    env = backend.get("env") if isinstance(backend.get("env"), list) else []
+    env = backend["env"] if isinstance(backend.get("env"), list) else []
     value = next((e.get("value") for e in env if isinstance(e, dict) and e.get("name") == _SKIP_INSTALL), None)
     return value in ("1", "t", "T", "TRUE", "true", "True")
 
