@@ -214,3 +214,27 @@ def test_vllm_spyres_settings_exported_by_a_script_or_set_in_os_environ_name_the
     write(tmp_path / "local.sh", "VLLM_SPYRE_DYNAMO_BACKEND=eager\nvllm serve m\n")
     (local,) = audit([str(tmp_path / "local.sh")]).entries
     assert "platform" not in local.deployment.document
+
+
+def test_intels_xpu_image_names_its_release_and_the_xpu_platform(tmp_path):
+    # intel/llm-scaler (8d66bf9e) README.md: `intel/llm-scaler-vllm:0.14.0-b8` "for vLLM 0.14.0"; the image
+    # builds vLLM for XPU (vllm/docker/Dockerfile, VLLM_TARGET_DEVICE=xpu). A compose service on
+    # `0.10.2-b6` was decided as 0.33.0 on CUDA, `enabled` (survey 19e).
+    compose = write(tmp_path / "docker-compose.yml", """services:
+  vllm_1:
+    image: intel/llm-scaler-vllm:0.10.2-b6
+    devices:
+      - "/dev/dri:/dev/dri"
+    entrypoint: >
+      bash -lc "source /opt/intel/oneapi/setvars.sh --force &&
+      vllm serve --model /llm/models/Qwen3-8B --block-size 64"
+""")
+    (d,) = read_source(compose).deployments
+    assert (d.document["platform"], d.release) == ({"name": "xpu"}, ReleaseHint(
+        "0.10.2", "image tag intel/llm-scaler-vllm:0.10.2-b6 (Intel's XPU build of vLLM 0.10.2)"))
+    (entry,) = audit([str(compose)]).entries
+    assert entry.decision["outcome"] == "disabled"
+    assert "the XPU platform does not support the hybrid KV cache manager before vLLM 0.11.0" in \
+        entry.decision["reasons"]
+    # Its aliases name no release; the platform is still XPU's.
+    assert (from_image("intel/llm-scaler-vllm:1.3").version, platform_of("intel/llm-scaler-vllm:1.3")) == (None, "xpu")

@@ -15,8 +15,9 @@ built for another architecture, CUDA or base image), of ROCm's
 vllm-ascend's ``ascend/vllm-ascend`` images (Ascend NPUs) the release
 tags, each of which names the vLLM release it runs, and of NVIDIA Dynamo's
 ``ai-dynamo/vllm-runtime`` the release tags, each Dynamo release's image
-installing the vLLM release deployers.yaml records, and of AIBrix's
-``aibrix/vllm-openai`` builds the release their tag starts with. A digest,
+installing the vLLM release deployers.yaml records, of AIBrix's
+``aibrix/vllm-openai`` builds and Intel's ``intel/llm-scaler-vllm`` (XPU) the release
+their tag starts with. A digest,
 ``latest``, ``nightly``, any other tag and any other image (LMCache's
 ``lmcache/vllm-openai`` is tagged with LMCache's releases) give no version,
 with the reason in the origin: nothing is guessed. This module only reads
@@ -116,6 +117,12 @@ _NEURON_TAG = re.compile(r"([0-9]+\.[0-9]+\.[0-9]+)(?:\.[0-9]+\.[0-9]+\.[0-9]+)?
 # of one as ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2 (its v0.3.0 to
 # v1.0.0 docs name the same tag under aibrix/vllm-openai).
 _AIBRIX_IMAGES = ("aibrix/vllm-openai", "volcano-sh/vllm-openai")
+# Intel's vLLM for its Arc and Data Center GPUs (XPU), intel/llm-scaler-vllm:0.14.0-b8.3.2: the tag
+# is the vLLM release it builds on, then Intel's build (intel/llm-scaler 8d66bf9e README.md: "`0.14.0-b8`
+# for vLLM 0.14.0"; vllm/docker/Dockerfile builds with VLLM_TARGET_DEVICE=xpu). Its aliases (`1.3`,
+# `1.4`) name no release.
+_INTEL_XPU_IMAGE = "intel/llm-scaler-vllm"
+_INTEL_XPU_TAG = re.compile(r"(" + VERSION.pattern + r")-b[0-9]+(?:\.[0-9]+)*")
 _AIBRIX_TAG = re.compile(r"v(" + VERSION.pattern + r")(?:-.+)?")
 
 
@@ -159,12 +166,18 @@ def from_image(image: str) -> ReleaseHint:
     openeuler = _is(path, _OPENEULER_CPU_IMAGE)
     neuron = _is(path, _NEURON_IMAGE)
     aibrix = any(_is(path, image) for image in _AIBRIX_IMAGES)
-    if not official and not rocm and not ascend and not dynamo and not openeuler and not neuron and not aibrix:
+    intel = _is(path, _INTEL_XPU_IMAGE)
+    if not (official or rocm or ascend or dynamo or openeuler or neuron or aibrix or intel):
         return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag is not read as a vLLM release")
     if digest is not None and tag is None:
         return ReleaseHint(None, f"image {shown}: a digest names no release")
     if tag is None:
         return ReleaseHint(None, f"image {shown} (latest, no tag): no release in the tag")
+    if intel:
+        match = _INTEL_XPU_TAG.fullmatch(tag)
+        if match is None:
+            return ReleaseHint(None, f"image tag {shown}: no release in the tag")
+        return ReleaseHint(match.group(1), f"image tag {shown} (Intel's XPU build of vLLM {match.group(1)})")
     if aibrix:
         match = _AIBRIX_TAG.fullmatch(tag)
         if match is None:
@@ -206,7 +219,7 @@ def from_image(image: str) -> ReleaseHint:
 # Release images of another platform than CUDA (the audit takes CUDA where nothing says).
 _PLATFORM_IMAGES = {"vllm/vllm-openai-cpu": "cpu", "q9t5s3a7/vllm-cpu-release-repo": "cpu",
                     "q9t5s3a7/vllm-arm64-cpu-release-repo": "cpu", "rocm/vllm": "rocm", "vllm/vllm-openai-rocm": "rocm",
-                    _ASCEND_IMAGE: "npu", _OPENEULER_CPU_IMAGE: "cpu", _NEURON_IMAGE: "neuron"}
+                    _ASCEND_IMAGE: "npu", _OPENEULER_CPU_IMAGE: "cpu", _NEURON_IMAGE: "neuron", _INTEL_XPU_IMAGE: "xpu"}
 
 
 def platform_of(image: Any) -> str | None:
