@@ -144,6 +144,26 @@ exec vllm serve --omni "${ARGS[@]}"
                                         "may hold others")]
 
 
+def test_an_ssh_options_array_before_the_host_is_options(tmp_path):
+    # NVIDIA/dgx-spark-playbooks (0db7c141) station-connect-two-stations/assets/08_run_perftest_pair.sh:
+    # `ssh "${SSH_OPTS[@]}" "${host}" "$@"` in a function. The array, not set in the file, was taken for
+    # the host, so the host was read as the remote command's first word: `h if test ...; then` is no
+    # script ("unexpected `then`"), and the file was skipped as one the audit cannot read.
+    escaped = LMCACHE.replace('"', '\\"')  # (inside the double-quoted remote command)
+    script = write(tmp_path / "run.sh", f"""ssh_plain() {{
+  local host="$1"
+  shift
+  ssh "${{SSH_OPTS[@]}}" "${{host}}" "$@"
+}}
+ssh_plain "${{remote_a}}" "if test -s '${{pid_file}}'; then kill \\"\\$(cat '${{pid_file}}')\\"; fi" || true
+ssh_plain "${{remote_a}}" "vllm serve m --kv-transfer-config '{escaped}'"
+""")
+    found = read_source(script)
+    assert found.problems == ()
+    (d,) = found.deployments
+    assert (d.line, ktc(d)["kv_connector"]) == (4, "LMCacheConnectorV1")  # (the ssh, run by the call at line 7)
+
+
 def test_an_interpreter_not_known_runs_the_api_server_module(tmp_path):
     script = write(tmp_path / "run.sh", f"\"$PY\" -m vllm.entrypoints.openai.api_server --model m "
                                         f"--kv-transfer-config '{LMCACHE}'\n\"$PY\" -m pytest -m slow\n")

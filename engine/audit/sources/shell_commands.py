@@ -13,6 +13,8 @@ import re
 from typing import NamedTuple
 
 from ...core.markers import has_unresolved
+from ...core.options import Arg
+from ...core.vllm_args import stands_for_words
 from .detect import SHELLS
 from .images import VLLM_IMAGE
 
@@ -105,9 +107,11 @@ _SSH_VALUE_OPTIONS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
 
 
 def ssh_command(args: list[str]) -> list[str]:
-    """The remote command of `ssh [options] HOST COMMAND...`."""
+    """The remote command of `ssh [options] HOST COMMAND...`. A word that
+    stands for any number of words before the host is options
+    (`ssh "${SSH_OPTS[@]}" "$host" CMD`), as scripts write them."""
     index = 0
-    while index < len(args) and args[index].startswith("-"):
+    while index < len(args) and (args[index].startswith("-") or stands_for_words(Arg(args[index], ""))):
         letters = args[index][1:]
         index += 2 if letters[-1:] in _SSH_VALUE_OPTIONS and len(letters) == 1 else 1
     return args[index + 1:]
