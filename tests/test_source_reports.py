@@ -81,6 +81,10 @@ def test_kubernetes_launches_carry_container_role_and_release(tmp_path):
     ("aibrix/vllm-openai:v0.10.2-aibrix-v0.5.0-nixl-0.7.1-20251123", "0.10.2"),
     ("ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2", "0.10.0"),
     ("aibrix/vllm-openai:latest", None), ("aibrix/vllm-openai:nightly-cu128", None),
+    # NVIDIA's NGC vLLM container: the vLLM each monthly release ships, where its release notes say
+    # (deployers.yaml ngc-vllm; NVIDIA/dgx-spark-playbooks 0db7c141 runs 25.09 and 25.11, not recorded).
+    ("nvcr.io/nvidia/vllm:25.10-py3", "0.10.2"), ("nvcr.io/nvidia/vllm:26.01-py3", "0.11.1"),
+    ("nvcr.io/nvidia/vllm:25.11-py3", None), ("nvcr.io/nvidia/vllm:latest", None),
     # A release whose image was not read, a development tag, no tag.
     ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1", None), ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0-dev.1", None),
     ("nvcr.io/nvidia/ai-dynamo/vllm-runtime", None),
@@ -427,3 +431,13 @@ def test_what_leaves_the_readers_shows_each_marker_as_written():
     assert d.document == {"name": f"{ns}/m"}  # a document keeps its markers for validation
     clean = SourceFile("g.sh", "shell", (Deployment("g.sh", "shell", ":1", 1, "m"),))
     assert _as_written(clean) is clean
+
+
+def test_a_launch_in_ngcs_vllm_container_runs_the_release_it_ships(tmp_path):
+    # NVIDIA's vLLM Release 25.10 ships vLLM 0.10.2 (its release notes, "Contents of the vLLM container"),
+    # where any kv_transfer_config turns HMA off; it was decided as 0.33.0, `enabled`.
+    script = write(tmp_path / "run.sh", f"docker run --gpus all nvcr.io/nvidia/vllm:25.10-py3 "
+                                        f"vllm serve m --kv-transfer-config '{NIXL}'\n")
+    (entry,) = audit([str(script)]).entries
+    assert (entry.decision["outcome"], entry.decision["vllm"]) == ("disabled", {
+        "release": "0.10.2", "source": "image tag nvcr.io/nvidia/vllm:25.10-py3 (NGC's vLLM 25.10, which ships vLLM 0.10.2)"})

@@ -17,7 +17,8 @@ tags, each of which names the vLLM release it runs, and of NVIDIA Dynamo's
 ``ai-dynamo/vllm-runtime`` the release tags, each Dynamo release's image
 installing the vLLM release deployers.yaml records, of AIBrix's
 ``aibrix/vllm-openai`` builds and Intel's ``intel/llm-scaler-vllm`` (XPU) the release
-their tag starts with. A digest,
+their tag starts with, and of NVIDIA's NGC ``nvidia/vllm`` the release each
+monthly tag ships (deployers.yaml). A digest,
 ``latest``, ``nightly``, any other tag and any other image (LMCache's
 ``lmcache/vllm-openai`` is tagged with LMCache's releases) give no version,
 with the reason in the origin: nothing is guessed. This module only reads
@@ -122,6 +123,10 @@ _AIBRIX_IMAGES = ("aibrix/vllm-openai", "volcano-sh/vllm-openai")
 # for vLLM 0.14.0"; vllm/docker/Dockerfile builds with VLLM_TARGET_DEVICE=xpu). Its aliases (`1.3`,
 # `1.4`) name no release.
 _INTEL_XPU_IMAGE = "intel/llm-scaler-vllm"
+# NVIDIA's vLLM container on NGC (nvcr.io/nvidia/vllm:25.10-py3): its tag is NVIDIA's monthly release;
+# deployers.yaml (ngc-vllm) gives the vLLM release each ships, where NVIDIA's release notes say.
+_NGC_IMAGE = "nvidia/vllm"
+_NGC_TAG = re.compile(r"([0-9]{2}\.[0-9]{2})-py3(?:-.+)?")
 _INTEL_XPU_TAG = re.compile(r"(" + VERSION.pattern + r")-b[0-9]+(?:\.[0-9]+)*")
 _AIBRIX_TAG = re.compile(r"v(" + VERSION.pattern + r")(?:-.+)?")
 
@@ -167,12 +172,21 @@ def from_image(image: str) -> ReleaseHint:
     neuron = _is(path, _NEURON_IMAGE)
     aibrix = any(_is(path, image) for image in _AIBRIX_IMAGES)
     intel = _is(path, _INTEL_XPU_IMAGE)
-    if not (official or rocm or ascend or dynamo or openeuler or neuron or aibrix or intel):
+    ngc = path == _NGC_IMAGE  # (nvcr.io/nvidia/vllm; not a mirror's prefix: rocm/vllm is AMD's)
+    if not (official or rocm or ascend or dynamo or openeuler or neuron or aibrix or intel or ngc):
         return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag is not read as a vLLM release")
     if digest is not None and tag is None:
         return ReleaseHint(None, f"image {shown}: a digest names no release")
     if tag is None:
         return ReleaseHint(None, f"image {shown} (latest, no tag): no release in the tag")
+    if ngc:
+        match = _NGC_TAG.fullmatch(tag)
+        if match is None:
+            return ReleaseHint(None, f"image tag {shown}: no NGC release in the tag")
+        shipped = deployer("ngc-vllm")["vllm"].get(match.group(1))
+        if shipped is None:
+            return ReleaseHint(None, f"image tag {shown}: the vLLM release NGC's vLLM {match.group(1)} ships is not recorded")
+        return ReleaseHint(shipped, f"image tag {shown} (NGC's vLLM {match.group(1)}, which ships vLLM {shipped})")
     if intel:
         match = _INTEL_XPU_TAG.fullmatch(tag)
         if match is None:
