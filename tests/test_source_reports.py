@@ -440,4 +440,4 @@ def test_a_launch_in_ngcs_vllm_container_runs_the_release_it_ships(tmp_path):
                                         f"vllm serve m --kv-transfer-config '{NIXL}'\n")
     (entry,) = audit([str(script)]).entries
     assert (entry.decision["outcome"], entry.decision["vllm"]) == ("disabled", {
-        "release": "0.10.2", "source": "image tag nvcr.io/nvidia/vllm:25.10-py3 (NGC's vLLM 25.10, which ships vLLM 0.10.2)"})
+        "release": "0.10.2", "source": "image tag nvcr.io/nvidia/vllm:25.10-py3 (NGC 25.10, which ships vLLM 0.10.2)"})

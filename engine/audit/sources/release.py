@@ -118,17 +118,32 @@ _NEURON_TAG = re.compile(r"([0-9]+\.[0-9]+\.[0-9]+)(?:\.[0-9]+\.[0-9]+\.[0-9]+)?
 # of one as ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2 (its v0.3.0 to
 # v1.0.0 docs name the same tag under aibrix/vllm-openai).
 _AIBRIX_IMAGES = ("aibrix/vllm-openai", "volcano-sh/vllm-openai")
+_AIBRIX_TAG = re.compile(r"v(" + VERSION.pattern + r")(?:-.+)?")
 # Intel's vLLM for its Arc and Data Center GPUs (XPU), intel/llm-scaler-vllm:0.14.0-b8.3.2: the tag
 # is the vLLM release it builds on, then Intel's build (intel/llm-scaler 8d66bf9e README.md: "`0.14.0-b8`
 # for vLLM 0.14.0"; vllm/docker/Dockerfile builds with VLLM_TARGET_DEVICE=xpu). Its aliases (`1.3`,
 # `1.4`) name no release.
 _INTEL_XPU_IMAGE = "intel/llm-scaler-vllm"
+_INTEL_XPU_TAG = re.compile(r"(" + VERSION.pattern + r")-b[0-9]+(?:\.[0-9]+)*")
 # NVIDIA's vLLM container on NGC (nvcr.io/nvidia/vllm:25.10-py3): its tag is NVIDIA's monthly release;
 # deployers.yaml (ngc-vllm) gives the vLLM release each ships, where NVIDIA's release notes say.
 _NGC_IMAGE = "nvidia/vllm"
 _NGC_TAG = re.compile(r"([0-9]{2}\.[0-9]{2})-py3(?:-.+)?")
-_INTEL_XPU_TAG = re.compile(r"(" + VERSION.pattern + r")-b[0-9]+(?:\.[0-9]+)*")
-_AIBRIX_TAG = re.compile(r"v(" + VERSION.pattern + r")(?:-.+)?")
+
+
+class _Family(NamedTuple):
+    """Images built on one vLLM release that their tag names: their repositories, the tag's form (the
+    release its first group) and the build, as the origin names it (``{release}``: the release)."""
+
+    repositories: tuple[str, ...]
+    tag: re.Pattern[str]
+    build: str
+
+
+_FAMILIES = (_Family((_NEURON_IMAGE,), _NEURON_TAG, "AWS's Neuron build of vLLM {release}"),
+             _Family((_OPENEULER_CPU_IMAGE,), _OPENEULER_TAG, "openEuler's CPU build of vLLM {release}"),
+             _Family(_AIBRIX_IMAGES, _AIBRIX_TAG, "AIBrix's build on vllm/vllm-openai:v{release}"),
+             _Family((_INTEL_XPU_IMAGE,), _INTEL_XPU_TAG, "Intel's XPU build of vLLM {release}"))
 
 
 class ReleaseHint(NamedTuple):
@@ -168,45 +183,19 @@ def from_image(image: str) -> ReleaseHint:
     rocm = _is(path, "rocm/vllm")
     ascend = _is(path, _ASCEND_IMAGE)
     dynamo = _is(path, _DYNAMO_IMAGE)
-    openeuler = _is(path, _OPENEULER_CPU_IMAGE)
-    neuron = _is(path, _NEURON_IMAGE)
-    aibrix = any(_is(path, image) for image in _AIBRIX_IMAGES)
-    intel = _is(path, _INTEL_XPU_IMAGE)
+    family = next((f for f in _FAMILIES if any(_is(path, repository) for repository in f.repositories)), None)
     ngc = path == _NGC_IMAGE  # (nvcr.io/nvidia/vllm; not a mirror's prefix: rocm/vllm is AMD's)
-    if not (official or rocm or ascend or dynamo or openeuler or neuron or aibrix or intel or ngc):
+    if not (official or rocm or ascend or dynamo or family or ngc):
         return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag is not read as a vLLM release")
     if digest is not None and tag is None:
         return ReleaseHint(None, f"image {shown}: a digest names no release")
     if tag is None:
         return ReleaseHint(None, f"image {shown} (latest, no tag): no release in the tag")
-    if ngc:
-        match = _NGC_TAG.fullmatch(tag)
-        if match is None:
-            return ReleaseHint(None, f"image tag {shown}: no NGC release in the tag")
-        shipped = deployer("ngc-vllm")["vllm"].get(match.group(1))
-        if shipped is None:
-            return ReleaseHint(None, f"image tag {shown}: the vLLM release NGC's vLLM {match.group(1)} ships is not recorded")
-        return ReleaseHint(shipped, f"image tag {shown} (NGC's vLLM {match.group(1)}, which ships vLLM {shipped})")
-    if intel:
-        match = _INTEL_XPU_TAG.fullmatch(tag)
+    if family is not None:
+        match = family.tag.fullmatch(tag)
         if match is None:
             return ReleaseHint(None, f"image tag {shown}: no release in the tag")
-        return ReleaseHint(match.group(1), f"image tag {shown} (Intel's XPU build of vLLM {match.group(1)})")
-    if aibrix:
-        match = _AIBRIX_TAG.fullmatch(tag)
-        if match is None:
-            return ReleaseHint(None, f"image tag {shown}: no release in the tag")
-        return ReleaseHint(match.group(1), f"image tag {shown} (AIBrix's build on vllm/vllm-openai:v{match.group(1)})")
-    if neuron:
-        match = _NEURON_TAG.fullmatch(tag)
-        if match is None:
-            return ReleaseHint(None, f"image tag {shown}: no release in the tag")
-        return ReleaseHint(match.group(1), f"image tag {shown} (AWS's Neuron build of vLLM {match.group(1)})")
-    if openeuler:
-        match = _OPENEULER_TAG.fullmatch(tag)
-        if match is None:
-            return ReleaseHint(None, f"image tag {shown}: no release in the tag")
-        return ReleaseHint(match.group(1), f"image tag {shown} (openEuler's CPU build of vLLM {match.group(1)})")
+        return ReleaseHint(match.group(1), f"image tag {shown} ({family.build.format(release=match.group(1))})")
     if ascend:
         match = _ASCEND_TAG_VERSION.fullmatch(tag)
         if match is None:
@@ -214,16 +203,18 @@ def from_image(image: str) -> ReleaseHint:
         plugin = match.group(1)
         vllm = _ASCEND_VLLM.get(plugin) or re.sub(r"(?:\.?post|rc)[0-9]+$", "", plugin)
         return ReleaseHint(vllm, f"image tag {shown} (vllm-ascend {plugin}, on vLLM {vllm})")
-    if dynamo:
-        match = _DYNAMO_TAG.fullmatch(tag)
+    if dynamo or ngc:  # another product's release: the vLLM release it ships is recorded (deployers.yaml)
+        product, pattern, entry, verb = ("Dynamo", _DYNAMO_TAG, "dynamo-vllm", "installs") if dynamo else \
+            ("NGC", _NGC_TAG, "ngc-vllm", "ships")
+        match = pattern.fullmatch(tag)
         if match is None:
-            return ReleaseHint(None, f"image tag {shown}: no Dynamo release in the tag")
-        installed = deployer("dynamo-vllm")["vllm"].get(match.group(1))
-        if installed is None:
-            return ReleaseHint(None, f"image tag {shown}: the vLLM release Dynamo {match.group(1)}'s image installs "
+            return ReleaseHint(None, f"image tag {shown}: no {product} release in the tag")
+        shipped = deployer(entry)["vllm"].get(match.group(1))
+        if shipped is None:
+            return ReleaseHint(None, f"image tag {shown}: the vLLM release {product} {match.group(1)}'s image {verb} "
                                      "is not recorded")
-        return ReleaseHint(installed, f"image tag {shown} (Dynamo {match.group(1)}, which installs vLLM {installed})",
-                           match.group(1))
+        return ReleaseHint(shipped, f"image tag {shown} ({product} {match.group(1)}, which {verb} vLLM {shipped})",
+                           match.group(1) if dynamo else None)
     match = _TAG_VERSION.fullmatch(tag) if official else _ROCM_TAG_VERSION.search(tag)
     if match is None:
         return ReleaseHint(None, f"image tag {shown}: no release in the tag")
