@@ -1711,3 +1711,7 @@ def test_an_engine_call_with_chunked_prefill_off_gives_the_flag(tmp_path):
     documents = [only_deployment(read(tmp_path, text.replace("VALUE", value))).document.get("enable_chunked_prefill")
                  for value in ("False", "True", "args.chunked")]
     assert documents == [False, None, None]
+    # The origin names the keyword the call writes, as for every other field (awslabs/ai-on-eks 41a979ee
+    # vllm_serve.py said `--no-enable-chunked-prefill`, which the file does not hold).
+    off = only_deployment(read(tmp_path, text.replace("VALUE", "False")))
+    assert dict(off.origins)["enable_chunked_prefill"] == "line 3: enable_chunked_prefill="

@@ -38,9 +38,9 @@ _FLAGS = {field: {value: flag for flag, (named, value) in FLAG_OPTIONS.items() i
           for field, _ in FLAG_OPTIONS.values()}
 # vLLM's options as a message or an origin names them ("`--kv-transfer-config` takes ..."), and the
 # keyword a script writes for each.
-_OPTION_NAMED = re.compile("|".join(re.escape(o) for o in sorted({*VALUE_OPTIONS, *FLAG_OPTIONS}, key=len, reverse=True)
-                                    if o.startswith("--")))
-_KEYWORD = {option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items()}
+_OPTION_NAMED = re.compile("|".join(re.escape(o) for o in sorted({*VALUE_OPTIONS, *FLAG_OPTIONS, *OFF_SWITCHES},
+                                                                   key=len, reverse=True) if o.startswith("--")))
+_KEYWORD = {**{option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items()}, **OFF_SWITCHES}
 # The fields read only where False turns a default off (core.options.OFF_SWITCHES), and their `--no-` flag.
 _SWITCHED = {field: option for option, field in OFF_SWITCHES.items()}
 
