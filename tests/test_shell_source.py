@@ -1056,8 +1056,8 @@ def test_an_sbatch_script_with_a_container_image_directive_runs_in_that_image(tm
                                          "vllm serve m\n")
     (entry,) = audit([str(escaped)]).entries
     assert [(n.code, n.message) for n in entry.deployment.notes] == [("source.release_unknown", (
-        "the vLLM release is not known: image nvcr.io/nvidia/vllm:25.09-py3 is not vLLM's release image: its "
-        "tag is not read as a vLLM release"))]
+        "the vLLM release is not known: image tag nvcr.io/nvidia/vllm:25.09-py3: the vLLM release NGC 25.09's "
+        "image ships is not recorded"))]
 
 
 def test_a_pin_in_a_container_shell_installs_its_release_there_only(tmp_path):
