@@ -1356,3 +1356,34 @@ spec:
     assert (entry.decision["outcome"], entry.decision["vllm"]) == ("disabled", {
         "release": "0.10.0", "source": "image tag ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2 "
                                        "(AIBrix's build on vllm/vllm-openai:v0.10.0)"})
+
+
+def test_a_script_a_config_map_holds_is_read_at_its_lines(tmp_path):
+    # awslabs/ai-on-eks (41a979ee) vllm-ray-gpu-deepseek/ray-vllm-deepseek.yml: a ConfigMap's
+    # `vllm_serve.py: |` builds AsyncEngineArgs, and the RayService mounts it and serves
+    # `import_path: vllm_serve:deployment`. The file gave no launch and no note.
+    manifest = write(tmp_path / "ray-vllm.yml", f"""apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: vllm-serve-script
+data:
+  README: |
+    vllm serve is started by vllm_serve.py
+  vllm_serve.py: |
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    engine_args = AsyncEngineArgs(
+        model="deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+        kv_transfer_config={LMCACHE})
+  start.sh: |-
+    #!/bin/bash
+    exec vllm serve m --disable-hybrid-kv-cache-manager
+  cleanup.sh: |
+    if then fi
+""")
+    found = read_source(manifest)
+    assert found.problems == ()  # (a script that never names vLLM is not read)
+    python, shell = found.deployments
+    assert (python.line, ktc(python)["kv_connector"], shell.line, shell.document["disable_hybrid_kv_cache_manager"]) == \
+        (11, "LMCacheConnectorV1", 16, True)
+    assert [e.decision["outcome"] for e in audit([str(manifest)]).entries] == ["disabled", "disabled"]

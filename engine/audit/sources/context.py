@@ -45,6 +45,9 @@ class Ctx:
         # Notes of the file that a reader deep inside it finds (a container it does not read as a
         # launch, though it may be one), added to the file's own when it has been read.
         self.notes: list[Problem] = []
+        # The ConfigMap keys (namespace, name, key) a container of the file reads as a file (a script it
+        # runs, a --config file): configmap_scripts.py reads the other scripts a ConfigMap holds.
+        self.config_map_keys: set[tuple[str, str, str]] = set()
 
     @property
     def path(self) -> Path:

@@ -440,6 +440,7 @@ def _config_from_volumes(container: dict[str, Any], volumes: Mapping[Any, Any], 
                                      f"has no key `{key}`; vLLM fails to start without the file"))
         if len(data[key].encode("utf-8", "surrogatepass")) > ctx.limits.max_config_bytes:
             raise refuse(ctx.problem("input.limit", f"{shown} is larger than {ctx.limits.max_config_bytes} bytes"))
+        ctx.config_map_keys.add((namespace, str(config_map.get("name")), key))
         return ConfigFile(data[key], shown)
 
     return read

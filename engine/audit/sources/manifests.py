@@ -5,7 +5,8 @@ NVIDIA Dynamo graphs (dynamo.py), production-stack VLLMRuntimes
 (production_stack.py), llm-d ModelServices (modelservice.py), OME runtimes
 (ome.py), KubeAI Models (kubeai.py), llmaz Playgrounds (llmaz.py), KAITO
 Workspaces, InferenceSets and MultiRoleInferences (kaito.py), Kthena
-ModelBoosters (kthena.py), and every
+ModelBoosters (kthena.py), the scripts ConfigMaps hold (configmap_scripts.py),
+and every
 other object's pod templates (kubernetes.py). A kustomize patch file is read
 with its base (kustomize.py). Objects a controller only merges into
 others (LLMInferenceServiceConfig, an llmaz BackendRuntime) are no
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.errors import Problem
+from .configmap_scripts import configmap_scripts
 from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .dynamo import GRAPH_KIND, dynamo_graphs
@@ -128,4 +130,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
                                                [t for _, _, t in plain])
         out += found
         problems += found_problems
-    return SourceFile(ctx.display, fmt, tuple(out), tuple(problems), notes=tuple(notes))
+    # Last: the scripts no container of the file has read.
+    found, found_problems = configmap_scripts(ctx, [(obj, lines) for _, obj, lines in documents
+                                                    if obj.get("kind") == "ConfigMap"])
+    return SourceFile(ctx.display, fmt, tuple(out + found), tuple(problems + found_problems), notes=tuple(notes))
