@@ -40,7 +40,8 @@ def test_a_notebooks_engine_is_a_launch_at_its_line(tmp_path):
 
 def test_a_notebook_without_a_launch_and_one_that_is_not_json(tmp_path):
     plain = notebook(tmp_path / "plain.ipynb", ("code", ["import vllm\n", "print(vllm.__version__)"]),
-                     ("code", ["%%writefile serve.sh\n", "vllm serve m\n"]))
+                     ("code", ["%%writefile README.md\n", "vllm serve m\n"]), ("code", ["%%html\n", "vllm serve m\n"]))
+    # (a file written that is no source, and another language's cell, are not read; a script written is)
     assert read_source(plain).skipped == "a notebook in whose code cells no vLLM launch is read"
     broken = tmp_path / "broken.ipynb"
     broken.write_text("{ not json vllm", encoding="utf-8")
@@ -94,3 +95,21 @@ def test_a_shell_escape_continued_over_many_lines_is_read_in_linear_time(tmp_pat
                                                    + ["  --end"])).read_text(encoding="utf-8")
     ratio = linear_ratio(make, 20_000, tmp_path, "n.ipynb")
     assert ratio < 3.0, ratio
+
+
+def test_a_file_a_writefile_cell_writes_is_read_as_that_file(tmp_path):
+    # GoogleCloudPlatform/generative-ai (23b75dab) cloud_run_vllm_gemma3_inference.ipynb writes its
+    # image's Dockerfile with `%%writefile Dockerfile` (ENTRYPOINT python3 -m vllm.entrypoints.openai
+    # .api_server ...): the cell was left out, and the notebook gave no launch (survey 19g).
+    path = notebook(tmp_path / "cloud_run.ipynb",
+                    ("code", ["%%writefile Dockerfile\n", "FROM vllm/vllm-openai:v0.10.1\n",
+                              "ENTRYPOINT python3 -m vllm.entrypoints.openai.api_server \\\n",
+                              "    --model m --kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'"]),
+                    ("code", ["%%writefile -a notes.txt\n", "vllm serve is in the Dockerfile\n"]),
+                    ("code", ["!gcloud builds submit --tag $IMAGE\n"]))
+    (d,) = read_source(path).deployments
+    line = path.read_text(encoding="utf-8").split("\n").index(
+        '    "ENTRYPOINT python3 -m vllm.entrypoints.openai.api_server \\\\\\n",') + 1
+    assert (d.line, d.release.version, d.format) == (line, "0.10.1", "dockerfile")
+    (entry,) = audit([str(path)]).entries
+    assert entry.decision["outcome"] == "disabled"  # (0.10.1 turns HMA off for any kv_transfer_config)

@@ -43,7 +43,7 @@ from .dockerfile import dockerfile
 from .document import EMPTY, structured_file
 from .files import NOT_REGULAR, decode, read_bytes, read_text
 from .llmdbench import env_file, is_env_file
-from .notebook import notebook_text
+from .notebook import read_notebook
 from .python import python_file
 from .files import regular as is_regular
 from .shell import shell_file
@@ -195,9 +195,7 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
     elif fmt == "python":  # a launcher, or (None) a Python file that starts no vLLM engine
         found = python_file(ctx) or SourceFile(ctx.display, None, skipped=_NO_LAUNCH)
     elif fmt == "notebook":  # its code cells' Python, each line where the notebook has it
-        code = notebook_text(ctx)
-        found = (python_file(Ctx(ctx.source, ctx.display, ctx.roots, ctx.limits, code, fs=ctx.fs))
-                 if code is not None else None) or SourceFile(ctx.display, None, skipped=_NO_NOTEBOOK_LAUNCH)
+        found = _notebook(ctx)
     elif fmt == "compose" or (fmt == "yaml" and _SERVICES.search(ctx.text) and compose_file(ctx).skipped is None):
         found = compose_file(ctx)
     else:
@@ -206,6 +204,26 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
         fresh = tuple(note for note in dict.fromkeys(ctx.notes) if note not in found.notes)
         found = SourceFile(found.file, found.format, found.deployments, found.problems, found.skipped, found.notes + fresh)
     return _as_written(_unique_ids(found))
+
+
+def _notebook(ctx: Ctx) -> SourceFile:
+    """A notebook's launches: its code cells' Python, and the files its `%%writefile` cells write
+    (a Dockerfile, a script), each read as that file at its lines in the notebook."""
+    book = read_notebook(ctx)
+    code = book.code if book is not None else None
+    found = (python_file(Ctx(ctx.source, ctx.display, ctx.roots, ctx.limits, code, fs=ctx.fs))
+             if code is not None else None) or SourceFile(ctx.display, None, skipped=_NO_NOTEBOOK_LAUNCH)
+    for written in book.files if book is not None else ():
+        fmt = source_format(written.name, written.text[:256].encode("utf-8", "surrogatepass"))
+        if fmt not in ("dockerfile", "shell", "python") or not mentions_vllm(written.text):
+            continue
+        # (no companion file is read for it: what else the notebook's folder holds is not its image's)
+        file = _examine(Ctx(ctx.source, ctx.display, ctx.roots, ctx.limits, "\n" * written.line + written.text,
+                            fs=False), fmt)
+        if file.deployments or file.problems:
+            found = SourceFile(found.file, found.format or file.format, found.deployments + file.deployments,
+                               found.problems + file.problems, None if file.deployments else found.skipped, found.notes)
+    return found
 
 
 def _as_written(found: SourceFile) -> SourceFile:

@@ -9,24 +9,45 @@ line of IPython's own syntax is the Python IPython makes of it
 ``%%script bash``) cell ``get_ipython().run_cell_magic('bash', '', 'cell')``
 at its first line; so a shell command a cell runs, and a ``!pip install
 vllm==X`` pin, are read as a launcher's (python.py). Other cell magics and
-help queries (``obj?``) are left out. A notebook that is not JSON, or holds
-no code cell, is no source."""
+help queries (``obj?``) are left out. A ``%%writefile NAME`` cell writes
+the file NAME (a Dockerfile, a script: GoogleCloudPlatform/generative-ai's
+Cloud Run notebook writes its vLLM image's Dockerfile so), which is read as
+that file, its lines where the notebook has them. A notebook that is not
+JSON, or holds no code cell, is no source."""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from .context import Ctx
 
-__all__ = ["notebook_text"]
+__all__ = ["Notebook", "Written", "read_notebook"]
 
 # Cell magics whose cell is a shell script, as IPython's run_cell_magic is given them: (name, line).
 _SHELL_CELLS = re.compile(r"%%(?:(bash|sh)|(script)[ \t]+(bash|sh))[ \t]*$")
 # A shell escape assigned to a name (`files = !ls`), and a line magic (`%pip install x`).
 _CAPTURED = re.compile(r"^([ \t]*[A-Za-z_][\w.]*[ \t]*=[ \t]*)!(.*)$")
 _LINE_MAGIC = re.compile(r"%([A-Za-z_]\w*)[ \t]*(.*)$")
+# A cell that writes a file: `%%writefile [-a|--append] NAME`.
+_WRITEFILE = re.compile(r"%%writefile(?:[ \t]+(?:-a|--append))?[ \t]+(\S+)[ \t]*$")
+
+
+class Written(NamedTuple):
+    """A file a ``%%writefile`` cell writes: its name, its text, and the notebook's line of the cell's first."""
+
+    name: str
+    text: str
+    line: int
+
+
+class Notebook(NamedTuple):
+    """A notebook's code cells: their Python, each line at the notebook's line (None: no code), and the
+    files its cells write."""
+
+    code: str | None
+    files: tuple[Written, ...]
 
 
 def _joined(lines: list[str]) -> list[str]:
@@ -64,9 +85,9 @@ def _python(text: str) -> str | None:
     return f"{captured[1]}get_ipython().getoutput({captured[2]!r})" if captured else text
 
 
-def notebook_text(ctx: Ctx) -> str | None:
+def read_notebook(ctx: Ctx) -> Notebook | None:
     """The Python a notebook's code cells hold, each line at the line of the
-    notebook where it is written (None: not a notebook)."""
+    notebook where it is written, and the files they write (None: not a notebook)."""
     try:
         notebook: Any = json.loads(ctx.text)
     except (ValueError, RecursionError):
@@ -78,6 +99,7 @@ def notebook_text(ctx: Ctx) -> str | None:
     out: list[str] = [""] * len(lines)
     at = 0  # the notebook's line the search for the next source line starts at
     placed = True  # every line so far found where the notebook has it (else: each placed after the last)
+    files: list[Written] = []
     for cell in cells:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -85,19 +107,23 @@ def notebook_text(ctx: Ctx) -> str | None:
         written = "".join(source) if isinstance(source, list) and all(isinstance(s, str) for s in source) \
             else source if isinstance(source, str) else ""
         written_lines = written.split("\n")
-        if written_lines[0].lstrip().startswith("%%"):
+        writes = _WRITEFILE.match(written_lines[0].strip())
+        if writes is not None:  # (placed at the cell's first line, as a shell cell is)
+            files.append(Written(writes[1], "\n".join(written_lines[1:]) + "\n", -1))
+            pythons: list[str | None] = [""] + [None] * (len(written_lines) - 1)
+        elif written_lines[0].lstrip().startswith("%%"):
             shell = _SHELL_CELLS.match(written_lines[0].strip())
             if shell is None:
                 continue  # (a cell magic of another language, or of IPython's own: not read)
             name, line = (shell[1], "") if shell[1] else (shell[2], shell[3])
             script = "\n".join(written_lines[1:]) + "\n"
             # (the call stands at the cell's first line: each launch of its script is reported there)
-            pythons: list[str | None] = [f"get_ipython().run_cell_magic({name!r}, {line!r}, {script!r})"]
+            pythons = [f"get_ipython().run_cell_magic({name!r}, {line!r}, {script!r})"]
             pythons += [None] * (len(written_lines) - 1)
         else:
             pythons = [_python(text) for text in _joined(written_lines)]
         for text, python in zip(written_lines, pythons):
-            if python is None or not python.strip():
+            if python is None or (not python.strip() and writes is None):
                 continue
             # (nbformat writes a source line as a JSON string of its own, with its newline but the last;
             # each search goes on from the last line found, so a notebook is read in linear time)
@@ -110,9 +136,12 @@ def notebook_text(ctx: Ctx) -> str | None:
                     out[at] = python
                 else:
                     out.append(python)
-                at += 1
-                continue
-            out[found] = python
+                found = at
+            else:
+                out[found] = python
             at = found + 1
-    return "\n".join(out) if any(out) else None
+            if writes is not None:  # (its first line's place found: the file's lines follow it)
+                files[-1] = files[-1]._replace(line=found + 1)
+                break
+    return Notebook("\n".join(out) if any(out) else None, tuple(files))
 
