@@ -22,7 +22,7 @@ from hma_policy.audit.sources.kserve import kv_transfer_config, strategic_merge
 from hma_policy.audit.sources.release import from_image
 from hma_policy.core.markers import plain
 from hma_policy.audit.sources.release import ReleaseHint
-from sourcefiles import LMCACHE, write
+from sourcefiles import LMCACHE, linear_ratio, write
 
 CORPUS = Path(__file__).resolve().parent / "fleet_corpus"
 
@@ -1387,3 +1387,15 @@ data:
     assert (python.line, ktc(python)["kv_connector"], shell.line, shell.document["disable_hybrid_kv_cache_manager"]) == \
         (11, "LMCacheConnectorV1", 16, True)
     assert [e.decision["outcome"] for e in audit([str(manifest)]).entries] == ["disabled", "disabled"]
+
+
+def test_the_scripts_a_config_map_holds_are_read_within_a_bound_of_its_size(tmp_path):
+    # Each script is read at its lines, the manifest's lines above it standing blank: a ConfigMap of
+    # many small scripts would cost its lines squared. Past four times the file's size (and 64 KiB),
+    # the rest are a source.limit problem, and the reading stays linear.
+    def make(count: int) -> str:
+        return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\ndata:\n" + "".join(
+            f"  s{i}.sh: |\n    vllm serve m{i}\n" for i in range(count))
+    found = read_source(write(tmp_path / "many" / "scripts.yaml", make(1000)))
+    assert [p.code for p in found.problems] == ["source.limit"] and 100 < len(found.deployments) < 1000
+    assert linear_ratio(make, 1000, tmp_path, name="scripts.yaml") < 3.0

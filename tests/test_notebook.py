@@ -113,3 +113,12 @@ def test_a_file_a_writefile_cell_writes_is_read_as_that_file(tmp_path):
     assert (d.line, d.release.version, d.format) == (line, "0.10.1", "dockerfile")
     (entry,) = audit([str(path)]).entries
     assert entry.decision["outcome"] == "disabled"  # (0.10.1 turns HMA off for any kv_transfer_config)
+
+
+def test_the_files_a_notebook_writes_are_read_within_a_bound_of_its_size(tmp_path):
+    # As a ConfigMap's scripts (tests/test_k8s_sources.py): each written file is read at its lines, so
+    # past four times the notebook's size the rest are a source.limit problem, not a quadratic reading.
+    path = notebook(tmp_path / "many.ipynb", *[("code", [f"%%writefile s{i}.sh\n", f"vllm serve m{i}\n"])
+                                                for i in range(1500)])
+    found = read_source(path)
+    assert [p.code for p in found.problems] == ["source.limit"] and 10 < len(found.deployments) < 1500

@@ -218,8 +218,11 @@ def _notebook(ctx: Ctx) -> SourceFile:
         if fmt not in ("dockerfile", "shell", "python") or not mentions_vllm(written.text):
             continue
         # (no companion file is read for it: what else the notebook's folder holds is not its image's)
-        file = _examine(Ctx(ctx.source, ctx.display, ctx.roots, ctx.limits, "\n" * written.line + written.text,
-                            fs=False), fmt)
+        held = ctx.embedded(written.text, written.line)
+        if held is None:
+            return SourceFile(found.file, found.format, found.deployments, found.problems + (ctx.embedded_limit(written.line),),
+                              found.skipped, found.notes)
+        file = _examine(held, fmt)
         if file.deployments or file.problems:
             found = SourceFile(found.file, found.format or file.format, found.deployments + file.deployments,
                                found.problems + file.problems, None if file.deployments else found.skipped, found.notes)

@@ -41,10 +41,12 @@ def configmap_scripts(ctx: Ctx, config_maps: list[tuple[dict[str, Any], Lines]])
             at = lines.at("data", key)
             if fmt not in ("python", "shell") or at is None:
                 continue
-            # The script placed at its lines: blank lines stand for the manifest's lines above it.
+            # The script placed at its lines: a block scalar's text starts on the line after its indicator.
             written = file_lines[at - 1].rstrip() if at <= len(file_lines) else ""
             first = at + 1 if written.endswith(_BLOCK_INDICATORS) or written[-2:-1] in _BLOCK_INDICATORS else at
-            script = Ctx(ctx.source, ctx.display, ctx.roots, ctx.limits, "\n" * (first - 1) + text, fs=False)
+            script = ctx.embedded(text, first - 1)
+            if script is None:
+                return out, problems + [ctx.embedded_limit(at)]
             if fmt == "python":
                 found = python_file(script)
                 if found is not None:

@@ -28,6 +28,10 @@ RUNTIME_FACTS = ("model", "model_facts", "platform", "env")
 _DIRECTIVE_KEYS = RUNTIME_FACTS + ("vllm_version",)
 FACTS_ANNOTATION = "hma-policy.dev/facts"
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*hma-policy:[ \t]*(.*?)[ \t]*$", re.M)
+# What the files a file holds may cost to read, placed at their lines (Ctx.embedded): this many times the
+# file's size, and this much more for a small file.
+_EMBEDDED_FACTOR = 4
+_EMBEDDED_SLACK = 1 << 16
 
 
 class Ctx:
@@ -48,6 +52,22 @@ class Ctx:
         # The ConfigMap keys (namespace, name, key) a container of the file reads as a file (a script it
         # runs, a --config file): configmap_scripts.py reads the other scripts a ConfigMap holds.
         self.config_map_keys: set[tuple[str, str, str]] = set()
+        self._embedded = 0  # the characters the files held in this one have cost (embedded)
+
+    def embedded(self, text: str, line: int) -> Ctx | None:
+        """A file held inside this one (a ConfigMap's script, a notebook's `%%writefile` cell), to read as
+        a file whose text stands at the line after ``line`` (blank lines above it), with no file-system
+        companions. None once the files it holds have cost more than a bound of this file's size: each
+        costs the lines above it, so a file of many small ones would cost its lines squared."""
+        self._embedded += line + len(text)
+        if self._embedded > _EMBEDDED_FACTOR * len(self.text) + _EMBEDDED_SLACK:
+            return None
+        return Ctx(self.source, self.display, self.roots, self.limits, "\n" * line + text, fs=False)
+
+    def embedded_limit(self, line: int) -> Problem:
+        """The problem of a held file not read: the bound of :meth:`embedded` was reached."""
+        return self.problem("source.limit", f"the files this file holds are read up to {_EMBEDDED_FACTOR} times its "
+                            "size; the one from this line on and any after it are not read", line=line)
 
     @property
     def path(self) -> Path:
