@@ -173,3 +173,20 @@ def test_a_folder_copied_from_an_earlier_stage_brings_its_files(tmp_path):
     (launch,) = read_source(tmp_path / "bench.py", roots=[tmp_path]).deployments
     assert launch.release == ReleaseHint("0.8.3", "vLLM built from its repository at tag v0.8.3 (line 5) in "
                                                   f"{tmp_path / 'Dockerfile'}, which copies this file into the image it builds")
+
+
+def test_a_build_argument_without_a_default_is_a_value_not_known(tmp_path):
+    # GoogleCloudPlatform/generative-ai (23b75dab) cloud_run_vllm_gemma3_inference.ipynb writes a Dockerfile
+    # with `ARG MODEL`, `ENV HF_MODEL=$MODEL` and `--model ${HF_MODEL}`; cloudbuild.yaml passes
+    # `--build-arg MODEL=...`. The build argument was read as empty, so `--model` had no value: a false
+    # `source.missing_value` error. It is a value the Dockerfile does not give.
+    d = only(read_source(write(tmp_path / "Dockerfile", (
+        "FROM vllm/vllm-openai:v0.10.1\nARG MODEL\nARG PORT=8080\nENV HF_MODEL=$MODEL\n"
+        "ENTRYPOINT python3 -m vllm.entrypoints.openai.api_server --port ${PORT} --model ${HF_MODEL} "
+        f"--kv-transfer-config '{NIXL}'\n"))))
+    assert (d.problems, ktc(d)["kv_connector"]) == ((), "NixlConnector")
+    # (a shell-form ENTRYPOINT expands `${PORT}` when the container starts: a build argument is not there)
+    assert sorted(n.message for n in d.notes) == [
+        "`--port` takes its value from `${PORT}`, which this file does not set; the decision does not read it",
+        "the model is `$MODEL`, where `$MODEL` is a build argument the Dockerfile gives no default; the decision "
+        "does not read the model's name"]

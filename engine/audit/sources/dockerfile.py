@@ -376,6 +376,8 @@ def _final_stage(ctx: Ctx, problems: list[Problem]) -> _Stage | None:
                 name, eq, value = word.partition("=")
                 if eq:
                     args[name] = value
+                elif name and name not in args:  # no default: `docker build --build-arg` gives it, or it is empty
+                    args[name] = unresolved("$" + name, "is a build argument the Dockerfile gives no default")
             continue
         if instruction == "FROM":
             found = [w for w in words.split(rest, args, line) if not w.startswith("--")]
