@@ -418,3 +418,23 @@ def test_no_enable_chunked_prefill_turns_it_off_and_no_other_spelling_is_read():
     # A value given to the option (`=false`, which vLLM before 0.9.1 took) is left to the release, as before.
     valued = read_command(["vllm", "serve", "m", "--enable-chunked-prefill=false"])
     assert (valued.problems, valued.document) == ((), {"model": {"name": "m"}})
+
+
+def test_vllms_demo_server_takes_the_engines_options_and_no_positional_argument():
+    # GoogleCloudPlatform/generative-ai (23b75dab) notebooks run `python -m vllm.entrypoints.api_server`,
+    # vLLM's demo server (vllm/entrypoints/api_server.py: FlexibleArgumentParser with --host, --port, SSL
+    # options and AsyncEngineArgs.add_cli_args; an AsyncLLMEngine from AsyncEngineArgs.from_cli_args).
+    # The wheels of 0.9.1 to 0.24.0 hold it, 0.25.0 and later do not. It was no launch (survey 19g).
+    demo = ["python3", "-m", "vllm.entrypoints.api_server", "--model", "m", "--port", "8000",
+            "--kv-transfer-config", '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}']
+    read = read_command(demo)
+    assert json.loads(read.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
+    assert [(n.code, n.message) for n in read.notes] == [("source.demo_server", (
+        "`vllm.entrypoints.api_server` is vLLM's demo server, with the engine's options: releases up to 0.24.0 "
+        "ship it, later ones do not, and there the launch does not start"))]
+    # Its parser, as the gRPC server's, has no model tag: a stray word is refused, not taken and dropped.
+    for module in ("vllm.entrypoints.api_server", "vllm.entrypoints.grpc_server"):
+        stray = read_command(["python3", "-m", module, "--model", "m", "y"])
+        assert [(p.code, p.message) for p in stray.problems] == [(
+            "source.extra_argument", "vLLM rejects the unrecognized argument `y` (command line): the module takes "
+            "no positional argument, and no option takes this word")]

@@ -36,8 +36,8 @@ from .facts import ENV_READ
 from .json_unknowns import Unread, unread_json
 from .markers import UNRESOLVED, has_unresolved, references, unresolved, unresolved_names
 from .optionlist import refused_options
-from .options import (DECISION_OPTIONS, DEFAULT_OPTIONS, ENV_NAMES, VALUE_OPTIONS, Arg, ConfigFile, VllmOptions,
-                      find_vllm)
+from .options import (DECISION_OPTIONS, DEFAULT_OPTIONS, DEMO_SERVER_LAST, DEMO_SERVER_MODULE, ENV_NAMES, TAGLESS_MODULES,
+                      VALUE_OPTIONS, Arg, ConfigFile, VllmOptions, find_vllm)
 from .schema import pointer
 from .vllm_args import Reading, extra_words, number_value, read_options, vllm_tokens
 from ..fileio import open_regular
@@ -169,13 +169,19 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
             reading.fail("source.deployer_refuses", launcher.refused)
         words = [Arg(word, origin) for word in launcher.argv]
         return replace(_read(reading, words[1:], True, env or {}), unchecked=())
-    return _read(reading, words[start:], serve, env or {})
+    module = words[start - 1].text if not serve else None
+    if module == DEMO_SERVER_MODULE:
+        reading.note("source.demo_server", f"`{module}` is vLLM's demo server, with the engine's options: releases "
+                     f"up to {DEMO_SERVER_LAST} ship it, later ones do not, and there the launch does not start",
+                     hint="run `vllm serve` (the OpenAI server) instead")
+    return _read(reading, words[start:], serve, env or {}, model_tag=module not in TAGLESS_MODULES)
 
 
-def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str | Arg]) -> CommandResult:
+def _read(reading: Reading, args: list[Arg], serve: bool, env: Mapping[str, str | Arg], *,
+          model_tag: bool = True) -> CommandResult:
     tokens, model, positional = vllm_tokens(reading, args, serve)
     found, loose, words, unchecked, after_boolean = read_options(reading, tokens)
-    extra_words(reading, words if positional or not serve else words[1:], serve, after_boolean)
+    extra_words(reading, words if positional or not serve else words[1:], serve, after_boolean, model_tag=model_tag)
     if serve and not positional and words:  # argparse's model_tag, wherever it stands (it wins over a config file's --model)
         model = words[0]
     document: dict[str, Any] = {}

@@ -114,9 +114,16 @@ ENGINE_FIELDS = frozenset(field for field, _ in (*VALUE_OPTIONS.values(), *FLAG_
 # Modules run with `python -m` that start a vLLM engine from vLLM's own arguments, the model by `--model`:
 # the OpenAI server; vLLM's gRPC server (vllm/entrypoints/grpc_server.py main(): a FlexibleArgumentParser
 # with --host, --port and AsyncEngineArgs.add_cli_args, the engine built by create_engine_config as the
-# OpenAI server builds it); NVIDIA Dynamo's vLLM worker, which also takes options of its own
-# (read_command applies them, dynamo_args.py).
-_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.grpc_server", DYNAMO_MODULE})
+# OpenAI server builds it); vLLM's demo server (vllm/entrypoints/api_server.py, the same parser and an
+# AsyncLLMEngine from AsyncEngineArgs.from_cli_args), which releases up to 0.24.0 ship and 0.25.0 dropped
+# (read in the wheels of 0.9.1, 0.10.2, 0.20.0, 0.23.0, 0.24.0, 0.25.0, 0.27.0, 0.30.0 and 0.33.0); NVIDIA
+# Dynamo's vLLM worker, which also takes options of its own (read_command applies them, dynamo_args.py).
+DEMO_SERVER_MODULE = "vllm.entrypoints.api_server"
+DEMO_SERVER_LAST = "0.24.0"
+_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.grpc_server", DEMO_SERVER_MODULE,
+                                 DYNAMO_MODULE})
+# Of them, those whose parser has no positional argument (the OpenAI server's takes a model tag).
+TAGLESS_MODULES = frozenset({"vllm.entrypoints.grpc_server", DEMO_SERVER_MODULE})
 # The `vllm` command itself (its console script's module): `python -m vllm.entrypoints.cli.main serve ...`.
 _CLI_MODULE = "vllm.entrypoints.cli.main"
 

@@ -85,15 +85,16 @@ API_SERVER_MODEL_TAG = "0.10.0"
 
 
 def extra_words(reading: Reading, extra: list[Arg], serve: bool,
-                after_boolean: Mapping[Arg, str] = MappingProxyType({})) -> None:
+                after_boolean: Mapping[Arg, str] = MappingProxyType({}), *, model_tag: bool = True) -> None:
     """Words argparse takes as positional arguments, past `vllm serve`'s
     model (``extra``: those past it). The api_server module's optional model
     tag takes one word and drops it: a note, since releases before it refuse
     the word. Past that, argparse refuses them ("unrecognized arguments"),
     and vLLM does not start. ``after_boolean``: the boolean option each word
     that follows one follows (the hint names it: vLLM before 0.9 took
-    `--enable-chunked-prefill false`)."""
-    if not serve and extra:
+    `--enable-chunked-prefill false`). ``model_tag=False``: a module whose
+    parser has no positional argument (the gRPC and demo servers)."""
+    if not serve and extra and model_tag:
         word, extra = extra[0], extra[1:]
         reading.note("source.ignored_argument", f"the argument `{show(word.text)}` ({word.origin}) is taken by the "
                      f"api_server's optional model tag, which it never reads (vLLM {API_SERVER_MODEL_TAG} and later); "
@@ -102,7 +103,8 @@ def extra_words(reading: Reading, extra: list[Arg], serve: bool,
     if not extra:
         return
     shown = ", ".join(f"`{show(word.text)}`" for word in extra[:5]) + (", ..." if len(extra) > 5 else "")
-    takes = "`vllm serve` takes one model" if serve else "the api_server takes one word, its model tag"
+    takes = "`vllm serve` takes one model" if serve else "the api_server takes one word, its model tag" if model_tag \
+        else "the module takes no positional argument"
     hint = ("give the model once, first; write each option's value after it, or quote a value that holds spaces"
             if serve else "write each option's value after it, or quote a value that holds spaces")
     boolean = after_boolean.get(extra[0])
