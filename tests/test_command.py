@@ -47,6 +47,18 @@ def test_vllms_grpc_server_module_takes_the_engine_arguments_as_the_api_server_d
                                       "--kv-transfer-config", lmcache]).outcome == "disabled"
 
 
+def test_the_servers_0_33_0_runs_from_vllm_entrypoints_launchers_are_launches():
+    # vLLM 0.33.0 moved both servers under vllm/entrypoints/launchers/ and left the old modules as shims
+    # (a DeprecationWarning, then the same main()); `python -m` of the new paths was no launch.
+    lmcache = '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
+    openai = read_command(["python3", "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", "m",
+                           "--kv-transfer-config", lmcache])
+    assert (openai.problems, openai.document) == ((), {"kv_transfer_config": lmcache, "model": {"name": "m"}})
+    grpc = ["python3", "-m", "vllm.entrypoints.launchers.grpc_server", "--model", "m", "--kv-transfer-config", lmcache]
+    assert read_command(grpc).document == {"kv_transfer_config": lmcache, "model": {"name": "m"}}
+    assert hma_policy.decide_command(grpc).outcome == "disabled"
+
+
 def test_dynamos_launcher_is_read_as_the_command_line_it_hands_vllm():
     # `python3 -m dynamo.vllm --connector lmcache` configures LMCacheConnectorV1
     # (core/deployers.yaml): its --connector was dropped as an option vLLM
@@ -433,7 +445,7 @@ def test_vllms_demo_server_takes_the_engines_options_and_no_positional_argument(
         "`vllm.entrypoints.api_server` is vLLM's demo server, with the engine's options: releases up to 0.24.0 "
         "ship it, later ones do not, and there the launch does not start"))]
     # Its parser, as the gRPC server's, has no model tag: a stray word is refused, not taken and dropped.
-    for module in ("vllm.entrypoints.api_server", "vllm.entrypoints.grpc_server"):
+    for module in ("vllm.entrypoints.api_server", "vllm.entrypoints.grpc_server", "vllm.entrypoints.launchers.grpc_server"):
         stray = read_command(["python3", "-m", module, "--model", "m", "y"])
         assert [(p.code, p.message) for p in stray.problems] == [(
             "source.extra_argument", "vLLM rejects the unrecognized argument `y` (command line): the module takes "

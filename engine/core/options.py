@@ -118,12 +118,15 @@ ENGINE_FIELDS = frozenset(field for field, _ in (*VALUE_OPTIONS.values(), *FLAG_
 # AsyncLLMEngine from AsyncEngineArgs.from_cli_args), which releases up to 0.24.0 ship and 0.25.0 dropped
 # (read in the wheels of 0.9.1, 0.10.2, 0.20.0, 0.23.0, 0.24.0, 0.25.0, 0.27.0, 0.30.0 and 0.33.0); NVIDIA
 # Dynamo's vLLM worker, which also takes options of its own (read_command applies them, dynamo_args.py).
+# In 0.33.0 the OpenAI and gRPC servers' modules are shims that run `vllm.entrypoints.launchers`' (a
+# DeprecationWarning); `python -m` of the new paths runs the same main() (read in the 0.33.0 wheel).
 DEMO_SERVER_MODULE = "vllm.entrypoints.api_server"
 DEMO_SERVER_LAST = "0.24.0"
-_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.grpc_server", DEMO_SERVER_MODULE,
-                                 DYNAMO_MODULE})
+_GRPC_SERVER_MODULES = frozenset({"vllm.entrypoints.grpc_server", "vllm.entrypoints.launchers.grpc_server"})
+_API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.launchers.api_server.entry",
+                                 DEMO_SERVER_MODULE, DYNAMO_MODULE, *_GRPC_SERVER_MODULES})
 # Of them, those whose parser has no positional argument (the OpenAI server's takes a model tag).
-TAGLESS_MODULES = frozenset({"vllm.entrypoints.grpc_server", DEMO_SERVER_MODULE})
+TAGLESS_MODULES = frozenset({DEMO_SERVER_MODULE, *_GRPC_SERVER_MODULES})
 # The `vllm` command itself (its console script's module): `python -m vllm.entrypoints.cli.main serve ...`.
 _CLI_MODULE = "vllm.entrypoints.cli.main"
 
