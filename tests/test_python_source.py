@@ -1664,6 +1664,32 @@ def test_a_launchers_project_or_lock_file_names_its_release(tmp_path):
         assert entry.deployment.release is None
 
 
+def test_vllms_cuda_build_of_a_release_is_that_release(tmp_path):
+    # PrimeIntellect-ai/prime-rl (559b4477) uv.lock locks `vllm` `0.26.0+cu129`, the wheel of vLLM's v0.26.0
+    # GitHub release built for CUDA 12.9: a launch beside it was decided as 0.33.0 ("not a release these
+    # rules decide for"), and a requirements line or a pip pin of it gave the same or no release at all.
+    moriio = '{"kv_connector": "MoRIIOConnector", "kv_role": "kv_both"}'
+    (tmp_path / "x.py").write_text(f"from vllm import LLM\nllm = LLM('m', kv_transfer_config={moriio})\n", encoding="utf-8")
+    (tmp_path / "run.sh").write_text(f"#!/bin/bash\npip install vllm==0.26.0+cu129\nvllm serve m --kv-transfer-config "
+                                     f"'{moriio}'\n", encoding="utf-8")
+
+    def decided() -> list[tuple[str, str | None, str]]:
+        return [(e.deployment.file.rsplit("/", 1)[-1], e.deployment.release.version, e.decision["outcome"])
+                for e in audit([str(tmp_path)]).entries]
+    (tmp_path / "requirements.txt").write_text("vllm==0.26.0+cu129\n", encoding="utf-8")
+    assert decided() == [("run.sh", "0.26.0", "disabled"), ("x.py", "0.26.0", "disabled")]
+    (tmp_path / "requirements.txt").unlink()
+    (tmp_path / "uv.lock").write_text(
+        'version = 1\n\n[[package]]\nname = "vllm"\nversion = "0.26.0+cu129"\nsource = { url = "https://github.com/'
+        'vllm-project/vllm/releases/download/v0.26.0/vllm-0.26.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl" }\n',
+        encoding="utf-8")
+    assert decided() == [("run.sh", "0.26.0", "disabled"), ("x.py", "0.26.0", "disabled")]
+    # Another local version is a build of someone else's: kept as written, no release the rules hold.
+    (tmp_path / "uv.lock").write_text('version = 1\n\n[[package]]\nname = "vllm"\nversion = "0.26.0+gptoss"\n',
+                                      encoding="utf-8")
+    assert decided()[1] == ("x.py", "0.26.0+gptoss", "enabled")
+
+
 def test_a_value_a_function_of_the_file_returns_is_read(tmp_path):
     # vllm-project/tpu-inference (b8692ff0) tests/offload/tpu_offload_accuracy_test.py: `def
     # get_kv_transfer_config(): """...""" return KVTransferConfig(kv_connector="TPUOffloadConnector", ...)`

@@ -41,11 +41,17 @@ VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev
 # A version as a pin may spell it, which pip reads by PEP 440's normal form: `0.5.3post1`,
 # `0.5.3-post1`, `0.5.3.POST1` and `0.5.3-1` are all 0.5.3.post1 (basetenlabs/truss-examples
 # pins `vllm==0.5.3post1`), `0.9.0-rc1` is 0.9.0rc1.
+# vLLM's own wheels of a release built for another CUDA carry it as a local version (the assets of
+# its GitHub releases, `vllm-0.26.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl`, which PrimeIntellect-ai/
+# prime-rl's uv.lock locks as `0.26.0+cu129`): the same release, as the `-cu129` image tags are.
+_CUDA_LOCAL = re.compile(r"cu[0-9]+")
+_CUDA_BUILD = r"(?:\+" + _CUDA_LOCAL.pattern + ")?"
 PIN_VERSION = re.compile(r"(?i:[0-9]+(?:\.[0-9]+)+(?:[-_.]?(?:rc|c|pre|preview|post|rev|r|dev)[-_.]?[0-9]*|-[0-9]+)*)")
 # A pin of vLLM in a command or a package list's entry (`pip install vllm==0.5.3.post1`,
 # `uv_pip_install("vllm==0.10.1.1")`), and a requirements line that is one (`vllm[audio]==0.11.0  # tested`).
-PIN = re.compile(r"(?<![\w.-])vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + PIN_VERSION.pattern + r")(?![\w.+-])", re.I)
-REQUIREMENT = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + PIN_VERSION.pattern
+PIN = re.compile(r"(?<![\w.-])vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + PIN_VERSION.pattern + _CUDA_BUILD + r")(?![\w.+-])",
+                 re.I)
+REQUIREMENT = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + PIN_VERSION.pattern + _CUDA_BUILD
                          + r")[ \t]*(?:[;#].*)?$", re.M | re.I)
 _PIN_PARTS = re.compile(r"(?i)([-_.]?)(rc|c|pre|preview|post|rev|r|dev)[-_.]?([0-9]*)|-([0-9]+)")
 _NORMAL = {"c": "rc", "pre": "rc", "preview": "rc", "rev": "post", "r": "post"}
@@ -54,8 +60,13 @@ _NORMAL = {"c": "rc", "pre": "rc", "preview": "rc", "rev": "post", "r": "post"}
 def pinned(text: str) -> str:
     """A pinned version in PEP 440's normal form, as pip installs it: a
     release candidate `rcN`, a post release `.postN`, a development one
-    `.devN` (a number left out is 0). Any other text (a local version,
+    `.devN` (a number left out is 0); vLLM's CUDA build of a release
+    (`0.26.0+cu129`) is that release. Any other text (another local version,
     `0.10.1+gptoss`) is returned as written."""
+    version, plus, local = text.partition("+")
+    if plus and not _CUDA_LOCAL.fullmatch(local):
+        return text
+    text = version
     if not PIN_VERSION.fullmatch(text):
         return text
 
