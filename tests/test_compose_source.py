@@ -283,3 +283,20 @@ def test_an_env_file_whose_path_names_a_variable_not_set_is_noted_not_a_crash(tm
         "service vlm: the env_file `${MDX_SAMPLE_APPS_DIR}/hw-${HARDWARE_PROFILE}.env` is not known from this file "
         "(its path names what is set where compose runs): the variables it sets are not read"))]
     assert len(entry.deployment.notes) == 2
+
+
+def test_an_env_file_that_cannot_be_read_is_an_error_of_the_vllm_service_it_belongs_to(tmp_path):
+    # tensorzero/tensorzero (7a6159a4): 15 compose files give services that run no vLLM (a gateway, nginx,
+    # ngrok) `env_file: .env`, a file the repository ignores; each was a `source.env_file` file problem
+    # naming a service no audit reads, 25 in all, and `--fail-on problem` failed a repository without vLLM.
+    # A vLLM service's own is its deployment's error, as docs/decision.md says: compose does not start it.
+    path = tmp_path / "docker-compose.yml"
+    path.write_text("services:\n  web:\n    image: nginx\n    env_file: .env\n"
+                    "  vllm:\n    image: vllm/vllm-openai:v0.20.0\n    command: m\n    env_file:\n      - vllm.env\n"
+                    "      - path: optional.env\n        required: false\n", encoding="utf-8")
+    result = audit([str(tmp_path)])
+    ((entry,), problems) = result.entries, [p for f in result.files for p in f.problems]
+    assert problems == []
+    assert (entry.decision["outcome"], [(p.code, p.message, p.line) for p in entry.deployment.problems]) == (
+        "error", [("source.env_file", f"service vllm: the env_file `vllm.env` cannot be read (no such regular file: "
+                   f"`{tmp_path / 'vllm.env'}`); docker compose refuses to start the service", 5)])

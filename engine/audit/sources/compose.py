@@ -15,9 +15,11 @@ arguments. Profiles do not matter: a service in any profile is a launch.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ...core.markers import has_unresolved, show, unresolved
@@ -217,11 +219,20 @@ def _shellwords(text: str, words: DockerWords, line: int) -> list[str]:
     return out
 
 
-def _environment(ctx: Ctx, service: Mapping[str, Any], variables: Mapping[str, str], where: str,
+def _unreadable(exc: InputError, target: Path) -> str:
+    """Why an env_file cannot be read, in words of its own (the reader's are a `--config` file's)."""
+    code = exc.problems[0].code
+    if code == "source.config_missing":
+        return f"no such regular file: `{os.path.normpath(target)}`"
+    return "it is outside the audited paths" if code == "source.config_outside" else exc.problems[0].message
+
+
+def _environment(ctx: Ctx, service: Mapping[str, Any], variables: Mapping[str, str], where: str, line: int | None,
                  chain: list[str], problems: list[Problem], unknown: list[str]) -> dict[str, Arg]:
     """The service's environment: its env_files' variables, then its own.
-    ``unknown``: the env_files whose path names a variable set where compose
-    runs (`${APPS_DIR}/x.env`), which are not read."""
+    ``problems``: a required env_file that cannot be read; ``unknown``: the
+    env_files whose path names a variable set where compose runs
+    (`${APPS_DIR}/x.env`), which are not read."""
     env: dict[str, Arg] = {}
     files = service.get("env_file")
     for item in ([files] if isinstance(files, (str, dict)) else files if isinstance(files, list) else []):
@@ -238,7 +249,8 @@ def _environment(ctx: Ctx, service: Mapping[str, Any], variables: Mapping[str, s
         except InputError as exc:
             if required:
                 problems.append(ctx.problem("source.env_file", f"{where}: the env_file `{path}` cannot be read "
-                                            f"({exc.problems[0].message}); docker compose refuses to start the service"))
+                                            f"({_unreadable(exc, ctx.path.parent / path)}); docker compose refuses to "
+                                            "start the service", line=line))
             continue
         chain.append(found.shown)
         env.update((k, Arg(v, f"{where}: env_file {path}")) for k, v in _env_lines(found.text, variables).items())
@@ -321,7 +333,8 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
     vllm_image = vllm_image or built_file is not None
     chain = list(dotenv) + ([built_file] if built_file else [])
     unknown_env: list[str] = []
-    env = _environment(ctx, service, variables, where, chain, problems, unknown_env)
+    unreadable_env: list[Problem] = []  # (the service's own, where it runs vLLM: one that does not is no finding)
+    env = _environment(ctx, service, variables, where, line, chain, unreadable_env, unknown_env)
     if built_file is not None and built is not None:
         env = {**built[0].env, **env}  # the image's ENV, which the service's environment overrides
     known = not entrypoint and not vllm_image and bool(image) and not has_unresolved(image)
@@ -354,6 +367,7 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
     for number, inv in enumerate(found, 1):
         inv.name, inv.container, inv.role, inv.chain = name, str(container), role, tuple(chain)
         inv.image = image or None
+        inv.problems += unreadable_env
         if built_file is not None and built is not None and built[0].release is not None:
             # A tag of its own names no release: the Dockerfile's pin or base image does.
             release = built[0].release
