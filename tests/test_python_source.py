@@ -954,6 +954,35 @@ def test_from_cli_args_of_a_list_the_file_parses_reads_that_list(tmp_path):
     assert [n.code for n in only_deployment(found).notes] == ["source.unresolved_unused", "source.unresolved_arguments"]
 
 
+def test_from_cli_args_reads_parse_args_by_keyword_and_names_a_parameter_as_one(tmp_path):
+    # volcengine/verl (b178a3cd) verl/workers/rollout/vllm_rollout/vllm_async_server.py L376-392:
+    # `server_args = parser.parse_args(args=server_args)` (argparse's own keyword) was read as the script's
+    # command line, and a method's parameter `args` (`def run_server(self, args)`) was said to be "the
+    # script's command line, parsed", which the file never parses. Survey 20a.
+    kv = "'{\"kv_connector\": \"LMCacheConnectorV1\", \"kv_role\": \"kv_both\"}'"
+    keyword = only_deployment(read(tmp_path, (
+        "import argparse\nfrom vllm import AsyncEngineArgs\n\ndef main():\n    parser = argparse.ArgumentParser()\n"
+        f"    server_args = parser.parse_args(args=['m', '--kv-transfer-config', {kv}])\n"
+        "    return AsyncEngineArgs.from_cli_args(server_args)\n")))
+    assert (decided(keyword), keyword.notes) == (("disabled", False), ())
+    method = only_deployment(read(tmp_path, (
+        "import argparse\nfrom vllm import AsyncEngineArgs\n\nclass Server:\n    def launch(self):\n"
+        f"        self.run_server(argparse.ArgumentParser().parse_args(['m', '--kv-transfer-config', {kv}]))\n\n"
+        "    def run_server(self, args):\n        return AsyncEngineArgs.from_cli_args(args)\n")))
+    assert [n.message for n in method.notes] == [
+        "the model is `args.model`, where `args.model` comes from `args`, which is a parameter of `run_server`; the "
+        "decision does not read the model's name",
+        "the call also takes `args` (which is a parameter of `run_server`); only the arguments written here are read, "
+        "and it may hold others"]
+    # `parse_args(None)` and `parse_args(args=None)` parse the script's own command line, as `parse_args()` does.
+    for given in ("None", "args=None"):
+        found = only_deployment(read(tmp_path, "import argparse\nfrom vllm import EngineArgs\n"
+                                               f"args = argparse.ArgumentParser().parse_args({given})\n"
+                                               "EngineArgs.from_cli_args(args)\n"))
+        assert found.notes[1].message == ("the call also takes `args` (which is the script's command line, parsed); "
+                                          "only the arguments written here are read, and it may hold others")
+
+
 def only_deployment(found):
     (deployment,) = found.deployments
     return deployment

@@ -23,7 +23,7 @@ from .launch import Invocation, apply_facts, deployment
 from .pyforms import dict_entries
 from .pylists import CommandLists
 from .pyscript import ENGINES
-from .pyvalues import Unknown, as_word, source_text
+from .pyvalues import RUNTIME, Unknown, as_word, source_text
 from .release import ReleaseHint
 
 __all__ = ["EngineCalls", "LAUNCHES"]
@@ -43,6 +43,8 @@ _OPTION_NAMED = re.compile("|".join(re.escape(o) for o in sorted({*VALUE_OPTIONS
 _KEYWORD = {**{option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items()}, **OFF_SWITCHES}
 # The fields read only where False turns a default off (core.options.OFF_SWITCHES), and their `--no-` flag.
 _SWITCHED = {field: option for option, field in OFF_SWITCHES.items()}
+# What ``from_cli_args(args)`` reads where ``args`` is ``parser.parse_args()``: the script's own command line.
+_COMMAND_LINE = Unknown("args", "is the script's command line, parsed")
 
 
 class EngineCalls(CommandLists):
@@ -91,12 +93,13 @@ class EngineCalls(CommandLists):
                 # Any keywords at all, the model's and the KV configuration's among them.
                 opened.append(Arg(unresolved(f"**{source_text(keyword.value)}", "is unpacked when the script runs"), here,
                                   many=True))
-        parsed = self._parsed_words(call.args[0], scope, line) if what.endswith(".from_cli_args") and call.args else None
-        if parsed is not None:  # `parser.parse_args([...])`: the words the script gives it
+        parsed = (self._parsed_words(call.args[0], scope, line) if call.args else _COMMAND_LINE) \
+            if what.endswith(".from_cli_args") else None
+        if isinstance(parsed, list):  # `parser.parse_args([...])`: the words the script gives it
             opened += parsed
-        elif what.endswith(".from_cli_args"):
-            opened.append(Arg(unresolved(source_text(call.args[0]) if call.args else "the command line",
-                                         "is the script's command line, parsed"), here))
+        elif parsed is not None:
+            opened.append(Arg(unresolved(source_text(call.args[0]) if call.args else "the command line", parsed.why),
+                              here))
         first = call.args[0] if call.args and what in ENGINES else None
         if isinstance(first, ast.Starred):  # (`*args`: any of the engine's fields by position, the model first)
             opened.append(Arg(unresolved(f"*{source_text(first.value)}", "is unpacked when the script runs"), here,
@@ -109,9 +112,10 @@ class EngineCalls(CommandLists):
             words = [Arg("vllm", here), Arg("serve", here)]
             if model is not None:
                 words.append(Arg(as_word(self._read(model)), f"line {model[2]}: model"))
-            elif what.endswith(".from_cli_args") and parsed is None:  # the model is on the command line too
+            elif isinstance(parsed, Unknown):  # the model is in the namespace too
                 written = f"{source_text(call.args[0])}.model" if call.args else "model"
-                words.append(Arg(unresolved(written, "is given on the script's command line"), here))
+                words.append(Arg(unresolved(written, "is given on the script's command line" if parsed is _COMMAND_LINE
+                                            else f"comes from `{parsed.shown}`, which {parsed.why}"), here))
             for name, given in keywords.items():
                 if name in _SWITCHED and self._read(given) is False:  # `enable_chunked_prefill=False`
                     words.append(Arg(_SWITCHED[name], f"line {given[2]}"))
@@ -131,17 +135,25 @@ class EngineCalls(CommandLists):
         apply_facts([inv], self.ctx)
         return _as_keywords(deployment(inv, self.ctx, "python"))
 
-    def _parsed_words(self, args: ast.expr, scope: Any, line: int) -> list[Arg] | None:
+    def _parsed_words(self, args: ast.expr, scope: Any, line: int) -> list[Arg] | Unknown:
         """The words ``args`` was parsed from, where it is the result of an
         argument parser's ``parse_args`` given a list in the file (SkyRL's
-        render server: ``parser.parse_args(["--model", model_path, ...])``),
-        not the script's own command line; None otherwise."""
-        found = self.bound(args, scope, 0)
-        parsed, where = found if found is not None else (None, scope)
-        if isinstance(parsed, ast.Call) and isinstance(parsed.func, ast.Attribute) \
-                and parsed.func.attr == "parse_args" and len(parsed.args) == 1 and not parsed.keywords:
-            return self._words_of(parsed.args[0], where, line)
-        return None
+        render server: ``parser.parse_args(["--model", model_path, ...])``,
+        verl's ``parse_args(args=server_args)``); otherwise why the namespace is
+        not known: the script's own command line (``parse_args()``), or what
+        the parameter of a function that holds it, or what builds it when the
+        script runs."""
+        found = self.resolved(args, scope)
+        if isinstance(found, Unknown):  # (a parameter's calls do not all pass one value: say so; else a guess)
+            return found if self.parameter_of(args, scope) is not None else _COMMAND_LINE
+        parsed, where = found
+        if not (isinstance(parsed, ast.Call) and isinstance(parsed.func, ast.Attribute) and parsed.func.attr == "parse_args"):
+            return _COMMAND_LINE if parsed is args else Unknown(source_text(args), RUNTIME)
+        given = [*parsed.args[:1], *(k.value for k in parsed.keywords if k.arg == "args")]
+        if len(given) != 1 or len(parsed.args) > 1 or any(k.arg != "args" for k in parsed.keywords) \
+                or (isinstance(given[0], ast.Constant) and given[0].value is None):  # (None: sys.argv)
+            return _COMMAND_LINE
+        return self._words_of(given[0], where, line)
 
     def _changed_after(self, call: ast.Call, scope: Any, keywords: dict[str, tuple[ast.expr | Unknown, Any, int]],
                        opened: list[Arg]) -> None:

@@ -287,10 +287,15 @@ class Script:
     def bound(self, node: ast.expr, scope: Any, depth: int = 0) -> tuple[ast.expr, Any] | None:
         """The expression a name stands for, through single bindings, and
         the scope to read it in (None: not known)."""
+        found = self.resolved(node, scope, depth)
+        return None if isinstance(found, Unknown) else found  # (Unknown is itself a tuple: a NamedTuple)
+
+    def resolved(self, node: ast.expr, scope: Any, depth: int = 0) -> tuple[ast.expr, Any] | Unknown:
+        """As :meth:`bound`, or why the name is not known."""
         while isinstance(node, ast.Name) and depth < _MAX_DEPTH:
             found = self.lookup(node, scope, depth)
-            if isinstance(found, Unknown):  # (itself a tuple: a NamedTuple)
-                return None
+            if isinstance(found, Unknown):
+                return found
             node, scope = found
             depth += 1
         return node, scope
