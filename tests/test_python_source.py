@@ -954,6 +954,27 @@ def test_from_cli_args_of_a_list_the_file_parses_reads_that_list(tmp_path):
     assert [n.code for n in only_deployment(found).notes] == ["source.unresolved_unused", "source.unresolved_arguments"]
 
 
+def test_a_dict_written_with_others_unpacked_into_it_keeps_the_keys_it_writes(tmp_path):
+    # NVIDIA/NeMo-RL (54bec9d1) nemo_rl/models/generation/vllm.py L316-343: `llm_kwargs = dict(model=...,
+    # ..., **vllm_kwargs)` then `vllm.LLM(**llm_kwargs)`: the whole dict was unpacked when the script runs,
+    # and a KV config written in it was not read (`enabled`). `dict()` refuses a key given twice, so the
+    # keys it writes stand; in a literal, an unpacking written after a key may replace it. Survey 20a.
+    kv = '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
+
+    def launch(written: str):
+        return only_deployment(read(tmp_path, f"import vllm\n\ndef start(cfg):\n    extra = dict(cfg['vllm'])\n"
+                                              f"    kw = {written}\n    return vllm.LLM(**kw)\n"))
+    for written in (f"dict(model='m', kv_transfer_config={kv}, **extra)", f"{{**extra, 'model': 'm', 'kv_transfer_config': {kv}}}"):
+        d = launch(written)
+        assert (decided(d), [n.message for n in d.notes]) == (("disabled", False), [
+            "the call also takes `**extra` (which is unpacked when the script runs); only the arguments written here "
+            "are read, and it may hold others"])
+    d = launch(f"{{'model': 'm', 'kv_transfer_config': {kv}, **extra}}")
+    assert [(p.code, p.message) for p in d.problems] == [("source.unresolved", (
+        "`kv_transfer_config` takes its value from `kw['kv_transfer_config']` (which may be replaced by what is "
+        "unpacked into the dict when the script runs)"))]
+
+
 def test_from_cli_args_reads_parse_args_by_keyword_and_names_a_parameter_as_one(tmp_path):
     # volcengine/verl (b178a3cd) verl/workers/rollout/vllm_rollout/vllm_async_server.py L376-392:
     # `server_args = parser.parse_args(args=server_args)` (argparse's own keyword) was read as the script's

@@ -20,7 +20,7 @@ from ...core.options import ENGINE_FIELDS, FLAG_OPTIONS, OFF_SWITCHES, VALUE_OPT
 from .context import Ctx
 from .deployment import Deployment
 from .launch import Invocation, apply_facts, deployment
-from .pyforms import dict_entries
+from .pyforms import dict_written
 from .pylists import CommandLists
 from .pyscript import ENGINES
 from .pyvalues import RUNTIME, Unknown, as_word, source_text
@@ -84,14 +84,14 @@ class EngineCalls(CommandLists):
         keywords: dict[str, tuple[ast.expr | Unknown, Any, int]] = {}
         opened: list[Arg] = []
         for keyword in call.keywords:
-            unpacked = self._unpacked(keyword.value, scope, line) if keyword.arg is None else None
             if keyword.arg is not None:
                 keywords[keyword.arg] = (keyword.value, scope, keyword.value.lineno)
-            elif unpacked is not None:
-                keywords.update(unpacked)
-            else:
-                # Any keywords at all, the model's and the KV configuration's among them.
-                opened.append(Arg(unresolved(f"**{source_text(keyword.value)}", "is unpacked when the script runs"), here,
+                continue
+            unpacked = self._unpacked(keyword.value, scope, line)
+            given, splats = unpacked if unpacked is not None else ({}, [keyword.value])
+            keywords.update(given)
+            for splat in splats:  # any keywords at all, the model's and the KV configuration's among them
+                opened.append(Arg(unresolved(f"**{source_text(splat)}", "is unpacked when the script runs"), here,
                                   many=True))
         parsed = (self._parsed_words(call.args[0], scope, line) if call.args else _COMMAND_LINE) \
             if what.endswith(".from_cli_args") else None
@@ -198,23 +198,29 @@ class EngineCalls(CommandLists):
         node, scope, _ = given
         return node if isinstance(node, Unknown) else self.value(node, scope, 0)
 
-    def _unpacked(self, splat: ast.expr, scope: Any, line: int) -> dict[str, tuple[ast.expr | Unknown, Any, int]] | None:
+    def _unpacked(self, splat: ast.expr, scope: Any, line: int) \
+            -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[ast.expr]] | None:
         """The keywords ``**splat`` gives where it names a dict the file
         writes out (``llm_kwargs = {...}`` or ``dict(...)``), with the keys
         the statements between it and the call at ``line`` set in its own
         function body (``llm_kwargs["k"] = v``, ``llm_kwargs.update(...)``):
         each the value it is set to, or, set on some runs of the script
-        only, a value not known. None where ``splat`` names no such dict, or
-        a statement changes it in a way not followed (``update(other)``,
-        ``del``, ``pop``)."""
+        only, a value not known; and the dicts unpacked into it
+        (``dict(model=m, **extra)``: NVIDIA/NeMo-RL's ``llm_kwargs``), which
+        may give any others (in a literal, a key they may replace is a value
+        not known). None where ``splat`` names no such dict, or a statement
+        changes it in a way not followed (``update(other)``, ``del``, ``pop``)."""
         if not isinstance(splat, ast.Name):
             return None
         found = self.bound(splat, scope)
-        entries = dict_entries(found[0]) if found is not None else None
-        if found is None or entries is None:
+        written = dict_written(found[0]) if found is not None else None
+        if found is None or written is None:
             return None
         display, where = found
-        out: dict[str, tuple[ast.expr | Unknown, Any, int]] = {k: (v, where, v.lineno) for k, v in entries}
+        replaced = "may be replaced by what is unpacked into the dict when the script runs"
+        out: dict[str, tuple[ast.expr | Unknown, Any, int]] = {
+            k: (Unknown(f"{splat.id}[{k!r}]", replaced) if may_change else v, where, v.lineno)
+            for k, v, may_change in written.entries}
         # By line, each line's in the order written (the values themselves are never compared).
         for at, key, value, straight in sorted(self.keyed.get((id(where), splat.id), ()), key=lambda change: change[0]):
             if at <= display.lineno or (where is scope and at >= line):
@@ -223,7 +229,7 @@ class EngineCalls(CommandLists):
                 return None
             out[key] = (value if straight else Unknown(f"{splat.id}[{key!r}]", "is set on some runs of the script "
                                                        "(in an `if`, a loop or a `try`)"), where, at)
-        return out
+        return out, written.unpacked
 
 
 def _as_keywords(found: Deployment) -> Deployment:

@@ -12,9 +12,9 @@ reader (python.py) read what it recorded.
 from __future__ import annotations
 
 import ast
-from typing import cast
+from typing import NamedTuple, cast
 
-__all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "dict_entries", "dict_changes",
+__all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "DictWritten", "dict_written", "dict_changes",
            "bound_names", "within", "imported_from", "block_ends", "is_vllm_module", "is_environ", "splitting",
            "imported_by_call", "returned", "string_built", "ipython_shell", "ipython_install"]
 
@@ -74,14 +74,33 @@ def dotted_name(node: ast.expr) -> tuple[str, ...]:
     return tuple(reversed(parts))
 
 
-def dict_entries(node: ast.expr) -> list[tuple[str, ast.expr]] | None:
-    """The entries of a dict written out, ``{"k": v}`` or ``dict(k=v)``, in
-    order; None for any other expression (``{**other}``, a key computed)."""
-    if isinstance(node, ast.Dict) and all(_key(k) is not None for k in node.keys):
-        return [(cast(str, _key(k)), v) for k, v in zip(node.keys, node.values)]
-    if isinstance(node, ast.Call) and dotted_name(node.func) == ("dict",) and not node.args \
-            and all(k.arg for k in node.keywords):
-        return [(cast(str, k.arg), k.value) for k in node.keywords]
+class DictWritten(NamedTuple):
+    """A dict written out, ``{"k": v}`` or ``dict(k=v)``, maybe with other
+    dicts unpacked into it (``{"k": v, **other}``, ``dict(k=v, **other)``)."""
+
+    entries: list[tuple[str, ast.expr, bool]]  # key, value, whether an unpacking may replace it
+    unpacked: list[ast.expr]                   # the expressions unpacked into it
+
+
+def dict_written(node: ast.expr) -> DictWritten | None:
+    """The dict ``node`` writes out, in order; None for any other expression
+    (a key computed, ``dict(other)``). In a literal, an unpacking written
+    after a key may replace its value; ``dict()`` refuses a key given twice,
+    so none of its own can be."""
+    if isinstance(node, ast.Dict):
+        entries: list[tuple[str, ast.expr, int]] = []
+        unpacked: list[ast.expr] = []
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                unpacked.append(v)
+            elif (key := _key(k)) is not None:
+                entries.append((key, v, len(unpacked)))
+            else:
+                return None
+        return DictWritten([(k, v, before < len(unpacked)) for k, v, before in entries], unpacked)
+    if isinstance(node, ast.Call) and dotted_name(node.func) == ("dict",) and not node.args:
+        return DictWritten([(k.arg, k.value, False) for k in node.keywords if k.arg],
+                           [k.value for k in node.keywords if not k.arg])
     return None
 
 
