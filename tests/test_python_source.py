@@ -1738,6 +1738,17 @@ def test_vllms_cuda_build_of_a_release_is_that_release(tmp_path):
     (tmp_path / "uv.lock").write_text('version = 1\n\n[[package]]\nname = "vllm"\nversion = "0.26.0+gptoss"\n',
                                       encoding="utf-8")
     assert decided()[1] == ("x.py", "0.26.0+gptoss", "enabled")
+    # A Modal image's pin of one was no pin at all, with no note, where a shell script's `pip install` of it
+    # was noted (tensorzero/tensorzero 7a6159a4 vllm_gpt_oss.py: `uv_pip_install("vllm==0.10.1+gptoss")`).
+    (tmp_path / "uv.lock").unlink()
+    (tmp_path / "run.sh").unlink()
+    (tmp_path / "x.py").write_text('import modal, subprocess\nimage = modal.Image.debian_slim().uv_pip_install('
+                                   '"vllm==0.10.1+gptoss")\nsubprocess.Popen(["vllm", "serve", "openai/gpt-oss-20b"])\n',
+                                   encoding="utf-8")
+    (entry,) = audit([str(tmp_path)]).entries
+    assert [(n.code, n.message) for n in entry.deployment.notes] == [("source.release_not_held", (
+        "pip pin vllm==0.10.1+gptoss at line 2 names vLLM 0.10.1+gptoss, a build of 0.10.1 of its own (`+gptoss`), "
+        "not a release these rules decide for (0.9.1 to 0.33.0); decided as vLLM 0.33.0"))]
 
 
 def test_a_value_a_function_of_the_file_returns_is_read(tmp_path):

@@ -440,7 +440,7 @@ class _Reader(EngineCalls):
                     if image.version is not None:
                         pins.setdefault(image.version, ReleaseHint(image.version, f"{image.origin} at line {arg.lineno}"))
                 elif match := PIN.fullmatch(arg.value):
-                    pins.setdefault(match.group(1), from_pin(match.group(1), arg.lineno))
+                    pins.setdefault(pinned(match.group(1)), from_pin(match.group(1), arg.lineno))
         return next(iter(pins.values())) if len(pins) == 1 else None
 
     def _settings(self) -> list[tuple[str, str, int]]:

@@ -44,14 +44,16 @@ VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev
 # vLLM's own wheels of a release built for another CUDA carry it as a local version (the assets of
 # its GitHub releases, `vllm-0.26.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl`, which PrimeIntellect-ai/
 # prime-rl's uv.lock locks as `0.26.0+cu129`): the same release, as the `-cu129` image tags are.
+# Any other local version (`0.10.1+gptoss`, a build of vLLM's gpt-oss branch) is a build of someone's
+# own: read as a pin, so that a note says it names no release the rules hold.
 _CUDA_LOCAL = re.compile(r"cu[0-9]+")
-_CUDA_BUILD = r"(?:\+" + _CUDA_LOCAL.pattern + ")?"
+_LOCAL = r"(?:\+[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*)?"
 PIN_VERSION = re.compile(r"(?i:[0-9]+(?:\.[0-9]+)+(?:[-_.]?(?:rc|c|pre|preview|post|rev|r|dev)[-_.]?[0-9]*|-[0-9]+)*)")
 # A pin of vLLM in a command or a package list's entry (`pip install vllm==0.5.3.post1`,
 # `uv_pip_install("vllm==0.10.1.1")`), and a requirements line that is one (`vllm[audio]==0.11.0  # tested`).
-PIN = re.compile(r"(?<![\w.-])vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + PIN_VERSION.pattern + _CUDA_BUILD + r")(?![\w.+-])",
+PIN = re.compile(r"(?<![\w.-])vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + PIN_VERSION.pattern + _LOCAL + r")(?![\w.+-])",
                  re.I)
-REQUIREMENT = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + PIN_VERSION.pattern + _CUDA_BUILD
+REQUIREMENT = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + PIN_VERSION.pattern + _LOCAL
                          + r")[ \t]*(?:[;#].*)?$", re.M | re.I)
 _PIN_PARTS = re.compile(r"(?i)([-_.]?)(rc|c|pre|preview|post|rev|r|dev)[-_.]?([0-9]*)|-([0-9]+)")
 _NORMAL = {"c": "rc", "pre": "rc", "preview": "rc", "rev": "post", "r": "post"}
