@@ -135,6 +135,13 @@ def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path)
                                            "meta = self.kv_connector_metadata\nkv_connector_metadata = None\n")
     readme = write(tmp_path / "README.md", "cd BentoVLLM/llama3.1-8b-kv-offloading\n")
     assert read_source(router).notes == read_source(readme).notes == ()
+    # bentoml/BentoVLLM's LMCache service reads its KV config from BentoML's build args in pyproject.toml
+    # (`[tool.bentoml.build.args.kv_transfer_config]`), which it hands vLLM: the file was skipped silently.
+    settings = write(tmp_path / "pyproject.toml", '[tool.bentoml.build.args.kv_transfer_config]\n'
+                                                  'kv_connector = "LMCacheConnectorV1"\n')
+    assert [(n.line, n.message) for n in read_source(settings).notes] == [
+        (1, "mentions `kv_transfer_config` at line 1, no vLLM launch recognised")]
+    assert read_source(write(tmp_path / "Cargo.toml", '[package]\nname = "vllm-router"\n')).notes == ()
     options = write(tmp_path / "OPTIONS.md", "see\n`--kv-offloading-size`\n")
     assert [(n.line, n.message) for n in read_source(options).notes] == [
         (2, "mentions `kv-offloading-size` at line 2, no vLLM launch recognised")]

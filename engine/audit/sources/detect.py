@@ -126,7 +126,9 @@ def mentions_vllm(text: str, *, metrics: bool = True) -> bool:
 
 # Files read only to look for a mention of a KV option or connector: templates that render
 # deployments (Helm, Jinja, Go) and documentation, which the audit cannot decide from.
-MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2", ".md", ".rst", ".txt"})
+# (TOML: a tool's own settings, such as BentoML's build args in pyproject.toml, which bentoml/BentoVLLM's
+# LMCache service hands vLLM as its --kv-transfer-config.)
+MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2", ".md", ".rst", ".txt", ".toml"})
 # vLLM's KV options in any spelling: --kv-transfer-config, kv_connector, kvTransferConfig (Helm values), ...
 # A bare `kv_transfer` or `kv_connector` after a dot or a slash is a module of vLLM's
 # (`from vllm.distributed.kv_transfer import ...`, snowflakedb/ArcticInference): library code.
