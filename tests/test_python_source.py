@@ -975,6 +975,32 @@ def test_a_dict_written_with_others_unpacked_into_it_keeps_the_keys_it_writes(tm
         "unpacked into the dict when the script runs)"))]
 
 
+def test_a_string_added_from_names_the_file_binds_is_read(tmp_path):
+    # meta-llama/llama-cookbook (0e003351) 3p-integrations/modal/many-llamas-human-eval/inference.py:95:
+    # `model=MODELS_DIR + "/" + MODEL_NAME`, both bound once, was "computed when the script runs"; `+` was
+    # read only with a literal on one side, so `A + B` of two names left a KV config unknown. Survey 20d.
+    kv = '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'
+    word = only_deployment(read(tmp_path, f"import subprocess\nOPT = '--kv-transfer-config='\nKV = '{kv}'\n"
+                                          "subprocess.Popen(['vllm', 'serve', 'm', OPT + KV])\n"))
+    field = only_deployment(read(tmp_path, "from vllm import LLM\nA = 'LMCache'\nB = 'ConnectorV1'\n"
+                                           "llm = LLM('m', kv_transfer_config={'kv_connector': A + B, 'kv_role': 'kv_both'})\n"))
+    model = only_deployment(read(tmp_path, "from vllm import AsyncEngineArgs\nMODELS_DIR = '/llamas'\nMODEL_NAME = 'meta-llama/L'\n"
+                                           "args = AsyncEngineArgs(model=MODELS_DIR + '/' + MODEL_NAME)\n"))
+    assert [(decided(d), d.notes, d.problems) for d in (word, field)] == [(("disabled", False), (), ())] * 2
+    assert (model.notes, model.document["model"]) == ((), {"name": "/llamas/meta-llama/L"})
+    # A side not known leaves its part not known; sums of numbers, or of what the file does not give, are not strings.
+    unknown = only_deployment(read(tmp_path, "from vllm import LLM\nN = 2\nllm = LLM('m', tensor_parallel_size=N + 1, "
+                                             "kv_transfer_config={'kv_connector': X + 'Connector', 'kv_role': 'kv_both'})\n"))
+    assert [p.message for p in unknown.problems] == [
+        "`kv_transfer_config` takes its value at `/kv_connector` from `X` (which is not set in this file)"]
+    # A string that grows past a command line's length is one not known.
+    doubled = "".join(f"A{i} = A{i - 1} + A{i - 1}\n" for i in range(1, 40))
+    large = only_deployment(read(tmp_path, f"from vllm import LLM\nA0 = '{'x' * 40_000}'\n{doubled}"
+                                           "llm = LLM('m', kv_transfer_config={'kv_connector': A39, 'kv_role': 'kv_both'})\n"))
+    assert [p.code for p in large.problems] == ["source.unresolved"]
+    assert "is larger than the audit reads" in large.problems[0].message
+
+
 def test_from_cli_args_reads_parse_args_by_keyword_and_names_a_parameter_as_one(tmp_path):
     # volcengine/verl (b178a3cd) verl/workers/rollout/vllm_rollout/vllm_async_server.py L376-392:
     # `server_args = parser.parse_args(args=server_args)` (argparse's own keyword) was read as the script's

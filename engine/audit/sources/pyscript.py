@@ -64,9 +64,8 @@ class Binding(NamedTuple):
 
 
 class Change(NamedTuple):
-    """A statement that grows a list after it is written: ``cmd += [...]``
-    (``how`` "+="), ``cmd = cmd + [...]`` ("= +"), ``cmd.extend(...)``,
-    ``cmd.append(...)`` or ``cmd.insert(...)``, with what it adds (None: nothing read)."""
+    """A statement that grows a list after it is written: ``cmd += [...]`` (``how`` "+="), ``cmd = cmd +
+    [...]`` ("= +"), ``cmd.extend(...)``, ``.append(...)`` or ``.insert(...)``, with what it adds (None: nothing read)."""
 
     line: int
     how: str
@@ -78,9 +77,7 @@ class Change(NamedTuple):
 
 
 class Script:
-    """One parsed file: what it imports from vLLM, the names each scope
-    binds, the calls it makes, the environment it sets and the lists it
-    writes; and the value of an expression, as far as the file gives it."""
+    """One parsed file: what it holds (the module's docstring says what), and the value of an expression."""
 
     def __init__(self, tree: ast.Module):
         self.tree = tree
@@ -285,13 +282,12 @@ class Script:
     # -- values ----------------------------------------------------------------------------
 
     def bound(self, node: ast.expr, scope: Any, depth: int = 0) -> tuple[ast.expr, Any] | None:
-        """The expression a name stands for, through single bindings, and
-        the scope to read it in (None: not known)."""
+        """As :meth:`resolved`; None where the name is not known."""
         found = self.resolved(node, scope, depth)
         return None if isinstance(found, Unknown) else found  # (Unknown is itself a tuple: a NamedTuple)
 
     def resolved(self, node: ast.expr, scope: Any, depth: int = 0) -> tuple[ast.expr, Any] | Unknown:
-        """As :meth:`bound`, or why the name is not known."""
+        """The expression a name stands for, through single bindings, and the scope to read it in; or why not known."""
         while isinstance(node, ast.Name) and depth < _MAX_DEPTH:
             found = self.lookup(node, scope, depth)
             if isinstance(found, Unknown):
@@ -471,6 +467,12 @@ class Script:
             return self.value(node.body if taken else node.orelse, scope, depth + 1)
         if isinstance(node, ast.JoinedStr) or string_built(node):  # a string whatever its fields are (each not known a marker)
             return self.text(node, scope, depth)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # `A + B` of names the file binds
+            sides = self.value(node.left, scope, depth + 1), self.value(node.right, scope, depth + 1)
+            if any(isinstance(side, str) for side in sides) and all(isinstance(side, (str, Unknown)) for side in sides):
+                # (a string added to anything but a string fails: the side not known is one too)
+                joined = as_str(sides[0], node.left) + as_str(sides[1], node.right)
+                return joined if len(joined) <= MAX_COMMAND_BYTES else Unknown(source_text(node), _TOO_LARGE)
         if isinstance(node, ast.BoolOp):  # `args or []`: the operand Python stops at, where the file gives them
             for operand in node.values[:-1]:
                 known = self.value(operand, scope, depth + 1)
