@@ -1554,6 +1554,13 @@ subprocess.run(["docker", "run", "-d", "redis:7"])
     assert (first.line, first.release.version, json.loads(first.document["kv_transfer_config"])["kv_connector"]) == \
         (2, "0.12.0", "NixlConnector")
     assert (second.line, second.release.version, second.document["model"]) == (4, "0.21.0", {"name": "m"})
+    # The image through a name the file binds once to it (NVIDIA/TensorRT-Model-Optimizer's scripts keep
+    # theirs in CONTAINER_IMAGE): no launch was read, or, with `vllm serve` in the list, the default release.
+    for command in ('"--model", "m"', '"vllm", "serve", "m"'):
+        named = only_deployment(read(tmp_path, f'import subprocess\nIMAGE = "vllm/vllm-openai:v0.8.5"\n'
+                                               f'cmd = ["docker", "run", "--gpus", "all", IMAGE, {command}]\n'
+                                               "subprocess.run(cmd)\n"))
+        assert (named.line, named.release) == (3, ReleaseHint("0.8.5", "image tag vllm/vllm-openai:v0.8.5"))
 
 
 def test_strings_built_with_percent_and_plus_are_read_as_their_text(tmp_path):

@@ -118,8 +118,7 @@ class CommandLists(Script):
         out: list[ImageRun] = []
         seen: set[int] = set()
         for display, scope, _ in self.lists:
-            if not any(isinstance(e, ast.Constant) and isinstance(e.value, str) and VLLM_IMAGE.search(e.value)
-                       for e in display.elts):
+            if not any(self._vllm_image(e, scope) for e in display.elts):
                 continue
             node: ast.expr = display
             joined = self._joined()
@@ -144,6 +143,12 @@ class CommandLists(Script):
                 lists = tuple(p for p in parts if isinstance(p, (ast.List, ast.Tuple)))
                 out.append(ImageRun(node, scope, lists, readings))
         return out
+
+    def _vllm_image(self, element: ast.expr, scope: Any) -> bool:
+        """Whether a list's element names a vLLM image, written there or through a name the file binds
+        once to it (``IMAGE = "vllm/vllm-openai:v0.8.5"``, then ``["docker", "run", IMAGE, ...]``)."""
+        given = self.source(element, scope, 0) if isinstance(element, ast.Name) else element
+        return isinstance(given, ast.Constant) and isinstance(given.value, str) and bool(VLLM_IMAGE.search(given.value))
 
     def _joined(self) -> dict[int, ast.BinOp]:
         """Each operand of a `+`, by id, with that `+` (found once)."""
