@@ -975,6 +975,22 @@ def test_a_dict_written_with_others_unpacked_into_it_keeps_the_keys_it_writes(tm
         "unpacked into the dict when the script runs)"))]
 
 
+def test_a_list_rebound_in_an_if_still_grows_on_the_runs_that_skip_it(tmp_path):
+    # GoogleCloudPlatform/vertex-ai-samples (cc0d791e) model_garden_pytorch_deepseek_deployment.ipynb:
+    # `if multihost_gpu_node_count > 1: vllm_args = ["/vllm-workspace/ray_launcher.sh"] + vllm_args`, then
+    # a dozen `vllm_args.append(...)`: the appends were taken to grow only the list of the `if`, so the
+    # first list, which runs where the `if` does not, lost them silently. Survey 20i.
+    found = read(tmp_path, "import subprocess\n\ndef deploy(nodes=1):\n    args = ['vllm', 'serve', 'm']\n"
+                           "    if nodes > 1:\n        args = ['vllm', 'serve', 'm2']\n"
+                           "    args.append('--disable-hybrid-kv-cache-manager')\n    subprocess.Popen(args)\n").deployments
+    assert [(d.line, decided(d)) for d in found] == [(4, ("disabled", False)), (6, ("disabled", False))]
+    # A statement of the function's own body that binds the name anew still starts a list of its own.
+    found = read(tmp_path, "import subprocess\n\ndef deploy():\n    args = ['vllm', 'serve', 'm']\n"
+                           "    args = ['vllm', 'serve', 'm2']\n"
+                           "    args.append('--disable-hybrid-kv-cache-manager')\n    subprocess.Popen(args)\n").deployments
+    assert [(d.line, decided(d)) for d in found] == [(4, ("enabled", True)), (5, ("disabled", False))]
+
+
 def test_a_string_added_from_names_the_file_binds_is_read(tmp_path):
     # meta-llama/llama-cookbook (0e003351) 3p-integrations/modal/many-llamas-human-eval/inference.py:95:
     # `model=MODELS_DIR + "/" + MODEL_NAME`, both bound once, was "computed when the script runs"; `+` was

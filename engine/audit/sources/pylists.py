@@ -308,12 +308,16 @@ class CommandLists(Script):
 
     def _changes(self, scope: Any, name: str) -> tuple[list[int], list[Change], list[int]]:
         """The changes of a name's list in a scope by line, and the lines
-        that assign the name anew: sorted once, so that each command list
+        that assign the name anew on every run, statements of the scope's own
+        body (on a run that skips one in an `if`, the changes below it grow the
+        list before it: a Vertex AI notebook's `if nodes > 1: vllm_args =
+        [launcher] + vllm_args`): sorted once, so that each command list
         finds its own changes by bisection (a file of many is read in linear time)."""
         key = (id(scope), name)
         if key not in self._sorted_changes:
             changes = sorted(self.grown.get(key, ()), key=lambda change: change[0])
-            rebound = sorted(b.line for b in self.scopes.get(scope, {}).get(name, ()) if b.how != "changed in place")
+            rebound = sorted(b.line for b in self.scopes.get(scope, {}).get(name, ())
+                             if b.how != "changed in place" and b.straight)
             self._sorted_changes[key] = [c[0] for c in changes], changes, rebound
         return self._sorted_changes[key]
 
