@@ -89,6 +89,20 @@ def test_a_notebooks_shell_escapes_and_bash_cells_run_as_ipython_runs_them(tmp_p
 
 
 
+def test_an_assigned_shell_escape_continues_over_its_backslashes(tmp_path):
+    # GoogleCloudPlatform/vertex-ai-samples (cc0d791e) model_garden_axolotl_finetuning.ipynb:
+    # `  shell_output = ! gcloud colab runtime-templates create ... \` and its indented continuation lines
+    # (IPython joins them into one getoutput call): the notebook was "not Python that Python 3.11 parses"
+    # and its two vLLM launches were lost; a pin continued so was too. Survey 20i.
+    path = notebook(tmp_path / "axolotl.ipynb",
+                    ("code", ["if True:\n", "  shell_output = ! gcloud colab runtimes create --display-name=x \\\n",
+                              "      --region=us-central1\n"]),
+                    ("code", ["out = !pip install \\\n", "  vllm==0.8.5\n",
+                              'vllm_args = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model=m"]\n']))
+    (d,) = read_source(path).deployments
+    assert (d.release.version, d.document["model"]) == ("0.8.5", {"name": "m"})
+
+
 def test_a_shell_escape_continued_over_many_lines_is_read_in_linear_time(tmp_path):
     def make(count: int) -> str:
         return notebook(tmp_path / "made.ipynb", ("code", ["!vllm serve m \\\n"] + ["  --opt x \\\n"] * count

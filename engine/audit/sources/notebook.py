@@ -51,12 +51,13 @@ class Notebook(NamedTuple):
 
 
 def _joined(lines: list[str]) -> list[str]:
-    """The cell's lines with a shell escape or line magic continued by a
-    trailing backslash joined onto its first line, as IPython joins them
-    (`!bash run.sh \\` then its arguments), the lines it takes left empty."""
+    """The cell's lines with a shell escape (also one assigned, `x = !cmd`)
+    or line magic continued by a trailing backslash joined onto its first
+    line, as IPython joins them (`!bash run.sh \\` then its arguments), the
+    lines it takes left empty."""
     out = list(lines)
     for index in range(len(out)):
-        if not out[index].lstrip().startswith(("!", "%")):
+        if not (out[index].lstrip().startswith(("!", "%")) or _CAPTURED.match(out[index])):
             continue
         parts, taken = [out[index]], index + 1
         while parts[-1].endswith("\\") and taken < len(out):  # (parts joined once: linear in the cell)
