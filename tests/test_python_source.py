@@ -975,6 +975,32 @@ def test_a_dict_written_with_others_unpacked_into_it_keeps_the_keys_it_writes(tm
         "unpacked into the dict when the script runs)"))]
 
 
+def test_a_containers_command_list_takes_the_arguments_its_call_gives_beside_it(tmp_path):
+    # GoogleCloudPlatform/vertex-ai-samples (cc0d791e), 14 Model Garden notebooks:
+    # `aiplatform.Model.upload(serving_container_command=["python", "-m", "vllm.entrypoints.api_server"],
+    # serving_container_args=vllm_args)`: the command was read alone, with a note that its options are
+    # added where it is used, beside the list that gives them. Vertex AI runs the command with the
+    # arguments, as Kubernetes runs a container's `command` with its `args`. Survey 20i.
+    found = read(tmp_path, """\
+from google.cloud import aiplatform
+
+def deploy(model_id, gpu_memory_utilization=None):
+    vllm_args = ["--host=0.0.0.0", "--port=7080", "--model=m"]
+    if gpu_memory_utilization:
+        vllm_args.append(f"--gpu-memory-utilization={gpu_memory_utilization}")
+    vllm_args.append('--kv-transfer-config={"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}')
+    return aiplatform.Model.upload(
+        serving_container_command=["python", "-m", "vllm.entrypoints.openai.api_server"],
+        serving_container_args=vllm_args)
+""")
+    d = only_deployment(found)
+    assert (d.line, decided(d), d.notes, d.document["model"]) == (9, ("disabled", False), (), {"name": "m"})
+    # A Kubernetes client's container, the same way; a command list used otherwise is completed where used.
+    k8s = only_deployment(read(tmp_path, "from kubernetes import client\nclient.V1Container(name='v', command=["
+                                         "'vllm', 'serve'], args=['m', '--disable-hybrid-kv-cache-manager'])\n"))
+    assert decided(k8s) == ("disabled", False)
+
+
 def test_a_list_rebound_in_an_if_still_grows_on_the_runs_that_skip_it(tmp_path):
     # GoogleCloudPlatform/vertex-ai-samples (cc0d791e) model_garden_pytorch_deepseek_deployment.ipynb:
     # `if multihost_gpu_node_count > 1: vllm_args = ["/vllm-workspace/ray_launcher.sh"] + vllm_args`, then

@@ -37,6 +37,9 @@ _Read = TypeVar("_Read")  # what one reading gives: a command's words, or the st
 
 
 _PREFIX = "names vLLM's server alone, with no model or option: they are added where the list is used"
+# A call's keywords that give a container its command, each with the one that gives its arguments.
+_CONTAINER_KEYWORDS = {"serving_container_command": "serving_container_args", "command": "args"}
+_CONTAINER_WORDS = frozenset(_CONTAINER_KEYWORDS) | frozenset(_CONTAINER_KEYWORDS.values())
 
 
 class ImageRun(NamedTuple):
@@ -82,11 +85,38 @@ class CommandLists(Script):
             located = find_vllm([w.text for w in words])
             if located is not None and len(words) == located[0] + located[1]:
                 # `command = ["vllm", "serve"]` that a launcher hands on (gpustack's backend): the
-                # model and options are added where the list is used.
-                words.append(Arg(unresolved(f"{name or 'the list'} ...", _PREFIX), f"line {display.lineno}", many=True))
+                # model and options are added where the list is used; a container's arguments, where it
+                # is a call's container command beside them (Vertex AI's `Model.upload`).
+                given = self._container_args(display, scope, name)
+                words += self._grown_words(*given) if given is not None else \
+                    [Arg(unresolved(f"{name or 'the list'} ...", _PREFIX), f"line {display.lineno}", many=True)]
             return words
 
         return self.readings(read)
+
+    def _container_args(self, display: ast.List | ast.Tuple, scope: Any, name: str | None) -> tuple[ast.expr, Any] | None:
+        """The arguments a call gives the container whose command is ``display``
+        (or the name that holds it), as Kubernetes' ``command`` and ``args`` do:
+        Vertex AI's ``aiplatform.Model.upload(serving_container_command=[...],
+        serving_container_args=vllm_args)`` (GoogleCloudPlatform/vertex-ai-samples),
+        a Kubernetes client's ``V1Container(command=..., args=...)``; None elsewhere."""
+        for call, where in self.calls:
+            given = {k.arg: k.value for k in call.keywords if k.arg in _CONTAINER_WORDS}
+            for command, args in _CONTAINER_KEYWORDS.items():
+                value = given.get(command)
+                if args in given and (value is display or (isinstance(value, ast.Name) and value.id == name
+                                                           and self.source(value, where, 0) is display)):
+                    return given[args], where
+        return None
+
+    def _grown_words(self, node: ast.expr, scope: Any) -> list[Arg]:
+        """The words of a list given by its name, with what the script adds to it below (as a
+        command list's), or of any other expression that holds a list."""
+        found = self.bound(node, scope) if isinstance(node, ast.Name) else None
+        if isinstance(node, ast.Name) and found is not None and isinstance(found[0], (ast.List, ast.Tuple)):
+            display, where = found
+            return self._words(display.elts, where) + self._added(node.id, where, display.lineno)
+        return self._words_of(node, scope, node.lineno)
 
     def made_words(self, node: ast.expr, scope: Any, name: str | None, base: ast.expr, extra: ast.expr | None) -> Readings | None:
         """The words of a command list made from one that starts vLLM's
