@@ -1721,9 +1721,15 @@ def test_a_list_that_names_vllms_server_alone_is_completed_where_it_is_used(tmp_
                               "        args = self._build_command_args()\n"
                               "        self._create_workload(command=command, args=args)\n")
     (launch,) = launcher.deployments
+    # (the call gives the command's arguments beside it, `args=`, which the script computes)
     assert [(n.code, n.message) for n in launch.notes] == [("source.unresolved_arguments", (
+        "the command also takes `args` (which is computed when the script runs); only the options written here "
+        "are read, and it may hold others"))]
+    handed = read(tmp_path, "class Backend:\n    def start(self):\n        command = [\"vllm\", \"serve\"]\n"
+                            "        self._create_workload(command)\n").deployments
+    assert [n.message for d in handed for n in d.notes] == [
         "the command also takes `command ...` (which names vLLM's server alone, with no model or option: they are "
-        "added where the list is used); only the options written here are read, and it may hold others"))]
+        "added where the list is used); only the options written here are read, and it may hold others"]
     # A list that gives a model, or one the file completes, is read as it is.
     (given,) = read(tmp_path, 'import subprocess\nsubprocess.run(["vllm", "serve", "m"])\n').deployments
     grown = read(tmp_path, 'import subprocess\ncmd = ["vllm", "serve"]\ncmd += ["m"]\nsubprocess.run(cmd)\n').deployments

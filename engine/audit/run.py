@@ -318,7 +318,7 @@ def _release_noted(policy: PolicySet, deployment: Deployment, decision: Decision
         return deployment
     known = policy.releases
     span = known[0] if len(known) == 1 else f"{known[0]} to {known[-1]}"
-    public, _, local = hint.version.partition("+")
+    public, _, local = str(hint.version).partition("+")
     # (a local version, `0.10.1+gptoss`: someone's own build of a release, which its number may fall among the rules')
     named_as = f"vLLM {hint.version}, a build of {public} of its own (`+{local}`)," if local else f"vLLM {hint.version},"
     note = Problem("source.release_not_held", f"{hint.origin} names {named_as} not a release these rules "
