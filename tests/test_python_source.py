@@ -1001,6 +1001,21 @@ def deploy(model_id, gpu_memory_utilization=None):
     assert decided(k8s) == ("disabled", False)
 
 
+def test_an_option_a_path_adds_is_checked_against_the_release_as_the_commands_own_are(tmp_path):
+    # GoogleCloudPlatform/vertex-ai-samples (cc0d791e): about 40 Model Garden launches append
+    # `--host-prefix-kv-cache-utilization-target=...` (an option of Google's own vLLM build) under an `if`:
+    # the paths were read for the decision, but their options were never checked; the same option written
+    # in the list was noted. Survey 20i.
+    (tmp_path / "go.py").write_text("import subprocess\ndef go(t=0.0):\n    cmd = ['python', '-m', "
+                                    "'vllm.entrypoints.openai.api_server', '--model=m']\n    if 0 < t < 1:\n"
+                                    "        cmd.append(f'--host-prefix-kv-cache-utilization-target={t}')\n"
+                                    "    subprocess.Popen(cmd)\n", encoding="utf-8")
+    (entry,) = audit([str(tmp_path / "go.py")]).entries
+    assert [n.message for n in entry.deployment.notes][0] == (
+        "no bundled vLLM release (0.9.1 to 0.33.0) accepts the argument `--host-prefix-kv-cache-utilization-target` "
+        "(line 5): the launch does not start unless a release outside them runs it, or a vLLM plugin adds the option")
+
+
 def test_a_list_rebound_in_an_if_still_grows_on_the_runs_that_skip_it(tmp_path):
     # GoogleCloudPlatform/vertex-ai-samples (cc0d791e) model_garden_pytorch_deepseek_deployment.ipynb:
     # `if multihost_gpu_node_count > 1: vllm_args = ["/vllm-workspace/ray_launcher.sh"] + vllm_args`, then
@@ -1462,8 +1477,10 @@ def run(args, port, eager, kv):
     assert [p.message.split("` (")[0] for p in only.problems] == ["the command also takes `cmd += ['--port', '--x']"]
     (entry,) = audit([str(tmp_path / "run.py")]).entries
     assert entry.decision["outcome"] == "enabled"
+    # (and `--x`, which a path gives, is checked against the releases as the command's own options are)
     assert [(n.code, n.message.split("` (")[0]) for n in entry.deployment.notes] == [
         ("source.unresolved_arguments", "the command also takes `cmd.extend(...)"),
+        ("source.option_not_in_release", "no bundled vLLM release (0.9.1 to 0.33.0) accepts the argument `--x"),
         ("source.unresolved_unused", "the command also takes `cmd += ['--port', '--x']")]
 
 

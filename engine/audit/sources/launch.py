@@ -93,7 +93,7 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     """The deployment document of one vLLM command, or its input problems."""
     facts = inv.facts if isinstance(inv.facts, dict) else {}
     # Read on each path first: only where every path reads can the paths settle what the command leaves open.
-    documents, refused = _paths(inv, ctx, facts) if inv.paths else ((), ())
+    documents, refused, path_options = _paths(inv, ctx, facts) if inv.paths else ((), (), ())
     result = read_command(inv.argv, env=inv.env, read_config=inv.config_reader, file=ctx.display,
                           line=inv.line, require_model=inv.require_model,
                           per_path=_settled(inv) if documents else frozenset(),
@@ -129,28 +129,32 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
                       tuple(problems), tuple(notes), tuple(sorted(origins.items())), inv.resource,
                       inv.container, inv.role, chain, release, stand_in, paths,
-                      tuple((option.text, option.origin) for option in result.unchecked))
+                      tuple(dict.fromkeys((option.text, option.origin) for option in result.unchecked + path_options)))
 
 
 def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[tuple[str, dict[str, Any]], ...],
-                                                                      tuple[Problem, ...]]:
+                                                                      tuple[Problem, ...], tuple[Arg, ...]]:
     """The deployment document on each path of ``inv.paths`` (which path,
     the document), none unless each path's command reads without a
-    problem; and the problems of the first path whose only problems are
+    problem; the problems of the first path whose only problems are
     unknown values the decision reads, each message saying which path it
     is (a path's other problems may come of reading it apart from the
-    rest: they are left to the command's own reading)."""
+    rest: they are left to the command's own reading); and the options the
+    paths give that the decision does not read, to be checked against the
+    release as the command's own are (`if t: cmd.append("--opt=...")`)."""
     out: list[tuple[str, dict[str, Any]]] = []
     unknown: tuple[Problem, ...] = ()
+    options: list[Arg] = []
     for which, argv, env in inv.paths:
         result = read_command(argv, env=env, read_config=inv.config_reader, file=ctx.display,
                               line=inv.line, require_model=inv.require_model,
                               dynamo=inv.release.dynamo if inv.release is not None else None)
+        options += result.unchecked
         if not result.problems and result.document is not None:
             out.append((which, _document(inv, result.document, facts)))
         elif not unknown and result.problems and all(p.code == "source.unresolved" for p in result.problems):
             unknown = tuple(replace(p, message=f"on {which}: {p.message}") for p in result.problems)
-    return (tuple(out), ()) if len(out) == len(inv.paths) else ((), unknown)
+    return (tuple(out), (), tuple(options)) if len(out) == len(inv.paths) else ((), unknown, tuple(options))
 
 
 def _settled(inv: Invocation) -> frozenset[str]:
