@@ -969,6 +969,14 @@ def test_a_dict_written_with_others_unpacked_into_it_keeps_the_keys_it_writes(tm
         assert (decided(d), [n.message for n in d.notes]) == (("disabled", False), [
             "the call also takes `**extra` (which is unpacked when the script runs); only the arguments written here "
             "are read, and it may hold others"])
+    # Written in the call itself (ray-project/ray-llm's archived-master 0bf97ce1 vllm_compatibility.py:
+    # `AsyncEngineArgs(**dict(model=..., **vllm_app.engine_config.get_initialization_kwargs()))`), the same.
+    inline = only_deployment(read(tmp_path, f"import vllm\nvllm.LLM(**dict(model='m', kv_transfer_config={kv}, **extra()))\n"))
+    assert (decided(inline), [n.message for n in inline.notes]) == (("disabled", False), [
+        "the call also takes `**extra()` (which is unpacked when the script runs); only the arguments written here "
+        "are read, and it may hold others"])
+    literal = only_deployment(read(tmp_path, "import vllm\nvllm.LLM(**{'model': 'm', 'disable_hybrid_kv_cache_manager': True})\n"))
+    assert (decided(literal), literal.notes) == (("disabled", False), ())
     d = launch(f"{{'model': 'm', 'kv_transfer_config': {kv}, **extra}}")
     assert [(p.code, p.message) for p in d.problems] == [("source.unresolved", (
         "`kv_transfer_config` takes its value from `kw['kv_transfer_config']` (which may be replaced by what is "

@@ -200,8 +200,9 @@ class EngineCalls(CommandLists):
 
     def _unpacked(self, splat: ast.expr, scope: Any, line: int) \
             -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[ast.expr]] | None:
-        """The keywords ``**splat`` gives where it names a dict the file
-        writes out (``llm_kwargs = {...}`` or ``dict(...)``), with the keys
+        """The keywords ``**splat`` gives where it is a dict the file writes
+        out (``**{...}``, ``**dict(...)``: ray-llm's ``AsyncEngineArgs(**dict(...))``)
+        or names one (``llm_kwargs = {...}`` or ``dict(...)``), with the keys
         the statements between it and the call at ``line`` set in its own
         function body (``llm_kwargs["k"] = v``, ``llm_kwargs.update(...)``):
         each the value it is set to, or, set on some runs of the script
@@ -210,17 +211,18 @@ class EngineCalls(CommandLists):
         may give any others (in a literal, a key they may replace is a value
         not known). None where ``splat`` names no such dict, or a statement
         changes it in a way not followed (``update(other)``, ``del``, ``pop``)."""
-        if not isinstance(splat, ast.Name):
-            return None
-        found = self.bound(splat, scope)
+        found = self.bound(splat, scope) if isinstance(splat, ast.Name) else (splat, scope)  # (`**{...}` in the call)
         written = dict_written(found[0]) if found is not None else None
         if found is None or written is None:
             return None
         display, where = found
+        held = splat.id if isinstance(splat, ast.Name) else "the dict"
         replaced = "may be replaced by what is unpacked into the dict when the script runs"
         out: dict[str, tuple[ast.expr | Unknown, Any, int]] = {
-            k: (Unknown(f"{splat.id}[{k!r}]", replaced) if may_change else v, where, v.lineno)
+            k: (Unknown(f"{held}[{k!r}]", replaced) if may_change else v, where, v.lineno)
             for k, v, may_change in written.entries}
+        if not isinstance(splat, ast.Name):
+            return out, written.unpacked
         # By line, each line's in the order written (the values themselves are never compared).
         for at, key, value, straight in sorted(self.keyed.get((id(where), splat.id), ()), key=lambda change: change[0]):
             if at <= display.lineno or (where is scope and at >= line):
