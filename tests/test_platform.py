@@ -236,5 +236,13 @@ def test_intels_xpu_image_names_its_release_and_the_xpu_platform(tmp_path):
     assert entry.decision["outcome"] == "disabled"
     assert "the XPU platform does not support the hybrid KV cache manager before vLLM 0.11.0" in \
         entry.decision["reasons"]
-    # Its aliases name no release; the platform is still XPU's.
-    assert (from_image("intel/llm-scaler-vllm:1.3").version, platform_of("intel/llm-scaler-vllm:1.3")) == (None, "xpu")
+    # Its production tags are each the same image as a build tag (intel/llm-scaler 130c8eb6 Releases.md:
+    # "`intel/llm-scaler-vllm:1.1-preview` ... Same image as intel/llm-scaler-vllm:0.10.0-b2"):
+    # opea-project/GenAIExamples' EdgeCraftRAG service on `1.1-preview` was 0.33.0, `enabled` (survey 20j).
+    assert [(from_image(f"intel/llm-scaler-vllm:{tag}").version, platform_of(f"intel/llm-scaler-vllm:{tag}"))
+            for tag in ("1.1-preview", "1.2", "1.3")] == [("0.10.0", "xpu"), ("0.10.2", "xpu"), ("0.11.1", "xpu")]
+    assert from_image("intel/llm-scaler-vllm:1.1-preview").origin == (
+        "image tag intel/llm-scaler-vllm:1.1-preview (the same image as intel/llm-scaler-vllm:0.10.0-b2: Intel's XPU "
+        "build of vLLM 0.10.0)")
+    # `1.0` is the same image as `0.2.0-b2`, whose tag names Intel's version: no release; still XPU.
+    assert (from_image("intel/llm-scaler-vllm:1.0").version, platform_of("intel/llm-scaler-vllm:1.0")) == (None, "xpu")

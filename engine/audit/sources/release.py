@@ -134,8 +134,8 @@ _AIBRIX_IMAGES = ("aibrix/vllm-openai", "volcano-sh/vllm-openai")
 _AIBRIX_TAG = re.compile(r"v(" + VERSION.pattern + r")(?:-.+)?")
 # Intel's vLLM for its Arc and Data Center GPUs (XPU), intel/llm-scaler-vllm:0.14.0-b8.3.2: the tag
 # is the vLLM release it builds on, then Intel's build (intel/llm-scaler 8d66bf9e README.md: "`0.14.0-b8`
-# for vLLM 0.14.0"; vllm/docker/Dockerfile builds with VLLM_TARGET_DEVICE=xpu). Its aliases (`1.3`,
-# `1.4`) name no release.
+# for vLLM 0.14.0"; vllm/docker/Dockerfile builds with VLLM_TARGET_DEVICE=xpu). Its production tags
+# (`1.3`) are each the same image as a build tag, as deployers.yaml (llm-scaler-vllm) records them.
 _INTEL_XPU_IMAGE = "intel/llm-scaler-vllm"
 _INTEL_XPU_TAG = re.compile(r"(" + VERSION.pattern + r")-b[0-9]+(?:\.[0-9]+)*")
 # NVIDIA's vLLM container on NGC (nvcr.io/nvidia/vllm:25.10-py3): its tag is NVIDIA's monthly release;
@@ -205,10 +205,12 @@ def from_image(image: str) -> ReleaseHint:
     if tag is None:
         return ReleaseHint(None, f"image {shown} (latest, no tag): no release in the tag")
     if family is not None:
-        match = family.tag.fullmatch(tag)
+        alias = deployer("llm-scaler-vllm")["aliases"].get(tag) if family.repositories == (_INTEL_XPU_IMAGE,) else None
+        match = family.tag.fullmatch(alias or tag)
         if match is None:
             return ReleaseHint(None, f"image tag {shown}: no release in the tag")
-        return ReleaseHint(match.group(1), f"image tag {shown} ({family.build.format(release=match.group(1))})")
+        same = f"the same image as {_INTEL_XPU_IMAGE}:{alias}: " if alias else ""
+        return ReleaseHint(match.group(1), f"image tag {shown} ({same}{family.build.format(release=match.group(1))})")
     if ascend:
         match = _ASCEND_TAG_VERSION.fullmatch(tag)
         if match is None:
