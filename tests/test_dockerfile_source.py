@@ -159,6 +159,14 @@ def test_a_build_of_vllms_source_at_a_release_tag_is_that_release(tmp_path):
     assert release("other", "git clone -b v0.8.3 https://github.com/vllm-project/vllm && "
                             "git clone https://github.com/LMCache/LMCache && cd LMCache && pip install -e .") == base
     assert release("pypi", "git clone -b v0.8.3 https://github.com/vllm-project/vllm && pip install vllm") == base
+    # pip's own build of the repository at a ref (rh-aiservices-bu/llm-on-openshift's hpu Containerfile
+    # builds HabanaAI's fork so, `pip install git+https://github.com/HabanaAI/vllm-fork.git@v0.6.6.post1+...`;
+    # survey 20j): vLLM's repository at a tag is that release, a fork's names none.
+    assert release("pip-git", "pip install -v git+https://github.com/vllm-project/vllm.git@v0.8.3") == \
+        ReleaseHint("0.8.3", "vLLM built from its repository at tag v0.8.3 (line 2)")
+    assert release("pip-main", "pip install 'vllm @ git+https://github.com/vllm-project/vllm@main'") == \
+        ReleaseHint(None, "vLLM is built from its repository at `main`, no release tag (line 2)")
+    assert release("fork", "pip install git+https://github.com/HabanaAI/vllm-fork.git@v0.6.6.post1+Gaudi-1.20.0") == base
 
 
 def test_a_folder_copied_from_an_earlier_stage_brings_its_files(tmp_path):

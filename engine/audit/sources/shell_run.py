@@ -32,6 +32,9 @@ from .shell_words import ASSIGNMENT, NAME
 __all__ = ["Interpreter"]
 
 _PIP_PIN = re.compile(r"(?i)^vllm(?:\[[^\]]*\])?==([0-9][0-9A-Za-z.+-]*)$")
+# pip's build of vLLM's repository at a ref: `pip install git+https://github.com/vllm-project/vllm.git@v0.8.3`
+# (also `vllm @ git+...`), as a clone at that tag built with `pip install .` is.
+_PIP_GIT = re.compile(r"(?i)^(?:vllm[ \t]*@[ \t]*)?git\+https://github\.com/vllm-project/vllm(?:\.git)?(?:@([^#]+))?(?:#.*)?$")
 
 
 class Interpreter(Flow):
@@ -461,6 +464,10 @@ class Interpreter(Flow):
         if "install" not in fields or not any(f.rsplit("/", 1)[-1] in ("pip", "pip3", "uv") or f == "pip" for f in fields):
             return
         for word in fields[fields.index("install") + 1:]:
+            if built := _PIP_GIT.match(word):
+                self.run.sequence += 1
+                self.run.pins.append(Pin(from_source(built.group(1), line), self.run.sequence, self.container))
+                continue
             match = _PIP_PIN.match(word)
             if match or (word.lower().startswith("vllm") and "==" in word and has_unresolved(word)):
                 self.run.sequence += 1
