@@ -216,6 +216,23 @@ def test_vllm_spyres_settings_exported_by_a_script_or_set_in_os_environ_name_the
     assert "platform" not in local.deployment.document
 
 
+def test_intel_gaudis_container_runtime_names_the_hpu_platform(tmp_path):
+    # opea-project/GenAIExamples (15b0d468) and GenAIComps (8130a3fb) run their Gaudi vLLM services with
+    # `runtime: habana` (compose) and `docker run --runtime=habana` (test scripts): Intel Gaudi's
+    # container runtime, so vLLM runs on HPU; they were read as CUDA (survey 20j).
+    write(tmp_path / "compose.yaml", "services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.0\n    runtime: habana\n"
+                                     "    command: --model m\n")
+    write(tmp_path / "run.sh", "#!/bin/bash\ndocker run --runtime=habana vllm/vllm-openai:v0.10.0 --model m\n"
+                               "docker run --runtime habana vllm/vllm-openai:v0.10.0 --model m\n"
+                               "docker run --runtime=runc vllm/vllm-openai:v0.10.0 --model m\n")
+    found = [(e.deployment.line, e.deployment.document.get("platform"), dict(e.deployment.origins).get("platform"),
+              e.decision["outcome"]) for e in audit([str(tmp_path)]).entries]
+    assert found == [(2, {"name": "hpu"}, "service vllm: runtime habana", "disabled"),
+                     (2, {"name": "hpu"}, "docker run --runtime habana", "disabled"),
+                     (3, {"name": "hpu"}, "docker run --runtime habana", "disabled"),
+                     (4, None, None, "enabled")]
+
+
 def test_intels_xpu_image_names_its_release_and_the_xpu_platform(tmp_path):
     # intel/llm-scaler (8d66bf9e) README.md: `intel/llm-scaler-vllm:0.14.0-b8` "for vLLM 0.14.0"; the image
     # builds vLLM for XPU (vllm/docker/Dockerfile, VLLM_TARGET_DEVICE=xpu). A compose service on

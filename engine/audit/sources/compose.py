@@ -29,7 +29,7 @@ from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .companions import companion_text, shown as companion_name
 from .dockerfile import BuiltImage, DockerWords, built_image
-from .launch import apply_facts, config_from_fs, deployment, refuse
+from .launch import apply_facts, config_from_fs, deployment, platform_of_runtime, refuse
 from .release import ReleaseHint, from_image
 from .shell import argv_invocations
 from .images import VLLM_IMAGE, env_server, env_server_note, presumed_note, presumed_server
@@ -367,6 +367,7 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
     for number, inv in enumerate(found, 1):
         inv.name, inv.container, inv.role, inv.chain = name, str(container), role, tuple(chain)
         inv.image = image or None
+        inv.platform = platform_of_runtime(service.get("runtime"), f"{where}: runtime")
         inv.problems += unreadable_env
         if built_file is not None and built is not None and built[0].release is not None:
             # A tag of its own names no release: the Dockerfile's pin or base image does.

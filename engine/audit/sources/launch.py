@@ -25,7 +25,7 @@ from .files import NOT_REGULAR, read_text, regular
 from .connector_code import connector_notes
 from .release import ReleaseHint, platform_of
 
-__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "read_from_env", "SPYRE_ENV",
+__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "platform_of_runtime", "read_from_env", "SPYRE_ENV",
            "refuse", "release_noted", "with_facts"]
 
 ConfigReader = Callable[[str], "str | ConfigFile"]
@@ -186,6 +186,16 @@ def read_from_env(name: str) -> bool:
     """Whether a launch takes the variable ``name`` from its environment: one
     the decision reads, or one that names the platform (vllm-spyre's)."""
     return name in ENV_NAMES or name.startswith(SPYRE_ENV)
+
+
+# Container runtimes that run on one platform only: Intel Gaudi's (habana-container-runtime), which
+# `docker run --runtime=habana` and a compose service's `runtime: habana` name.
+RUNTIME_PLATFORMS = {"habana": "hpu"}
+
+
+def platform_of_runtime(runtime: Any, where: str) -> tuple[str, str] | None:
+    """The platform a container runtime says vLLM runs on, and what says so (``where``: its option)."""
+    return (RUNTIME_PLATFORMS[runtime], f"{where} {runtime}") if runtime in RUNTIME_PLATFORMS else None
 
 
 def platform_of_env(names: Iterable[str]) -> tuple[str, str] | None:

@@ -139,6 +139,7 @@ class DockerRun(NamedTuple):
     env: dict[str, str | None]      # -e/--env (None: passed on from the caller's environment)
     image: str
     entrypoint: str | None          # --entrypoint, replacing the image's own
+    runtime: str | None = None      # --runtime (`habana`: Intel Gaudi's container runtime)
 
 
 def docker_run(words: list[str]) -> DockerRun | None:
@@ -151,7 +152,7 @@ def docker_run(words: list[str]) -> DockerRun | None:
     else:
         return None
     env: dict[str, str | None] = {}
-    entrypoint = None
+    entrypoint = runtime = None
     first = None
     j = i + 2
     while j < len(words):
@@ -160,8 +161,14 @@ def docker_run(words: list[str]) -> DockerRun | None:
             entrypoint = words[j + 1]
             j += 2
             continue
+        if w == "--runtime" and j + 1 < len(words):
+            runtime = words[j + 1]
+            j += 2
+            continue
         if w.startswith("--entrypoint="):
             entrypoint = w[len("--entrypoint="):]
+        elif w.startswith("--runtime="):
+            runtime = w[len("--runtime="):]
         elif w in ("-e", "--env") and j + 1 < len(words):
             name, eq, value = words[j + 1].partition("=")
             env[name] = value if eq else None
@@ -174,12 +181,12 @@ def docker_run(words: list[str]) -> DockerRun | None:
             j += 1  # its value (a volume path may well contain `vllm-openai`) is not the image
         elif not w.startswith("-"):
             if VLLM_IMAGE.search(w):
-                return DockerRun(j + 1, env, w, entrypoint)
+                return DockerRun(j + 1, env, w, entrypoint, runtime)
             if first is None and not (has_unresolved(w) and j + 1 < len(words) and _docker_option(words[j + 1])):
                 first = j  # a value not known followed by docker's options is options (`$MOUNTS --entrypoint`)
         j += 1
     if first is not None:
-        return DockerRun(first + 1, env, words[first], entrypoint)
+        return DockerRun(first + 1, env, words[first], entrypoint, runtime)
     return None
 
 

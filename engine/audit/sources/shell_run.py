@@ -17,7 +17,7 @@ from ...core.markers import UNRESOLVED, has_unresolved, show, unresolved
 from ...core.options import ENV_NAMES, Arg, find_vllm
 from ...core.errors import InputError
 from .detect import SHELLS
-from .launch import SPYRE_ENV, Invocation, config_from_fs
+from .launch import SPYRE_ENV, Invocation, config_from_fs, platform_of_runtime
 from .release import ReleaseHint, from_pin, from_source
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, docker_run, git_source, installs_source,
@@ -541,6 +541,8 @@ class Interpreter(Flow):
                          sequence=run.sequence, image=image, paths=paths, release=pinned[-1] if pinned else None)
         if presumed is not None:
             inv.notes.append(presumed_note(run.ctx, presumed, line))
+        if docker is not None:
+            inv.platform = platform_of_runtime(docker.runtime, "docker run --runtime")
         for name, raw, default in _defaulted_options(command, scope):
             inv.notes.append(run.ctx.problem(
                 "source.unresolved_arguments", f"the command also takes `{raw}`, which this file does not set: its "
