@@ -1086,8 +1086,9 @@ def test_from_cli_args_reads_parse_args_by_keyword_and_names_a_parameter_as_one(
         "decision does not read the model's name",
         "the call also takes `args` (which is a parameter of `run_server`); only the arguments written here are read, "
         "and it may hold others"]
-    # `parse_args(None)` and `parse_args(args=None)` parse the script's own command line, as `parse_args()` does.
-    for given in ("None", "args=None"):
+    # `parse_args(None)` and `parse_args(args=None)` parse the script's own command line, as `parse_args()` does,
+    # also where an `or` stands in for it when it gives nothing (willccbb/verifiers 39f0675a vllm_server.py).
+    for given in ("None", "args=None", ") or argparse.Namespace("):
         found = only_deployment(read(tmp_path, "import argparse\nfrom vllm import EngineArgs\n"
                                                f"args = argparse.ArgumentParser().parse_args({given})\n"
                                                "EngineArgs.from_cli_args(args)\n"))

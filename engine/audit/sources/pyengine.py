@@ -147,6 +147,8 @@ class EngineCalls(CommandLists):
         if isinstance(found, Unknown):  # (a parameter's calls do not all pass one value: say so; else a guess)
             return found if self.parameter_of(args, scope) is not None else _COMMAND_LINE
         parsed, where = found
+        if isinstance(parsed, ast.BoolOp) and isinstance(parsed.op, ast.Or):  # `parser.parse_args() or Namespace()`
+            parsed = parsed.values[0]
         if not (isinstance(parsed, ast.Call) and isinstance(parsed.func, ast.Attribute) and parsed.func.attr == "parse_args"):
             return _COMMAND_LINE if parsed is args else Unknown(source_text(args), RUNTIME)
         given = [*parsed.args[:1], *(k.value for k in parsed.keywords if k.arg == "args")]
