@@ -9,6 +9,7 @@ from pathlib import Path
 
 import hma_policy
 from hma_policy.audit.sources import read_source
+from hma_policy.audit.sources.release import ReleaseHint
 
 LMCACHE = "{kv_connector: LMCacheConnectorV1, kv_role: kv_both}"
 
@@ -206,6 +207,14 @@ spec:
                                                             worker="$ECR_REGISTRY/ray-llm:$RAY_LLM_TAG"))
     assert [n.message for n in unknown.deployments[0].notes] == [
         "the vLLM release is not known: image tag $ECR_REGISTRY/ray-llm:$RAY_LLM_TAG: no Ray release in the tag"]
+    # The same file declares its cluster's Ray release (`rayVersion: "2.56.0"`, which KubeRay asks to match
+    # the image's): where the tag gives none, that one names the image's (survey 20o).
+    declared = read(tmp_path, "declared.yaml", service.format(head="rayproject/ray:2.56.0", worker="$ECR_REGISTRY/ray-llm:"
+                                                              "$RAY_LLM_TAG").replace("  rayClusterConfig:\n",
+                                                                                      "  rayClusterConfig:\n    rayVersion: '2.56.0'\n"))
+    assert declared.deployments[0].release == ReleaseHint("0.22.0", (
+        "image $ECR_REGISTRY/ray-llm:$RAY_LLM_TAG, of the Ray release rayVersion 2.56.0 declares: Ray 2.56 pins "
+        "vllm==0.22.0"))
 
 
 def test_a_rayservice_whose_serve_config_is_not_yaml_is_a_located_file_problem(tmp_path):

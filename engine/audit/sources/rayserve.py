@@ -39,7 +39,7 @@ from typing import Any, NamedTuple, cast
 from ...core import yamlsafe
 from ...core.deployers import config as filled, deployer
 from ...core.errors import Problem
-from ...core.markers import show
+from ...core.markers import has_unresolved, show
 from ...core.options import ENGINE_FIELDS, ENV_NAMES
 from .context import Ctx
 from .deployment import Deployment, SourceFile
@@ -271,13 +271,18 @@ def _release(spec: dict[str, Any]) -> ReleaseHint | None:
     if path.rsplit("/", 1)[-1] != _RAY_LLM.rsplit("/", 1)[-1]:
         return ReleaseHint(None, f"image {shown} is not Ray's LLM image ({_RAY_LLM}): its tag is not read as a vLLM release")
     match = re.match(r"(\d+\.\d+)\.\d+", tag or "")
+    # A tag the file does not give (`ray-llm:$RAY_LLM_TAG`, filled in at deploy time): the Ray release the
+    # cluster declares, which KubeRay asks to match its image's (awslabs/data-on-eks's RayService).
+    declared = cluster.get("rayVersion") if match is None and not has_unresolved(str(cluster.get("rayVersion"))) else None
+    match = match or re.match(r"(\d+\.\d+)\.\d+$", str(declared or ""))
     if match is None:
         return ReleaseHint(None, f"image tag {shown}: no Ray release in the tag")
     ray = match.group(1)
+    said = f"image {shown}, of the Ray release rayVersion {declared} declares" if declared else f"image tag {shown}"
     pinned = deployer("ray-serve-llm")["vllm"].get(ray)
     if pinned is None:
-        return ReleaseHint(None, f"image tag {shown}: Ray {ray} requires a range of vLLM releases, not one")
-    return ReleaseHint(pinned, f"image tag {shown}: Ray {ray} pins vllm=={pinned}")
+        return ReleaseHint(None, f"{said}: Ray {ray} requires a range of vLLM releases, not one")
+    return ReleaseHint(pinned, f"{said}: Ray {ray} pins vllm=={pinned}")
 
 
 def _image(group: Any) -> str | None:
