@@ -103,6 +103,24 @@ def test_an_assigned_shell_escape_continues_over_its_backslashes(tmp_path):
     assert (d.release.version, d.document["model"]) == ("0.8.5", {"name": "m"})
 
 
+def test_cells_are_read_as_ipython_runs_each_apart(tmp_path):
+    # ROCm/gpuaidev (2d217d5f) fp8_quantization_quark_vllm.ipynb: a cell `"\n", "%%bash\n", ...` (IPython drops
+    # a cell's leading blank lines); HabanaAI/Gaudi-tutorials (f6d9afcb) vLLM_Benchmark_Serving.ipynb:
+    # ` !HF_TOKEN=... python ...` (IPython removes the first line's indentation from the cell); and
+    # gpuaidev's speculative_decoding_deep_dive.ipynb: a shell command pasted in a Python cell, which
+    # IPython cannot run, but which stops no other cell. Each made the notebook "not Python that Python
+    # 3.11 parses", and its launches were lost. Survey 20n.
+    launch = ["import subprocess\n", "subprocess.Popen('vllm serve m --port 8000', shell=True)"]
+    for first in ([" !echo hi\n", " !echo there"], ["docker run -d --rm \\\n", "  vllm/vllm-openai:v0.15.0"],
+                  ["x = 1\n", "  y = 2\n"]):
+        (d,) = read_source(notebook(tmp_path / "apart.ipynb", ("code", first), ("code", launch))).deployments
+        assert d.document["model"] == {"name": "m"}
+    bash = notebook(tmp_path / "bash.ipynb", ("code", ["\n", "%%bash\n", "vllm serve m --kv-transfer-config "
+                                                       "'{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}'\n"]))
+    (d,) = read_source(bash).deployments
+    assert d.line == bash.read_text(encoding="utf-8").split("\n").index('    "%%bash\\n",') + 1
+
+
 def test_a_shell_escape_continued_over_many_lines_is_read_in_linear_time(tmp_path):
     def make(count: int) -> str:
         return notebook(tmp_path / "made.ipynb", ("code", ["!vllm serve m \\\n"] + ["  --opt x \\\n"] * count

@@ -17,6 +17,7 @@ JSON, or holds no code cell, is no source."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from typing import Any, NamedTuple
@@ -69,6 +70,26 @@ def _joined(lines: list[str]) -> list[str]:
     return out
 
 
+def _cleaned(lines: list[str]) -> list[str]:
+    """A cell's lines as IPython's cleanup transforms leave them: the first
+    line's indentation removed from every line that starts with it
+    (`leading_indent`: a cell written ` !cmd` runs `!cmd`). (Its leading
+    blank lines, which `leading_empty_lines` drops, are skipped by the caller,
+    which keeps their places.)"""
+    first = next((text for text in lines if text.strip()), "")
+    indent = first[:len(first) - len(first.lstrip())]
+    return [text[len(indent):] if text.startswith(indent) else text for text in lines] if indent else lines
+
+
+def _parses(code: str) -> bool:
+    """Whether a cell's Python parses on its own (with a top-level ``await``, which IPython runs)."""
+    try:
+        compile(code, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # (null bytes; nested deeper than the parser goes)
+        return False
+    return True
+
+
 def _python(text: str) -> str | None:
     """A source line as the Python IPython runs for it (the line itself for
     Python); None for a line left out (a help query, a blank line)."""
@@ -107,22 +128,27 @@ def read_notebook(ctx: Ctx) -> Notebook | None:
         source = cell.get("source")
         written = "".join(source) if isinstance(source, list) and all(isinstance(s, str) for s in source) \
             else source if isinstance(source, str) else ""
-        written_lines = written.split("\n")
-        writes = _WRITEFILE.match(written_lines[0].strip())
+        written_lines = _cleaned(written.split("\n"))
+        first = next((i for i, text in enumerate(written_lines) if text.strip()), 0)
+        written_lines = [""] * first + written_lines[first:]  # (leading blank lines: their places kept)
+        head = written_lines[first]
+        writes = _WRITEFILE.match(head.strip())
         if writes is not None:  # (placed at the cell's first line, as a shell cell is)
-            files.append(Written(writes[1], "\n".join(written_lines[1:]) + "\n", -1))
-            pythons: list[str | None] = [""] + [None] * (len(written_lines) - 1)
-        elif written_lines[0].lstrip().startswith("%%"):
-            shell = _SHELL_CELLS.match(written_lines[0].strip())
+            files.append(Written(writes[1], "\n".join(written_lines[first + 1:]) + "\n", -1))
+            pythons: list[str | None] = [None] * first + [""] + [None] * (len(written_lines) - first - 1)
+        elif head.lstrip().startswith("%%"):
+            shell = _SHELL_CELLS.match(head.strip())
             if shell is None:
                 continue  # (a cell magic of another language, or of IPython's own: not read)
             name, line = (shell[1], "") if shell[1] else (shell[2], shell[3])
-            script = "\n".join(written_lines[1:]) + "\n"
+            script = "\n".join(written_lines[first + 1:]) + "\n"
             # (the call stands at the cell's first line: each launch of its script is reported there)
-            pythons = [f"get_ipython().run_cell_magic({name!r}, {line!r}, {script!r})"]
-            pythons += [None] * (len(written_lines) - 1)
+            pythons = [None] * first + [f"get_ipython().run_cell_magic({name!r}, {line!r}, {script!r})"]
+            pythons += [None] * (len(written_lines) - first - 1)
         else:
             pythons = [_python(text) for text in _joined(written_lines)]
+            if not _parses("\n".join(p or "" for p in pythons)):
+                continue  # (IPython runs each cell apart: one it cannot run stops no other)
         for text, python in zip(written_lines, pythons):
             if python is None or (not python.strip() and writes is None):
                 continue
