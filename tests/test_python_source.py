@@ -1841,6 +1841,11 @@ def test_vllms_cuda_build_of_a_release_is_that_release(tmp_path):
         'vllm-project/vllm/releases/download/v0.26.0/vllm-0.26.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl" }\n',
         encoding="utf-8")
     assert decided() == [("run.sh", "0.26.0", "disabled"), ("x.py", "0.26.0", "disabled")]
+    # vLLM's own CPU wheel of a release is that release too (vllm-project/vllm-spyre fc6b54b9 vllm_spyre_next/
+    # uv.lock locks `0.17.1+cpu` from vLLM's repository at tag v0.17.1; survey 20m).
+    (tmp_path / "uv.lock").write_text('version = 1\n\n[[package]]\nname = "vllm"\nversion = "0.17.1+cpu"\n',
+                                      encoding="utf-8")
+    assert decided()[1] == ("x.py", "0.17.1", "disabled")
     # Another local version is a build of someone else's: kept as written, no release the rules hold.
     (tmp_path / "uv.lock").write_text('version = 1\n\n[[package]]\nname = "vllm"\nversion = "0.26.0+gptoss"\n',
                                       encoding="utf-8")

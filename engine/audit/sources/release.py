@@ -41,12 +41,14 @@ VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev
 # A version as a pin may spell it, which pip reads by PEP 440's normal form: `0.5.3post1`,
 # `0.5.3-post1`, `0.5.3.POST1` and `0.5.3-1` are all 0.5.3.post1 (basetenlabs/truss-examples
 # pins `vllm==0.5.3post1`), `0.9.0-rc1` is 0.9.0rc1.
-# vLLM's own wheels of a release built for another CUDA carry it as a local version (the assets of
-# its GitHub releases, `vllm-0.26.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl`, which PrimeIntellect-ai/
-# prime-rl's uv.lock locks as `0.26.0+cu129`): the same release, as the `-cu129` image tags are.
-# Any other local version (`0.10.1+gptoss`, a build of vLLM's gpt-oss branch) is a build of someone's
-# own: read as a pin, so that a note says it names no release the rules hold.
-_CUDA_LOCAL = re.compile(r"cu[0-9]+")
+# vLLM's own wheels of a release built for another CUDA, or for the CPU, carry it as a local version
+# (the assets of its GitHub releases, `vllm-0.26.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl`, which
+# PrimeIntellect-ai/prime-rl's uv.lock locks as `0.26.0+cu129`; from 0.17.0 on `vllm-0.17.1+cpu-...`,
+# setup.py's suffix for VLLM_TARGET_DEVICE=cpu, which vllm-project/vllm-spyre's uv.lock locks): the same
+# release, as the `-cu129` image tags are. Any other local version (`0.10.1+gptoss`, a build of vLLM's
+# gpt-oss branch) is a build of someone's own: read as a pin, so that a note says it names no release
+# the rules hold.
+_CUDA_LOCAL = re.compile(r"cu[0-9]+|cpu")
 _LOCAL = r"(?:\+[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*)?"
 PIN_VERSION = re.compile(r"(?i:[0-9]+(?:\.[0-9]+)+(?:[-_.]?(?:rc|c|pre|preview|post|rev|r|dev)[-_.]?[0-9]*|-[0-9]+)*)")
 # A pin of vLLM in a command or a package list's entry (`pip install vllm==0.5.3.post1`,
@@ -62,8 +64,8 @@ _NORMAL = {"c": "rc", "pre": "rc", "preview": "rc", "rev": "post", "r": "post"}
 def pinned(text: str) -> str:
     """A pinned version in PEP 440's normal form, as pip installs it: a
     release candidate `rcN`, a post release `.postN`, a development one
-    `.devN` (a number left out is 0); vLLM's CUDA build of a release
-    (`0.26.0+cu129`) is that release. Any other text (another local version,
+    `.devN` (a number left out is 0); vLLM's CUDA or CPU build of a release
+    (`0.26.0+cu129`, `0.17.1+cpu`) is that release. Any other text (another local version,
     `0.10.1+gptoss`) is returned as written."""
     version, plus, local = text.partition("+")
     if plus and not _CUDA_LOCAL.fullmatch(local):
