@@ -1086,6 +1086,14 @@ def test_from_cli_args_reads_parse_args_by_keyword_and_names_a_parameter_as_one(
         "decision does not read the model's name",
         "the call also takes `args` (which is a parameter of `run_server`); only the arguments written here are read, "
         "and it may hold others"]
+    # A list that unpacks another (`parse_args([*common_args, "--max-num-batched-tokens", "128"])`,
+    # vllm-project/vllm-spyre fc6b54b9 tests/utils/test_cli_args.py; survey 20m) is read as a command list is.
+    starred = only_deployment(read(tmp_path, (
+        "import argparse\nfrom vllm import EngineArgs\n\ndef test():\n"
+        f"    common = ['--model', 'm', '--kv-transfer-config', {kv}]\n"
+        "    args = argparse.ArgumentParser().parse_args([*common, '--max-num-batched-tokens', '128'])\n"
+        "    EngineArgs.from_cli_args(args)\n")))
+    assert (decided(starred), starred.notes) == (("disabled", False), ())
     # `parse_args(None)` and `parse_args(args=None)` parse the script's own command line, as `parse_args()` does,
     # also where an `or` stands in for it when it gives nothing (willccbb/verifiers 39f0675a vllm_server.py).
     for given in ("None", "args=None", ") or argparse.Namespace("):

@@ -155,7 +155,9 @@ class EngineCalls(CommandLists):
         if len(given) != 1 or len(parsed.args) > 1 or any(k.arg != "args" for k in parsed.keywords) \
                 or (isinstance(given[0], ast.Constant) and given[0].value is None):  # (None: sys.argv)
             return _COMMAND_LINE
-        return self._words_of(given[0], where, line)
+        # (a list written there is read as a command list's words: `[*common_args, "--x", "1"]`)
+        return self._words(given[0].elts, where) if isinstance(given[0], (ast.List, ast.Tuple)) else \
+            self._words_of(given[0], where, line)
 
     def _changed_after(self, call: ast.Call, scope: Any, keywords: dict[str, tuple[ast.expr | Unknown, Any, int]],
                        opened: list[Arg]) -> None:
