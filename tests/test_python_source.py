@@ -1123,6 +1123,13 @@ def serve():
     assert one.release == ReleaseHint("0.10.1.1", "pip pin vllm==0.10.1.1 at line 3")
     report = audit([str(tmp_path / "run.py")])
     assert [(e.decision["vllm"]["release"], e.decision["outcome"]) for e in report.entries] == [("0.10.1.1", "disabled")]
+    # A list of packages, as Modal also takes them; Beam's image, `Image(...).add_python_packages([...])`
+    # (beam-cloud/examples 7d43a7a8 language_models/llama3_70b/app.py, vllm==0.5.4: survey 20p), the same.
+    (listed,) = read(tmp_path, app.format(pins='["vllm==0.10.1.1", "huggingface_hub==0.34.4"]')).deployments
+    beam = read(tmp_path, app.replace("modal.Image.debian_slim().uv_pip_install", "beam.Image().add_python_packages")
+                .format(pins='["vllm==0.5.4"]')).deployments
+    assert [d.release for d in (listed, *beam)] == [ReleaseHint("0.10.1.1", "pip pin vllm==0.10.1.1 at line 3"),
+                                                    ReleaseHint("0.5.4", "pip pin vllm==0.5.4 at line 3")]
     # Two versions pinned, or none of vLLM: no release is read (the default decides, as for any file that names none).
     for pins in ('"vllm==0.10.1.1", "vllm[audio]==0.11.0"', '"vllm-ascend==0.10.1"', '"torch==2.8.0"'):
         (one,) = read(tmp_path, app.format(pins=pins)).deployments

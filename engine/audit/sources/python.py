@@ -81,9 +81,9 @@ from .shell_commands import nested_script
 
 __all__ = ["python_file"]
 
-# How a Modal app installs packages in its image (`modal.Image...uv_pip_install("vllm==0.10.1.1")`),
-# and a pin of vLLM there.
-_PIP_INSTALLS = frozenset({"pip_install", "uv_pip_install"})
+# How a Modal app installs packages in its image (`modal.Image...uv_pip_install("vllm==0.10.1.1")`,
+# also given a list), and a Beam app in its (`beam.Image(...).add_python_packages(["vllm==0.5.4"])`).
+_PIP_INSTALLS = frozenset({"pip_install", "uv_pip_install", "add_python_packages"})
 # The calls that run a command line given as one string through a shell; those that do so
 # with `shell=True`, and otherwise run a list of words (a string split into them).
 _SHELL_RUNS = frozenset({("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),
@@ -432,7 +432,9 @@ class _Reader(EngineCalls):
                 continue
             if not isinstance(call.func, ast.Attribute) or call.func.attr not in (*_PIP_INSTALLS, "from_registry"):
                 continue
-            for arg in call.args[:1] if call.func.attr == "from_registry" else call.args:
+            given = call.args[:1] if call.func.attr == "from_registry" else \
+                [e for a in call.args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
+            for arg in given:
                 if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
                     continue
                 if call.func.attr == "from_registry":
