@@ -253,3 +253,31 @@ def test_a_serve_config_without_an_llm_builder_is_no_deployment(tmp_path):
     # an import path that is no string (a fuzzed file's list raised TypeError, unhashable)
     odd = read(tmp_path, "odd.yaml", "applications:\n- import_path: [ray.serve.llm:build_openai_app]\n")
     assert (odd.format, odd.deployments, odd.problems) == (None, (), ())
+
+
+def test_rays_llm_configs_built_in_python_are_engine_launches(tmp_path):
+    # Ray Data's batch processor and Ray Serve LLM's config, built in Python, start vLLM engines from their
+    # `engine_kwargs` (project-codeflare/codeflare-sdk d5acd62c simple_batch_inf.py; anyscale/templates'
+    # serve_*.py; awslabs/data-on-eks's RayJob script): no launch was read, and a KV config in the
+    # kwargs was a `source.unrecognized` mention (surveys 20l, 20o, 20s).
+    batch = read(tmp_path, "batch.py", """\
+from ray.data.llm import build_llm_processor, vLLMEngineProcessorConfig
+config = vLLMEngineProcessorConfig(
+    model_source="unsloth/Llama-3.2-1B-Instruct",
+    engine_kwargs=dict(max_model_len=1024,
+                       kv_transfer_config={"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}))
+processor = build_llm_processor(config)
+""")
+    (d,) = batch.deployments
+    assert (d.line, d.format, d.document["model"], outcome(d)) == (
+        2, "python", {"name": "unsloth/Llama-3.2-1B-Instruct"}, "disabled")
+    serve = read(tmp_path, "serve_llm.py", """\
+import ray.serve.llm
+kwargs = {"tensor_parallel_size": 2, "disable_hybrid_kv_cache_manager": True}
+config = ray.serve.llm.LLMConfig(model_loading_config={"model_id": "qwen", "model_source": "Qwen/Qwen2.5-7B"},
+                                 engine_kwargs=kwargs)
+""")
+    (d,) = serve.deployments
+    assert (d.line, d.document["model"], d.notes, outcome(d)) == (3, {"name": "Qwen/Qwen2.5-7B"}, (), "disabled")
+    # Another library's class of the same name is none.
+    assert read(tmp_path, "other.py", "from mylib import LLMConfig\nLLMConfig(engine_kwargs={'x': 1})\n").deployments == ()

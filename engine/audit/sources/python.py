@@ -71,6 +71,7 @@ from .launch import Invocation, apply_facts, config_from_fs, deployment, read_fr
 from .pyforms import (dotted_name, imported_from, ipython_install, ipython_shell, is_environ, is_vllm_module, list_holder,
                       splitting, within)
 from .pyengine import LAUNCHES, EngineCalls
+from .pyray import ray_engine_calls
 from .pylists import ImageRun, Readings
 from .pyscript import MAX_CALLS
 from .pyvalues import as_word, command_text, held_markers, restored_env, restored_words, split_words
@@ -197,6 +198,7 @@ class _Reader(EngineCalls):
                      and (argv := self.command_words(display, scope, name)) is not None
                      and not self._expected(display, scope, name, data)]
         launches += [(node, scope, argv) for node, scope, argv, _ in derived]
+        launches += [(call, scope, "LLM") for call, scope in ray_engine_calls(self)]
         launches += [launch for call, scope in self.calls for launch in self._string_launches(call, scope)]
         launches += [launch for display, scope, _ in self.lists if id(display) not in in_runs
                      for launch in self._string_launches(display, scope)]
