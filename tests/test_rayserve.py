@@ -279,5 +279,8 @@ config = ray.serve.llm.LLMConfig(model_loading_config={"model_id": "qwen", "mode
 """)
     (d,) = serve.deployments
     assert (d.line, d.document["model"], d.notes, outcome(d)) == (3, {"name": "Qwen/Qwen2.5-7B"}, (), "disabled")
-    # Another library's class of the same name is none.
+    # Another library's class of the same name is none; a callee that is no name is read past (it raised).
     assert read(tmp_path, "other.py", "from mylib import LLMConfig\nLLMConfig(engine_kwargs={'x': 1})\n").deployments == ()
+    calls = read(tmp_path, "calls.py", "from ray.data.llm import vLLMEngineProcessorConfig\nfs = [print]\nfs[0]()\n"
+                                       "(lambda: 1)()\nvLLMEngineProcessorConfig(model_source='m')\n")
+    assert ([d.line for d in calls.deployments], calls.problems) == ([5], ())

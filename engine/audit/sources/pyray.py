@@ -31,8 +31,8 @@ def ray_engine_calls(script: Script) -> list[tuple[ast.Call, Any]]:
                 for alias in node.names if _CONFIGS.get(alias.name) == node.module}
     out = []
     for call, scope in script.calls:
-        dotted = dotted_name(call.func)
-        name = imported.get(dotted[0]) if len(dotted) == 1 else \
+        dotted = dotted_name(call.func)  # (empty for a callee that is no name: `f()()`, `fs[0]()`)
+        name = None if not dotted else imported.get(dotted[0]) if len(dotted) == 1 else \
             dotted[-1] if ".".join(dotted[:-1]) == _CONFIGS.get(dotted[-1]) else None
         if name is None:
             continue
