@@ -141,7 +141,7 @@ def maybe(args):
     return LLM(**kw)
 def merged(extra):
     kw = {"model": "o"}
-    kw.update(extra)  # (not followed: the dict is not known)
+    kw.update(extra)  # (not followed: any key, set or replaced)
     return LLM(**kw)
 """)
     main, maybe, merged = found.deployments
@@ -151,11 +151,33 @@ def merged(extra):
                                   "on some runs of the script (in an `if`, a loop or a `try`))")]
     # `update(other)` may give any keyword, the KV configuration's too: the note says the launch may
     # hold options (hiyouga/LLaMA-Factory's `engine_args.update(model_args.vllm_config)` was noted
-    # only as a model's name not known).
+    # only as a model's name not known), and the keys written before it may be replaced by it.
     assert (merged.document, merged.problems) == ({}, ())
-    assert [(n.code, n.message) for n in merged.notes] == [(
-        "source.unresolved_arguments", "the call also takes `**kw` (which is unpacked when the script runs); only "
-                                       "the arguments written here are read, and it may hold others")]
+    assert [(n.code, n.message) for n in merged.notes] == [
+        ("source.unresolved_unused", "the model is `kw['model']`, where `kw['model']` may be changed at line 16 in a "
+                                     "way not read; the decision does not read the model's name"),
+        ("source.unresolved_arguments", "the call also takes `**kw` (which is changed at line 16 in a way not read); "
+                                        "only the arguments written here are read, and it may hold others")]
+    # Those it may replace are values not known, those set after it stand (hiyouga/LLaMA-Factory ff6d4d12
+    # scripts/vllm_infer.py: a KV config written in the dict was lost with the whole dict; survey 20u), and
+    # `update(dict(k=v))` is followed as `update({"k": v})` is.
+    replaced, after, written = read(tmp_path, HEADER + """def replaced(extra):
+    kw = {"model": "m", "kv_transfer_config": {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}}
+    kw.update(extra)
+    return LLM(**kw)
+def after(extra):
+    kw = {"model": "m"}
+    kw.update(extra)
+    kw["disable_hybrid_kv_cache_manager"] = True
+    return LLM(**kw)
+kw = {"model": "m", "kv_transfer_config": {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}}
+kw.update(dict(enforce_eager=True))
+LLM(**kw)
+""", name="update.py").deployments
+    assert [p.message for p in replaced.problems] == [
+        "`kv_transfer_config` takes its value from `kw['kv_transfer_config']` (which may be changed at line 5 in a "
+        "way not read)"]
+    assert (decided(after), decided(written), written.notes) == (("disabled", False), ("disabled", False), ())
     # Two changes on one line: the later one holds (they were once compared as syntax trees: a fault).
     (same,) = read(tmp_path, HEADER + "kw = {'model': 'm'}\nkw['kv_transfer_config'] = {'kv_connector': 'NixlConnector', "
                    "'kv_role': 'kv_both'}; kw['kv_transfer_config'] = {'kv_connector': 'LMCacheConnectorV1', "

@@ -88,11 +88,14 @@ class EngineCalls(CommandLists):
                 keywords[keyword.arg] = (keyword.value, scope, keyword.value.lineno)
                 continue
             unpacked = self._unpacked(keyword.value, scope, line)
-            given, splats = unpacked if unpacked is not None else ({}, [keyword.value])
+            given, splats, changed = unpacked if unpacked is not None else ({}, [keyword.value], [])
             keywords.update(given)
             for splat in splats:  # any keywords at all, the model's and the KV configuration's among them
                 opened.append(Arg(unresolved(f"**{source_text(splat)}", "is unpacked when the script runs"), here,
                                   many=True))
+            for at in changed:  # (`engine_args.update(other)`: any keys, set or replaced)
+                opened.append(Arg(unresolved(f"**{source_text(keyword.value)}", f"is changed at line {at} in a way "
+                                             "not read"), here, many=True))
         parsed = (self._parsed_words(call.args[0], scope, line) if call.args else _COMMAND_LINE) \
             if what.endswith(".from_cli_args") else None
         if isinstance(parsed, list):  # `parser.parse_args([...])`: the words the script gives it
@@ -203,7 +206,7 @@ class EngineCalls(CommandLists):
         return node if isinstance(node, Unknown) else self.value(node, scope, 0)
 
     def _unpacked(self, splat: ast.expr, scope: Any, line: int) \
-            -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[ast.expr]] | None:
+            -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[ast.expr], list[int]] | None:
         """The keywords ``**splat`` gives where it is a dict the file writes
         out (``**{...}``, ``**dict(...)``: ray-llm's ``AsyncEngineArgs(**dict(...))``)
         or names one (``llm_kwargs = {...}`` or ``dict(...)``), with the keys
@@ -213,8 +216,11 @@ class EngineCalls(CommandLists):
         only, a value not known; and the dicts unpacked into it
         (``dict(model=m, **extra)``: NVIDIA/NeMo-RL's ``llm_kwargs``), which
         may give any others (in a literal, a key they may replace is a value
-        not known). None where ``splat`` names no such dict, or a statement
-        changes it in a way not followed (``update(other)``, ``del``, ``pop``)."""
+        not known); and the lines of the statements that change it in a way
+        not followed (``update(other)``, ``del``, ``pop``: LLaMA-Factory's
+        ``engine_args.update(model_args.vllm_config)``), which may set any key
+        and replace those set before them (values not known). None where
+        ``splat`` names no such dict."""
         found = self.bound(splat, scope) if isinstance(splat, ast.Name) else (splat, scope)  # (`**{...}` in the call)
         written = dict_written(found[0]) if found is not None else None
         if found is None or written is None:
@@ -226,16 +232,20 @@ class EngineCalls(CommandLists):
             k: (Unknown(f"{held}[{k!r}]", replaced) if may_change else v, where, v.lineno)
             for k, v, may_change in written.entries}
         if not isinstance(splat, ast.Name):
-            return out, written.unpacked
+            return out, written.unpacked, []
+        changed: list[int] = []
         # By line, each line's in the order written (the values themselves are never compared).
         for at, key, value, straight in sorted(self.keyed.get((id(where), splat.id), ()), key=lambda change: change[0]):
             if at <= display.lineno or (where is scope and at >= line):
                 continue  # (above the dict, or below the call)
             if key is None or value is None:
-                return None
+                changed.append(at)
+                out = {k: (Unknown(f"{splat.id}[{k!r}]", f"may be changed at line {at} in a way not read"), where, at)
+                       for k in out}
+                continue
             out[key] = (value if straight else Unknown(f"{splat.id}[{key!r}]", "is set on some runs of the script "
                                                        "(in an `if`, a loop or a `try`)"), where, at)
-        return out, written.unpacked
+        return out, written.unpacked, changed
 
 
 def _as_keywords(found: Deployment) -> Deployment:

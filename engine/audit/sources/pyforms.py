@@ -124,8 +124,9 @@ def dict_changes(node: ast.stmt) -> list[tuple[str, str | None, ast.expr | None]
         return []
     call, name, method = node.value, node.value.func.value.id, node.value.func.attr
     given = call.args[0] if len(call.args) == 1 and not call.keywords else None
-    if method == "update" and isinstance(given, ast.Dict) and all(_key(k) is not None for k in given.keys):
-        return [(name, _key(k), v) for k, v in zip(given.keys, given.values)]
+    written = dict_written(given) if method == "update" and given is not None else None
+    if written is not None and not written.unpacked:  # `d.update({"k": v})`, `d.update(dict(k=v))`
+        return [(name, key, value) for key, value, _ in written.entries]
     if method == "update" and not call.args and all(k.arg for k in call.keywords):
         return [(name, k.arg, k.value) for k in call.keywords]
     return [(name, None, None)]
