@@ -146,6 +146,21 @@ def test_a_documents_misspelt_model_fact_is_still_a_document(tmp_path):
     assert info.value.problems[0].hint == "did you mean `layer_kinds`?"
 
 
+def test_a_model_named_alone_is_no_document(tmp_path):
+    # triton-inference-server/tutorials (e8489525) Deployment/Kubernetes/.../chart/gpt2_values.yaml, a Helm
+    # chart's values (`gpu: [Tesla-T4]`, `model: {name: gpt2}`): five such files were documents, each an
+    # `input.schema` error ("unknown field `gpu`"); `model: {name: x}` alone was an `enabled` launch. A model
+    # named alone holds no fact: it is a document only beside a field a decision reads (survey 20v).
+    skipped = "not a deployment document, vLLM config or Kubernetes manifest"
+    for name, text in (("gpt2_values.yaml", "gpu:\n- Tesla-T4\n\nmodel:\n  name: gpt2\n"), ("m.yaml", "model:\n  name: x\n"),
+                       ("train.yaml", "model: {name: x}\ntraining: {epochs: 3}\n"), ("a.json", '{"model": {"name": "x"}}')):
+        assert read_source(write(tmp_path / name, text)).skipped == skipped, name
+    document = read_source(write(tmp_path / "d.json", '{"model": {"name": "x"}, "kv_transfer_config": '
+                                                      '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}}'))
+    facts = read_source(write(tmp_path / "f.yaml", "model: {name: x, layer_kinds: [mamba]}\n"))
+    assert (document.format, facts.format) == ("document", "document")
+
+
 def test_json_and_yaml_that_describe_no_deployment_are_skipped(tmp_path):
     assert read_source(write(tmp_path / "package.json", '{"name": 1, "scripts": {}}')).skipped \
         == "not a deployment document, vLLM config or Kubernetes manifest"

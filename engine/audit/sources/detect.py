@@ -230,19 +230,24 @@ def classify(value: Any, *, single: bool) -> str | None:
     model = value.get("model")
     if isinstance(model, dict):  # a document's model facts, or another tool's `model` (vLLM's is a name)
         facts = all(isinstance(k, str) and (k in _MODEL_OBJECT or suggest(k, _MODEL_OBJECT)) for k in model)
-        return "document" if facts else None
+        if not facts:
+            return None
+        if any(k != "name" for k in model):
+            return "document"
+        # A model named alone holds no fact: a document only beside what one reads (a Helm chart's values
+        # `model: {name: gpt2}` beside `gpu:`, triton-inference-server/tutorials, are not one).
     if "model_facts" in keys:
         return "document"
     if single and isinstance(model, str) and _options_of_vllm(keys):  # vLLM's is the model's name
         return "vllm-config"
-    fields = keys & _DECISION_FIELDS
+    fields = keys & _DECISION_FIELDS - ({"model"} if isinstance(model, dict) else set())
     env = value.get("env")
     if not (isinstance(env, dict) and any(name in ENV_NAMES for name in env)):
         fields -= {"env"}  # (another tool's `env:` settings, atropos' trainer configs: no vLLM environment)
     if fields and not unknown or keys & _KV_FIELDS and not unknown - _OPTIONS:
         return "document"
     options = {"--" + k.replace("_", "-") for k in value if isinstance(k, str)}
-    if single and options & set(DECISION_OPTIONS) and _options_of_vllm(keys):
+    if single and options & set(DECISION_OPTIONS) and _options_of_vllm(keys) and not isinstance(model, dict):
         return "vllm-config"
     # A misspelt document: keep it a document so that validation names the typo. The typo
     # must be of a KV field, or sit beside a field a decision reads: a list of `platforms` or
