@@ -216,6 +216,21 @@ def test_vllm_spyres_settings_exported_by_a_script_or_set_in_os_environ_name_the
     assert "platform" not in local.deployment.document
 
 
+def test_vllms_device_option_names_the_platform(tmp_path):
+    # aws-neuron/aws-neuron-samples (2015d650) inference-benchmarking/server/scripts/start_server.sh passes
+    # `--device "neuron"`, and aws-neuron/upstreaming-to-vllm's (dd417b31) examples `LLM(..., device="neuron")`
+    # (vLLM's engine option up to 0.9.2, and its Neuron fork's): they were read as CUDA, `enabled`; vLLM
+    # turns HMA off on Neuron (survey 20w). `auto` and `cuda` name none; the last `--device` wins.
+    write(tmp_path / "start.sh", "#!/bin/bash\npython3 -m vllm.entrypoints.openai.api_server --model m --device neuron\n"
+                                 "vllm serve m --device=cuda\nvllm serve m --device neuron --device=auto\n")
+    write(tmp_path / "gen.py", "from vllm import LLM\nllm = LLM(model='m', device='neuron', tensor_parallel_size=2)\n")
+    found = [(e.deployment.file.rsplit("/", 1)[-1], e.deployment.line, dict(e.deployment.origins).get("platform"),
+              e.decision["outcome"]) for e in audit([str(tmp_path)]).entries]
+    assert found == [("gen.py", 2, "line 2: device= neuron", "disabled"),
+                     ("start.sh", 2, "line 2: --device neuron", "disabled"),
+                     ("start.sh", 3, None, "enabled"), ("start.sh", 4, None, "enabled")]
+
+
 def test_intel_gaudis_container_runtime_names_the_hpu_platform(tmp_path):
     # opea-project/GenAIExamples (15b0d468) and GenAIComps (8130a3fb) run their Gaudi vLLM services with
     # `runtime: habana` (compose) and `docker run --runtime=habana` (test scripts): Intel Gaudi's

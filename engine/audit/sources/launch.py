@@ -198,6 +198,23 @@ def platform_of_runtime(runtime: Any, where: str) -> tuple[str, str] | None:
     return (RUNTIME_PLATFORMS[runtime], f"{where} {runtime}") if runtime in RUNTIME_PLATFORMS else None
 
 
+# vLLM's `--device` (an engine option up to 0.9.2, and of AWS's Neuron fork: `device="neuron"` in
+# aws-neuron/upstreaming-to-vllm's examples), by the platform each value picks; `auto` and `cuda` pick none.
+_DEVICE_PLATFORMS = {"neuron": "neuron", "cpu": "cpu", "xpu": "xpu", "hpu": "hpu"}
+
+
+def platform_of_device(argv: list[Arg]) -> tuple[str, str] | None:
+    """The platform a command's `--device` picks, and what says so (the last one given wins, as argparse's)."""
+    found = None
+    for at, arg in enumerate(argv):
+        name, eq, value = arg.text.partition("=")
+        if name != "--device":
+            continue
+        given = value if eq else argv[at + 1].text if at + 1 < len(argv) else ""
+        found = (_DEVICE_PLATFORMS[given], f"{arg.origin}: --device {given}") if given in _DEVICE_PLATFORMS else None
+    return found
+
+
 def platform_of_env(names: Iterable[str]) -> tuple[str, str] | None:
     """The platform an environment's variable names say vLLM runs on, and which one says so."""
     spyre = sorted(name for name in names if name.startswith(SPYRE_ENV))
@@ -208,11 +225,12 @@ def _platform(inv: Invocation) -> tuple[str, str] | None:
     """The platform a launch runs vLLM on, where something says it is not
     CUDA, and what says so: its image (vLLM's CPU or ROCm build,
     vllm-ascend's), else its deployer (a container's environment), else the
-    command's own environment (`docker run -e`, `NAME=value vllm serve`)."""
+    command's own environment (`docker run -e`, `NAME=value vllm serve`),
+    else its `--device`."""
     platform = platform_of(inv.image)
     if platform is not None:
         return platform, f"image {plain(str(inv.image))}"
-    return inv.platform or platform_of_env(inv.env)
+    return inv.platform or platform_of_env(inv.env) or platform_of_device(inv.argv)
 
 
 def with_facts(read: dict[str, Any], facts: dict[str, Any], name: str | None = None) -> dict[str, Any]:

@@ -38,9 +38,10 @@ _FLAGS = {field: {value: flag for flag, (named, value) in FLAG_OPTIONS.items() i
           for field, _ in FLAG_OPTIONS.values()}
 # vLLM's options as a message or an origin names them ("`--kv-transfer-config` takes ..."), and the
 # keyword a script writes for each.
-_OPTION_NAMED = re.compile("|".join(re.escape(o) for o in sorted({*VALUE_OPTIONS, *FLAG_OPTIONS, *OFF_SWITCHES},
+_OPTION_NAMED = re.compile("|".join(re.escape(o) for o in sorted({*VALUE_OPTIONS, *FLAG_OPTIONS, *OFF_SWITCHES, "--device"},
                                                                    key=len, reverse=True) if o.startswith("--")))
-_KEYWORD = {**{option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items()}, **OFF_SWITCHES}
+_KEYWORD = {**{option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items()}, **OFF_SWITCHES,
+            "--device": "device"}
 # The fields read only where False turns a default off (core.options.OFF_SWITCHES), and their `--no-` flag.
 _SWITCHED = {field: option for option, field in OFF_SWITCHES.items()}
 # What ``from_cli_args(args)`` reads where ``args`` is ``parser.parse_args()``: the script's own command line.
@@ -122,6 +123,8 @@ class EngineCalls(CommandLists):
             for name, given in keywords.items():
                 if name in _SWITCHED and self._read(given) is False:  # `enable_chunked_prefill=False`
                     words.append(Arg(_SWITCHED[name], f"line {given[2]}"))
+                if name == "device" and isinstance(self._read(given), str):  # (the platform it picks: launch.py)
+                    words += [Arg("--device", f"line {given[2]}"), Arg(self._read(given), f"line {given[2]}")]
                 value = self._read(given) if name in ENGINE_FIELDS and name != "model" else None
                 if value is None or (name in _FLAGS and not isinstance(value, bool)):  # (None: vLLM's default)
                     continue  # (a flag's other values: _flag_problems)
