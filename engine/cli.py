@@ -167,7 +167,8 @@ def _parser() -> argparse.ArgumentParser:
                "2 usage, invalid rules, a missing path, or the report or log cannot be written")
     audit.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to audit")
     audit.add_argument("--format", choices=REPORT_FORMATS, default="text", help="report format (default: text)")
-    audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of standard output")
+    audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of standard output "
+                       "(`-`: standard output)")
     audit.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                        help="processes (default: 1; auto: one per CPU this process may use); the report is the same for every N")
     policy_option(audit)
@@ -367,7 +368,7 @@ def _audit_report(args: argparse.Namespace, policy: Any, ref: Any) -> tuple[int,
     if failing:
         print(f"hma-policy: --fail-on met: {'; '.join(failing)}", file=sys.stderr)
     code = EXIT_REJECTED if failing else EXIT_OK
-    if args.output:
+    if args.output and args.output != "-":  # (`-o -`: standard output, as `rules wheel -o -` writes)
         try:
             with atomic_write(args.output) as handle:
                 write(report, args.format, handle)

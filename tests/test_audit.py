@@ -260,6 +260,9 @@ def test_output_file_and_decision_log(tmp_path):
     assert sum(1 for r in records if r["input"]["document"] is not None) == 37
     code, out, _ = run("log", "verify", str(log))
     assert code == 0 and out.startswith(f"{log}: intact: 38 record(s)")
+    # `-o -` is standard output, as `rules wheel -o -` has it (a file named `-` was written; survey 21a).
+    code, out, err = run("audit", str(REPO / "examples" / "fleet"), "--format", "md", "-o", "-", cwd=tmp_path)
+    assert (code, out.startswith("# hma-policy audit\n"), (tmp_path / "-").exists()) == (0, True, False)
 
 
 def test_config_root_lets_a_config_outside_the_audited_paths_be_read(tmp_path):
