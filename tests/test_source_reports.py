@@ -133,7 +133,8 @@ def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path)
     # noted as mentions; a connector's own metadata is library code. The options themselves are.
     router = write(tmp_path / "router.py", "import httpx\nprefill_request['kv_transfer_params'] = {}\n"
                                            "meta = self.kv_connector_metadata\nkv_connector_metadata = None\n")
-    readme = write(tmp_path / "README.md", "cd BentoVLLM/llama3.1-8b-kv-offloading\n")
+    readme = write(tmp_path / "README.md", "cd BentoVLLM/llama3.1-8b-kv-offloading\n"
+                                           "| `sglang:` | `sglang:kv_transfer_latency_ms` | Gauge |\n")  # (a metric)
     assert read_source(router).notes == read_source(readme).notes == ()
     # bentoml/BentoVLLM's LMCache service reads its KV config from BentoML's build args in pyproject.toml
     # (`[tool.bentoml.build.args.kv_transfer_config]`), which it hands vLLM: the file was skipped silently.

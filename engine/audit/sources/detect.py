@@ -131,14 +131,16 @@ def mentions_vllm(text: str, *, metrics: bool = True) -> bool:
 MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2", ".md", ".rst", ".txt", ".toml"})
 # vLLM's KV options in any spelling: --kv-transfer-config, kv_connector, kvTransferConfig (Helm values), ...
 # A bare `kv_transfer` or `kv_connector` after a dot or a slash is a module of vLLM's
-# (`from vllm.distributed.kv_transfer import ...`, snowflakedb/ArcticInference): library code.
+# (`from vllm.distributed.kv_transfer import ...`, snowflakedb/ArcticInference): library code;
+# after a colon, a server's metric (`sglang:kv_transfer_latency_ms`, NVIDIA/NeMo-Agent-Toolkit's
+# monitoring README).
 # None of a request's `kv_transfer_params`, a connector's `kv_connector_metadata` or a folder
 # named `llama3.1-8b-kv-offloading` (bentoml/BentoVLLM) is an option: only the offloading
 # options themselves, --kv-offloading-size and --kv-offloading-backend, are. The HMA switch
 # itself, --[no-]disable-hybrid-kv-cache-manager, is one too (vllm-project/recipes' Kimi-K3.yaml
 # gives it in a launcher's own `vllm_args`, which no reader reads).
-_KV_OPTIONS = (r"(?i:kv[-_]?transfer[-_]?config|(?<![./])kv[-_]?transfer(?![-_]?params)"
-               r"|(?<![./])kv[-_]?connector(?![-_]?metadata)|kv[-_]?offloading[-_]?(?:size|backend)"
+_KV_OPTIONS = (r"(?i:kv[-_]?transfer[-_]?config|(?<![./:])kv[-_]?transfer(?![-_]?params)"
+               r"|(?<![./:])kv[-_]?connector(?![-_]?metadata)|kv[-_]?offloading[-_]?(?:size|backend)"
                r"|disable[-_]?hybrid[-_]?kv[-_]?cache[-_]?manager)")
 
 
