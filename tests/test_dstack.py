@@ -93,3 +93,31 @@ def test_an_entrypoint_takes_the_commands_as_its_arguments(tmp_path):
 def test_another_tools_type_and_commands_are_not_a_dstack_configuration(tmp_path):
     found = read(tmp_path, "type: service\ncommands:\n  - vllm serve m\n", name="pipeline.yaml")
     assert (found.format, found.deployments) == (None, ())
+
+
+def test_each_replica_group_that_runs_commands_is_a_launch_of_its_own(tmp_path):
+    # dstackai/dstack (511c318c) mkdocs/docs/examples/inference/vllm.md `pd.dstack.yml`: a service whose
+    # `replicas:` is a list of groups (dstack 0.20.17's ReplicaGroup: commands, image, python per group),
+    # a prefill and a decode group with their own NixlConnector roles. No launch was read, and the file
+    # was "not a deployment document" (survey 20z). Each group runs in its own image.
+    found = read(tmp_path, f"""\
+type: service
+name: pd
+port: 8000
+env:
+  - HF_TOKEN
+replicas:
+  - count: 1
+    image: vllm/vllm-openai:v0.18.0
+    commands:
+      - vllm serve Qwen/Qwen3-8B --kv-transfer-config '{NIXL.replace(" ", "")}'
+  - count: 1..4
+    commands:
+      - pip install x
+      - vllm serve Qwen/Qwen3-8B
+""", name="pd.dstack.yml")
+    prefill, decode = found.deployments
+    assert [(d.line, d.release) for d in (prefill, decode)] == [
+        (10, ReleaseHint("0.18.0", "image tag vllm/vllm-openai:v0.18.0")), (14, None)]
+    assert (ktc(prefill)["kv_connector"], "kv_transfer_config" in decode.document) == ("NixlConnector", False)
+    assert hma_policy.decide({**prefill.document, "vllm_version": "0.18.0"}).outcome == "disabled"

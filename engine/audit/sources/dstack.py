@@ -44,34 +44,58 @@ _SIGNS = frozenset({"resources", "image", "python", "port", "nodes", "env", "rep
 
 
 def is_run_configuration(value: Any, name: str) -> bool:
-    """Whether a YAML value is a dstack task or service that runs commands:
-    in a file named as dstack's are (``.dstack.yml``, ``*.dstack.yml``), or
-    with keys only dstack's configurations have beside ``type`` and ``commands``."""
+    """Whether a YAML value is a dstack task or service that runs commands
+    (its own, or its replica groups'): in a file named as dstack's are
+    (``.dstack.yml``, ``*.dstack.yml``), or with keys only dstack's
+    configurations have beside ``type`` and ``commands``."""
     if not isinstance(value, dict) or value.get("type") not in ("task", "service"):
         return False
-    commands = value.get("commands")
-    if not (isinstance(commands, list) and commands and all(isinstance(c, str) for c in commands)) \
-            and not isinstance(value.get("entrypoint"), str):
+    if not any(_runs(part) for _, part in _parts(value)):
         return False
     return name.endswith((".dstack.yml", ".dstack.yaml")) or bool(set(value) & _SIGNS)
 
 
+def _runs(part: dict[str, Any]) -> bool:
+    commands = part.get("commands")
+    return isinstance(commands, list) and bool(commands) and all(isinstance(c, str) for c in commands) \
+        or isinstance(part.get("entrypoint"), str)
+
+
+# A service's replica groups (dstack 0.20.17 and later, `replicas:` given as a list, or `groups:`:
+# dstack's ReplicaGroup, src/dstack/_internal/core/models/configurations.py), each with the commands,
+# image and python its replicas run: the prefill and decode workers of a disaggregated service.
+_GROUPS = ("replicas", "groups")
+_GROUP_FIELDS = ("commands", "entrypoint", "image", "python")
+
+
+def _parts(configuration: dict[str, Any]) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """What runs: each replica group that runs commands of its own, with its path in the file, the
+    configuration's fields it does not give inherited; else the configuration itself."""
+    groups = [((key, index), group) for key in _GROUPS if isinstance(configuration.get(key), list)
+              for index, group in enumerate(configuration[key]) if isinstance(group, dict) and _runs(group)]
+    return [(path, {**configuration, **{k: group[k] for k in _GROUP_FIELDS if k in group}}) for path, group in groups] \
+        or [((), configuration)]
+
+
 def run_configuration_file(ctx: Ctx, configuration: dict[str, Any], lines: Lines) -> SourceFile:
-    """The launches of a run configuration's commands."""
+    """The launches of a run configuration's commands (each replica group's)."""
     env = {name: Arg(unresolved(f"${name}", "is set by dstack's runner when the run starts"), "dstack")
            for name in _RUN_TIME}
     env.update(_env(configuration.get("env"), lines))
     problems: list[Problem] = []
-    text, first = _script(configuration, lines)
-    found, run = run_script(text, ctx, env=env, first_line=first, origin=lambda line: f"line {line}",
-                            anchor=lambda line: f":{line}", problems=problems)
-    image = configuration.get("image")
-    for inv in found:
-        inv.config_reader = written_or_disk(run, inv.sequence, config_from_fs(ctx, ctx.path.parent))
-        inv.release = release_at(run, inv) or (from_image(image) if isinstance(image, str) and image else None)
-        inv.image = inv.image or (image if isinstance(image, str) and image else None)
-    apply_facts(found, ctx)
-    return SourceFile(ctx.display, "dstack", tuple(deployment(inv, ctx, "dstack") for inv in found), tuple(problems))
+    found_all = []
+    for path, part in _parts(configuration):
+        text, first = _script(part, lines, path)
+        found, run = run_script(text, ctx, env=env, first_line=first, origin=lambda line: f"line {line}",
+                                anchor=lambda line: f":{line}", problems=problems)
+        image = part.get("image")
+        for inv in found:
+            inv.config_reader = written_or_disk(run, inv.sequence, config_from_fs(ctx, ctx.path.parent))
+            inv.release = release_at(run, inv) or (from_image(image) if isinstance(image, str) and image else None)
+            inv.image = inv.image or (image if isinstance(image, str) and image else None)
+        found_all += found
+    apply_facts(found_all, ctx)
+    return SourceFile(ctx.display, "dstack", tuple(deployment(inv, ctx, "dstack") for inv in found_all), tuple(problems))
 
 
 def _env(declared: Any, lines: Lines) -> dict[str, Arg]:
@@ -96,9 +120,10 @@ def _env(declared: Any, lines: Lines) -> dict[str, Arg]:
     return out
 
 
-def _script(configuration: dict[str, Any], lines: Lines) -> tuple[str, int]:
+def _script(configuration: dict[str, Any], lines: Lines, path: tuple[Any, ...] = ()) -> tuple[str, int]:
     """The script the run's shell runs, each command at its own line of the
-    file (blank lines between), and the file's line of its first line."""
+    file (blank lines between), and the file's line of its first line
+    (``path``: where its replica group is, which gives its commands)."""
     commands = [c for c in configuration.get("commands") or [] if isinstance(c, str)]
     entrypoint = configuration.get("entrypoint")
     if isinstance(entrypoint, str):  # docker-like: the entrypoint's words, the commands its arguments
@@ -106,8 +131,8 @@ def _script(configuration: dict[str, Any], lines: Lines) -> tuple[str, int]:
             words = shlex.split(entrypoint)
         except ValueError:  # an unclosed quote, which dstack's own split refuses too
             words = [entrypoint]
-        return " ".join(shlex.quote(w) for w in words + commands), lines.at("entrypoint") or 1
-    lines_of = [lines.inner("commands", index).start for index in range(len(commands))]
+        return " ".join(shlex.quote(w) for w in words + commands), lines.at(*path, "entrypoint") or lines.at("entrypoint") or 1
+    lines_of = [lines.inner(*path, "commands", index).start for index in range(len(commands))]
     first = lines_of[0] if lines_of else 1
     text, last = "", first  # the script so far, and the file's line of its last line
     for start, command in zip(lines_of, commands):
