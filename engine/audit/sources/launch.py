@@ -25,7 +25,7 @@ from .files import NOT_REGULAR, read_text, regular
 from .connector_code import connector_notes
 from .release import ReleaseHint, platform_of
 
-__all__ = ["Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "platform_of_runtime", "read_from_env", "SPYRE_ENV",
+__all__ = ["DEVICE_OPTION", "Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "platform_of_runtime", "read_from_env", "SPYRE_ENV",
            "refuse", "release_noted", "with_facts"]
 
 ConfigReader = Callable[[str], "str | ConfigFile"]
@@ -200,6 +200,7 @@ def platform_of_runtime(runtime: Any, where: str) -> tuple[str, str] | None:
 
 # vLLM's `--device` (an engine option up to 0.9.2, and of AWS's Neuron fork: `device="neuron"` in
 # aws-neuron/upstreaming-to-vllm's examples), by the platform each value picks; `auto` and `cuda` pick none.
+DEVICE_OPTION = "--device"
 _DEVICE_PLATFORMS = {"neuron": "neuron", "cpu": "cpu", "xpu": "xpu", "hpu": "hpu"}
 
 
@@ -208,10 +209,10 @@ def platform_of_device(argv: list[Arg]) -> tuple[str, str] | None:
     found = None
     for at, arg in enumerate(argv):
         name, eq, value = arg.text.partition("=")
-        if name != "--device":
+        if name != DEVICE_OPTION:
             continue
         given = value if eq else argv[at + 1].text if at + 1 < len(argv) else ""
-        found = (_DEVICE_PLATFORMS[given], f"{arg.origin}: --device {given}") if given in _DEVICE_PLATFORMS else None
+        found = (_DEVICE_PLATFORMS[given], f"{arg.origin}: {DEVICE_OPTION} {given}") if given in _DEVICE_PLATFORMS else None
     return found
 
 

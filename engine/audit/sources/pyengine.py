@@ -19,7 +19,7 @@ from ...core.markers import references, unresolved
 from ...core.options import ENGINE_FIELDS, FLAG_OPTIONS, OFF_SWITCHES, VALUE_OPTIONS, Arg
 from .context import Ctx
 from .deployment import Deployment
-from .launch import Invocation, apply_facts, deployment
+from .launch import DEVICE_OPTION, Invocation, apply_facts, deployment
 from .pyforms import dict_written
 from .pylists import CommandLists
 from .pyscript import ENGINES
@@ -38,10 +38,12 @@ _FLAGS = {field: {value: flag for flag, (named, value) in FLAG_OPTIONS.items() i
           for field, _ in FLAG_OPTIONS.values()}
 # vLLM's options as a message or an origin names them ("`--kv-transfer-config` takes ..."), and the
 # keyword a script writes for each.
-_OPTION_NAMED = re.compile("|".join(re.escape(o) for o in sorted({*VALUE_OPTIONS, *FLAG_OPTIONS, *OFF_SWITCHES, "--device"},
+_OPTION_NAMED = re.compile("|".join(re.escape(o) for o in sorted({*VALUE_OPTIONS, *FLAG_OPTIONS, *OFF_SWITCHES, DEVICE_OPTION},
                                                                    key=len, reverse=True) if o.startswith("--")))
+# An engine call's `device=`, given as `--device`, which names the platform (launch.platform_of_device).
+_DEVICE = "device"
 _KEYWORD = {**{option: field for option, (field, _) in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items()}, **OFF_SWITCHES,
-            "--device": "device"}
+            DEVICE_OPTION: _DEVICE}
 # The fields read only where False turns a default off (core.options.OFF_SWITCHES), and their `--no-` flag.
 _SWITCHED = {field: option for option, field in OFF_SWITCHES.items()}
 # What ``from_cli_args(args)`` reads where ``args`` is ``parser.parse_args()``: the script's own command line.
@@ -121,14 +123,15 @@ class EngineCalls(CommandLists):
                 words.append(Arg(unresolved(written, "is given on the script's command line" if parsed is _COMMAND_LINE
                                             else f"comes from `{parsed.shown}`, which {parsed.why}"), here))
             for name, given in keywords.items():
-                if name in _SWITCHED and self._read(given) is False:  # `enable_chunked_prefill=False`
-                    words.append(Arg(_SWITCHED[name], f"line {given[2]}"))
-                if name == "device" and isinstance(self._read(given), str):  # (the platform it picks: launch.py)
-                    words += [Arg("--device", f"line {given[2]}"), Arg(self._read(given), f"line {given[2]}")]
-                value = self._read(given) if name in ENGINE_FIELDS and name != "model" else None
-                if value is None or (name in _FLAGS and not isinstance(value, bool)):  # (None: vLLM's default)
-                    continue  # (a flag's other values: _flag_problems)
-                origin = f"line {given[2]}"
+                if name not in ENGINE_FIELDS and name not in _SWITCHED and name != _DEVICE:
+                    continue  # (a keyword the decision does not read: not read, so it makes no choice)
+                value, origin = self._read(given), f"line {given[2]}"
+                if name in _SWITCHED and value is False:  # `enable_chunked_prefill=False`
+                    words.append(Arg(_SWITCHED[name], origin))
+                if name == _DEVICE and isinstance(value, str):  # (the platform it picks: launch.platform_of_device)
+                    words += [Arg(DEVICE_OPTION, origin), Arg(value, origin)]
+                if name not in ENGINE_FIELDS or value is None or (name in _FLAGS and not isinstance(value, bool)):
+                    continue  # (None: vLLM's default; a flag's other values: _flag_problems)
                 words += [Arg(_FLAGS[name][value], origin)] if name in _FLAGS else \
                     [Arg(_OPTIONS[name], origin), Arg(as_word(value), origin)]
             return words + opened
@@ -146,8 +149,8 @@ class EngineCalls(CommandLists):
         argument parser's ``parse_args`` given a list in the file (SkyRL's
         render server: ``parser.parse_args(["--model", model_path, ...])``,
         verl's ``parse_args(args=server_args)``); otherwise why the namespace is
-        not known: the script's own command line (``parse_args()``), or what
-        the parameter of a function that holds it, or what builds it when the
+        not known: it is the script's own command line (``parse_args()``), a
+        parameter of a function whose calls do not give it, or built when the
         script runs."""
         found = self.resolved(args, scope)
         if isinstance(found, Unknown):  # (a parameter's calls do not all pass one value: say so; else a guess)

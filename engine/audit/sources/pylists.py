@@ -112,7 +112,8 @@ class CommandLists(Script):
     def _grown_words(self, node: ast.expr, scope: Any) -> list[Arg]:
         """The words of a list given by its name, with what the script adds to it below (as a
         command list's), or of any other expression that holds a list."""
-        display, where = self.bound(node, scope) or (None, None) if isinstance(node, ast.Name) else (None, None)
+        found = self.bound(node, scope) if isinstance(node, ast.Name) else None
+        display, where = found if found is not None else (node, scope)
         if isinstance(node, ast.Name) and isinstance(display, (ast.List, ast.Tuple)):
             return self._words(display.elts, where) + self._added(node.id, where, display.lineno)
         return self._words_of(node, scope, node.lineno)

@@ -48,7 +48,7 @@ VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev
 # release, as the `-cu129` image tags are. Any other local version (`0.10.1+gptoss`, a build of vLLM's
 # gpt-oss branch) is a build of someone's own: read as a pin, so that a note says it names no release
 # the rules hold.
-_CUDA_LOCAL = re.compile(r"cu[0-9]+|cpu")
+_VLLM_BUILD_LOCAL = re.compile(r"cu[0-9]+|cpu")
 _LOCAL = r"(?:\+[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*)?"
 PIN_VERSION = re.compile(r"(?i:[0-9]+(?:\.[0-9]+)+(?:[-_.]?(?:rc|c|pre|preview|post|rev|r|dev)[-_.]?[0-9]*|-[0-9]+)*)")
 # A pin of vLLM in a command or a package list's entry (`pip install vllm==0.5.3.post1`,
@@ -68,7 +68,7 @@ def pinned(text: str) -> str:
     (`0.26.0+cu129`, `0.17.1+cpu`) is that release. Any other text (another local version,
     `0.10.1+gptoss`) is returned as written."""
     version, plus, local = text.partition("+")
-    if plus and not _CUDA_LOCAL.fullmatch(local):
+    if plus and not _VLLM_BUILD_LOCAL.fullmatch(local):
         return text
     text = version
     if not PIN_VERSION.fullmatch(text):
@@ -148,17 +148,20 @@ _NGC_TAG = re.compile(r"([0-9]{2}\.[0-9]{2})-py3(?:-.+)?")
 
 class _Family(NamedTuple):
     """Images built on one vLLM release that their tag names: their repositories, the tag's form (the
-    release its first group) and the build, as the origin names it (``{release}``: the release)."""
+    release its first group) and the build, as the origin names it (``{release}``: the release); and
+    the deployers.yaml entry whose ``aliases`` give, for a tag that names no release, the tag of the
+    same image that does (None: no such tags)."""
 
     repositories: tuple[str, ...]
     tag: re.Pattern[str]
     build: str
+    aliases: str | None = None
 
 
 _FAMILIES = (_Family((_NEURON_IMAGE,), _NEURON_TAG, "AWS's Neuron build of vLLM {release}"),
              _Family((_OPENEULER_CPU_IMAGE,), _OPENEULER_TAG, "openEuler's CPU build of vLLM {release}"),
              _Family(_AIBRIX_IMAGES, _AIBRIX_TAG, "AIBrix's build on vllm/vllm-openai:v{release}"),
-             _Family((_INTEL_XPU_IMAGE,), _INTEL_XPU_TAG, "Intel's XPU build of vLLM {release}"))
+             _Family((_INTEL_XPU_IMAGE,), _INTEL_XPU_TAG, "Intel's XPU build of vLLM {release}", "llm-scaler-vllm"))
 
 
 class ReleaseHint(NamedTuple):
@@ -207,11 +210,11 @@ def from_image(image: str) -> ReleaseHint:
     if tag is None:
         return ReleaseHint(None, f"image {shown} (latest, no tag): no release in the tag")
     if family is not None:
-        alias = deployer("llm-scaler-vllm")["aliases"].get(tag) if family.repositories == (_INTEL_XPU_IMAGE,) else None
+        alias = deployer(family.aliases)["aliases"].get(tag) if family.aliases else None
         match = family.tag.fullmatch(alias or tag)
         if match is None:
             return ReleaseHint(None, f"image tag {shown}: no release in the tag")
-        same = f"the same image as {_INTEL_XPU_IMAGE}:{alias}: " if alias else ""
+        same = f"the same image as {family.repositories[0]}:{alias}: " if alias else ""
         return ReleaseHint(match.group(1), f"image tag {shown} ({same}{family.build.format(release=match.group(1))})")
     if ascend:
         match = _ASCEND_TAG_VERSION.fullmatch(tag)
