@@ -75,7 +75,9 @@ class Lines:
 
 def _string_at(lines: Lines, path: tuple[Any, ...]) -> str:
     try:
-        value: Any = lines._value if lines._value is not None else yamlsafe.load(lines._text)[0]
+        if lines._value is None:  # (parsed once, and kept: a file's inner() calls would each parse it again)
+            lines._value = yamlsafe.load(lines._text)[0]
+        value: Any = lines._value
         for part in path:
             value = value[part]
     except (yamlsafe.YamlProblem, KeyError, IndexError, TypeError):
