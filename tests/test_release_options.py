@@ -216,3 +216,29 @@ def test_lora_modules_takes_every_adapter_after_it(tmp_path, tag):
     (entry,) = audit([str(manifest)]).entries
     assert (entry.decision["outcome"], entry.decision["errors"]) == ("enabled", [])
     assert [n.code for n in entry.deployment.notes] == (["source.release_unknown"] if tag == "latest" else [])
+
+
+DEVICE = ("the call raises a TypeError, and the launch does not start",
+          "a field of vLLM 0.9.1 to 0.9.2 (of the bundled releases)")
+
+
+@pytest.mark.parametrize("release, notes", [
+    # 0.10.0's parser has no spelling of False (`--enable-...` came in 0.33.0), but its EngineArgs has the
+    # field: the call passes it as a keyword, and no note. `device` is a field of 0.9.1 and 0.9.2 only.
+    ("0.10.0", [(f"vLLM 0.10.0's engine arguments have no field `device` (line 3): {DEVICE[0]}", DEVICE[1])]),
+    ("0.9.1", []),
+    ("0.33.0", [(f"vLLM 0.33.0's engine arguments have no field `device` (line 3): {DEVICE[0]}", DEVICE[1])]),
+    # Older than the rules: the HMA's field is none of that release's (the same note as the flag's).
+    ("0.8.5", [("vLLM 0.8.5's engine arguments have no field `disable_hybrid_kv_cache_manager` (line 2): it came "
+                "with the hybrid KV cache manager in 0.9.1, and the call raises a TypeError, so the launch does not "
+                "start", "drop the argument, or run vLLM 0.9.1 or later")]),
+])
+def test_a_python_calls_keywords_are_checked_as_the_releases_engine_fields_not_as_option_spellings(
+        tmp_path, monkeypatch, release, notes):
+    write(tmp_path / "requirements.txt", f"vllm=={release}\n")
+    write(tmp_path / "run.py", "from vllm import LLM\nllm = LLM('m', disable_hybrid_kv_cache_manager=False,\n"
+          f"          device='cuda', kv_transfer_config={NIXL})\n")
+    monkeypatch.chdir(tmp_path)
+    deployment, found = option_notes(audit(["run.py"]))
+    assert [(n["message"], n.get("hint")) for n in found] == notes
+    assert deployment["decision"]["vllm"]["release"] == release

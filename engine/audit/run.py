@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from ..core.decision import Decision
 from ..core.errors import HMAPolicyError, InputError, Problem
-from ..core.optionlist import refusal, refused_everywhere
+from ..core.optionlist import field_refusal, refusal, refused_everywhere
 from ..core.options import FLAG_OPTIONS
 from ..core.policies import Hint, PolicySet
 from ..core.policy import Policy
@@ -39,6 +39,9 @@ from .sources import DEFAULT_SOURCE_LIMITS, EMPTY, Deployment, SourceLimits, for
 from .walk import LINK, inside, roots, walk
 
 __all__ = ["audit", "AuditReport", "AuditError", "Entry", "FileResult", "FAIL_ON", "progress_bar"]
+
+# The engine fields of the hybrid KV cache manager's flags.
+_FLAG_FIELDS = frozenset(field for field, _ in FLAG_OPTIONS.values())
 
 # Files a process examines a stage at a time, and at most what one chunk of
 # a parallel audit holds: enough that a stage's code stays hot and a chunk's
@@ -346,6 +349,13 @@ def _options_noted(policy: PolicySet, deployment: Deployment, decision: Decision
         return deployment
     notes = []
     for option, origin in dict.fromkeys(deployment.options):
+        if option.endswith("="):  # a Python call's keyword (sources/pyengine.py): an engine field of the release
+            refused = field_refusal(decision.vllm.release, option[:-1]) if named else None
+            if refused is not None:
+                notes.append(Problem("source.option_not_in_release", f"{refused.message} ({origin}): the call raises "
+                                     "a TypeError, and the launch does not start", hint=refused.hint,
+                                     file=deployment.file, line=deployment.line))
+            continue
         refused = refusal(decision.vllm.release, option) if named else refused_everywhere(option)
         if refused is not None:
             # (a plugin may add options to vLLM's parser: Arctic Inference's, through vllm.general_plugins)
@@ -373,6 +383,12 @@ def _older_options_noted(policy: PolicySet, deployment: Deployment, decision: De
                                  f"unrecognized argument `{option}` ({where}): it came with the hybrid KV cache "
                                  f"manager in {first}, and the launch does not start",
                                  hint="drop the option, or run vLLM " + first + " or later",
+                                 file=deployment.file, line=deployment.line))
+        elif option.endswith("=") and option[:-1] in _FLAG_FIELDS:  # a Python call's keyword (sources/pyengine.py)
+            notes.append(Problem("source.option_not_in_release", f"vLLM {decision.vllm.release}'s engine arguments "
+                                 f"have no field `{option[:-1]}` ({where}): it came with the hybrid KV cache manager "
+                                 f"in {first}, and the call raises a TypeError, so the launch does not start",
+                                 hint="drop the argument, or run vLLM " + first + " or later",
                                  file=deployment.file, line=deployment.line))
     return deployment.replace(notes=deployment.notes + tuple(notes)) if notes else deployment
 

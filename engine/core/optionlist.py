@@ -25,7 +25,8 @@ from . import releases
 from .errors import InputError, Problem, suggest
 
 __all__ = ["Option", "ReleaseOptions", "DEFAULT_RELEASE", "known_options", "known_releases", "list_options",
-           "expanded", "option_strings", "Refusal", "refusal", "refused_everywhere", "refused_options", "rejection"]
+           "expanded", "option_strings", "Refusal", "refusal", "field_refusal", "refused_everywhere", "refused_options",
+           "rejection"]
 
 # The release whose list is read until a deployment's release chooses one.
 DEFAULT_RELEASE = "0.33.0"
@@ -159,6 +160,23 @@ def refusal(release: str, option: str) -> Refusal | None:
     refused = rejection(release, option, matches, accepted)
     others = [version for version in known_releases() if not matches and option in option_strings(version)]
     return refused._replace(hint=f"an option of vLLM {_span(others)} (of the bundled releases)") if others else refused
+
+
+def field_refusal(release: str, field: str) -> Refusal | None:
+    """Why vLLM ``release``'s engine refuses the keyword ``field`` of a
+    Python call (``LLM(..., field=...)``, ``EngineArgs(...)``): its
+    EngineArgs has no such field, and the call raises a TypeError. The
+    fields a call's keywords are checked for (those the decision reads, and
+    ``device``) are fields of a release where its command line has an option
+    of that dest, however it spells it (read in the 0.10.0 and 0.33.0
+    wheels: ``device`` is neither, ``disable_hybrid_kv_cache_manager`` both,
+    whose False the 0.10.0 parser has no spelling for). None when it has the
+    field, or when no option list of ``release`` is bundled."""
+    if release not in known_releases() or known_options(release).dest(field) is not None:
+        return None
+    others = [version for version in known_releases() if known_options(version).dest(field) is not None]
+    return Refusal("source.unknown_option", f"vLLM {release}'s engine arguments have no field `{field}`",
+                   f"a field of vLLM {_span(others)} (of the bundled releases)" if others else None)
 
 
 def refused_everywhere(option: str) -> Refusal | None:

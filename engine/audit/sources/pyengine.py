@@ -114,6 +114,8 @@ class EngineCalls(CommandLists):
         self._changed_after(call, scope, keywords, opened)
         model = keywords.get("model") or ((first, scope, first.lineno) if first is not None else None)
 
+        spelled: set[tuple[str, str]] = set()  # the options written for keywords, and where
+
         def read() -> list[Arg]:
             words = [Arg("vllm", here), Arg("serve", here)]
             if model is not None:
@@ -134,6 +136,7 @@ class EngineCalls(CommandLists):
                     continue  # (None: vLLM's default; a flag's other values: _flag_problems)
                 words += [Arg(_FLAGS[name][value], origin)] if name in _FLAGS else \
                     [Arg(_OPTIONS[name], origin), Arg(as_word(value), origin)]
+            spelled.update((word.text, word.origin) for word in words if word.text in _KEYWORD)
             return words + opened
 
         # A choice the script makes (`a if c else b`) is read once per branch, as a command list's is.
@@ -142,7 +145,7 @@ class EngineCalls(CommandLists):
         inv = Invocation(words, line, env, f":{line}", require_model=len(words) > 2, problems=problems, release=release,
                          paths=tuple((which, argv, env) for which, argv in paths))
         apply_facts([inv], self.ctx)
-        return _as_keywords(deployment(inv, self.ctx, "python"))
+        return _as_keywords(deployment(inv, self.ctx, "python"), spelled)
 
     def _parsed_words(self, args: ast.expr, scope: Any, line: int) -> list[Arg] | Unknown:
         """The words ``args`` was parsed from, where it is the result of an
@@ -254,10 +257,13 @@ class EngineCalls(CommandLists):
         return out, written.unpacked, changed
 
 
-def _as_keywords(found: Deployment) -> Deployment:
+def _as_keywords(found: Deployment, spelled: set[tuple[str, str]]) -> Deployment:
     """A launch read as a command line, its messages and origins naming each
     value by the keyword the script writes (``kv_transfer_config=``), not by
-    vLLM's option."""
+    vLLM's option; and each option written for a keyword (``spelled``: the
+    option, where) left for the audit to check as the keyword
+    (``disable_hybrid_kv_cache_manager=``): a release takes an engine field
+    however its command line spells the option, or whether it has one."""
     def named(text: str) -> str:
         # (the launch is a call: what it takes besides are its arguments, not a command's words)
         text = text.replace("the command also takes", "the call also takes", 1) \
@@ -269,4 +275,6 @@ def _as_keywords(found: Deployment) -> Deployment:
 
     return found.replace(problems=tuple(replace(p, message=named(p.message)) for p in found.problems),
                          notes=tuple(replace(n, message=named(n.message)) for n in found.notes),
-                         origins=tuple((field, origin(text)) for field, text in found.origins))
+                         origins=tuple((field, origin(text)) for field, text in found.origins),
+                         options=tuple((_KEYWORD[option] + "=" if (option, where) in spelled else option, where)
+                                       for option, where in found.options))
