@@ -222,7 +222,7 @@ for config in configs:
     assert json.loads(second.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
     # An f-string is a string whatever its fields are: the field not known is named.
     assert third.problems[0].message == ("`kv_transfer_config` takes its value at `/kv_connector` from "
-                                         "`args.name` (which is computed when the script runs)")
+                                         "`{args.name}` (which is computed when the script runs)")
     assert loop.problems[0].message == "`kv_transfer_config` takes its value from `config` (which is a loop variable)"
     assert first_again.document is None and third.document is None
 
@@ -420,12 +420,12 @@ def serve(port):
     assert (first.id, first.format, first.name) == ("run.py:5", "python", "Qwen/Qwen3-8B")
     assert first.document["kv_transfer_config"] == '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
     assert [(n.code, n.message) for n in first.notes] == [
-        ("source.unresolved_unused", "`--port` takes its value from `port` (which is a parameter of `serve`); the "
+        ("source.unresolved_unused", "`--port` takes its value from `{port}` (which is a parameter of `serve`); the "
                                      "decision does not read it")]
     assert decided(first) == ("disabled", False)
     assert (second.line, decided(second)) == (7, ("enabled", True))
     assert [(p.code, p.path, p.message) for p in third.problems] == [
-        ("source.unresolved", "/kv_transfer_config", "`--kv-transfer-config` takes its value from `serve.kv` (which is "
+        ("source.unresolved", "/kv_transfer_config", "`--kv-transfer-config` takes its value from `{serve.kv}` (which is "
                                                      "computed when the script runs)")]
 
 
@@ -499,9 +499,9 @@ def main(ports):
     prefill, decode = found.deployments
     assert (prefill.line, decided(prefill), prefill.problems) == (9, ("enabled", True), ())
     assert [n.message for n in prefill.notes] == [
-        "`--kv-transfer-config` takes its value at `/engine_id` from `i` (which is set 2 times in this file); the "
+        "`--kv-transfer-config` takes its value at `/engine_id` from `{i}` (which is set 2 times in this file); the "
         "decision does not read that value",
-        "`--port` takes its value from `port` (which is set 2 times in this file); the decision does not read it"]
+        "`--port` takes its value from `{port}` (which is set 2 times in this file); the decision does not read it"]
     assert (decode.line, decided(decode)) == (13, ("disabled", False))
 
 
@@ -553,7 +553,7 @@ def serve(model):
     # shlex keeps the quoted JSON one word, and the unknown model whole, though its reason holds blanks.
     assert (quoted.line, decided(quoted)) == (5, ("disabled", False))
     assert [(n.code, n.message) for n in quoted.notes] == [
-        ("source.unresolved_unused", "the model is `model`, where `model` is a parameter of `serve`; the decision does "
+        ("source.unresolved_unused", "the model is `{model}`, where `{model}` is a parameter of `serve`; the decision does "
                                      "not read the model's name")]
     # str.split() cuts the JSON at its blanks, as vLLM would then be given it.
     assert blanks.line == 6 and [p.code for p in blanks.problems] == ["source.extra_argument"]
@@ -1951,3 +1951,16 @@ def test_an_engine_call_with_chunked_prefill_off_gives_the_flag(tmp_path):
     # vllm_serve.py said `--no-enable-chunked-prefill`, which the file does not hold).
     off = only_deployment(read(tmp_path, text.replace("VALUE", "False")))
     assert dict(off.origins)["enable_chunked_prefill"] == "line 3: enable_chunked_prefill="
+
+
+def test_an_f_strings_field_not_known_is_shown_in_braces_as_the_file_writes_it(tmp_path):
+    # huggingface/trl's notebooks (survey 22b): `org/output_dir-merged` read as a model id of its own.
+    found = read(tmp_path, "import sys\nfrom vllm import LLM\nmodel_id, output_dir = 'q', 't4-GRPO'\n"
+                           "llm = LLM(model=f'org/{output_dir}-merged')\nname = sys.argv[1]\n"
+                           "llm = LLM(model=f'org/{name}-merged')\n")
+    assert [(d.line, [n.message for n in d.notes]) for d in found.deployments] == [
+        (4, ["the model is `org/{output_dir}-merged`, where `{output_dir}` is unpacked from another value; the "
+             "decision does not read the model's name"]),
+        # Found through a name: where it came from, as `$1` in a script.
+        (6, ["the model is `org/sys.argv[1]-merged`, where `sys.argv[1]` is computed when the script runs; the "
+             "decision does not read the model's name"])]

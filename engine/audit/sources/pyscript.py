@@ -19,7 +19,7 @@ from ...core.markers import has_unresolved
 from .launch import read_from_env
 from .pyforms import (added_to_itself, block_ends, bound_names, copy_of, dict_changes, dotted_name, imported_by_call,
                       is_environ, is_vllm_module, list_holder, made_from, returned, string_built, within)
-from .pyvalues import RUNTIME, Unknown, as_json_word, as_str, as_word, source_text
+from .pyvalues import RUNTIME, Unknown, as_field, as_json_word, as_str, as_word, source_text
 
 __all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "MAX_CALLS", "Script", "Binding", "Change"]
 
@@ -550,8 +550,8 @@ class Script:
         """One piece of an f-string: its literal text, or a field as ``str()`` shows it."""
         if isinstance(part, ast.FormattedValue):
             if part.conversion in (-1, ord("s")) and part.format_spec is None:
-                return self.text(part.value, scope, depth)
-            return as_word(Unknown(source_text(part.value), "is formatted when the script runs"))
+                return as_field(self.text(part.value, scope, depth), part.value)
+            return as_field(as_word(Unknown(source_text(part.value), "is formatted when the script runs")), part.value)
         return self.text(part, scope, depth)
 
     def _builtin(self, callee: tuple[str, ...], name: str) -> bool:

@@ -17,8 +17,8 @@ from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import UNRESOLVED, unresolved
 from ...core.options import Arg
 
-__all__ = ["Unknown", "RUNTIME", "source_text", "as_word", "as_json_word", "as_str", "split_words", "command_text",
-           "held_markers", "restored", "restored_words", "restored_env"]
+__all__ = ["Unknown", "RUNTIME", "source_text", "as_word", "as_json_word", "as_str", "as_field", "split_words",
+           "command_text", "held_markers", "restored", "restored_words", "restored_env"]
 
 # A marker held aside while a string is split into words (see split_words).
 _HELD = re.compile("\x00([0-9]+)\x00")
@@ -68,6 +68,18 @@ def as_str(value: Any, node: ast.expr) -> str:
     if _holds_unknown(value):
         return as_word(Unknown(source_text(node), RUNTIME))
     return str(value)
+
+
+def as_field(text: str, field: ast.expr) -> str:
+    """The text of an f-string's ``field`` in the string: where it is a value
+    not known shown as the field writes it, in braces, as the file writes it
+    (``f"org/{name}-merged"`` shows ``org/{name}-merged``, as a shell
+    script's ``org/${NAME}-merged``); one found through a name shows where
+    it came from (``sys.argv[1]``), as ``$1`` does in a script."""
+    whole = UNRESOLVED.fullmatch(text)
+    if whole is None or whole.group(1) != source_text(field):
+        return text
+    return unresolved("{" + whole.group(1) + "}", whole.group(2))
 
 
 def _holds_unknown(value: Any) -> bool:
