@@ -276,5 +276,5 @@ def from_source(ref: str | None, line: int) -> ReleaseHint:
     branch or a commit; None: the default branch), cloned at ``line``."""
     if ref is not None and (match := _SOURCE_TAG.fullmatch(ref)):
         return ReleaseHint(pinned(match.group(1)), f"vLLM built from its repository at tag {ref} (line {line})")
-    at = "its default branch" if ref is None else f"`{ref}`, no release tag"
+    at = "its default branch" if ref is None else f"`{show(ref)}`, no release tag"
     return ReleaseHint(None, f"vLLM is built from its repository at {at} (line {line})")

@@ -19,7 +19,7 @@ from .detect import SHELLS
 from .images import VLLM_IMAGE
 
 __all__ = ["NOT_RUNNING", "VENV_ACTIVATE_SETS", "venv_activation", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
-           "docker_run", "srun_image", "batch_image", "applied_file", "git_source", "installs_source"]
+           "docker_run", "srun_image", "batch_image", "applied_file", "git_source", "installs_source", "same_folder"]
 
 # Commands that never run their arguments: `echo vllm serve m` is no launch.
 NOT_RUNNING = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "sed", "awk", "cat", "tee", "test", "[", "[[", ":",
@@ -276,18 +276,25 @@ def git_source(words: list[str]) -> tuple[str, str | None, str] | None:
     return ("clone", ref, folder) if _VLLM_REPOSITORY.fullmatch(operands[0]) else ("other", None, folder)
 
 
-def installs_source(words: list[str], folder: str) -> bool:
-    """Whether a command builds and installs the source tree in the current
-    directory or ``folder``: `python setup.py install` (or `develop`),
-    `pip install [-e] .` (uv's `uv pip install`, `python -m pip`)."""
+def installs_source(words: list[str], folder: str, *, here: bool = True) -> bool:
+    """Whether a command builds and installs the source tree in ``folder``:
+    `python setup.py install` (or `develop`), `pip install [-e] .` (uv's
+    `uv pip install`, `python -m pip`) where the script is in it (``here``:
+    it has not changed into another directory since the clone), or pip
+    given the folder's path."""
     if "setup.py" in words:
-        return any(word in ("install", "develop") for word in words[words.index("setup.py") + 1:])
+        return here and any(word in ("install", "develop") for word in words[words.index("setup.py") + 1:])
     if "install" not in words or not any(word.rsplit("/", 1)[-1] in ("pip", "pip3", "uv") for word in words):
         return False
     # pip reads a word as a path where it holds a `/` or starts with `.` (a bare `vllm` is PyPI's).
-    return any(word.startswith(".") and word.rstrip("/") in (".", "./" + folder) or
-               ("/" in word and word.rstrip("/").rsplit("/", 1)[-1] == folder)
+    return any((here and word.rstrip("/") == ".") or word.rstrip("/") == "./" + folder or
+               ("/" in word and same_folder(word, folder))
                for word in words[words.index("install") + 1:])
+
+
+def same_folder(path: str, folder: str) -> bool:
+    """Whether ``path`` (a `cd`'s, pip's) names the cloned ``folder``, by its last part."""
+    return path.rstrip("/").rsplit("/", 1)[-1] == folder.rstrip("/").rsplit("/", 1)[-1]
 
 
 # kubectl's commands that send a manifest to the API server as it is (`oc` is OpenShift's kubectl).

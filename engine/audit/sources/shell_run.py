@@ -21,10 +21,11 @@ from .launch import SPYRE_ENV, Invocation, config_from_fs, platform_of_runtime
 from .release import ReleaseHint, from_pin, from_source
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, docker_run, git_source, installs_source,
-                             name_operands, nested_script, only_markers, srun_image, ssh_command, venv_activation)
+                             name_operands, nested_script, only_markers, same_folder, srun_image, ssh_command,
+                             venv_activation)
 from .shell_expand import Expander, clobber, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
-from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Place, Script, Scope, Stop, Var, normal_path
+from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Place, Script, Scope, Source, Stop, Var, normal_path
 from .shell_syntax import parse_body
 from .shell_tree import FunctionDef, Lit, Param, ShellSyntaxError, Simple, Word
 from .shell_words import ASSIGNMENT, NAME
@@ -448,18 +449,21 @@ class Interpreter(Flow):
             return
         git = git_source(fields)
         source = self.run.source
+        if fields[:1] == ["cd"] and source is not None:  # into the clone, or out of it (vllm-gaudi's plugin)
+            self.run.source = source._replace(away=not same_folder(fields[1] if len(fields) > 1 else "~", source.folder))
+            return
         if git is not None:
             kind, ref, folder = git
             if kind == "clone":
-                self.run.source = (ref, folder, line)
+                self.run.source = Source(ref, folder, line)
             elif kind == "other":
                 self.run.source = None  # the tree built next is that one
-            elif source is not None:
-                self.run.source = (ref, source[1], source[2])
+            elif source is not None and not source.away:
+                self.run.source = source._replace(ref=ref)
             return
-        if source is not None and installs_source(fields, source[1]):
+        if source is not None and installs_source(fields, source.folder, here=not source.away):
             self.run.sequence += 1
-            self.run.pins.append(Pin(from_source(source[0], source[2]), self.run.sequence, self.container))
+            self.run.pins.append(Pin(from_source(source.ref, source.line), self.run.sequence, self.container))
             return
         if "install" not in fields or not any(f.rsplit("/", 1)[-1] in ("pip", "pip3", "uv") or f == "pip" for f in fields):
             return

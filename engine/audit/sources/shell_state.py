@@ -21,7 +21,7 @@ from .launch import Invocation
 from .release import ReleaseHint
 from .shell_tree import FunctionDef
 
-__all__ = ["Var", "UNSET", "Scope", "Script", "Pin", "Place", "Run", "Stop", "written_at", "normal_path", "MAX_NESTING",
+__all__ = ["Var", "UNSET", "Scope", "Script", "Pin", "Source", "Place", "Run", "Stop", "written_at", "normal_path", "MAX_NESTING",
            "BUDGET_FACTOR"]
 
 # How deep function calls, eval, source and scripts run by scripts may nest.
@@ -143,6 +143,17 @@ class Pin(NamedTuple):
     container: int
 
 
+class Source(NamedTuple):
+    """The source tree of vLLM the script last cloned: the ref it checked
+    out (None: the default branch), its folder, the clone's line, and
+    whether the script has since changed into another directory (where a
+    `git checkout` or `pip install .` is another tree's)."""
+    ref: str | None
+    folder: str
+    line: int
+    away: bool = False
+
+
 @dataclass
 class Place:
     """Where the text being read sits: lines of the audited file (each
@@ -192,9 +203,8 @@ class Run:
     calls: int = 0  # shell functions called (max_calls)
     pins: list[Pin] = field(default_factory=list)   # `pip install vllm==X` pins, in the order met
     containers: int = 0     # container shells met so far (`docker run IMAGE bash -c ...`), each numbered
-    # The source tree of vLLM the script last cloned: (the ref it checked out, its folder, the line);
-    # its build and install is a pin (Interpreter.note_pins).
-    source: tuple[str | None, str, int] | None = None
+    # The source tree of vLLM the script last cloned: its build and install is a pin (Interpreter.note_pins).
+    source: Source | None = None
     limited: set[str] = field(default_factory=set)
     syntax_errors: int = 0
     collect: bool = True    # launches are collected (not while reading a sourced file)
