@@ -823,14 +823,14 @@ subprocess.Popen(("vllm serve m " + ("--kv-transfer-config {}" if off else "")).
     assert [(e.deployment.line, e.decision["outcome"], [n.code for n in e.deployment.notes]) for e in report.entries] == [
         (4, "error", []),  # disabled on one path, enabled on the other: not known
         (6, "error", []),
-        (7, "enabled", ["source.unresolved_unused"]),  # a pipe on one path: the same decision on each
+        (7, "enabled", []),  # a pipe on one path: no words of the command (NVIDIA/NeMo-Skills, survey 22c)
         (8, "error", [])]  # `{}` is no valid KV configuration: vLLM refuses it on one path only
     assert [e.decision["errors"][0]["message"] for e in report.entries[:2]] == [
         "line 4: the command also takes `' --disable-hybrid-kv-cache-manager' if off else ''` (which is chosen when "
         "the script runs), which may hold options",
         "line 6: the command also takes `'--disable-hybrid-kv-cache-manager' if off else ''` (which is chosen when "
         "the script runs), which may hold options"]
-    assert report.entries[2].deployment.notes[0].message.endswith("the decision is the same on each of the 2 paths")
+    assert report.entries[2].deployment.paths == ()  # one reading: the pipe leaves the command as it is
     assert [(which, decided_document(document)) for which, document in report.entries[0].deployment.paths] == [
         ("path 1 of 2, where `off` is true", ("disabled", False)), ("path 2 of 2, where `off` is false", ("enabled", True))]
 
@@ -1964,3 +1964,13 @@ def test_an_f_strings_field_not_known_is_shown_in_braces_as_the_file_writes_it(t
         # Found through a name: where it came from, as `$1` in a script.
         (6, ["the model is `org/sys.argv[1]-merged`, where `sys.argv[1]` is computed when the script runs; the "
              "decision does not read the model's name"])]
+
+
+def test_a_choice_that_only_pipes_or_redirects_a_command_string_adds_no_words(tmp_path):
+    found = read(tmp_path, "import subprocess, sys\nq = len(sys.argv) > 1\n"
+                           "subprocess.run('vllm serve m' + (' > /tmp/log 2>&1' if q else ''), shell=True)\n"
+                           "subprocess.run('vllm serve m' + (' || echo failed' if q else ''), shell=True)\n")
+    assert [(d.line, [n.code for n in d.notes], len(d.paths)) for d in found.deployments] == [
+        (3, [], 0),
+        # `||` runs another command when vLLM fails: read on each path, as any choice is.
+        (4, [], 2)]

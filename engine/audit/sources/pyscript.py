@@ -19,7 +19,7 @@ from ...core.markers import has_unresolved
 from .launch import read_from_env
 from .pyforms import (added_to_itself, block_ends, bound_names, copy_of, dict_changes, dotted_name, imported_by_call,
                       is_environ, is_vllm_module, list_holder, made_from, returned, string_built, within)
-from .pyvalues import RUNTIME, Unknown, as_field, as_json_word, as_str, as_word, source_text
+from .pyvalues import RUNTIME, Unknown, as_field, as_json_word, as_str, as_word, passes_on, source_text
 
 __all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "MAX_CALLS", "Script", "Binding", "Change"]
 
@@ -532,16 +532,16 @@ class Script:
         return out
 
     def _choice(self, node: ast.IfExp, scope: Any, depth: int) -> str:
-        """``a if c else b`` in a string: the branch taken (value()), or, where
-        the script chooses when it runs, a value not known, with the blanks
-        every branch that gives text starts and ends with: the shell then
-        splits it off as words of its own (`"vllm serve m" + (" --opt" if c
-        else "")`), as it will whichever branch the script takes."""
+        """``a if c else b`` in a string: the branch taken (value()), or, chosen when the script runs, a value
+        not known with the blanks each branch giving text starts and ends with, which the shell splits off as
+        words (`"vllm serve m" + (" --opt" if c else "")`); a blank where each pipes or redirects the command
+        (NVIDIA/NeMo-Skills' `(' | grep -v "200 OK"' if quiet else '')`: no words of its own)."""
         shown = as_str(self.value(node, scope, depth), node)
         if not has_unresolved(shown) or self.chosen.get(id(node)) is not None:
             return shown
-        given = [text for text in (self.text(node.body, scope, depth + 1), self.text(node.orelse, scope, depth + 1))
-                 if text]
+        given = [text for text in (self.text(node.body, scope, depth + 1), self.text(node.orelse, scope, depth + 1)) if text]
+        if given and all(passes_on(text) for text in given):
+            return " "
         lead = " " if given and all(text[0].isspace() for text in given) else ""
         trail = " " if given and all(text[-1].isspace() for text in given) else ""
         return lead + shown + trail

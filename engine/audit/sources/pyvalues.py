@@ -17,7 +17,7 @@ from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import UNRESOLVED, unresolved
 from ...core.options import Arg
 
-__all__ = ["Unknown", "RUNTIME", "source_text", "as_word", "as_json_word", "as_str", "as_field", "split_words",
+__all__ = ["Unknown", "RUNTIME", "source_text", "as_word", "as_json_word", "as_str", "as_field", "passes_on", "split_words",
            "command_text", "held_markers", "restored", "restored_words", "restored_env"]
 
 # A marker held aside while a string is split into words (see split_words).
@@ -80,6 +80,17 @@ def as_field(text: str, field: ast.expr) -> str:
     if whole is None or whole.group(1) != source_text(field):
         return text
     return unresolved("{" + whole.group(1) + "}", whole.group(2))
+
+
+# A shell command's text from a pipe (not `||`) or a redirection on: no words of the command before it.
+_PASSED_ON = re.compile(r"\s*(?:\|(?!\|)|[0-9&]?>|<)")
+
+
+def passes_on(text: str) -> bool:
+    """Whether a piece of a shell command line pipes the command into
+    another or redirects it (`` | grep -v "200 OK"``, `` > log 2>&1``): the
+    words it holds are not the command's."""
+    return _PASSED_ON.match(text) is not None
 
 
 def _holds_unknown(value: Any) -> bool:
