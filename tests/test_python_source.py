@@ -1974,3 +1974,52 @@ def test_a_choice_that_only_pipes_or_redirects_a_command_string_adds_no_words(tm
         (3, [], 0),
         # `||` runs another command when vLLM fails: read on each path, as any choice is.
         (4, [], 2)]
+
+
+SERVICE = """import vllm.entrypoints.openai.api_server as vllm_api_server
+from vllm.entrypoints.openai.cli_args import make_arg_parser
+from vllm.utils import FlexibleArgumentParser
+
+
+async def init_engine(self, settings):
+    args = make_arg_parser(FlexibleArgumentParser()).parse_args({parsed})
+    args.model = "Qwen/Qwen3-30B-A3B"
+    args.kv_transfer_config = '{{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}}'
+{more}    return await vllm_api_server.build_async_engine_client(args)
+"""
+
+
+def test_an_engine_built_from_a_namespace_reads_what_the_script_sets_on_it(tmp_path):
+    # BentoML's openllm-models (f0027d6b): 66 services build the OpenAI server's engine from a namespace
+    # they parse empty and then set fields on (`args.model = ...`, then `setattr(args, key, value)` for
+    # each of their settings), as `AsyncEngineArgs.from_cli_args(args)` reads it (survey 22e). Neither the
+    # call nor the fields were read: no launch, and a `from_cli_args(args)` ignored what was set.
+    (tmp_path / "requirements.txt").write_text("vllm==0.10.1\n")
+    found = read(tmp_path, SERVICE.format(parsed="[]", more=""), "service.py")
+    (launch,) = found.deployments
+    assert (launch.line, launch.release.version, launch.document["model"], launch.notes) == (
+        10, "0.10.1", {"name": "Qwen/Qwen3-30B-A3B"}, ())
+    assert json.loads(launch.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
+    # What is set wins over what was parsed: the namespace is changed after parsing.
+    parsed = read(tmp_path, SERVICE.format(parsed='["--kv-transfer-config", \'{"kv_connector": "NixlConnector", '
+                                                  '"kv_role": "kv_both"}\', "--max-model-len", "4096"]', more=""),
+                  "parsed.py").deployments[0]
+    assert json.loads(parsed.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
+    # A field set by a key the file does not write may be any of them, and replaces those set above it.
+    looped = read(tmp_path, SERVICE.format(parsed="[]", more="    for key, value in settings.items():\n"
+                                                            "        setattr(args, key, value)\n"),
+                  "looped.py").deployments[0]
+    assert [(p.code, p.message) for p in looped.problems] == [
+        ("source.unresolved", "`kv_transfer_config` takes its value from `args.kv_transfer_config` (which "
+                              "may be changed at line 11 in a way not read)")]
+    assert [n.message for n in looped.notes][-1] == (
+        "the call also takes `args.*` (which may be set at line 11 in a way not read); only the arguments written "
+        "here are read, and it may hold others")
+    # Set below the call, or on an EngineArgs object the call made: as before, below it counts there only.
+    after = read(tmp_path, "from vllm import EngineArgs, LLM\nfrom dataclasses import asdict\n"
+                           "def run(settings):\n    args = EngineArgs(model='m')\n"
+                           "    for key, value in settings.items():\n        setattr(args, key, value)\n"
+                           "    return LLM(**asdict(args))\n", "after.py").deployments[0]
+    assert [n.message for n in after.notes] == [
+        "the call also takes `args.*` (which may be set at line 6 in a way not read); only the arguments written "
+        "here are read, and it may hold others"]

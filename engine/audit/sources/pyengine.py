@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from ...core.errors import Problem
 from ...core.markers import references, unresolved
@@ -101,6 +101,12 @@ class EngineCalls(CommandLists):
                                              "not read"), here, many=True))
         parsed = (self._parsed_words(call.args[0], scope, line) if call.args else _COMMAND_LINE) \
             if what.endswith(".from_cli_args") else None
+        # What the script sets on the parsed namespace before the call, which wins over what was parsed.
+        namespace, changed = self._namespace_set(call.args[0], scope, line) if parsed is not None and call.args \
+            else ({}, [])
+        for at in changed:  # (`setattr(args, key, value)` in a loop: any fields, set or replaced)
+            opened.append(Arg(unresolved(f"{source_text(call.args[0])}.*", f"may be set at line {at} in a way not "
+                                         "read"), f"line {at}", many=True))
         if isinstance(parsed, list):  # `parser.parse_args([...])`: the words the script gives it
             opened += parsed
         elif parsed is not None:
@@ -116,18 +122,11 @@ class EngineCalls(CommandLists):
 
         spelled: set[tuple[str, str]] = set()  # the options written for keywords, and where
 
-        def read() -> list[Arg]:
-            words = [Arg("vllm", here), Arg("serve", here)]
-            if model is not None:
-                words.append(Arg(as_word(self._read(model)), f"line {model[2]}: model"))
-            elif isinstance(parsed, Unknown):  # the model is in the namespace too
-                written = f"{source_text(call.args[0])}.model" if call.args else "model"
-                words.append(Arg(unresolved(written, "is given on the script's command line" if parsed is _COMMAND_LINE
-                                            else f"comes from `{parsed.shown}`, which {parsed.why}"), here))
-            for name, given in keywords.items():
-                if name not in ENGINE_FIELDS and name not in _SWITCHED and name != _DEVICE:
-                    continue  # (a keyword the decision does not read: not read, so it makes no choice)
-                value, origin = self._read(given), f"line {given[2]}"
+        def spell(given: dict[str, tuple[ast.expr | Unknown, Any, int]]) -> list[Arg]:
+            """The options of the fields the decision reads, as vLLM's command line spells them."""
+            words = []
+            for name, (value, origin) in ((n, (self._read(g), f"line {g[2]}")) for n, g in given.items()
+                                          if n in ENGINE_FIELDS or n in _SWITCHED or n == _DEVICE):
                 if name in _SWITCHED and value is False:  # `enable_chunked_prefill=False`
                     words.append(Arg(_SWITCHED[name], origin))
                 if name == _DEVICE and isinstance(value, str):  # (the platform it picks: launch.platform_of_device)
@@ -137,7 +136,21 @@ class EngineCalls(CommandLists):
                 words += [Arg(_FLAGS[name][value], origin)] if name in _FLAGS else \
                     [Arg(_OPTIONS[name], origin), Arg(as_word(value), origin)]
             spelled.update((word.text, word.origin) for word in words if word.text in _KEYWORD)
-            return words + opened
+            return words
+
+        def read() -> list[Arg]:
+            words = [Arg("vllm", here), Arg("serve", here)]
+            if model is not None:
+                words.append(Arg(as_word(self._read(model)), f"line {model[2]}: model"))
+            elif isinstance(parsed, Unknown) and "model" not in namespace:  # the model is in the namespace too
+                written = f"{source_text(call.args[0])}.model" if call.args else "model"
+                words.append(Arg(unresolved(written, "is given on the script's command line" if parsed is _COMMAND_LINE
+                                            else f"comes from `{parsed.shown}`, which {parsed.why}"), here))
+            # (a keyword the decision does not read is not read, so it makes no choice)
+            after = [Arg("--model", f"line {namespace['model'][2]}"),
+                     Arg(as_word(self._read(namespace["model"])), f"line {namespace['model'][2]}")] \
+                if "model" in namespace else []
+            return words + spell(keywords) + opened + after + spell(namespace)
 
         # A choice the script makes (`a if c else b`) is read once per branch, as a command list's is.
         words, paths = self.readings(read)
@@ -182,7 +195,10 @@ class EngineCalls(CommandLists):
         if name is None or "." in name:
             return
         for attr, value, line, straight in self.attributes_set.get((id(scope), name), ()):
-            if line > call.lineno and attr in ENGINE_FIELDS:
+            if line > call.lineno and attr is None:  # (`setattr(args, key, value)`: any field)
+                opened.append(Arg(unresolved(f"{name}.*", f"may be set at line {line} in a way not read"),
+                                  f"line {line}", many=True))
+            elif line > call.lineno and attr in ENGINE_FIELDS and value is not None:
                 keywords[attr] = (value, scope, line) if straight else \
                     (Unknown(f"{name}.{attr}", f"is set at line {line} on some runs only"), scope, line)
         for binding in self.scopes.get(scope, {}).get(name, ()):
@@ -191,6 +207,37 @@ class EngineCalls(CommandLists):
                     and any(isinstance(a, ast.Name) and a.id == name for a in [*again.args, *(k.value for k in again.keywords)]):
                 opened.append(Arg(unresolved(source_text(again), f"may change `{name}` at line {binding.line}"),
                                   f"line {binding.line}", many=True))
+
+    def _namespace_set(self, args: ast.expr, scope: Any, line: int) \
+            -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[int]]:
+        """The fields the script sets on the namespace ``args`` (a name bound
+        to ``parser.parse_args(...)``) between that binding and the call at
+        ``line``, in its scope (BentoML's OpenLLM services: ``args =
+        make_arg_parser(...).parse_args([])``, then ``args.model = ...``):
+        each the value it is set to, or, set on some runs of the script
+        only, a value not known; and the lines that may set any field
+        (``setattr(args, key, value)`` of a key not written,
+        ``args.__dict__.update(...)``, ``vars(args).update(...)``), which
+        may replace those set before them (values not known), as a dict's
+        unpacking may (see _unpacked)."""
+        found = self.bound(args, scope) if isinstance(args, ast.Name) else None
+        if found is None or not (isinstance(found[0], ast.Call) and isinstance(found[0].func, ast.Attribute)
+                                 and found[0].func.attr == "parse_args"):
+            return {}, []
+        parsed, where = found
+        shown = source_text(args)
+        out: dict[str, tuple[ast.expr | Unknown, Any, int]] = {}
+        changed: list[int] = []
+        for attr, value, at, straight in self.attributes_set.get((id(where), cast(ast.Name, args).id), ()):
+            if at <= parsed.lineno or (where is scope and at >= line):
+                continue  # (above the namespace, or below the call)
+            if attr is None or value is None:
+                changed.append(at)
+                out = {k: (Unknown(f"{shown}.{k}", f"may be changed at line {at} in a way not read"), where, at) for k in out}
+            else:
+                out[attr] = (value if straight else Unknown(f"{shown}.{attr}", "is set on some runs of the script (in "
+                                                            "an `if`, a loop or a `try`)"), where, at)
+        return out, changed
 
     def _flag_problems(self, keywords: dict[str, tuple[ast.expr | Unknown, Any, int]]) -> list[Problem]:
         """A problem for each boolean field given a value that is neither True,

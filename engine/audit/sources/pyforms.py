@@ -16,7 +16,7 @@ from typing import NamedTuple, cast
 
 __all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "DictWritten", "dict_written", "dict_changes",
            "bound_names", "within", "imported_from", "block_ends", "is_vllm_module", "is_environ", "splitting",
-           "imported_by_call", "returned", "string_built", "ipython_shell", "ipython_install"]
+           "imported_by_call", "vllm_imports", "attribute_changes", "CLI_ENGINES", "returned", "string_built", "ipython_shell", "ipython_install"]
 
 # The methods that change a dict: `update` with its keys written out is followed, the others are not.
 _DICT_CHANGES = frozenset({"update", "pop", "popitem", "setdefault", "clear"})
@@ -216,6 +216,54 @@ def imported_by_call(node: ast.Assign, classes: frozenset[str]) -> tuple[str, st
     module, name = (a.value if isinstance(a, ast.Constant) else None for a in call.args[:2])
     return (target.id, name) if isinstance(module, str) and is_vllm_module(module) and name in classes \
         else None
+
+
+# vLLM's functions that build an engine from a parsed command line, as `AsyncEngineArgs.from_cli_args(args)`
+# does (the OpenAI server's `build_async_engine_client(args)`, which BentoML's OpenLLM model services call).
+CLI_ENGINES = {"build_async_engine_client": "AsyncEngineArgs.from_cli_args"}
+
+
+def vllm_imports(tree: ast.AST, classes: frozenset[str]) -> tuple[dict[str, str], set[str]]:
+    """What ``tree`` imports of vLLM: each local name of one of its
+    ``classes`` or :data:`CLI_ENGINES` (by what it is: ``LLM``,
+    ``AsyncEngineArgs.from_cli_args``), and the local names of the vllm
+    package or a module in it."""
+    imported: dict[str, str] = {}
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and is_vllm_module(node.module or ""):
+            for alias in node.names:
+                if alias.name in classes or alias.name in CLI_ENGINES:
+                    imported[alias.asname or alias.name] = CLI_ENGINES.get(alias.name, alias.name)
+        elif isinstance(node, ast.Import):
+            modules.update(alias.asname or alias.name.split(".")[0] for alias in node.names if is_vllm_module(alias.name))
+        elif isinstance(node, ast.Assign) and (named := imported_by_call(node, classes)) is not None:
+            imported[named[0]] = named[1]
+    return imported, modules
+
+
+def attribute_changes(node: ast.stmt) -> list[tuple[str, str | None, ast.expr | None]]:
+    """What the statement ``node`` sets on an object a name holds: (name,
+    attr, value) for ``name.attr = value`` and ``setattr(name, "attr",
+    value)``; (name, None, None) for any attribute at all:
+    ``setattr(name, key, value)`` of a name not written,
+    ``name.__dict__.update(...)``, ``vars(name).update(...)``."""
+    if isinstance(node, ast.Assign):
+        return [(t.value.id, t.attr, node.value) for t in node.targets
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)]
+    call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
+    if call is None:
+        return []
+    if dotted_name(call.func) == ("setattr",) and len(call.args) == 3 and isinstance(call.args[0], ast.Name):
+        attr = _key(call.args[1])
+        return [(call.args[0].id, attr, call.args[2] if attr is not None else None)]
+    holder = call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr == "update" else None
+    if isinstance(holder, ast.Attribute) and holder.attr == "__dict__" and isinstance(holder.value, ast.Name):
+        return [(holder.value.id, None, None)]
+    if isinstance(holder, ast.Call) and dotted_name(holder.func) == ("vars",) and len(holder.args) == 1 \
+            and isinstance(holder.args[0], ast.Name):
+        return [(holder.args[0].id, None, None)]
+    return []
 
 
 def returned(function: ast.AST) -> ast.expr | None:

@@ -17,8 +17,8 @@ from typing import Any, NamedTuple, cast
 from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved
 from .launch import read_from_env
-from .pyforms import (added_to_itself, block_ends, bound_names, copy_of, dict_changes, dotted_name, imported_by_call,
-                      is_environ, is_vllm_module, list_holder, made_from, returned, string_built, within)
+from .pyforms import (CLI_ENGINES, added_to_itself, attribute_changes, block_ends, bound_names, copy_of, dict_changes,
+                      dotted_name, is_environ, list_holder, made_from, returned, string_built, vllm_imports, within)
 from .pyvalues import RUNTIME, Unknown, as_field, as_json_word, as_str, as_word, passes_on, source_text
 
 __all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "MAX_CALLS", "Script", "Binding", "Change"]
@@ -81,15 +81,15 @@ class Script:
 
     def __init__(self, tree: ast.Module):
         self.tree = tree
-        self.imported: dict[str, str] = {}  # a local name -> the vLLM class it is
-        self.modules: set[str] = set()  # local names of the vllm package or a module in it
+        # A local name -> the vLLM class (or engine builder) it is; the local names of the vllm package or its modules.
+        self.imported, self.modules = vllm_imports(tree, ENGINES | CONFIGS)
         self.scopes: dict[Any, dict[str, list[Binding]]] = {}
         self.parent: dict[Any, Any] = {}  # a node -> its enclosing scope
         self.calls: list[tuple[ast.Call, Any]] = []  # every call, with its scope
         self.calls_of: dict[str, list[tuple[ast.Call, Any]]] = {}  # the calls of a name (a function's), with their scopes
         self.env_assigned: list[tuple[str, ast.expr, Any, int]] = []  # os.environ[NAME] = value: NAME, value, scope, line
-        # (scope, name) -> each `name.attr = value` below its binding: attr, value, line, straight.
-        self.attributes_set: dict[tuple[int, str], list[tuple[str, ast.expr, int, bool]]] = {}
+        # (scope, name) -> each attribute set on it (pyforms.attribute_changes): attr, value, line, straight.
+        self.attributes_set: dict[tuple[int, str], list[tuple[str | None, ast.expr | None, int, bool]]] = {}
         # Command lists: each list or tuple display, with its scope and the one name it is
         # assigned to (None: none); and how a name's list grows after it is written.
         self.lists: list[tuple[ast.List | ast.Tuple, Any, str | None]] = []
@@ -117,23 +117,9 @@ class Script:
         self.calling: dict[Any, tuple[ast.Call, Any]] = {}  # a function -> the one call it is read for
         self._ordered: dict[tuple[int, str], tuple[list[int], list[Binding], bool]] = {}  # see _in_order
         self._visits = 0  # the expressions the current read has visited (see value)
-        self._imports()
         self._bind(tree, tree)
 
     # -- what the file holds ---------------------------------------------------------------
-
-    def _imports(self) -> None:
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and is_vllm_module(node.module or ""):
-                for alias in node.names:
-                    if alias.name in ENGINES or alias.name in CONFIGS:
-                        self.imported[alias.asname or alias.name] = alias.name
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    if is_vllm_module(alias.name):
-                        self.modules.add(alias.asname or alias.name.split(".")[0])
-            elif isinstance(node, ast.Assign) and (named := imported_by_call(node, ENGINES | CONFIGS)) is not None:
-                self.imported[named[0]] = named[1]
 
     def _bind(self, node: ast.AST, scope: Any) -> None:
         """Record the bindings and calls under ``node``, in ``scope``, in the
@@ -174,6 +160,8 @@ class Script:
                 continue
             for name, key, value in (dict_changes(node) if isinstance(node, ast.stmt) else ()):
                 self.keyed.setdefault((id(scope), name), []).append((line, key, value, straight))
+            for name, attr, value in (attribute_changes(node) if isinstance(node, ast.stmt) else ()):
+                self.attributes_set.setdefault((id(scope), name), []).append((attr, value, line, straight))
             if isinstance(node, ast.Assign) and (grown := added_to_itself(node)) is not None \
                     and any(isinstance(b.value, (ast.List, ast.Tuple)) for b in names.get(grown.id, ())):
                 # `cmd = cmd + extra`, where `cmd` was a list written out above, grows that list as
@@ -189,9 +177,6 @@ class Script:
                             and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str) \
                             and read_from_env(target.slice.value):
                         self.env_assigned.append((target.slice.value, node.value, scope, line))
-                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-                        self.attributes_set.setdefault((id(scope), target.value.id), []).append(
-                            (target.attr, node.value, line, straight))
                     value = node.value if isinstance(target, ast.Name) else None
                     held = list_holder(target)
                     if held is not None and isinstance(node.value, (ast.List, ast.Tuple, ast.BinOp, ast.Call, ast.Subscript)):
@@ -259,8 +244,8 @@ class Script:
             owner = self.imported[first]
             return owner if not chain else f"{owner}.{chain[0]}" if len(chain) == 1 else None
         if first in self.modules and chain:  # vllm.LLM, vllm.config.KVTransferConfig.from_cli
-            if chain[-1] in known:
-                return chain[-1]
+            if chain[-1] in known or chain[-1] in CLI_ENGINES:
+                return CLI_ENGINES.get(chain[-1], chain[-1])
             if len(chain) > 1 and chain[-2] in known:
                 return f"{chain[-2]}.{chain[-1]}"
         return None
