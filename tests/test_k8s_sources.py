@@ -1133,6 +1133,10 @@ spec:
         - name: old-sim
           image: ghcr.io/llm-d/vllm-sim:0.1.0
           args: [--model, m, --port, "8000"]
+        - name: placeholder-sim
+          # (llm-d/llm-d-inference-sim's deploy/deployments.yaml, rendered by envsubst: survey 22f)
+          image: ${VLLM_SIMULATOR_IMAGE}
+          args: [--model, m, --port, "8000"]
 """)
     found = read_source(path)
     assert found.deployments == ()

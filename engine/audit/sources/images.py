@@ -39,8 +39,9 @@ VLLM_IMAGE = re.compile(r"(^|/)(?:vllm-openai(?:-cpu|-rocm)?|vllm(?:-arm64)?-cpu
 
 
 # llm-d's inference simulator (ghcr.io/llm-d/llm-d-inference-sim, formerly vllm-sim) takes vLLM's
-# options to stand in for it in tests, and runs no vLLM.
-_SIMULATOR = re.compile(r"(?:llm-d-inference-sim|vllm-sim)", re.IGNORECASE)
+# options to stand in for it in tests, and runs no vLLM; also as a placeholder its deploy files give
+# envsubst, `${VLLM_SIMULATOR_IMAGE}` (llm-d/llm-d-inference-sim's deploy/deployments.yaml).
+_SIMULATOR = re.compile(r"(?:llm-d-inference-sim|vllm[-_]sim(?:ulator)?(?![a-z]))", re.IGNORECASE)
 
 
 def _repository(image: str) -> str:
