@@ -1403,3 +1403,33 @@ def test_the_scripts_a_config_map_holds_are_read_within_a_bound_of_its_size(tmp_
     found = read_source(write(tmp_path / "many" / "scripts.yaml", make(1000)))
     assert [p.code for p in found.problems] == ["source.limit"] and 100 < len(found.deployments) < 1000
     assert linear_ratio(make, 1000, tmp_path, name="scripts.yaml") < 3.0
+
+
+def test_a_construct_of_a_containers_script_is_placed_at_the_script_not_at_a_line_of_its_own(tmp_path):
+    # opendatahub-io/odh-model-controller (57b43aa) vllm-multinode-template.yaml: the note named "the loop
+    # at line 131", the container's line, where no loop is (its kustomize copies: "line 10", a patch
+    # entry). A script a container runs is placed at the container; a construct in it is said to be there.
+    write(tmp_path / "pod.yaml", """apiVersion: v1
+kind: Pod
+metadata: {name: w}
+spec:
+  containers:
+  - name: worker
+    image: vllm/vllm-openai:v0.11.0
+    command:
+    - bash
+    - -c
+    - |
+      NODE_RANK=""
+      for i in $(seq 15); do
+        NODE_RANK=$(hostname | cut -d- -f2)
+      done
+      if [ -n "$LEADER" ]; then PORT=1; else PORT=2; fi
+      exec vllm serve m --data-parallel-rank=${NODE_RANK} --port $PORT
+""")
+    (launch,) = read_source(tmp_path / "pod.yaml").deployments
+    assert (launch.line, [n.message for n in launch.notes if n.code == "source.unresolved_unused"]) == (6, [
+        "`--data-parallel-rank` takes its value from `$NODE_RANK` (which is set differently on the paths through "
+        "the loop in the script at line 6); the decision does not read it",
+        "`--port` takes its value from `$PORT` (which is set differently on the paths through `if` in the script "
+        "at line 6); the decision does not read it"])

@@ -406,7 +406,7 @@ def test_no_report_of_the_public_corpus_holds_a_readers_marker(tmp_path):
     shown = {e.deployment.id for e in report.entries} | {p.message for e in report.entries for p in e.deployment.notes}
     assert any("/{{ .Release.Namespace }}/{{ include \"aibrix-model.fullname\" . }}/prefill/prefill" in s for s in shown)
     assert any(s.startswith("the command also takes the option `--disable-$ACCESS_LOG_ARGS`, where "
-                            "`$ACCESS_LOG_ARGS` is set differently on the paths through `if` at line") for s in shown)
+                            "`$ACCESS_LOG_ARGS` is set differently on the paths through `if` in the script at line") for s in shown)
     assert any("takes its value from `{{ .ObjectMeta.Namespace }}`, which this file does not set" in s for s in shown)
     assert ("the model is `$MODEL`, where `$MODEL` may be set by `source $(...)/../../../common/launch_utils.sh` "
             "at line 10, a file the audit does not read; the decision does not read the model's name") in shown

@@ -96,7 +96,7 @@ class Flow:
                 self.run.foreign.add(id(command))
         elif isinstance(command, Arith):
             names = {n for match in ARITH_ASSIGNED.finditer(command.text) for n in match.groups() if n}
-            runtime(self.run, scope, sorted(names), f"is set by `((...))` at line {self.place.line(command.line)}")
+            runtime(self.run, scope, sorted(names), f"is set by `((...))` {self.place.at(command.line)}")
 
     def run_if(self, command: If, scope: Scope) -> None:
         paths: list[Scope] = []
@@ -115,7 +115,7 @@ class Flow:
         if command.otherwise is not None:
             self.run_list(command.otherwise, otherwise)
         paths.append(otherwise)
-        self.merge(scope, paths, f"`if` at line {self.place.line(command.line)}")
+        self.merge(scope, paths, f"`if` {self.place.at(command.line)}")
 
     def run_loop(self, command: Loop, scope: Scope) -> None:
         line = self.place.line(command.line)
@@ -133,14 +133,14 @@ class Flow:
                     self.run_list(command.body, scope)
                     scope.terminated = False
                 return
-            runtime(self.run, scope, [command.name], f"is set by `{command.kind}` at line {line}")
+            runtime(self.run, scope, [command.name], f"is set by `{command.kind}` {self.place.at(command.line)}")
         if command.condition is not None:
             self.run_list(command.condition, scope)  # runs at least once
             scope.terminated = False
         body = Scope(scope)
         self.run_list(command.body, body)
         body.terminated = False
-        self.merge(scope, [body, Scope(scope)], f"the loop at line {line}")
+        self.merge(scope, [body, Scope(scope)], f"the loop {self.place.at(command.line)}")
 
     def run_case(self, command: Case, scope: Scope) -> None:
         line = self.place.line(command.line)
@@ -169,7 +169,7 @@ class Flow:
             catch_all = catch_all or any(p.literal() == "*" and p.unquoted_literal() == "*" for p in patterns)
         if not catch_all:
             paths.append(Scope(scope))
-        self.merge(scope, paths, f"`case` at line {line}")
+        self.merge(scope, paths, f"`case` {self.place.at(command.line)}")
 
     def merge(self, scope: Scope, paths: list[Scope], where: str) -> None:
         """After paths of which any may have been taken: what they agree on,

@@ -166,6 +166,11 @@ class Place:
     def line(self, line: int) -> int:
         return self.fixed if self.fixed is not None else line
 
+    def at(self, line: int) -> str:
+        """Where a construct at ``line`` of the text is, as a message says it:
+        a text made at run time has no lines of the file, only its own place."""
+        return f"at line {line}" if self.fixed is None else f"in the script at line {self.fixed}"
+
     def inner(self, line: int) -> "Place":
         """The place of a text made at run time at ``line``."""
         at = self.line(line)
