@@ -136,6 +136,15 @@ def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path)
     readme = write(tmp_path / "README.md", "cd BentoVLLM/llama3.1-8b-kv-offloading\n"
                                            "| `sglang:` | `sglang:kv_transfer_latency_ms` | Gauge |\n")  # (a metric)
     assert read_source(router).notes == read_source(readme).notes == ()
+    # llm-d/llm-d-inference-sim (eec055a, survey 22f): prose's "KV-transfer" and the simulator's latency
+    # field `kv_transfer_time` are no option; a key as code writes it (kv_transfer, kvTransfer) is a mention.
+    profile = write(tmp_path / "profile.yaml", "# TTFT and KV-transfer scale with prompt length.\nttft_ms: 120\n"
+                                               "kv_transfer_time_ms: 5\n")
+    assert read_source(profile).notes == ()
+    keyed = write(tmp_path / "keyed.yaml", "engine:\n  kvTransfer:\n    connector: x\n")
+    assert [(n.line, n.message) for n in read_source(keyed).notes] == [
+        (2, "mentions `kvTransfer` at line 2, no vLLM launch recognised: not a deployment document, vLLM config or "
+            "Kubernetes manifest")]
     # bentoml/BentoVLLM's LMCache service reads its KV config from BentoML's build args in pyproject.toml
     # (`[tool.bentoml.build.args.kv_transfer_config]`), which it hands vLLM: the file was skipped silently.
     settings = write(tmp_path / "pyproject.toml", '[tool.bentoml.build.args.kv_transfer_config]\n'

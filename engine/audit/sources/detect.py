@@ -138,9 +138,11 @@ MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jin
 # named `llama3.1-8b-kv-offloading` (bentoml/BentoVLLM) is an option: only the offloading
 # options themselves, --kv-offloading-size and --kv-offloading-backend, are. The HMA switch
 # itself, --[no-]disable-hybrid-kv-cache-manager, is one too (vllm-project/recipes' Kimi-K3.yaml
-# gives it in a launcher's own `vllm_args`, which no reader reads).
-_KV_OPTIONS = (r"(?i:kv[-_]?transfer[-_]?config|(?<![./:])kv[-_]?transfer(?![-_]?params)"
-               r"|(?<![./:])kv[-_]?connector(?![-_]?metadata)|kv[-_]?offloading[-_]?(?:size|backend)"
+# gives it in a launcher's own `vllm_args`, which no reader reads). A bare one is a name as code
+# writes it (kv_transfer, kvTransfer), not prose's "KV-transfer", nor a simulator's latency field
+# (`kv_transfer_time`: llm-d/llm-d-inference-sim's latency profiles).
+_KV_OPTIONS = (r"(?i:kv[-_]?transfer[-_]?config)|(?<![./:])(?:kv[-_]?t|kvT)ransfer(?![-_]?(?:params|time|latency))"
+               r"|(?i:(?<![./:])kv[-_]?connector(?![-_]?metadata)|kv[-_]?offloading[-_]?(?:size|backend)"
                r"|disable[-_]?hybrid[-_]?kv[-_]?cache[-_]?manager)")
 
 
