@@ -5,7 +5,8 @@ NVIDIA Dynamo graphs (dynamo.py), production-stack VLLMRuntimes
 (production_stack.py), llm-d ModelServices (modelservice.py), OME runtimes
 (ome.py), KubeAI Models (kubeai.py), llmaz Playgrounds (llmaz.py), KAITO
 Workspaces, InferenceSets and MultiRoleInferences (kaito.py), Kthena
-ModelBoosters (kthena.py), the scripts ConfigMaps hold (configmap_scripts.py),
+ModelBoosters (kthena.py), SageMaker HyperPod InferenceEndpointConfigs
+(hyperpod.py), the scripts ConfigMaps hold (configmap_scripts.py),
 and every
 other object's pod templates (kubernetes.py). A kustomize patch file is read
 with its base (kustomize.py). Objects a controller only merges into
@@ -24,6 +25,7 @@ from .dynamo import GRAPH_KIND, dynamo_graphs
 from .kaito import is_kaito, kaito_objects
 from .inference_service import RUNTIME_KINDS, inference_services, is_inference_service
 from .kserve import CONFIG_KIND, SERVICE_KIND, llm_inference_services
+from .hyperpod import endpoint_configs, is_endpoint_config
 from .kthena import is_model_booster, model_boosters
 from .kubeai import is_model, kubeai_models
 from .kubernetes import kubernetes
@@ -49,6 +51,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
     playgrounds: list[tuple[dict[str, Any], Lines]] = []
     kaito: list[tuple[dict[str, Any], Lines]] = []
     boosters: list[tuple[dict[str, Any], Lines]] = []
+    endpoints: list[tuple[dict[str, Any], Lines]] = []
     model_service_objects: list[tuple[dict[str, Any], Lines]] = []
     configs: list[dict[str, Any]] = []
     config_maps = [obj for _, obj, _ in documents if obj.get("kind") == "ConfigMap"]
@@ -98,6 +101,8 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             kaito.append((obj, lines))
         elif is_model_booster(obj):
             boosters.append((obj, lines))
+        elif is_endpoint_config(obj):
+            endpoints.append((obj, lines))
         elif is_backend_runtime(obj):
             note = runtime_note(ctx, obj, lines.at("kind") or start + 1)
             notes += [note] if note is not None else []
@@ -113,7 +118,8 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
                (models, "kubeai", lambda: kubeai_models(ctx, models)),
                (playgrounds, "llmaz", lambda: llmaz_playgrounds(ctx, playgrounds, [o for _, o, _ in documents], notes)),
                (kaito, "kaito", lambda: kaito_objects(ctx, kaito, [o for _, o, _ in documents])),
-               (boosters, "kthena", lambda: model_boosters(ctx, boosters)))
+               (boosters, "kthena", lambda: model_boosters(ctx, boosters)),
+               (endpoints, "hyperpod", lambda: endpoint_configs(ctx, endpoints)))
     for items, name, read in readers:
         if items:
             found, found_problems = read()
