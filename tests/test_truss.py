@@ -99,3 +99,26 @@ def test_a_cog_predictor_runs_the_vllm_its_cog_yaml_installs(tmp_path):
     # Another file beside it is not the predictor.
     other = write(tmp_path / "train.py", "from vllm import LLM\nllm = LLM(model='m')\n")
     assert outcomes([other])[0][2:] == ("enabled", "0.33.0", None)
+
+
+def test_a_cerebrium_launcher_runs_the_vllm_its_project_installs(tmp_path):
+    # CerebriumAI/examples (fd25fd4d) 6-voice/17.1-orpheus-simple: cerebrium.toml's pre_build_commands run
+    # `pip install vllm==0.7.3`; the engine is built in orpheus_tts/engine_class.py. It was decided as the
+    # default release, `enabled`: 0.7.3 predates the hybrid KV cache manager (survey 22e).
+    write(tmp_path / "cerebrium.toml", '[cerebrium.deployment]\nname = "orpheus"\npre_build_commands = ["apt update", '
+                                       '"git clone https://github.com/canopyai/Orpheus-TTS.git && pip install '
+                                       'vllm==0.7.3 && export VLLM_PREFILL_CHUNK_SIZE=1024"]\n\n'
+                                       '[cerebrium.dependencies.pip]\npydub = "latest"\n')
+    engine = write(tmp_path / "orpheus_tts" / "engine_class.py",
+                   "from vllm import AsyncEngineArgs\nargs = AsyncEngineArgs(model='m')\n")
+    # (the project's folder is audited: the config above the launcher is read only within the audited paths)
+    assert outcomes([tmp_path]) == [("engine_class.py", 2, "disabled", "0.7.3", f"pin vllm==0.7.3 in "
+                                   f"{tmp_path / 'cerebrium.toml'} (the Cerebrium project that builds the launcher's "
+                                   "image)")]
+    # A pip dependency pinned exactly is one too; "latest", a range, or two pins name none.
+    for pip, release in (('"==0.10.1"', "0.10.1"), ('"latest"', "0.33.0"), ('">=0.9.0"', "0.33.0")):
+        write(tmp_path / "cerebrium.toml", f"[cerebrium.dependencies.pip]\nvllm = {pip}\n")
+        assert outcomes([tmp_path])[0][3] == release, pip
+    write(tmp_path / "cerebrium.toml", '[cerebrium.deployment]\nshell_commands = ["pip install vllm==0.9.2"]\n'
+                                       '[cerebrium.dependencies.pip]\nvllm = "==0.10.1"\n')
+    assert outcomes([tmp_path])[0][3] == "0.33.0"

@@ -12,6 +12,10 @@ read in python.py. Then, in order:
 - the Cog model whose ``cog.yaml`` beside it names it as ``predict``: a
   ``vllm==X`` among ``build.python_packages`` or in a ``pip install`` of
   ``build.run`` (replicate/cog-vllm);
+- the Cerebrium project (its ``cerebrium.toml``, the nearest in its
+  directory or above) that builds it: a ``vllm==X`` installed by its
+  ``pre_build_commands`` or ``shell_commands``, or pinned among its pip
+  dependencies (CerebriumAI/examples);
 - the nearest ``requirements.txt``, ``uv.lock`` or ``pyproject.toml`` (its
   PEP 621 dependencies) in its directory or above, within the audited
   paths, where it pins exactly one vLLM (bentoml/BentoVLLM, OpenPipe/ART);
@@ -55,7 +59,8 @@ def launcher_release(ctx: Ctx) -> ReleaseHint | None:
         return None
     truss = _truss_of(ctx, folder)
     return built_with(ctx) or (truss_pin(truss[0], shown=truss[1]) if truss else None) \
-        or _cog_pin(ctx, folder) or _requirements_pin(ctx, folder) or (_base_image(*truss) if truss else None)
+        or _cog_pin(ctx, folder) or _cerebrium_pin(ctx, folder) or _requirements_pin(ctx, folder) \
+        or (_base_image(*truss) if truss else None)
 
 
 def _truss_of(ctx: Ctx, folder: Path) -> tuple[dict[str, Any], str] | None:
@@ -107,6 +112,39 @@ def _cog_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
         return None
     version, written = pins.popitem()
     return ReleaseHint(version, f"pin vllm=={written} in {shown} (the Cog model whose predictor this is)")
+
+
+def _cerebrium_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
+    """The release the Cerebrium project holding the launcher installs: its
+    ``cerebrium.toml`` (the nearest in its directory or above, within the
+    audited paths) builds the image with ``[cerebrium.deployment]``'s
+    ``pre_build_commands``, then ``[cerebrium.dependencies.pip]``, then its
+    ``shell_commands`` (docs.cerebrium.ai, the TOML reference), where they
+    pin exactly one vLLM (``pip install vllm==0.7.3``; a dependency
+    ``vllm = "==0.7.3"``: "latest" and ranges pin none)."""
+    while ctx.may_read(folder):
+        candidate = folder / "cerebrium.toml"
+        if candidate.is_file():
+            try:
+                config = tomllib.loads(companion_text(ctx, candidate) or "").get("cerebrium")
+            except (ValueError, RecursionError):  # (not TOML; nested deeper than the reader recurses)
+                return None
+            deployment = config.get("deployment") if isinstance(config, dict) else None
+            dependencies = config.get("dependencies") if isinstance(config, dict) else None
+            pip = dependencies.get("pip") if isinstance(dependencies, dict) else None
+            commands = [c for key in ("pre_build_commands", "shell_commands")
+                        for c in (deployment.get(key) if isinstance(deployment, dict) else None) or [] if isinstance(c, str)]
+            texts = commands + ([f"vllm{pip['vllm']}"] if isinstance(pip, dict) and isinstance(pip.get("vllm"), str) else [])
+            pins = {pinned(m): m for text in texts for m in PIN.findall(text)}
+            if len(pins) != 1:
+                return None
+            version, written = pins.popitem()
+            return ReleaseHint(version, f"pin vllm=={written} in {companion_name(ctx, candidate)} (the Cerebrium "
+                                        "project that builds the launcher's image)")
+        if folder.parent == folder:
+            return None
+        folder = folder.parent
+    return None
 
 
 def _requirements_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
