@@ -943,6 +943,45 @@ def test_a_components_patches_apply_before_the_overlays_own(tmp_path):
     assert "kv_transfer_config" not in entry.deployment.document  # the strategic merge replaced the args list
 
 
+def test_a_components_patch_file_is_read_where_the_component_is_listed_also_through_another_component(tmp_path):
+    # kubernetes-sigs/wg-serving (05a48e53) serving-catalog/core/deployment/components/lmcache/vllm: the
+    # base Component's patch file (`metadata: {name: "*"}`, targeted at every Deployment) was a launch
+    # of its own, `Deployment *`, beside the note that the Component is none; its local-cpu and
+    # local-disk tiers are Components listing it, and an overlay listing a tier got nothing (survey 22g).
+    write(tmp_path / "base" / "kustomization.yaml", "resources: [deploy.yaml]\n")
+    write(tmp_path / "base" / "deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n"
+          "  template:\n    spec:\n      containers:\n      - name: inference-server\n"
+          "        image: vllm/vllm-openai:v0.30.0\n        args: [--model, m]\n")
+    write(tmp_path / "comp" / "kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+          "patches:\n- path: p.yaml\n  target: {kind: Deployment}\n")
+    write(tmp_path / "comp" / "p.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: \"*\"}\nspec:\n"
+          "  template:\n    spec:\n      containers:\n      - name: inference-server\n"
+          f"        args: [--model, m, --kv-transfer-config, '{LMCACHE}']\n")
+    write(tmp_path / "tier" / "kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+          "components: [../comp]\n")
+    write(tmp_path / "overlay" / "kustomization.yaml", "resources: [../base]\ncomponents: [../tier]\n")
+    report = audit([str(tmp_path)])
+    launches = {Path(e.deployment.file).relative_to(tmp_path).as_posix(): e for e in report.entries}
+    assert sorted(launches) == ["base/deploy.yaml", "overlay/kustomization.yaml"]
+    overlay = launches["overlay/kustomization.yaml"]
+    # The targeted patch takes the object's name, as kustomize gives it: not `*`.
+    assert (overlay.deployment.name, overlay.decision["outcome"], overlay.decision["vllm"]["release"]) == (
+        "web/inference-server", "disabled", "0.30.0")
+    assert [Path(os.path.normpath(f)).relative_to(tmp_path).as_posix() for f in overlay.deployment.chain] == [
+        "overlay/kustomization.yaml", "base/deploy.yaml", "comp/p.yaml"]
+    assert [(Path(n.file).relative_to(tmp_path).as_posix(), n.message) for n in report.notes] == [
+        ("comp/kustomization.yaml", "a kustomize Component: its patches apply where a kustomization lists it in "
+                                    "`components:`, and are read there; it is no launch on its own"),
+        ("comp/p.yaml", f"a patch of the kustomize Component `{tmp_path / 'comp' / 'kustomization.yaml'}`: it applies "
+                        "where a kustomization lists the Component in `components:`, and is read there; it is no "
+                        "launch on its own")]
+    # A Component that lists itself, through another, adds its patches once.
+    write(tmp_path / "comp" / "kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+          "components: [../tier]\npatches:\n- path: p.yaml\n  target: {kind: Deployment}\n")
+    again = [e for e in audit([str(tmp_path)]).entries if "/overlay/" in e.deployment.file]
+    assert [e.decision["outcome"] for e in again] == ["disabled"]
+
+
 def test_an_overlay_of_a_base_by_url_is_an_unresolved_launch_not_silence(tmp_path):
     # accelerated-platforms' llm-d overlays patch the args of a base in llm-d's repository
     # (`resources: - https://github.com/llm-d/llm-d//guides/...`): 39 launches were dropped

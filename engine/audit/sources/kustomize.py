@@ -48,6 +48,8 @@ from .marks import Lines
 __all__ = ["is_kustomization", "is_component", "component_note", "kustomization", "patch_file", "KUSTOMIZATION_NAMES"]
 
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+# Components listed by Components, at most this deep (kustomize itself has no bound).
+_MAX_NESTING = 8
 _NAMES = KUSTOMIZATION_NAMES
 
 
@@ -178,15 +180,34 @@ def _patches(ctx: Ctx, folder: Path, kust: dict[str, Any], problems: list[Proble
     out: list[_Patch] = []
     components = kust["components"] if isinstance(kust.get("components"), list) else []
     for index, entry in enumerate(components):
-        found = _kustomization_in(ctx, folder / str(entry)) if isinstance(entry, str) and ctx.fs else None
-        component = found.documents[0][0] if found is not None and found.documents else None
-        if not isinstance(component, dict) or not is_component(component):
-            continue
-        for patch in _named_patches(ctx, folder / entry, component, [], found.documents[0][1]):  # type: ignore[union-attr]
-            named = os.path.normpath(os.path.join(entry, patch.file)) if patch.file is not None else None
-            written_in = os.path.normpath(os.path.join(entry, Path(found.display).name))  # type: ignore[union-attr]
-            out.append(patch._replace(file=named, entry=None, component=index, written_in=named or written_in))
+        out += [patch._replace(component=index) for patch in _component_patches(ctx, folder, entry, ())]
     return out + _named_patches(ctx, folder, kust, problems, lines)
+
+
+def _component_patches(ctx: Ctx, folder: Path, entry: Any, within: tuple[str, ...]) -> list[_Patch]:
+    """The patches of the Component a ``components:`` entry of the
+    kustomization in ``folder`` names, each named from ``folder``: those of
+    the Components it lists itself, then its own, as kustomize applies them
+    (wg-serving's LMCache tiers are Components of a Component). ``within``:
+    the Components being read (a Component that lists itself, through
+    others, adds nothing again)."""
+    found = _kustomization_in(ctx, folder / entry) if isinstance(entry, str) and ctx.fs else None
+    component = found.documents[0][0] if found is not None and found.documents else None
+    key = os.path.realpath(folder / str(entry))
+    if not isinstance(component, dict) or not is_component(component) or key in within or len(within) >= _MAX_NESTING:
+        return []
+    assert found is not None
+
+    def named(file: str | None) -> str | None:
+        return os.path.normpath(os.path.join(entry, file)) if file is not None else None
+
+    out = [patch._replace(file=named(patch.file), written_in=named(patch.written_in))
+           for inner in (component["components"] if isinstance(component.get("components"), list) else [])
+           for patch in _component_patches(ctx, folder / entry, inner, (*within, key))]
+    written_in = named(Path(found.display).name)
+    for patch in _named_patches(ctx, folder / entry, component, [], found.documents[0][1]):
+        out.append(patch._replace(file=named(patch.file), entry=None, written_in=named(patch.file) or written_in))
+    return out
 
 
 def _targets(patch: _Patch, obj: dict[str, Any]) -> list[Any]:
@@ -228,11 +249,22 @@ def _overlaid(ctx: Ctx, folder: Path, kust: dict[str, Any], patches: list[_Patch
                         if isinstance(op, dict):
                             _apply(obj, op)
                 else:
-                    obj = strategic_merge(obj, part)
+                    obj = strategic_merge(obj, _named_as(part, obj) if patch.target is not None else part)
         if first is not None:
             out.append(_Overlaid(obj, display, anchor or first, tuple(files),
                                  (base.get("kind"), (base.get("metadata") or {}).get("name")), frozenset(applied)))
     return out
+
+
+def _named_as(part: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
+    """A targeted strategic-merge patch as kustomize applies it to ``obj``:
+    with the object's name and namespace (its own, such as wg-serving's
+    `name: "*"`, only say which objects it fits)."""
+    meta = part["metadata"] if isinstance(part.get("metadata"), dict) else {}
+    own = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    named = {**{k: v for k, v in meta.items() if k not in ("name", "namespace")},
+             **{k: own[k] for k in ("name", "namespace") if k in own}}
+    return {**part, "metadata": named}
 
 
 def _kustomization_of(ctx: Ctx) -> tuple[Companion, dict[str, Any]] | None:
@@ -242,9 +274,13 @@ def _kustomization_of(ctx: Ctx) -> tuple[Companion, dict[str, Any]] | None:
     return found, found.documents[0][0]
 
 
-def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> tuple[list[Deployment], list[Problem]] | None:
-    """The launches of a strategic-merge patch file, or None when no
-    kustomization beside it names it as a patch."""
+def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) \
+        -> tuple[list[Deployment], list[Problem], list[Problem]] | None:
+    """The launches of a strategic-merge patch file, its problems and its
+    notes; None when no kustomization beside it names it as a patch. A
+    Component's patch is no launch of its own: it is read where a
+    kustomization lists the Component (a note says so where it gives a
+    container its command or args, as component_note does for the Component)."""
     located = _kustomization_of(ctx)
     if located is None:
         return None
@@ -255,6 +291,12 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
     mine = [patch for patch in patches if patch.file == ctx.name]
     if not mine:
         return None
+    if is_component(kust):  # (wg-serving's LMCache Component patches `Deployment "*"`: no object of its own)
+        gives = any(_commands(patch, part) for patch in mine for part in patch.content)
+        return [], [], [ctx.problem("source.unrecognized", f"a patch of the kustomize Component `{found.display}`: "
+                                    "it applies where a kustomization lists the Component in `components:`, and is "
+                                    "read there; it is no launch on its own", line=documents[0][2].at() or 1)] \
+            if gives else []
     out: list[Deployment] = []
     overlays = _overlaid(ctx, ctx.path.parent, kust, patches)
     generated = _generated(ctx, kust) if overlays else {}
@@ -268,7 +310,7 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> 
         meta = patch["metadata"] if isinstance(patch.get("metadata"), dict) else {}
         if (patch.get("kind"), meta.get("name")) not in based:
             out += _unbased(ctx, patch, lines, found.display, resources, problems)
-    return out, problems
+    return out, problems, []
 
 
 def _launches(ctx: Ctx, obj: dict[str, Any], merged_from: tuple[str, ...],

@@ -129,7 +129,8 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
     if plain:
         patched = patch_file(ctx, plain)
         if patched is not None:
-            found, found_problems = patched
+            found, found_problems, found_notes = patched
+            notes += found_notes
             fmt = "kustomize"
         else:
             found, found_problems = kubernetes(ctx, [o for _, o, _ in plain], [s for s, _, _ in plain],
