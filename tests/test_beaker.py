@@ -45,6 +45,16 @@ def test_a_beaker_task_that_runs_vllm_is_a_launch(tmp_path):
     assert entry.decision["outcome"] == "enabled"
 
 
+def test_a_pin_the_tasks_script_installs_is_its_release_over_the_image(tmp_path):
+    # The judge with a pinned install (survey 22h): the pin was dropped for the image's release (none,
+    # here), and the launch decided as the default release, `enabled`; vLLM 0.8.5 predates HMA.
+    path = tmp_path / "judge.yaml"
+    path.write_text(JUDGE.replace("pip install vllm &&", "pip install vllm==0.8.5 &&"), encoding="utf-8")
+    (entry,) = audit([str(path)]).entries
+    assert (entry.decision["outcome"], entry.decision["vllm"]) == (
+        "disabled", {"release": "0.8.5", "source": "pip pin vllm==0.8.5 at line 5"})
+
+
 def test_a_beaker_tasks_docker_image_and_env_are_the_containers(tmp_path):
     path = tmp_path / "spec.yaml"
     path.write_text("""version: v2

@@ -982,6 +982,22 @@ def test_a_components_patch_file_is_read_where_the_component_is_listed_also_thro
     assert [e.decision["outcome"] for e in again] == ["disabled"]
 
 
+def test_a_pin_a_containers_script_installs_is_its_release_over_the_image(tmp_path):
+    # `pip install vllm==X && vllm serve ...` in a container's `sh -c` runs X, as the shell reader says
+    # of a container shell (`docker run IMAGE sh -c ...`): the image's release, or the default where the
+    # image names none, decided it instead (survey 22h).
+    def decided(image: str) -> tuple[str, str]:
+        write(tmp_path / "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: v}\nspec:\n  containers:\n"
+              f"  - name: vllm\n    image: {image}\n    command: [/bin/sh, -c]\n"
+              "    args: [\"pip install vllm==0.20.1 && vllm serve m --kv-transfer-config "
+              "'{\\\"kv_connector\\\":\\\"NixlConnector\\\",\\\"kv_role\\\":\\\"kv_both\\\"}'\"]\n")
+        (entry,) = audit([str(tmp_path / "pod.yaml")]).entries
+        return entry.decision["outcome"], entry.decision["vllm"]["source"]
+    # 0.20.1 turns HMA off for any connector; 0.33.0 keeps it on for NixlConnector.
+    assert decided("python:3.11") == ("disabled", "pip pin vllm==0.20.1 at line 6")
+    assert decided("vllm/vllm-openai:v0.33.0") == ("disabled", "pip pin vllm==0.20.1 at line 6")
+
+
 def test_an_overlay_of_a_base_by_url_is_an_unresolved_launch_not_silence(tmp_path):
     # accelerated-platforms' llm-d overlays patch the args of a base in llm-d's repository
     # (`resources: - https://github.com/llm-d/llm-d//guides/...`): 39 launches were dropped

@@ -278,7 +278,8 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
             inv.resource = site.resource()
             inv.container, inv.role, inv.chain = cname, site.role, site.merged_from
             image = container.get("image")
-            inv.release = release or (from_image(image) if isinstance(image, str) and image else None)
+            # (a `pip install vllm==X` in the container's script installs X over its image's: shell.argv_invocations)
+            inv.release = inv.release or release or (from_image(image) if isinstance(image, str) and image else None)
             inv.image = inv.image or (image if isinstance(image, str) and image else None)
             inv.config_reader = reader
             inv.platform = _deployer_platform(container, pod)
