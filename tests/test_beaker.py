@@ -53,6 +53,8 @@ def test_a_pin_the_tasks_script_installs_is_its_release_over_the_image(tmp_path)
     (entry,) = audit([str(path)]).entries
     assert (entry.decision["outcome"], entry.decision["vllm"]) == (
         "disabled", {"release": "0.8.5", "source": "pip pin vllm==0.8.5 at line 5"})
+    # An experiment is named when it is created (`beaker experiment create --name`): the spec names none.
+    assert dict(entry.deployment.origins)["model"] == "BeakerExperiment, container vllm-job"
 
 
 def test_a_beaker_tasks_docker_image_and_env_are_the_containers(tmp_path):

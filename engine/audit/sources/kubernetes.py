@@ -264,7 +264,7 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
             if container is None:
                 continue
         cname = str(container.get("name") or index)
-        shown = f"{site.kind} {site.namespace + '/' if site.namespace else ''}{site.name}"
+        shown = f"{site.kind} {site.namespace + '/' if site.namespace else ''}{site.name}".rstrip()  # (unnamed: a Beaker spec)
         where = f"{shown}{f' ({site.role})' if site.role else ''}, container {cname}"
         parts = [p for p in (site.kind, site.namespace, site.name, site.role if qualify else None, cname) if p]
         at = line or lines.first((*path, field, index, "name"), (*path, field, index))
