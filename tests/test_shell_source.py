@@ -1132,3 +1132,19 @@ def test_an_external_connector_defined_in_the_audited_files_is_shown_by_its_clas
                                      "read a connector's HMA support from a registry entry, not from its code)")
     assert [[(n.code, n.message) for n in e.deployment.notes] for e in entries] == [[note], [note], [], []]
     assert [e.decision["outcome"] for e in entries][:2] == ["undetermined", "undetermined"]
+
+
+def test_an_upgrade_of_vllm_over_an_image_leaves_the_release_unknown(tmp_path):
+    # `pip install -U vllm` in a vLLM image's shell installs whatever release is newest when it runs: the
+    # image's tag (0.8.5, before HMA) decided it, with the remediation to upgrade (survey 22h).
+    run = write(tmp_path / "run.sh", "#!/bin/sh\ndocker run --entrypoint sh vllm/vllm-openai:v0.8.5 -c "
+                                     "\"pip install --upgrade vllm && vllm serve m\"\n")
+    upgraded = only(read_source(run))
+    assert upgraded.release == ReleaseHint(None, "`pip install --upgrade vllm` at line 2 installs the newest release "
+                                                 "when it runs: not known from this file")
+    # A pin after it, or a plain install (pip keeps the image's, already satisfied), is as before.
+    write(run, "#!/bin/sh\ndocker run --entrypoint sh vllm/vllm-openai:v0.8.5 -c \"pip install -U vllm && "
+               "pip install vllm==0.10.0 && vllm serve m\"\n")
+    assert only(read_source(run)).release.version == "0.10.0"
+    write(run, "#!/bin/sh\ndocker run --entrypoint sh vllm/vllm-openai:v0.8.5 -c \"pip install vllm && vllm serve m\"\n")
+    assert only(read_source(run)).release.version == "0.8.5"

@@ -478,6 +478,13 @@ class Interpreter(Flow):
                 hint = from_pin(match.group(1), line) if match else \
                     ReleaseHint(None, f"pip pin {show(word)} at line {line}: the version is not known from this file")
                 self.run.pins.append(Pin(hint, self.run.sequence, self.container))
+            elif word.lower().split("[")[0] == "vllm" and (upgrade := next((f for f in fields if f in ("-U", "--upgrade")),
+                                                                           None)):
+                # (`pip install -U vllm` over a vLLM image: whatever release is newest when it runs)
+                self.run.sequence += 1
+                self.run.pins.append(Pin(ReleaseHint(None, f"`pip install {upgrade} vllm` at line {line} installs the "
+                                                     "newest release when it runs: not known from this file"),
+                                         self.run.sequence, self.container))
 
     def launch(self, fields: list[str], env: dict[str, Arg], scope: Scope, line: int, command: Simple) -> bool:
         """A vLLM launch: `vllm serve`, the api_server module, or `docker run` of a vLLM image."""
