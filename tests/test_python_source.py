@@ -2023,3 +2023,28 @@ def test_an_engine_built_from_a_namespace_reads_what_the_script_sets_on_it(tmp_p
     assert [n.message for n in after.notes] == [
         "the call also takes `args.*` (which may be set at line 6 in a way not read); only the arguments written "
         "here are read, and it may hold others"]
+
+
+def test_keys_a_function_sets_on_its_kwargs_parameter_are_read(tmp_path):
+    # allenai/open-instruct (e6c3044a) vllm_utils.py: the engine actor sets `kwargs["generation_config"]`
+    # and then builds `AsyncEngineArgs(*args, **kwargs)`; a KV configuration set so was not read, and the
+    # launch decided `enabled` with only the note that `**kwargs` may hold others (survey 22h).
+    head = ("import vllm\n\n\nclass LLMRayActor:\n    def __init__(self, *args, **kwargs):\n"
+            "        kwargs['generation_config'] = 'vllm'\n"
+            "        kwargs['kv_transfer_config'] = {'kv_connector': 'LMCacheConnectorV1', 'kv_role': 'kv_both'}\n")
+    call = "        self.engine = vllm.AsyncEngineArgs(*args, **kwargs)\n"
+    (launch,) = read(tmp_path, head + call + "        kwargs['disable_hybrid_kv_cache_manager'] = True\n",
+                     "actor.py").deployments
+    assert json.loads(launch.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
+    assert "disable_hybrid_kv_cache_manager" not in launch.document  # (set below the call)
+    assert {n.message for n in launch.notes} == {
+        "the call also takes `**kwargs` (which is unpacked when the script runs); only the arguments written here "
+        "are read, and it may hold others",
+        "the call also takes `*args` (which is unpacked when the script runs); only the arguments written here are "
+        "read, and it may hold others"}
+    # Set on some runs only: a value not known.
+    (launch,) = read(tmp_path, head + "        if kwargs.get('offload'):\n            kwargs['kv_offloading_size'] = 8\n"
+                     + call, "offload.py").deployments
+    assert [(p.code, p.message) for p in launch.problems] == [
+        ("source.unresolved", "`kv_offloading_size` takes its value from `kwargs['kv_offloading_size']` (which is set "
+                              "on some runs of the script (in an `if`, a loop or a `try`))")]

@@ -277,6 +277,8 @@ class EngineCalls(CommandLists):
         ``engine_args.update(model_args.vllm_config)``), which may set any key
         and replace those set before them (values not known). None where
         ``splat`` names no such dict."""
+        if isinstance(splat, ast.Name) and self.parameter_of(splat, scope) is not None:
+            return self._parameter_keys(splat, scope, line)
         found = self.bound(splat, scope) if isinstance(splat, ast.Name) else (splat, scope)  # (`**{...}` in the call)
         written = dict_written(found[0]) if found is not None else None
         if found is None or written is None:
@@ -302,6 +304,30 @@ class EngineCalls(CommandLists):
             out[key] = (value if straight else Unknown(f"{splat.id}[{key!r}]", "is set on some runs of the script "
                                                        "(in an `if`, a loop or a `try`)"), where, at)
         return out, written.unpacked, changed
+
+
+    def _parameter_keys(self, splat: ast.Name, scope: Any, line: int) \
+            -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[ast.expr], list[int]]:
+        """``**kwargs`` of a parameter, whose callers may pass any keys: the
+        keys the function's body sets on it above the call at ``line``
+        (``kwargs["kv_transfer_config"] = ...``; in an ``if`` or a loop, a
+        value not known), which win over what a caller passed, and the
+        parameter itself as a dict that may hold others (allenai/open-instruct's
+        engine actor: ``kwargs["generation_config"] = "vllm"``, then
+        ``AsyncEngineArgs(*args, **kwargs)``)."""
+        out: dict[str, tuple[ast.expr | Unknown, Any, int]] = {}
+        changed: list[int] = []
+        for at, key, value, straight in sorted(self.keyed.get((id(scope), splat.id), ()), key=lambda change: change[0]):
+            if at >= line:
+                continue  # (below the call)
+            if key is None or value is None:
+                changed.append(at)
+                out = {k: (Unknown(f"{splat.id}[{k!r}]", f"may be changed at line {at} in a way not read"), scope, at)
+                       for k in out}
+                continue
+            out[key] = (value if straight else Unknown(f"{splat.id}[{key!r}]", "is set on some runs of the script "
+                                                       "(in an `if`, a loop or a `try`)"), scope, at)
+        return out, [splat], changed
 
 
 def _as_keywords(found: Deployment, spelled: set[tuple[str, str]]) -> Deployment:
