@@ -1148,3 +1148,18 @@ def test_an_upgrade_of_vllm_over_an_image_leaves_the_release_unknown(tmp_path):
     assert only(read_source(run)).release.version == "0.10.0"
     write(run, "#!/bin/sh\ndocker run --entrypoint sh vllm/vllm-openai:v0.8.5 -c \"pip install vllm && vllm serve m\"\n")
     assert only(read_source(run)).release.version == "0.8.5"
+
+
+def test_a_command_evaled_through_a_functions_parameter_is_placed_where_its_text_is_written(tmp_path):
+    # kvcache-ai/Mooncake (3b5a594) scripts/tone_tests/scripts/common.sh: `launch_and_track_process` runs
+    # `local full_cmd="$1"` and `eval "$full_cmd"` for every server it starts; each vLLM launch was placed
+    # at that `local` line of the helper, not where its command line is written (survey 22f).
+    script = write(tmp_path / "run.sh", "#!/bin/bash\nrun() {\n    local full_cmd=\"$1\"\n    echo running\n"
+                                        "    eval \"$full_cmd\"\n}\n"
+                                        f"cmd=\"vllm serve m --kv-transfer-config '{NIXL}'\"\n"
+                                        "copy=\"$cmd\"\nrun \"$copy\"\nrun \"vllm serve other\"\n")
+    assert [(d.line, d.document["model"]["name"]) for d in read_source(script).deployments] == [(7, "m"), (10, "other")]
+    # `shift` and `set --` move or replace the parameters, and where their texts were written with them.
+    write(script, "#!/bin/bash\nrun() {\n    shift\n    eval \"$1\"\n}\n"
+                  "cmd=\"vllm serve m\"\nrun x \"$cmd\"\nset -- \"$cmd\"\neval \"$1\"\n")
+    assert [d.line for d in read_source(script).deployments] == [6, 9]

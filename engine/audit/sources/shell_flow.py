@@ -16,7 +16,7 @@ from typing import Any
 from ...core.markers import has_unresolved, unresolved
 from .shell_expand import Expander, assign, clobber, common_elements, common_start, runtime, stdin_text
 from .shell_state import MAX_BRANCHES, UNSET, Branches, Place, Run, Scope, Script, Var
-from .shell_tree import (AndOr, Arith, Array, Case, CommandList, FunctionDef, Group, If, Lit, Loop, Simple, Subshell,
+from .shell_tree import (AndOr, Arith, Array, Case, CommandList, FunctionDef, Group, If, Lit, Loop, Param, Simple, Subshell,
                          Word)
 from .shell_words import ASSIGNMENT, NAME
 
@@ -242,8 +242,35 @@ class Flow:
             value = (current.value if current is not None and current.value is not None else "") + value
         return value
 
+    def written_at(self, word: Word, scope: Scope) -> int:
+        """Where the text of a word that is one variable's or parameter's
+        value (``"$CMD"``, ``"$1"``) was written: its line, carried through
+        copies and function calls (0: not known, or not such a word)."""
+        parts = [p for p in word.parts if not (isinstance(p, Lit) and not p.text)]
+        return self.param_written(parts[0], scope) if len(parts) == 1 and isinstance(parts[0], Param) else 0
+
+    def param_written(self, param: Param, scope: Scope) -> int:
+        """Where the text of the variable or parameter ``param`` expands was written (see written_at)."""
+        name = param.name
+        if param.op is not None:
+            return 0
+        if name.isdigit():
+            holder = self.params_holder(scope)
+            index = int(name) - 1
+            return holder.written[index] if holder.written is not None and 0 <= index < len(holder.written) else 0
+        var = scope.lookup(name)
+        return var.line if var is not None else 0
+
+    def params_holder(self, scope: Scope) -> Scope:
+        """The scope whose positional parameters ``scope`` sees."""
+        target: Scope | None = scope
+        while target is not None and target.positional is None:
+            target = target.parent
+        return target or scope
+
     def assign_word(self, scope: Scope, name: str, append: bool, value_word: Word, line: int, *,
                     exported: bool | None = None, local: bool = False) -> None:
+        line = (self.written_at(value_word, scope) or line) if not append else line  # (`b="$a"`: a's text, where written)
         parts = [p for p in value_word.parts if not (isinstance(p, Lit) and not p.text)]  # (`NAME=` leaves a '')
         array = parts[0] if len(parts) == 1 and isinstance(parts[0], Array) else None
         if array is not None:  # NAME=(...), NAME+=(...): each element word's fields, as bash expands them

@@ -104,6 +104,7 @@ class Interpreter(Flow):
                 count = int(args[0]) if args and args[0].isdigit() else 1
                 holder = self.params_holder(scope)
                 holder.positional = params[count:]
+                holder.written = holder.written[count:] if holder.written is not None else None
             return
         if name == "read":
             self.runtime_names(scope, name_operands(args, "ad" "inNptu", "-a"), ["REPLY"], "read", line)
@@ -128,11 +129,9 @@ class Interpreter(Flow):
             return
         if name == "eval":
             # A launch in the text is placed where the text was written: `CMD="vllm serve ..."; eval "$CMD"`.
-            at = line
             first = command.words[1].parts[0] if len(command.words) > 1 and command.words[1].parts else None
-            if isinstance(first, Param) and first.op is None and self.place.fixed is None:
-                var = scope.lookup(first.name)
-                at = var.line if var is not None and var.line else line
+            at = (self.param_written(first, scope) or line) if isinstance(first, Param) and self.place.fixed is None \
+                else line
             self.eval(" ".join(args), scope, line, at)
             return
         if name == "exit" or (name == "return" and scope.frame_scope() is not None):
@@ -144,17 +143,15 @@ class Interpreter(Flow):
             return
         function = scope.function(name)
         if function is not None:
-            self.call(function, args, scope, line)
+            # (where each argument's text was written: a variable's where it was set, else here; unknown where
+            # words were split)
+            written = [self.written_at(w, scope) or self.place.line(line) for w in command.words[1:]] \
+                if len(command.words) == len(args) + 1 else None
+            self.call(function, args, scope, line, written)
             return
         if self.launch(fields, env, scope, line, command):
             return
         self.run_scripts(fields, command, scope, line)
-
-    def params_holder(self, scope: Scope) -> Scope:
-        target: Scope | None = scope
-        while target is not None and target.positional is None:
-            target = target.parent
-        return target or scope
 
     def set_options(self, args: list[str], scope: Scope) -> None:
         options = [a for a in args if a[:1] in "-+" and a != "--"]
@@ -164,10 +161,11 @@ class Interpreter(Flow):
         for index, option in enumerate(args):
             if option in ("-o", "+o") and index + 1 < len(args) and args[index + 1] == "allexport":
                 scope.vars["-a"] = Var("1" if option == "-o" else "", False, self.run.next_epoch())
+        holder = self.params_holder(scope)
         if "--" in args:
-            self.params_holder(scope).positional = args[args.index("--") + 1:]
+            holder.positional, holder.written = args[args.index("--") + 1:], None
         elif args and args[0][:1] not in "-+":
-            self.params_holder(scope).positional = list(args)
+            holder.positional, holder.written = list(args), None
 
     def runtime_names(self, scope: Scope, names: list[str], default: list[str], builtin: str, line: int) -> None:
         if any(has_unresolved(n) or not NAME.fullmatch(n) for n in names):
@@ -235,8 +233,9 @@ class Interpreter(Flow):
             run.applied.append(script)
         return True
 
-    def call(self, function: FunctionDef, args: list[str] | None, scope: Scope, line: int) -> None:
-        """A function run with ``args`` (None: arguments not known)."""
+    def call(self, function: FunctionDef, args: list[str] | None, scope: Scope, line: int,
+             written: list[int] | None = None) -> None:
+        """A function run with ``args`` (None: arguments not known), each written at ``written``."""
         run = self.run
         run.call(function.name, line)
         if run.nesting >= MAX_NESTING:
@@ -244,7 +243,8 @@ class Interpreter(Flow):
                      f"at line {line}")
             return
         run.called.add(id(function))
-        frame = Scope(scope, frame=True, positional=list(args) if args is not None else None)
+        frame = Scope(scope, frame=True, positional=list(args) if args is not None else None,
+                      written=written if args is not None else None)
         collect = run.collect
         run.collect = collect and id(function) not in run.foreign
         run.nesting += 1

@@ -49,10 +49,11 @@ class Scope:
     below it. ``barrier``: a command that may have set any variable at run
     time (epoch, why): every variable set before it is unknown."""
 
-    __slots__ = ("parent", "vars", "funcs", "barrier", "view", "frame", "locals", "positional", "terminated")
+    __slots__ = ("parent", "vars", "funcs", "barrier", "view", "frame", "locals", "positional", "written",
+                 "terminated")
 
     def __init__(self, parent: Scope | None = None, *, view: bool = False, frame: bool = False,
-                 positional: list[str] | None = None):
+                 positional: list[str] | None = None, written: list[int] | None = None):
         self.parent = parent
         self.vars: dict[str, Var] = {}
         self.funcs: dict[str, FunctionDef] = {}
@@ -61,6 +62,9 @@ class Scope:
         self.locals: set[str] = set()
         # The positional parameters ($1 ...) of a function call or a new shell; None: as the layer below.
         self.positional = positional
+        # Where each positional parameter's text was written, where the call passed a variable's (else 0):
+        # a launch in it that `eval` runs is placed there, as for the variable itself.
+        self.written = written
         self.terminated = False  # `exit` (or `return` in a function) was met on this path
 
     def lookup(self, name: str) -> Var | None:
