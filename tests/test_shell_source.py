@@ -1163,3 +1163,23 @@ def test_a_command_evaled_through_a_functions_parameter_is_placed_where_its_text
     write(script, "#!/bin/bash\nrun() {\n    shift\n    eval \"$1\"\n}\n"
                   "cmd=\"vllm serve m\"\nrun x \"$cmd\"\nset -- \"$cmd\"\neval \"$1\"\n")
     assert [d.line for d in read_source(script).deployments] == [6, 9]
+
+
+def test_dollar_zero_of_sh_c_is_the_first_word_after_the_script(tmp_path):
+    # `bash -c SCRIPT A B`: `$0` is A, `$1` B. redhat-ai-services/helm-charts' vllm-kserve multinode runtime
+    # runs `... $0 $@` with the container's args after its command; `$0` was a word not known, and a KV
+    # option given so was missed (survey 22i).
+    compact = LMCACHE.replace(" ", "")  # (an unquoted `$0` is split at blanks, as bash splits it)
+    script = write(tmp_path / "run.sh", f"#!/bin/bash\nbash -c 'exec vllm serve m \"$0\" $1' --kv-transfer-config='{LMCACHE}' "
+                                        "--port=8000\n")
+    launch = only(read_source(script))
+    assert ktc(launch)["kv_connector"] == "LMCacheConnectorV1" and launch.notes == ()
+    pod = write(tmp_path / "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+                                       "  - name: c\n    image: vllm/vllm-openai:v0.24.0\n"
+                                       "    command: [bash, -c, 'exec vllm serve m $0']\n"
+                                       f"    args: ['--kv-transfer-config={compact}']\n")
+    (entry,) = audit([str(pod)]).entries
+    assert (entry.decision["outcome"], entry.decision["warnings"][0]["code"]) == ("disabled", "hma.auto_disabled")
+    # A script given no name: `$0` stays the script's own, not known.
+    assert only(read_source(write(script, "#!/bin/bash\nbash -c 'vllm serve m $0'\n"))).notes[0].code == \
+        "source.script_arguments"

@@ -54,7 +54,8 @@ __all__ = ["shell_file", "argv_invocations", "run_script"]
 
 def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, origin: Callable[[int], str],
                anchor: Callable[[int], str], problems: list[Problem], fixed: bool = False,
-               positional: list[str] | None = None, image: str | None = None) -> tuple[list[Invocation], Run]:
+               positional: list[str] | None = None, image: str | None = None,
+               zero: str | None = None) -> tuple[list[Invocation], Run]:
     """The vLLM launches of a script, in order. ``env``: the variables it
     starts with (exported); ``image``: the container image it runs in (an
     sbatch directive's); ``fixed``: the text is not the file's own (a
@@ -63,6 +64,8 @@ def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, ori
     base = Scope(None, positional=positional)
     for name, value in env.items():
         base.vars[name] = Var(value.text, True, 0)
+    if zero is not None:  # `sh -c SCRIPT NAME ...`: `$0` is NAME
+        base.vars["0"] = Var(zero, False, 0)
     scope = Scope(base)
     place = Place(origin, anchor, first_line if fixed else None)
     if image is not None:  # the script runs in a container of its own
@@ -111,7 +114,8 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
         script, rest = nested
         own: list[Problem] = []
         found, run = run_script(script, ctx, env=env, first_line=line or 1, origin=lambda _l: origin,
-                                anchor=lambda _l: anchor, problems=own, fixed=True, positional=rest[1:])
+                                anchor=lambda _l: anchor, problems=own, fixed=True, positional=rest[1:],
+                                zero=rest[0] if rest else None)
         # A script the reader cannot parse that never mentions vLLM (a benchmark pod's `export
         # HF_TOKEN=<YOUR_TOKEN_HERE>`) starts none: its syntax is no problem of the audit's, as
         # for a script file (sources/__init__.py).

@@ -62,8 +62,9 @@ class Expander:
             if name in ("@", "*"):
                 return " ".join(params)
             index = int(name)
-            if index == 0:
-                return unresolved("$0")
+            if index == 0:  # (`sh -c SCRIPT NAME ...`: NAME; else the script's own name)
+                zero = self.scope.lookup("0")
+                return zero.value if zero is not None and zero.value is not None else unresolved("$0")
             value: str | None = params[index - 1] if index <= len(params) else None
         elif name in ("?", "$", "!", "-"):
             return unresolved("$" + name)

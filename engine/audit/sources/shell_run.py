@@ -309,10 +309,11 @@ class Interpreter(Flow):
         self.nested_text(Script(text, at, False), scope, at, share=True)
 
     def nested_text(self, script: Script, scope: Scope, line: int, *, positional: list[str] | None = None,
-                    share: bool = False, fresh: bool = False, image: str | None = None) -> None:
+                    share: bool = False, fresh: bool = False, image: str | None = None, zero: str | None = None) -> None:
         """Run a text: in this shell (``share``: eval, source), or a new one
         that sees the exported variables (``fresh``: one that sees nothing,
-        a remote shell; ``image``: a container's shell, of that image)."""
+        a remote shell; ``image``: a container's shell, of that image);
+        ``zero``: its `$0` (`sh -c SCRIPT NAME ...`)."""
         run = self.run
         if run.nesting >= MAX_NESTING:
             if share:
@@ -336,6 +337,8 @@ class Interpreter(Flow):
             target = Scope(None, positional=positional or [])
         else:
             target = Scope(scope, view=True, positional=positional or [])
+        if zero is not None and not share:
+            target.vars["0"] = Var(zero, False, 0)
         run.nesting += 1
         try:
             if image is not None:  # a new container's shell
@@ -359,7 +362,8 @@ class Interpreter(Flow):
             docker = docker_run(fields)
             start = len(fields) - len(rest) - 1
             image = docker.image if docker is not None and start >= docker.start else srun_image(fields, start)
-            self.nested_text(Script(script, line, False), scope, line, positional=rest[1:], image=image)
+            self.nested_text(Script(script, line, False), scope, line, positional=rest[1:], image=image,
+                             zero=rest[0] if rest else None)
             return
         for index, word in enumerate(fields):
             base = word.rsplit("/", 1)[-1]
@@ -512,7 +516,7 @@ class Interpreter(Flow):
                 nested = nested_script(argv)
                 if nested is not None:
                     self.nested_text(Script(nested[0], line, False), scope, line, positional=nested[1][1:],
-                                     image=docker.image)
+                                     image=docker.image, zero=nested[1][0] if nested[1] else None)
                 return nested is not None
             image = docker.image
         elif VLLM_IMAGE.search(docker.image) or presumed_server(docker.image, fields[docker.start:]):
