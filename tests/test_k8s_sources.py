@@ -365,6 +365,19 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
     assert found.deployments == () and [(p.code, p.line, p.message) for p in found.problems] == [
         ("input.parse", 12, f"`{built}` is an unrendered Helm template: a template action builds the command or args "
                             "of container `vllm` (line 12: `{{- range .Values.args }}`), which the audit does not render")]
+    # A test pod whose command an `if` builds, busybox's `wget` on both branches, runs no vLLM: the file
+    # names vLLM only in the chart's helper (redhat-ai-services/helm-charts 0feb783, vllm-kserve's
+    # templates/tests/test-connection.yaml; survey 22i). It was that problem; an image from values may be vLLM's.
+    probe = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: '{{ include \"vllm-kserve.fullname\" . }}-test'\nspec:\n"
+             "  containers:\n    - name: wget\n      image: IMAGE\n      command:\n        - /bin/sh\n        - -c\n"
+             "        {{- if .Values.auth }}\n        - 'wget --header=x http://svc/version'\n        {{- else }}\n"
+             "        - 'wget http://svc/version'\n        {{- end }}\n")
+    found = read_source(template(tmp_path, "test-connection.yaml", probe.replace("IMAGE", "busybox")))
+    assert (found.problems, found.skipped) == ((), RUNS_NO_VLLM)
+    valued = template(tmp_path, "test-connection.yaml", probe.replace("IMAGE", "{{ .Values.image }}"))
+    assert [p.message for p in read_source(valued).problems] == [
+        f"`{valued}` is an unrendered Helm template: a template action builds the command or args of container "
+        "`wget` (line 12: `{{- if .Values.auth }}`), which the audit does not render"]
     # A kind that keeps its pods in fields of its own (Dynamo's extraPodSpec.mainContainer) is not
     # taken for one that holds none (vllm-project/semantic-router's dynamo-graph-deployment.yaml).
     graph = template(tmp_path, "graph.yaml", (

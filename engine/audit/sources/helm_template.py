@@ -29,6 +29,7 @@ from .companions import read_companion
 from .context import Ctx
 from .gotemplate import render
 from .deployment import Deployment
+from .detect import mentions_vllm
 from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines, yaml_chunks
 from .release import ReleaseHint, from_image
@@ -131,10 +132,13 @@ def chart_template(ctx: Ctx) -> Template | None:
         for path, pod, pod_meta, role in pods:
             actions = [_built(lines, path + ("containers", i), c, action_lines, rows) if isinstance(c, dict) else None
                        for i, c in enumerate(pod["containers"])]
+            # (one built by actions that cannot run vLLM, a chart's busybox test pod, is as good as written)
+            quiet = [c for c, at in zip(pod["containers"], actions)
+                     if isinstance(c, dict) and at is not None and not _may_run_vllm(c, expressions)]
             built += [(_values(str(c.get("name") or ""), expressions), at) for c, at in zip(pod["containers"], actions)
-                      if isinstance(c, dict) and at is not None]
+                      if isinstance(c, dict) and at is not None and not any(c is q for q in quiet)]
             literal = [c for c, at in zip(pod["containers"], actions) if isinstance(c, dict) and at is None]
-            read_whole = read_whole and bool(literal) and len(literal) == len(pod["containers"])
+            read_whole = read_whole and bool(literal or quiet) and len(literal) + len(quiet) == len(pod["containers"])
             if not literal:
                 continue
             held = _values(dict(pod, containers=literal), expressions, chart.value)
@@ -156,6 +160,17 @@ def chart_template(ctx: Ctx) -> Template | None:
                         line=line,
                         hint="audit the output of `helm template` for the exact command"),)))
     return Template(out, podless, read_whole, tuple(built))
+
+
+def _may_run_vllm(container: dict[str, Any], expressions: list[str]) -> bool:
+    """Whether a container whose command or args a template action builds
+    may run vLLM: its text names vLLM (its values as the template writes
+    them), or its image is a template's value. A chart's test pod that runs
+    `wget` in busybox on both branches of an `if` runs none (helm-charts'
+    vllm-kserve, whose file names vLLM only in the chart's name)."""
+    image = container.get("image")
+    return mentions_vllm(str(_values(str(container), expressions))) or not isinstance(image, str) \
+        or _PLACEHOLDER.search(image) is not None
 
 
 def _podless(body: str) -> dict[str, Any] | None:
