@@ -2048,3 +2048,21 @@ def test_keys_a_function_sets_on_its_kwargs_parameter_are_read(tmp_path):
     assert [(p.code, p.message) for p in launch.problems] == [
         ("source.unresolved", "`kv_offloading_size` takes its value from `kwargs['kv_offloading_size']` (which is set "
                               "on some runs of the script (in an `if`, a loop or a `try`))")]
+
+
+def test_engine_arguments_only_turned_into_a_model_config_start_no_engine(tmp_path):
+    # NovaSky-AI/SkyRL (a9564572) render_server.py and llm-d/llm-d-kv-cache (7be76e11) renderer.py build
+    # `AsyncEngineArgs(...)` only for `.create_model_config()`, to render chat templates on the CPU, as
+    # vLLM's own render server does: no engine, no KV cache; each was decided as a launch (surveys 22a, 22i).
+    found = read(tmp_path, "from vllm.config import DeviceConfig, VllmConfig\n"
+                           "from vllm.engine.arg_utils import AsyncEngineArgs\n\n\ndef build(model_name):\n"
+                           "    engine_args = AsyncEngineArgs(model=model_name, trust_remote_code=True)\n"
+                           "    model_config = engine_args.create_model_config()\n"
+                           "    return VllmConfig(model_config=model_config, device_config=DeviceConfig(device='cpu'))\n"
+                           "\n\ndef serve(model_name):\n    engine_args = AsyncEngineArgs(model=model_name)\n"
+                           "    config = engine_args.create_model_config()\n"
+                           "    return AsyncLLMEngine.from_engine_args(engine_args)\n", "renderer.py")
+    # The one handed on to an engine is a launch; an object made and never used stays one, as before.
+    assert [d.line for d in found.deployments] == [12]
+    assert [d.line for d in read(tmp_path, "from vllm import EngineArgs\nargs = EngineArgs(model='m')\n").deployments] \
+        == [2]

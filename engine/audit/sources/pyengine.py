@@ -76,6 +76,20 @@ class EngineCalls(CommandLists):
             return bool(sources) and all(isinstance(s, ast.Call) and self.what(s.func) in LAUNCHES for s in sources)
         return False
 
+    def only_configures(self, call: ast.Call, scope: Any, what: str) -> bool:
+        """Whether ``call`` makes engine arguments that the script only
+        turns into a model config (``engine_args.create_model_config()``),
+        starting no engine: vLLM's render server does so to render chat
+        templates on the CPU, and SkyRL's render server and llm-d-kv-cache's
+        tokenizer service after it."""
+        name = self.assigned.get(id(call))
+        if what == "LLM" or name is None or "." in name:
+            return False
+        uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+        configured = {id(n.func.value) for n in ast.walk(scope) if isinstance(n, ast.Call)
+                      and isinstance(n.func, ast.Attribute) and n.func.attr == "create_model_config"}
+        return bool(uses) and all(id(use) in configured for use in uses)
+
     def engine_launch(self, call: ast.Call, scope: Any, what: str, env: dict[str, Arg],
                     release: ReleaseHint | None) -> Deployment:
         """The launch as the command line vLLM would be given for it (`vllm

@@ -178,7 +178,7 @@ class _Reader(EngineCalls):
         launches: list[tuple[ast.expr, Any, str | Readings | _Shell | _Split]] = [
             (call, scope, what) for call, scope in self.calls
             if (what := self.what_called(call.func, scope)) in LAUNCHES and not self.only_hands_on(call, scope)
-            and not self._foreign(call, scope)]
+            and not self.only_configures(call, scope, what) and not self._foreign(call, scope)]
         derived = [(node, scope, argv, base) for node, scope, name, base, extra in self.derived
                    if (argv := self.made_words(node, scope, name, base, extra)) is not None]
         # A list that others are made from is a launch of its own only where the file runs it itself.
