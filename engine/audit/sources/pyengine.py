@@ -305,19 +305,31 @@ class EngineCalls(CommandLists):
             for k, v, may_change in written.entries}
         if not isinstance(splat, ast.Name):
             return out, written.unpacked, []
+        # (above the dict, or below the call: not its changes)
+        out, changed = self._keys_set(splat.id, where, out, lambda at: at > display.lineno and
+                                      (where is not scope or at < line))
+        return out, written.unpacked, changed
+
+    def _keys_set(self, name: str, where: Any, out: dict[str, tuple[ast.expr | Unknown, Any, int]],
+                  within: Any) -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[int]]:
+        """``out`` with the keys the statements of ``where`` set on the dict
+        ``name`` holds, at the lines ``within`` takes, applied in order: each
+        the value it is set to (on some runs of the script only: a value not
+        known); a change not followed (``update(other)``, ``del``) makes every
+        key before it a value not known, its line among those returned."""
         changed: list[int] = []
         # By line, each line's in the order written (the values themselves are never compared).
-        for at, key, value, straight in sorted(self.keyed.get((id(where), splat.id), ()), key=lambda change: change[0]):
-            if at <= display.lineno or (where is scope and at >= line):
-                continue  # (above the dict, or below the call)
+        for at, key, value, straight in sorted(self.keyed.get((id(where), name), ()), key=lambda change: change[0]):
+            if not within(at):
+                continue
             if key is None or value is None:
                 changed.append(at)
-                out = {k: (Unknown(f"{splat.id}[{k!r}]", f"may be changed at line {at} in a way not read"), where, at)
+                out = {k: (Unknown(f"{name}[{k!r}]", f"may be changed at line {at} in a way not read"), where, at)
                        for k in out}
                 continue
-            out[key] = (value if straight else Unknown(f"{splat.id}[{key!r}]", "is set on some runs of the script "
+            out[key] = (value if straight else Unknown(f"{name}[{key!r}]", "is set on some runs of the script "
                                                        "(in an `if`, a loop or a `try`)"), where, at)
-        return out, written.unpacked, changed
+        return out, changed
 
 
     def _parameter_keys(self, splat: ast.Name, scope: Any, line: int) \
@@ -329,18 +341,7 @@ class EngineCalls(CommandLists):
         parameter itself as a dict that may hold others (allenai/open-instruct's
         engine actor: ``kwargs["generation_config"] = "vllm"``, then
         ``AsyncEngineArgs(*args, **kwargs)``)."""
-        out: dict[str, tuple[ast.expr | Unknown, Any, int]] = {}
-        changed: list[int] = []
-        for at, key, value, straight in sorted(self.keyed.get((id(scope), splat.id), ()), key=lambda change: change[0]):
-            if at >= line:
-                continue  # (below the call)
-            if key is None or value is None:
-                changed.append(at)
-                out = {k: (Unknown(f"{splat.id}[{k!r}]", f"may be changed at line {at} in a way not read"), scope, at)
-                       for k in out}
-                continue
-            out[key] = (value if straight else Unknown(f"{splat.id}[{key!r}]", "is set on some runs of the script "
-                                                       "(in an `if`, a loop or a `try`)"), scope, at)
+        out, changed = self._keys_set(splat.id, scope, {}, lambda at: at < line)  # (not below the call)
         return out, [splat], changed
 
 
