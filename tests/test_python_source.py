@@ -2066,3 +2066,19 @@ def test_engine_arguments_only_turned_into_a_model_config_start_no_engine(tmp_pa
     assert [d.line for d in found.deployments] == [12]
     assert [d.line for d in read(tmp_path, "from vllm import EngineArgs\nargs = EngineArgs(model='m')\n").deployments] \
         == [2]
+
+
+def test_a_path_whose_own_words_may_hold_options_says_so_when_the_paths_agree(tmp_path):
+    # flytekit (e96c7203) dgxc_lepton/connector.py: `["vllm", "serve", m] + (extra.split() if extra else [])`.
+    # Read on each path, the decision agreed, and the launch had only the note that the paths agree
+    # (`source.unresolved_unused`); the path with the list read only as far as its words go (survey 22k).
+    found = read(tmp_path, "import subprocess\n\ndef run(config):\n    cmd = ['vllm', 'serve', 'm'] + "
+                           "(config.get('extra_args', '').split() if config.get('extra_args') else [])\n"
+                           "    subprocess.run(cmd)\n")
+    (launch,) = found.deployments
+    assert [(n.code, n.message[:90]) for n in launch.notes] == [
+        ("source.unresolved_arguments", "on path 1 of 2, where `config.get('extra_args')` is true: the command also "
+                                        "takes `config.g")]
+    (entry,) = audit([str(tmp_path / "run.py")]).entries
+    assert [n.code for n in entry.deployment.notes] == ["source.unresolved_arguments", "source.unresolved_unused"]
+    assert entry.deployment.notes[1].message.endswith("the decision is the same on each of the 2 paths")

@@ -93,7 +93,7 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     """The deployment document of one vLLM command, or its input problems."""
     facts = inv.facts if isinstance(inv.facts, dict) else {}
     # Read on each path first: only where every path reads can the paths settle what the command leaves open.
-    documents, refused, path_options = _paths(inv, ctx, facts) if inv.paths else ((), (), ())
+    documents, refused, path_options, opened = _paths(inv, ctx, facts) if inv.paths else ((), (), (), ())
     result = read_command(inv.argv, env=inv.env, read_config=inv.config_reader, file=ctx.display,
                           line=inv.line, require_model=inv.require_model,
                           per_path=_settled(inv) if documents else frozenset(),
@@ -121,8 +121,12 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     paths = documents if result.problems and len(problems) == len(result.problems) else ()
     model = result.model
     called = inv.name or (model.text if model is not None and not has_unresolved(model.text) else None)
-    # A path's problems say more than the note that the command's unknown words may hold options.
+    # A path's problems say more than the note that the command's unknown words may hold options; a path
+    # whose own words may hold options is read only as far as they go, which its note says (the paths
+    # agreeing settles no more than that).
     notes = list(inv.notes) + [n for n in result.notes if not (on_path and n.code == "source.unresolved_arguments")]
+    said = {n.message for n in notes}
+    notes += [replace(n, message=f"on {which}: {n.message}") for which, n in opened if paths and n.message not in said]
     release = release_noted(ctx, inv.release, facts, inv.facts_origin, inv.line, notes)
     notes += connector_notes(ctx, document, inv.line)
     chain = tuple(dict.fromkeys((ctx.display,) + inv.chain + result.configs))
@@ -133,7 +137,8 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
 
 
 def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[tuple[str, dict[str, Any]], ...],
-                                                                      tuple[Problem, ...], tuple[Arg, ...]]:
+                                                                      tuple[Problem, ...], tuple[Arg, ...],
+                                                                      tuple[tuple[str, Problem], ...]]:
     """The deployment document on each path of ``inv.paths`` (which path,
     the document), none unless each path's command reads without a
     problem; the problems of the first path whose only problems are
@@ -141,10 +146,14 @@ def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[tupl
     is (a path's other problems may come of reading it apart from the
     rest: they are left to the command's own reading); and the options the
     paths give that the decision does not read, to be checked against the
-    release as the command's own are (`if t: cmd.append("--opt=...")`)."""
+    release as the command's own are (`if t: cmd.append("--opt=...")`);
+    and the notes of the paths whose own words may hold options (a list
+    the file does not give on one path: flytekit's `+ (extra.split() if
+    extra else [])`), each with its path."""
     out: list[tuple[str, dict[str, Any]]] = []
     unknown: tuple[Problem, ...] = ()
     options: list[Arg] = []
+    opened: list[tuple[str, Problem]] = []
     for which, argv, env in inv.paths:
         result = read_command(argv, env=env, read_config=inv.config_reader, file=ctx.display,
                               line=inv.line, require_model=inv.require_model,
@@ -152,9 +161,11 @@ def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[tupl
         options += result.unchecked
         if not result.problems and result.document is not None:
             out.append((which, _document(inv, result.document, facts)))
+            opened += [(which, n) for n in result.notes if n.code == "source.unresolved_arguments"]
         elif not unknown and result.problems and all(p.code == "source.unresolved" for p in result.problems):
             unknown = tuple(replace(p, message=f"on {which}: {p.message}") for p in result.problems)
-    return (tuple(out), (), tuple(options)) if len(out) == len(inv.paths) else ((), unknown, tuple(options))
+    return (tuple(out), (), tuple(options), tuple(opened)) if len(out) == len(inv.paths) \
+        else ((), unknown, tuple(options), ())
 
 
 def _settled(inv: Invocation) -> frozenset[str]:
