@@ -716,10 +716,8 @@ def prefill(extra, kv):
 prefill(None, sys.argv[1])
 """)
     first, second, third = found.deployments
-    assert [(n.code, n.message) for n in first.notes] == [
-        ("source.unresolved_arguments", "the command also takes `cmd.extend(...)` (which adds words at line 5 where "
-                                        "`extra` is true); only the options written here are read, and it may hold "
-                                        "others")]
+    # (the file's one call passes `extra=None`: the branch never runs; survey 22j)
+    assert first.notes == ()
     assert [(n.code, n.message) for n in second.notes] == [
         ("source.unresolved_arguments", "the command also takes `EXTRA` (which is not set in this file); only the "
                                         "options written here are read, and it may hold others")]
@@ -2082,3 +2080,23 @@ def test_a_path_whose_own_words_may_hold_options_says_so_when_the_paths_agree(tm
     (entry,) = audit([str(tmp_path / "run.py")]).entries
     assert [n.code for n in entry.deployment.notes] == ["source.unresolved_arguments", "source.unresolved_unused"]
     assert entry.deployment.notes[1].message.endswith("the decision is the same on each of the 2 paths")
+
+
+def test_a_list_grown_in_an_if_whose_condition_the_file_gives_takes_that_branch(tmp_path):
+    # GoogleCloudPlatform/generative-ai (23b75dab) bigquery_ml_llama_inference.ipynb: `if 0 < target < 1:
+    # vllm_args.append(...)` where the only call leaves `target=0.0`; a module's `USE_PD = False` guarding
+    # `args += ["--kv-transfer-config", ...]` was read on both paths (`source.unresolved` on 0.21.0), as
+    # `a if c else b` is not where the file gives `c` (survey 22j).
+    found = read(tmp_path, "import subprocess, sys\nUSE_PD = False\n\ndef deploy(target=0.0):\n"
+                           "    args = ['vllm', 'serve', 'm']\n    if USE_PD:\n"
+                           "        args += ['--kv-transfer-config', '{\"kv_connector\": \"NixlConnector\"}']\n"
+                           "    if 0 < target < 1:\n        args.append(f'--bogus-opt={target}')\n"
+                           "    if sys.argv[1:]:\n        args.extend(sys.argv[1:])\n    subprocess.run(args)\n\n"
+                           "deploy()\n", "deploy.py")
+    (launch,) = found.deployments
+    assert "kv_transfer_config" not in launch.document and launch.options == ()
+    # A condition only running the script tells is a choice still: its words may hold options.
+    assert [(n.code, n.message) for n in launch.notes] == [
+        ("source.unresolved_arguments", "the command also takes `args.extend(...)` (which adds words at line 11 where "
+                                        "`sys.argv[1:]` is true); only the options written here are read, and it may "
+                                        "hold others")]

@@ -273,6 +273,10 @@ class CommandLists(Script):
         later = bisect_right(rebound, line)
         stop = bisect_left(lines, rebound[later]) if later < len(rebound) else len(lines)
         for at, how, value, straight, branch in changes[bisect_right(lines, line):stop]:
+            test: Any = self.value(branch[0].test, scope, 0) if branch is not None and how != "insert" else ...
+            if branch is not None and (isinstance(test, (bool, int, float, str)) or test is None):  # (`if USE_PD:`)
+                out += self._change_words(how, value, scope, at) if bool(test) == branch[1] and value is not None else []
+                continue
             if not straight and how != "insert" and _leaves_decision_options(how, value):
                 continue  # (`if port: cmd += ["--port", str(port)]`: with it or without, the same decision)
             if branch is not None and how != "insert" and value is not None:

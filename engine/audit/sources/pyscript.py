@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import operator
 import re
 from bisect import bisect_left, bisect_right
 from typing import Any, NamedTuple, cast
@@ -458,6 +459,13 @@ class Script:
                 # (a string added to anything but a string fails: the side not known is one too)
                 joined = as_str(sides[0], node.left) + as_str(sides[1], node.right)
                 return joined if len(joined) <= MAX_COMMAND_BYTES else Unknown(source_text(node), _TOO_LARGE)
+        if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):  # `0 < target < 1`
+            compared = [self.value(side, scope, depth + 1) for side in (node.left, *node.comparators)]
+            if all(isinstance(side, (bool, int, float, str)) or side is None for side in compared):
+                try:
+                    return all(_COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, compared, compared[1:]))
+                except TypeError:  # (`None < 1`: Python raises; the branch is not known)
+                    pass
         if isinstance(node, ast.BoolOp):  # `args or []`: the operand Python stops at, where the file gives them
             for operand in node.values[:-1]:
                 known = self.value(operand, scope, depth + 1)
@@ -580,6 +588,9 @@ class Script:
         return Unknown(source_text(node), RUNTIME)
 
 
+# The comparisons a condition the file gives is read with.
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+            ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not}
 # A conversion of printf-style formatting (`%s`, `%-8d`, `%(name)s`, `%%`): what Script._formatted splits at.
 _CONVERSION = re.compile(r"(%(?:\([^)]*\))?[-#0 +]*(?:\*|[0-9]+)?(?:\.(?:\*|[0-9]+))?[a-zA-Z%])")
 
