@@ -1040,3 +1040,10 @@ def test_an_oci_ai_blueprints_recipe_runs_its_image_with_its_args_and_env(tmp_pa
         {"name": "vllm", "recipe": {**recipe, "deployment_name": "vllm", "recipe_image_uri": "vllm/vllm-openai:v0.20.0"}}]}}
     (served,) = read_source(write(tmp_path / "group.json", json.dumps(group, indent=1))).deployments
     assert (served.name, served.release.version) == ("vllm/vllm", "0.20.0")
+    # The platform's own image, given only vLLM's options, is noted; its hint names the recipe's field, not a
+    # Kubernetes `command:` (survey 22j).
+    own = {**recipe, "recipe_image_uri": "iad.ocir.io/t/corrino-devops-repository:ray2430_vllmv083",
+           "recipe_container_env": [], "recipe_container_command_args": ["--model", "/models", "--max-model-len", "8"]}
+    (note,) = read_source(write(tmp_path / "own.json", json.dumps(own))).notes
+    assert note.hint == ('if the image runs vLLM\'s server, write its command (`recipe_container_command: ["vllm", '
+                         '"serve"]`) in the file; see docs/audit-formats.md, Images')

@@ -70,13 +70,19 @@ def vllm_arguments(image: str, args: Sequence[str]) -> bool:
             and not _SIMULATOR.search(_repository(image)) and all(refused_everywhere(o) is None for o in options))
 
 
-def unread_server_note(ctx: Ctx, where: str, image: str, args: Sequence[str], line: int | None) -> Problem:
+# Where a format writes a container's command, for a hint (a Kubernetes container's `command:`, else).
+_COMMAND_FIELD = {"oci-blueprint": '`recipe_container_command: ["vllm", "serve"]`'}
+
+
+def unread_server_note(ctx: Ctx, where: str, image: str, args: Sequence[str], line: int | None,
+                       fmt: str = "kubernetes") -> Problem:
     """The note of a container given only vLLM's options whose image is not known to run vLLM."""
     shown = ", ".join(f"`{a.split('=', 1)[0]}`" for a in args if a.startswith("--"))
     return ctx.problem("source.unrecognized", f"{where}: the image `{image}` is given only arguments, each an option "
                        f"of vLLM's server ({shown}), but it is not known to run vLLM: not read as a launch", line=line,
-                       hint="if the image runs vLLM's server, write its command (`command: [vllm, serve]`) in the "
-                            "manifest; see docs/audit-formats.md, Images")
+                       hint=f"if the image runs vLLM's server, write its command "
+                            f"({_COMMAND_FIELD.get(fmt, '`command: [vllm, serve]`')}) in the file; see "
+                            "docs/audit-formats.md, Images")
 
 
 def presumed_note(ctx: Ctx, image: str, line: int | None) -> Problem:

@@ -272,7 +272,7 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
         # A ConfigMap of the same manifest (or a kustomization's generator) gives `valueFrom` and `envFrom` values.
         own_maps = {name: data for (namespace, name), data in config_maps.items() if namespace == site.namespace}
         located = _container_invocations(container, ctx, where, "#" + "/".join(parts), at, problems, env or {}, reader,
-                                         own_maps)
+                                         own_maps, site.format)
         for inv in located:
             inv.name = f"{site.name}/{cname}" if site.name else cname
             inv.resource = site.resource()
@@ -325,7 +325,8 @@ def _k8s_expand(text: str, env: Mapping[str, str | None], why: Mapping[str, str]
 def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anchor: str, line: int | None,
                            problems: list[Problem], outer: Mapping[str, str | None],
                            read_file: Callable[[str], ConfigFile],
-                           config_maps: Mapping[str, dict[str, Any]] | None = None) -> list[Invocation]:
+                           config_maps: Mapping[str, dict[str, Any]] | None = None,
+                           fmt: str = "kubernetes") -> list[Invocation]:
     env: dict[str, str | None] = dict(outer)
     maps = config_maps or {}
     # envFrom first: the container's own env wins over it, as Kubernetes sets them.
@@ -365,7 +366,7 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
                 argv = ["sh", "-c", server.script]
             elif find_vllm(argv) is None:
                 if vllm_arguments(image, argv):
-                    ctx.notes.append(unread_server_note(ctx, where, image, argv, line))
+                    ctx.notes.append(unread_server_note(ctx, where, image, argv, line, fmt))
                 return []
         else:
             if argv[:1] == ["serve"]:
