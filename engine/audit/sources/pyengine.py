@@ -221,6 +221,28 @@ class EngineCalls(CommandLists):
                     and any(isinstance(a, ast.Name) and a.id == name for a in [*again.args, *(k.value for k in again.keywords)]):
                 opened.append(Arg(unresolved(source_text(again), f"may change `{name}` at line {binding.line}"),
                                   f"line {binding.line}", many=True))
+        for helper, where in self.calls:  # (a function of the file handed it, which sets any of its fields)
+            if where is scope and helper.lineno > call.lineno and self._sets_any(helper, name):
+                opened.append(Arg(unresolved(source_text(helper), f"may set any field of `{name}` at line "
+                                             f"{helper.lineno}"), f"line {helper.lineno}", many=True))
+
+    def _sets_any(self, helper: ast.Call, name: str) -> bool:
+        """Whether ``helper`` is a call of a function the file defines once
+        (``f(...)``, ``self.f(...)``) that is given ``name`` and sets any
+        attribute of that parameter (``setattr(obj, key, value)``:
+        TorchServe's vLLM handler fills its engine arguments so, from
+        model-config.yaml)."""
+        callee = helper.func.id if isinstance(helper.func, ast.Name) else helper.func.attr \
+            if isinstance(helper.func, ast.Attribute) else None
+        defined = self.functions.get(callee or "", [])
+        at = next((i for i, a in enumerate(helper.args) if isinstance(a, ast.Name) and a.id == name), None)
+        if len(defined) != 1 or at is None:
+            return False
+        parameters = [a.arg for a in (*defined[0].args.posonlyargs, *defined[0].args.args)]
+        parameters = parameters[1:] if isinstance(helper.func, ast.Attribute) and parameters[:1] == ["self"] \
+            else parameters
+        return at < len(parameters) and any(attr is None for attr, *_ in
+                                            self.attributes_set.get((id(defined[0]), parameters[at]), ()))
 
     def _namespace_set(self, args: ast.expr, scope: Any, line: int) \
             -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[int]]:
