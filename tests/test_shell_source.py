@@ -1183,3 +1183,13 @@ def test_dollar_zero_of_sh_c_is_the_first_word_after_the_script(tmp_path):
     # A script given no name: `$0` stays the script's own, not known.
     assert only(read_source(write(script, "#!/bin/bash\nbash -c 'vllm serve m $0'\n"))).notes[0].code == \
         "source.script_arguments"
+
+
+def test_two_values_of_one_option_from_the_same_unknown_are_noted_once(tmp_path):
+    # GoogleCloudPlatform/generative-ai (23b75dab) get_started_with_vllm_lora_serving_on_vertex_ai.ipynb:
+    # `--lora-modules sql-lora=gs://{PROJECT_ID}-... magicoder-lora=gs://{PROJECT_ID}-...` gave two notes of
+    # the same text (survey 22j).
+    launch = only(read_source(write(tmp_path / "run.sh", "vllm serve m --enable-lora --lora-modules "
+                                                         "a=gs://$PROJECT/a b=gs://$PROJECT/b\n")))
+    assert [n.message for n in launch.notes] == [
+        "`--lora-modules` takes its value from `$PROJECT`, which this file does not set; the decision does not read it"]
