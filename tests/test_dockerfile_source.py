@@ -170,19 +170,19 @@ def test_a_build_of_vllms_source_at_a_release_tag_is_that_release(tmp_path):
     # A checkout and `pip install .` after the script changed into another tree are that tree's: vllm-gaudi's
     # .cd/Dockerfile.rhel.ubi.vllm (091bbadd) builds vLLM, then `cd $VLLM_PATH2 && git checkout
     # ${VLLM_GAUDI_COMMIT} && pip install .`, its plugin at `main` (survey 22c): that was taken for vLLM's ref.
-    assert release("plugin", "git clone https://github.com/vllm-project/vllm.git /vllm && cd /vllm && \\\n"
-                             "  git checkout v0.11.0 && pip install . && cd /vllm-gaudi && git checkout v0.9.0 && "
-                             "pip install .") == \
-        ReleaseHint("0.11.0", "vLLM built from its repository at tag v0.11.0 (line 2)")
-    assert release("back", "git clone https://github.com/vllm-project/vllm.git /src/vllm && cd /plugin && "
-                           "git checkout v0.9.0 && cd /src/vllm/ && git checkout v0.11.0 && pip install .") == \
-        ReleaseHint("0.11.0", "vLLM built from its repository at tag v0.11.0 (line 2)")
-    assert release("elsewhere", "git clone -b v0.11.0 https://github.com/vllm-project/vllm.git /vllm && cd /other && "
-                                "pip install .") == base
-    # A ref the script sets on one path only: shown as written (its marker's characters were in the origin).
-    assert release("ref", "if [ -z \"$REF\" ]; then REF=main; fi && git clone https://github.com/vllm-project/vllm "
-                          "/vllm && cd /vllm && git checkout $REF && pip install .") == \
-        ReleaseHint(None, "vLLM is built from its repository at `$REF`, no release tag (line 2)")
+    tag_0_11 = ReleaseHint("0.11.0", "vLLM built from its repository at tag v0.11.0 (line 2)")
+    for name, run, hint in (
+            ("plugin", "git clone https://github.com/vllm-project/vllm.git /vllm && cd /vllm && \\\n  git checkout "
+                       "v0.11.0 && pip install . && cd /vllm-gaudi && git checkout v0.9.0 && pip install .", tag_0_11),
+            ("back", "git clone https://github.com/vllm-project/vllm.git /src/vllm && cd /plugin && git checkout v0.9.0 "
+                     "&& cd /src/vllm/ && git checkout v0.11.0 && pip install .", tag_0_11),
+            ("elsewhere", "git clone -b v0.11.0 https://github.com/vllm-project/vllm.git /vllm && cd /other && "
+                          "pip install .", base),
+            # A ref the script sets on one path only: shown as written (its marker's characters were in the origin).
+            ("ref", "if [ -z \"$REF\" ]; then REF=main; fi && git clone https://github.com/vllm-project/vllm /vllm && "
+                    "cd /vllm && git checkout $REF && pip install .",
+             ReleaseHint(None, "vLLM is built from its repository at `$REF`, no release tag (line 2)"))):
+        assert release(name, run) == hint, name
 
 
 def test_a_folder_copied_from_an_earlier_stage_brings_its_files(tmp_path):
