@@ -129,8 +129,8 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     notes += [replace(n, message=f"on {which}: {n.message}") for which, n in opened if paths and n.message not in said]
     release = release_noted(ctx, inv.release, facts, inv.facts_origin, inv.line, notes)
     notes += connector_notes(ctx, document, inv.line)
-    # (each once: two values of one option from the same unknown, `--lora-modules a={X} b={X}`, say the same)
     chain = tuple(dict.fromkeys((ctx.display,) + inv.chain + result.configs))
+    # (notes each once: two values of one option from the same unknown, `--lora-modules a={X} b={X}`, say the same)
     return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
                       tuple(problems), tuple(dict.fromkeys(notes)), tuple(sorted(origins.items())), inv.resource,
                       inv.container, inv.role, chain, release, stand_in, paths,

@@ -262,18 +262,11 @@ class EngineCalls(CommandLists):
             return {}, []
         parsed, where = found
         shown = source_text(args)
-        out: dict[str, tuple[ast.expr | Unknown, Any, int]] = {}
-        changed: list[int] = []
-        for attr, value, at, straight in self.attributes_set.get((id(where), cast(ast.Name, args).id), ()):
-            if at <= parsed.lineno or (where is scope and at >= line):
-                continue  # (above the namespace, or below the call)
-            if attr is None or value is None:
-                changed.append(at)
-                out = {k: (Unknown(f"{shown}.{k}", f"may be changed at line {at} in a way not read"), where, at) for k in out}
-            else:
-                out[attr] = (value if straight else Unknown(f"{shown}.{attr}", "is set on some runs of the script (in "
-                                                            "an `if`, a loop or a `try`)"), where, at)
-        return out, changed
+        changes = [(at, attr, value, straight) for attr, value, at, straight
+                   in self.attributes_set.get((id(where), cast(ast.Name, args).id), ())]
+        # (not above the namespace, nor below the call)
+        return self._applied(changes, where, {}, lambda at: at > parsed.lineno and (where is not scope or at < line),
+                             lambda k: f"{shown}.{k}")
 
     def _flag_problems(self, keywords: dict[str, tuple[ast.expr | Unknown, Any, int]]) -> list[Problem]:
         """A problem for each boolean field given a value that is neither True,
@@ -335,24 +328,30 @@ class EngineCalls(CommandLists):
     def _keys_set(self, name: str, where: Any, out: dict[str, tuple[ast.expr | Unknown, Any, int]],
                   within: Any) -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[int]]:
         """``out`` with the keys the statements of ``where`` set on the dict
-        ``name`` holds, at the lines ``within`` takes, applied in order: each
-        the value it is set to (on some runs of the script only: a value not
-        known); a change not followed (``update(other)``, ``del``) makes every
-        key before it a value not known, its line among those returned."""
+        ``name`` holds, at the lines ``within`` takes (see _applied)."""
+        return self._applied(self.keyed.get((id(where), name), ()), where, out, within, lambda k: f"{name}[{k!r}]")
+
+    @staticmethod
+    def _applied(changes: Any, where: Any, out: dict[str, tuple[ast.expr | Unknown, Any, int]], within: Any,
+                 shown: Any) -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[int]]:
+        """``out`` with ``changes`` (line, key, value, straight) at the lines
+        ``within`` takes applied in order of their lines: each the value it is
+        set to (on some runs of the script only: a value not known, shown as
+        ``shown(key)`` gives it); a change of any key (key or value None:
+        ``update(other)``, ``del``, ``setattr(obj, k, v)``) makes every key
+        before it a value not known, its line among those returned."""
         changed: list[int] = []
         # By line, each line's in the order written (the values themselves are never compared).
-        for at, key, value, straight in sorted(self.keyed.get((id(where), name), ()), key=lambda change: change[0]):
+        for at, key, value, straight in sorted(changes, key=lambda change: change[0]):
             if not within(at):
                 continue
             if key is None or value is None:
                 changed.append(at)
-                out = {k: (Unknown(f"{name}[{k!r}]", f"may be changed at line {at} in a way not read"), where, at)
-                       for k in out}
+                out = {k: (Unknown(shown(k), f"may be changed at line {at} in a way not read"), where, at) for k in out}
                 continue
-            out[key] = (value if straight else Unknown(f"{name}[{key!r}]", "is set on some runs of the script "
+            out[key] = (value if straight else Unknown(shown(key), "is set on some runs of the script "
                                                        "(in an `if`, a loop or a `try`)"), where, at)
         return out, changed
-
 
     def _parameter_keys(self, splat: ast.Name, scope: Any, line: int) \
             -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[ast.expr], list[int]]:
