@@ -1528,6 +1528,52 @@ def run(args, port, eager, kv):
         ("source.unresolved_unused", "the command also takes `cmd += ['--port', '--x']")]
 
 
+def test_a_model_and_a_list_option_added_on_some_runs_are_not_noted(tmp_path):
+    # containers/ramalama (8bc1f0a) ramalama/plugins/runtimes/inference/vllm.py:44-45: `if model is not
+    # None: cmd += ["--model", model_path]; cmd += ["--served-model-name", model.model_alias]` were
+    # noted as words that "may hold others": the model names the deployment (the decision does not
+    # read it), and a list option's first word is its value, whatever it holds.
+    found = read(tmp_path, """\
+import subprocess
+def run(model, args):
+    cmd = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+    if model is not None:
+        cmd += ["--model", model.path]
+        cmd += ["--served-model-name", model.alias, "second"]
+    if args.runtime_args:
+        cmd.extend(args.runtime_args)
+    subprocess.run(cmd)
+""")
+    (only,) = found.deployments
+    assert [n.message.split("` (")[0] for n in only.notes] == ["the command also takes `cmd.extend(...)"]
+    assert only.paths == ()  # (not read once with the model and once without: the same either way)
+    # A list option's later words are its values only up to one that is an option: a word not known may be.
+    later = read(tmp_path, """\
+import subprocess
+def run(model, extra, flag):
+    cmd = ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
+    if flag:
+        cmd += ["--served-model-name", "a", extra]
+    subprocess.run(cmd)
+""", name="later.py")
+    (d,) = later.deployments
+    assert [n.message.split("` (")[0] for n in d.notes] == ["the command also takes `cmd += ['--served-model-name', 'a', extra]"]
+    # `["vllm", "serve"]` that the function grows on some runs with such options is not the
+    # server's name alone, handed on to be completed elsewhere.
+    alone = read(tmp_path, """\
+import subprocess
+def run(model, port):
+    cmd = ["vllm", "serve"]
+    if model:
+        cmd += ["--model", model]
+    if port:
+        cmd += ["--port", str(port)]
+    subprocess.run(cmd)
+""", name="alone.py")
+    (d,) = alone.deployments
+    assert (d.notes, d.problems, d.paths) == ((), (), ())
+
+
 KV_IN_AN_IF = """\
 import json
 import subprocess

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from ...core.markers import UNRESOLVED, has_unresolved, unresolved
 from ...core.optionlist import flag_options, list_options
-from ...core.options import DECISION_OPTIONS, Arg, find_vllm
+from ...core.options import ENGINE_FIELDS, FLAG_OPTIONS, VALUE_OPTIONS, Arg, find_vllm
 from .images import VLLM_IMAGE
 from .pyforms import dotted_name, list_holder, made_from
 from .pyscript import INTERPRETER, Change, Script
@@ -83,7 +83,7 @@ class CommandLists(Script):
                 words += self._words_of(self.continued[id(display)], scope, display.lineno)
             words += self._added(name, scope, display.lineno)
             located = find_vllm([w.text for w in words])
-            if located is not None and len(words) == located[0] + located[1]:
+            if located is not None and len(words) == located[0] + located[1] and not self._grows(name, scope, display.lineno):
                 # `command = ["vllm", "serve"]` that a launcher hands on (gpustack's backend): the
                 # model and options are added where the list is used; a container's arguments, where it
                 # is a call's container command beside them (Vertex AI's `Model.upload`).
@@ -260,6 +260,21 @@ class CommandLists(Script):
         why = value.why if isinstance(value, Unknown) else "is not a list of words"
         return [Arg(unresolved(source_text(node), why), f"line {line}", many=True)]
 
+    def _grows(self, name: str | None, scope: Any, line: int) -> bool:
+        """Whether the script's function body adds to the list ``name``
+        below ``line`` (words it may add or not are left out of the reading
+        where they are options the decision does not read: the list is
+        still not the server's name alone)."""
+        return name is not None and bool(self._later_changes(name, scope, line))
+
+    def _later_changes(self, name: str, scope: Any, line: int) -> list[Any]:
+        """The changes to the list ``name`` below ``line`` and above the
+        name's next assignment (a list of its own), in order."""
+        lines, changes, rebound = self._changes(scope, name)
+        later = bisect_right(rebound, line)
+        stop = bisect_left(lines, rebound[later]) if later < len(rebound) else len(lines)
+        return changes[bisect_right(lines, line):stop]
+
     def _growth(self, name: str, scope: Any, line: int) -> list[Arg]:
         """What the statements below ``line`` add to the list ``name``: the
         words of each in order where it is a statement of the scope's own
@@ -268,11 +283,7 @@ class CommandLists(Script):
         One in a branch of an ``if`` of the scope's own body is a choice
         (readings): on each path, its words or none."""
         out: list[Arg] = []
-        lines, changes, rebound = self._changes(scope, name)
-        # Those below the list and above the name's next assignment (a list of its own).
-        later = bisect_right(rebound, line)
-        stop = bisect_left(lines, rebound[later]) if later < len(rebound) else len(lines)
-        for at, how, value, straight, branch in changes[bisect_right(lines, line):stop]:
+        for at, how, value, straight, branch in self._later_changes(name, scope, line):
             test: Any = self.value(branch[0].test, scope, 0) if branch is not None and how != "insert" else ...
             if branch is not None and (isinstance(test, (bool, int, float, str)) or test is None):  # (`if USE_PD:`)
                 out += self._change_words(how, value, scope, at) if bool(test) == branch[1] and value is not None else []
@@ -394,12 +405,18 @@ def names_server(display: ast.List | ast.Tuple) -> bool:
                for e in display.elts)
 
 
+# The option strings whose values the decision reads (the model names a deployment: not one of them).
+_DECISION_READS = frozenset(option for option, (field, _) in (*VALUE_OPTIONS.items(), *FLAG_OPTIONS.items())
+                            if field in ENGINE_FIELDS)
+
+
 def _leaves_decision_options(how: str, value: ast.expr | None) -> bool:
     """Whether what a statement adds to a command list is whole options
     the decision does not read, each with the words its type takes in the
-    newest release (`"--port", str(port)`; a flag; `"--port=" + str(port)`):
-    the script may run it or not, and the options the decision reads stay
-    as they are either way."""
+    newest release (`"--port", str(port)`; a flag; `"--port=" + str(port)`;
+    a list option's literal words, `"--served-model-name", "a", "b"`): the
+    script may run it or not, and the options the decision reads stay as
+    they are either way."""
     if value is None:
         return False
     words = [value] if how == "append" else list(value.elts) if isinstance(value, (ast.List, ast.Tuple)) else []
@@ -415,16 +432,30 @@ def _leaves_decision_options(how: str, value: ast.expr | None) -> bool:
             return False
         written, eq, _ = head.partition("=")
         option = "--" + written[2:].replace("_", "-")  # (vLLM reads `_` as `-`)
-        if option.split(".")[0] in DECISION_OPTIONS or option not in listed or option in lists:
+        if option.split(".")[0] in _DECISION_READS or option not in listed:
             return False
         index += 1
-        if not eq and option not in flags:  # its one word: a value, never an option or a list of words
+        if not eq and option not in flags:  # its first word: a value, never an option or a list of words
             value_word = words[index] if index < len(words) else None
             if value_word is None or isinstance(value_word, ast.Starred) or (
                     isinstance(value_word, ast.Constant) and str(value_word.value).startswith("-")):
                 return False
             index += 1
+        if option in lists and not eq:
+            # Its further words, up to the next option: literals that are no option (argparse ends
+            # the list at a word that is one, and a word not known may be).
+            while index < len(words) and not _option_head(words[index]):
+                if not (isinstance(words[index], ast.Constant) and isinstance(words[index].value, str)
+                        and not words[index].value.startswith("-")):
+                    return False
+                index += 1
     return True
+
+
+def _option_head(word: ast.expr) -> bool:
+    """Whether a word starts as a long option does (`"--port"`, `"--port=" + p`)."""
+    head = _literal_head(word)
+    return isinstance(head, str) and head.startswith("--")
 
 
 def _literal_head(word: ast.expr) -> Any:
