@@ -1026,6 +1026,15 @@ def test_an_overlay_of_a_base_by_url_is_an_unresolved_launch_not_silence(tmp_pat
     assert entry.decision["errors"][0]["message"] == (
         "line 8: Deployment decode, container modelserver: the patch gives no `command`; kustomize takes it from the "
         "base (https://github.com/llm-d/llm-d//guides/base?ref=main), which is not in the audited paths")
+    # Most of them list it through a base of their own, `../base`, which the audit reads: the message
+    # named that one, "not in the audited paths", and its hint could not be followed (survey 23c).
+    write(tmp_path / "base" / "kustomization.yaml", "resources:\n- https://github.com/llm-d/llm-d//guides/base?ref=main\n")
+    write(overlay / "kustomization.yaml", "resources:\n- ../base\npatches:\n- path: patch-vllm-args.yaml\n")
+    (entry,) = audit([str(tmp_path)]).entries
+    assert entry.decision["errors"][0]["message"] == (
+        "line 8: Deployment decode, container modelserver: the patch gives no `command`; kustomize takes it from the "
+        f"base (https://github.com/llm-d/llm-d//guides/base?ref=main, listed by {tmp_path}/base/kustomization.yaml), "
+        "which is not in the audited paths")
 
 
 def test_env_from_a_configmap_of_the_same_manifest_is_read(tmp_path):

@@ -115,6 +115,24 @@ def _base_objects(ctx: Ctx, folder: Path, kustomization: dict[str, Any], depth: 
     return out
 
 
+def _unread(ctx: Ctx, folder: Path, kustomization: dict[str, Any], via: str | None = None, depth: int = 0) -> list[str]:
+    """The entries of a kustomization's ``resources``, and of the
+    kustomizations they list (at most 8 deep), that the audit cannot read
+    (a remote base, a path outside the audited ones), each with the
+    kustomization that lists it where that is not the first."""
+    out: list[str] = []
+    entries = kustomization.get("resources")
+    for entry in entries if isinstance(entries, list) else []:
+        target = folder / str(entry)
+        inner = _kustomization_in(ctx, target) if depth < 8 and target.is_dir() else None
+        if inner is not None and inner.documents and isinstance(inner.documents[0][0], dict):
+            out += _unread(ctx, target, inner.documents[0][0], os.path.normpath(inner.display), depth + 1)
+        elif not (target.is_dir() and any(read_companion(ctx, path) for path in sorted(target.glob("*.y*ml")))
+                  or not target.is_dir() and read_companion(ctx, target)):
+            out.append(f"{entry}, listed by {via}" if via else str(entry))
+    return out
+
+
 class _Patch(NamedTuple):
     """One patch of a kustomization, in the order kustomize applies them."""
 
@@ -305,10 +323,16 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) \
             others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files if f != ctx.name)
             out += _launches(ctx, overlay.obj, (overlay.base, *others, found.display), documents, generated)
     based = {overlay.target for overlay in overlays}
-    resources = ", ".join(str(r) for r in kust["resources"]) if isinstance(kust.get("resources"), list) else "none"
-    for _, patch, lines in documents:
-        meta = patch["metadata"] if isinstance(patch.get("metadata"), dict) else {}
-        if (patch.get("kind"), meta.get("name")) not in based:
+    unbased = [(patch, lines) for _, patch, lines in documents
+               if (patch.get("kind"), (patch.get("metadata") if isinstance(patch.get("metadata"), dict) else {}).get("name"))
+               not in based]
+    if unbased:
+        # The base the audit could not read: what the kustomization lists, or, where that is read,
+        # what it lists in turn (an overlay's `../base` that lists a remote one).
+        unread = _unread(ctx, ctx.path.parent, kust)
+        resources = ", ".join(unread) if unread else \
+            ", ".join(str(r) for r in kust["resources"]) if isinstance(kust.get("resources"), list) else "none"
+        for patch, lines in unbased:
             out += _unbased(ctx, patch, lines, found.display, resources, problems)
     return out, problems, []
 
