@@ -927,6 +927,24 @@ def test_an_option_added_on_one_path_with_an_unknown_value_leaves_the_launch_unr
     assert [n.code for n in entry.deployment.notes] == []
 
 
+def test_a_value_set_on_more_paths_than_are_read_may_hold_options(tmp_path):
+    # ROCm/MAD scripts/vllm/kimik3_mi300x/vllm_disagg/Kimik3D_DI/run_2p2d.sh (50ecfa1): the same `KVARG`
+    # launch, whose other words also read values that two `case`s and another `if` set: more
+    # combinations of paths than the 4 read one by one. `"${KVARG[@]}"` was a note that it "may hold
+    # others" and the launch `enabled`, though every run of the script passes MoRIIOConnector (survey 23d).
+    kv = "KVARG=(--kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}')"
+    script = ("pip install vllm==0.11.0\ncase \"$ROLE\" in\n  a) P=1 ;;\n  OTHER) P=2 ;;\nesac\nKVARG=()\n"
+              f"if [ -n \"$KV\" ]; then\n  {kv}\nfi\nvllm serve m --port $P \"${{KVARG[@]}}\"\n")
+    message = ("line 10: the command also takes `${KVARG[@]}` (which is set differently on the paths through `if` at "
+               "line 7), which may hold options")
+    for other, paths in (("*", 4), ("b", 6)):  # (without `*)`, the case has a third path: none taken)
+        write(tmp_path / "run.sh", script.replace("OTHER", other))
+        (entry,) = audit([str(tmp_path / "run.sh")]).entries
+        # 0.11.0 turns HMA off with any connector: the paths disagree, and it is read on none past 4.
+        assert [(e["code"], e["message"]) for e in entry.decision["errors"]] == [("source.unresolved", message)], paths
+        assert [n.code for n in entry.deployment.notes] == ["source.unresolved_unused"]  # (`--port $P`)
+
+
 def test_the_scripts_arguments_after_an_option_of_several_values_may_be_options(tmp_path):
     # `--served-model-name m "$@"`: argparse gives --served-model-name the words up to the next
     # option, and "$@" may hold that option; it was noted as a value the decision does not read.

@@ -61,6 +61,9 @@ class Invocation:
     # Read again once per path through the `if` or `case` that made a value it reads unknown
     # (shell_run.Interpreter.paths): (which path, the words, the environment) for each.
     paths: tuple[tuple[str, list[Arg], dict[str, Arg]], ...] = ()
+    # The unknown values (their markers) that `if`s or `case`s set on more paths than are read
+    # one by one: a word made of one may hold the options a path gives, so it is not a note.
+    unread_paths: frozenset[str] = frozenset()
 
 
 def release_noted(ctx: Ctx, release: ReleaseHint | None, facts: dict[str, Any], facts_origin: str,
@@ -96,7 +99,7 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     documents, refused, path_options, opened = _paths(inv, ctx, facts) if inv.paths else ((), (), (), ())
     result = read_command(inv.argv, env=inv.env, read_config=inv.config_reader, file=ctx.display,
                           line=inv.line, require_model=inv.require_model,
-                          per_path=_settled(inv) if documents else frozenset(),
+                          per_path=_settled(inv) if documents else inv.unread_paths,
                           dynamo=inv.release.dynamo if inv.release is not None else None)
     problems = inv.problems + list(result.problems)
     on_path = bool(refused) and not result.problems

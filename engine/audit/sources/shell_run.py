@@ -393,15 +393,17 @@ class Interpreter(Flow):
                     self.nested_text(Script(" ".join(remote), line, False), scope, line, fresh=True)
                 return
 
-    def paths(self, command: Simple, scope: Scope, line: int, texts: list[str]) -> tuple[Any, ...]:
+    def paths(self, command: Simple, scope: Scope, line: int,
+              texts: list[str]) -> tuple[tuple[Any, ...], frozenset[str]]:
         """A launch whose words (``texts``, its environment's too) read
         values that the ends of `if`s or `case`s made unknown, the variables
         they set still as they left them: the launch read again once per
         path, each variable set as that path sets it; through several such
         merges, once per combination of their paths, at most MAX_BRANCHES
         in all. (Which path, the words, the environment) for each; none
-        beyond that bound, or where a path's reading is not one launch of
-        the same program (the command's first word)."""
+        where a path's reading is not one launch of the same program (the
+        command's first word). Beyond that bound, none, and the values'
+        markers (Invocation.unread_paths): a path may give them options."""
         read = {marker.group(0): branches for text in texts if "\x00" in text for marker in UNRESOLVED.finditer(text)
                 if (branches := self.run.branches.get(marker.group(0))) is not None}
         markers = tuple(read)
@@ -409,10 +411,10 @@ class Interpreter(Flow):
         kept = [{name: var for name, epoch in branches.epochs.items()
                  if (var := scope.lookup(name)) is not None and var.epoch == epoch} for branches in merges]
         if not merges or not all(kept):
-            return ()
+            return (), frozenset()
         combinations = list(itertools.product(*(range(len(next(iter(b.values.values())))) for b in merges)))
         if len(combinations) > MAX_BRANCHES:
-            return ()
+            return (), frozenset(markers)
         count = len(combinations)
         through = " and ".join(branches.where for branches in merges)
         assignments, words = _assignments(command)
@@ -428,7 +430,7 @@ class Interpreter(Flow):
                                                                              epoch=self.run.next_epoch(), line=var.line)
             fields, env = self.expand(assignments, words, path, line)
             if fields[:len(program)] != program:  # another program on this path: not the same launch
-                return ()
+                return (), frozenset()
             captured: list[tuple[list[str], dict[str, Arg]]] = []
             self.run.capturing = captured
             try:
@@ -437,12 +439,12 @@ class Interpreter(Flow):
                 self.run.capturing = None
                 del self.run.problems[problems:]  # said once, by the reading of the script itself
             if len(captured) != 1:
-                return ()
+                return (), frozenset()
             argv, env = captured[0]
             if any(marker in text for text in [*argv, *(a.text for a in env.values())] for marker in markers):
-                return ()  # the words do not come from the variables here (an `eval`'s text was made before)
+                return (), frozenset()  # the words do not come from the variables here (an `eval`'s text was made before)
             out.append((f"path {index + 1} of {count} through {through}", [Arg(a, origin) for a in argv], env))
-        return tuple(out)
+        return tuple(out), frozenset()
 
     def note_pins(self, fields: list[str], line: int) -> None:
         """`pip install vllm==X.Y.Z` (also pip3, python -m pip, uv pip), or a
@@ -548,12 +550,13 @@ class Interpreter(Flow):
         if run.capturing is not None:  # read again for one path (paths())
             run.capturing.append((argv, launch_env))
             return True
-        paths = self.paths(command, scope, line, [*argv, *(a.text for a in launch_env.values())])
+        paths, unread_paths = self.paths(command, scope, line, [*argv, *(a.text for a in launch_env.values())])
         # A pin in the container shell the launch runs in installs its release over the image's.
         pinned = [pin.hint for pin in run.pins if pin.container == self.container] \
             if self.container and image == self.image else []
         inv = Invocation([Arg(a, origin) for a in argv], line, launch_env, self.place.anchor(line),
-                         sequence=run.sequence, image=image, paths=paths, release=pinned[-1] if pinned else None)
+                         sequence=run.sequence, image=image, paths=paths, unread_paths=unread_paths,
+                         release=pinned[-1] if pinned else None)
         if presumed is not None:
             inv.notes.append(presumed_note(run.ctx, presumed, line))
         if docker is not None:
