@@ -943,6 +943,12 @@ def test_a_value_set_on_more_paths_than_are_read_may_hold_options(tmp_path):
         # 0.11.0 turns HMA off with any connector: the paths disagree, and it is read on none past 4.
         assert [(e["code"], e["message"]) for e in entry.decision["errors"]] == [("source.unresolved", message)], paths
         assert [n.code for n in entry.deployment.notes] == ["source.unresolved_unused"]  # (`--port $P`)
+    # Where no path sets what the decision reads (tpu-inference's mmlu.sh grows its arguments with
+    # `--gpu-memory-utilization` and the like through nested ifs), the word stays a note.
+    write(tmp_path / "run.sh", script.replace("OTHER", "b").replace(kv, "KVARG=(--max-model-len 4096)"))
+    (entry,) = audit([str(tmp_path / "run.sh")]).entries
+    assert (entry.decision["outcome"], [n.code for n in entry.deployment.notes]) == (
+        "enabled", ["source.unresolved_unused", "source.unresolved_arguments"])
 
 
 def test_the_scripts_arguments_after_an_option_of_several_values_may_be_options(tmp_path):

@@ -14,10 +14,10 @@ import re
 from typing import Any
 
 from ...core.markers import UNRESOLVED, has_unresolved, show, unresolved
-from ...core.options import ENV_NAMES, Arg, find_vllm
+from ...core.options import DECISION_OPTIONS, ENV_NAMES, OFF_SWITCHES, Arg, find_vllm
 from ...core.errors import InputError
 from .detect import SHELLS
-from .launch import SPYRE_ENV, Invocation, config_from_fs, platform_of_runtime
+from .launch import DEVICE_OPTION, SPYRE_ENV, Invocation, config_from_fs, platform_of_runtime
 from .release import ReleaseHint, from_pin, from_source
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, docker_run, git_source, installs_source,
@@ -25,7 +25,8 @@ from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, dock
                              venv_activation)
 from .shell_expand import Expander, clobber, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
-from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Place, Script, Scope, Source, Stop, Var, normal_path
+from .shell_state import (MAX_BRANCHES, MAX_NESTING, UNSET, Branches, Pin, Place, Script, Scope, Source, Stop, Var,
+                          normal_path)
 from .shell_syntax import parse_body
 from .shell_tree import FunctionDef, Lit, Param, ShellSyntaxError, Simple, Word
 from .shell_words import ASSIGNMENT, NAME
@@ -402,8 +403,9 @@ class Interpreter(Flow):
         merges, once per combination of their paths, at most MAX_BRANCHES
         in all. (Which path, the words, the environment) for each; none
         where a path's reading is not one launch of the same program (the
-        command's first word). Beyond that bound, none, and the values'
-        markers (Invocation.unread_paths): a path may give them options."""
+        command's first word). Beyond that bound, none, and the markers of
+        the values a path sets to what the decision reads (_may_decide):
+        a word made of one may hold it (Invocation.unread_paths)."""
         read = {marker.group(0): branches for text in texts if "\x00" in text for marker in UNRESOLVED.finditer(text)
                 if (branches := self.run.branches.get(marker.group(0))) is not None}
         markers = tuple(read)
@@ -414,7 +416,7 @@ class Interpreter(Flow):
             return (), frozenset()
         combinations = list(itertools.product(*(range(len(next(iter(b.values.values())))) for b in merges)))
         if len(combinations) > MAX_BRANCHES:
-            return (), frozenset(markers)
+            return (), frozenset(marker for marker, branches in read.items() if _may_decide(branches))
         count = len(combinations)
         through = " and ".join(branches.where for branches in merges)
         assignments, words = _assignments(command)
@@ -599,3 +601,21 @@ def _assignments(command: Simple) -> tuple[list[tuple[str, bool, Word]], Any]:
         index += 1
     return assignments, command.words[index:]
 
+
+# An option of vLLM's the decision reads, written in a value (`_` for `-` too, as vLLM reads it),
+# or `--config`, whose file may give any.
+_DECIDING = re.compile(r"(?<![\w-])(?:" + "|".join(
+    "--" + re.escape(option[2:]).replace("\\-", "[-_]") if option.startswith("--") else re.escape(option)
+    for option in sorted({*DECISION_OPTIONS, *OFF_SWITCHES, DEVICE_OPTION, "--config"}, key=len, reverse=True))
+    + r")(?![\w-])")
+
+
+def _may_decide(branches: Branches) -> bool:
+    """Whether a path through an `if` or `case` sets a value to what the
+    decision reads: an option of it (`KVARG=(--kv-transfer-config ...)`), or
+    a variable of the environment it reads. (A value that only holds what
+    the file does not give, the script's own arguments, may hold options on
+    each path alike: it stays a note.)"""
+    return any(name in ENV_NAMES for name in branches.values) or any(
+        _DECIDING.search(text) for on_paths in branches.values.values() for var in on_paths
+        for text in (var.items if var.items is not None else (var.value,)) if text)
