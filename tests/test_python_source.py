@@ -2112,6 +2112,25 @@ def test_engine_arguments_only_turned_into_a_model_config_start_no_engine(tmp_pa
         == [2]
 
 
+def test_engine_arguments_only_turned_into_a_vllm_config_the_function_keeps_start_no_engine(tmp_path):
+    # vllm-project/tpu-inference (b8692ff) tests/layers/vllm/*: `EngineArgs(...)`, then
+    # `vllm_config = engine_args.create_engine_config()` to set up vLLM's distributed state for a layer
+    # test: 69 launches, 40 % of the repository's, where no engine starts (survey 23a).
+    fixture = ("from vllm.engine.arg_utils import EngineArgs\n{imports}\n\ndef setup(mesh):\n"
+               "    engine_args = EngineArgs(model='Qwen/Qwen3-0.6B', max_model_len=64)\n"
+               "    vllm_config = engine_args.create_engine_config()\n"
+               "    vllm_config.quant_config = get_quant_config(vllm_config, mesh)\n"
+               "    with set_current_vllm_config(vllm_config):\n        {last}\n")
+    assert read(tmp_path, fixture.format(imports="", last="yield")).deployments == ()
+    # A config handed out (returned, yielded, kept on another object), or a script that names one of
+    # vLLM's engines that start from a VllmConfig, may start an engine: a launch, as before.
+    for imports, last in (("", "yield vllm_config"), ("", "holder.config = vllm_config"),
+                          ("from vllm.v1.engine.async_llm import AsyncLLM", "yield"),
+                          ("", "engine = AsyncLLM.from_vllm_config(vllm_config)")):
+        found = read(tmp_path, fixture.format(imports=imports, last=last), name="launch.py")
+        assert [d.line for d in found.deployments] == [5], (imports, last)
+
+
 def test_a_path_whose_own_words_may_hold_options_says_so_when_the_paths_agree(tmp_path):
     # flytekit (e96c7203) dgxc_lepton/connector.py: `["vllm", "serve", m] + (extra.split() if extra else [])`.
     # Read on each path, the decision agreed, and the launch had only the note that the paths agree

@@ -32,6 +32,12 @@ __all__ = ["EngineCalls", "LAUNCHES"]
 LAUNCHES = ENGINES | {"EngineArgs.from_cli_args", "AsyncEngineArgs.from_cli_args"}
 # How a script hands an EngineArgs object on whole: LLM(**asdict(args)), LLM(**vars(args)).
 _UNPACKERS = frozenset({"asdict", "vars"})
+# vLLM's classes and functions that start an engine from the VllmConfig `create_engine_config()`
+# makes (its engine core, whose scheduler holds the KV cache manager; vllm/v1/engine/ and the V0
+# engines of older releases): a script that names none of them only configures with it.
+_CONFIG_ENGINES = frozenset({"LLMEngine", "AsyncLLMEngine", "MQLLMEngine", "AsyncLLM", "EngineCore", "EngineCoreProc",
+                             "DPEngineCoreProc", "EngineCoreClient", "CoreEngineProcManager", "from_vllm_config",
+                             "make_client", "make_async_mp_client", "launch_core_engines", "run_engine_core"})
 # vLLM's option for each field the decision reads (its long spelling), and the flags of the boolean ones.
 _OPTIONS = {field: option for option, (field, _) in reversed(VALUE_OPTIONS.items()) if option.startswith("--")}
 _FLAGS = {field: {value: flag for flag, (named, value) in FLAG_OPTIONS.items() if named == field}
@@ -54,6 +60,10 @@ class EngineCalls(CommandLists):
     """A parsed launcher's engine calls, each read as its command line."""
 
     ctx: Ctx  # the file (the reader that finds the calls sets it)
+
+    def __init__(self, tree: ast.Module):
+        super().__init__(tree)
+        self._config_engines: bool | None = None  # see _names_config_engines
 
     def only_hands_on(self, call: ast.Call, scope: Any) -> bool:
         """Whether ``call`` only passes on an EngineArgs object whose own call
@@ -78,17 +88,49 @@ class EngineCalls(CommandLists):
 
     def only_configures(self, call: ast.Call, scope: Any, what: str) -> bool:
         """Whether ``call`` makes engine arguments that the script only
-        turns into a model config (``engine_args.create_model_config()``),
-        starting no engine: vLLM's render server does so to render chat
-        templates on the CPU, and SkyRL's render server and llm-d-kv-cache's
-        tokenizer service after it."""
+        turns into a config, starting no engine: a model config
+        (``engine_args.create_model_config()``: vLLM's render server does so
+        to render chat templates on the CPU, and SkyRL's render server and
+        llm-d-kv-cache's tokenizer service after it), or a VllmConfig
+        (``create_engine_config()``) that its function keeps to itself, in a
+        script that names no engine to start from one (tpu-inference's test
+        fixtures, which set up vLLM's distributed state with it)."""
         name = self.assigned.get(id(call))
         if what == "LLM" or name is None or "." in name:
             return False
         uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
-        configured = {id(n.func.value) for n in ast.walk(scope) if isinstance(n, ast.Call)
-                      and isinstance(n.func, ast.Attribute) and n.func.attr == "create_model_config"}
-        return bool(uses) and all(id(use) in configured for use in uses)
+        configured = {id(n.func.value): n for n in ast.walk(scope) if isinstance(n, ast.Call)
+                      and isinstance(n.func, ast.Attribute) and n.func.attr in ("create_model_config", "create_engine_config")}
+        if not uses or not all(id(use) in configured for use in uses):
+            return False
+        engine_configs = [configured[id(use)] for use in uses if configured[id(use)].func.attr == "create_engine_config"]
+        return not engine_configs or (not self._names_config_engines() and
+                                      not any(self._handed_out(made, scope) for made in engine_configs))
+
+    def _names_config_engines(self) -> bool:
+        """Whether the script names one of vLLM's engines that start from a VllmConfig (_CONFIG_ENGINES)."""
+        if self._config_engines is None:
+            self._config_engines = any(isinstance(n, ast.Name) and n.id in _CONFIG_ENGINES or isinstance(n, ast.Attribute)
+                                       and n.attr in _CONFIG_ENGINES or isinstance(n, ast.alias)
+                                       and n.name.rpartition(".")[2] in _CONFIG_ENGINES for n in ast.walk(self.tree))
+        return self._config_engines
+
+    def _handed_out(self, made: ast.Call, scope: Any) -> bool:
+        """Whether a config its function makes leaves the function, where
+        another may start an engine from it: returned or yielded, itself or
+        the name it is assigned to, or kept on another object (``self.config
+        = ...``; not a field of its own, ``config.quant_config = f(config)``)."""
+        held = self.assigned.get(id(made))
+        for node in ast.walk(scope):
+            if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
+                given = node.value
+            elif isinstance(node, ast.Assign) and not all(isinstance(t, ast.Name) or _root(t) == held for t in node.targets):
+                given = node.value
+            else:
+                continue
+            if any(n is made or (held is not None and isinstance(n, ast.Name) and n.id == held) for n in ast.walk(given)):
+                return True
+        return False
 
     def engine_launch(self, call: ast.Call, scope: Any, what: str, env: dict[str, Arg],
                     release: ReleaseHint | None) -> Deployment:
@@ -387,3 +429,10 @@ def _as_keywords(found: Deployment, spelled: set[tuple[str, str]]) -> Deployment
                          origins=tuple((field, origin(text)) for field, text in found.origins),
                          options=tuple((_KEYWORD[option] + "=" if (option, where) in spelled else option, where)
                                        for option, where in found.options))
+
+
+def _root(target: ast.expr) -> str | None:
+    """The name an assignment's target is a field or an item of (``config`` of ``config.a.b = ...``)."""
+    while isinstance(target, (ast.Attribute, ast.Subscript)):
+        target = target.value
+    return target.id if isinstance(target, ast.Name) else None
