@@ -152,6 +152,16 @@ def test_vllm_ascends_branch_and_nightly_images_name_no_release():
     assert from_image("quay.io/ascend/cann:8.2.rc1-910b-ubuntu22.04-py3.11").version is None
 
 
+def test_vllms_tpu_image_is_named_for_what_it_is_and_names_no_release():
+    # vllm/vllm-tpu (pushed by vllm-project/tpu-inference's .buildkite/nightly_releases.yml) was "not
+    # vLLM's release image"; it is vLLM's, for a platform the rules do not hold (survey 23a).
+    for image in ("vllm/vllm-tpu:v0.13.0", "docker.io/vllm/vllm-tpu:nightly-20260504-e2a6582-67058ca"):
+        assert from_image(image) == ReleaseHint(None, f"image {image} is vLLM's TPU image (vLLM with tpu-inference's "
+                                                      "platform): the audit reads no release or platform from it, as "
+                                                      "the rules hold no TPU platform")
+        assert platform_of(image) is None
+
+
 # A Docker Swarm stack for Atlas 800I A2 servers (910B NPUs) from a public write-up, "华为 Atlas 800I A2
 # 大模型部署实战（九）：Docker Swarm 分布式部署" (2025-07-31), its vllm-stack.yml cut to what vLLM reads.
 ASCEND_STACK = """version: '3.8'

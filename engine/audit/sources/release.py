@@ -142,6 +142,9 @@ _INTEL_XPU_IMAGE = "intel/llm-scaler-vllm"
 _INTEL_XPU_TAG = re.compile(r"(" + VERSION.pattern + r")-b[0-9]+(?:\.[0-9]+)*")
 # NVIDIA's vLLM container on NGC (nvcr.io/nvidia/vllm:25.10-py3): its tag is NVIDIA's monthly release;
 # deployers.yaml (ngc-vllm) gives the vLLM release each ships, where NVIDIA's release notes say.
+# vLLM's TPU image (vllm-project/tpu-inference's .buildkite pushes it): vLLM on TPUs, a platform of
+# its own that the rules do not hold, so its tags are not read.
+_TPU_IMAGE = "vllm/vllm-tpu"
 _NGC_IMAGE = "nvidia/vllm"
 _NGC_TAG = re.compile(r"([0-9]{2}\.[0-9]{2})-py3(?:-.+)?")
 
@@ -203,6 +206,9 @@ def from_image(image: str) -> ReleaseHint:
     dynamo = _is(path, _DYNAMO_IMAGE)
     family = next((f for f in _FAMILIES if any(_is(path, repository) for repository in f.repositories)), None)
     ngc = path == _NGC_IMAGE  # (nvcr.io/nvidia/vllm; not a mirror's prefix: rocm/vllm is AMD's)
+    if _is(path, _TPU_IMAGE):
+        return ReleaseHint(None, f"image {shown} is vLLM's TPU image (vLLM with tpu-inference's platform): the audit "
+                                 "reads no release or platform from it, as the rules hold no TPU platform")
     if not (official or rocm or ascend or dynamo or family or ngc):
         return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag is not read as a vLLM release")
     if digest is not None and tag is None:
