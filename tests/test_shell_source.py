@@ -535,6 +535,19 @@ exec env VLLM_USE_SIMPLE_KV_OFFLOAD=1 vllm serve n --kv-offloading-size 4
     assert (second.line, second.document["env"]) == (3, {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"})
 
 
+def test_an_eval_that_parses_only_with_its_unknown_part_known_is_no_syntax_error(tmp_path):
+    # vllm-project/tpu-inference (b8692ff) tests/test_generate_support_matrices.sh: a stand-in `mapfile`
+    # ends `eval "$array_name=(\"${lines[@]}\")"`, the name from its arguments. Bash reads an array
+    # assignment; the audit read `<unknown>=(` as a syntax error of the file (survey 23a).
+    script = write(tmp_path / "run.sh", 'f() {\n    local n="$1"\n    eval "$n=(a b)"\n}\nvllm serve m\n')
+    found = read_source(script)
+    assert (found.problems, [d.line for d in found.deployments]) == ((), [5])
+    # A text the file gives whole is read, and its syntax error said.
+    broken = read_source(write(tmp_path / "broken.sh", 'eval "vllm serve m --kv-transfer-config (x"\n'))
+    assert [(p.code, p.message) for p in broken.problems] == [
+        ("source.shell_syntax", "cannot read the script run at line 1: unexpected `(`")]
+
+
 def test_lines_stay_right_after_a_here_document_inside_a_command_substitution(tmp_path):
     script = write(tmp_path / "run.sh", f"""CONFIG=$(cat <<EOF
 {NIXL}

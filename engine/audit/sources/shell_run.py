@@ -303,7 +303,9 @@ class Interpreter(Flow):
             return None
 
     def eval(self, text: str, scope: Scope, line: int, at: int) -> None:
-        if only_markers(text):
+        if only_markers(text) or has_unresolved(text) and isinstance(parse_body(text, at), ShellSyntaxError):
+            # (a text that reads as a script only with its unknown part known, `eval "$name=(a b)"`, where a
+            # name makes an assignment of an array, is not a syntax error of the file)
             clobber(self.run, scope, f"may be set by `eval` of a text this file does not give (line {line})")
             return
         # An unknown part of the text is read as one word, as in any command line (`vllm serve $ARGS`).
