@@ -964,6 +964,21 @@ def test_a_value_set_on_more_paths_than_are_read_may_hold_options(tmp_path):
         "enabled", ["source.unresolved_unused", "source.unresolved_arguments"])
 
 
+def test_a_value_a_path_sets_to_a_kv_option_in_a_container_shell_is_read_even_where_no_path_is(tmp_path):
+    # The Kimi-K3 launch itself: `KVARG` is set in the container's `bash -c` script, beside values of
+    # the host script's `case` (expanded before the container runs it), which the container's shell
+    # cannot read per path. The word was a note; a path sets the KV option (survey 23d).
+    script = write(tmp_path / "run.sh", (
+        'case "$ROLE" in\n  a) P=1 ;;\n  b) P=2 ;;\nesac\n'
+        'docker run --entrypoint bash vllm/vllm-openai:v0.11.0 -c "\n  KVARG=()\n'
+        '  if [ -n \\"\\$KV\\" ]; then KVARG=(--kv-transfer-config \\"\\$KV\\"); fi\n'
+        '  vllm serve m --port $P \\"\\${KVARG[@]}\\"\n"\n'))
+    (entry,) = audit([str(script)]).entries
+    assert [(e["code"], e["message"]) for e in entry.decision["errors"]] == [(
+        "source.unresolved", "line 5: the command also takes `${KVARG[@]}` (which is set differently on the paths "
+                             "through `if` in the script at line 5), which may hold options")]
+
+
 def test_the_scripts_arguments_after_an_option_of_several_values_may_be_options(tmp_path):
     # `--served-model-name m "$@"`: argparse gives --served-model-name the words up to the next
     # option, and "$@" may hold that option; it was noted as a value the decision does not read.

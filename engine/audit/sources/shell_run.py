@@ -405,20 +405,22 @@ class Interpreter(Flow):
         merges, once per combination of their paths, at most MAX_BRANCHES
         in all. (Which path, the words, the environment) for each; none
         where a path's reading is not one launch of the same program (the
-        command's first word). Beyond that bound, none, and the markers of
-        the values a path sets to what the decision reads (_may_decide):
-        a word made of one may hold it (Invocation.unread_paths)."""
+        command's first word), nor beyond that bound. Where the paths are
+        not read, the markers of the values a path sets to what the decision
+        reads (_may_decide): a word made of one may hold it
+        (Invocation.unread_paths)."""
         read = {marker.group(0): branches for text in texts if "\x00" in text for marker in UNRESOLVED.finditer(text)
                 if (branches := self.run.branches.get(marker.group(0))) is not None}
         markers = tuple(read)
         merges = sorted(set(read.values()), key=lambda b: min(b.epochs.values()))  # in the script's order
         kept = [{name: var for name, epoch in branches.epochs.items()
                  if (var := scope.lookup(name)) is not None and var.epoch == epoch} for branches in merges]
+        unread = frozenset(marker for marker, branches in read.items() if _may_decide(branches))
         if not merges or not all(kept):
-            return (), frozenset()
+            return (), unread
         combinations = list(itertools.product(*(range(len(next(iter(b.values.values())))) for b in merges)))
         if len(combinations) > MAX_BRANCHES:
-            return (), frozenset(marker for marker, branches in read.items() if _may_decide(branches))
+            return (), unread
         count = len(combinations)
         through = " and ".join(branches.where for branches in merges)
         assignments, words = _assignments(command)
@@ -434,7 +436,7 @@ class Interpreter(Flow):
                                                                              epoch=self.run.next_epoch(), line=var.line)
             fields, env = self.expand(assignments, words, path, line)
             if fields[:len(program)] != program:  # another program on this path: not the same launch
-                return (), frozenset()
+                return (), unread
             captured: list[tuple[list[str], dict[str, Arg]]] = []
             self.run.capturing = captured
             try:
@@ -443,10 +445,10 @@ class Interpreter(Flow):
                 self.run.capturing = None
                 del self.run.problems[problems:]  # said once, by the reading of the script itself
             if len(captured) != 1:
-                return (), frozenset()
+                return (), unread
             argv, env = captured[0]
             if any(marker in text for text in [*argv, *(a.text for a in env.values())] for marker in markers):
-                return (), frozenset()  # the words do not come from the variables here (an `eval`'s text was made before)
+                return (), unread  # the words do not come from the variables here (an `eval`'s text was made before)
             out.append((f"path {index + 1} of {count} through {through}", [Arg(a, origin) for a in argv], env))
         return tuple(out), frozenset()
 
@@ -621,3 +623,4 @@ def _may_decide(branches: Branches) -> bool:
     return any(name in ENV_NAMES for name in branches.values) or any(
         _DECIDING.search(text) for on_paths in branches.values.values() for var in on_paths
         for text in (var.items if var.items is not None else (var.value,)) if text)
+
