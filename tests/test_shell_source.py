@@ -548,6 +548,18 @@ def test_an_eval_that_parses_only_with_its_unknown_part_known_is_no_syntax_error
         ("source.shell_syntax", "cannot read the script run at line 1: unexpected `(`")]
 
 
+def test_a_c_script_written_below_its_command_counts_its_lines_from_where_it_starts(tmp_path):
+    # ROCm/MAD (2d64760) wideep_disagg_2p2d/run_2p2d.sh: `docker run ... --entrypoint bash "$IMAGE" -c "`
+    # opens its script 32 lines below the command's first; a syntax error in it was placed 32 lines too
+    # high, at a line of `docker run`'s options (survey 23d).
+    body = '-c "\n  echo hi\n  if true; then\n  vllm serve m\n"\n'
+    for command in ("bash \\\n  ", "docker run \\\n  --entrypoint bash \\\n  img:1 \\\n  "):
+        found = read_source(write(tmp_path / "run.sh", command + body))
+        opened = command.count("\n") + 1  # the line of `-c "`
+        assert [p.message for p in found.problems] == [
+            f"cannot read the script run at line 1: `if` at line {opened + 2} has no `fi`"], command
+
+
 def test_lines_stay_right_after_a_here_document_inside_a_command_substitution(tmp_path):
     script = write(tmp_path / "run.sh", f"""CONFIG=$(cat <<EOF
 {NIXL}

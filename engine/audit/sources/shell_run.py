@@ -326,8 +326,7 @@ class Interpreter(Flow):
             raise Stop
         place = Place(self.place.origin, self.place.anchor) if script.in_file and self.place.fixed is None \
             else self.place.inner(line)
-        parsed = parse_body(script.text.replace("\x00", "\ufffd") if script.in_file else script.text,
-                            script.line if script.in_file else line)
+        parsed = parse_body(script.text.replace("\x00", "\ufffd") if script.in_file else script.text, script.line)
         if isinstance(parsed, ShellSyntaxError):
             run.problems.append(run.ctx.problem("source.shell_syntax", f"cannot read the script run at line {line}: "
                                                 f"{parsed.message}", line=place.line(parsed.line)))
@@ -365,8 +364,8 @@ class Interpreter(Flow):
             docker = docker_run(fields)
             start = len(fields) - len(rest) - 1
             image = docker.image if docker is not None and start >= docker.start else srun_image(fields, start)
-            self.nested_text(Script(script, line, False), scope, line, positional=rest[1:], image=image,
-                             zero=rest[0] if rest else None)
+            self.nested_text(Script(script, _field_line(command, fields, start, line), False), scope, line,
+                             positional=rest[1:], image=image, zero=rest[0] if rest else None)
             return
         for index, word in enumerate(fields):
             base = word.rsplit("/", 1)[-1]
@@ -523,7 +522,8 @@ class Interpreter(Flow):
             if located is None:
                 nested = nested_script(argv)
                 if nested is not None:
-                    self.nested_text(Script(nested[0], line, False), scope, line, positional=nested[1][1:],
+                    at = _field_line(command, fields, docker.start + len(argv) - len(nested[1]) - 2, line)
+                    self.nested_text(Script(nested[0], at, False), scope, line, positional=nested[1][1:],
                                      image=docker.image, zero=nested[1][0] if nested[1] else None)
                 return nested is not None
             image = docker.image
@@ -624,3 +624,9 @@ def _may_decide(branches: Branches) -> bool:
         _DECIDING.search(text) for on_paths in branches.values.values() for var in on_paths
         for text in (var.items if var.items is not None else (var.value,)) if text)
 
+
+def _field_line(command: Simple, fields: list[str], index: int, line: int) -> int:
+    """The line where the word that gave field ``index`` of a command starts
+    (a `-c` script written below the command's first line, `bash \\` then
+    `-c "...`), where each word gave one field; else the command's ``line``."""
+    return command.words[index].line if len(command.words) == len(fields) and 0 <= index < len(fields) else line
