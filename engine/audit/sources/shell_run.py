@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from ...core.markers import UNRESOLVED, has_unresolved, show, unresolved
-from ...core.options import DECISION_OPTIONS, ENV_NAMES, OFF_SWITCHES, Arg, find_vllm
+from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, OFF_SWITCHES, VALUE_OPTIONS, Arg, find_vllm
 from ...core.errors import InputError
 from .detect import SHELLS
 from .launch import DEVICE_OPTION, SPYRE_ENV, Invocation, config_from_fs, platform_of_runtime
@@ -404,8 +404,10 @@ class Interpreter(Flow):
         merges, once per combination of their paths, at most MAX_BRANCHES
         in all. (Which path, the words, the environment) for each; none
         where a path's reading is not one launch of the same program (the
-        command's first word), nor beyond that bound. Where the paths are
-        not read, the markers of the values a path sets to what the decision
+        command's first word), nor beyond that bound. Where they are not
+        read before a path is tried (beyond the bound, or values of another
+        shell's merges, which a container's `-c` script reads but cannot set
+        per path), the markers of the values a path sets to what the decision
         reads (_may_decide): a word made of one may hold it
         (Invocation.unread_paths)."""
         read = {marker.group(0): branches for text in texts if "\x00" in text for marker in UNRESOLVED.finditer(text)
@@ -435,7 +437,7 @@ class Interpreter(Flow):
                                                                              epoch=self.run.next_epoch(), line=var.line)
             fields, env = self.expand(assignments, words, path, line)
             if fields[:len(program)] != program:  # another program on this path: not the same launch
-                return (), unread
+                return (), frozenset()
             captured: list[tuple[list[str], dict[str, Arg]]] = []
             self.run.capturing = captured
             try:
@@ -444,10 +446,10 @@ class Interpreter(Flow):
                 self.run.capturing = None
                 del self.run.problems[problems:]  # said once, by the reading of the script itself
             if len(captured) != 1:
-                return (), unread
+                return (), frozenset()
             argv, env = captured[0]
             if any(marker in text for text in [*argv, *(a.text for a in env.values())] for marker in markers):
-                return (), unread  # the words do not come from the variables here (an `eval`'s text was made before)
+                return (), frozenset()  # the words do not come from the variables here (an `eval`'s text was made before)
             out.append((f"path {index + 1} of {count} through {through}", [Arg(a, origin) for a in argv], env))
         return tuple(out), frozenset()
 
@@ -607,10 +609,11 @@ def _assignments(command: Simple) -> tuple[list[tuple[str, bool, Word]], Any]:
 
 
 # An option of vLLM's the decision reads, written in a value (`_` for `-` too, as vLLM reads it),
-# or `--config`, whose file may give any.
+# or `--config`, whose file may give any (not the model, which names the deployment).
 _DECIDING = re.compile(r"(?<![\w-])(?:" + "|".join(
     "--" + re.escape(option[2:]).replace("\\-", "[-_]") if option.startswith("--") else re.escape(option)
-    for option in sorted({*DECISION_OPTIONS, *OFF_SWITCHES, DEVICE_OPTION, "--config"}, key=len, reverse=True))
+    for option in sorted({*(option for option, (field, _) in (*VALUE_OPTIONS.items(), *FLAG_OPTIONS.items())
+                            if field in ENGINE_FIELDS), *OFF_SWITCHES, DEVICE_OPTION, "--config"}, key=len, reverse=True))
     + r")(?![\w-])")
 
 
@@ -621,7 +624,7 @@ def _may_decide(branches: Branches) -> bool:
     the file does not give, the script's own arguments, may hold options on
     each path alike: it stays a note.)"""
     return any(name in ENV_NAMES for name in branches.values) or any(
-        _DECIDING.search(text) for on_paths in branches.values.values() for var in on_paths
+        _DECIDING.search(UNRESOLVED.sub("", text)) for on_paths in branches.values.values() for var in on_paths
         for text in (var.items if var.items is not None else (var.value,)) if text)
 
 
