@@ -323,9 +323,7 @@ def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) \
             others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files if f != ctx.name)
             out += _launches(ctx, overlay.obj, (overlay.base, *others, found.display), documents, generated)
     based = {overlay.target for overlay in overlays}
-    unbased = [(patch, lines) for _, patch, lines in documents
-               if (patch.get("kind"), (patch.get("metadata") if isinstance(patch.get("metadata"), dict) else {}).get("name"))
-               not in based]
+    unbased = [(patch, lines) for _, patch, lines in documents if (patch.get("kind"), _name(patch)) not in based]
     if unbased:
         # The base the audit could not read: what the kustomization lists, or, where that is read,
         # what it lists in turn (an overlay's `../base` that lists a remote one).
@@ -519,3 +517,9 @@ def _apply(obj: Any, op: dict[str, Any]) -> None:
             holder[last] = copy.deepcopy(op.get("value"))
         elif kind == "remove":
             holder.pop(last, None)
+
+
+def _name(obj: dict[str, Any]) -> Any:
+    """An object's `metadata.name` (None where it has none)."""
+    meta = obj.get("metadata")
+    return meta.get("name") if isinstance(meta, dict) else None

@@ -99,11 +99,12 @@ class EngineCalls(CommandLists):
         if what == "LLM" or name is None or "." in name:
             return False
         uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
-        configured = {id(n.func.value): n for n in ast.walk(scope) if isinstance(n, ast.Call)
+        # (the object each config call is made from, and which: model or engine)
+        configured = {id(n.func.value): (n, n.func.attr) for n in ast.walk(scope) if isinstance(n, ast.Call)
                       and isinstance(n.func, ast.Attribute) and n.func.attr in ("create_model_config", "create_engine_config")}
         if not uses or not all(id(use) in configured for use in uses):
             return False
-        engine_configs = [configured[id(use)] for use in uses if configured[id(use)].func.attr == "create_engine_config"]
+        engine_configs = [made for made, kind in (configured[id(use)] for use in uses) if kind == "create_engine_config"]
         return not engine_configs or (not self._names_config_engines() and
                                       not any(self._handed_out(made, scope) for made in engine_configs))
 

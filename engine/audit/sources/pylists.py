@@ -445,8 +445,8 @@ def _leaves_decision_options(how: str, value: ast.expr | None) -> bool:
             # Its further words, up to the next option: literals that are no option (argparse ends
             # the list at a word that is one, and a word not known may be).
             while index < len(words) and not _option_head(words[index]):
-                if not (isinstance(words[index], ast.Constant) and isinstance(words[index].value, str)
-                        and not words[index].value.startswith("-")):
+                word = words[index]
+                if not (isinstance(word, ast.Constant) and isinstance(word.value, str) and not word.value.startswith("-")):
                     return False
                 index += 1
     return True

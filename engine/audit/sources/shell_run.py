@@ -14,10 +14,10 @@ import re
 from typing import Any
 
 from ...core.markers import UNRESOLVED, has_unresolved, show, unresolved
-from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, OFF_SWITCHES, VALUE_OPTIONS, Arg, find_vllm
+from ...core.options import ENV_NAMES, Arg, find_vllm
 from ...core.errors import InputError
 from .detect import SHELLS
-from .launch import DEVICE_OPTION, SPYRE_ENV, Invocation, config_from_fs, platform_of_runtime
+from .launch import SPYRE_ENV, Invocation, config_from_fs, platform_of_runtime
 from .release import ReleaseHint, from_pin, from_source
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, docker_run, git_source, installs_source,
@@ -25,11 +25,10 @@ from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, dock
                              venv_activation)
 from .shell_expand import Expander, clobber, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
-from .shell_state import (MAX_BRANCHES, MAX_NESTING, UNSET, Branches, Pin, Place, Script, Scope, Source, Stop, Var,
-                          normal_path)
+from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Place, Script, Scope, Source, Stop, Var, normal_path
 from .shell_syntax import parse_body
-from .shell_tree import FunctionDef, Lit, Param, ShellSyntaxError, Simple, Word
-from .shell_words import ASSIGNMENT, NAME
+from .shell_tree import FunctionDef, Param, ShellSyntaxError, Simple, Word
+from .shell_words import ASSIGNMENT, NAME, split_assignments
 
 __all__ = ["Interpreter"]
 
@@ -50,7 +49,7 @@ class Interpreter(Flow):
         line = self.place.line(command.line)
         if not run.spend(1 + len(command.words), line):
             raise Stop
-        assignments, words = _assignments(command)
+        assignments, words = split_assignments(command)
         if not words:
             for name, append, value_word in assignments:
                 self.assign_word(scope, name, append, value_word, line)
@@ -364,7 +363,7 @@ class Interpreter(Flow):
             docker = docker_run(fields)
             start = len(fields) - len(rest) - 1
             image = docker.image if docker is not None and start >= docker.start else srun_image(fields, start)
-            self.nested_text(Script(script, _field_line(command, fields, start, line), False), scope, line,
+            self.nested_text(Script(script, command.word_line(fields, start, line), False), scope, line,
                              positional=rest[1:], image=image, zero=rest[0] if rest else None)
             return
         for index, word in enumerate(fields):
@@ -408,7 +407,7 @@ class Interpreter(Flow):
         read before a path is tried (beyond the bound, or values of another
         shell's merges, which a container's `-c` script reads but cannot set
         per path), the markers of the values a path sets to what the decision
-        reads (_may_decide): a word made of one may hold it
+        reads (Branches.may_decide): a word made of one may hold it
         (Invocation.unread_paths)."""
         read = {marker.group(0): branches for text in texts if "\x00" in text for marker in UNRESOLVED.finditer(text)
                 if (branches := self.run.branches.get(marker.group(0))) is not None}
@@ -416,7 +415,7 @@ class Interpreter(Flow):
         merges = sorted(set(read.values()), key=lambda b: min(b.epochs.values()))  # in the script's order
         kept = [{name: var for name, epoch in branches.epochs.items()
                  if (var := scope.lookup(name)) is not None and var.epoch == epoch} for branches in merges]
-        unread = frozenset(marker for marker, branches in read.items() if _may_decide(branches))
+        unread = frozenset(marker for marker, branches in read.items() if branches.may_decide())
         if not merges or not all(kept):
             return (), unread
         combinations = list(itertools.product(*(range(len(next(iter(b.values.values())))) for b in merges)))
@@ -424,7 +423,7 @@ class Interpreter(Flow):
             return (), unread
         count = len(combinations)
         through = " and ".join(branches.where for branches in merges)
-        assignments, words = _assignments(command)
+        assignments, words = split_assignments(command)
         program = self.expand([], words[:1], scope, line)[0][:1]  # (a first word "${CMD[@]}" is many fields)
         origin = self.place.origin(line)
         problems = len(self.run.problems)
@@ -524,7 +523,7 @@ class Interpreter(Flow):
             if located is None:
                 nested = nested_script(argv)
                 if nested is not None:
-                    at = _field_line(command, fields, docker.start + len(argv) - len(nested[1]) - 2, line)
+                    at = command.word_line(fields, docker.start + len(argv) - len(nested[1]) - 2, line)
                     self.nested_text(Script(nested[0], at, False), scope, line, positional=nested[1][1:],
                                      image=docker.image, zero=nested[1][0] if nested[1] else None)
                 return nested is not None
@@ -591,45 +590,3 @@ def _defaulted_options(command: Simple, scope: Scope) -> list[tuple[str, str, st
             if isinstance(part, Param) and not part.quoted and part.op in (":-", "-") and scope.lookup(part.name) is None
             and (default := part.arg.literal() if part.arg is not None else "") is not None
             and (default == "" or default.startswith("-"))]
-
-
-def _assignments(command: Simple) -> tuple[list[tuple[str, bool, Word]], Any]:
-    """A simple command's leading assignments (name, +=, value) and its other words."""
-    assignments: list[tuple[str, bool, Word]] = []
-    index = 0
-    for word in command.words:
-        head = word.parts[0] if word.parts else None
-        match = ASSIGNMENT.match(head.text) if isinstance(head, Lit) and not head.quoted else None
-        if match is None:
-            break
-        rest = (Lit(head.text[match.end():]),) + word.parts[1:]  # type: ignore[union-attr]
-        assignments.append((match.group(1), bool(match.group(2)), Word(rest, word.line)))
-        index += 1
-    return assignments, command.words[index:]
-
-
-# An option of vLLM's the decision reads, written in a value (`_` for `-` too, as vLLM reads it),
-# or `--config`, whose file may give any (not the model, which names the deployment).
-_DECIDING = re.compile(r"(?<![\w-])(?:" + "|".join(
-    "--" + re.escape(option[2:]).replace("\\-", "[-_]") if option.startswith("--") else re.escape(option)
-    for option in sorted({*(option for option, (field, _) in (*VALUE_OPTIONS.items(), *FLAG_OPTIONS.items())
-                            if field in ENGINE_FIELDS), *OFF_SWITCHES, DEVICE_OPTION, "--config"}, key=len, reverse=True))
-    + r")(?![\w-])")
-
-
-def _may_decide(branches: Branches) -> bool:
-    """Whether a path through an `if` or `case` sets a value to what the
-    decision reads: an option of it (`KVARG=(--kv-transfer-config ...)`), or
-    a variable of the environment it reads. (A value that only holds what
-    the file does not give, the script's own arguments, may hold options on
-    each path alike: it stays a note.)"""
-    return any(name in ENV_NAMES for name in branches.values) or any(
-        _DECIDING.search(UNRESOLVED.sub("", text)) for on_paths in branches.values.values() for var in on_paths
-        for text in (var.items if var.items is not None else (var.value,)) if text)
-
-
-def _field_line(command: Simple, fields: list[str], index: int, line: int) -> int:
-    """The line where the word that gave field ``index`` of a command starts
-    (a `-c` script written below the command's first line, `bash \\` then
-    `-c "...`), where each word gave one field; else the command's ``line``."""
-    return command.words[index].line if len(command.words) == len(fields) and 0 <= index < len(fields) else line

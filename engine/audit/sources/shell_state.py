@@ -9,15 +9,16 @@ spend). Nothing here runs or expands anything.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ...core.markers import unresolved
+from ...core.markers import UNRESOLVED, unresolved
 from ...core.errors import Problem
-from ...core.options import Arg
+from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, OFF_SWITCHES, VALUE_OPTIONS, Arg
 from .context import Ctx
-from .launch import Invocation
+from .launch import DEVICE_OPTION, Invocation
 from .release import ReleaseHint
 from .shell_tree import FunctionDef
 
@@ -196,6 +197,25 @@ class Branches:
     where: str
     values: dict[str, tuple[Var, ...]]  # name -> the variable on each path
     epochs: dict[str, int]
+
+    def may_decide(self) -> bool:
+        """Whether a path sets a value to what the decision reads: an option
+        of it (`KVARG=(--kv-transfer-config ...)`), or a variable of the
+        environment it reads. (A value that only holds what the file does not
+        give, the script's own arguments, may hold options on each path
+        alike: a word made of it stays a note.)"""
+        return any(name in ENV_NAMES for name in self.values) or any(
+            _DECIDING.search(UNRESOLVED.sub("", text)) for on_paths in self.values.values() for var in on_paths
+            for text in (var.items if var.items is not None else (var.value,)) if text)
+
+
+# An option of vLLM's the decision reads, written in a value (`_` for `-` too, as vLLM reads it),
+# or `--config`, whose file may give any (not the model, which names the deployment).
+_DECIDING = re.compile(r"(?<![\w-])(?:" + "|".join(
+    "--" + re.escape(option[2:]).replace("\\-", "[-_]") if option.startswith("--") else re.escape(option)
+    for option in sorted({*(option for option, (field, _) in (*VALUE_OPTIONS.items(), *FLAG_OPTIONS.items())
+                            if field in ENGINE_FIELDS), *OFF_SWITCHES, DEVICE_OPTION, "--config"}, key=len, reverse=True))
+    + r")(?![\w-])")
 
 
 @dataclass

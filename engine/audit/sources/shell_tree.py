@@ -86,6 +86,12 @@ class Simple:
     redirects: list[Redirect]
     line: int
 
+    def word_line(self, fields: list[str], index: int, line: int) -> int:
+        """The line where the word that gave field ``index`` of the command
+        starts (a `-c` script written below the command's first line, `bash
+        \\` then `-c "...`), where each word gave one field; else ``line``."""
+        return self.words[index].line if len(self.words) == len(fields) and 0 <= index < len(fields) else line
+
 
 @dataclass
 class Subshell:

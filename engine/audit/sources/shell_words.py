@@ -13,12 +13,12 @@ read by the grammar, which extends the lexer (shell_syntax.py).
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from .shell_tree import (MAX_DEPTH, Array, CommandList, Lit, Param, Part, Redirect, ShellSyntaxError, Sub,
+from .shell_tree import (MAX_DEPTH, Array, CommandList, Lit, Param, Part, Redirect, ShellSyntaxError, Simple, Sub,
                          Word)
 
-__all__ = ["Lexer", "Token", "NAME", "ASSIGNMENT"]
+__all__ = ["Lexer", "Token", "NAME", "ASSIGNMENT", "split_assignments"]
 
 _BLANK = re.compile(r"(?:[ \t\r]|\\\n)+")
 _PLAIN = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`\x00]+")
@@ -484,3 +484,18 @@ class Lexer:
                 self.line += 1
             if strip and redirect.body:
                 redirect.body = re.sub(r"(?m)^\t+", "", redirect.body)
+
+
+def split_assignments(command: Simple) -> tuple[list[tuple[str, bool, Word]], Any]:
+    """A simple command's leading assignments (name, +=, value) and its other words."""
+    assignments: list[tuple[str, bool, Word]] = []
+    index = 0
+    for word in command.words:
+        head = word.parts[0] if word.parts else None
+        match = ASSIGNMENT.match(head.text) if isinstance(head, Lit) and not head.quoted else None
+        if match is None:
+            break
+        rest = (Lit(head.text[match.end():]),) + word.parts[1:]  # type: ignore[union-attr]
+        assignments.append((match.group(1), bool(match.group(2)), Word(rest, word.line)))
+        index += 1
+    return assignments, command.words[index:]
