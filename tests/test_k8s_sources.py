@@ -1470,6 +1470,49 @@ data:
     assert [e.decision["outcome"] for e in audit([str(manifest)]).entries] == ["disabled", "disabled"]
 
 
+def test_a_config_map_script_a_container_runs_from_its_mount_is_read_with_that_container(tmp_path):
+    # volcano-sh/kthena (3cc0572) examples/models/deepseek-v4-flash/modelserving.yaml: each role runs
+    # `bash -c "cd /workspace && ./prefill.sh"`, the script a ConfigMap key mounted there (`subPath`);
+    # the ModelServing names its namespace, the ConfigMap none. The scripts were read on their own, on
+    # the default release and CUDA, the container's `MODEL_LOCATION` "not set" (survey 24b).
+    def manifest(run: str, namespace: str = "default") -> Path:
+        return write(tmp_path / "ms.yaml", f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: pd, namespace: {namespace}}}
+spec:
+  template:
+    spec:
+      containers:
+      - name: prefill
+        image: quay.io/ascend/vllm-ascend:v0.13.0rc3-a3
+        command: [/bin/bash]
+        args: ['-c', '{run}']
+        env: [{{name: MODEL_LOCATION, value: /models/m}}]
+        volumeMounts: [{{name: config, mountPath: /workspace/prefill.sh, subPath: prefill.sh}}]
+      volumes: [{{name: config, configMap: {{name: pd-cm}}}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: pd-cm}}
+data:
+  prefill.sh: |
+    vllm serve $MODEL_LOCATION --kv-transfer-config '{{"kv_connector":"NixlConnector","kv_role":"kv_both"}}'
+""")
+    for run in ("cd /workspace && ./prefill.sh", "bash /workspace/prefill.sh", "cd /workspace; bash prefill.sh"):
+        (entry,) = audit([str(manifest(run))]).entries
+        d = entry.deployment
+        assert (d.container, d.release.version, d.document["platform"], d.document["model"], d.notes) == (
+            "prefill", "0.13.0", {"name": "npu"}, {"name": "/models/m"}, ()), run
+        # 0.13.0 turns HMA off for NixlConnector; the default release, which keeps it on, said `enabled`.
+        assert entry.decision["outcome"] == "disabled"
+    # Where the folder is not known, the script is read on its own, as before.
+    (entry,) = audit([str(manifest("cd $DIR && ./prefill.sh"))]).entries
+    assert (entry.deployment.container, entry.deployment.line) == (None, 21)
+    # A namespace other than the ConfigMap's is another ConfigMap.
+    (entry,) = audit([str(manifest("cd /workspace && ./prefill.sh", namespace="other"))]).entries
+    assert entry.deployment.container is None
+
+
 def test_the_scripts_a_config_map_holds_are_read_within_a_bound_of_its_size(tmp_path):
     # Each script is read at its lines, the manifest's lines above it standing blank: a ConfigMap of
     # many small scripts would cost its lines squared. Past four times the file's size (and 64 KiB),

@@ -14,6 +14,7 @@ from ...core.errors import Problem
 from .context import Ctx
 from .deployment import Deployment
 from .detect import mentions_vllm, source_format
+from .kubernetes import applied_namespace
 from .marks import Lines
 from .python import python_file
 from .shell import shell_file
@@ -32,7 +33,7 @@ def configmap_scripts(ctx: Ctx, config_maps: list[tuple[dict[str, Any], Lines]])
     for obj, lines in config_maps:
         data = obj.get("data")
         meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-        held = (str(meta.get("namespace") or ""), str(meta.get("name")))
+        held = (applied_namespace(meta.get("namespace")), str(meta.get("name")))
         for key, text in data.items() if isinstance(data, dict) else ():
             if not isinstance(key, str) or not isinstance(text, str) or not mentions_vllm(text) \
                     or (*held, key) in ctx.config_map_keys:  # (read as the container that runs it)

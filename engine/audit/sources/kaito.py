@@ -80,7 +80,7 @@ from ...core.errors import Problem
 from ...core.markers import unresolved
 from .context import Ctx
 from .deployment import Deployment
-from .kubernetes import Site, config_maps_of, labels_of, pod_launches
+from .kubernetes import Site, applied_namespace, config_maps_of, labels_of, pod_launches
 from .marks import Lines
 
 __all__ = ["is_kaito", "kaito_objects"]
@@ -186,7 +186,7 @@ def _units(obj: dict[str, Any], lines: Lines) -> list[_Unit]:
 def _preset_launch(ctx: Ctx, unit: _Unit, lines: Lines, config_maps: dict[tuple[str, str], dict[str, Any]],
                    problems: list[Problem]) -> list[Deployment]:
     table = deployer("kaito")
-    config = _config(unit.inference.get("config"), unit.site.namespace, config_maps)
+    config = _config(unit.inference.get("config"), applied_namespace(unit.site.namespace), config_maps)
     mig = str(_mapping(unit.partition).get("mode", "")).lower() == "mig"
     preset = _mapping(unit.inference.get("preset")).get("name")
     # The controller's 0 for the model's architecture (deployers.yaml's offload-off-models).

@@ -35,7 +35,7 @@ from .shell import argv_invocations
 from .images import (VLLM_IMAGE, env_server, env_server_note, presumed_note, presumed_server, unread_server_note,
                      vllm_arguments)
 
-__all__ = ["kubernetes", "Site", "pod_launches", "pod_templates", "config_maps_of", "labels_of"]
+__all__ = ["kubernetes", "Site", "pod_launches", "pod_templates", "config_maps_of", "applied_namespace", "labels_of"]
 
 
 @dataclass(frozen=True)
@@ -86,14 +86,23 @@ def kubernetes(ctx: Ctx, objects: list[dict[str, Any]], starts: list[int],
 
 
 def config_maps_of(objects: Any) -> dict[tuple[str, str], dict[str, Any]]:
-    """The data of each ConfigMap among ``objects``, by (namespace, name)."""
+    """The data of each ConfigMap among ``objects``, by (namespace, name)
+    (the namespace as :func:`applied_namespace` gives it)."""
     config_maps: dict[tuple[str, str], dict[str, Any]] = {}
     for obj in objects:
         if obj.get("kind") == "ConfigMap" and isinstance(obj.get("metadata"), dict):
             held: dict[str, Any] = obj["metadata"]
             data: dict[str, Any] = obj["data"] if isinstance(obj.get("data"), dict) else {}
-            config_maps[(str(held.get("namespace") or ""), str(held.get("name")))] = data
+            config_maps[(applied_namespace(held.get("namespace")), str(held.get("name")))] = data
     return config_maps
+
+
+def applied_namespace(namespace: Any) -> str:
+    """The namespace an object lands in, as a ConfigMap's and a pod's are
+    compared: one that names none is applied to kubectl's namespace, which is
+    `default` unless the context sets another (kthena's examples name it on
+    the ModelServing and not on its ConfigMap), so the two are one ("")."""
+    return "" if namespace in (None, "", "default") else str(namespace)
 
 
 def labels_of(meta: Any, key: str = "labels") -> dict[str, Any]:
@@ -268,9 +277,10 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
         where = f"{shown}{f' ({site.role})' if site.role else ''}, container {cname}"
         parts = [p for p in (site.kind, site.namespace, site.name, site.role if qualify else None, cname) if p]
         at = line or lines.first((*path, field, index, "name"), (*path, field, index))
-        reader = _config_from_volumes(container, volumes, config_maps, site.namespace, ctx)
+        reader = _config_from_volumes(container, volumes, config_maps, applied_namespace(site.namespace), ctx)
         # A ConfigMap of the same manifest (or a kustomization's generator) gives `valueFrom` and `envFrom` values.
-        own_maps = {name: data for (namespace, name), data in config_maps.items() if namespace == site.namespace}
+        own_maps = {name: data for (namespace, name), data in config_maps.items()
+                    if namespace == applied_namespace(site.namespace)}
         located = _container_invocations(container, ctx, where, "#" + "/".join(parts), at, problems, env or {}, reader,
                                          own_maps, site.format)
         for inv in located:

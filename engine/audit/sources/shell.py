@@ -55,12 +55,13 @@ __all__ = ["shell_file", "argv_invocations", "run_script"]
 def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, origin: Callable[[int], str],
                anchor: Callable[[int], str], problems: list[Problem], fixed: bool = False,
                positional: list[str] | None = None, image: str | None = None,
-               zero: str | None = None) -> tuple[list[Invocation], Run]:
+               zero: str | None = None, mounted: Callable[[str], ConfigFile] | None = None) -> tuple[list[Invocation], Run]:
     """The vLLM launches of a script, in order. ``env``: the variables it
     starts with (exported); ``image``: the container image it runs in (an
     sbatch directive's); ``fixed``: the text is not the file's own (a
-    container's `sh -c` string), and every launch is at ``first_line``."""
-    run = Run(ctx, problems, BUDGET_FACTOR * len(text) + 128 * ctx.limits.max_variable_length)
+    container's `sh -c` string), and every launch is at ``first_line``;
+    ``mounted``: the reader of the files of the container it runs in."""
+    run = Run(ctx, problems, BUDGET_FACTOR * len(text) + 128 * ctx.limits.max_variable_length, mounted=mounted)
     base = Scope(None, positional=positional)
     for name, value in env.items():
         base.vars[name] = Var(value.text, True, 0)
@@ -115,7 +116,7 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
         own: list[Problem] = []
         found, run = run_script(script, ctx, env=env, first_line=line or 1, origin=lambda _l: origin,
                                 anchor=lambda _l: anchor, problems=own, fixed=True, positional=rest[1:],
-                                zero=rest[0] if rest else None)
+                                zero=rest[0] if rest else None, mounted=read_file)
         # A script the reader cannot parse that never mentions vLLM (a benchmark pod's `export
         # HF_TOKEN=<YOUR_TOKEN_HERE>`) starts none: its syntax is no problem of the audit's, as
         # for a script file (sources/__init__.py).

@@ -137,6 +137,7 @@ class Interpreter(Flow):
         if name == "exit" or (name == "return" and scope.frame_scope() is not None):
             scope.terminated = True
             return
+        run.change_folder(fields)
         self.note_pins(fields, line)
         self.write_files(command, fields, scope, line)
         if self.apply_manifest(fields, command, scope, line):
@@ -371,7 +372,8 @@ class Interpreter(Flow):
             if base in SHELLS:
                 operands = [f for f in fields[index + 1:] if not f.startswith("-")]
                 if operands:
-                    written = self.run.file_at(operands[0]) if not has_unresolved(operands[0]) else None
+                    written = self.run.file_at(operands[0]) or self.run.mounted_file(operands[0], line) \
+                        if not has_unresolved(operands[0]) else None
                     if written is not None:
                         self.nested_text(written, scope, line, positional=operands[1:])
                     return
@@ -381,7 +383,8 @@ class Interpreter(Flow):
                 elif self.run.piped is not None:  # `cat <<EOF | bash`
                     self.nested_text(self.run.piped, scope, line, positional=[])
                 return
-            written = self.run.file_at(word) if "/" in word or index == 0 else None
+            written = self.run.file_at(word) or (self.run.mounted_file(word, line) if "/" in word and index == 0 else None) \
+                if "/" in word or index == 0 else None
             if written is not None and index == 0:
                 self.nested_text(written, scope, line, positional=fields[1:])
                 return

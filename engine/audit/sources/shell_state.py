@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ...core.markers import UNRESOLVED, unresolved
-from ...core.errors import Problem
-from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, OFF_SWITCHES, VALUE_OPTIONS, Arg
+from ...core.markers import UNRESOLVED, has_unresolved, unresolved
+from ...core.errors import InputError, Problem
+from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, OFF_SWITCHES, VALUE_OPTIONS, Arg, ConfigFile
 from .context import Ctx
 from .launch import DEVICE_OPTION, Invocation
 from .release import ReleaseHint
@@ -251,6 +251,10 @@ class Run:
     # order; and while a pipeline runs, the here-document its `cat` sends the next command.
     applied: list[Script] = field(default_factory=list)
     piped: Script | None = None
+    # The files of the container the script runs in that its reader can open (a ConfigMap key the pod
+    # mounts), and the folder a relative path is in where `cd` made it known.
+    mounted: Callable[[str], ConfigFile] | None = None
+    folder: str | None = None
 
     def next_epoch(self) -> int:
         self.epoch += 1
@@ -280,6 +284,26 @@ class Run:
 
     def file_at(self, path: str, sequence: int | None = None) -> Script | None:
         return written_at(self.files, path, self.sequence if sequence is None else sequence)
+
+    def mounted_file(self, path: str, line: int) -> Script | None:
+        """A script file of the container that the script did not write
+        (kthena's `cd /workspace && ./prefill.sh`, the file a ConfigMap key
+        the pod mounts there), where its path is known; else None."""
+        if self.mounted is None or has_unresolved(path):
+            return None
+        where = path if path.startswith("/") else posixpath.join(self.folder, path) if self.folder else None
+        try:
+            return Script(self.mounted(posixpath.normpath(where)).text, line, False) if where else None
+        except InputError:  # (not a file the reader can open: not read, as any file outside the audit)
+            return None
+
+    def change_folder(self, fields: list[str]) -> None:
+        """`cd DIR`: the folder relative paths are in, where it is known."""
+        if fields[:1] == ["cd"]:
+            target = fields[1] if len(fields) == 2 else ""
+            known = target.startswith("/") or (self.folder is not None and target not in ("", "-") and not target.startswith("~"))
+            self.folder = posixpath.normpath(posixpath.join(self.folder or "/", target)) \
+                if known and not has_unresolved(target) else None
 
 
 def written_at(files: dict[str, list[tuple[int, Script]]], path: str, sequence: int | None) -> Script | None:
