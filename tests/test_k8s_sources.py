@@ -920,6 +920,24 @@ def test_a_json6902_patch_whose_target_names_no_object_applies_to_each_of_its_ki
         "the patch of StatefulSet applies to a base that is not in the audited paths"]
 
 
+@pytest.mark.parametrize("name, applies", [
+    ("vll[mn]", True), ("v.*", True), ("vllm|other", True), ("vllm", True),
+    ("vll", False), ("x.*", False),  # (the whole name, as kustomize anchors it)
+    ("(a+)+", False),  # past the subset the audit matches as a pattern: the name it names
+])
+def test_a_patch_targets_name_is_a_pattern_of_the_whole_name(tmp_path, name, applies):
+    # llm-d/llm-d-inference-scheduler (520af47) deploy/components/overlays/simulator targets
+    # `name: "vllm-[pe]"`, which kustomize reads as a regular expression: the audit took it for a
+    # name, applied the patch to nothing, and said its base was not in the audited paths (survey 24d).
+    _overlay(tmp_path, {"patch.yaml": "- op: add\n  path: /spec/template/spec/containers/0/args/-\n"
+                                      "  value: --disable-hybrid-kv-cache-manager\n"},
+             f"resources:\n- ../base\npatches:\n- path: patch.yaml\n  target: {{kind: Deployment, name: '{name}'}}\n")
+    report = audit([str(tmp_path)])
+    overlaid = [e for e in report.entries if "/overlay/" in e.deployment.file]
+    assert ([e.deployment.document["disable_hybrid_kv_cache_manager"] for e in overlaid], bool(report.problems)) == (
+        ([True], False) if applies else ([], True))
+
+
 def test_a_components_patches_apply_before_the_overlays_own(tmp_path):
     # llm-d/llm-d-inference-scheduler (520af47) deploy/environments/dev/*: overlays list
     # `components: [../../../components/overlays/simulator]`, a `kind: Component` whose JSON6902

@@ -232,10 +232,32 @@ def _targets(patch: _Patch, obj: dict[str, Any]) -> list[Any]:
     """The parts of ``patch`` that apply to ``obj``: its operations (JSON6902) or its documents."""
     meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     if patch.target is not None:
-        hit = all(patch.target.get(k) in (None, v) for k, v in (("kind", obj.get("kind")), ("name", meta.get("name"))))
+        hit = all(_selects(patch.target.get(k), v) for k, v in (("kind", obj.get("kind")), ("name", meta.get("name"))))
         return [c for c in patch.content if isinstance(c, (list, dict))] if hit else []
     return [c for c in patch.content if isinstance(c, dict) and c.get("kind") == obj.get("kind")
             and isinstance(c.get("metadata"), dict) and c["metadata"].get("name") == meta.get("name")]
+
+
+# A target's pattern the audit matches as kustomize does: letters, digits, `.`, `_`, `-`, `[...]`
+# classes, `|`, and at most two `*` or `?` (so that no pattern makes matching slow).
+_PATTERN = re.compile(r"(?:[A-Za-z0-9._-]|\[[A-Za-z0-9._-]+\]|[*?|])+")
+
+
+def _selects(pattern: Any, value: Any) -> bool:
+    """Whether a patch target's `kind` or `name` selects an object's: kustomize
+    reads each as a regular expression of the whole value (llm-d's simulator
+    overlay targets `name: "vllm-[pe]"`); unset selects any. A pattern past
+    the audit's subset is taken as the value it names."""
+    if pattern is None:
+        return True
+    if not isinstance(pattern, str) or not isinstance(value, str):
+        return pattern == value
+    if _PATTERN.fullmatch(pattern) and len(pattern) <= 253 and sum(pattern.count(c) for c in "*?") <= 2:
+        try:
+            return re.fullmatch(f"(?:{pattern})", value) is not None
+        except re.error:  # (`*` alone, wg-serving's `name: "*"`, is no regular expression: its text)
+            pass
+    return pattern == value
 
 
 def _commands(patch: _Patch, part: Any) -> bool:
