@@ -131,6 +131,25 @@ def test_the_release_is_the_base_images_tag_or_a_pip_pin_on_top_of_it(tmp_path):
         "the vLLM release is not known: image tag vllm/vllm-openai:latest: no release in the tag"]
 
 
+@pytest.mark.parametrize("entrypoint", [
+    'ENTRYPOINT ["vllm", "serve"]',
+    'ENTRYPOINT ["bash", "-c", "exec vllm serve \\"$@\\"", "--"]',  # intel/llm-scaler vllm/docker/Dockerfile
+    "",  # vLLM's release image's own ENTRYPOINT
+])
+def test_an_entrypoint_without_cmd_takes_the_arguments_the_image_is_run_with(tmp_path, entrypoint):
+    # volcano-sh/kthena (3cc0572) docker/Dockerfile.mooncake-npu-a3 and intel/llm-scaler (8d66bf9): the
+    # model and every option come from `docker run IMAGE ARGS` or a pod's `args` (kthena's own
+    # example passes MooncakeConnectorV1 so); the launch was decided with no word of them (survey 24b).
+    d = only(read_source(write(tmp_path / "Dockerfile", f"FROM vllm/vllm-openai:v0.13.0\n{entrypoint}\n")))
+    assert [(n.code, n.message) for n in d.notes] == [(
+        "source.unresolved_arguments", "the command also takes `the container's arguments` (which are given where "
+        "the image runs (`docker run IMAGE ARGS`, a pod's `args`): the Dockerfile has no CMD); only the options "
+        "written here are read, and it may hold others")]
+    # A CMD is what it runs with, unless run with others, as any image: read as written.
+    assert only(read_source(write(tmp_path / "b" / "Dockerfile", f"FROM vllm/vllm-openai:v0.13.0\n{entrypoint}\n"
+                                  'CMD ["m", "--port", "80"]\n'))).notes == ()
+
+
 def test_a_build_of_vllms_source_at_a_release_tag_is_that_release(tmp_path):
     # intel/ipex-llm (de6bce27) docker/llm/serving/xpu/docker/Dockerfile builds vLLM from its repository
     # (`git clone -b v0.8.3 https://github.com/vllm-project/vllm /llm/vllm && cd /llm/vllm && ...

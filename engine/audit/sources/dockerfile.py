@@ -305,6 +305,11 @@ class _Stage:
         return posixpath.normpath(posixpath.join(self.workdir, name))
 
 
+# The arguments `docker run IMAGE ARGS` or a pod's `args` give an image whose Dockerfile has no CMD.
+_CONTAINER_ARGUMENTS = unresolved("the container's arguments", "are given where the image runs (`docker run IMAGE "
+                                  "ARGS`, a pod's `args`): the Dockerfile has no CMD")
+
+
 def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
     problems: list[Problem] = []
     stage = _final_stage(ctx, problems)
@@ -327,11 +332,17 @@ def dockerfile(ctx: Ctx) -> tuple[list[Deployment], list[Problem]]:
         argv = list(entry[0] if entry else []) + list(cmd[0] if cmd and isinstance(cmd[0], list) else [])
         if entry is not None and cmd is not None and isinstance(cmd[0], str):
             argv += ["/bin/sh", "-c", cmd[0]]
+        elif entry is not None and cmd is None:
+            # An ENTRYPOINT without CMD runs with the arguments the image is given where it runs: the model
+            # and options of `ENTRYPOINT ["vllm", "serve"]`, the "$@" of a `bash -c` one (kthena's, Intel's).
+            argv.append(_CONTAINER_ARGUMENTS)
     reader = _in_image(ctx, stage)
     invocations = argv_invocations(argv, ctx, env=dict(stage.env), line=line, origin=f"line {line}", anchor=f":{line}",
                                    problems=problems, read_file=reader)
     release = stage.pins[-1] if stage.pins else stage.base
     for inv in invocations:
+        # (any number of words: never the model alone)
+        inv.argv = [arg._replace(many=True) if arg.text == _CONTAINER_ARGUMENTS else arg for arg in inv.argv]
         inv.config_reader = reader
         inv.release = inv.release or release  # a pin in CMD's own script, else the stage's
         inv.image = stage.image
