@@ -86,6 +86,40 @@ def test_a_truss_model_runs_the_vllm_its_config_pins(tmp_path):
     assert outcomes([model])[0][2:] == ("enabled", "0.33.0", None)  # nothing outside the audited paths is read
 
 
+def test_a_script_a_truss_runs_from_its_data_folder_runs_the_trusss_vllm(tmp_path):
+    # llama/llama-4-scout-17b-16e-instruct-bf16-vllm: `start_command: sh -c /app/data/do.sh` (Truss
+    # copies data/ to /app/data) on vllm/vllm-openai:v0.8.4; do.sh runs `vllm serve`. It was decided
+    # as 0.33.0, `enabled` (survey 24a).
+    truss = tmp_path / "llama-4-scout"
+    write(truss / "config.yaml", "model_name: scout\nbase_image:\n  image: vllm/vllm-openai:v0.8.4\ndocker_server:\n"
+                                 "  start_command: sh -c /app/data/do.sh\n  server_port: 8000\n")
+    write(truss / "data" / "do.sh", "#!/bin/bash\nvllm serve meta-llama/Llama-4-Scout-17B-16E-Instruct\n")
+    assert outcomes([truss]) == [("do.sh", 2, "disabled", "0.8.4", "image tag vllm/vllm-openai:v0.8.4, the base image "
+                                  f"of {truss / 'config.yaml'} (the Truss whose start_command runs this file)")]
+    # A pin among the requirements wins; a script the start_command does not run is not the Truss's.
+    write(truss / "config.yaml", "model_name: scout\nrequirements:\n  - vllm==0.10.0\ndocker_server:\n"
+                                 "  start_command: sh -c /app/data/do.sh\n")
+    assert outcomes([truss])[0][3] == "0.10.0"
+    write(truss / "config.yaml", "model_name: scout\nrequirements:\n  - vllm==0.10.0\ndocker_server:\n"
+                                 "  start_command: sh -c /app/data/other.sh\n")
+    assert outcomes([truss])[0][3:] == ("0.33.0", None)
+
+
+def test_the_model_of_a_truss_that_runs_a_server_of_its_own_is_not_run(tmp_path):
+    # deepseek-ocr: a docker_server Truss that runs sglang; its model/model.py, which builds
+    # AsyncEngineArgs, is never imported (Truss's supervisord runs the start_command alone). It was a
+    # vLLM launch, `enabled` (survey 24a).
+    truss = tmp_path / "deepseek-ocr"
+    write(truss / "config.yaml", "model_name: ocr\nbase_image:\n  image: lmsysorg/sglang:latest\ndocker_server:\n"
+                                 '  start_command: sh -c "python3 -m sglang.launch_server --model m --port 8000"\n')
+    write(truss / "model" / "model.py", "from vllm.engine.arg_utils import AsyncEngineArgs\nclass Model:\n"
+                                        "    def load(self):\n        self.args = AsyncEngineArgs(model='m')\n")
+    report = audit([str(truss)])
+    assert (report.entries, [f.skipped for f in report.files if f.skipped]) == ((), [
+        f"the model of a Truss whose config runs a server of its own ({truss / 'config.yaml'}: "
+        "`docker_server.start_command`), which Truss runs instead of the model"])
+
+
 def test_a_cog_predictor_runs_the_vllm_its_cog_yaml_installs(tmp_path):
     # replicate/cog-vllm: predict.py builds AsyncEngineArgs(**engine_args); cog.yaml's build.run
     # installs vllm==0.5.3.post1 and names predict.py as the predictor.

@@ -48,6 +48,7 @@ from .python import python_file
 from .files import regular as is_regular
 from .shell import shell_file
 from .copied import built_with
+from .pyrelease import truss_script_release
 
 __all__ = ["Deployment", "SourceFile", "SourceLimits", "DEFAULT_SOURCE_LIMITS", "read_source", "find_deployments", "EMPTY",
            "source_format", "FORMATS", "forget_objects", "NOT_A_SOURCE", "no_source_by_name"]
@@ -173,7 +174,7 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
     """The deployments of a file's text, by the reader of its format."""
     read_directives(ctx)
     if fmt == "shell":
-        deployments, problems, applied = shell_file(ctx, lambda: built_with(ctx))
+        deployments, problems, applied = shell_file(ctx, lambda: built_with(ctx) or truss_script_release(ctx))
         if applied:  # manifests the script applies: read here, since the manifest readers read shell themselves
             more, more_problems = applied_manifests(ctx, applied)
             deployments, problems = deployments + more, problems + more_problems

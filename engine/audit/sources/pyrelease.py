@@ -41,9 +41,9 @@ from .companions import companion_text, read_companion, shown as companion_name
 from .context import Ctx
 from .copied import built_with
 from .release import PIN, REQUIREMENT, ReleaseHint, from_image, pinned
-from .truss import truss_pin
+from .truss import is_truss_config, truss_pin
 
-__all__ = ["launcher_release"]
+__all__ = ["launcher_release", "truss_runs_other", "truss_script_release"]
 
 # The folder a Truss keeps its model in, unless its config says another (TrussConfig.model_module_dir).
 _TRUSS_MODEL_DIR = "model"
@@ -61,6 +61,39 @@ def launcher_release(ctx: Ctx) -> ReleaseHint | None:
     return built_with(ctx) or (truss_pin(truss[0], shown=truss[1]) if truss else None) \
         or _cog_pin(ctx, folder) or _cerebrium_pin(ctx, folder) or _requirements_pin(ctx, folder) \
         or (_base_image(*truss) if truss else None)
+
+
+def truss_runs_other(ctx: Ctx) -> str | None:
+    """Where the launcher is the model of a Truss whose config runs a server
+    of its own (``docker_server.start_command``), which Truss runs instead of
+    the model (its supervisord's only program): why it is not run; else None."""
+    try:
+        folder = ctx.path.resolve(strict=True).parent if ctx.fs else None
+    except (OSError, RuntimeError):
+        folder = None
+    truss = _truss_of(ctx, folder) if folder is not None else None
+    if truss is None or not is_truss_config(truss[0], "config.yaml"):
+        return None
+    return (f"the model of a Truss whose config runs a server of its own ({truss[1].split(' (')[0]}: "
+            "`docker_server.start_command`), which Truss runs instead of the model")
+
+
+def truss_script_release(ctx: Ctx) -> ReleaseHint | None:
+    """The release of the Truss whose ``docker_server.start_command`` runs
+    the script ``ctx`` from the Truss's data folder, which Truss copies to
+    ``/app/data`` (``sh -c /app/data/do.sh``): its requirements' pin, else
+    its base image's tag; None elsewhere."""
+    try:
+        path = ctx.path.resolve(strict=True) if ctx.fs else None
+    except (OSError, RuntimeError):
+        path = None
+    data = next((p for p in path.parents[:3] if p.name == "data"), None) if path is not None else None
+    read = _mapping(ctx, data.parent / "config.yaml") if data is not None else None
+    if read is None or not is_truss_config(read[0], "config.yaml") \
+            or f"/app/data/{path.relative_to(data).as_posix()}" not in read[0]["docker_server"]["start_command"]:
+        return None
+    shown = f"{read[1]} (the Truss whose start_command runs this file)"
+    return truss_pin(read[0], shown=shown) or _base_image(read[0], shown)
 
 
 def _truss_of(ctx: Ctx, folder: Path) -> tuple[dict[str, Any], str] | None:

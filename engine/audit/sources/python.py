@@ -75,7 +75,7 @@ from .pyray import ray_engine_calls
 from .pylists import ImageRun, Readings
 from .pyscript import MAX_CALLS
 from .pyvalues import as_word, command_text, held_markers, restored_env, restored_words, split_words
-from .pyrelease import launcher_release
+from .pyrelease import launcher_release, truss_runs_other
 from .release import PIN, ReleaseHint, from_image, from_pin, pinned
 from .shell import release_at, run_script
 from .shell_commands import nested_script
@@ -157,6 +157,9 @@ def python_file(ctx: Ctx) -> SourceFile | None:
     else:
         reader = _Reader(ctx, tree)
         found = tuple(reader.deployments())  # (none: no engine of vLLM's and no command list)
+        other = truss_runs_other(ctx) if found else None
+        if other is not None:
+            return SourceFile(ctx.display, None, skipped=other)
         return SourceFile(ctx.display, "python", found, tuple(reader.problems)) if found or reader.problems else None
     return SourceFile(ctx.display, None, skipped=f"not Python that Python {_PYTHON} parses ({why})")
 
