@@ -83,13 +83,15 @@ def truss_script_release(ctx: Ctx) -> ReleaseHint | None:
     the script ``ctx`` from the Truss's data folder, which Truss copies to
     ``/app/data`` (``sh -c /app/data/do.sh``): its requirements' pin, else
     its base image's tag; None elsewhere."""
+    if not ctx.fs:
+        return None
     try:
-        path = ctx.path.resolve(strict=True) if ctx.fs else None
+        path = ctx.path.resolve(strict=True)
     except (OSError, RuntimeError):
-        path = None
-    data = next((p for p in path.parents[:3] if p.name == "data"), None) if path is not None else None
+        return None
+    data = next((p for p in path.parents[:3] if p.name == "data"), None)  # (data/do.sh, data/scripts/do.sh)
     read = _mapping(ctx, data.parent / "config.yaml") if data is not None else None
-    if read is None or not is_truss_config(read[0], "config.yaml") \
+    if data is None or read is None or not is_truss_config(read[0], "config.yaml") \
             or f"/app/data/{path.relative_to(data).as_posix()}" not in read[0]["docker_server"]["start_command"]:
         return None
     shown = f"{read[1]} (the Truss whose start_command runs this file)"
