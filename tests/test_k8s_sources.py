@@ -938,6 +938,35 @@ def test_a_patch_targets_name_is_a_pattern_of_the_whole_name(tmp_path, name, app
         ([True], False) if applies else ([], True))
 
 
+def test_an_overlay_of_a_kserve_inference_service_is_a_launch_of_its_runtime(tmp_path):
+    # openshift-psap/topsail (cfc3e8a) projects/kserve/toolbox/kserve_deploy_model/files/vllm/models/*:
+    # 14 overlays patch the base InferenceService's `predictor.model.args`; none was a launch, and five
+    # patch files were read as services of their own, "no ServingRuntime ... auto-select its model
+    # format ``" (survey 24d).
+    write(tmp_path / "base" / "kustomization.yaml", "resources:\n- servingruntime.yaml\n- inferenceservice.yaml\n")
+    write(tmp_path / "base" / "servingruntime.yaml", "apiVersion: serving.kserve.io/v1alpha1\nkind: ServingRuntime\n"
+          "metadata: {name: vllm-servingruntime}\nspec:\n  containers:\n  - name: kserve-container\n"
+          "    image: vllm/vllm-openai:v0.10.0\n    args: [--model=/mnt/models/]\n"
+          "  supportedModelFormats:\n  - {autoSelect: true, name: pytorch}\n")
+    write(tmp_path / "base" / "inferenceservice.yaml", "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
+          "metadata: {name: isvc}\nspec:\n  predictor:\n    model:\n      modelFormat: {name: pytorch}\n"
+          "      runtime: vllm-servingruntime\n      args: [--dtype=auto]\n")
+    write(tmp_path / "models" / "m1" / "kustomization.yaml", "resources:\n- ../../base\npatches:\n- path: patch.yaml\n"
+          "  target: {kind: InferenceService, name: isvc}\n")
+    patch = write(tmp_path / "models" / "m1" / "patch.yaml", "apiVersion: serving.kserve.io/v1beta1\n"
+                  "kind: InferenceService\nmetadata: {name: isvc}\nspec:\n  predictor:\n    model:\n"
+                  f"      args: ['--kv-transfer-config={LMCACHE}']\n")
+    report = audit([str(tmp_path)])
+    assert report.problems == ()
+    (overlay,) = [e for e in report.entries if e.deployment.file == str(patch)]
+    d = overlay.deployment
+    assert (d.format, d.line, d.container, ktc(d)["kv_connector"], overlay.decision["outcome"]) == (
+        "kustomize", 7, "kserve-container", "LMCacheConnectorV1", "disabled")  # (vLLM 0.10.0, with a connector)
+    assert tuple(os.path.normpath(f) for f in d.chain) == (str(patch), str(tmp_path / "base" / "inferenceservice.yaml"),
+                       str(tmp_path / "models" / "m1" / "kustomization.yaml"),
+                       str(tmp_path / "base" / "servingruntime.yaml"))
+
+
 def test_a_components_patches_apply_before_the_overlays_own(tmp_path):
     # llm-d/llm-d-inference-scheduler (520af47) deploy/environments/dev/*: overlays list
     # `components: [../../../components/overlays/simulator]`, a `kind: Component` whose JSON6902

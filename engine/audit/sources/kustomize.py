@@ -41,11 +41,12 @@ from ...core.schema import pointer_parts
 from .companions import Companion, companion_text, read_companion, shown
 from .context import Ctx
 from .deployment import Deployment
+from .inference_service import inference_services, is_inference_service
 from .kserve import strategic_merge
 from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines
 
-__all__ = ["is_kustomization", "is_component", "component_note", "kustomization", "patch_file", "KUSTOMIZATION_NAMES"]
+__all__ = ["is_patch_file", "is_kustomization", "is_component", "component_note", "kustomization", "patch_file", "KUSTOMIZATION_NAMES"]
 
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # Components listed by Components, at most this deep (kustomize itself has no bound).
@@ -314,6 +315,14 @@ def _kustomization_of(ctx: Ctx) -> tuple[Companion, dict[str, Any]] | None:
     return found, found.documents[0][0]
 
 
+def is_patch_file(ctx: Ctx) -> bool:
+    """Whether a kustomization beside the file names it as a patch (its
+    objects are read with their base, where patch_file reads them)."""
+    located = _kustomization_of(ctx)
+    return located is not None and any(patch.file == ctx.name for patch in
+                                       _patches(ctx, ctx.path.parent, located[1], [], located[0].documents[0][1]))
+
+
 def patch_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) \
         -> tuple[list[Deployment], list[Problem], list[Problem]] | None:
     """The launches of a strategic-merge patch file, its problems and its
@@ -366,6 +375,12 @@ def _launches(ctx: Ctx, obj: dict[str, Any], merged_from: tuple[str, ...],
     containers' env."""
     problems: list[Problem] = []
     meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    if is_inference_service(obj):  # (its runtime's container, with the service's model: KServe's merge)
+        at = line or next((lines.first(("spec", "predictor", "model")) for _, part, lines in documents
+                           if part.get("kind") == obj.get("kind") and _name(part) == meta.get("name")), None)
+        return [d.replace(format="kustomize", line=at or d.line,
+                          chain=tuple(dict.fromkeys((*d.chain[:1], *merged_from, *d.chain[1:]))))
+                for d in inference_services(ctx, [(obj, Lines("", 1))], [])[0]]
     config_maps = {(str(meta.get("namespace") or ""), name): data for name, data in generated.items()}
     out = []
     for path, pod, pod_meta, role in pod_templates(obj):

@@ -29,7 +29,7 @@ from .hyperpod import endpoint_configs, is_endpoint_config
 from .kthena import is_model_booster, model_boosters
 from .kubeai import is_model, kubeai_models
 from .kubernetes import kubernetes
-from .kustomize import component_note, is_component, is_kustomization, kustomization, patch_file
+from .kustomize import component_note, is_component, is_kustomization, is_patch_file, kustomization, patch_file
 from .llmaz import is_backend_runtime, is_playground, llmaz_playgrounds, runtime_note
 from .marks import Lines
 from .modelservice import is_base_config, is_model_service, model_services
@@ -71,7 +71,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             notes += [noted] if noted is not None else []
         elif kind == SERVICE_KIND:
             services.append((obj, lines))
-        elif is_inference_service(obj):
+        elif is_inference_service(obj) and not is_patch_file(ctx):  # (a patch's: read with its base, below)
             isvcs.append((obj, lines))
         elif kind == CONFIG_KIND:
             configs.append(obj)
