@@ -372,8 +372,8 @@ class Interpreter(Flow):
             if base in SHELLS:
                 operands = [f for f in fields[index + 1:] if not f.startswith("-")]
                 if operands:
-                    written = self.run.file_at(operands[0]) or self.run.mounted_file(operands[0], line) \
-                        if not has_unresolved(operands[0]) else None
+                    written = None if has_unresolved(operands[0]) else \
+                        self.run.file_at(operands[0]) or self.run.mounted_file(operands[0], line)
                     if written is not None:
                         self.nested_text(written, scope, line, positional=operands[1:])
                     return
@@ -383,8 +383,9 @@ class Interpreter(Flow):
                 elif self.run.piped is not None:  # `cat <<EOF | bash`
                     self.nested_text(self.run.piped, scope, line, positional=[])
                 return
-            written = self.run.file_at(word) or (self.run.mounted_file(word, line) if "/" in word and index == 0 else None) \
-                if "/" in word or index == 0 else None
+            written = self.run.file_at(word) if "/" in word or index == 0 else None
+            if written is None and index == 0 and "/" in word:  # (`./prefill.sh`: a file of the container's)
+                written = self.run.mounted_file(word, line)
             if written is not None and index == 0:
                 self.nested_text(written, scope, line, positional=fields[1:])
                 return
