@@ -80,6 +80,8 @@ def test_kubernetes_launches_carry_container_role_and_release(tmp_path):
     ("aibrix/vllm-openai:v0.9.2-cu128-nixl-v0.4.1", "0.9.2"),
     ("aibrix/vllm-openai:v0.10.2-aibrix-v0.5.0-nixl-0.7.1-20251123", "0.10.2"),
     ("ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2", "0.10.0"),
+    # (aibrix e3e10f9 samples/deepseek-r1: a build of its own on 0.7.3, read as the default before; survey 25d)
+    ("aibrix/vllm-openai:v0.7.3.self.post1", "0.7.3"), ("aibrix/vllm-openai:v0.9.2.post1", "0.9.2.post1"),
     ("aibrix/vllm-openai:latest", None), ("aibrix/vllm-openai:nightly-cu128", None),
     # NVIDIA's NGC vLLM container: the vLLM each monthly release ships, where its release notes say
     # (deployers.yaml ngc-vllm; NVIDIA/dgx-spark-playbooks 0db7c141 runs 25.09 and 25.11, not recorded).

@@ -133,7 +133,8 @@ _NEURON_TAG = re.compile(r"([0-9]+\.[0-9]+\.[0-9]+)(?:\.[0-9]+\.[0-9]+\.[0-9]+)?
 # of one as ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2 (its v0.3.0 to
 # v1.0.0 docs name the same tag under aibrix/vllm-openai).
 _AIBRIX_IMAGES = ("aibrix/vllm-openai", "volcano-sh/vllm-openai")
-_AIBRIX_TAG = re.compile(r"v(" + VERSION.pattern + r")(?:-.+)?")
+# (a build of its own after the release: `v0.7.3.self.post1`, vllm-project/aibrix's DeepSeek-R1 samples)
+_AIBRIX_TAG = re.compile(r"v(" + VERSION.pattern + r")(?:[-.].+)?")
 # Intel's vLLM for its Arc and Data Center GPUs (XPU), intel/llm-scaler-vllm:0.14.0-b8.3.2: the tag
 # is the vLLM release it builds on, then Intel's build (intel/llm-scaler 8d66bf9e README.md: "`0.14.0-b8`
 # for vLLM 0.14.0"; vllm/docker/Dockerfile builds with VLLM_TARGET_DEVICE=xpu). Its production tags
