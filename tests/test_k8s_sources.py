@@ -1227,6 +1227,38 @@ def test_kuberay_gives_the_ray_container_its_own_command(tmp_path):
     assert [d.container for d in kept] == ["ray-head", "ray-worker", "sidecar"]
 
 
+def test_a_rayjobs_entrypoint_runs_in_its_head_container(tmp_path):
+    # vllm-project/aibrix (e3e10f9) development/tutorials/distributed/rayjob.yaml: `entrypoint: vllm serve
+    # facebook/opt-13b ...` on a head of aibrix/vllm-openai:v0.5.2-distributed. KubeRay's submitter runs
+    # `ray job submit -- ENTRYPOINT`, a shell command on the head; the file gave nothing, not a note (survey 25d).
+    job = write(tmp_path / "rayjob.yaml", f"""apiVersion: ray.io/v1
+kind: RayJob
+metadata: {{name: vllm-server}}
+spec:
+  entrypoint: >-
+    vllm serve facebook/opt-13b --kv-transfer-config '{LMCACHE}'
+  rayClusterSpec:
+    headGroupSpec:
+      rayStartParams: {{}}
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            image: vllm/vllm-openai:v0.22.0
+            env: [{{name: VLLM_USE_V1, value: "1"}}]
+""")
+    (entry,) = audit([str(job)]).entries
+    d = entry.deployment
+    assert (d.line, d.container, d.release.version, ktc(d)["kv_connector"], d.document["env"]) == (
+        5, "entrypoint", "0.22.0", "LMCacheConnectorV1", {"VLLM_USE_V1": "1"})
+    assert entry.decision["outcome"] == "disabled"
+    # One on a cluster it does not describe (`clusterSelector`) runs there: its release is not known.
+    elsewhere = write(tmp_path / "selector.yaml", "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {name: j}\nspec:\n"
+                      "  entrypoint: vllm serve m\n  clusterSelector: {ray.io/cluster: shared}\n")
+    (entry,) = audit([str(elsewhere)]).entries
+    assert (entry.deployment.line, entry.deployment.release) == (5, None)
+
+
 def test_a_container_given_only_vllms_options_by_an_image_not_known_to_run_vllm_is_noted(tmp_path):
     # rh-aiservices-bu/llm-on-openshift (2b63898) llm-servers/vllm/hpu/gitops/deployment.yaml: the image
     # (built by the repository's Containerfile, whose ENTRYPOINT runs vLLM's api_server) names no vLLM, and

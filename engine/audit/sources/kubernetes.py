@@ -76,6 +76,8 @@ def kubernetes(ctx: Ctx, objects: list[dict[str, Any]], starts: list[int],
                     str(obj.get("apiVersion")))
         if site.kind == "RayService" and site.api.startswith("ray.io/"):  # its Serve config starts the engines
             out += ray_service(ctx, obj, lines, base, site.resource(), problems)
+        if site.kind == "RayJob" and site.api.startswith("ray.io/"):
+            out += _ray_job_entrypoint(ctx, obj, site, lines, base, config_maps, problems)
         templates = list(pod_templates(obj))
         names = [str(c.get("name")) for _, pod, _, _ in templates for c in pod["containers"] if isinstance(c, dict)]
         for path, pod, pod_meta, role in templates:
@@ -186,6 +188,29 @@ def _deployer_platform(container: dict[str, Any], pod: dict[str, Any]) -> tuple[
              and isinstance(resources.get(kind), dict) for name in resources[kind]]
     device = next((name for name in asked if name in _RESOURCE_PLATFORMS), None)
     return platform_of_env(names) or ((_RESOURCE_PLATFORMS[device], f"resource {device}") if device else None)
+
+
+def _ray_job_entrypoint(ctx: Ctx, obj: dict[str, Any], site: Site, lines: Lines, base: tuple,
+                        config_maps: Mapping[tuple[str, str], dict[str, Any]], problems: list[Problem]) -> list[Deployment]:
+    """The launch of a KubeRay RayJob's ``spec.entrypoint``: KubeRay's
+    submitter hands it to `ray job submit ... -- ENTRYPOINT`, and Ray runs it
+    as a shell command on the head node, in the head's Ray container (its
+    image and environment; vllm-project/aibrix's distributed tutorial runs
+    `vllm serve` so). Placed at the entrypoint's line."""
+    spec = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+    entrypoint = spec.get("entrypoint")
+    if not isinstance(entrypoint, str):
+        return []
+    head: Any = spec
+    for key in ("rayClusterSpec", "headGroupSpec", "template", "spec"):
+        head = head.get(key) if isinstance(head, dict) else None
+    pod = head if isinstance(head, dict) else {}
+    ray = pod["containers"][0] if isinstance(pod.get("containers"), list) and pod["containers"] \
+        and isinstance(pod["containers"][0], dict) else {}
+    container = {"name": "entrypoint", "command": ["bash", "-c", entrypoint],
+                 **{key: ray[key] for key in ("image", "env", "envFrom", "volumeMounts", "resources") if key in ray}}
+    return pod_launches(ctx, {"containers": [container], "volumes": pod.get("volumes") or []}, None, site, lines,
+                        base + ("spec",), config_maps, problems, line=lines.key("spec", "entrypoint") or lines.at())
 
 
 def _ray_node(site: Site, path: tuple, object_meta: Any) -> bool:
