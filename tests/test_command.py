@@ -81,6 +81,9 @@ def test_dynamos_launcher_is_read_as_the_command_line_it_hands_vllm():
     given = read_command(["python3", "-m", "dynamo.vllm", "--model", "m", "--connector", "lmcache",
                           "--kv-transfer-config", NIXL])
     assert given.document == {"model": {"name": "m"}, "kv_transfer_config": NIXL}
+    # Its unified entry point parses the same options (ai-dynamo/dynamo's disagg.sh `--unified`; survey 25c).
+    unified = read_command(["python3", "-m", "dynamo.vllm.unified_main", "--model", "m", "--connector", "lmcache"])
+    assert (unified.document, unified.problems) == (result.document, ())
 
 
 def test_equals_forms_no_forms_dotted_options_and_the_last_occurrence_wins():

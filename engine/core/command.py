@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, TypeVar
 
-from .dynamo_args import DYNAMO_MODULE, dynamo_vllm_argv
+from .dynamo_args import DYNAMO_MODULES, dynamo_vllm_argv
 from .errors import InputError, Problem
 from .facts import ENV_READ
 from .json_unknowns import Unread, unread_json
@@ -158,7 +158,7 @@ def read_command(argv: Sequence[str | Arg], *, env: Mapping[str, str | Arg] | No
                      "`python -m vllm.entrypoints.openai.api_server ...`")
         return CommandResult(None, None, tuple(reading.problems))
     start, serve = located
-    if not serve and words[start - 1].text == DYNAMO_MODULE:
+    if not serve and words[start - 1].text in DYNAMO_MODULES:
         # Dynamo's launcher hands vLLM a --kv-transfer-config made of its own
         # --connector: vLLM's command line is that one. Its words take the launcher's origin.
         origin = words[start - 1].origin

@@ -19,9 +19,13 @@ from .markers import unresolved
 from .deployers import config, deployer
 from .releases import release_numbers
 
-__all__ = ["DYNAMO_MODULE", "Launcher", "dynamo_vllm_argv"]
+__all__ = ["DYNAMO_MODULE", "DYNAMO_MODULES", "Launcher", "dynamo_vllm_argv"]
 
 DYNAMO_MODULE = "dynamo.vllm"
+# Dynamo's vLLM workers: `python -m dynamo.vllm`, and its unified entry point (components/src/dynamo/vllm/
+# unified_main.py, the path of its disaggregated launchers' `--unified`), which parses the same options
+# with dynamo.vllm.args.parse_args.
+DYNAMO_MODULES = frozenset({DYNAMO_MODULE, "dynamo.vllm.unified_main"})
 _KV_EVENTS = re.compile(r"--kv[-_]events[-_]config(=|$)")
 _KV_TRANSFER = re.compile(r"--kv[-_]transfer[-_]config(=|$)")
 

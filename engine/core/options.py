@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .dynamo_args import DYNAMO_MODULE
+from .dynamo_args import DYNAMO_MODULES
 from .markers import has_unresolved
 from .schema import load_schema
 
@@ -124,7 +124,7 @@ DEMO_SERVER_MODULE = "vllm.entrypoints.api_server"
 DEMO_SERVER_LAST = "0.24.0"
 _GRPC_SERVER_MODULES = frozenset({"vllm.entrypoints.grpc_server", "vllm.entrypoints.launchers.grpc_server"})
 _API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.launchers.api_server.entry",
-                                 DEMO_SERVER_MODULE, DYNAMO_MODULE, *_GRPC_SERVER_MODULES})
+                                 DEMO_SERVER_MODULE, *DYNAMO_MODULES, *_GRPC_SERVER_MODULES})
 # Of them, those whose parser has no positional argument (the OpenAI server's takes a model tag).
 TAGLESS_MODULES = frozenset({DEMO_SERVER_MODULE, *_GRPC_SERVER_MODULES})
 # The `vllm` command itself (its console script's module): `python -m vllm.entrypoints.cli.main serve ...`.

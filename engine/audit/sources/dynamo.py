@@ -30,7 +30,7 @@ from ...core.markers import unresolved
 from ...core.errors import Problem
 from .context import Ctx
 from .detect import SHELLS
-from ...core.dynamo_args import DYNAMO_MODULE
+from ...core.dynamo_args import DYNAMO_MODULE, DYNAMO_MODULES
 from .deployment import Deployment
 from .kubernetes import Site, pod_launches
 from .marks import Lines
@@ -150,8 +150,8 @@ def _services(graph: dict[str, Any], lines: Lines) -> list[_Service]:
 def _engine_argv(words: list[str], name: str, envs: list[dict[str, Any]]) -> list[str] | None:
     """The vLLM words of a service's command, or None when it runs no vLLM engine."""
     for i, word in enumerate(words[:-1]):
-        if word == "-m" and words[i + 1] == DYNAMO_MODULE:
-            return ["python3", "-m", DYNAMO_MODULE, *words[i + 2:]]  # (read_command reads Dynamo's words)
+        if word == "-m" and words[i + 1] in DYNAMO_MODULES:
+            return ["python3", "-m", words[i + 1], *words[i + 2:]]  # (read_command reads Dynamo's words)
     match = _SERVE.search(" ".join(words))
     if match and re.search(r"(?:Vllm|Prefill)Worker$", match.group(1)):
         config = next((e.get("value") for e in envs if e.get("name") == "DYN_DEPLOYMENT_CONFIG"), None)
