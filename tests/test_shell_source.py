@@ -1199,6 +1199,15 @@ def test_an_external_connector_defined_in_the_audited_files_is_shown_by_its_clas
                                      "read a connector's HMA support from a registry entry, not from its code)")
     assert [[(n.code, n.message) for n in e.deployment.notes] for e in entries] == [[note], [note], [], []]
     assert [e.decision["outcome"] for e in entries][:2] == ["undetermined", "undetermined"]
+    # A module beside the launcher is found whichever folder is audited (vllm-project/vllm's
+    # kv_load_exception_handling/test.sh adds its folder to PYTHONPATH; audited from tests/v1/kv_connector,
+    # the note was missing: survey 25a).
+    write(tmp_path / "a" / "b" / "random_drop_connector.py", "class RandomDropConnector(KVConnectorBase_V1):\n    pass\n")
+    write(tmp_path / "a" / "b" / "test.sh", "vllm serve m --kv-transfer-config '{\"kv_connector\":\"RandomDropConnector\","
+                                            "\"kv_connector_module_path\":\"random_drop_connector\"}'\n")
+    for audited in (tmp_path / "a", tmp_path / "a" / "b"):
+        (entry,) = audit([str(audited)]).entries
+        assert [n.code for n in entry.deployment.notes] == ["source.connector_code"], audited
 
 
 def test_an_upgrade_of_vllm_over_an_image_leaves_the_release_unknown(tmp_path):

@@ -61,11 +61,14 @@ def _external(config: Any, depth: int) -> list[tuple[str, str]]:
 
 
 def _defined(ctx: Ctx, name: str, module: str) -> tuple[str, str] | None:
-    """The class line of ``name`` in the module's file under an audited
-    folder (``a/b.py`` or ``a/b/__init__.py``, also under ``src/``), and where."""
+    """The class line of ``name`` in the module's file beside the launching
+    file (the folder Python puts first on a launcher's path, and the one
+    vLLM's test scripts add to PYTHONPATH: vllm-project/vllm's
+    kv_load_exception_handling/test.sh and random_drop_connector.py) or under
+    an audited folder (``a/b.py`` or ``a/b/__init__.py``, also under
+    ``src/``), and where: so the note does not depend on which folder is audited."""
     relative = Path(*module.split("."))
-    for root in ctx.roots:
-        base = root if root.is_dir() else root.parent
+    for base in dict.fromkeys([ctx.path.parent, *(root if root.is_dir() else root.parent for root in ctx.roots)]):
         for candidate in (base / relative.with_suffix(".py"), base / relative / "__init__.py",
                           base / "src" / relative.with_suffix(".py"), base / "src" / relative / "__init__.py"):
             text = companion_text(ctx, candidate)
