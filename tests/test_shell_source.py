@@ -477,6 +477,18 @@ vllm serve m ${{ACCESS_LOG_ARGS}} ${{SHUTDOWN_ARGS}} --kv-transfer-config '{NIXL
         "enabled", ["source.unresolved_unused", "source.unresolved_unused"])
 
 
+def test_a_command_line_grown_differently_on_each_path_is_unknown_from_the_word_where_they_differ(tmp_path):
+    # vllm-project/vllm (002a105) tests/v1/kv_connector/nixl_integration/run_accuracy_test.sh: BASE_CMD gains
+    # `--tensor-parallel-size ...` on one path, `--data-parallel-size ...` on the other. The paths agree
+    # on `... --`, and the note named "the option `--$BASE_CMD`, whose name is not known" (survey 25a).
+    script = write(tmp_path / "run.sh", 'CMD="vllm serve m"\nif [[ -n "$X" ]]; then\n  CMD="$CMD --enforce-eager"\n'
+                                        'else\n  CMD="$CMD --max-num-seqs 8"\nfi\n$CMD &\n')
+    (entry,) = decided(script)
+    assert (entry.decision["outcome"], [n.message for n in entry.deployment.notes]) == ("enabled", [
+        "the command also takes `$CMD` (which is set differently on the paths through `if` at line 2), which may "
+        "hold options; the decision is the same on each of the 2 paths"])
+
+
 def test_a_substitution_says_why_its_value_is_not_known(tmp_path):
     """`$(...)` and `$((...))` are set by the file, but only running it gives
     their text: the notes say so (they said "which this file does not set")."""

@@ -310,7 +310,20 @@ def common_start(values: list[str | None], unknown: str) -> str:
     if start.count("\x00") % 2:  # never half a marker
         start = start[:start.rfind("\x00")]
     rests = [v[len(start):] for v in known if len(v) > len(start)]
+    if rests and not all(r[:1].isspace() for r in rests) and start[-1:] and not start[-1].isspace():
+        # The paths differ inside a word of a text of several (`CMD="$CMD --enforce-eager"` on one,
+        # `--max-num-seqs 8` on the other): that word is the unknown one, not an option `--$CMD`.
+        start = start[:_last_word(start)] or start
     return start + (" " if start and rests and all(r[:1].isspace() for r in rests) else "") + unknown
+
+
+def _last_word(text: str) -> int:
+    """Where the last word of ``text`` starts: after its last blank outside a marker (0: it has none)."""
+    end = 0
+    for atom in _ATOM.finditer(text):
+        if atom.group(0).isspace():
+            end = atom.end()
+    return end
 
 
 # An unresolved marker (core.markers) whole, or any other one character.
