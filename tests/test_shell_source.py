@@ -489,6 +489,32 @@ def test_a_command_line_grown_differently_on_each_path_is_unknown_from_the_word_
         "hold options; the decision is the same on each of the 2 paths"])
 
 
+def test_a_copy_of_a_value_set_on_each_path_is_read_on_each_path(tmp_path):
+    # vllm-project/vllm (002a105) tests/v1/kv_connector/nixl_integration/run_accuracy_test.sh: an `if` sets
+    # the end of the NixlConnector config, and a second builds KV_CONFIG='{...}'${KV_CONFIG_HETERO_LAYOUT}'}'
+    # from it. Every path is NixlConnector; the copy kept the first `if`'s marker, and the launch was an
+    # error, `source.unresolved` (survey 25a).
+    script = write(tmp_path / "run.sh", """if [[ -n "$P" ]]; then
+  A='{"kv_connector":"NixlConnector","kv_role":"kv_producer"}'
+else
+  A='{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}'
+fi
+if [[ -n "$H" ]]; then L=',"kv_buffer_device":"cpu"'; else L=''; fi
+KV="$A"
+KV2='{"kv_connector":"NixlConnector","kv_role":"kv_both"'${L}'}'
+vllm serve m --kv-transfer-config "$KV"
+vllm serve m --kv-transfer-config "$KV2"
+""")
+    assert [e.decision["outcome"] for e in decided(script)] == ["enabled", "enabled"]
+    first, second = read_source(script).deployments
+    assert [json.loads(doc["kv_transfer_config"])["kv_role"] for _, doc in first.paths] == ["kv_producer", "kv_consumer"]
+    assert [json.loads(doc["kv_transfer_config"]).get("kv_buffer_device") for _, doc in second.paths] == ["cpu", None]
+    # A copy whose text a path gives with blanks reads differently quoted or not: not read per path.
+    write(script, 'if [[ -n "$P" ]]; then A="--enforce-eager --kv-transfer-config x"; else A=""; fi\nB="$A"\n'
+                  "vllm serve m $B\n")
+    assert only(read_source(script)).paths == ()
+
+
 def test_a_substitution_says_why_its_value_is_not_known(tmp_path):
     """`$(...)` and `$((...))` are set by the file, but only running it gives
     their text: the notes say so (they said "which this file does not set")."""

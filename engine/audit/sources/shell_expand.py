@@ -13,12 +13,13 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ...core.markers import UNRESOLVED, has_unresolved, unresolved
+from ...core.options import Arg
 from .shell_state import MAX_NESTING, Run, Scope, Stop, Var
 from .shell_syntax import parse_heredoc_text
 from .shell_tree import FunctionDef, Group, Lit, Param, Redirect, Simple, Sub, Subshell, Word
 from .shell_words import ASSIGNMENT, NAME
 
-__all__ = ["Expander", "common_elements", "common_start", "assign", "runtime", "clobber", "stdin_text", "ELEMENT_COST"]
+__all__ = ["Expander", "common_elements", "common_start", "in_place", "assign", "runtime", "clobber", "stdin_text", "ELEMENT_COST"]
 
 _TOO_LONG = "(a value too long to expand)"
 
@@ -315,6 +316,28 @@ def common_start(values: list[str | None], unknown: str) -> str:
         # `--max-num-seqs 8` on the other): that word is the unknown one, not an option `--$CMD`.
         start = start[:_last_word(start)] or start
     return start + (" " if start and rests and all(r[:1].isspace() for r in rests) else "") + unknown
+
+
+def in_place(argv: list[str], env: dict[str, Arg], values: dict[str, str | None]) \
+        -> tuple[list[str], dict[str, Arg]] | None:
+    """A launch's words and environment with each marker of ``values``
+    replaced by its text, where that reads the same however the word was
+    quoted: a text without blanks, not empty where it is the whole word;
+    None where a marker cannot be replaced so."""
+    def placed(text: str) -> str | None:
+        for marker, value in values.items():
+            if marker in text:
+                if value is None or any(c.isspace() for c in value) or (text == marker and not value):
+                    return None
+                text = text.replace(marker, value)
+        return text
+
+    words = [placed(word) for word in argv]
+    given = {name: (arg, placed(arg.text)) for name, arg in env.items()}
+    if any(word is None for word in words) or any(text is None for _, text in given.values()):
+        return None
+    return [w for w in words if w is not None], \
+        {name: arg._replace(text=t) for name, (arg, t) in given.items() if t is not None}
 
 
 def _last_word(text: str) -> int:

@@ -23,7 +23,7 @@ from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, docker_run, git_source, installs_source,
                              name_operands, nested_script, only_markers, same_folder, srun_image, ssh_command,
                              venv_activation)
-from .shell_expand import Expander, clobber, runtime, stdin_text
+from .shell_expand import Expander, clobber, in_place, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
 from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Place, Script, Scope, Source, Stop, Var, normal_path
 from .shell_syntax import parse_body
@@ -406,13 +406,11 @@ class Interpreter(Flow):
         path, each variable set as that path sets it; through several such
         merges, once per combination of their paths, at most MAX_BRANCHES
         in all. (Which path, the words, the environment) for each; none
-        where a path's reading is not one launch of the same program (the
-        command's first word), nor beyond that bound. Where they are not
-        read before a path is tried (beyond the bound, or values of another
-        shell's merges, which a container's `-c` script reads but cannot set
-        per path), the markers of the values a path sets to what the decision
-        reads (Branches.may_decide): a word made of one may hold it
-        (Invocation.unread_paths)."""
+        where a path's reading is not one launch of the same program, nor
+        beyond that bound. Where they are not read before a path is tried
+        (beyond the bound, or another shell's merges, which a container's `-c`
+        script reads but cannot set), the markers of the values a path sets
+        to what the decision reads (Branches.may_decide, Invocation.unread_paths)."""
         read = {marker.group(0): branches for text in texts if "\x00" in text for marker in UNRESOLVED.finditer(text)
                 if (branches := self.run.branches.get(marker.group(0))) is not None}
         markers = tuple(read)
@@ -450,9 +448,13 @@ class Interpreter(Flow):
                 del self.run.problems[problems:]  # said once, by the reading of the script itself
             if len(captured) != 1:
                 return (), frozenset()
-            argv, env = captured[0]
-            if any(marker in text for text in [*argv, *(a.text for a in env.values())] for marker in markers):
-                return (), frozenset()  # the words do not come from the variables here (an `eval`'s text was made before)
+            # A copy made after the merge (`KV="$A"`) still holds the marker: the path's text in its place,
+            # where that reads alike quoted or not; else the words are not the variables' here (an `eval`'s text).
+            on_path = {m: read[m].path_text(m, combination[merges.index(read[m])], scope) for m in markers}
+            placed = in_place(*captured[0], on_path)
+            if placed is None:
+                return (), frozenset()
+            argv, env = placed
             out.append((f"path {index + 1} of {count} through {through}", [Arg(a, origin) for a in argv], env))
         return tuple(out), frozenset()
 

@@ -198,6 +198,21 @@ class Branches:
     values: dict[str, tuple[Var, ...]]  # name -> the variable on each path
     epochs: dict[str, int]
 
+    def path_text(self, marker: str, path: int, scope: "Scope") -> str | None:
+        """What the variable of ``marker`` holds on ``path`` past the start
+        the paths agree on (its value in ``scope``, as the merge left it:
+        that start, then the marker): the text a copy of the merged value
+        (`KV="$A"`) holds in the marker's place there. None for an array's,
+        or where the path's value does not start so."""
+        match = UNRESOLVED.fullmatch(marker)
+        name = match.group(1).lstrip("$") if match else ""
+        on_paths, merged = self.values.get(name), scope.lookup(name)
+        var = on_paths[path] if on_paths is not None else None
+        if var is None or var.items is not None or merged is None or merged.value is None or marker not in merged.value:
+            return None
+        start, value = merged.value[:merged.value.index(marker)], var.value or ""
+        return value[len(start):] if value.startswith(start) else None
+
     def may_decide(self) -> bool:
         """Whether a path sets a value to what the decision reads: an option
         of it (`KVARG=(--kv-transfer-config ...)`), or a variable of the
