@@ -78,6 +78,16 @@ class Ctx:
         file's own directory (resolved only here: most files name no config)."""
         return self.roots or (self.path.resolve().parent,)
 
+    def real_path(self) -> Path | None:
+        """The file's own path resolved on disk, where it is a file there
+        (None: text handed in, or a path that cannot be resolved)."""
+        if not self.fs:
+            return None
+        try:
+            return self.path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return None
+
     def may_read(self, real: Path) -> bool:
         """Whether a resolved path lies in the paths another file (a --config
         file, a companion) may be read from."""

@@ -26,11 +26,8 @@ def built_with(ctx: Ctx) -> ReleaseHint | None:
     Dockerfile's folder (runpod-workers/worker-vllm: `COPY src /src` beside
     `src/`), where one release is named so. A Dockerfile that copies its
     whole folder (`COPY . /app`) copies every file and names none."""
-    if not ctx.fs:
-        return None
-    try:
-        path = ctx.path.resolve(strict=True)
-    except (OSError, RuntimeError):
+    path = ctx.real_path()
+    if path is None:
         return None
     here = path.parent
     for _ in range(_ABOVE + 1):

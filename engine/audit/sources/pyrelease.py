@@ -51,12 +51,10 @@ _TRUSS_MODEL_DIR = "model"
 
 def launcher_release(ctx: Ctx) -> ReleaseHint | None:
     """The release a file beside the launcher ``ctx`` names, or None."""
-    if not ctx.fs:
+    path = ctx.real_path()
+    if path is None:
         return None
-    try:
-        folder = ctx.path.resolve(strict=True).parent
-    except (OSError, RuntimeError):
-        return None
+    folder = path.parent
     truss = _truss_of(ctx, folder)
     return built_with(ctx) or (truss_pin(truss[0], shown=truss[1]) if truss else None) \
         or _cog_pin(ctx, folder) or _cerebrium_pin(ctx, folder) or _requirements_pin(ctx, folder) \
@@ -67,11 +65,8 @@ def truss_runs_other(ctx: Ctx) -> str | None:
     """Where the launcher is the model of a Truss whose config runs a server
     of its own (``docker_server.start_command``), which Truss runs instead of
     the model (its supervisord's only program): why it is not run; else None."""
-    try:
-        folder = ctx.path.resolve(strict=True).parent if ctx.fs else None
-    except (OSError, RuntimeError):
-        folder = None
-    truss = _truss_of(ctx, folder) if folder is not None else None
+    path = ctx.real_path()
+    truss = _truss_of(ctx, path.parent) if path is not None else None
     if truss is None or not is_truss_config(truss[0], "config.yaml"):
         return None
     return (f"the model of a Truss whose config runs a server of its own ({truss[1].split(' (')[0]}: "
@@ -83,11 +78,8 @@ def truss_script_release(ctx: Ctx) -> ReleaseHint | None:
     the script ``ctx`` from the Truss's data folder, which Truss copies to
     ``/app/data`` (``sh -c /app/data/do.sh``): its requirements' pin, else
     its base image's tag; None elsewhere."""
-    if not ctx.fs:
-        return None
-    try:
-        path = ctx.path.resolve(strict=True)
-    except (OSError, RuntimeError):
+    path = ctx.real_path()
+    if path is None:
         return None
     data = next((p for p in path.parents[:3] if p.name == "data"), None)  # (data/do.sh, data/scripts/do.sh)
     read = _mapping(ctx, data.parent / "config.yaml") if data is not None else None
