@@ -128,8 +128,11 @@ def _unread(ctx: Ctx, folder: Path, kustomization: dict[str, Any], via: str | No
         inner = _kustomization_in(ctx, target) if depth < 8 and target.is_dir() else None
         if inner is not None and inner.documents and isinstance(inner.documents[0][0], dict):
             out += _unread(ctx, target, inner.documents[0][0], os.path.normpath(inner.display), depth + 1)
-        elif not (target.is_dir() and any(read_companion(ctx, path) for path in sorted(target.glob("*.y*ml")))
-                  or not target.is_dir() and read_companion(ctx, target)):
+            continue
+        # (a folder without a kustomization is read file by file, as _base_objects reads it)
+        read = any(read_companion(ctx, path) for path in sorted(target.glob("*.y*ml"))) if target.is_dir() \
+            else read_companion(ctx, target) is not None
+        if not read:
             out.append(f"{entry}, listed by {via}" if via else str(entry))
     return out
 
