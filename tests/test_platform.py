@@ -11,7 +11,8 @@ from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
 from hma_policy.audit.sources.release import ReleaseHint, from_image, platform_of
 from hma_policy.core.facts import extract
-from sourcefiles import write
+from hma_policy.core.markers import unresolved
+from sourcefiles import only, write
 
 NOT_CUDA_OR_ROCM = "vLLM before 0.10.2 runs the hybrid KV cache manager only on CUDA and ROCm"
 HPU_BEFORE = ("Intel Gaudi's HPU platform does not support the hybrid KV cache manager before vLLM 0.14.1 "
@@ -150,6 +151,21 @@ def test_vllm_ascends_branch_and_nightly_images_name_no_release():
         assert from_image(f"quay.io/ascend/vllm-ascend:{tag}") == ReleaseHint(
             None, f"image tag quay.io/ascend/vllm-ascend:{tag}: no vllm-ascend release in the tag")
     assert from_image("quay.io/ascend/cann:8.2.rc1-910b-ubuntu22.04-py3.11").version is None
+
+
+def test_a_platform_image_whose_tag_is_not_known_keeps_its_platform(tmp_path):
+    # kubernetes-sigs/inference-perf (7de5ef2) e2e/vllm_cpu_server.sh runs `docker.io/vllm/vllm-openai-cpu:$tag`:
+    # every tag of it is vLLM's CPU build, but the launch was read as CUDA, and the note said "the image is
+    # not known" (survey 26b). Before 0.10.2, vLLM runs HMA on CUDA and ROCm only.
+    run = write(tmp_path / "run.sh", "# hma-policy: {vllm_version: \"0.10.1\"}\n"
+                                     'docker run -d "vllm/vllm-openai-cpu:$1" facebook/opt-125m --max-model-len 2048\n')
+    (entry,) = audit([str(run)]).entries
+    assert (entry.deployment.document["platform"], entry.decision["outcome"]) == ({"name": "cpu"}, "disabled")
+    tagless = write(tmp_path / "b" / "run.sh", 'docker run -d "vllm/vllm-openai-cpu:$1" facebook/opt-125m\n')
+    assert only(read_source(tagless)).release == ReleaseHint(
+        None, "image vllm/vllm-openai-cpu:$1: its tag is not known from this file")
+    # A repository the file does not name is no platform's.
+    assert platform_of("vllm/vllm-openai-" + unresolved("$V") + ":v0.10.1") is None
 
 
 def test_vllms_tpu_image_is_named_for_what_it_is_and_names_no_release():

@@ -31,7 +31,7 @@ import re
 from typing import Any, NamedTuple
 
 from ...core.deployers import deployer
-from ...core.markers import has_unresolved, show
+from ...core.markers import UNRESOLVED, has_unresolved, show
 
 __all__ = ["ReleaseHint", "from_image", "from_pin", "from_source", "pinned", "platform_of", "split_image", "valid_version", "VERSION",
            "PIN_VERSION", "PIN", "REQUIREMENT"]
@@ -198,7 +198,9 @@ def from_image(image: str) -> ReleaseHint:
     """The release an image's tag names, or why it names none."""
     shown = show(image)
     if has_unresolved(image):
-        return ReleaseHint(None, f"image {shown}: the image is not known from this file")
+        plain = UNRESOLVED.sub("\x02", image)  # (one character a marker: its reason may hold `/` and `:`)
+        tag_only = "\x02" not in plain.rsplit(":", 1)[0] if ":" in plain.rsplit("/", 1)[-1] else False
+        return ReleaseHint(None, f"image {shown}: {'its tag is' if tag_only else 'the image is'} not known from this file")
     path, tag, digest = split_image(image)
     # vLLM's release image, and its CPU build (vllm/vllm-openai-cpu), on any registry or mirror
     official = any(_is(path, image) for image in _RELEASE_IMAGES)
@@ -257,11 +259,19 @@ _PLATFORM_IMAGES = {"vllm/vllm-openai-cpu": "cpu", "q9t5s3a7/vllm-cpu-release-re
 def platform_of(image: Any) -> str | None:
     """The platform a vLLM release image runs vLLM on, where it is not CUDA
     (its CPU build, AMD's ROCm image, vllm-ascend's, AWS's Neuron build): the
-    document's ``platform.name``."""
-    if not isinstance(image, str) or has_unresolved(image):
-        return None
-    path = split_image(image)[0]
-    return next((name for known, name in _PLATFORM_IMAGES.items() if _is(path, known)), None)
+    document's ``platform.name``. Every tag of such an image is that build,
+    so a tag not known leaves it (inference-perf's CI server runs
+    `vllm/vllm-openai-cpu:$tag`)."""
+    path = _known_repository(image) if isinstance(image, str) else None
+    return next((name for known, name in _PLATFORM_IMAGES.items() if _is(path, known)), None) if path else None
+
+
+def _known_repository(image: str) -> str | None:
+    """An image's repository path, where the file gives its name (a
+    registry or a tag not known leaves it, as a mirror's prefix does);
+    None elsewhere."""
+    path = split_image(UNRESOLVED.sub("\x02", image))[0]  # (one character a marker)
+    return path if "\x02" not in path.rsplit("/", 1)[-1] else None
 
 
 def _is(path: str, repository: str) -> bool:
