@@ -180,6 +180,20 @@ def test_a_service_that_builds_from_vllms_image_runs_vllm_serve_with_its_command
     assert read_source(compose, roots=(tmp_path,)).deployments == ()
 
 
+def test_a_service_that_builds_its_image_runs_in_it_whatever_its_base(tmp_path):
+    # NVIDIA/dgx-spark-playbooks (0db7c14) txt2kg's vllm-nvfp4: `build:` of a Dockerfile FROM
+    # nvcr.io/nvidia/vllm, and an `entrypoint` that runs vLLM. The built image's release (its base's, a
+    # pip pin) and ENV were read only where it is FROM vLLM's own image: decided as 0.33.0 (survey 26d).
+    write(tmp_path / "Dockerfile", "FROM python:3.11\nRUN pip install vllm==0.10.2\nENV VLLM_USE_V1=1\n")
+    compose = write(tmp_path / "docker-compose.yml", "services:\n  vllm:\n    build: .\n"
+                    f"    command: [vllm, serve, m, --kv-transfer-config, '{LMCACHE}']\n")
+    (d,) = read_source(compose, roots=(tmp_path,)).deployments
+    assert (d.release, d.document["env"]) == (ReleaseHint(
+        "0.10.2", f"pip pin vllm==0.10.2 at line 2 in {tmp_path / 'Dockerfile'}, which the service builds"),
+        {"VLLM_USE_V1": "1"})
+    assert [p.rsplit("/", 1)[-1] for p in d.chain] == ["docker-compose.yml", "Dockerfile"]
+
+
 def test_an_alias_bomb_is_refused_before_it_is_walked(tmp_path):
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "

@@ -326,16 +326,17 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
     entrypoint = _words(service.get("entrypoint"), variables, words, line or 1)
     command = _words(service.get("command"), variables, words, line or 1) or []
     vllm_image = bool(image) and not has_unresolved(image) and bool(VLLM_IMAGE.search(image.split("@")[0]))
-    # The image the service builds (`build:`), where its Dockerfile is one the audit reads: FROM
-    # vLLM's release image with its ENTRYPOINT, it runs `vllm serve` with the service's command.
+    # The image the service builds (`build:`), where its Dockerfile is one the audit reads: the service
+    # runs in it (its release, its ENV); FROM vLLM's release image with its ENTRYPOINT, it runs `vllm
+    # serve` with the service's command.
     built = _built(ctx, service.get("build"), variables) if not vllm_image else None
-    built_file = built[1] if built is not None and built[0].runs_vllm_serve else None
-    vllm_image = vllm_image or built_file is not None
+    built_file = built[1] if built is not None else None
+    vllm_image = vllm_image or (built is not None and built[0].runs_vllm_serve)
     chain = list(dotenv) + ([built_file] if built_file else [])
     unknown_env: list[str] = []
     unreadable_env: list[Problem] = []  # (the service's own, where it runs vLLM: one that does not is no finding)
     env = _environment(ctx, service, variables, where, line, chain, unreadable_env, unknown_env)
-    if built_file is not None and built is not None:
+    if built is not None:
         env = {**built[0].env, **env}  # the image's ENV, which the service's environment overrides
     known = not entrypoint and not vllm_image and bool(image) and not has_unresolved(image)
     presumed = known and presumed_server(image, command)
@@ -369,7 +370,7 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
         inv.image = image or None
         inv.platform = platform_of_runtime(service.get("runtime"), f"{where}: runtime")
         inv.problems += unreadable_env
-        if built_file is not None and built is not None and built[0].release is not None:
+        if built is not None and built[0].release is not None:
             # A tag of its own names no release: the Dockerfile's pin or base image does.
             release = built[0].release
             inv.image = built[0].base
