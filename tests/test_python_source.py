@@ -2108,6 +2108,13 @@ def test_engine_arguments_only_turned_into_a_model_config_start_no_engine(tmp_pa
                            "    return AsyncLLMEngine.from_engine_args(engine_args)\n", "renderer.py")
     # The one handed on to an engine is a launch; an object made and never used stays one, as before.
     assert [d.line for d in found.deployments] == [12]
+    # A load config too (kserve/kserve aaac4e2 python/huggingfaceserver/tests/server.py downloads the model
+    # with it, and starts the server in a subprocess; survey 26a).
+    loads = read(tmp_path, "from vllm.engine.arg_utils import AsyncEngineArgs\n\ndef download(args):\n"
+                           "    engine_args = AsyncEngineArgs.from_cli_args(args)\n"
+                           "    model_config = engine_args.create_model_config()\n"
+                           "    load_config = engine_args.create_load_config()\n", "server.py")
+    assert loads.deployments == ()
     assert [d.line for d in read(tmp_path, "from vllm import EngineArgs\nargs = EngineArgs(model='m')\n").deployments] \
         == [2]
 

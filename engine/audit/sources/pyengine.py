@@ -32,6 +32,9 @@ __all__ = ["EngineCalls", "LAUNCHES"]
 LAUNCHES = ENGINES | {"EngineArgs.from_cli_args", "AsyncEngineArgs.from_cli_args"}
 # How a script hands an EngineArgs object on whole: LLM(**asdict(args)), LLM(**vars(args)).
 _UNPACKERS = frozenset({"asdict", "vars"})
+# EngineArgs' methods that make a config and start nothing (the model's, the loader's: kserve's
+# huggingfaceserver tests download a model so), and the VllmConfig, read below.
+_CONFIG_MAKERS = frozenset({"create_model_config", "create_load_config", "create_engine_config"})
 # vLLM's classes and functions that start an engine from the VllmConfig `create_engine_config()`
 # makes (its engine core, whose scheduler holds the KV cache manager; vllm/v1/engine/ and the V0
 # engines of older releases): a script that names none of them only configures with it.
@@ -101,7 +104,7 @@ class EngineCalls(CommandLists):
         uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
         # (the object each config call is made from, and which: model or engine)
         configured = {id(n.func.value): (n, n.func.attr) for n in ast.walk(scope) if isinstance(n, ast.Call)
-                      and isinstance(n.func, ast.Attribute) and n.func.attr in ("create_model_config", "create_engine_config")}
+                      and isinstance(n.func, ast.Attribute) and n.func.attr in _CONFIG_MAKERS}
         if not uses or not all(id(use) in configured for use in uses):
             return False
         engine_configs = [made for made, kind in (configured[id(use)] for use in uses) if kind == "create_engine_config"]
