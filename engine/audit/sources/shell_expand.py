@@ -313,8 +313,12 @@ def common_start(values: list[str | None], unknown: str) -> str:
     rests = [v[len(start):] for v in known if len(v) > len(start)]
     if rests and not all(r[:1].isspace() for r in rests) and start[-1:] and not start[-1].isspace():
         # The paths differ inside a word of a text of several (`CMD="$CMD --enforce-eager"` on one,
-        # `--max-num-seqs 8` on the other): that word is the unknown one, not an option `--$CMD`.
-        start = start[:_last_word(start)] or start
+        # `--max-num-seqs 8` on the other; kserve's `--disable-uvicorn-access-log` on one, `--disable-
+        # access-log-for-endpoints /health` on the other): that word is the unknown one, not an option
+        # `--$CMD` or `--disable-$ARGS`. A value of one word on each path keeps what they agree on.
+        cut = _last_word(start)
+        if cut or any(_last_word(rest) for rest in rests):
+            start = start[:cut]
     return start + (" " if start and rests and all(r[:1].isspace() for r in rests) else "") + unknown
 
 
