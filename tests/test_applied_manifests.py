@@ -55,6 +55,9 @@ def test_a_here_document_piped_to_kubectl_apply_is_read_with_the_scripts_variabl
     (f"kubectl -n serving apply --filename=- <<EOF\n{POD}EOF\n", 7),  # global options before the command
     (f"oc create -f- <<EOF\n{POD}EOF\n", 7),
     (f"cat > pod.yaml <<EOF\n{POD}EOF\necho applying\nkubectl apply -f pod.yaml\n", 7),  # a file the script wrote
+    # kserve/kserve (aaac4e2) hack/setup/quick-install/*-full-install-with-manifests.sh: a function whose body
+    # cats a here-document, piped to kubectl (survey 26a: the ClusterServingRuntime was missed).
+    (f"get_manifests() {{\n  cat <<'EOF'\n{POD}EOF\n}}\nget_manifests | kubectl apply --server-side -f -\n", 8),
     # aws-samples/awsome-inference (7a520c6) 2.projects/dynamo-inference/scripts/deploy-dynamo-vllm.sh:
     # a file named by a value the script does not set; the same words apply it (it was dropped unread).
     (f'YAML_FILE="${{DEPLOYMENT_NAME}}.yaml"\ncat > "${{YAML_FILE}}" << EOF\n{POD}EOF\n'
@@ -70,6 +73,7 @@ def test_each_way_of_applying_a_here_document_is_read(tmp_path, script, line):
     f"cat <<EOF > /dev/null\n{POD}EOF\n",                   # written nowhere kubectl reads
     f"kubectl diff -f - <<EOF\n{POD}EOF\n",                 # a command that applies nothing
     f"cat <<EOF | grep vllm\n{POD}EOF\n",                   # piped to another command
+    f"m() {{\n  cat <<EOF\n{POD}EOF\n  echo done\n}}\nm | kubectl apply -f -\n",  # a function that sends more
     "kubectl apply -f pod.yaml\n",                          # a file the script did not write (the audit reads it itself)
     f'cat > "$A.yaml" <<EOF\n{POD}EOF\nkubectl apply -f "$B.yaml"\n',  # another value not known: another file
     f'YAML="{POD}"\necho "$YAML" > pod.yaml\nkubectl apply -f pod.yaml\n',  # not the file's own lines

@@ -61,7 +61,13 @@ class Flow:
 
     def piped_text(self, command: Any, scope: Scope) -> Script | None:
         """The text a pipeline's command sends the next one, where the
-        script tells: a here-document read by a plain `cat`."""
+        script tells: a here-document read by a plain `cat`, also where that
+        is the whole body of a function of the script the pipeline calls
+        (kserve's install scripts: `get_manifests | kubectl apply -f -`)."""
+        function = scope.function(command.words[0].literal() or "") \
+            if isinstance(command, Simple) and len(command.words) == 1 else None
+        if function is not None:
+            command = _only_command(function.body)
         if not isinstance(command, Simple) or [w.literal() for w in command.words] != ["cat"]:
             return None
         line = self.place.line(command.line)
@@ -336,3 +342,11 @@ class Flow:
                             local=local, line=line)
                 continue
             clobber(self.run, scope, f"may be set at run time by `{builtin}` of a computed name at line {line}")
+
+
+def _only_command(body: Any) -> Any:
+    """The one command of a function's body (`{ cat <<EOF ... EOF; }`), or None."""
+    while isinstance(body, Group) and len(body.body.items) == 1 and len(body.body.items[0].pipelines) == 1 \
+            and len(body.body.items[0].pipelines[0].commands) == 1:
+        body = body.body.items[0].pipelines[0].commands[0]
+    return body if isinstance(body, Simple) else None
