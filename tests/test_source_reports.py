@@ -402,8 +402,8 @@ CORPORA = [str(Path(__file__).resolve().parent / name) for name in ("fleet_corpu
 def test_no_report_of_the_public_corpus_holds_a_readers_marker(tmp_path):
     """Readers mark a value a file does not give (NUL, the name, SOH, why,
     NUL); a report, in every format, and the decision log show each as the
-    file writes it. The public files hold Helm and Go template names,
-    if-dependent variables and options named by one (`--disable-$ACCESS_LOG_ARGS`)."""
+    file writes it. The public files hold Helm and Go template names and
+    if-dependent variables (`$ACCESS_LOG_ARGS`)."""
     report = audit(CORPORA)
     for fmt in FORMATS:
         text = render(report, fmt)
@@ -416,8 +416,8 @@ def test_no_report_of_the_public_corpus_holds_a_readers_marker(tmp_path):
     # Each unknown value reads as written, once, in the deployments that hold one.
     shown = {e.deployment.id for e in report.entries} | {p.message for e in report.entries for p in e.deployment.notes}
     assert any("/{{ .Release.Namespace }}/{{ include \"aibrix-model.fullname\" . }}/prefill/prefill" in s for s in shown)
-    assert any(s.startswith("the command also takes the option `--disable-$ACCESS_LOG_ARGS`, where "
-                            "`$ACCESS_LOG_ARGS` is set differently on the paths through `if` in the script at line") for s in shown)
+    assert any(s.startswith("the command also takes `$ACCESS_LOG_ARGS` (which is set differently on the paths "
+                            "through `if` in the script at line") for s in shown)
     assert any("takes its value from `{{ .ObjectMeta.Namespace }}`, which this file does not set" in s for s in shown)
     assert ("the model is `$MODEL`, where `$MODEL` may be set by `source $(...)/../../../common/launch_utils.sh` "
             "at line 10, a file the audit does not read; the decision does not read the model's name") in shown
