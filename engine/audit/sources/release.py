@@ -198,8 +198,8 @@ def from_image(image: str) -> ReleaseHint:
     """The release an image's tag names, or why it names none."""
     shown = show(image)
     if has_unresolved(image):
-        plain = UNRESOLVED.sub("\x02", image)  # (one character a marker: its reason may hold `/` and `:`)
-        tag_only = "\x02" not in plain.rsplit(":", 1)[0] if ":" in plain.rsplit("/", 1)[-1] else False
+        named, colon, after = _one_character_markers(image).rpartition(":")
+        tag_only = bool(colon) and "/" not in after and _MARKED not in named
         return ReleaseHint(None, f"image {shown}: {'its tag is' if tag_only else 'the image is'} not known from this file")
     path, tag, digest = split_image(image)
     # vLLM's release image, and its CPU build (vllm/vllm-openai-cpu), on any registry or mirror
@@ -270,8 +270,17 @@ def _known_repository(image: str) -> str | None:
     """An image's repository path, where the file gives its name (a
     registry or a tag not known leaves it, as a mirror's prefix does);
     None elsewhere."""
-    path = split_image(UNRESOLVED.sub("\x02", image))[0]  # (one character a marker)
-    return path if "\x02" not in path.rsplit("/", 1)[-1] else None
+    path = split_image(_one_character_markers(image))[0]
+    return path if _MARKED not in path.rsplit("/", 1)[-1] else None
+
+
+# What stands for a value not known in an image's text while it is split: one character, since a
+# marker's reason may hold `/` and `:`.
+_MARKED = "\x02"
+
+
+def _one_character_markers(image: str) -> str:
+    return UNRESOLVED.sub(_MARKED, image)
 
 
 def _is(path: str, repository: str) -> bool:

@@ -417,12 +417,11 @@ class Interpreter(Flow):
         merges = sorted(set(read.values()), key=lambda b: min(b.epochs.values()))  # in the script's order
         kept = [{name: var for name, epoch in branches.epochs.items()
                  if (var := scope.lookup(name)) is not None and var.epoch == epoch} for branches in merges]
-        unread = frozenset(marker for marker, branches in read.items() if branches.may_decide())
         if not merges or not all(kept):
-            return (), unread
+            return (), frozenset(marker for marker, branches in read.items() if branches.may_decide())
         combinations = list(itertools.product(*(range(len(next(iter(b.values.values())))) for b in merges)))
         if len(combinations) > MAX_BRANCHES:
-            return (), unread
+            return (), frozenset(marker for marker, branches in read.items() if branches.may_decide())
         count = len(combinations)
         through = " and ".join(branches.where for branches in merges)
         assignments, words = split_assignments(command)
