@@ -348,6 +348,42 @@ def test_an_envsubst_template_s_placeholders_are_unknown_wherever_they_stand(tmp
     assert [p.code for p in odd.problems] == ["input.parse"]
 
 
+DOLLAR_TEMPLATE = (
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: { name: ${DEPLOYMENT_NAME} }\nspec:\n  template:\n    spec:\n"
+    "      containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.11.0\n"
+    "          command: [\"/bin/bash\", \"-c\"]\n          args:\n            - |-\n"
+    "              for i in ${DOLLAR}(seq 1 30); do getent hosts nats && break; done\n"
+    "              MY_IP=${DOLLAR}(hostname -i)\n"
+    "              exec vllm serve ${MODEL_PATH} --data-parallel-address ${DOLLAR}MY_IP \\\n"
+    "                --kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'\n")
+
+
+@pytest.mark.parametrize("env, escaped", [
+    ("export DOLLAR='$'\n", True), ('DOLLAR="$"  # for envsubst\n', True), ("export DOLLAR=\\$\n", True),
+    ("export DOLLAR=${DOLLAR:-$}\n", False), ("export DOLLAR='$$'\n", False), (None, False)])
+def test_a_placeholder_the_template_s_shell_files_set_to_a_dollar_is_a_dollar(tmp_path, env, escaped):
+    # aws-samples/aws-do-eks (f721602) nemotron/ultra/disagg: run.sh sources .env, which exports
+    # DOLLAR='$', and renders each *.yaml-template with envsubst, so that `${DOLLAR}(id -u)` becomes the
+    # script's `$(id -u)`. Read as a value not known, `${DOLLAR}` left `(` where the shell takes none: 196
+    # source.shell_syntax problems over 12 templates (survey 28b). Only a lone `$` is taken from the
+    # shell files beside the template: any other value may be set anew by whoever renders it.
+    if env is not None:
+        write(tmp_path / ".env", env)
+    source = read_source(write(tmp_path / "deployment.yaml-template", DOLLAR_TEMPLATE))
+    d = only(source)
+    assert json.loads(d.document["kv_transfer_config"])["kv_connector"] == "NixlConnector"
+    address = [n.message for n in d.notes if "--data-parallel-address" in n.message]
+    if escaped:
+        assert source.problems == ()
+        assert address == ["`--data-parallel-address` takes its value from `$(...)` (which is the output of a "
+                           "command the audit does not run); the decision does not read it"]
+    else:
+        assert [p.message for p in source.problems] == ["cannot read the script: `for` at line 13 has no `do`",
+                                                        "cannot read the script: unexpected `(`"]
+        assert address == ["`--data-parallel-address` takes its value from `${DOLLAR}`, which this file does not "
+                           "set; the decision does not read it"]
+
+
 ENVSUBST_MANIFEST = """\
 apiVersion: apps/v1
 kind: Deployment

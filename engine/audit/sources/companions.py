@@ -14,9 +14,10 @@ from ...core.input import parse_text
 from .context import Ctx
 from .files import read_bytes, read_text, regular
 from .marks import Lines, yaml_chunks
-from .placeholders import template_of
+from .placeholders import dollar_escapes, template_of
 
-__all__ = ["Companion", "companion_text", "read_companion", "shown", "objects_of_kind", "forget_objects"]
+__all__ = ["Companion", "companion_text", "read_companion", "shown", "objects_of_kind", "forget_objects",
+           "template_escapes"]
 
 
 class Companion:
@@ -70,6 +71,26 @@ def read_companion(ctx: Ctx, path: Path) -> Companion | None:
         elif value is not None:
             documents.append((value, Lines(body, start + 1)))
     return Companion(path, shown(ctx, path), documents)
+
+
+def template_escapes(ctx: Ctx) -> dict[str, str]:
+    """The placeholders of an envsubst template that the shell files beside
+    it set to `$` (its `.env`, the script that renders it: aws-do-eks's
+    run.sh sources .env, which exports `DOLLAR='$'`, then pipes the template
+    through envsubst): placeholders.dollar_escapes."""
+    if not ctx.fs:
+        return {}
+    folder = ctx.path.parent
+    try:
+        names = sorted(name for name in os.listdir(folder) if name == ".env" or name.endswith((".env", ".sh")))
+    except OSError:
+        return {}
+    texts = (companion_text(ctx, folder / name) for name in names[:_SHELL_FILES_READ])
+    return dollar_escapes(text for text in texts if text is not None)
+
+
+# A bound on the shell files read beside one template: a folder of generated scripts is not read whole.
+_SHELL_FILES_READ = 32
 
 
 # Objects of a kind found in the audited paths: (roots, kind) -> name -> companions. Walked once

@@ -14,6 +14,7 @@ from ...core.markers import plain, show, unresolved
 from ...core.input import parse_text
 from .beaker import beaker_spec, is_beaker_spec
 from .blueprint import blueprint_file, is_blueprint
+from .companions import template_escapes
 from .context import Ctx
 from .dstack import is_run_configuration, run_configuration_file
 from .deployment import Deployment, SourceFile
@@ -199,8 +200,9 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
         lines = []
         problems = []
         envsubst = envsubst_renders(ctx.name.lower()) is not None
+        escapes = template_escapes(ctx) if envsubst and "$" in ctx.text else None
         for start, body in chunks:
-            held = placeheld(body, _TF_INTERPOLATION if terraform else PLACEHOLDER) \
+            held = placeheld(body, _TF_INTERPOLATION if terraform else PLACEHOLDER, escapes) \
                 if (envsubst or terraform) and "$" in body else None
             if held is not None:
                 values.append((start, held[0]))

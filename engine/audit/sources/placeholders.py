@@ -9,12 +9,13 @@ the mark of a manifest that is rendered before it is applied."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ...core import yamlsafe
 from ...core.markers import unresolved
 
-__all__ = ["PLACEHOLDER", "BRACED", "placeheld", "template_of"]
+__all__ = ["PLACEHOLDER", "BRACED", "placeheld", "template_of", "dollar_escapes"]
 
 # An envsubst placeholder, `${NAME}` or `$NAME`: envsubst fills in every one, in a script's single
 # quotes too, from the environment it runs in, which the audit does not know. Its braces are flow
@@ -37,15 +38,19 @@ def _unheld(value: Any, texts: list[str]) -> Any:
     return value
 
 
-def placeheld(body: str, placeholder: re.Pattern[str] = PLACEHOLDER) -> tuple[Any, dict[str, tuple[int, int]]] | None:
+def placeheld(body: str, placeholder: re.Pattern[str] = PLACEHOLDER,
+               known: Mapping[str, str] | None = None) -> tuple[Any, dict[str, tuple[int, int]]] | None:
     """A document of a template, its placeholders unresolved markers
-    wherever they stand; None when it is no YAML that way either (or holds
-    the characters the placeholders are read as)."""
+    wherever they stand, except those ``known`` gives the text of (by name),
+    which stand as that text; None when it is no YAML that way either (or
+    holds the characters the placeholders are read as)."""
     if _HOLD in body or _END in body:
         return None
     texts: list[str] = []
 
     def hold(match: re.Match[str]) -> str:
+        if known and _name(match[0]) in known:  # (one pass, as envsubst's: the text put in is not read again)
+            return known[_name(match[0])]
         texts.append(match[0])
         return f"{_HOLD}{len(texts) - 1}{_END}"
     try:
@@ -53,6 +58,24 @@ def placeheld(body: str, placeholder: re.Pattern[str] = PLACEHOLDER) -> tuple[An
     except yamlsafe.YamlProblem:
         return None
     return _unheld(value, texts), {_unheld(key, texts): mark for key, mark in where.items()}
+
+
+def _name(placeholder: str) -> str:
+    return placeholder.strip("${}")
+
+
+# `export DOLLAR='$'` in a shell file: the envsubst idiom for a `$` that the rendered file keeps (a
+# script's `${DOLLAR}(id -u)` renders as `$(id -u)`), where envsubst would fill in `$(`'s neighbour.
+_DOLLAR_ESCAPE = re.compile(r"""^[ \t]*(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)=(?:'\$'|"\$"|\\\$)[ \t]*(?:;[ \t]*)?(?:#.*)?$""",
+                            re.M)
+
+
+def dollar_escapes(texts: Iterable[str]) -> dict[str, str]:
+    """The placeholders that shell files (the environment a template is
+    rendered in) set to a lone `$`, by name: each stands for `$` in the
+    template. Only that value is taken: any other a file sets may be set
+    anew by whoever runs it, but a variable set to `$` exists to escape it."""
+    return {match[1]: "$" for text in texts for match in _DOLLAR_ESCAPE.finditer(text)}
 
 
 # Only the braced form, in a file that is read as a template for its images alone: a `$NAME` in a
