@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import hma_policy
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
@@ -296,9 +298,56 @@ def test_a_launcher_a_rayservice_runs_takes_the_release_its_runtime_env_pins(tmp
     (entry,) = [e for e in audit([str(tmp_path)]).entries if e.deployment.format == "python"]
     assert entry.deployment.release.version is None
     assert entry.deployment.release.origin == (
-        f"the RayServices whose applications run this file install different vLLM releases: no pin in RayService b in "
-        f"{tmp_path}/ai-ml/rayserve/llm/b.yaml (import_path `ai-ml.rayserve.llm.serve:model`); 0.4.3 in RayService a "
-        f"in {tmp_path}/ai-ml/rayserve/llm/a.yaml (import_path `ai-ml.rayserve.llm.serve:model`)")
+        f"the RayServices whose applications run this file run different vLLM releases: no pin in "
+        f"RayService b in {tmp_path}/ai-ml/rayserve/llm/b.yaml (import_path `ai-ml.rayserve.llm.serve:model`); pip pin "
+        f"vllm==0.4.3 in the runtime_env of RayService a in {tmp_path}/ai-ml/rayserve/llm/a.yaml (import_path "
+        "`ai-ml.rayserve.llm.serve:model`)")
+
+
+RAY_SERVICE_WITH_IMAGE = RAY_SERVICE_OF_MODULE + """\
+  rayClusterConfig:
+    headGroupSpec:
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            image: {image}
+"""
+
+
+@pytest.mark.parametrize("image, pip, release, origin", [
+    # a vLLM release image: its tag
+    ("vllm/vllm-openai:v0.8.5", '"torch"', "0.8.5", "image tag vllm/vllm-openai:v0.8.5"),
+    # Ray's LLM image: the vLLM its Ray release pins (deployers.yaml)
+    ("rayproject/ray-llm:2.58.0-py311-cu128", '"torch"', "0.26.0",
+     "image tag rayproject/ray-llm:2.58.0-py311-cu128: Ray 2.58 pins vllm==0.26.0"),
+    # another image: not known, and said
+    ("rayproject/ray-ml:2.9.0-gpu", '"torch"', None,
+     "image rayproject/ray-ml:2.9.0-gpu is not vLLM's release image: its tag is not read as a vLLM release"),
+    # `vllm` unpinned: whatever is newest when the cluster starts
+    ("vllm/vllm-openai:v0.8.5", '"vllm"', None, "no pin"),
+    # an image envsubst fills in
+    ("$VLLM_IMAGE", '"torch"', None, "image $VLLM_IMAGE: the image is not known from this file"),
+])
+def test_a_launcher_a_rayservice_runs_unpinned_takes_the_release_of_its_image(tmp_path, image, pip, release, origin):
+    # nebius/nebius-k8s-applications (33d1419) vllm/chart: a RayService runs `import_path: serve:model` in image
+    # `.../vllm/vllm-openai:v0.8.5-ray` with no runtime_env pip; its serve.py's AsyncEngineArgs was decided at the
+    # default release, with no note (survey 30a). Ray imports the module where the image's vLLM is installed.
+    module = tmp_path / "ai-ml" / "rayserve" / "llm" / "serve.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("from vllm import AsyncEngineArgs\nargs = AsyncEngineArgs(model='m')\n", encoding="utf-8")
+    (module.parent / "a.yaml").write_text(RAY_SERVICE_WITH_IMAGE.format(name="a", pip=pip, image=image),
+                                          encoding="utf-8")
+    (entry,) = [e for e in audit([str(tmp_path)]).entries if e.deployment.format == "python"]
+    served = f"RayService a in {tmp_path}/ai-ml/rayserve/llm/a.yaml (import_path `ai-ml.rayserve.llm.serve:model`)"
+    if release is None:  # (decided as the default release, with a source.release_unknown note)
+        assert (entry.deployment.release.version, entry.decision["outcome"]) == (None, "enabled")
+        assert entry.deployment.release.origin == (f"{origin}, in {served}" if origin != "no pin" else
+                                                   f"no pin in {served}") + ", whose application runs this file"
+    else:  # (vLLM 0.8.5 has no HMA; 0.26.0 turns it on)
+        assert (entry.deployment.release.version, entry.decision["outcome"]) == (
+            release, "disabled" if release == "0.8.5" else "enabled")
+        assert entry.deployment.release.origin == f"{origin}, in {served}, whose application runs this file"
 
 
 def test_a_ray_serve_llm_config_is_read_in_a_file_that_names_no_vllm(tmp_path):
@@ -341,3 +390,19 @@ config = ray.serve.llm.LLMConfig(model_loading_config={"model_id": "qwen", "mode
     calls = read(tmp_path, "calls.py", "from ray.data.llm import vLLMEngineProcessorConfig\nfs = [print]\nfs[0]()\n"
                                        "(lambda: 1)()\nvLLMEngineProcessorConfig(model_source='m')\n")
     assert ([d.line for d in calls.deployments], calls.problems) == ([5], ())
+
+
+def test_a_launcher_whose_rayservice_s_image_is_not_known_takes_the_image_a_dockerfile_copies_it_into(tmp_path):
+    # GoogleCloudPlatform/kubernetes-engine-samples (2b50365) ai-ml/gke-ray/rayserve/llm/tpu: the RayService runs
+    # `image: $CUSTOM_IMAGE_URI`, which the Dockerfile beside the module builds (`COPY serve_tpu_multihost.py`):
+    # the Dockerfile's base image says more than a placeholder does.
+    module = tmp_path / "ai-ml" / "rayserve" / "llm" / "serve.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("from vllm import AsyncEngineArgs\nargs = AsyncEngineArgs(model='m')\n", encoding="utf-8")
+    (module.parent / "a.yaml").write_text(RAY_SERVICE_WITH_IMAGE.format(name="a", pip='"torch"', image="$IMAGE"),
+                                          encoding="utf-8")
+    (module.parent / "Dockerfile").write_text("FROM vllm/vllm-openai:v0.9.0\nCOPY serve.py /app/serve.py\n",
+                                              encoding="utf-8")
+    (entry,) = [e for e in audit([str(tmp_path)]).entries if e.deployment.format == "python"]
+    assert (entry.deployment.release.version, entry.decision["outcome"]) == ("0.9.0", "disabled")
+    assert entry.deployment.release.origin.startswith("image tag vllm/vllm-openai:v0.9.0 in ")

@@ -31,10 +31,11 @@ Each file is read only inside the audited paths and never run.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -61,39 +62,67 @@ def launcher_release(ctx: Ctx) -> ReleaseHint | None:
         return None
     folder = path.parent
     served = _served_pin(ctx, path)
-    if served is not None:
-        return served
+    if served is not None and not served.images_unknown:
+        return served.hint
     truss = _truss_of(ctx, folder)
     image = built_with(ctx)
     if image is not None and image.version is not None:
         return image
+    if served is not None:  # (RayServices whose images say nothing: the image a Dockerfile copies it into may)
+        return image or served.hint
     # (an image whose release is not known says so where nothing else names one)
     return (truss_pin(truss[0], shown=truss[1]) if truss else None) \
         or _cog_pin(ctx, folder) or _cerebrium_pin(ctx, folder) or _requirements_pin(ctx, folder) \
         or (_base_image(*truss) if truss else None) or image
 
 
-def _served_pin(ctx: Ctx, path: Path) -> ReleaseHint | None:
+class _Served(NamedTuple):
+    hint: ReleaseHint
+    images_unknown: bool  # nothing installs vLLM over the RayServices' images, and no image tells its release
+
+
+def _served_pin(ctx: Ctx, path: Path) -> _Served | None:
     """The vLLM release that the RayServices whose application runs the
-    launcher as its module install in its `runtime_env` (`pip`), where each
-    of them pins the same one; a release not known where they differ (one
-    pins none: its image's, or whatever `vllm` is newest); None where none pins one."""
-    given: dict[str, str] = {}  # what each application installs -> where ("": no exact pin)
+    launcher as its module import: the one their `runtime_env` installs
+    (`pip`), else their image's, where each of them gives the same; a
+    release not known where they differ (or one installs `vllm` unpinned,
+    whatever is newest). None where no RayService runs it."""
+    given: dict[str, list[str]] = {}  # the release each application imports ("": not known) -> whence
+    images_only = True
     for app in served_modules(ctx):
         if not path.as_posix().endswith("/" + app.module.replace(".", "/") + ".py"):
             continue
-        pip = app.runtime_env.get("pip")
-        packages = pip.get("packages") if isinstance(pip, dict) else pip
-        pins = [match.group(1) for package in (packages if isinstance(packages, list) else [])
-                if isinstance(package, str) and (match := PIN.fullmatch(package.strip()))]
-        given.setdefault(pinned(pins[0]) if len(pins) == 1 else "", f"{app.where} (import_path `{app.import_path}`)")
-    if not given or set(given) == {""}:
+        # (Ray's runtime_env installs `pip` or `uv` packages, a list or {packages: [...]}, over the image's)
+        installer = app.runtime_env.get("pip", app.runtime_env.get("uv"))
+        listed = installer.get("packages") if isinstance(installer, dict) else installer
+        packages = [p.strip() for p in (listed if isinstance(listed, list) else []) if isinstance(p, str)]
+        pins = [match.group(1) for package in packages if (match := PIN.fullmatch(package))]
+        served = f"{app.where} (import_path `{app.import_path}`)"
+        if len(pins) == 1:
+            given.setdefault(pinned(pins[0]), []).append(f"pip pin vllm=={pinned(pins[0])} in the runtime_env of {served}")
+        elif pins or any(_VLLM_PACKAGE.match(package) for package in packages) \
+                or installer is not None and not isinstance(listed, list) or "conda" in app.runtime_env:
+            given.setdefault("", []).append(f"no pin in {served}")  # (also: a requirements file, a conda environment)
+        else:  # (nothing installs vLLM over the image's)
+            image = app.image or ReleaseHint(None, "no image")
+            given.setdefault(image.version or "", []).append(f"{image.origin}, in {served}")
+            continue
+        images_only = False
+    if not given:
         return None
+    whences = "; ".join(sorted(w for whence in given.values() for w in whence))
     if len(given) > 1:
-        return ReleaseHint(None, "the RayServices whose applications run this file install different vLLM releases: "
-                                 + "; ".join(f"{version or 'no pin'} in {where}" for version, where in sorted(given.items())))
-    version, where = next(iter(given.items()))
-    return ReleaseHint(version, f"pip pin vllm=={version} in the runtime_env of {where}, whose application runs this file")
+        return _Served(ReleaseHint(None, "the RayServices whose applications run this file run different vLLM "
+                                         f"releases: {whences}"), False)
+    ((version, whence),) = given.items()
+    if len(whence) > 1 and not version:
+        return _Served(ReleaseHint(None, f"the RayServices whose applications run this file: {whences}"), images_only)
+    return _Served(ReleaseHint(version or None, f"{whence[0]}, whose application runs this file"),
+                   images_only and not version)
+
+
+# A package list's entry that installs vLLM, pinned or not (`vllm`, `vllm[audio]>=0.6`).
+_VLLM_PACKAGE = re.compile(r"(?i)vllm(?![\w.-])")
 
 
 def truss_runs_other(ctx: Ctx) -> str | None:

@@ -47,7 +47,7 @@ from .deployment import Deployment, SourceFile
 from .files import NOT_REGULAR, read_text
 from .launch import release_noted, with_facts
 from .marks import Lines
-from .release import ReleaseHint, split_image
+from .release import ReleaseHint, from_image, split_image
 from .yamlread import YamlError, load as load_anchored
 
 __all__ = ["BUILDERS", "is_serve_config", "serve_file", "ray_service", "ServedModule", "served_modules"]
@@ -130,6 +130,7 @@ class ServedModule(NamedTuple):
     import_path: str
     runtime_env: dict[str, Any]
     where: str           # the RayService and its file, for a report
+    image: ReleaseHint | None  # the vLLM its cluster's image holds, or why that is not known; None: no image
 
 
 def served_modules(ctx: Ctx) -> list[ServedModule]:
@@ -151,7 +152,8 @@ def served_modules(ctx: Ctx) -> list[ServedModule]:
                 if isinstance(path, str) and ":" in path and path not in BUILDERS and not has_unresolved(path):
                     env = app.get("runtime_env")
                     out.append(ServedModule(path.split(":", 1)[0], path, env if isinstance(env, dict) else {},
-                                            f"RayService {name} in {companion.display}"))
+                                            f"RayService {name} in {companion.display}",
+                                            _image_release(spec) if isinstance(spec, dict) else None))
     return out
 
 
@@ -319,6 +321,24 @@ def _release(spec: dict[str, Any]) -> ReleaseHint | None:
     if pinned is None:
         return ReleaseHint(None, f"{said}: Ray {ray} requires a range of vLLM releases, not one")
     return ReleaseHint(pinned, f"{said}: Ray {ray} pins vllm=={pinned}")
+
+
+def _image_release(spec: dict[str, Any]) -> ReleaseHint | None:
+    """The vLLM that a module of a RayService's own imports where its
+    runtime_env installs none: its image's, a vLLM release image's tag, or
+    the vLLM that Ray's LLM image pins (_release); None when no image is
+    written."""
+    ray = _release(spec)
+    if ray is None or ray.version is not None:
+        return ray
+    cluster = spec["rayClusterConfig"] if isinstance(spec.get("rayClusterConfig"), dict) else {}
+    workers = cluster["workerGroupSpecs"] if isinstance(cluster.get("workerGroupSpecs"), list) else []
+    image = cast(str, next((i for i in map(_image, (*workers, cluster.get("headGroupSpec"))) if i), None))
+    if "$" in image:  # (`$VLLM_IMAGE`, that envsubst fills in before the RayService is applied)
+        return ReleaseHint(None, f"image {show(image)}: the image is not known from this file")
+    own = from_image(image)
+    return own if own.version is not None or split_image(image)[0].rsplit("/", 1)[-1] != _RAY_LLM.rsplit("/", 1)[-1] \
+        else ray
 
 
 def _image(group: Any) -> str | None:
