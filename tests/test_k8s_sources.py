@@ -758,6 +758,74 @@ def test_a_model_service_base_config_alone_is_noted_and_without_it_the_service_i
     assert "`facebook-base-config-nixl` is not in the audited paths" in decode.problems[0].message
 
 
+MODEL_SERVICE_BASE = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: base}
+data:
+  decodeDeployment: |
+    apiVersion: apps/v1
+    kind: Deployment
+    spec:
+      template:
+        spec:
+          initContainers:
+            - name: routing-proxy
+              image: ghcr.io/llm-d/llm-d-routing-sidecar:0.0.6
+              imagePullPolicy: Always
+              args: ["--port={{ "port" | getPort }}"]
+              imagePullPolicy: IfNotPresent
+          containers:
+            - name: vllm
+              image: ghcr.io/llm-d/llm-d:0.0.8
+              command: [vllm, serve]
+              args:
+                - "--port"
+                - "{{ "app_port" | getPort }}"
+                - --kv-transfer-config
+                - '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+---
+apiVersion: llm-d.ai/v1alpha1
+kind: ModelService
+metadata: {name: m}
+spec:
+  baseConfigMapRef: {name: base}
+  routing: {modelName: facebook/opt-125m}
+  decode:
+    containers:
+    - name: vllm
+      args: ["{{ .HFModelName }}"]
+"""
+
+
+def test_a_model_service_base_config_s_actions_the_files_do_not_give_are_values_not_known(tmp_path):
+    # llm-d/llm-d-model-service (403e983) samples/nixl-xpyd: the universal base config's
+    # `"{{ "app_port" | getPort }}"` rendered as a marker that YAML refuses (`#x0000`), and 6 of the 8
+    # launches were errors; its routing-proxy init container gives `imagePullPolicy` twice, which the
+    # controller's sigs.k8s.io/yaml.Unmarshal takes, keeping the last (survey 30c).
+    found = read_source(write(tmp_path / "ms.yaml", MODEL_SERVICE_BASE))
+    (d,) = found.deployments
+    assert (d.role, d.problems, ktc(d)) == ("decode", (), {"kv_connector": "NixlConnector", "kv_role": "kv_both"})
+    assert [n.message for n in d.notes if n.code == "source.unresolved_unused"] == [
+        '`--port` takes its value from `{{ "app_port" | getPort }}`, which this file does not set; the decision does '
+        "not read it"]
+
+
+def test_a_model_service_without_a_base_config_runs_its_own_containers(tmp_path):
+    # llm-d/llm-d-model-service (403e983) test/modelservices/ms1.yaml: with no baseConfigMapRef the controller's
+    # base is empty (child_resources.go: `return &BaseConfig{}, nil`) and the pod is the service's containers
+    # alone; it was a source.unresolved error, "it names no base config" (survey 30c).
+    service = ("apiVersion: llm-d.ai/v1alpha1\nkind: ModelService\nmetadata: {name: m}\nspec:\n"
+               "  routing: {modelName: repo/model}\n  decode:\n    containers:\n")
+    idle = read_source(write(tmp_path / "idle.yaml", service + "    - {name: c, image: busybox, command: [sleep, inf]}\n"))
+    assert (idle.deployments, idle.problems) == ((), ())
+    served = read_source(write(tmp_path / "served.yaml", service + (
+        "    - name: vllm\n      image: vllm/vllm-openai:v0.11.0\n      command: [vllm, serve, m]\n"
+        "      args: [--kv-transfer-config, '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}']\n")))
+    (d,) = served.deployments
+    assert (d.role, d.problems, d.release.version, ktc(d)["kv_connector"]) == ("decode", (), "0.11.0", "NixlConnector")
+
+
 @pytest.mark.parametrize("fmt", ["text", "md", "html", "policyreport", "json"])
 def test_every_report_format_shows_where_a_launch_is(fmt):
     from hma_policy.audit.report import render

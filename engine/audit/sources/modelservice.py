@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core import yamlsafe
 from ...core.markers import unresolved
-from ...core.errors import InputError, Problem
-from ...core.input import parse_text
+from ...core.errors import Problem
 from .companions import objects_of_kind
 from .context import Ctx
 from .deployment import Deployment
@@ -26,6 +26,7 @@ from .gotemplate import render
 from .kserve import strategic_merge
 from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines
+from .placeholders import load_rendered
 
 __all__ = ["is_model_service", "is_base_config", "model_services", "SERVICE_KIND"]
 
@@ -88,9 +89,11 @@ def model_services(ctx: Ctx, services: list[tuple[dict[str, Any], Lines]],
             template = base[0].get(f"{role}Deployment") if base else None
             deployment, problem = _deployment(ctx, template, svc) if isinstance(template, str) else (None, None)
             if deployment is None:
-                why = problem or (f"the base config `{ref.get('name')}` is not in the audited paths" if ref
-                                  else "it names no base config")
                 found = pod_launches(ctx, {"containers": given}, None, site, lines, (), {}, problems, line=line)
+                if not ref:  # (the controller's base is then empty: the pod is the service's containers alone)
+                    out += found
+                    continue
+                why = problem or f"the base config `{ref.get('name')}` is not in the audited paths"
                 unresolved_problem = ctx.problem("source.unresolved", f"{SERVICE_KIND} {name} ({role}): its pod "
                                                  f"comes from a base config, and {why}", line=line,
                                                  hint="audit the base config ConfigMap too")
@@ -121,7 +124,9 @@ def _deployment(ctx: Ctx, template: str, svc: dict[str, Any]) -> tuple[dict[str,
             "ModelServiceNamespace": meta.get("namespace") or unresolved("{{ .ModelServiceNamespace }}")}
     text = render(template, data, {}) if "{{" in template else template
     try:
-        value = parse_text(text, source="a base config", fmt="yaml")
-    except InputError as exc:
-        return None, f"its Deployment is not YAML the audit can read ({exc.problems[0].message})"
+        # As the controller reads it (sigs.k8s.io/yaml, not strict): a key given twice keeps its last value.
+        value = load_rendered(text, repeated=True)
+    except yamlsafe.YamlProblem as exc:
+        at = f" at line {exc.line}, column {exc.column}" if exc.line else ""
+        return None, f"its Deployment is not YAML the audit can read (invalid YAML in a base config{at}: {exc.message})"
     return (value, None) if isinstance(value, dict) else (None, "its Deployment is not a mapping")

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ...core import yamlsafe
-from ...core.markers import unresolved
+from ...core.markers import UNRESOLVED, unresolved
 
-__all__ = ["PLACEHOLDER", "BRACED", "placeheld", "template_of", "dollar_escapes"]
+__all__ = ["PLACEHOLDER", "BRACED", "placeheld", "template_of", "dollar_escapes", "load_rendered"]
 
 # An envsubst placeholder, `${NAME}` or `$NAME`: envsubst fills in every one, in a script's single
 # quotes too, from the environment it runs in, which the audit does not know. Its braces are flow
@@ -30,7 +30,7 @@ _HELD = re.compile(f"{_HOLD}([0-9]+){_END}")
 
 def _unheld(value: Any, texts: list[str]) -> Any:
     if isinstance(value, str):
-        return _HELD.sub(lambda match: unresolved(texts[int(match[1])]), value) if _END in value else value
+        return _HELD.sub(lambda match: texts[int(match[1])], value) if _END in value else value
     if isinstance(value, dict):
         return {_unheld(k, texts): _unheld(v, texts) for k, v in value.items()}
     if isinstance(value, list):
@@ -51,13 +51,29 @@ def placeheld(body: str, placeholder: re.Pattern[str] = PLACEHOLDER,
     def hold(match: re.Match[str]) -> str:
         if known and _name(match[0]) in known:  # (one pass, as envsubst's: the text put in is not read again)
             return known[_name(match[0])]
-        texts.append(match[0])
+        texts.append(unresolved(match[0]))
         return f"{_HOLD}{len(texts) - 1}{_END}"
     try:
         value, where = yamlsafe.load(placeholder.sub(hold, body), marks=True)
     except yamlsafe.YamlProblem:
         return None
     return _unheld(value, texts), {_unheld(key, texts): mark for key, mark in where.items()}
+
+
+def load_rendered(text: str, *, repeated: bool = False) -> Any:
+    """A YAML text that a renderer left values not known in (a Go template's
+    actions the files do not give), each an unresolved marker: parsed with
+    each marker where it stands, in a quoted scalar too (its name may hold
+    quotes, `{{ "app_port" | getPort }}`), as placeheld() reads a template.
+    ``repeated`` as yamlsafe.load's. Raises yamlsafe.YamlProblem."""
+    if _HOLD in text or _END in text or "\x00" not in text:
+        return yamlsafe.load(text, repeated=repeated)[0]
+    markers: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        markers.append(match[0])
+        return f"{_HOLD}{len(markers) - 1}{_END}"
+    return _unheld(yamlsafe.load(UNRESOLVED.sub(hold, text), repeated=repeated)[0], markers)
 
 
 def _name(placeholder: str) -> str:
