@@ -423,6 +423,26 @@ def test_a_manifest_whose_image_is_a_placeholder_is_read_as_an_envsubst_template
                                          "        env: [{name: A, value: b}]\n")
     (overlay,) = [e for e in audit([str(tmp_path / "patch.yaml")]).entries]
     assert (overlay.deployment.format, overlay.decision["outcome"]) == ("kustomize", "enabled")
+    # The overlay's patches pass through the same envsubst (`kustomize build | envsubst`): a `${...}` a patch
+    # gives is a value not known too, not a word vLLM refuses (llm-d/llm-d-router ebab687
+    # deploy/environments/dev/epd/patch-decode.yaml's `"${VLLM_EXTRA_ARGS_D}"` was source.extra_argument, survey 30c).
+    (tmp_path / "patch.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: vllm-p}\nspec:\n"
+                                         "  template:\n    spec:\n      containers:\n      - name: vllm\n"
+                                         '        args: ["--model=${MODEL_NAME}", "${VLLM_EXTRA_ARGS_D}"]\n')
+    (overlay,) = [e for e in audit([str(tmp_path / "patch.yaml")]).entries]
+    assert (overlay.deployment.problems, overlay.decision["outcome"]) == ((), "enabled")
+    assert [n.message for n in overlay.deployment.notes if n.code == "source.unresolved_arguments"] == [
+        "the command also takes `${VLLM_EXTRA_ARGS_D}`, which this file does not set; only the options written here "
+        "are read, and it may hold others"]
+    # ... and one the decision reads is not known (it was read as JSON that is none: input.parse).
+    (tmp_path / "kustomization.yaml").write_text(
+        "resources: [deployment.yaml]\npatches:\n- target: {kind: Deployment, name: vllm-p}\n  patch: |\n"
+        "    - op: replace\n      path: /spec/template/spec/containers/0/args/1\n"
+        '      value: "--kv-transfer-config=${KV_CFG}"\n')
+    (tmp_path / "patch.yaml").unlink()
+    (overlay,) = [e for e in audit([str(tmp_path)]).entries if e.deployment.format == "kustomize"]
+    assert [(p.code, p.message) for p in overlay.deployment.problems] == [(
+        "source.unresolved", "`--kv-transfer-config` takes its value from `${KV_CFG}`, which this file does not set")]
     # An image Kubernetes can pull: the manifest is applied as written, its `${...}` words literal.
     (d,) = read_source(write(tmp_path / "plain.yaml", ENVSUBST_MANIFEST.replace("IMAGE", "vllm/vllm-openai:v0.26.0"))
                        ).deployments

@@ -45,6 +45,7 @@ from .inference_service import inference_services, is_inference_service
 from .kserve import strategic_merge
 from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines
+from .placeholders import read_as_template, with_placeholders
 
 __all__ = ["is_patch_file", "is_kustomization", "is_component", "component_note", "kustomization", "patch_file", "KUSTOMIZATION_NAMES"]
 
@@ -279,8 +280,10 @@ def _overlaid(ctx: Ctx, folder: Path, kust: dict[str, Any], patches: list[_Patch
     # (text given in memory, as to the admission webhook, reads nothing from disk)
     for base, display in _base_objects(ctx, folder, kust) if patches and ctx.fs else []:
         obj, anchor, first, files, applied = copy.deepcopy(base), None, None, [], set()
+        templated = read_as_template(base)  # (its patches pass through the same envsubst)
         for patch in patches:
             for part in _targets(patch, base):
+                part = with_placeholders(part) if templated else part
                 first = first or patch
                 applied.add(id(patch))
                 named = patch.written_in or patch.file

@@ -15,7 +15,8 @@ from typing import Any
 from ...core import yamlsafe
 from ...core.markers import UNRESOLVED, unresolved
 
-__all__ = ["PLACEHOLDER", "BRACED", "placeheld", "template_of", "dollar_escapes", "load_rendered"]
+__all__ = ["PLACEHOLDER", "BRACED", "placeheld", "template_of", "dollar_escapes", "load_rendered",
+           "read_as_template", "with_placeholders"]
 
 # An envsubst placeholder, `${NAME}` or `$NAME`: envsubst fills in every one, in a script's single
 # quotes too, from the environment it runs in, which the audit does not know. Its braces are flow
@@ -74,6 +75,35 @@ def load_rendered(text: str, *, repeated: bool = False) -> Any:
         markers.append(match[0])
         return f"{_HOLD}{len(markers) - 1}{_END}"
     return _unheld(yamlsafe.load(UNRESOLVED.sub(hold, text), repeated=repeated)[0], markers)
+
+
+def read_as_template(value: Any) -> bool:
+    """Whether a value was read as an envsubst template (template_of): some
+    `${NAME}` in it stands as a value not known."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00${" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def with_placeholders(value: Any) -> Any:
+    """``value`` (a patch of an object read as an envsubst template, which the
+    same envsubst fills in: llm-d's dev overlays pipe `kustomize build` through
+    it) with each `${NAME}` in its strings a value not known."""
+    if isinstance(value, str):
+        return BRACED.sub(lambda match: unresolved(match[0]), value) if "${" in value else value
+    if isinstance(value, dict):
+        return {k: with_placeholders(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_placeholders(v) for v in value]
+    return value
 
 
 def _name(placeholder: str) -> str:
