@@ -665,6 +665,51 @@ def test_a_container_script_s_syntax_is_told_at_the_file_s_lines(tmp_path, scrip
         ("source.shell_syntax", 6, f"cannot read the script: `for` at line {line} has no `done`")]
 
 
+APPLYING_JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: deployer}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: deploy
+          image: registry.redhat.io/openshift4/ose-cli:latest
+          command: [bash, -c]
+          args:
+            - |
+              SCRIPT
+"""
+
+APPLIED_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: m}
+spec:
+  containers:
+  - name: main
+    image: vllm/vllm-openai:v0.11.0
+    args: ["--model=m", "--kv-transfer-config", '{"kv_connector":"NixlConnector","kv_role":"kv_both"}']"""
+
+
+@pytest.mark.parametrize("script", [
+    "kubectl apply -f - <<EOF\n" + APPLIED_POD + "\nEOF",
+    "cat > /tmp/pod.yaml <<EOF\n" + APPLIED_POD + "\nEOF\noc apply -f /tmp/pod.yaml",
+])
+def test_a_manifest_a_container_s_script_applies_is_read_at_its_lines(tmp_path, script):
+    # openshift-psap/llm-d-bench (682d20b) tasks/deployment/rhaiis/deploy-pod.yaml: a step's script writes
+    # /tmp/pod.yaml with a here-document and runs `oc apply -f /tmp/pod.yaml`. A script file that does so is
+    # read (sources/applied.py); the same script in a container's `bash -c` gave no launch (survey 30d).
+    indented = "\n".join("              " + line if line else "" for line in script.split("\n"))
+    found = read_source(write(tmp_path / "job.yaml", APPLYING_JOB.replace("              SCRIPT", indented)))
+    (d,) = found.deployments
+    text = (tmp_path / "job.yaml").read_text().split("\n")
+    assert (d.name, d.release.version, found.problems) == ("m/main", "0.11.0", ())
+    assert text[d.line - 1].strip() == "- name: main"
+    assert ktc(d) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+
+
 # -- shared ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("image, release", [("docker.io/vllm/vllm-openai:v0.23.0", "0.23.0"),

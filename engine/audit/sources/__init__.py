@@ -215,10 +215,30 @@ def _examine(ctx: Ctx, fmt: str) -> SourceFile:
         found = compose_file(ctx)
     else:
         found = structured_file(ctx, fmt)  # json or yaml
+    found = _with_applied(ctx, found)
     if ctx.notes:  # what a reader noted deep inside the file; a container read twice (a base and its overlay) once
         fresh = tuple(note for note in dict.fromkeys(ctx.notes) if note not in found.notes)
         found = SourceFile(found.file, found.format, found.deployments, found.problems, found.skipped, found.notes + fresh)
     return _as_written(_unique_ids(found))
+
+
+def _with_applied(ctx: Ctx, found: SourceFile) -> SourceFile:
+    """``found`` with the launches of the manifests that its containers'
+    scripts apply (a Job whose `bash -c` runs `kubectl apply -f - <<EOF`),
+    and of those that theirs apply in turn, up to 4 deep; a container read
+    twice (a kustomize base and its overlay) applies its manifest once."""
+    for _ in range(4):
+        scripts = list(dict.fromkeys(ctx.applied))
+        ctx.applied.clear()
+        if not scripts:
+            break
+        more, problems = applied_manifests(ctx, scripts)
+        if more or problems:
+            found = SourceFile(found.file, found.format or "kubernetes", found.deployments + tuple(more),
+                               found.problems + tuple(problems), None if more or found.deployments else found.skipped,
+                               found.notes)
+    ctx.applied.clear()
+    return found
 
 
 def _notebook(ctx: Ctx) -> SourceFile:

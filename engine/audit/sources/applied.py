@@ -38,7 +38,8 @@ def applied_manifests(ctx: Ctx, scripts: list[Script]) -> tuple[list[Deployment]
     deployments: list[Deployment] = []
     problems: list[Problem] = []
     for script in scripts:
-        if not script.in_file:
+        first = script.line if script.in_file else script.file_line
+        if first is None:  # (a text made at run time: no lines of the file to read it at)
             continue
         held: list[str] = []
         prefix = _prefix(script.text)
@@ -49,8 +50,8 @@ def applied_manifests(ctx: Ctx, scripts: list[Script]) -> tuple[list[Deployment]
         text = UNRESOLVED.sub(hold, script.text)
         chunks = yaml_chunks(text)
         if len(chunks) > ctx.limits.max_yaml_documents:
-            problems.append(ctx.problem("input.limit", f"the manifest applied at line {script.line} holds more than "
-                                        f"{ctx.limits.max_yaml_documents} YAML documents", line=script.line))
+            problems.append(ctx.problem("input.limit", f"the manifest applied at line {first} holds more than "
+                                        f"{ctx.limits.max_yaml_documents} YAML documents", line=first))
             continue
         documents = []
         for start, body in chunks:
@@ -59,14 +60,14 @@ def applied_manifests(ctx: Ctx, scripts: list[Script]) -> tuple[list[Deployment]
             except yamlsafe.YamlProblem as refused:
                 if not mentions_vllm(body):
                     continue  # (another tool's broken manifest: skipped, as a broken file that never names vLLM is)
-                line = script.line + start + (refused.line - 1 if refused.line else 0)
+                line = first + start + (refused.line - 1 if refused.line else 0)
                 problems.append(ctx.problem("input.parse", f"the manifest the script applies is not YAML the audit "
                                             f"reads (line {line}): {_shown(refused.message, prefix, held)}", line=line))
                 continue
             if classify(value, single=False) == "kubernetes":
                 placeholder = re.compile(re.escape(prefix) + r"(\d+)X")
-                documents.append((script.line - 1 + start, _revived(value, placeholder, held),
-                                  Lines(body, script.line + start, where)))
+                documents.append((first - 1 + start, _revived(value, placeholder, held),
+                                  Lines(body, first + start, where)))
         if documents:
             found = manifest_file(ctx, documents)
             deployments += found.deployments

@@ -52,6 +52,9 @@ class Ctx:
         # The ConfigMap keys (namespace, name, key) a container of the file reads as a file (a script it
         # runs, a --config file): configmap_scripts.py reads the other scripts a ConfigMap holds.
         self.config_map_keys: set[tuple[str, str, str]] = set()
+        # The manifests a container's script applies (`kubectl apply -f - <<EOF` in a Job's `bash -c`),
+        # read as manifests of the file when it has been read (sources/__init__.py), as a script file's are.
+        self.applied: list[Any] = []  # (shell_state.Script: shell_state reads a Ctx itself)
         self._embedded = 0  # the characters the files held in this one have cost (embedded)
 
     def embedded(self, text: str, line: int) -> Ctx | None:

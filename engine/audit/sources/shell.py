@@ -72,7 +72,7 @@ def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, ori
     if zero is not None:  # `sh -c SCRIPT NAME ...`: `$0` is NAME
         base.vars["0"] = Var(zero, False, 0)
     scope = Scope(base)
-    place = Place(origin, anchor, first_line if fixed else None)
+    place = Place(origin, anchor, first_line if fixed else None, fixed and text_line is not None)
     if image is not None:  # the script runs in a container of its own
         run.containers += 1
     interpreter = Interpreter(run, place, image, run.containers)
@@ -131,6 +131,7 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
         if found or any(p.code != "source.shell_syntax" for p in own) or mentions_vllm(script) \
                 or any(mentions_vllm(value.text) for value in env.values()):
             problems.extend(own)
+        ctx.applied.extend(run.applied)
         for inv in found:  # `pip install vllm==X && vllm serve`: the release installed over the image
             inv.release = release_at(run, inv)
         return found

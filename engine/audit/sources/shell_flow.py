@@ -80,7 +80,7 @@ class Flow:
         heredoc = next((r for r in command.redirects if r.op in ("<<", "<<-") and r.body is not None), None)
         if heredoc is not None and self.place.fixed is None:
             return Script(text, heredoc.body_line, True)
-        return Script(text, line, False)
+        return Script(text, line, False, heredoc.body_line if heredoc is not None and self.place.file_lines else None)
 
     def run_command(self, command: Any, scope: Scope) -> None:
         if isinstance(command, Simple):

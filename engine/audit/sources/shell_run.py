@@ -183,14 +183,11 @@ class Interpreter(Flow):
         targets = [r for r in command.redirects if r.op in (">", ">>", ">|") and r.fd in ("", "1") and r.target is not None]
         name = fields[0] if fields else ""
         content: str | None = None
-        body_line = self.place.line(command.line)
-        in_file = False
+        # Where its text starts: a here-document's lines, as for a command's standard input.
+        start = self.stdin_script(command, "", self.place.line(command.line))
         paths: list[str] = []
         if name in ("cat", "tee") and all(not f.startswith("-") for f in fields[1:]):
             content = stdin_text(self.run, scope, command.redirects, line)
-            heredoc = next((r for r in command.redirects if r.op in ("<<", "<<-") and r.body is not None), None)
-            if heredoc is not None and self.place.fixed is None:
-                body_line, in_file = heredoc.body_line, True
             if name == "tee":
                 paths += fields[1:]
             elif len(fields) > 1:
@@ -212,7 +209,7 @@ class Interpreter(Flow):
             text = (previous.text if previous else "") + content
             self.run.sequence += 1
             self.run.files.setdefault(normal_path(path), []).append(
-                (self.run.sequence, Script(text, previous.line if previous else body_line, in_file and previous is None)))
+                (self.run.sequence, Script(text, previous.line, False) if previous else start._replace(text=text)))
 
     def apply_manifest(self, fields: list[str], command: Simple, scope: Scope, line: int) -> bool:
         """`kubectl apply -f -` (or `create`, `replace`; `oc`) reading a

@@ -150,6 +150,9 @@ class Script(NamedTuple):
     text: str
     line: int          # where its text starts in the audited file
     in_file: bool      # its lines are the audited file's (a here-document), so launches in it keep their lines
+    # A here-document of a container's script whose lines are the file's (Place.file_lines): the line
+    # its text starts at, where a manifest it holds is read (its launches stay at the container's).
+    file_line: int | None = None
 
 
 class Pin(NamedTuple):
@@ -179,6 +182,9 @@ class Place:
     origin: Callable[[int], str]
     anchor: Callable[[int], str]
     fixed: int | None = None
+    # A ``fixed`` text whose lines are still the file's (a container's block-scalar `sh -c` script): a
+    # manifest it applies from a here-document is read at its lines (Script.file_line).
+    file_lines: bool = False
 
     def line(self, line: int) -> int:
         return self.fixed if self.fixed is not None else line
