@@ -468,6 +468,24 @@ def test_a_chart_template_in_a_folder_of_templates_is_read_as_one(tmp_path):
     assert read_source(test_pod).skipped == RUNS_NO_VLLM
 
 
+def test_a_chart_template_s_action_ends_at_the_first_braces_outside_its_strings(tmp_path):
+    # alpha-hack-program/llm-d-guide (1f391b7) gitops/instance/llm-d/inference/templates/pd-disaggregation.yaml:
+    # `"{{ "{{" }} ChildName .ObjectMeta.Name {{ "}}" }}"`, Helm's idiom for literal braces, was cut at the `}}`
+    # inside `"}}"`: the quote after it ended the scalar, and the file was an input.parse problem blamed on
+    # another line, its vLLM container lost (survey 30d).
+    found = read_source(template(tmp_path, "dep.yaml", (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n"
+        "    spec:\n      containers:\n        - name: epp\n          image: epp:1\n          args:\n"
+        "            - --pool-name\n            - \"{{ \"{{\" }} ChildName .ObjectMeta.Name {{ \"}}\" }}\"\n"
+        "        - name: vllm\n          image: vllm/vllm-openai:v0.11.0\n"
+        "          args: [\"--model\", \"m\", \"--kv-transfer-config\", "
+        "'{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}']\n")))
+    (d,) = found.deployments
+    assert (found.problems, d.line, d.release.version, ktc(d)["kv_connector"]) == ((), 14, "0.11.0", "NixlConnector")
+    # the renderer of presets reads actions so too
+    assert render('--pool-name={{ "{{" }} ChildName {{ "}}" }} {{- " x" }}', {}, {}) == "--pool-name={{ ChildName }} x"
+
+
 def test_a_chart_template_whose_containers_all_run_no_vllm_is_skipped_not_a_problem(tmp_path):
     # kaito-project/kaito (056b828), charts/: a chainlit UI Deployment whose script names vLLM
     # in a `case`, a ConfigMap of vLLM settings and a CustomResourceDefinition were each a

@@ -17,7 +17,8 @@ from ...core.markers import unresolved
 
 __all__ = ["render", "go_field"]
 
-_ACTION = re.compile(r"\{\{(-?)\s*(.*?)\s*(-?)\}\}", re.S)
+# An action ends at the first `}}` outside its quoted strings (`{{ "}}" }}` prints `}}`).
+_ACTION = re.compile(r"""\{\{(-?)\s*((?:"(?:[^"\\]|\\.)*"|`[^`]*`|[^"`}]|\}(?!\}))*?)\s*(-?)\}\}""")
 _WORDS = re.compile(r"`[^`]*`|\"(?:[^\"\\]|\\.)*\"|\(|\)|[^\s()]+")
 _NAMES = {"KVCacheOffloading": "kvCacheOffloading"}
 _UNKNOWN = object()  # what a command the renderer does not know gives: the action stays unresolved

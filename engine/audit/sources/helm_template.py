@@ -37,7 +37,9 @@ from .release import ReleaseHint, from_image
 __all__ = ["in_chart", "chart_template", "Template"]
 
 _COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.S)
-_ACTION = re.compile(r"\{\{-?.*?-?\}\}")
+# An action ends at the first `}}` outside its quoted strings: `{{ "}}" }}` prints `}}` (Helm's idiom for the
+# literal braces of a template it writes, `"{{ "{{" }} ChildName .ObjectMeta.Name {{ "}}" }}"`).
+_ACTION = re.compile(r"""\{\{(?:"(?:[^"\\\n]|\\.)*"|`[^`\n]*`|[^"`}\n]|\}(?!\}))*\}\}""")
 _PLACEHOLDER = re.compile(r"HELMVALUE(\d+)X")
 # `{{ .Chart.Name }}`: Helm fills it from the chart's Chart.yaml, whatever the install's values
 # (a chart's name is lowercase letters, digits and dashes: text wherever YAML reads it).
