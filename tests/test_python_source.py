@@ -472,6 +472,18 @@ def test_a_python_launcher_larger_than_the_audit_parses_is_a_limit_problem_not_s
                          "SourceLimits.max_config_bytes); its launches are not read")]
 
 
+def test_a_large_file_whose_only_mention_is_in_base64_data_is_not_a_launcher(tmp_path):
+    # tenstorrent/tt-inference-server (11ac526) test_module/load_param_tests/test_payloads/audio_payload_60s.py:
+    # 1.5 MB of a base64 audio clip whose letters spell `VLLm` once (`...wEKVLLmVwG1...`) was a source.limit
+    # problem, "its launches are not read", in a file that names no vLLM (survey 30b).
+    data = ("QUJDREVGR0hJSktMTU5PUFFSU1RVV1hZWmFiY2RlZmdoaWprbG1ub3BxcnN0dXd4eXo" * 9_000)
+    found = read(tmp_path, f'AUDIO = "{data}wEKVLLmVwG1{data}"\n')
+    assert (found.format, found.deployments, found.problems) == (None, (), ())
+    # a mention outside the data is one: the file is said, not skipped
+    found = read(tmp_path, f'import vllm\nAUDIO = "{data}{data}"\n')
+    assert [p.code for p in found.problems] == ["source.limit"]
+
+
 def test_a_command_list_that_runs_a_shell_is_read_as_its_script(tmp_path):
     found = read(tmp_path, """\
 import json, subprocess

@@ -132,6 +132,17 @@ def mentions_vllm(text: str, *, metrics: bool = True) -> bool:
     return bool((_VLLM_WORDS if metrics else _VLLM_WORDS_NOT_METRICS).search(text))
 
 
+def mentions_vllm_outside_data(text: str) -> bool:
+    """mentions_vllm, outside runs of base64 (an audio clip or an image a
+    file embeds), whose letters spell `vLLm` now and then (tenstorrent's
+    audio_payload_60s.py: `...wEKVLLmVwG1...`)."""
+    return mentions_vllm(_BASE64_RUN.sub(" ", text)) if mentions_vllm(text) else False
+
+
+# 200 characters of base64 without a space, a dot or an underscore: data, not code or prose.
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{200,}")
+
+
 # Files read only to look for a mention of a KV option or connector: templates that render
 # deployments (Helm, Jinja, Go) and documentation, which the audit cannot decide from.
 # (TOML: a tool's own settings, such as BentoML's build args in pyproject.toml, which bentoml/BentoVLLM's

@@ -66,7 +66,7 @@ from ...core.markers import has_unresolved, unresolved
 from ...core.options import Arg, find_vllm
 from .context import Ctx
 from .deployment import Deployment, SourceFile
-from .detect import SHELLS, mentions_vllm
+from .detect import SHELLS, mentions_vllm, mentions_vllm_outside_data
 from .launch import Invocation, apply_facts, config_from_fs, deployment, read_from_env
 from .pyforms import (dotted_name, imported_from, ipython_install, ipython_shell, is_environ, is_vllm_module, list_holder,
                       splitting, within)
@@ -145,6 +145,8 @@ def python_file(ctx: Ctx) -> SourceFile | None:
     if not mentions_vllm(ctx.text) and not RAY_LLM.search(ctx.text):  # (Ray's LLM configs run vLLM unnamed)
         return None
     if len(ctx.text) > ctx.limits.max_config_bytes:  # said, not skipped: it may launch vLLM
+        if not mentions_vllm_outside_data(ctx.text) and not RAY_LLM.search(ctx.text):
+            return None  # (its only mention is in data it embeds)
         return SourceFile(ctx.display, "python", (), (ctx.problem(
             "source.limit", f"the file is larger than the audit parses as Python ({ctx.limits.max_config_bytes} "
             "bytes, SourceLimits.max_config_bytes); its launches are not read"),))
