@@ -133,6 +133,13 @@ def test_only_a_charts_values_are_skipped_as_a_charts_values(tmp_path):
     assert read_source(write(chart / "values.yaml", "image:\n  repository: vllm/vllm-openai\n")).skipped == chart_reason
     assert read_source(write(chart / "ci" / "gpu.yaml", "vllmArgs: [--max-model-len, '4096']\n")).skipped == chart_reason
     assert read_source(chart / "Chart.yaml").skipped != chart_reason
+    # One folder below a chart, only values by their name or folder: nebius/nebius-k8s-applications (33d1419)
+    # keeps an umbrella Chart.yaml at its root and each app's catalog metadata in `vllm/manifest.yaml`,
+    # which was skipped as a chart's values (survey 30a).
+    assert read_source(write(chart / "values" / "gpu.yaml", "vllmArgs: [--max-model-len, '4096']\n")).skipped == \
+        chart_reason
+    assert read_source(write(chart / "vllm" / "manifest.yaml", "imagesMapping: {vllm/vllm-openai:v0.8.5: {dst: r}}\n")
+                       ).skipped == "not a deployment document, vLLM config or Kubernetes manifest"
     # One that names no vLLM (gpustack/gpustack 47277d79 charts/gpustack-chart/values.yaml; a chart's
     # `files/prompt.yaml`) is no vLLM chart's: skipped as any other YAML is.
     for name in ("values.yaml", "files/prompt.yaml"):

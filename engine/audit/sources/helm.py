@@ -59,13 +59,16 @@ def chart_values(ctx: Ctx, values: Any, lines: Lines) -> SourceFile | None:
 def _in_chart_root(path: Path) -> bool:
     """Whether a YAML file is a chart's values file: in a chart's folder (a
     Chart.yaml, or templates with Helm's `_helpers.tpl`), or one folder below
-    (`ci/values-gpu.yaml`). A folder of other templates is no chart
+    where its name or folder says so (`ci/values-gpu.yaml`, `values/gpu.yaml`;
+    not nebius-k8s-applications' `vllm/manifest.yaml` under a chart at the
+    repository's root). A folder of other templates is no chart
     (huggingface/trl keeps Jinja templates beside Accelerate's configs), and
     Chart.yaml is no values file."""
     if path.name.lower() in ("chart.yaml", "chart.lock"):
         return False
+    below = "values" in path.name.lower() or path.parent.name.lower() in ("ci", "values")
     return any((folder / "Chart.yaml").is_file() or (folder / "templates" / "_helpers.tpl").is_file()
-               for folder in (path.parent, path.parent.parent))
+               for folder in ((path.parent, path.parent.parent) if below else (path.parent,)))
 
 
 def _is_modelservice(values: dict[str, Any]) -> bool:
