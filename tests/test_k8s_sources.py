@@ -406,6 +406,22 @@ def test_a_chart_templates_if_and_else_may_both_give_a_key_of_an_object_that_hol
     assert (found.deployments, [p.code for p in found.problems]) == ((), ["input.parse"])
 
 
+def test_a_key_given_twice_in_a_pod_whose_containers_run_no_vllm_is_no_problem(tmp_path):
+    # llm-d/llm-d-router (ebab687) config/charts/routerlib/templates/_deployment.yaml: the EPP's liveness probe
+    # gives `grpc` on both branches of an `if`, and a `vllm launch render` sidecar (a server that starts no
+    # engine) made the file mention vLLM: an input.parse problem where, without the sidecar, it is skipped.
+    text = (DEPLOYMENT + "        - name: epp\n          image: ghcr.io/llm-d/epp:v1\n          livenessProbe:\n"
+            "          {{- if gt (.Values.replicas | int) 1 }}\n            grpc: {port: 9003}\n          {{- else }}\n"
+            "            grpc: {port: 9004}\n          {{- end }}\n        - name: vllm-render\n"
+            "          image: vllm/vllm-openai-cpu:v0.21.0\n          command: [vllm, launch, render]\n"
+            "          args: [Qwen/Qwen3-0.6B, --port=8000]\n")
+    found = read_source(template(tmp_path, "deploy.yaml", text))
+    assert (found.deployments, found.problems, found.skipped) == ((), (), RUNS_NO_VLLM)
+    # a sidecar that may run vLLM's server (its image's entrypoint) keeps the problem
+    found = read_source(template(tmp_path, "served.yaml", text.replace("          command: [vllm, launch, render]\n", "")))
+    assert [p.code for p in found.problems] == ["input.parse"]
+
+
 def test_a_key_given_twice_in_a_pod_template_is_named_in_its_problem(tmp_path):
     # llm-d/llm-d-kv-cache (7be76e1) vllm-setup-helm/templates/deployment.yaml: `volumeMounts` under
     # both branches of an `if` made the template unreadable, and the problem pointed at line 4,

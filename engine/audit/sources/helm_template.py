@@ -25,11 +25,13 @@ from typing import Any, NamedTuple
 from ...core import yamlsafe
 from ...core.markers import unresolved
 from ...core.errors import Problem
+from ...core.options import find_vllm
 from .companions import read_companion
 from .context import Ctx
 from .gotemplate import render
 from .deployment import Deployment
 from .detect import mentions_vllm
+from .images import VLLM_IMAGE, presumed_server
 from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines, yaml_chunks
 from .release import ReleaseHint, from_image
@@ -122,6 +124,9 @@ def chart_template(ctx: Ctx) -> Template | None:
             # Both branches of an `if` may give a key (conditions are not evaluated): then the
             # object's kind is still known, but not which branch its fields come from.
             obj = _podless(body) if refused.duplicate is not None else None
+            if obj is None and refused.duplicate is not None and _runs_no_vllm(body):
+                podless = False  # (a pod, whose containers, all written in it, run no vLLM: read_whole)
+                continue
             if obj is None:
                 return Template([], False, repeated=(refused.duplicate, start + refused.line)) \
                     if refused.duplicate is not None and refused.line is not None else None
@@ -189,6 +194,29 @@ def _podless(body: str) -> dict[str, Any] | None:
     if not isinstance(obj, dict):
         return None
     return obj if obj.get("kind") in _PODLESS or not (list(pod_templates(obj)) or _RUNS.search(body)) else None
+
+
+def _runs_no_vllm(body: str) -> bool:
+    """Whether a template's object that gives a key twice holds containers,
+    each written in the template, that run no vLLM server whichever branch
+    gives its keys: a command that is none (llm-d-router's `vllm launch
+    render` sidecar, whose server starts no engine), or an image that is no
+    vLLM image and is not taken to run its server. (A value the template
+    fills in may be anything.)"""
+    try:
+        obj = yamlsafe.load(body, repeated=True)[0]
+    except yamlsafe.YamlProblem:
+        return False
+    containers = [c for _, pod, _, _ in pod_templates(obj) for c in pod["containers"]] if isinstance(obj, dict) else []
+    for container in containers:
+        if not isinstance(container, dict) or _PLACEHOLDER.search(str(container)):
+            return False
+        command = [str(w) for w in container.get("command") or []] if isinstance(container.get("command"), list) else []
+        args = [str(w) for w in container.get("args") or []] if isinstance(container.get("args"), list) else []
+        image = str(container.get("image") or "")
+        if find_vllm(command + args) is not None or not command and (VLLM_IMAGE.search(image) or presumed_server(image, args)):
+            return False
+    return bool(containers)
 
 
 def _chart_name(ctx: Ctx) -> str | None:
