@@ -561,6 +561,24 @@ def test_a_command_line_grown_differently_on_each_path_is_unknown_from_the_word_
         "hold options; the decision is the same on each of the 2 paths"])
 
 
+@pytest.mark.parametrize("guard", ['[ "$ARM" != "recompute" ] &&', '[ "$ARM" = "recompute" ] ||'])
+def test_a_value_set_after_and_or_or_is_set_on_one_path_only(tmp_path, guard):
+    # gluesys/lmcache-daos (01605b8) deploy/launchers/run_arm.sh: `[ "$ARM" != "recompute" ] && KV="--kv-transfer-config
+    # ..."` was read as always run: `disabled` (LMCacheConnectorV1), where the recompute baseline starts vLLM with no
+    # connector and HMA on. What follows `&&` or `||` runs on a condition, as an `if`'s body (survey 31d).
+    kv = '"--kv-transfer-config {\\"kv_connector\\":\\"LMCacheConnectorV1\\",\\"kv_role\\":\\"kv_both\\"}"'
+    script = write(tmp_path / "run.sh", f'ARM=$1\nKV=""; {guard} KV={kv}\nvllm serve m --port 8001 $KV\n')
+    (entry,) = decided(script)
+    operator = guard.split()[-1]
+    assert (entry.decision["outcome"], [p.message for p in entry.deployment.problems]) == ("error", [
+        f"the command also takes `$KV` (which is set differently on the paths through `{operator}` at line 2), which "
+        "may hold options"])
+    # a launch after `&&` is read as before, and a path that ends (`|| exit 1`) is left out
+    write(script, 'ARM=$1\n[ -n "$ARM" ] || exit 1\nKV=' + kv + '\ncd /srv && vllm serve m $KV\n')
+    (entry,) = decided(script)
+    assert (entry.decision["outcome"], entry.deployment.problems) == ("disabled", ())
+
+
 def test_a_copy_of_a_value_set_on_each_path_is_read_on_each_path(tmp_path):
     # vllm-project/vllm (002a105) tests/v1/kv_connector/nixl_integration/run_accuracy_test.sh: an `if` sets
     # the end of the NixlConnector config, and a second builds KV_CONFIG='{...}'${KV_CONFIG_HETERO_LAYOUT}'}'

@@ -46,18 +46,25 @@ class Flow:
 
     def run_and_or(self, item: AndOr, scope: Scope) -> None:
         target = Scope(scope) if item.background else scope  # `cmd &` runs in a subshell
-        for index, pipeline in enumerate(item.pipelines):
-            before = target.terminated
-            if len(pipeline.commands) == 1:
-                self.run_command(pipeline.commands[0], target)
-            else:  # each command of a pipeline runs in a subshell
-                for previous, command in zip((None, *pipeline.commands), pipeline.commands):
-                    # `cat <<EOF | kubectl apply -f -`: what the here-document sends on.
-                    self.run.piped = self.piped_text(previous, target)
-                    self.run_command(command, Scope(target))
-                self.run.piped = None
-            if index > 0 and not before:
-                target.terminated = False  # `cmd || exit 1`: the path may go on
+        self.run_pipeline(item.pipelines[0], target)
+        if len(item.pipelines) > 1:
+            # What follows `&&` or `||` runs on a condition the audit does not evaluate, as an `if`'s body:
+            # `[ "$ARM" != recompute ] && KV="--kv-transfer-config ..."` may leave KV as it was
+            # (gluesys/lmcache-daos); `cmd || exit 1` leaves a path that goes on.
+            branch = Scope(target)
+            for pipeline in item.pipelines[1:]:
+                self.run_pipeline(pipeline, branch)
+            self.merge(target, [branch, Scope(target)], f"`{item.operators[0]}` {self.place.at(item.line)}")
+
+    def run_pipeline(self, pipeline: Any, scope: Scope) -> None:
+        if len(pipeline.commands) == 1:
+            self.run_command(pipeline.commands[0], scope)
+            return
+        for previous, command in zip((None, *pipeline.commands), pipeline.commands):  # each in a subshell
+            # `cat <<EOF | kubectl apply -f -`: what the here-document sends on.
+            self.run.piped = self.piped_text(previous, scope)
+            self.run_command(command, Scope(scope))
+        self.run.piped = None
 
     def piped_text(self, command: Any, scope: Scope) -> Script | None:
         """The text a pipeline's command sends the next one, where the

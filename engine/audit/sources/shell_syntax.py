@@ -94,7 +94,7 @@ class _Parser(Lexer):
         first = self.pipeline()
         out = AndOr([first], line=first.line)
         while self.peek().kind == "op" and self.peek().value in ("&&", "||"):
-            self.take()
+            out.operators.append(self.take().value)
             self.skip_newlines()
             out.pipelines.append(self.pipeline())
         return out

@@ -162,6 +162,7 @@ class AndOr:
     pipelines: list[Pipeline]    # joined by && or ||, which the reading follows in order
     background: bool = False
     line: int = 0
+    operators: list[str] = field(default_factory=list)  # `&&` or `||` before each pipeline after the first
 
 
 @dataclass
