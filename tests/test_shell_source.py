@@ -460,6 +460,30 @@ eval "$CMD"
     assert (d.paths, d.problems, [n.code for n in d.notes]) == ((), (), ["source.unresolved_arguments"])
 
 
+def test_an_evaluated_text_a_path_gives_an_option_the_decision_reads_is_unresolved(tmp_path):
+    # LMCache/LMCache-Ascend (169ee72) benchmark/v1/rag/online.sh: `if [[ -n "$kv_args" ]]; then cmd="$cmd
+    # --kv-transfer-config '$kv_args'"; fi` then `eval "$cmd &"` was `enabled`, a note saying `$cmd` may hold others,
+    # where the same script without `eval` is source.unresolved (survey 31b).
+    kv = '{\\"kv_connector\\":\\"LMCacheConnectorV1\\",\\"kv_role\\":\\"kv_both\\"}'
+    d = only(read_source(write(tmp_path / "run.sh", (
+        f'cmd="vllm serve m --port 8000"\nif [[ -n "$KV" ]]; then\n  cmd="$cmd --kv-transfer-config \'{kv}\'"\nfi\n'
+        'eval "$cmd &"\n'))))
+    assert [(p.code, p.message) for p in d.problems] == [(
+        "source.unresolved", "the command also takes `$cmd` (which is set differently on the paths through `if` at "
+                             "line 2), which may hold options")]
+    # Each path ends the quoted JSON differently: its text (`producer"}'`) in the place of the merged value's marker
+    # kept the quote that `eval` removes, and each path's config was JSON that is none (input.parse), "the same on
+    # each of the 2 paths".
+    producer, consumer = (kv.replace("kv_both", role) for role in ("kv_producer", "kv_consumer"))
+    d = only(read_source(write(tmp_path / "run.sh", (
+        f'cmd="vllm serve m"\nif [[ -n "$P" ]]; then\n  cmd="$cmd --kv-transfer-config \'{producer}\'"\nelse\n'
+        f'  cmd="$cmd --kv-transfer-config \'{consumer}\'"\nfi\neval "$cmd"\n'))))
+    assert [(p.code, p.message) for p in d.problems] == [(
+        "source.unresolved", "`--kv-transfer-config` takes its value from `$cmd` (which is set differently on the "
+                             "paths through `if` at line 2)")]
+    assert d.paths == ()
+
+
 def test_where_a_path_cannot_be_read_the_words_stay_a_note(tmp_path):
     # The paths settle a word only if every path's command reads: here one gives
     # `--kv-transfer-config` no value, and the launch is read as before, with a note.

@@ -427,6 +427,7 @@ class Interpreter(Flow):
             return (), frozenset(marker for marker, branches in read.items() if branches.may_decide())
         count = len(combinations)
         through = " and ".join(branches.where for branches in merges)
+        written = any(UNRESOLVED.search(word.literal() or "") for word in command.words)
         assignments, words = split_assignments(command)
         program = self.expand([], words[:1], scope, line)[0][:1]  # (a first word "${CMD[@]}" is many fields)
         origin = self.place.origin(line)
@@ -457,9 +458,12 @@ class Interpreter(Flow):
             # A copy made after the merge (`KV="$A"`) still holds the marker: the path's text in its place,
             # where that reads alike quoted or not; else the words are not the variables' here (an `eval`'s text).
             on_path = {m: read[m].path_text(m, combination[merges.index(read[m])], scope) for m in markers}
-            placed = in_place(*captured[0], on_path)
-            if placed is None:
-                return (), frozenset()
+            # (a marker in the command's own text, an `eval` of the merged value: the shell reads a path's
+            # text there anew, and a quote in it, `'{"kv_role":"kv_producer"}'`, is none of the word's)
+            placed = in_place(*captured[0], on_path) if not (written and any(
+                text and any(c in "'\"\\" for c in text) for text in on_path.values())) else None
+            if placed is None:  # (an `eval`'s text, whose words the path's text would make anew)
+                return (), frozenset(marker for marker, branches in read.items() if branches.adds_deciding(marker, scope))
             argv, env = placed
             out.append((f"path {index + 1} of {count} through {through}", [Arg(a, origin) for a in argv], env))
         return tuple(out), frozenset()

@@ -274,6 +274,23 @@ class Branches:
                 return False
         return True
 
+    def adds_deciding(self, marker: str, scope: "Scope") -> bool:
+        """may_decide, of what each path adds past the start the paths agree
+        on: `CMD="vllm serve m --kv-transfer-config ..."` grown by
+        `--enforce-eager` on one path adds nothing the decision reads."""
+        match = UNRESOLVED.fullmatch(marker)
+        name = match.group(1).lstrip("$") if match else ""
+        on_paths, merged = self.values.get(name), scope.lookup(name)
+        if on_paths is None or merged is None or merged.value is None or marker not in merged.value \
+                or any(var is not None and var.items is not None for var in on_paths):
+            return self.may_decide()
+        start = merged.value[:merged.value.index(marker)]
+        values = [var.value or "" if var is not None else "" for var in on_paths]
+        if not all(value.startswith(start) or start.startswith(value) for value in values):
+            return self.may_decide()
+        return any(n in ENV_NAMES for n in self.values) or \
+            any(_DECIDING.search(UNRESOLVED.sub("", value[len(start):])) for value in values)
+
     def may_decide(self) -> bool:
         """Whether a path sets a value to what the decision reads: an option
         of it (`KVARG=(--kv-transfer-config ...)`), or a variable of the
