@@ -32,6 +32,10 @@ from sourcefiles import NIXL, codes, ktc, only, write
     # survey 28e); a script or a document named after one is that
     ("Dockerfile-2.5-cu121", b"", "dockerfile"), ("Containerfile-cpu", b"", "dockerfile"),
     ("Dockerfile-build.sh", b"", "shell"), ("Dockerfile-notes.md", b"", None),
+    # a `.sh` whose shebang runs Python is Python (malaiwah/vllm-lmcache-cu128's check_sm_in_container.sh, whose
+    # `print(...)` lines were six source.shell_syntax problems: survey 31b)
+    ("check.sh", b"#!/usr/bin/env python3\nimport json\n", "python"), ("check.sh", b"#!python\n", "python"),
+    ("run.sh", b"#!/usr/bin/env bash\n", "shell"),
 ])
 def test_the_reader_is_chosen_by_name_or_shebang(name, head, expected):
     assert source_format(Path(name), head) == expected

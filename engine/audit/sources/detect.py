@@ -80,7 +80,8 @@ def source_format(path: str | Path, head: bytes = b"") -> str | None:
         return "quadlet"
     ext = suffix(name)
     if ext in (".sh", ".bash", ".ksh", ".zsh"):
-        return "shell"
+        # (what the shebang runs, where it names Python: malaiwah/vllm-lmcache-cu128's check_sm_in_container.sh)
+        return "python" if _interpreter(head).startswith("python") else "shell"
     if ext == ".json":
         return "json"
     if ext in (".yaml", ".yml"):
@@ -89,15 +90,18 @@ def source_format(path: str | Path, head: bytes = b"") -> str | None:
         return "python"
     if ext == ".ipynb":
         return "notebook"
-    if (not ext or ext in BATCH_SUFFIXES) and head.startswith(b"#!"):
-        words = head[2:].split(b"\n", 1)[0].decode("latin-1").split()
-        if words:
-            interpreter = words[0].rsplit("/", 1)[-1]
-            if interpreter == "env" and len(words) > 1:
-                interpreter = words[1]
-            if interpreter in SHELLS:
-                return "shell"
+    if (not ext or ext in BATCH_SUFFIXES) and _interpreter(head) in SHELLS:
+        return "shell"
     return None
+
+
+def _interpreter(head: bytes) -> str:
+    """The program a shebang runs (`env`'s argument), or "" without one."""
+    words = head[2:].split(b"\n", 1)[0].decode("latin-1").split() if head.startswith(b"#!") else []
+    if not words:
+        return ""
+    interpreter = words[0].rsplit("/", 1)[-1]
+    return words[1] if interpreter == "env" and len(words) > 1 else interpreter
 
 
 def envsubst_renders(name: str) -> str | None:
