@@ -744,6 +744,49 @@ def test_a_manifest_a_container_s_script_applies_is_read_at_its_lines(tmp_path, 
     assert ktc(d) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
 
 
+INIT_WRITTEN = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm}
+spec:
+  template:
+    spec:
+      initContainers:
+        - name: setup-script
+          image: busybox
+          command:
+            - sh
+            - -c
+            - |
+              cat > /scripts/entrypoint.sh << 'EOF'
+              #!/bin/bash
+              /usr/bin/python -m vllm.entrypoints.openai.api_server --model m \\
+                --kv-transfer-config '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'
+              EOF
+              chmod +x /scripts/entrypoint.sh
+          volumeMounts: [{name: script-volume, mountPath: /scripts}]
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.11.0
+          command: ["/opt/entry/entrypoint.sh"]
+          volumeMounts: [{name: script-volume, mountPath: /opt/entry}]
+      volumes: [{name: script-volume, VOLUME}]
+"""
+
+
+def test_a_script_an_init_container_writes_is_run_by_the_container_that_mounts_it(tmp_path):
+    # LMCache/LMBench (18fe892) 2-serving-engines/direct-production-stack/kubernetes_configurations/basic/
+    # llama8B_lmcache.yaml: an init container writes /scripts/entrypoint.sh into an emptyDir, and the vLLM
+    # container runs it (`command: ["/scripts/entrypoint.sh"]`); the launch was missed, with only a note (survey 31a).
+    found = read_source(write(tmp_path / "dep.yaml", INIT_WRITTEN.replace("VOLUME", "emptyDir: {}")))
+    (d,) = found.deployments
+    assert (d.name, d.line, d.release.version, found.problems) == ("vllm/vllm", 22, "0.11.0", ())
+    assert ktc(d) == {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+    # a volume that is not the pod's own scratch space (a PVC) may hold another file: not read
+    found = read_source(write(tmp_path / "pvc.yaml", INIT_WRITTEN.replace("VOLUME", "persistentVolumeClaim: {claimName: c}")))
+    assert found.deployments == ()
+
+
 # -- shared ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("image, release", [("docker.io/vllm/vllm-openai:v0.23.0", "0.23.0"),

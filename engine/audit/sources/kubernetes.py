@@ -31,7 +31,7 @@ from .launch import Invocation, deployment, platform_of_env, refuse
 from .marks import NO_LINES, Lines
 from .rayserve import ray_service
 from .release import ReleaseHint, from_image
-from .shell import argv_invocations
+from .shell import argv_invocations, written_files
 from .images import (VLLM_IMAGE, env_server, env_server_note, presumed_note, presumed_server, unread_server_note,
                      vllm_arguments)
 
@@ -287,6 +287,7 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
     volumes: dict[Any, dict[str, Any]] = {v["name"]: v for v in pod.get("volumes") or []
                                           if isinstance(v, dict) and isinstance(v.get("name"), str)} \
         if isinstance(pod.get("volumes"), list) else {}
+    written = _init_written(ctx, inits, volumes, at=line or lines.first((*path, "initContainers"), path))
     injected = str(labels_of(pod_meta).get(_INJECT_LABEL, "")).lower() == "true"
     inject_into = labels_of(pod_meta, "annotations").get(_CONTAINER_ANNOTATION)
     out = []
@@ -302,7 +303,7 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
         where = f"{shown}{f' ({site.role})' if site.role else ''}, container {cname}"
         parts = [p for p in (site.kind, site.namespace, site.name, site.role if qualify else None, cname) if p]
         at = line or lines.first((*path, field, index, "name"), (*path, field, index))
-        reader = _config_from_volumes(container, volumes, config_maps, applied_namespace(site.namespace), ctx)
+        reader = _config_from_volumes(container, volumes, config_maps, applied_namespace(site.namespace), ctx, written)
         # A ConfigMap of the same manifest (or a kustomization's generator) gives `valueFrom` and `envFrom` values.
         own_maps = {name: data for (namespace, name), data in config_maps.items()
                     if namespace == applied_namespace(site.namespace)}
@@ -454,30 +455,60 @@ def _value_from(source: Any, config_maps: Mapping[str, dict[str, Any]]) -> tuple
                   "resourceFieldRef": "is a resource of the container"}.get(kind or "", "is set when the pod starts")
 
 
+def _mounted(container: Any, name: str) -> tuple[Any, str] | None:
+    """The volume a path of a container is in, by its volumeMounts, and the
+    path within it; None outside them."""
+    mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, dict)] \
+        if isinstance(container, dict) and isinstance(container.get("volumeMounts"), list) else []
+    best = None
+    for mount in mounts:
+        mount_path = str(mount.get("mountPath") or "").rstrip("/")
+        if name == mount_path or name.startswith(mount_path + "/"):
+            if best is None or len(mount_path) > len(str(best.get("mountPath")).rstrip("/")):
+                best = mount
+    if best is None or not name.startswith("/"):
+        return None
+    mount_path = str(best.get("mountPath")).rstrip("/")
+    return best, str(best["subPath"]) if name == mount_path and best.get("subPath") else name[len(mount_path):].lstrip("/")
+
+
+def _init_written(ctx: Ctx, inits: list[Any], volumes: Mapping[Any, Any], at: int | None) -> dict[tuple[Any, str], str]:
+    """The files that the pod's init containers write into its emptyDir
+    volumes with a `sh -c` script (LMCache/LMBench's `cat >
+    /scripts/entrypoint.sh <<EOF`, which the vLLM container runs), by
+    (volume, path within it)."""
+    out = {}
+    for init in inits:
+        if not isinstance(init, dict) or init.get("restartPolicy") == "Always":
+            continue
+        argv = [str(w) for key in ("command", "args") if isinstance(init.get(key), list) for w in init[key]]
+        for name, text in written_files(argv, ctx, at or 1).items():
+            found = _mounted(init, name)
+            volume = volumes.get(found[0].get("name")) if found else None
+            if found is not None and isinstance(volume, dict) and "emptyDir" in volume:
+                out[(found[0].get("name"), found[1])] = text
+    return out
+
+
 def _config_from_volumes(container: dict[str, Any], volumes: Mapping[Any, Any], config_maps: Mapping[tuple[str, str], dict],
-                         namespace: str, ctx: Ctx):
-    """A reader of `--config FILE` inside a container: the file is found
-    through the container's volumeMounts in a ConfigMap of the same manifest."""
+                         namespace: str, ctx: Ctx, written: Mapping[tuple[Any, str], str]):
+    """A reader of `--config FILE` (or a script) inside a container: the
+    file is found through the container's volumeMounts in a ConfigMap of the
+    same manifest, or in what an init container writes (_init_written)."""
 
     def read(name: str) -> ConfigFile:
-        mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, dict)] \
-            if isinstance(container.get("volumeMounts"), list) else []
-        best = None
-        for mount in mounts:
-            mount_path = str(mount.get("mountPath") or "").rstrip("/")
-            if name == mount_path or name.startswith(mount_path + "/"):
-                if best is None or len(mount_path) > len(str(best.get("mountPath")).rstrip("/")):
-                    best = mount
-        if best is None or not name.startswith("/"):
+        found = _mounted(container, name)
+        if found is None:
             raise refuse(ctx.problem("source.config_unresolved", f"`--config {name}` is not in any volume of the container"))
+        best, relative = found
+        if (best.get("name"), relative) in written:
+            return ConfigFile(written[(best.get("name"), relative)], f"{name}, which an init container writes")
         volume = volumes.get(best.get("name"))
         config_map = volume.get("configMap") if isinstance(volume, dict) else None
         if not isinstance(config_map, dict):
             raise refuse(ctx.problem("source.config_unresolved", f"`--config {name}` is in volume `{best.get('name')}`, "
                                      "which is not a ConfigMap the audit can read"))
-        mount_path = str(best.get("mountPath")).rstrip("/")
-        relative = best.get("subPath") if name == mount_path and best.get("subPath") else name[len(mount_path):].lstrip("/")
-        key = relative
+        key: str | None = relative
         if isinstance(config_map.get("items"), list):
             key = next((i.get("key") for i in config_map["items"] if isinstance(i, dict) and i.get("path") == relative), None)
         data = config_maps.get((namespace, str(config_map.get("name"))))

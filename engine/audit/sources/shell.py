@@ -49,7 +49,7 @@ from .shell_state import BUDGET_FACTOR, Place, Run, Scope, Script, Stop, Var, wr
 from .shell_syntax import parse_script
 from .shell_tree import ShellSyntaxError
 
-__all__ = ["shell_file", "argv_invocations", "run_script"]
+__all__ = ["shell_file", "argv_invocations", "run_script", "written_files"]
 
 
 def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, origin: Callable[[int], str],
@@ -101,6 +101,19 @@ def run_script(text: str, ctx: Ctx, *, env: dict[str, Arg], first_line: int, ori
     return run.found, run
 
 
+def written_files(argv: list[str], ctx: Ctx, line: int) -> dict[str, str]:
+    """The files a container's `sh -c SCRIPT` writes (`cat > /scripts/run.sh
+    <<EOF`), by path, as the script leaves them: an init container's, which a
+    container of the pod runs from a volume both mount. Its launches are
+    not read (it runs to completion before the pod's containers start)."""
+    nested = nested_script(argv) if argv and argv[0].rsplit("/", 1)[-1] in SHELLS else None
+    if nested is None:
+        return {}
+    _, run = run_script(nested[0], ctx, env={}, first_line=line, origin=lambda _l: "", anchor=lambda _l: "",
+                        problems=[], fixed=True, positional=nested[1][1:])
+    return {path: script.text for path in run.files if (script := written_at(run.files, path, None)) is not None}
+
+
 def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: int | None, origin: str,
                      anchor: str, problems: list[Problem],
                      read_file: Callable[[str], ConfigFile] | None = None,
@@ -119,6 +132,14 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
             nested = (read_file(operands[0]).text, [operands[0]] + operands[1:]) if operands else None
         except InputError:  # not a file the audit can read: not a launch it can see
             nested = None
+    elif nested is None and read_file is not None and argv[:1] and argv[0].startswith("/") and find_vllm(argv) is None:
+        try:  # a script the container runs itself (`command: ["/scripts/entrypoint.sh"]`), where its shebang names a shell
+            text = read_file(argv[0]).text
+        except InputError:
+            text = ""
+        program = text[2:].split("\n", 1)[0].split() if text.startswith("#!") else []
+        if program and (program[-1] if program[0].endswith("/env") else program[0]).rsplit("/", 1)[-1] in SHELLS:
+            nested = (text, argv)
     if nested is not None:
         script, rest = nested
         own: list[Problem] = []
