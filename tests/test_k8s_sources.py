@@ -406,6 +406,22 @@ def test_a_chart_templates_if_and_else_may_both_give_a_key_of_an_object_that_hol
     assert (found.deployments, [p.code for p in found.problems]) == ((), ["input.parse"])
 
 
+def test_a_chart_template_of_a_model_service_base_config_says_what_it_is(tmp_path):
+    # LMCache/LMBench (18fe892) llm-d-deployer/charts/llm-d/templates/modelservice/presets/basic-gpu-with-nixl-preset.yaml:
+    # a ModelService base config inside `{{- if }}` was noted as "a Helm chart template of objects that hold no pod",
+    # though its Deployment (a string) runs vLLM where a ModelService names it (survey 31a).
+    found = read_source(template(tmp_path, "preset.yaml", (
+        "{{- if .Values.modelservice.enabled }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: nixl-preset}\n"
+        "data:\n  decodeDeployment: |\n    apiVersion: apps/v1\n    kind: Deployment\n    spec:\n      template:\n"
+        "        spec:\n          containers:\n            - name: vllm\n              image: {{ .Values.image }}\n"
+        "              args: [\"--kv-transfer-config\", '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}']\n"
+        "{{- end }}\n")))
+    assert (found.deployments, found.problems, found.skipped) == ((), (), None)
+    assert [(n.code, n.line, n.message) for n in found.notes] == [(
+        "source.unrecognized", 2, "ConfigMap `nixl-preset` is an llm-d ModelService base config: the controller merges "
+        "it into the ModelServices that name it; it is no launch on its own")]
+
+
 def test_a_key_given_twice_in_a_pod_whose_containers_run_no_vllm_is_no_problem(tmp_path):
     # llm-d/llm-d-router (ebab687) config/charts/routerlib/templates/_deployment.yaml: the EPP's liveness probe
     # gives `grpc` on both branches of an `if`, and a `vllm launch render` sidecar (a server that starts no

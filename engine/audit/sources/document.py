@@ -247,6 +247,8 @@ def structured_file(ctx: Ctx, fmt: str) -> SourceFile:
                 template = chart_template(ctx) if ctx.fs and in_chart(ctx) else None
                 if template is not None and template.deployments:
                     return SourceFile(ctx.display, "helm-template", tuple(template.deployments))
+                if template is not None and template.podless and template.notes:  # (a ModelService base config)
+                    return SourceFile(ctx.display, None, notes=template.notes)
                 if template is not None and template.podless:  # an HPA's `vllm:...` metric is no launch
                     return SourceFile(ctx.display, None, skipped="a Helm chart template of objects that hold "
                                                                  "no pod (an autoscaler, a Service, ...)")

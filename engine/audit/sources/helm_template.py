@@ -34,6 +34,7 @@ from .detect import mentions_vllm
 from .images import VLLM_IMAGE, presumed_server
 from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines, yaml_chunks
+from .modelservice import base_config_note, is_base_config
 from .release import ReleaseHint, from_image
 
 __all__ = ["in_chart", "chart_template", "Template"]
@@ -89,6 +90,8 @@ class Template(NamedTuple):
     built: tuple[tuple[str, int], ...] = ()
     # A key that an object holding a pod gives twice (on both branches of an `if`): the key, its second line.
     repeated: tuple[str, int] | None = None
+    # What the template's objects are where that says why they start nothing (an llm-d ModelService base config).
+    notes: tuple[Problem, ...] = ()
 
 
 def chart_template(ctx: Ctx) -> Template | None:
@@ -114,6 +117,7 @@ def chart_template(ctx: Ctx) -> Template | None:
     out: list[Deployment] = []
     problems: list[Problem] = []
     podless = read_whole = True
+    notes: list[Problem] = []
     built: list[tuple[str, int]] = []
     chart = _Chart(ctx)
     for start, body in yaml_chunks("\n".join(rows)):
@@ -135,6 +139,8 @@ def chart_template(ctx: Ctx) -> Template | None:
             continue
         podless = podless and (obj.get("kind") in _PODLESS or not runs)
         lines = Lines(body, start + 1)
+        if is_base_config(obj):  # (its Deployment is a string, which the ModelServices that name it run)
+            notes.append(base_config_note(ctx, obj, lines.at() or start + 1))
         meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         pods = list(pod_templates(obj))
         read_whole = read_whole and (obj.get("kind") in _PODLESS or bool(pods))  # (a kind with pods of its own shape)
@@ -168,7 +174,7 @@ def chart_template(ctx: Ctx) -> Template | None:
                         + ", and template conditions are not evaluated",
                         line=line,
                         hint="audit the output of `helm template` for the exact command"),)))
-    return Template(out, podless, read_whole, tuple(built))
+    return Template(out, podless, read_whole, tuple(built), notes=tuple(notes))
 
 
 def _may_run_vllm(container: dict[str, Any], expressions: list[str]) -> bool:

@@ -32,7 +32,7 @@ from .kubernetes import kubernetes
 from .kustomize import component_note, is_component, is_kustomization, is_patch_file, kustomization, patch_file
 from .llmaz import is_backend_runtime, is_playground, llmaz_playgrounds, runtime_note
 from .marks import Lines
-from .modelservice import is_base_config, is_model_service, model_services
+from .modelservice import base_config_note, is_base_config, is_model_service, model_services
 from .ome import is_runtime, ome_runtimes
 from .production_stack import RUNTIME_KIND, vllm_runtimes
 
@@ -83,10 +83,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
         elif is_model_service(obj):
             model_service_objects.append((obj, lines))
         elif is_base_config(obj):
-            meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-            notes.append(ctx.problem("source.unrecognized", f"ConfigMap `{meta.get('name')}` is an llm-d ModelService "
-                                     "base config: the controller merges it into the ModelServices that name it; it is "
-                                     "no launch on its own", line=lines.at() or start + 1))
+            notes.append(base_config_note(ctx, obj, lines.at() or start + 1))
         elif kind == GRAPH_KIND:
             graphs.append((obj, lines))
         elif kind == RUNTIME_KIND:

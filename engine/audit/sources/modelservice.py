@@ -28,7 +28,7 @@ from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines
 from .placeholders import load_rendered
 
-__all__ = ["is_model_service", "is_base_config", "model_services", "SERVICE_KIND"]
+__all__ = ["is_model_service", "is_base_config", "base_config_note", "model_services", "SERVICE_KIND"]
 
 SERVICE_KIND = "ModelService"
 _ROLES = ("decode", "prefill")
@@ -42,6 +42,13 @@ def is_base_config(obj: dict[str, Any]) -> bool:
     data = obj.get("data")
     return obj.get("kind") == "ConfigMap" and isinstance(data, dict) \
         and any(isinstance(data.get(f"{role}Deployment"), str) for role in _ROLES)
+
+
+def base_config_note(ctx: Ctx, obj: dict[str, Any], line: int) -> Problem:
+    """What a base config is, for the file that holds it alone."""
+    meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    return ctx.problem("source.unrecognized", f"ConfigMap `{meta.get('name')}` is an llm-d ModelService base config: the "
+                       "controller merges it into the ModelServices that name it; it is no launch on its own", line=line)
 
 
 def _merge_container(base: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
