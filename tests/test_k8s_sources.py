@@ -406,6 +406,24 @@ def test_a_chart_templates_if_and_else_may_both_give_a_key_of_an_object_that_hol
     assert (found.deployments, [p.code for p in found.problems]) == ((), ["input.parse"])
 
 
+def test_the_end_of_a_chart_template_s_if_is_no_action_that_builds_the_last_container_s_args(tmp_path):
+    # LMCache/LMBench (18fe892) llm-d-deployer/charts/llm-d/templates/tests/modelservice-sim.yaml: the `{{- end }}` of
+    # the file's `{{- if .Values.test.enabled -}}` was taken as an action among the last container's args ("a template
+    # action builds the command or args of container vllm (line 30: {{- end }})"), and its launch was not read.
+    found = read_source(template(tmp_path, "dep.yaml", (
+        "{{- if .Values.enabled -}}\n" + DEPLOYMENT + "      - name: vllm\n        image: vllm/vllm-openai:v0.11.0\n"
+        "        args: [--model, m, --kv-transfer-config, '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}']\n"
+        "{{- end }}\n")))
+    (d,) = found.deployments
+    assert (found.problems, d.line, d.release.version, ktc(d)["kv_connector"]) == ((), 10, "0.11.0", "NixlConnector")
+    # A ModelService's pod is its base config's: a template of one is not read whole, as running no vLLM.
+    service = read_source(template(tmp_path, "sim.yaml", (
+        "{{- if .Values.test.enabled -}}\napiVersion: llm-d.ai/v1alpha1\nkind: ModelService\nmetadata: {name: sim}\n"
+        "spec:\n  baseConfigMapRef: {name: basic-sim-preset}\n  decode:\n    containers:\n    - name: vllm\n"
+        "      args: [--model, food-review]\n{{- end }}\n")))
+    assert service.skipped != RUNS_NO_VLLM and [p.code for p in service.problems] == ["input.parse"]
+
+
 def test_a_chart_template_of_a_model_service_base_config_says_what_it_is(tmp_path):
     # LMCache/LMBench (18fe892) llm-d-deployer/charts/llm-d/templates/modelservice/presets/basic-gpu-with-nixl-preset.yaml:
     # a ModelService base config inside `{{- if }}` was noted as "a Helm chart template of objects that hold no pod",

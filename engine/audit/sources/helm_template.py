@@ -34,7 +34,7 @@ from .detect import mentions_vllm
 from .images import VLLM_IMAGE, presumed_server
 from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines, yaml_chunks
-from .modelservice import base_config_note, is_base_config
+from .modelservice import base_config_note, is_base_config, is_model_service
 from .release import ReleaseHint, from_image
 
 __all__ = ["in_chart", "chart_template", "Template"]
@@ -143,7 +143,8 @@ def chart_template(ctx: Ctx) -> Template | None:
             notes.append(base_config_note(ctx, obj, lines.at() or start + 1))
         meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         pods = list(pod_templates(obj))
-        read_whole = read_whole and (obj.get("kind") in _PODLESS or bool(pods))  # (a kind with pods of its own shape)
+        # (a kind with pods of its own shape; a ModelService's pod is its base config's, which another file holds)
+        read_whole = read_whole and (obj.get("kind") in _PODLESS or bool(pods)) and not is_model_service(obj)
         for path, pod, pod_meta, role in pods:
             actions = [_built(lines, path + ("containers", i), c, action_lines, rows) if isinstance(c, dict) else None
                        for i, c in enumerate(pod["containers"])]
@@ -310,6 +311,8 @@ def _built(lines: Lines, path: tuple, container: dict[str, Any], action_lines: s
                                     or len(rows[end - 1]) - len(rows[end - 1].lstrip()) > indent
                                     or rows[end - 1].lstrip().startswith("- ") and len(rows[end - 1]) - len(rows[end - 1].lstrip()) == indent):
             end += 1
+        while end - 1 > line and not rows[end - 2].strip():  # (an action after the block, `{{- end }}` of the file's `if`)
+            end -= 1
         inside = sorted(at for at in action_lines if line < at < end)
         if inside:
             return inside[0]
