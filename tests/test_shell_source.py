@@ -494,6 +494,19 @@ vllm serve m $EXTRA --port 8000
     assert (d.problems, [n.code for n in d.notes]) == ((), ["source.unresolved_arguments"])
 
 
+def test_an_array_element_at_an_index_the_script_sets_is_that_element(tmp_path):
+    # LMCache/LMBench (18fe892) 2-serving-engines/flat/basic-vllm/4-vanilla-robin.sh: `--port "${free_ports[$i]}"` in a
+    # loop was "`${free_ports[$i]}`, which this file does not set", though the file sets the array (survey 31a).
+    script = write(tmp_path / "run.sh", (
+        "free_ports=(8000 8001)\nfor i in 0 1; do\n  vllm serve m --port \"${free_ports[$i]}\" &\ndone\n"
+        "for j in $(seq 0 1); do vllm serve m2 --port \"${free_ports[$j]}\"; done\n"))
+    first, second = read_source(script).deployments
+    assert (first.line, [n.message for n in first.notes]) == (3, [])
+    assert [n.message for n in second.notes] == [
+        "`--port` takes its value from `${free_ports[$j]}` (which is an element of an array at an index not known "
+        "from this file); the decision does not read it"]
+
+
 def test_a_command_held_in_an_array_is_read_element_by_element(tmp_path):
     # `"${CMD[@]}"` is each element a word (spaces kept), `${CMD[*]}` them joined,
     # `${CMD[1]}` one; an array was an unknown value, and its launch was not found.

@@ -45,6 +45,13 @@ class Expander:
         """The value of a parameter expansion (None: unset and empty)."""
         name, op = part.name, part.op
         subscript = _subscript(part)
+        if subscript is None and op == "complex" and name and part.arg is not None and part.arg.literal() is None \
+                and (at := self.word(part.arg)).startswith("["):  # `${NAME[$i]}`: the index as the script sets it
+            match = _SUBSCRIPT.fullmatch(at) if not has_unresolved(at) else None
+            if match is None:
+                return unresolved(part.raw, "is an element of an array at an index not known from this file") \
+                    if self.elements(name) is not None else unresolved(part.raw)
+            subscript = match.group(1)
         if subscript is not None:  # `${NAME[@]}`, `${NAME[*]}`, `${NAME[0]}`
             items = self.elements(name)
             if items is None:
