@@ -494,6 +494,20 @@ vllm serve m $EXTRA --port 8000
     assert (d.problems, [n.code for n in d.notes]) == ((), ["source.unresolved_arguments"])
 
 
+def test_a_script_s_unread_launch_is_noted_where_it_is_written_not_at_a_comment(tmp_path):
+    # gluesys/lmcache-daos (01605b8) deploy/launchers/run_vllm_mp_c5.sh: a comment at line 7 names LMCacheMPConnector;
+    # the launch, in a here-document that `read -d ''` takes, passes DaosMPConnector at line 41. The note pointed at the
+    # comment (survey 31d). A comment is where it points only where nothing else mentions a KV option.
+    script = write(tmp_path / "launch.sh", (
+        "#!/bin/bash\n# vllm serve talks to LMCacheMPConnector over ZMQ\nread -r -d '' INNER <<EOF2\n"
+        "exec vllm serve m --kv-transfer-config '{\"kv_connector\":\"DaosMPConnector\",\"kv_role\":\"kv_both\"}'\n"
+        "EOF2\npodman run -d localhost/img:local bash -c \"$INNER\"\n"))
+    assert [(n.line, n.message) for n in audit([str(script)]).notes] == [
+        (4, "mentions `kv-transfer-config` at line 4, no vLLM launch recognised")]
+    write(script, "#!/bin/bash\n# uses LMCacheMPConnector\necho start\n")
+    assert [n.line for n in audit([str(script)]).notes] == [2]
+
+
 def test_an_array_element_at_an_index_the_script_sets_is_that_element(tmp_path):
     # LMCache/LMBench (18fe892) 2-serving-engines/flat/basic-vllm/4-vanilla-robin.sh: `--port "${free_ports[$i]}"` in a
     # loop was "`${free_ports[$i]}`, which this file does not set", though the file sets the array (survey 31a).

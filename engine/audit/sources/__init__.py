@@ -161,7 +161,7 @@ def _noted(found: SourceFile, text: str, known: tuple[str, ...]) -> SourceFile:
     misses a launch silently."""
     if found.deployments or any(note.code == "source.unrecognized" for note in found.notes):
         return found  # a launch, or the reader has already said why the file holds none
-    mentioned = mention(text, known, python=found.file.endswith(".py"))
+    mentioned = mention(text, known, python=found.file.endswith(".py"), shell=found.format == "shell")
     if mentioned is None:
         return found
     word, line = mentioned

@@ -176,18 +176,27 @@ def _mentions(names: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join([_KV_OPTIONS] + words) + r")(?![A-Za-z0-9])")
 
 
-def mention(text: str, names: tuple[str, ...] = (), *, python: bool = False) -> tuple[str, int] | None:
+def mention(text: str, names: tuple[str, ...] = (), *, python: bool = False,
+            shell: bool = False) -> tuple[str, int] | None:
     """The first mention of a vLLM KV option (kv-transfer-config, kv_connector,
     kv-offloading...) or of a connector name in ``names``, and its line;
     ``python``: outside the code's comments (OpenPipe/ART keeps a field
-    commented out, `# kv_transfer_config: KVTransferConfig | None`)."""
+    commented out, `# kv_transfer_config: KVTransferConfig | None`);
+    ``shell``: the first outside a comment line where there is one (a
+    comment that describes the launch is not where it is)."""
     match = _mentions(tuple(names)).search(text)
     if match is not None and python:
         text = _uncommented(text)
         match = _mentions(tuple(names)).search(text)
+    if match is not None and shell:
+        match = _mentions(tuple(names)).search(_SHELL_COMMENT.sub(lambda m: " " * len(m[0]), text)) or match
     if match is None:
         return None
     return match.group(), text.count("\n", 0, match.start()) + 1
+
+
+# A whole-line comment of a shell script (lines and columns kept where it is blanked).
+_SHELL_COMMENT = re.compile(r"^[ \t]*#.*$", re.M)
 
 
 def _uncommented(code: str) -> str:
