@@ -508,6 +508,16 @@ def test_a_script_s_unread_launch_is_noted_where_it_is_written_not_at_a_comment(
     assert [n.line for n in audit([str(script)]).notes] == [2]
 
 
+@pytest.mark.parametrize("name", ["run.sh.bak", "choose-and-deploy.sh.backup", "run.sh.orig"])
+def test_a_backup_of_a_script_is_read_for_its_mentions(tmp_path, name):
+    # LMCache/LMBench (18fe892) helm-production-stack/choose-and-deploy.sh.backup: a backup that mentions a KV option
+    # was skipped without a word, where "no silent miss" promises a note (survey 31a). A backup is kept, not run.
+    backup = write(tmp_path / name, "#!/bin/bash\nvllm serve m --kv-transfer-config '{\"kv_connector\":\"NixlConnector\"}'\n")
+    report = audit([str(backup)])
+    assert (report.entries, [(n.line, n.message) for n in report.notes]) == ((), [
+        (2, "mentions `kv-transfer-config` at line 2, no vLLM launch recognised")])
+
+
 def test_an_array_element_at_an_index_the_script_sets_is_that_element(tmp_path):
     # LMCache/LMBench (18fe892) 2-serving-engines/flat/basic-vllm/4-vanilla-robin.sh: `--port "${free_ports[$i]}"` in a
     # loop was "`${free_ports[$i]}`, which this file does not set", though the file sets the array (survey 31a).
