@@ -424,7 +424,7 @@ def _container_invocations(container: dict[str, Any], ctx: Ctx, where: str, anch
             argv = ["vllm", "serve"] + argv
     shell_env = {k: Arg(v if v is not None else unresolved(f"${k}", why.get(k)), f"{where}: env") for k, v in env.items()}
     found = argv_invocations(argv, ctx, env=shell_env, line=line, origin=where, anchor=anchor, problems=problems,
-                             read_file=read_file, word_line=word_line if command is not None else None)
+                             read_file=read_file, word_line=word_line if command is not None else None, run_files=True)
     for inv in found:
         inv.line = line
         if presumed:

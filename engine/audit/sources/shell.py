@@ -117,10 +117,13 @@ def written_files(argv: list[str], ctx: Ctx, line: int) -> dict[str, str]:
 def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: int | None, origin: str,
                      anchor: str, problems: list[Problem],
                      read_file: Callable[[str], ConfigFile] | None = None,
-                     word_line: Callable[[int], int | None] | None = None) -> list[Invocation]:
+                     word_line: Callable[[int], int | None] | None = None, run_files: bool = False) -> list[Invocation]:
     """The vLLM command of a container's argv: directly, inside `sh -c SCRIPT`,
     or in a script file the container runs (`bash /scripts/start.sh`) that
-    ``read_file`` finds (a ConfigMap, a file the Dockerfile makes).
+    ``read_file`` finds (a ConfigMap, a file the Dockerfile makes); ``run_files``:
+    also one it runs itself (`/scripts/start.sh`), where the reader's files
+    are read nowhere else (a pod's ConfigMap keys and init containers' files;
+    a script a Dockerfile copies is read as a file of its own).
     ``word_line``: the file's line of the text of an argv word, by its index."""
     shell = bool(argv) and argv[0].rsplit("/", 1)[-1] in SHELLS
     nested = nested_script(argv) if shell else None
@@ -132,7 +135,8 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
             nested = (read_file(operands[0]).text, [operands[0]] + operands[1:]) if operands else None
         except InputError:  # not a file the audit can read: not a launch it can see
             nested = None
-    elif nested is None and read_file is not None and argv[:1] and argv[0].startswith("/") and find_vllm(argv) is None:
+    elif nested is None and run_files and read_file is not None and argv[:1] and argv[0].startswith("/") \
+            and find_vllm(argv) is None:
         try:  # a script the container runs itself (`command: ["/scripts/entrypoint.sh"]`), where its shebang names a shell
             text = read_file(argv[0]).text
         except InputError:
