@@ -361,6 +361,23 @@ def test_an_option_no_release_accepts_is_noted_where_no_release_is_named(tmp_pat
     assert [n.code for n in latest.deployment.notes] == ["source.release_unknown", "source.option_not_in_release"]
 
 
+@pytest.mark.parametrize("name, text", [
+    ("docker-compose.yml", 'services:\n  vllm:\n    image: vllm/vllm-openai:v0.8.5\n'
+                           '    command: ["--model", "m", "--kv-transfer-config", "${KV}"]\n'),
+    ("run.sh", 'pip install vllm==0.8.5\nvllm serve m --kv-transfer-config "$(make_kv)"\n'),
+])
+def test_a_launch_of_a_release_older_than_the_rules_keeps_that_release_when_it_has_a_source_problem(tmp_path, name, text):
+    # wang-zr12/PD-Disaggregation-Eval (d398161) PD_bench/src/pd_server.py, beside `vllm==0.7.3`: its config built at
+    # run time made it a source error stamped 0.33.0, the default, with a source.release_not_held note ("vLLM 0.7.3 is
+    # not a release these rules know"), where the same launch without the unknown value is 0.7.3, disabled
+    # (release.before_hma). The source problem still decides it (survey 32b); the release is the one named.
+    (tmp_path / name).write_text(text)
+    (entry,) = audit([str(tmp_path / name)]).entries
+    assert (entry.decision["outcome"], entry.decision["vllm"]["release"]) == ("error", "0.8.5")
+    assert [e["code"] for e in entry.decision["errors"]] == ["source.unresolved"]
+    assert "source.release_not_held" not in [n.code for n in entry.deployment.notes]
+
+
 def test_a_progress_bar_only_on_a_terminal():
     assert progress_bar(io.StringIO()) is None
 

@@ -235,16 +235,15 @@ class PolicySet:
                 policy, source = self.choose({} if named is None else {"vllm_version": named}, hint)
             except InputError:  # the release named is unknown or malformed: one of the problems
                 pass
-        stamp = VllmRelease(policy.release, source if source is not None else DOCUMENT_SOURCE)
+        older = self._older(document, hint)  # (a release older than the rules: named as its decision's, not replaced)
+        stamp = VllmRelease(policy.release, source if source is not None else DOCUMENT_SOURCE) if older is None \
+            else VllmRelease(older, hint.origin if hint is not None else DOCUMENT_SOURCE)
         return input_error_decision(problems, policy.digest, stamp)
 
-    def predating(self, document: Any, hint: Hint | None) -> Decision | None:
-        """The decision of a deployment whose deployer names a release older
-        than every one these rules hold (``hint``), by the bundle's
-        ``before:`` rule; None where another release decides it (a fixed
-        release, the document's own vllm_version, a release held or newer,
-        a bundle without that rule). Nothing of the document is read: that
-        release has no hybrid KV cache manager to decide."""
+    def _older(self, document: Any, hint: Hint | None) -> str | None:
+        """The release ``hint`` names, where it is older than every one these
+        rules hold and the bundle has a ``before:`` rule for it (and neither a
+        fixed release nor the document names another); else None."""
         bundle = self._bundle
         if bundle is None or bundle.before is None or self.fixed is not None or hint is None or hint.version is None:
             return None
@@ -254,7 +253,17 @@ class PolicySet:
             version = parse_version(hint.version)
         except InputError:
             return None
-        if not bundle.predates(version):
+        return version if bundle.predates(version) else None
+
+    def predating(self, document: Any, hint: Hint | None) -> Decision | None:
+        """The decision of a deployment whose deployer names a release older
+        than every one these rules hold (``hint``), by the bundle's
+        ``before:`` rule; None where another release decides it (a fixed
+        release, the document's own vllm_version, a release held or newer,
+        a bundle without that rule). Nothing of the document is read: that
+        release has no hybrid KV cache manager to decide."""
+        version, bundle = self._older(document, hint), self._bundle
+        if version is None or bundle is None or bundle.before is None or hint is None:
             return None
         rule, first = bundle.before, next(iter(bundle.releases))
 
