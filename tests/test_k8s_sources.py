@@ -388,6 +388,16 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
     assert (found.skipped, [p.code for p in found.problems]) == (None, ["input.parse"])
 
 
+def test_an_openshift_route_template_holds_no_pod(tmp_path):
+    # benhurjoel/vllm-deployment-ocp-helm (4cfff02) charts/vllm-hf/templates/route.yaml: an input.parse problem, where
+    # an Ingress or a Service written the same way is skipped (survey 32d).
+    route = template(tmp_path, "route.yaml", (
+        "{{- if .Values.route.enabled -}}\napiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n"
+        "  name: {{ include \"vllm-hf.fullname\" . }}\nspec:\n  to:\n    kind: Service\n"
+        "    name: {{ include \"vllm-hf.fullname\" . }}\n{{- end }}\n"))
+    assert (read_source(route).skipped, read_source(route).problems) == (PODLESS, ())
+
+
 def test_a_chart_templates_if_and_else_may_both_give_a_key_of_an_object_that_holds_no_pod(tmp_path):
     # opea-project/GenAIInfra (9200b37) helm-charts/agent/templates/configmap.yaml: `no_proxy` in both
     # branches of an `if` (and an HPA's `averageValue`) made the template unreadable and the file

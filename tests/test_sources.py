@@ -155,6 +155,15 @@ def test_only_a_charts_values_are_skipped_as_a_charts_values(tmp_path):
     assert read_source(config).skipped == "not a deployment document, vLLM config or Kubernetes manifest"
 
 
+def test_a_saved_response_that_is_no_json_is_skipped_for_its_kv_transfer_params(tmp_path):
+    # umesh-khatiwada/aibrix-vllm-deployment (469d483) .../Untitled-1.json: a pasted curl transcript, no JSON, whose
+    # responses hold `"kv_transfer_params": null` (a field of vLLM's API, not an option) was an input.parse problem;
+    # the same file without that field is skipped (survey 32c).
+    found = read_source(write(tmp_path / "log.json", 'curl x\n{"id":"c","kv_transfer_params":null}\n'))
+    assert (found.problems, found.skipped) == ((), "mentions no vLLM option, and is not valid JSON (invalid JSON in "
+                                                   f"`{tmp_path / 'log.json'}` at line 1, column 1: Expecting value)")
+
+
 def test_a_documents_misspelt_model_fact_is_still_a_document(tmp_path):
     source = read_source(write(tmp_path / "d.yaml", "model: {layer_kind: [mamba]}\n"))
     with pytest.raises(hma_policy.InputError) as info:

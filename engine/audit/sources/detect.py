@@ -124,9 +124,12 @@ _TEMPLATED = frozenset({".yaml", ".yml", ".json", ".sh"})
 BATCH_SUFFIXES = frozenset({".slurm", ".sbatch", ".pbs"})
 # docker compose's file names: compose.yaml, docker-compose.yml, docker-compose.prod.yaml, ...
 _COMPOSE_NAME = re.compile(r"(docker-)?compose(\.[^/]*)?\.ya?ml")
-_VLLM_WORDS = re.compile(r"vllm|kv[-_](transfer|connector|offloading|role)|hybrid[-_]kv", re.I)
+# (`kv_transfer_params`, a field of vLLM's requests and responses, `"kv_transfer_params": null` in a saved chat
+# completion, is no option: umesh-khatiwada/aibrix-vllm-deployment keeps a curl transcript as `.json`.)
+_VLLM_WORDS = re.compile(r"vllm|kv[-_](transfer(?![-_]params)|connector|offloading|role)|hybrid[-_]kv", re.I)
 # The same, where a Prometheus metric of vLLM's (`vllm:num_requests_running`) is no mention.
-_VLLM_WORDS_NOT_METRICS = re.compile(r"vllm(?!:[a-z])|kv[-_](transfer|connector|offloading|role)|hybrid[-_]kv", re.I)
+_VLLM_WORDS_NOT_METRICS = re.compile(r"vllm(?!:[a-z])|kv[-_](transfer(?![-_]params)|connector|offloading|role)"
+                                     r"|hybrid[-_]kv", re.I)
 
 
 def mentions_vllm(text: str, *, metrics: bool = True) -> bool:

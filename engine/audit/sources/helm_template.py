@@ -59,6 +59,8 @@ _PODLESS = frozenset({"HorizontalPodAutoscaler", "PodDisruptionBudget", "Service
                       # traffic policies of GKE's and Istio's gateways, and the inference extension's objectives
                       "HealthCheckPolicy", "GCPBackendPolicy", "GCPGatewayPolicy", "DestinationRule",
                       "VirtualService", "EnvoyFilter", "InferenceObjective",
+                      # OpenShift's Route (benhurjoel/vllm-deployment-ocp-helm's chart)
+                      "Route",
                       # llmaz's runtime definition: a Playground that names it runs it (llmaz.py), never itself
                       "BackendRuntime"})
 
