@@ -1752,6 +1752,31 @@ spec:
     assert entries[("runtime.yaml", "vllm-runtime/kserve-container")].decision["outcome"] == "enabled"
 
 
+RUNTIME_NAMED = """apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata: {name: nm-vllm}
+spec:
+  supportedModelFormats: [{name: huggingface}]
+  containers:
+    - name: kserve-container
+      image: IMAGE
+"""
+
+
+@pytest.mark.parametrize("first", ["a", "z"])
+def test_an_inference_service_runs_the_runtime_of_its_name_nearest_to_it(tmp_path, first):
+    # robertgshaw2-neuralmagic/vllm-k8s (d811b74): five examples each keep a ServingRuntime `nm-vllm` beside the
+    # InferenceService that runs it; vllm-kserve-pvc/'s service was decided with vllm-kserve/'s runtime (v0.4.2,
+    # `disabled`), the first walked, where its own runs vLLM's image of another release (survey 32d).
+    write(tmp_path / first / "rt.yml", RUNTIME_NAMED.replace("IMAGE", "vllm/vllm-openai:v0.4.2"))
+    write(tmp_path / "b" / "serving-runtime.yml", RUNTIME_NAMED.replace("IMAGE", "vllm/vllm-openai:v0.10.0"))
+    write(tmp_path / "b" / "isvc.yml", "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
+                                       "metadata: {name: tinyllama}\nspec:\n  predictor:\n    model: {runtime: nm-vllm, "
+                                       "modelFormat: {name: huggingface}, args: [--model, m]}\n")
+    (entry,) = [e for e in audit([str(tmp_path)]).entries if e.deployment.file.endswith("isvc.yml")]
+    assert (entry.decision["vllm"]["release"], Path(entry.deployment.chain[1]).parent.name) == ("0.10.0", "b")
+
+
 def test_an_inference_service_whose_runtime_is_not_audited_is_a_problem_where_it_looks_like_vllm(tmp_path):
     write(tmp_path / "isvc.yaml", f"""apiVersion: serving.kserve.io/v1beta1
 kind: InferenceService

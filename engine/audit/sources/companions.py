@@ -17,7 +17,7 @@ from .marks import Lines, yaml_chunks
 from .placeholders import dollar_escapes, template_of
 
 __all__ = ["Companion", "companion_text", "read_companion", "shown", "objects_of_kind", "forget_objects",
-           "template_escapes"]
+           "template_escapes", "nearest_first"]
 
 
 class Companion:
@@ -131,3 +131,17 @@ def objects_of_kind(ctx: Ctx, kind: str) -> dict[str, list[tuple[Companion, int]
                         found.setdefault(str(value["metadata"].get("name")), []).append((companion, index))  # type: ignore[arg-type]
     _INDEX[key] = found
     return found
+
+
+def nearest_first(ctx: Ctx, places: list[tuple[Companion, int]]) -> list[tuple[Companion, int]]:
+    """Objects of one name found in the audited paths (objects_of_kind), the
+    nearest to the file that names them first: the most folders in common,
+    then as walked. Examples kept side by side each name their own (five
+    KServe ServingRuntimes `nm-vllm`, one per folder, in
+    robertgshaw2-neuralmagic/vllm-k8s): the first walked was another's."""
+    here = ctx.path.parent.resolve().parts if ctx.fs else ()
+
+    def shared(place: tuple[Companion, int]) -> int:
+        there = place[0].path.parent.resolve().parts
+        return next((i for i, (a, b) in enumerate(zip(here, there)) if a != b), min(len(here), len(there)))
+    return sorted(places, key=shared, reverse=True)

@@ -29,7 +29,7 @@ from typing import Any
 
 from ...core.errors import Problem
 from ...core.markers import unresolved
-from .companions import objects_of_kind
+from .companions import nearest_first, objects_of_kind
 from .context import Ctx
 from .deployment import Deployment
 from .detect import mentions_vllm
@@ -127,7 +127,7 @@ def _elsewhere(ctx: Ctx, name: str | None) -> list[tuple[dict[str, Any], str]]:
     for kind in RUNTIME_KINDS:
         for found_name, places in objects_of_kind(ctx, kind).items():
             if name is None or found_name == name:
-                out += [(companion.documents[index][0], companion.display) for companion, index in places]
+                out += [(companion.documents[index][0], companion.display) for companion, index in nearest_first(ctx, places)]
     return out
 
 

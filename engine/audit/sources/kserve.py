@@ -27,7 +27,7 @@ from typing import Any
 
 from ...core.markers import unresolved
 from ...core.errors import Problem
-from .companions import objects_of_kind
+from .companions import nearest_first, objects_of_kind
 from .context import Ctx
 from ...core.deployers import config, deployer
 from .deployment import Deployment
@@ -233,7 +233,7 @@ def _config(ctx: Ctx, name: str, here: dict[str, dict[str, Any]]) -> tuple[dict[
     if name in here:
         spec = here[name].get("spec")
         return (spec if isinstance(spec, dict) else {}), ctx.display
-    for companion, index in objects_of_kind(ctx, CONFIG_KIND).get(name, [])[:1]:
+    for companion, index in nearest_first(ctx, objects_of_kind(ctx, CONFIG_KIND).get(name, []))[:1]:
         spec = companion.documents[index][0].get("spec")
         return (spec if isinstance(spec, dict) else {}), companion.display
     return None

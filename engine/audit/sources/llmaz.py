@@ -56,7 +56,7 @@ from typing import Any
 
 from ...core.errors import Problem
 from ...core.markers import unresolved
-from .companions import objects_of_kind
+from .companions import nearest_first, objects_of_kind
 from .context import Ctx
 from .deployment import Deployment
 from .kubernetes import Site, pod_launches
@@ -179,7 +179,7 @@ def _runtime(ctx: Ctx, name: str, objects: list[dict[str, Any]]) -> tuple[dict[s
             return (obj["spec"] if isinstance(obj.get("spec"), dict) else {}), None
     if not ctx.fs:  # text given in memory: no other file is read
         return None, None
-    for companion, index in objects_of_kind(ctx, "BackendRuntime").get(name, []):
+    for companion, index in nearest_first(ctx, objects_of_kind(ctx, "BackendRuntime").get(name, [])):
         value = companion.documents[index][0]
         if is_backend_runtime(value):
             spec = value["spec"] if isinstance(value.get("spec"), dict) else {}

@@ -19,7 +19,7 @@ from typing import Any
 from ...core import yamlsafe
 from ...core.markers import unresolved
 from ...core.errors import Problem
-from .companions import objects_of_kind
+from .companions import nearest_first, objects_of_kind
 from .context import Ctx
 from .deployment import Deployment
 from .gotemplate import render
@@ -117,7 +117,7 @@ def _base_config(ctx: Ctx, name: str, here: dict[str, tuple[dict[str, Any], str]
     """The data of the base config ConfigMap ``name`` and the file it is in."""
     found = here.get(name)
     if found is None:
-        for companion, index in objects_of_kind(ctx, "ConfigMap").get(name, [])[:1]:
+        for companion, index in nearest_first(ctx, objects_of_kind(ctx, "ConfigMap").get(name, []))[:1]:
             found = companion.documents[index][0], companion.display
     if found is None or not isinstance(found[0].get("data"), dict):
         return None
