@@ -1752,6 +1752,22 @@ spec:
     assert entries[("runtime.yaml", "vllm-runtime/kserve-container")].decision["outcome"] == "enabled"
 
 
+def test_the_items_of_a_list_are_read_as_the_file_s_objects(tmp_path):
+    # highopes/pd-disaggregation-demo (2dc2f87) pd-disaggregation/phase2/evidence/runs/.../dgd-all.yaml, `kubectl get
+    # -o yaml` output: a DynamoGraphDeployment in a `kind: List` was read as a plain pod (no role, at its container's
+    # line), and a v1alpha1 one gave no launch at all (survey 32a).
+    found = read_source(write(tmp_path / "dgd-all.yaml", (
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: nvidia.com/v1alpha1\n  kind: DynamoGraphDeployment\n"
+        "  metadata: {name: pd}\n  spec:\n    services:\n      VllmPrefillWorker:\n        componentType: worker\n"
+        "        subComponentType: prefill\n        extraPodSpec:\n          mainContainer:\n"
+        "            image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0.1\n            command: [python3, -m, dynamo.vllm]\n"
+        "            args: [--model, Qwen/Qwen3-8B, --disaggregation-mode, prefill, --kv-transfer-config, "
+        "'{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}']\n")))
+    (d,) = found.deployments
+    assert (found.format, d.role, d.line, d.release.version, ktc(d)["kv_connector"]) == (
+        "dynamo", "prefill", 9, "0.16.0", "NixlConnector")
+
+
 RUNTIME_NAMED = """apiVersion: serving.kserve.io/v1alpha1
 kind: ServingRuntime
 metadata: {name: nm-vllm}

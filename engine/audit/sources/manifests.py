@@ -31,7 +31,7 @@ from .kubeai import is_model, kubeai_models
 from .kubernetes import kubernetes
 from .kustomize import component_note, is_component, is_kustomization, is_patch_file, kustomization, patch_file
 from .llmaz import is_backend_runtime, is_playground, llmaz_playgrounds, runtime_note
-from .marks import Lines
+from .marks import Lines, within
 from .modelservice import base_config_note, is_base_config, is_model_service, model_services
 from .ome import is_runtime, ome_runtimes
 from .production_stack import RUNTIME_KIND, vllm_runtimes
@@ -41,6 +41,11 @@ __all__ = ["manifest_file"]
 
 def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) -> SourceFile:
     """``documents``: (first line, 0-based; object; its lines) of each object document."""
+    # The items of a `kind: List` (`kubectl get -o yaml` output) are objects of the file as any other is: a
+    # DynamoGraphDeployment so saved is read by the Dynamo reader (survey 32a: highopes/pd-disaggregation-demo).
+    documents = [(start, item, within(lines, "items", index)) if _listed(obj) else (start, obj, lines)
+                 for start, obj, lines in documents
+                 for index, item in (enumerate(obj["items"]) if _listed(obj) else [(0, obj)]) if isinstance(item, dict)]
     plain: list[tuple[int, dict[str, Any], Lines]] = []
     services: list[tuple[dict[str, Any], Lines]] = []
     isvcs: list[tuple[dict[str, Any], Lines]] = []
@@ -138,3 +143,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
     found, found_problems = configmap_scripts(ctx, [(obj, lines) for _, obj, lines in documents
                                                     if obj.get("kind") == "ConfigMap"])
     return SourceFile(ctx.display, fmt, tuple(out + found), tuple(problems + found_problems), notes=tuple(notes))
+
+
+def _listed(obj: dict[str, Any]) -> bool:
+    return str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list)

@@ -73,6 +73,29 @@ class Lines:
         return Lines(_string_at(self, path), line + 1 if block else line, where, value)
 
 
+class _Within(Lines):
+    """The lines of a value inside a document (an item of a `kind: List`), by
+    the paths within it."""
+
+    def __init__(self, outer: Lines, prefix: tuple[Any, ...]) -> None:
+        super().__init__(outer._text, outer.start)
+        self._outer, self._prefix = outer, prefix
+
+    def at(self, *path: Any) -> int | None:
+        return self._outer.at(*self._prefix, *path)
+
+    def key(self, *path: Any) -> int | None:
+        return self._outer.key(*self._prefix, *path)
+
+    def inner(self, *path: Any, where: dict[str, tuple[int, int]] | None = None, value: Any = None) -> Lines:
+        return self._outer.inner(*self._prefix, *path, where=where, value=value)
+
+
+def within(lines: Lines, *prefix: Any) -> Lines:
+    """The lines of the value at ``prefix`` of a document, as a document's own."""
+    return _Within(lines, prefix)
+
+
 def _string_at(lines: Lines, path: tuple[Any, ...]) -> str:
     try:
         if lines._value is None:  # (parsed once, and kept: a file's inner() calls would each parse it again)
