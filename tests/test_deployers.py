@@ -182,6 +182,10 @@ spec:
     assert [(d.format, d.role, d.line, ktc(d)["kv_connector"] if "kv_transfer_config" in d.document else None)
             for d in (decode, prefill)] == [("dynamo", "decode", 10, None), ("dynamo", "prefill", 20, "LMCacheConnectorV1")]
     assert decode.document["env"] == prefill.document["env"] == {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}
+    # Dynamo 1.2.1's image runs vLLM 0.20.1: its wheel's `vllm` extra pins it, and the graphs' own engine logs
+    # say so (survey 32a); they were decided as the default release, with a source.release_unknown note.
+    assert (prefill.release.version, prefill.release.origin) == (
+        "0.20.1", "image tag nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1 (Dynamo 1.2.1, which installs vLLM 0.20.1)")
 
 
 def test_disaggregation_mode_says_dynamo_1_0_or_later_where_the_image_names_no_release(tmp_path):
