@@ -388,16 +388,6 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
     assert (found.skipped, [p.code for p in found.problems]) == (None, ["input.parse"])
 
 
-def test_an_openshift_route_template_holds_no_pod(tmp_path):
-    # benhurjoel/vllm-deployment-ocp-helm (4cfff02) charts/vllm-hf/templates/route.yaml: an input.parse problem, where
-    # an Ingress or a Service written the same way is skipped (survey 32d).
-    route = template(tmp_path, "route.yaml", (
-        "{{- if .Values.route.enabled -}}\napiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n"
-        "  name: {{ include \"vllm-hf.fullname\" . }}\nspec:\n  to:\n    kind: Service\n"
-        "    name: {{ include \"vllm-hf.fullname\" . }}\n{{- end }}\n"))
-    assert (read_source(route).skipped, read_source(route).problems) == (PODLESS, ())
-
-
 def test_a_chart_templates_if_and_else_may_both_give_a_key_of_an_object_that_holds_no_pod(tmp_path):
     # opea-project/GenAIInfra (9200b37) helm-charts/agent/templates/configmap.yaml: `no_proxy` in both
     # branches of an `if` (and an HPA's `averageValue`) made the template unreadable and the file
@@ -482,14 +472,22 @@ def test_a_key_given_twice_in_a_pod_template_is_named_in_its_problem(tmp_path):
                            "16), as on both branches of a template condition, which the audit does not evaluate")]
 
 
-def test_a_chart_template_of_llmaz_backend_runtimes_runs_nothing_itself(tmp_path):
+@pytest.mark.parametrize("name, text", [
     # InftyAI/llmaz (3c13ff3) chart/templates/backends/vllm.yaml: a BackendRuntime under `{{- if ... -}}` was an
     # input.parse problem; a Playground that names it runs it, never the runtime itself (survey 27b).
-    runtime = template(tmp_path, "backends/vllm.yaml", (
-        "{{- if .Values.backendRuntime.enabled -}}\napiVersion: inference.llmaz.io/v1alpha1\nkind: BackendRuntime\n"
-        "metadata:\n  name: vllm\nspec:\n  command: [python3, -m, vllm.entrypoints.openai.api_server]\n"
-        "  image: {{ .Values.backendRuntime.vllm.image.repository }}\n  version: v0.7.3\n{{- end }}\n"))
-    assert (read_source(runtime).skipped, read_source(runtime).problems) == (PODLESS, ())
+    ("backends/vllm.yaml", "{{- if .Values.backendRuntime.enabled -}}\napiVersion: inference.llmaz.io/v1alpha1\n"
+                           "kind: BackendRuntime\nmetadata:\n  name: vllm\nspec:\n"
+                           "  command: [python3, -m, vllm.entrypoints.openai.api_server]\n"
+                           "  image: {{ .Values.backendRuntime.vllm.image.repository }}\n  version: v0.7.3\n{{- end }}\n"),
+    # benhurjoel/vllm-deployment-ocp-helm (4cfff02) charts/vllm-hf/templates/route.yaml: an OpenShift Route was an
+    # input.parse problem, where an Ingress or a Service written the same way is skipped (survey 32d).
+    ("route.yaml", "{{- if .Values.route.enabled -}}\napiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n"
+                   "  name: {{ include \"vllm-hf.fullname\" . }}\nspec:\n  to:\n    kind: Service\n"
+                   "    name: {{ include \"vllm-hf.fullname\" . }}\n{{- end }}\n"),
+])
+def test_a_chart_template_of_objects_that_run_nothing_themselves_holds_no_pod(tmp_path, name, text):
+    found = read_source(template(tmp_path, name, text))
+    assert (found.skipped, found.problems) == (PODLESS, ())
 
 
 def test_an_object_of_another_kind_that_names_no_container_is_podless_too(tmp_path):
@@ -788,13 +786,10 @@ def test_a_manifest_a_container_s_script_applies_is_read_at_its_lines(tmp_path, 
     assert ktc(d) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
 
 
-INIT_WRITTEN = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: vllm}
-spec:
-  template:
-    spec:
+# A Deployment `vllm`, up to its pod's fields.
+VLLM_POD = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: vllm}\nspec:\n  template:\n    spec:\n"
+
+INIT_WRITTEN = VLLM_POD + """\
       initContainers:
         - name: setup-script
           image: busybox
@@ -1131,25 +1126,13 @@ spec:
     return overlay
 
 
-_ARGS_PATCH = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: vllm}
-spec:
-  template:
-    spec:
+_ARGS_PATCH = VLLM_POD + """\
       containers:
       - name: inference-server
         args: ["--model=m", '--kv-transfer-config={"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}',
                "--no-disable-hybrid-kv-cache-manager"]
 """
-_RESOURCES_PATCH = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: vllm}
-spec:
-  template:
-    spec:
+_RESOURCES_PATCH = VLLM_POD + """\
       nodeSelector: {gpu: h100}
       containers:
       - name: inference-server

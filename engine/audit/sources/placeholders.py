@@ -80,17 +80,11 @@ def load_rendered(text: str, *, repeated: bool = False) -> Any:
 def read_as_template(value: Any) -> bool:
     """Whether a value was read as an envsubst template (template_of): some
     `${NAME}` in it stands as a value not known."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if "\x00${" in item:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
+    if isinstance(value, str):
+        return "\x00${" in value
+    if isinstance(value, dict):
+        return any(read_as_template(v) for v in value.values())
+    return isinstance(value, list) and any(read_as_template(v) for v in value)
 
 
 def with_placeholders(value: Any) -> Any:
