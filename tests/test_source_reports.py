@@ -87,8 +87,10 @@ def test_kubernetes_launches_carry_container_role_and_release(tmp_path):
     # (deployers.yaml ngc-vllm; NVIDIA/dgx-spark-playbooks 0db7c141 runs 25.09 and 25.11, not recorded).
     ("nvcr.io/nvidia/vllm:25.10-py3", "0.10.2"), ("nvcr.io/nvidia/vllm:26.01-py3", "0.11.1"),
     ("nvcr.io/nvidia/vllm:25.11-py3", None), ("nvcr.io/nvidia/vllm:latest", None),
-    # A release whose image was not read, a development tag, no tag.
-    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1", None), ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0-dev.1", None),
+    # 1.2.1, recorded from its wheel's pin and its workers' logs (survey 32a); a release whose image was not read, a
+    # development tag, no tag.
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1", "0.20.1"), ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.0", None),
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0-dev.1", None),
     ("nvcr.io/nvidia/ai-dynamo/vllm-runtime", None),
 ])
 def test_the_release_an_image_tag_names(image, version):
