@@ -518,6 +518,20 @@ def test_a_backup_of_a_script_is_read_for_its_mentions(tmp_path, name):
         (2, "mentions `kv-transfer-config` at line 2, no vLLM launch recognised")])
 
 
+def test_a_script_argument_with_a_default_says_both(tmp_path):
+    # hoaraujerome/vllm-deployment (75cee54) phase1/serve-local.sh: `model="${1:-$DEFAULT_MODEL}"` was "the model is
+    # `${1:-$DEFAULT_MODEL}`, which this file does not set", though the file sets the default (survey 32c).
+    d = only(read_source(write(tmp_path / "run.sh", (
+        'DEFAULT_MODEL="org/m"\nmodel="${1:-$DEFAULT_MODEL}"\nexec vllm serve "$model" --port "${2:-8000}" '
+        '--max-model-len "${3:-$UNSET}"\n'))))
+    assert [n.message for n in d.notes] == [
+        "the model is `${1:-$DEFAULT_MODEL}`, where `${1:-$DEFAULT_MODEL}` is the script's argument 1, else `org/m`; the "
+        "decision does not read the model's name",
+        "`--port` takes its value from `${2:-8000}` (which is the script's argument 2, else `8000`); the decision does "
+        "not read it",
+        "`--max-model-len` takes its value from `${3:-$UNSET}`, which this file does not set; the decision does not read it"]
+
+
 def test_an_array_element_at_an_index_the_script_sets_is_that_element(tmp_path):
     # LMCache/LMBench (18fe892) 2-serving-engines/flat/basic-vllm/4-vanilla-robin.sh: `--port "${free_ports[$i]}"` in a
     # loop was "`${free_ports[$i]}`, which this file does not set", though the file sets the array (survey 31a).

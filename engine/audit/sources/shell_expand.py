@@ -63,6 +63,9 @@ class Expander:
             return unresolved(part.raw)
         if name in ("@", "*", "#") or name.isdigit():
             params = self.scope.params()
+            if params is None and name.isdigit() and op in (":-", "-") and not has_unresolved(default := self.word(part.arg)):
+                # (`${1:-$DEFAULT_MODEL}`: the script's argument, which only running it gives, else a value it sets)
+                return unresolved(part.raw, f"is the script's argument {name}, else `{default}`")
             if params is None:
                 return unresolved("$" + name if len(part.raw) < 3 else part.raw)
             if name == "#":
