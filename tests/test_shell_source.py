@@ -518,6 +518,19 @@ def test_a_backup_of_a_script_is_read_for_its_mentions(tmp_path, name):
         (2, "mentions `kv-transfer-config` at line 2, no vLLM launch recognised")])
 
 
+def test_a_value_not_known_in_a_script_the_file_writes_stays_a_value_not_known(tmp_path):
+    # khossain4337/dynamo-disagg-alcf (04f35ae) tara_north/run_pd_nemotron_1p1d_N2.sh writes launch_role.sh with a
+    # here-document that expands `export LD_PRELOAD=${SHIM}`, SHIM made from `$(cd ... && pwd)`, and runs it. The
+    # written text's marker was turned into its text, `$(...)`, read again as a command substitution: the export was
+    # "of a computed name", which may set any variable, and the launch's `$KV` unknown (survey 33b).
+    script = write(tmp_path / "run.sh", (
+        '#!/bin/bash\nDIR="$(cd "$(dirname "$0")" && pwd)"\ncat > run2.sh <<EOF\n'
+        "KV='{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'\nexport LD_PRELOAD=${DIR}/shim.so\n"
+        'vllm serve m --kv-transfer-config "\\${KV}"\nEOF\nbash run2.sh\n'))
+    (entry,) = decided(script)
+    assert (entry.decision["outcome"], entry.deployment.line, entry.deployment.problems) == ("enabled", 6, ())
+
+
 def test_a_script_argument_with_a_default_says_both(tmp_path):
     # hoaraujerome/vllm-deployment (75cee54) phase1/serve-local.sh: `model="${1:-$DEFAULT_MODEL}"` was "the model is
     # `${1:-$DEFAULT_MODEL}`, which this file does not set", though the file sets the default (survey 32c).

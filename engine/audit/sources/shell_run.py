@@ -323,7 +323,7 @@ class Interpreter(Flow):
             raise Stop
         place = Place(self.place.origin, self.place.anchor) if script.in_file and self.place.fixed is None \
             else self.place.inner(line)
-        parsed = parse_body(script.text.replace("\x00", "\ufffd") if script.in_file else script.text, script.line)
+        parsed = parse_body(script.text, script.line)
         if isinstance(parsed, ShellSyntaxError):
             run.problems.append(run.ctx.problem("source.shell_syntax", f"cannot read the script run at line {line}: "
                                                 f"{parsed.message}", line=place.line(parsed.line)))
