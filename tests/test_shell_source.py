@@ -531,6 +531,17 @@ def test_a_value_not_known_in_a_script_the_file_writes_stays_a_value_not_known(t
     assert (entry.decision["outcome"], entry.deployment.line, entry.deployment.problems) == ("enabled", 6, ())
 
 
+def test_a_script_written_at_a_path_not_known_is_run_at_the_same_words(tmp_path):
+    # khossain4337/dynamo-disagg-alcf (04f35ae): `cat > ${SHARED}/launch_role.sh <<EOF` then `bash
+    # ${SHARED}/launch_role.sh`, SHARED made from `$(date ...)`: the launch was missed, with a note (survey 33b). The
+    # same words name the same file, as for `kubectl apply -f "${NAME}.yaml"`.
+    script = write(tmp_path / "run.sh", (
+        "D=/tmp/run-$(date +%s)\ncat > $D/run.sh <<EOF\nvllm serve m --kv-transfer-config "
+        "'{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'\nEOF\nbash $D/run.sh\nbash $D/other.sh\n"))
+    (d,) = read_source(script).deployments
+    assert (d.line, ktc(d)["kv_connector"], d.problems) == (3, "NixlConnector", ())
+
+
 def test_a_script_argument_with_a_default_says_both(tmp_path):
     # hoaraujerome/vllm-deployment (75cee54) phase1/serve-local.sh: `model="${1:-$DEFAULT_MODEL}"` was "the model is
     # `${1:-$DEFAULT_MODEL}`, which this file does not set", though the file sets the default (survey 32c).

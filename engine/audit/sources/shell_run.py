@@ -369,8 +369,8 @@ class Interpreter(Flow):
             if base in SHELLS:
                 operands = [f for f in fields[index + 1:] if not f.startswith("-")]
                 if operands:
-                    written = None if has_unresolved(operands[0]) else \
-                        self.run.file_at(operands[0]) or self.run.mounted_file(operands[0], line)
+                    # (a path with a value not known names the file written at the same words: `$D/run.sh`)
+                    written = self.run.file_at(operands[0]) or self.run.mounted_file(operands[0], line)
                     if written is not None:
                         self.nested_text(written, scope, line, positional=operands[1:])
                     return
