@@ -542,6 +542,19 @@ def test_a_script_written_at_a_path_not_known_is_run_at_the_same_words(tmp_path)
     assert (d.line, ktc(d)["kv_connector"], d.problems) == (3, "NixlConnector", ())
 
 
+def test_a_value_not_known_in_a_single_quoted_script_a_command_runs_keeps_its_quotes_to_itself(tmp_path):
+    # bandham-manikanta/vllm-pd-disaggregation-study (8bb5ba5) capture_nsys_traces.sh: `ssh "$NODE1" "nohup
+    # bash -c '... vllm serve \"${MODEL}\" ...'"`. Where the value not known carries a reason with an apostrophe
+    # ("the script's argument 1"), that apostrophe ended the single-quoted script: "a double quote is not closed", and
+    # the launch was lost. A marker in a quoted text made at run time is opaque.
+    script = write(tmp_path / "run.sh", (
+        '#!/usr/bin/env bash\nMODEL=${1:-"Qwen/Qwen3-8B"}\nssh "${NODE1}" "nohup bash -c \'\n'
+        '      vllm serve \\"${MODEL}\\" --port 8000\n    \'"\n'))
+    found = read_source(script)
+    (d,) = found.deployments
+    assert (found.problems, d.line) == ((), 3)
+
+
 def test_a_script_argument_with_a_default_says_both(tmp_path):
     # hoaraujerome/vllm-deployment (75cee54) phase1/serve-local.sh: `model="${1:-$DEFAULT_MODEL}"` was "the model is
     # `${1:-$DEFAULT_MODEL}`, which this file does not set", though the file sets the default (survey 32c).

@@ -168,8 +168,12 @@ class Lexer:
         return Word(tuple(parts), line)
 
     def single_quoted(self, line: int) -> Lit:
-        """'...': its text as written (``line``: where the word started, for the error)."""
+        """'...': its text as written (``line``: where the word started, for the error). A marker in
+        it (text made by an expansion) is opaque: a quote in its name or reason ends nothing."""
         end = self.s.find("'", self.i + 1)
+        while end >= 0 and self.s.count("\x00", self.i + 1, end) % 2:
+            closed = self.s.find("\x00", end)
+            end = self.s.find("'", closed + 1) if closed >= 0 else -1
         if end < 0:
             raise ShellSyntaxError("a single quote is not closed", line, at_end=True)
         text = self.s[self.i + 1:end]
