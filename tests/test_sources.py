@@ -841,6 +841,22 @@ def test_an_image_not_taken_for_vllms_server(tmp_path, image, args):
     assert pod.deployments == ()
 
 
+@pytest.mark.parametrize("merged", ["<<: {image: \"vllm/vllm-openai:v0.11.0\"}", "<<: &img {image: vllm/vllm-openai:v0.11.0}"])
+def test_a_merge_key_of_a_mapping_written_in_place_is_read_as_one_of_an_alias(tmp_path, merged):
+    # ddps-lab/vllm-disaggregation (6007776) .pre-commit-config.yaml: `<<: &mypy_common` then a mapping was an
+    # input.parse problem ("the tag `tag:yaml.org,2002:merge` is not allowed"), and a container that merges a mapping
+    # written in place lost its launch; `<<: *alias` was read (survey 33a). PyYAML and kubectl take both.
+    found = read_source(write(tmp_path / "pod.yaml", (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: vllm\n    " + merged + "\n"
+        "    args: [m, --kv-transfer-config, '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}']\n")))
+    (d,) = found.deployments
+    assert (found.problems, d.release.version, ktc(d)["kv_connector"]) == ((), "0.11.0", "NixlConnector")
+    hooks = read_source(write(tmp_path / ".pre-commit-config.yaml", (
+        "repos:\n- repo: local\n  hooks:\n  - id: mypy\n    <<: &common\n      language: python\n      files: ^vllm/\n"
+        "  - id: mypy-2\n    <<: *common\n")))
+    assert (hooks.problems, hooks.skipped) == ((), "not a deployment document, vLLM config or Kubernetes manifest")
+
+
 def test_a_manifest_with_anchors_aliases_and_merge_keys_is_read_as_kubernetes_reads_it(tmp_path):
     # kubectl takes anchors and merge keys (a Dynamo graph sharing its workers'
     # `envs: &worker-env`, for one, in highopes/pd-disaggregation-demo); they

@@ -89,10 +89,15 @@ def _scalar(event: yaml.ScalarEvent) -> Any:
     return value
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _construct(event: yaml.ScalarEvent) -> Any:
     tag = event.tag
     if tag is None or tag == "!":
         tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag == _MERGE_TAG:  # `<<:` (a merge key, `<<: {image: ...}` or `<<: &a {...}` as `<<: *a`): anchors' kin
+        raise YamlProblem("YAML merge keys (`<<`) are not allowed", *_start(event), anchored=True)
     if tag not in _SCALAR_TAGS:
         raise YamlProblem(f"the tag `{tag}` is not allowed; only JSON types can be read", *_start(event), tagged=True)
     # (The C parser's marks are yaml._yaml.Mark, which the stubs do not list for a node; a node only holds them.)
