@@ -155,6 +155,15 @@ def test_only_a_charts_values_are_skipped_as_a_charts_values(tmp_path):
     assert read_source(config).skipped == "not a deployment document, vLLM config or Kubernetes manifest"
 
 
+def test_prose_kv_connector_is_no_mention(tmp_path):
+    # ddps-lab/vllm-disaggregation (6007776) docker/Dockerfile:95, a comment "Flag enables built-in KV-connector
+    # dependency libs", was noted as a mention of a KV option; prose's "KV-transfer" was not (survey 33a).
+    from hma_policy.audit.run import audit
+    prose = write(tmp_path / "Dockerfile", "# Flag enables built-in KV-connector dependency libs\nFROM ubuntu:24.04\n")
+    code = write(tmp_path / "notes.md", "set `kv_connector` in the config\n")
+    assert [(n.file, n.line) for n in audit([str(prose), str(code)]).notes] == [(str(code), 1)]
+
+
 def test_a_saved_response_that_is_no_json_is_skipped_for_its_kv_transfer_params(tmp_path):
     # umesh-khatiwada/aibrix-vllm-deployment (469d483) .../Untitled-1.json: a pasted curl transcript, no JSON, whose
     # responses hold `"kv_transfer_params": null` (a field of vLLM's API, not an option) was an input.parse problem;

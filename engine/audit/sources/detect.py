@@ -167,12 +167,13 @@ MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jin
 # options themselves, --kv-offloading-size and --kv-offloading-backend, are. The HMA switch
 # itself, --[no-]disable-hybrid-kv-cache-manager, is one too (vllm-project/recipes' Kimi-K3.yaml
 # gives it in a launcher's own `vllm_args`, which no reader reads). A bare one is a name as code
-# writes it (kv_transfer, kvTransfer), not prose's "KV-transfer", nor the start of a longer name
+# writes it (kv_transfer, kvTransfer; kv_connector, kvConnector), not prose's "KV-transfer" or
+# "KV-connector" (ddps-lab/vllm-disaggregation's Dockerfile comment), nor the start of a longer name
 # (a simulator's latency field `kv_transfer_time`, llm-d/llm-d-inference-sim's latency profiles; a
 # cost model's `kv_transfer_efficiency`, aws-samples/aws-do-eks' disagg-calculator).
 _KV_OPTIONS = (r"(?i:kv[-_]?transfer[-_]?config)|(?<![./:])(?:kv[-_]?t|kvT)ransfer(?![-_]?[A-Za-z0-9])"
-               r"|(?i:(?<![./:])kv[-_]?connector(?![-_]?metadata)|kv[-_]?offloading[-_]?(?:size|backend)"
-               r"|disable[-_]?hybrid[-_]?kv[-_]?cache[-_]?manager)")
+               r"|(?<![./:])(?:kv[-_]?c|kvC)onnector(?![-_]?metadata)"
+               r"|(?i:kv[-_]?offloading[-_]?(?:size|backend)|disable[-_]?hybrid[-_]?kv[-_]?cache[-_]?manager)")
 
 
 @lru_cache(maxsize=8)
