@@ -2213,6 +2213,14 @@ def test_engine_arguments_only_turned_into_a_vllm_config_the_function_keeps_star
                           ("", "engine = AsyncLLM.from_vllm_config(vllm_config)")):
         found = read(tmp_path, fixture.format(imports=imports, last=last), name="launch.py")
         assert [d.line for d in found.deployments] == [5], (imports, last)
+    # Made into a config in place, the same (ddps-lab/vllm-disaggregation 6007776 tests/v1/engine/test_engine_args.py:
+    # `vllm_config = EngineArgs.from_cli_args(args=args).create_engine_config()`, 14 `enabled` launches: survey 33a).
+    chained = ("from vllm.engine.arg_utils import EngineArgs\n\ndef test_default():\n"
+               "    vllm_config = EngineArgs(model='m').create_engine_config()\n"
+               "    other = EngineArgs.from_cli_args(args=args).create_engine_config()\n    assert vllm_config\n")
+    assert read(tmp_path, chained, name="test_chained.py").deployments == ()
+    handed = chained.replace("    assert vllm_config\n", "    return vllm_config\n")
+    assert [d.line for d in read(tmp_path, handed, name="chained.py").deployments] == [4]
 
 
 def test_a_path_whose_own_words_may_hold_options_says_so_when_the_paths_agree(tmp_path):

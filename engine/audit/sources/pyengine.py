@@ -98,13 +98,18 @@ class EngineCalls(CommandLists):
         (``create_engine_config()``) that its function keeps to itself, in a
         script that names no engine to start from one (tpu-inference's test
         fixtures, which set up vLLM's distributed state with it)."""
-        name = self.assigned.get(id(call))
-        if what == "LLM" or name is None or "." in name:
+        if what == "LLM":
             return False
-        uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
         # (the object each config call is made from, and which: model or engine)
         configured = {id(n.func.value): (n, n.func.attr) for n in ast.walk(scope) if isinstance(n, ast.Call)
                       and isinstance(n.func, ast.Attribute) and n.func.attr in _CONFIG_MAKERS}
+        name = self.assigned.get(id(call))
+        if id(call) in configured:  # `EngineArgs(...).create_engine_config()`: made into a config in place
+            uses: list[ast.expr] = [call]
+        elif name is None or "." in name:
+            return False
+        else:
+            uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
         if not uses or not all(id(use) in configured for use in uses):
             return False
         engine_configs = [made for made, kind in (configured[id(use)] for use in uses) if kind == "create_engine_config"]
