@@ -19,7 +19,7 @@ import hma_policy
 from hma_policy.audit.run import audit
 from hma_policy.audit.sources import read_source
 from hma_policy.audit.sources.release import ReleaseHint
-from sourcefiles import linear_ratio
+from sourcefiles import ktc, linear_ratio
 
 HEADER = "from vllm import LLM\nfrom vllm.config import KVTransferConfig\n"
 NO_LAUNCH = "Python in which no vLLM launch is read (an engine call, or a command list or string that starts vLLM's server)"
@@ -2221,6 +2221,30 @@ def test_engine_arguments_only_turned_into_a_vllm_config_the_function_keeps_star
     assert read(tmp_path, chained, name="test_chained.py").deployments == ()
     handed = chained.replace("    assert vllm_config\n", "    return vllm_config\n")
     assert [d.line for d in read(tmp_path, handed, name="chained.py").deployments] == [4]
+
+
+def test_a_connector_the_file_registers_is_loaded_as_vllm_s_factory_loads_it(tmp_path):
+    # ddps-lab/vllm-disaggregation (6007776) tests/v1/engine/test_abort_final_step.py registers its own
+    # DummyKVConnector with `KVConnectorFactory.register_connector(name, __name__, cls.__name__)` and starts an engine
+    # with it: decided `error`, connector.unknown ("vLLM rejects"), though the factory finds it in its registry
+    # (factory.py get_connector_class) and loads the class from that module (survey 33a).
+    found = read(tmp_path, (
+        "from vllm import LLM\nfrom vllm.config import KVTransferConfig\n"
+        "from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory\n"
+        "from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorBase_V1\n"
+        "class DummyKVConnector(KVConnectorBase_V1):\n    pass\n"
+        "KVConnectorFactory.register_connector('Dummy', __name__, DummyKVConnector.__name__)\n"
+        "llm = LLM(model='m', kv_transfer_config=KVTransferConfig(kv_connector='Dummy', kv_role='kv_both'))\n"),
+        name="test_abort.py")
+    (d,) = found.deployments
+    assert ktc(d) == {"kv_connector": "DummyKVConnector", "kv_role": "kv_both", "kv_connector_module_path": "test_abort"}
+    assert [(n.code, n.message) for n in d.notes] == [(
+        "source.connector_code", "`Dummy` is registered by this file at line 7 (`KVConnectorFactory.register_connector`): "
+        "class `DummyKVConnector` from `test_abort` (the rules read a connector's HMA support from a registry entry, not "
+        "from its code)")]
+    (entry,) = audit([str(tmp_path / "test_abort.py")]).entries
+    assert (entry.decision["outcome"], [w["code"] for w in entry.decision["warnings"]]) == (
+        "undetermined", ["connector.capability_unknown"])
 
 
 def test_a_path_whose_own_words_may_hold_options_says_so_when_the_paths_agree(tmp_path):

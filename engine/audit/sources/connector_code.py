@@ -14,13 +14,14 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...core.errors import Problem
 from .companions import companion_text, shown
 from .context import Ctx
+from .deployment import Deployment
 
-__all__ = ["connector_notes"]
+__all__ = ["connector_notes", "registered_connectors", "with_registered"]
 
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MAX_DEPTH = 8  # MultiConnector nesting read for external children
@@ -89,3 +90,72 @@ def _classes(text: str) -> dict[str, tuple[str, int]]:
                 for node in tree.body if isinstance(node, ast.ClassDef)}
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
+
+
+class Registered(NamedTuple):
+    """A connector a file registers: `KVConnectorFactory.register_connector(NAME, MODULE, CLASS)`."""
+    module: str
+    cls: str
+    line: int
+
+
+def registered_connectors(ctx: Ctx, tree: ast.Module) -> dict[str, Registered]:
+    """The connectors a Python file registers with vLLM's factory, by name,
+    where the call writes them out: the name and class as strings (the class
+    also `Cls.__name__`), the module as a dotted path or `__name__` (the
+    file's own, by its path under the audited folder). vLLM's factory then
+    loads CLASS from MODULE for NAME, as it loads a `kv_connector_module_path`."""
+    out: dict[str, Registered] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "register_connector" and len(node.args) == 3):
+            continue
+        name, module, cls = node.args
+        module_path = _own_module(ctx) if isinstance(module, ast.Name) and module.id == "__name__" else \
+            module.value if isinstance(module, ast.Constant) and isinstance(module.value, str) else None
+        class_name = cls.value if isinstance(cls, ast.Constant) and isinstance(cls.value, str) else \
+            cls.value.id if isinstance(cls, ast.Attribute) and cls.attr == "__name__" and isinstance(cls.value, ast.Name) \
+            else None
+        if isinstance(name, ast.Constant) and isinstance(name.value, str) and module_path and class_name \
+                and _MODULE.fullmatch(module_path):
+            out[name.value] = Registered(module_path, class_name, node.lineno)
+    return out
+
+
+def _own_module(ctx: Ctx) -> str | None:
+    """The dotted module path of the file, under the audited folder that holds it."""
+    path = ctx.real_path()
+    if path is None:
+        return None
+    for root in ctx.roots:
+        try:
+            parts = path.with_suffix("").relative_to(root.resolve()).parts
+        except ValueError:
+            continue
+        return ".".join(parts) if parts else None
+    return path.stem
+
+
+def with_registered(ctx: Ctx, deployment: Deployment, registered: dict[str, Registered]) -> Deployment:
+    """A launch whose KV transfer config names a connector the file
+    registers, as vLLM's factory resolves it: that connector's class loaded
+    from its module (kv_connector and kv_connector_module_path), noted."""
+    document = deployment.document
+    if not isinstance(document, dict):
+        return deployment
+    config = document.get("kv_transfer_config")
+    try:
+        value = json.loads(config) if isinstance(config, str) else config
+    except (ValueError, RecursionError):
+        return deployment
+    name = value.get("kv_connector") if isinstance(value, dict) else None
+    if not isinstance(value, dict) or not isinstance(name, str) or name not in registered \
+            or "kv_connector_module_path" in value:
+        return deployment
+    found = registered[name]
+    value = {**value, "kv_connector": found.cls, "kv_connector_module_path": found.module}
+    note = ctx.problem("source.connector_code", f"`{name}` is registered by this file at line {found.line} "
+                       f"(`KVConnectorFactory.register_connector`): class `{found.cls}` from `{found.module}` (the rules "
+                       "read a connector's HMA support from a registry entry, not from its code)", line=deployment.line)
+    return deployment.replace(document={**document, "kv_transfer_config": json.dumps(value) if isinstance(config, str) else value},
+                              notes=deployment.notes + (note,))

@@ -64,6 +64,7 @@ from typing import Any, NamedTuple, cast
 from ...core.errors import Problem
 from ...core.markers import has_unresolved, unresolved
 from ...core.options import Arg, find_vllm
+from .connector_code import registered_connectors, with_registered
 from .context import Ctx
 from .deployment import Deployment, SourceFile
 from .detect import SHELLS, mentions_vllm, mentions_vllm_outside_data
@@ -159,6 +160,8 @@ def python_file(ctx: Ctx) -> SourceFile | None:
     else:
         reader = _Reader(ctx, tree)
         found = tuple(reader.deployments())  # (none: no engine of vLLM's and no command list)
+        registered = registered_connectors(ctx, tree) if found and "register_connector" in ctx.text else {}
+        found = tuple(with_registered(ctx, d, registered) for d in found) if registered else found
         other = truss_runs_other(ctx) if found else None
         if other is not None:
             return SourceFile(ctx.display, None, skipped=other)
