@@ -113,9 +113,8 @@ def registered_connectors(ctx: Ctx, tree: ast.Module) -> dict[str, Registered]:
         name, module, cls = node.args
         module_path = _own_module(ctx) if isinstance(module, ast.Name) and module.id == "__name__" else \
             module.value if isinstance(module, ast.Constant) and isinstance(module.value, str) else None
-        class_name = cls.value if isinstance(cls, ast.Constant) and isinstance(cls.value, str) else \
-            cls.value.id if isinstance(cls, ast.Attribute) and cls.attr == "__name__" and isinstance(cls.value, ast.Name) \
-            else None
+        class_name = cls.value if isinstance(cls, ast.Constant) and isinstance(cls.value, str) else cls.value.id \
+            if isinstance(cls, ast.Attribute) and cls.attr == "__name__" and isinstance(cls.value, ast.Name) else None
         if isinstance(name, ast.Constant) and isinstance(name.value, str) and module_path and class_name \
                 and _MODULE.fullmatch(module_path):
             out[name.value] = Registered(module_path, class_name, node.lineno)
@@ -155,7 +154,8 @@ def with_registered(ctx: Ctx, deployment: Deployment, registered: dict[str, Regi
     found = registered[name]
     value = {**value, "kv_connector": found.cls, "kv_connector_module_path": found.module}
     note = ctx.problem("source.connector_code", f"`{name}` is registered by this file at line {found.line} "
-                       f"(`KVConnectorFactory.register_connector`): class `{found.cls}` from `{found.module}` (the rules "
-                       "read a connector's HMA support from a registry entry, not from its code)", line=deployment.line)
-    return deployment.replace(document={**document, "kv_transfer_config": json.dumps(value) if isinstance(config, str) else value},
-                              notes=deployment.notes + (note,))
+                       f"(`KVConnectorFactory.register_connector`): class `{found.cls}` from `{found.module}` (the "
+                       "rules read a connector's HMA support from a registry entry, not from its code)",
+                       line=deployment.line)
+    written = json.dumps(value) if isinstance(config, str) else value
+    return deployment.replace(document={**document, "kv_transfer_config": written}, notes=deployment.notes + (note,))
