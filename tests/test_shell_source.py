@@ -555,6 +555,23 @@ def test_a_value_not_known_in_a_single_quoted_script_a_command_runs_keeps_its_qu
     assert (found.problems, d.line) == ((), 3)
 
 
+def test_a_path_s_quoted_text_is_put_in_place_of_its_own_marker_beside_another_written_in_the_text(tmp_path):
+    # khossain4337/dynamo-disagg-alcf (04f35ae) run_pd_nemotron_1p1d_N2.sh writes its launcher with a here-document:
+    # `${MODEL}` (not known) expanded into the written text, and `\${KV_CFG}`, which an `if` in the launcher sets per
+    # role to a quoted NixlConnector config. Each path's config, which holds quotes, was refused because some marker
+    # stood in the command's own text, and the launch was source.unresolved (survey 33b). Only a marker written in the
+    # text (an `eval`'s) is read anew by the shell.
+    nixl = '{"kv_connector":"NixlConnector","kv_role":"%s"}'
+    script = write(tmp_path / "run.sh", (
+        "cat > launch.sh <<EOF\n"
+        f'if [ "\\$(hostname)" = p ]; then\n  KV_CFG=\'{nixl % "kv_producer"}\'\nelse\n'
+        f'  KV_CFG=\'{nixl % "kv_consumer"}\'\nfi\n'
+        'exec vllm serve ${MODEL} --kv-transfer-config "\\${KV_CFG}"\nEOF\nbash launch.sh\n'))
+    (entry,) = decided(script)
+    assert (entry.decision["outcome"], entry.decision["errors"]) == ("enabled", [])
+    assert entry.deployment.notes[-1].message.endswith("the decision is the same on each of the 2 paths")
+
+
 def test_a_script_argument_with_a_default_says_both(tmp_path):
     # hoaraujerome/vllm-deployment (75cee54) phase1/serve-local.sh: `model="${1:-$DEFAULT_MODEL}"` was "the model is
     # `${1:-$DEFAULT_MODEL}`, which this file does not set", though the file sets the default (survey 32c).

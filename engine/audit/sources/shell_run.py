@@ -397,17 +397,13 @@ class Interpreter(Flow):
 
     def paths(self, command: Simple, scope: Scope, line: int,
               texts: list[str]) -> tuple[tuple[Any, ...], frozenset[str]]:
-        """A launch whose words (``texts``, its environment's too) read
-        values that the ends of `if`s or `case`s made unknown, the variables
-        they set still as they left them: the launch read again once per
-        path, each variable set as that path sets it; through several such
-        merges, once per combination of their paths, at most MAX_BRANCHES
-        in all. (Which path, the words, the environment) for each; none
-        where a path's reading is not one launch of the same program, nor
-        beyond that bound. Where they are not read before a path is tried
-        (beyond the bound, or another shell's merges, which a container's `-c`
-        script reads but cannot set), the markers of the values a path sets
-        to what the decision reads (Branches.may_decide, Invocation.unread_paths)."""
+        """A launch whose words (``texts``, its environment's too) read values that the ends of `if`s or
+        `case`s made unknown, the variables they set still as they left them: the launch read again once
+        per path, each variable set as that path sets it; through several such merges, once per combination
+        of their paths, at most MAX_BRANCHES in all. (Which path, the words, the environment) for each; none where a path's
+        reading is not one launch of the same program, nor beyond that bound. Where they are not read before
+        a path is tried (beyond the bound, or another shell's merges, which a container's `-c` script reads
+        but cannot set), the markers of the values a path sets to what the decision reads."""
         read = {marker.group(0): branches for text in texts if "\x00" in text for marker in UNRESOLVED.finditer(text)
                 if (branches := self.run.branches.get(marker.group(0))) is not None}
         markers = tuple(read)
@@ -427,7 +423,7 @@ class Interpreter(Flow):
             return (), frozenset(marker for marker, branches in read.items() if branches.may_decide())
         count = len(combinations)
         through = " and ".join(branches.where for branches in merges)
-        written = any(UNRESOLVED.search(word.literal() or "") for word in command.words)
+        written = {marker for marker in markers if any(marker in (word.literal() or "") for word in command.words)}
         assignments, words = split_assignments(command)
         program = self.expand([], words[:1], scope, line)[0][:1]  # (a first word "${CMD[@]}" is many fields)
         origin = self.place.origin(line)
@@ -460,8 +456,8 @@ class Interpreter(Flow):
             on_path = {m: read[m].path_text(m, combination[merges.index(read[m])], scope) for m in markers}
             # (a marker in the command's own text, an `eval` of the merged value: the shell reads a path's
             # text there anew, and a quote in it, `'{"kv_role":"kv_producer"}'`, is none of the word's)
-            placed = in_place(*captured[0], on_path) if not (written and any(
-                text and any(c in "'\"\\" for c in text) for text in on_path.values())) else None
+            quoted = any(c in "'\"\\" for marker in written for c in on_path[marker] or "")
+            placed = None if quoted else in_place(*captured[0], on_path)
             if placed is None:  # (an `eval`'s text, whose words the path's text would make anew)
                 return (), frozenset(marker for marker, branches in read.items() if branches.adds_deciding(marker, scope))
             argv, env = placed
