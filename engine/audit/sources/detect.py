@@ -17,7 +17,7 @@ from ...core.errors import suggest
 from ...core.optionlist import known_options, known_releases, option_strings
 from ...core.schema import load_schema
 
-__all__ = ["SHELLS", "source_format", "classify", "mentions_vllm", "mention", "suffix", "basename", "MENTION_SUFFIXES",
+__all__ = ["SHELLS", "interpreter", "source_format", "classify", "mentions_vllm", "mention", "suffix", "basename", "MENTION_SUFFIXES",
            "BATCH_SUFFIXES"]
 
 SHELLS = frozenset({"sh", "bash", "dash", "ash", "ksh", "zsh", "busybox"})
@@ -96,12 +96,16 @@ def source_format(path: str | Path, head: bytes = b"") -> str | None:
 
 
 def _interpreter(head: bytes) -> str:
-    """The program a shebang runs (`env`'s argument), or "" without one."""
-    words = head[2:].split(b"\n", 1)[0].decode("latin-1").split() if head.startswith(b"#!") else []
+    return interpreter(head[:512].decode("latin-1"))
+
+
+def interpreter(text: str) -> str:
+    """The program a text's shebang runs (`env`'s argument), or "" without one."""
+    words = text[2:].split("\n", 1)[0].split() if text.startswith("#!") else []
     if not words:
         return ""
-    interpreter = words[0].rsplit("/", 1)[-1]
-    return words[1] if interpreter == "env" and len(words) > 1 else interpreter
+    program = words[0].rsplit("/", 1)[-1]
+    return words[1].rsplit("/", 1)[-1] if program == "env" and len(words) > 1 else program
 
 
 def envsubst_renders(name: str) -> str | None:

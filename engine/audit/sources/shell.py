@@ -40,7 +40,7 @@ from ...core.options import Arg, ConfigFile, find_vllm
 from ...core.errors import InputError, Problem
 from .context import Ctx
 from .deployment import Deployment
-from .detect import SHELLS, mentions_vllm
+from .detect import SHELLS, interpreter, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
 from .shell_commands import batch_image, nested_script
@@ -141,8 +141,7 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
             text = read_file(argv[0]).text
         except InputError:
             text = ""
-        program = text[2:].split("\n", 1)[0].split() if text.startswith("#!") else []
-        if program and (program[-1] if program[0].endswith("/env") else program[0]).rsplit("/", 1)[-1] in SHELLS:
+        if interpreter(text) in SHELLS:
             nested = (text, argv)
     if nested is not None:
         script, rest = nested
