@@ -572,6 +572,20 @@ def test_a_path_s_quoted_text_is_put_in_place_of_its_own_marker_beside_another_w
     assert entry.deployment.notes[-1].message.endswith("the decision is the same on each of the 2 paths")
 
 
+def test_gcloud_ssh_runs_its_command_option_remotely(tmp_path):
+    # synechism/pddisagg (a281e7b) scripts/cloud/start_pd_ici.sh: `gcloud compute tpus tpu-vm ssh "$TPU" ...
+    # --command='for port in ...; do ...; done'` was read as OpenSSH's `ssh HOST CMD`, its remote command
+    # `--command=for ...`: a false source.shell_syntax problem ("unexpected `do`"), and a launch in it was missed
+    # (survey 33b). gcloud's `ssh` runs the text of its `--command` on the VM.
+    kv = '\\"kv_connector\\":\\"NixlConnector\\",\\"kv_role\\":\\"kv_both\\"'
+    script = write(tmp_path / "run.sh", (
+        "gcloud compute tpus tpu-vm ssh tpu --zone z --command='for p in 1 2; do x=0; done'\n"
+        f"gcloud compute ssh vm --command='vllm serve m --kv-transfer-config \"{{{kv}}}\"'\n"))
+    found = read_source(script)
+    (d,) = found.deployments
+    assert (found.problems, d.line, ktc(d)) == ((), 2, {"kv_connector": "NixlConnector", "kv_role": "kv_both"})
+
+
 def test_a_script_argument_with_a_default_says_both(tmp_path):
     # hoaraujerome/vllm-deployment (75cee54) phase1/serve-local.sh: `model="${1:-$DEFAULT_MODEL}"` was "the model is
     # `${1:-$DEFAULT_MODEL}`, which this file does not set", though the file sets the default (survey 32c).

@@ -386,8 +386,9 @@ class Interpreter(Flow):
             if written is not None and index == 0:
                 self.nested_text(written, scope, line, positional=fields[1:])
                 return
-            if base == "ssh":
-                remote = ssh_command(fields[index + 1:])
+            if base == "ssh":  # (`gcloud compute ssh VM --command=CMD`: gcloud's own options, CMD the remote command)
+                remote = ssh_command(fields[index + 1:]) if fields[0].rsplit("/", 1)[-1] != "gcloud" else \
+                    [w.partition("=")[2] for w in fields[index + 1:] if w.startswith("--command=")][-1:]
                 stdin = stdin_text(self.run, scope, command.redirects, line)
                 if stdin is not None and (not remote or (remote[0].rsplit("/", 1)[-1] in SHELLS and "-c" not in remote)):
                     self.nested_text(self.stdin_script(command, stdin, line), scope, line, fresh=True)
