@@ -16,17 +16,14 @@ have no line to stand at.
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 from ...core import yamlsafe
-from ...core.markers import UNRESOLVED
 from ...core.errors import Problem
 from .context import Ctx
 from .deployment import Deployment
 from .detect import classify, mentions_vllm
 from .manifests import manifest_file
 from .marks import Lines, yaml_chunks
+from .placeholders import held_markers, shown_held, unheld
 from .shell_state import Script
 
 __all__ = ["applied_manifests"]
@@ -41,13 +38,7 @@ def applied_manifests(ctx: Ctx, scripts: list[Script]) -> tuple[list[Deployment]
         first = script.line if script.in_file else script.file_line
         if first is None:  # (a text made at run time: no lines of the file to read it at)
             continue
-        held: list[str] = []
-        prefix = _prefix(script.text)
-
-        def hold(marker: re.Match) -> str:
-            held.append(marker.group(0))
-            return f"{prefix}{len(held) - 1}X"
-        text = UNRESOLVED.sub(hold, script.text)
+        text, held = held_markers(script.text) or (script.text, [])
         chunks = yaml_chunks(text)
         if len(chunks) > ctx.limits.max_yaml_documents:
             problems.append(ctx.problem("input.limit", f"the manifest applied at line {first} holds more than "
@@ -62,38 +53,12 @@ def applied_manifests(ctx: Ctx, scripts: list[Script]) -> tuple[list[Deployment]
                     continue  # (another tool's broken manifest: skipped, as a broken file that never names vLLM is)
                 line = first + start + (refused.line - 1 if refused.line else 0)
                 problems.append(ctx.problem("input.parse", f"the manifest the script applies is not YAML the audit "
-                                            f"reads (line {line}): {_shown(refused.message, prefix, held)}", line=line))
+                                            f"reads (line {line}): {shown_held(refused.message, held)}", line=line))
                 continue
             if classify(value, single=False) == "kubernetes":
-                placeholder = re.compile(re.escape(prefix) + r"(\d+)X")
-                documents.append((first - 1 + start, _revived(value, placeholder, held),
-                                  Lines(body, first + start, where)))
+                documents.append((first - 1 + start, unheld(value, held), Lines(body, first + start, where)))
         if documents:
             found = manifest_file(ctx, documents)
             deployments += found.deployments
             problems += found.problems
     return deployments, problems
-
-
-def _prefix(text: str) -> str:
-    """A placeholder prefix the text does not hold."""
-    prefix = "HMAPOLICYVALUE"
-    while prefix in text:
-        prefix += "Z"
-    return prefix
-
-
-def _revived(value: Any, placeholder: re.Pattern[str], held: list[str]) -> Any:
-    """``value`` with each placeholder in its strings the marker it stands for."""
-    if isinstance(value, str):
-        return placeholder.sub(lambda m: held[int(m.group(1))], value) if placeholder.search(value) else value
-    if isinstance(value, list):
-        return [_revived(v, placeholder, held) for v in value]
-    if isinstance(value, dict):
-        return {k: _revived(v, placeholder, held) for k, v in value.items()}
-    return value
-
-
-def _shown(message: str, prefix: str, held: list[str]) -> str:
-    """A parser's message with each placeholder shown as the script writes its value."""
-    return re.sub(re.escape(prefix) + r"(\d+)X", lambda m: UNRESOLVED.sub(r"\1", held[int(m.group(1))]), message)

@@ -15,8 +15,8 @@ from typing import Any
 from ...core import yamlsafe
 from ...core.markers import UNRESOLVED, unresolved
 
-__all__ = ["PLACEHOLDER", "BRACED", "placeheld", "template_of", "dollar_escapes", "load_rendered",
-           "read_as_template", "with_placeholders"]
+__all__ = ["PLACEHOLDER", "BRACED", "placeheld", "template_of", "dollar_escapes", "load_rendered", "held_markers",
+           "unheld", "shown_held", "read_as_template", "with_placeholders"]
 
 # An envsubst placeholder, `${NAME}` or `$NAME`: envsubst fills in every one, in a script's single
 # quotes too, from the environment it runs in, which the audit does not know. Its braces are flow
@@ -67,14 +67,34 @@ def load_rendered(text: str, *, repeated: bool = False) -> Any:
     each marker where it stands, in a quoted scalar too (its name may hold
     quotes, `{{ "app_port" | getPort }}`), as placeheld() reads a template.
     ``repeated`` as yamlsafe.load's. Raises yamlsafe.YamlProblem."""
-    if _HOLD in text or _END in text or "\x00" not in text:
+    held = held_markers(text) if "\x00" in text else None
+    if held is None:
         return yamlsafe.load(text, repeated=repeated)[0]
+    return _unheld(yamlsafe.load(held[0], repeated=repeated)[0], held[1])
+
+
+def held_markers(text: str) -> tuple[str, list[str]] | None:
+    """``text`` with each unresolved marker held as characters YAML reads as
+    plain text wherever they stand (placeheld's), and the markers, which
+    unheld() puts back; None where the text holds those characters itself."""
+    if _HOLD in text or _END in text:
+        return None
     markers: list[str] = []
 
     def hold(match: re.Match[str]) -> str:
         markers.append(match[0])
         return f"{_HOLD}{len(markers) - 1}{_END}"
-    return _unheld(yamlsafe.load(UNRESOLVED.sub(hold, text), repeated=repeated)[0], markers)
+    return UNRESOLVED.sub(hold, text), markers
+
+
+def unheld(value: Any, markers: list[str]) -> Any:
+    """A value parsed from held_markers' text, each marker back where it stood."""
+    return _unheld(value, markers)
+
+
+def shown_held(message: str, markers: list[str]) -> str:
+    """A parser's message about held_markers' text, each marker shown as the file writes its value."""
+    return _HELD.sub(lambda match: UNRESOLVED.sub(r"\1", markers[int(match[1])]), message)
 
 
 def read_as_template(value: Any) -> bool:
