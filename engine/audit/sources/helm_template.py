@@ -129,8 +129,9 @@ def chart_template(ctx: Ctx) -> Template | None:
         except yamlsafe.YamlProblem as refused:
             # Both branches of an `if` may give a key (conditions are not evaluated): then the
             # object's kind is still known, but not which branch its fields come from.
-            obj = _podless(body) if refused.duplicate is not None else None
-            if obj is None and refused.duplicate is not None and _runs_no_vllm(body):
+            both = _repeated(body) if refused.duplicate is not None else None
+            obj = both if both is not None and _podless(both, body) else None
+            if obj is None and both is not None and _runs_no_vllm(both):
                 podless = False  # (a pod, whose containers, all written in it, run no vLLM: read_whole)
                 continue
             if obj is None:
@@ -191,32 +192,31 @@ def _may_run_vllm(container: dict[str, Any], expressions: list[str]) -> bool:
         or _PLACEHOLDER.search(image) is not None
 
 
-def _podless(body: str) -> dict[str, Any] | None:
-    """A template's object that gives a key twice, where it holds no pod
-    (else None): its kind holds none, or it names no container, image,
-    command or args at all (a GKE HealthCheckPolicy whose `if`/`else` both
-    give `config:`; a custom resource that runs vLLM names one of them)."""
+def _repeated(body: str) -> dict[str, Any] | None:
+    """A template's object that gives a key twice (both branches of an `if`), its last value kept; None where
+    it is no mapping even so."""
     try:
         obj = yamlsafe.load(body, repeated=True)[0]
     except yamlsafe.YamlProblem:
         return None
-    if not isinstance(obj, dict):
-        return None
-    return obj if obj.get("kind") in _PODLESS or not (list(pod_templates(obj)) or _RUNS.search(body)) else None
+    return obj if isinstance(obj, dict) else None
 
 
-def _runs_no_vllm(body: str) -> bool:
-    """Whether a template's object that gives a key twice holds containers,
-    each written in the template, that run no vLLM server whichever branch
-    gives its keys: a command that is none (llm-d-router's `vllm launch
-    render` sidecar, whose server starts no engine), or an image that is no
-    vLLM image and is not taken to run its server. (A value the template
-    fills in may be anything.)"""
-    try:
-        obj = yamlsafe.load(body, repeated=True)[0]
-    except yamlsafe.YamlProblem:
-        return False
-    containers = [c for _, pod, _, _ in pod_templates(obj) for c in pod["containers"]] if isinstance(obj, dict) else []
+def _podless(obj: dict[str, Any], body: str) -> bool:
+    """Whether such an object holds no pod: its kind holds none, or it names
+    no container, image, command or args at all (a GKE HealthCheckPolicy
+    whose `if`/`else` both give `config:`; a custom resource that runs vLLM
+    names one of them)."""
+    return obj.get("kind") in _PODLESS or not (list(pod_templates(obj)) or _RUNS.search(body))
+
+
+def _runs_no_vllm(obj: dict[str, Any]) -> bool:
+    """Whether such an object holds containers, each written in the
+    template, that run no vLLM server whichever branch gives its keys: a
+    command that is none (llm-d-router's `vllm launch render` sidecar, whose
+    server starts no engine), or an image that is no vLLM image and is not
+    taken to run its server. (A value the template fills in may be anything.)"""
+    containers = [c for _, pod, _, _ in pod_templates(obj) for c in pod["containers"]]
     for container in containers:
         if not isinstance(container, dict) or _PLACEHOLDER.search(str(container)):
             return False
