@@ -1677,6 +1677,63 @@ spec:
         "-ubuntu24.04").version == "0.21.0"
 
 
+
+def test_vllm_tpu_images_run_on_tpu_at_the_release_their_tag_names(tmp_path):
+    # llm-d-incubation/llm-d-xks-gke helm-configs/pattern-overrides/pattern1-tpu-overrides.yaml (survey 30d)
+    # serves vllm/vllm-tpu:v0.11.1 on GKE's TPUs: decided as CUDA 0.33.0, `enabled`. vLLM's TPU image runs
+    # tpu-inference's TpuPlatform, which defines no support_hybrid_kv_cache() before v0.12.0
+    # (vllm-project/tpu-inference cfc76100 added it), so HMA is off in 0.11.1 and on from 0.12.0.
+    write(tmp_path / "tpu.yaml", """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: tpu}
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-tpu:v0.11.1
+          command: [vllm, serve, google/gemma-3-27b-it]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: nightly}
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-tpu:nightly
+          command: [vllm, serve, google/gemma-3-27b-it]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: resource}
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.11.0
+          command: [vllm, serve, google/gemma-3-27b-it]
+          resources: {limits: {google.com/tpu: 4}}
+""")
+    tagged, nightly, resource = audit([str(tmp_path)]).entries
+    assert (tagged.deployment.document["platform"], dict(tagged.deployment.origins)["platform"]) == (
+        {"name": "tpu"}, "image vllm/vllm-tpu:v0.11.1")
+    assert (tagged.decision["vllm"]["release"], tagged.deployment.release.origin) == (
+        "0.11.1", "image tag vllm/vllm-tpu:v0.11.1 (vLLM 0.11.1 with tpu-inference's TPU platform)")
+    assert (tagged.decision["outcome"], tagged.decision["reasons"]) == ("disabled", [
+        "the TPU platform does not support the hybrid KV cache manager before vLLM 0.12.0 (vLLM's own TpuPlatform, "
+        "tpu_commons' and tpu-inference's before v0.12.0 define no support_hybrid_kv_cache() and inherit the base "
+        "Platform's false)"])
+    # A nightly tag names no release: the default one, where tpu-inference supports HMA.
+    assert (nightly.deployment.document["platform"], nightly.decision["vllm"]["release"], nightly.decision["outcome"],
+            nightly.deployment.release.origin) == (
+        {"name": "tpu"}, "0.33.0", "enabled", "image tag vllm/vllm-tpu:nightly: no release in the tag")
+    # GKE's TPU device plugin resource places the container on TPUs whatever its image.
+    assert (resource.deployment.document["platform"], dict(resource.deployment.origins)["platform"],
+            resource.decision["outcome"]) == ({"name": "tpu"}, "resource google.com/tpu", "disabled")
+
 def test_an_inference_service_runs_its_serving_runtime_with_its_model_args_appended(tmp_path):
     # KServe's v1beta1 InferenceService serves its model with a ServingRuntime: the controller merges the
     # model's container fields into the runtime's `kserve-container` and appends the model's args to the

@@ -15,6 +15,9 @@ from hma_policy.core.markers import unresolved
 from sourcefiles import only, write
 
 NOT_CUDA_OR_ROCM = "vLLM before 0.10.2 runs the hybrid KV cache manager only on CUDA and ROCm"
+TPU_BEFORE = ("the TPU platform does not support the hybrid KV cache manager before vLLM 0.12.0 (vLLM's own "
+              "TpuPlatform, tpu_commons' and tpu-inference's before v0.12.0 define no support_hybrid_kv_cache() and "
+              "inherit the base Platform's false)")
 HPU_BEFORE = ("Intel Gaudi's HPU platform does not support the hybrid KV cache manager before vLLM 0.14.1 "
               "(vllm-gaudi's HpuPlatform inherits support_hybrid_kv_cache() false until then)")
 
@@ -27,7 +30,7 @@ def test_the_platform_name_is_a_fact_of_the_document():
     assert facts_of({}).platform_name == ""
     assert facts_of({"platform": {"name": "cpu"}}).platform_name == "cpu"
     with pytest.raises(hma_policy.InputError) as refused:
-        hma_policy.decide({"platform": {"name": "tpu"}})
+        hma_policy.decide({"platform": {"name": "tt"}})  # (Tenstorrent's plugin: no platform the rules hold)
     assert [(p.code, p.path) for p in refused.value.problems] == [("input.schema", "/platform/name")]
 
 
@@ -56,6 +59,14 @@ def test_the_platform_name_is_a_fact_of_the_document():
     ("0.14.0", "hpu", "disabled", HPU_BEFORE),
     ("0.14.1", "hpu", "enabled", None),
     ("0.33.0", "hpu", "enabled", None),
+    # TPU: vLLM's own TpuPlatform (0.10.2 - 0.11.0, also tpu_commons') and tpu-inference's before v0.12.0 define
+    # no support_hybrid_kv_cache(); tpu-inference's returns True from v0.12.0 (vllm-project/tpu-inference cfc76100).
+    ("0.10.1", "tpu", "disabled", NOT_CUDA_OR_ROCM),
+    ("0.10.2", "tpu", "disabled", TPU_BEFORE),
+    ("0.11.0", "tpu", "disabled", TPU_BEFORE),
+    ("0.11.2", "tpu", "disabled", TPU_BEFORE),
+    ("0.12.0", "tpu", "enabled", None),
+    ("0.33.0", "tpu", "enabled", None),
 ])
 def test_each_release_knows_what_its_platforms_support(release, platform, outcome, reason):
     decision = hma_policy.decide({"vllm_version": release, "platform": {"name": platform}})
@@ -66,7 +77,8 @@ def test_each_release_knows_what_its_platforms_support(release, platform, outcom
 def test_hisparse_needs_cuda_whatever_names_the_platform():
     hisparse = {"vllm_version": "0.33.0", "hisparse_config": {}}
     assert hma_policy.decide(hisparse).outcome == "enabled"
-    for platform in ({"is_cuda": False}, {"name": "rocm"}, {"name": "cpu"}, {"name": "npu"}, {"name": "hpu"}):
+    for platform in ({"is_cuda": False}, {"name": "rocm"}, {"name": "cpu"}, {"name": "npu"}, {"name": "hpu"},
+                     {"name": "tpu"}):
         decision = hma_policy.decide({**hisparse, "platform": platform})
         assert [(e.code, e.path) for e in decision.errors] == [
             ("hisparse.requires_cuda", "/platform/is_cuda" if "is_cuda" in platform else "/platform/name")]
@@ -168,14 +180,15 @@ def test_a_platform_image_whose_tag_is_not_known_keeps_its_platform(tmp_path):
     assert platform_of("vllm/vllm-openai-" + unresolved("$V") + ":v0.10.1") is None
 
 
-def test_vllms_tpu_image_is_named_for_what_it_is_and_names_no_release():
+def test_vllms_tpu_image_runs_on_tpu_and_its_release_tag_names_the_release():
     # vllm/vllm-tpu (pushed by vllm-project/tpu-inference's .buildkite/nightly_releases.yml) was "not
-    # vLLM's release image"; it is vLLM's, for a platform the rules do not hold (survey 23a).
-    for image in ("vllm/vllm-tpu:v0.13.0", "docker.io/vllm/vllm-tpu:nightly-20260504-e2a6582-67058ca"):
-        assert from_image(image) == ReleaseHint(None, f"image {image} is vLLM's TPU image (vLLM with tpu-inference's "
-                                                      "platform): the audit reads no release or platform from it, as "
-                                                      "the rules hold no TPU platform")
-        assert platform_of(image) is None
+    # vLLM's release image" (survey 23a), then vLLM's for a platform the rules did not hold; they hold it now.
+    assert from_image("vllm/vllm-tpu:v0.13.0") == ReleaseHint(
+        "0.13.0", "image tag vllm/vllm-tpu:v0.13.0 (vLLM 0.13.0 with tpu-inference's TPU platform)")
+    nightly = "docker.io/vllm/vllm-tpu:nightly-20260504-e2a6582-67058ca"
+    assert from_image(nightly) == ReleaseHint(None, f"image tag {nightly}: no release in the tag")
+    for image in ("vllm/vllm-tpu:v0.13.0", nightly, "vllm/vllm-tpu"):
+        assert platform_of(image) == "tpu"
 
 
 # A Docker Swarm stack for Atlas 800I A2 servers (910B NPUs) from a public write-up, "华为 Atlas 800I A2

@@ -1825,12 +1825,13 @@ def test_a_dockerfile_beside_the_launcher_that_copies_it_gives_its_release(tmp_p
 def test_a_dockerfile_whose_image_names_no_release_says_why_where_nothing_else_names_one(tmp_path):
     # GoogleCloudPlatform/kubernetes-engine-samples (2b50365) ai-ml/gke-ray/rayserve/llm/tpu: the Dockerfile
     # builds FROM vllm/vllm-tpu:v0.21.0 and copies serve_tpu_multihost.py; the launcher was decided as the
-    # default release without the note the same image gives in a manifest (survey 27a).
-    (tmp_path / "Dockerfile").write_text("FROM vllm/vllm-tpu:v0.21.0\nCOPY serve.py /home/ray/serve.py\n", encoding="utf-8")
+    # default release without the note the same image gives in a manifest (survey 27a). (That tag now names
+    # its release, 0.21.0: a nightly one names none.)
+    (tmp_path / "Dockerfile").write_text("FROM vllm/vllm-tpu:nightly\nCOPY serve.py /home/ray/serve.py\n", encoding="utf-8")
     (tmp_path / "serve.py").write_text("from vllm import LLM\nLLM(model='m')\n", encoding="utf-8")
     (d,) = read_source(tmp_path / "serve.py").deployments
     assert d.release.version is None
-    assert d.release.origin.startswith("image vllm/vllm-tpu:v0.21.0 is vLLM's TPU image")
+    assert d.release.origin.startswith("image tag vllm/vllm-tpu:nightly: no release in the tag in ")
     assert d.release.origin.endswith("/Dockerfile, which copies this file into the image it builds")
     assert [n.code for n in d.notes] == ["source.release_unknown"]
     # A pin beside it names the release: the image's unknown one gives way.

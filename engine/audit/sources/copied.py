@@ -52,7 +52,7 @@ def built_with(ctx: Ctx) -> ReleaseHint | None:
                 found.add((image.release.version, f"{image.release.origin} in {companion_name(ctx, dockerfile)}, which "
                                                   "copies this file into the image it builds"))
         if found:
-            # (several releases name none; an image whose release is not known, such as vllm/vllm-tpu, says why)
+            # (several releases name none; an image whose release is not known, such as vllm/vllm-tpu:nightly, says why)
             return ReleaseHint(*found.pop()) if len(found) == 1 else None
         if here.parent == here:
             return None

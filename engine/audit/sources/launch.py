@@ -225,7 +225,7 @@ def platform_of_runtime(runtime: Any, where: str) -> tuple[str, str] | None:
 # vLLM's `--device` (an engine option up to 0.9.2, and of AWS's Neuron fork: `device="neuron"` in
 # aws-neuron/upstreaming-to-vllm's examples), by the platform each value picks; `auto` and `cuda` pick none.
 DEVICE_OPTION = "--device"
-_DEVICE_PLATFORMS = {"neuron": "neuron", "cpu": "cpu", "xpu": "xpu", "hpu": "hpu"}
+_DEVICE_PLATFORMS = {"neuron": "neuron", "cpu": "cpu", "xpu": "xpu", "hpu": "hpu", "tpu": "tpu"}
 
 
 def platform_of_device(argv: list[Arg]) -> tuple[str, str] | None:

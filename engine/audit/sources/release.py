@@ -143,9 +143,10 @@ _INTEL_XPU_IMAGE = "intel/llm-scaler-vllm"
 _INTEL_XPU_TAG = re.compile(r"(" + VERSION.pattern + r")-b[0-9]+(?:\.[0-9]+)*")
 # NVIDIA's vLLM container on NGC (nvcr.io/nvidia/vllm:25.10-py3): its tag is NVIDIA's monthly release;
 # deployers.yaml (ngc-vllm) gives the vLLM release each ships, where NVIDIA's release notes say.
-# vLLM's TPU image (vllm-project/tpu-inference's .buildkite pushes it): vLLM on TPUs, a platform of
-# its own that the rules do not hold, so its tags are not read.
+# vLLM's TPU image: vLLM with tpu-inference's platform, its release tag the release of both
+# (`v0.11.1`; vllm-project/tpu-inference's .buildkite pushes `nightly` and `nightly-DATE-...`, which name none).
 _TPU_IMAGE = "vllm/vllm-tpu"
+_TPU_TAG = re.compile(r"v?(" + VERSION.pattern + r")")
 _NGC_IMAGE = "nvidia/vllm"
 _NGC_TAG = re.compile(r"([0-9]{2}\.[0-9]{2})-py3(?:-.+)?")
 
@@ -165,7 +166,8 @@ class _Family(NamedTuple):
 _FAMILIES = (_Family((_NEURON_IMAGE,), _NEURON_TAG, "AWS's Neuron build of vLLM {release}"),
              _Family((_OPENEULER_CPU_IMAGE,), _OPENEULER_TAG, "openEuler's CPU build of vLLM {release}"),
              _Family(_AIBRIX_IMAGES, _AIBRIX_TAG, "AIBrix's build on vllm/vllm-openai:v{release}"),
-             _Family((_INTEL_XPU_IMAGE,), _INTEL_XPU_TAG, "Intel's XPU build of vLLM {release}", "llm-scaler-vllm"))
+             _Family((_INTEL_XPU_IMAGE,), _INTEL_XPU_TAG, "Intel's XPU build of vLLM {release}", "llm-scaler-vllm"),
+             _Family((_TPU_IMAGE,), _TPU_TAG, "vLLM {release} with tpu-inference's TPU platform"))
 
 
 class ReleaseHint(NamedTuple):
@@ -209,9 +211,6 @@ def from_image(image: str) -> ReleaseHint:
     dynamo = _is(path, _DYNAMO_IMAGE)
     family = next((f for f in _FAMILIES if any(_is(path, repository) for repository in f.repositories)), None)
     ngc = path == _NGC_IMAGE  # (nvcr.io/nvidia/vllm; not a mirror's prefix: rocm/vllm is AMD's)
-    if _is(path, _TPU_IMAGE):
-        return ReleaseHint(None, f"image {shown} is vLLM's TPU image (vLLM with tpu-inference's platform): the audit "
-                                 "reads no release or platform from it, as the rules hold no TPU platform")
     if not (official or rocm or ascend or dynamo or family or ngc):
         return ReleaseHint(None, f"image {shown} is not vLLM's release image: its tag is not read as a vLLM release")
     if digest is not None and tag is None:
@@ -253,7 +252,8 @@ def from_image(image: str) -> ReleaseHint:
 # Release images of another platform than CUDA (the audit takes CUDA where nothing says).
 _PLATFORM_IMAGES = {"vllm/vllm-openai-cpu": "cpu", "q9t5s3a7/vllm-cpu-release-repo": "cpu",
                     "q9t5s3a7/vllm-arm64-cpu-release-repo": "cpu", "rocm/vllm": "rocm", "vllm/vllm-openai-rocm": "rocm",
-                    _ASCEND_IMAGE: "npu", _OPENEULER_CPU_IMAGE: "cpu", _NEURON_IMAGE: "neuron", _INTEL_XPU_IMAGE: "xpu"}
+                    _ASCEND_IMAGE: "npu", _OPENEULER_CPU_IMAGE: "cpu", _NEURON_IMAGE: "neuron", _INTEL_XPU_IMAGE: "xpu",
+                    _TPU_IMAGE: "tpu"}
 
 
 def platform_of(image: Any) -> str | None:
