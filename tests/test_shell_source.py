@@ -866,6 +866,32 @@ vllm serve m --config cfg.yaml
     assert d.chain == (str(script), "cfg.yaml (written at line 2)")
 
 
+
+def test_a_written_config_files_values_not_known_are_values_not_known(tmp_path):
+    # SemiAnalysis' InferenceMAX benchmarks (gptoss_fp4_b200_docker.sh, survey 34a) write
+    # `max-model-len: $CALCULATED_MAX_MODEL_LEN` into the config they serve with: each such launch was an
+    # `input.parse` error, "unacceptable character #x0000", the value's marker reaching the YAML parser.
+    script = write(tmp_path / "run.sh", f"""cat > config.yaml << EOF
+max-model-len: $MAX_MODEL_LEN
+served-model-name: "$NAME-served"
+kv-transfer-config: '{NIXL}'
+EOF
+vllm serve m --config config.yaml
+cat > unknown.yaml << EOF
+kv-transfer-config: $KV
+EOF
+vllm serve m --config unknown.yaml
+""")
+    known, unknown = read_source(script).deployments
+    assert ktc(known)["kv_connector"] == "NixlConnector" and known.problems == ()
+    assert [(n.code, n.message) for n in known.notes] == [
+        ("source.unresolved_unused", "`--max-model-len` takes its value from `$MAX_MODEL_LEN`, which this file does "
+                                     "not set; the decision does not read it"),
+        ("source.unresolved_unused", "`--served-model-name` takes its value from `$NAME`, which this file does not "
+                                     "set; the decision does not read it")]
+    assert [(p.code, p.message) for p in unknown.problems] == [
+        ("source.unresolved", "`--kv-transfer-config` takes its value from `$KV`, which this file does not set")]
+
 def test_ssh_and_sh_c_run_their_scripts(tmp_path):
     script = write(tmp_path / "run.sh", f"""KV='{NIXL}'
 ssh -p 22 gpu-3 "vllm serve a --kv-transfer-config '$KV'"

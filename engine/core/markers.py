@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["UNRESOLVED", "unresolved", "has_unresolved", "unresolved_names", "references", "show", "plain",
-           "outside"]
+           "outside", "held_markers", "unheld", "shown_held"]
 
 
 # An unresolved reference, kept in the text so that an option whose value
@@ -79,3 +80,42 @@ def show(text: str, limit: int | None = 120) -> str:
     most ``limit`` characters (None: all of it)."""
     text = UNRESOLVED.sub(lambda m: m.group(1), text)
     return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
+
+
+# A marker's NUL is a character YAML refuses, and a marker inside quotes may hold the quote (a
+# Go action's `{{ "app_port" | getPort }}`): while a YAML text that holds markers is parsed (a config
+# file a script writes with a variable in it, a template rendered with values not known), each is
+# held as its number between two characters of Unicode's private-use area, which no YAML indicator
+# is and no real file holds, and each is put back in the values read.
+_HOLD, _END = "\ue000", "\ue002"
+_HELD = re.compile(f"{_HOLD}([0-9]+){_END}")
+
+
+def held_markers(text: str) -> tuple[str, list[str]] | None:
+    """``text`` with each unresolved marker held as characters YAML reads as
+    plain text wherever they stand, and the markers, which unheld() puts
+    back; None where the text holds those characters itself."""
+    if _HOLD in text or _END in text:
+        return None
+    markers: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        markers.append(match[0])
+        return f"{_HOLD}{len(markers) - 1}{_END}"
+    return UNRESOLVED.sub(hold, text), markers
+
+
+def unheld(value: Any, markers: list[str]) -> Any:
+    """A value parsed from held_markers' text, each marker back where it stood."""
+    if isinstance(value, str):
+        return _HELD.sub(lambda match: markers[int(match[1])], value) if _END in value else value
+    if isinstance(value, dict):
+        return {unheld(k, markers): unheld(v, markers) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unheld(v, markers) for v in value]
+    return value
+
+
+def shown_held(message: str, markers: list[str]) -> str:
+    """A parser's message about held_markers' text, each marker shown as the file writes its value."""
+    return _HELD.sub(lambda match: UNRESOLVED.sub(r"\1", markers[int(match[1])]), message)

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from .errors import InputError, Problem, suggest
 from .input import parse_text
-from .markers import UNRESOLVED, has_unresolved, outside, references, show
+from .markers import UNRESOLVED, has_unresolved, held_markers, outside, references, show, shown_held, unheld
 from .optionlist import expanded, flag_options, list_options, rejection
 from .options import (DECISION_OPTIONS, FLAG_OPTIONS, NEWER_SPELLINGS, OFF_SWITCHES, VALUE_OPTIONS, Arg, ConfigFile,
                       VllmOptions)
@@ -259,13 +259,19 @@ def _pull_config(reading: Reading, name: str) -> list[Arg]:
         return []
     text, shown = (got.text, got.shown) if isinstance(got, ConfigFile) else (got, name)
     reading.configs.append(shown)
+    # A config file a script writes may hold values not known (`max-model-len: $LEN`): each is
+    # held while the YAML is parsed, and is then a value not known of the option it gives.
+    held = held_markers(text) if text and has_unresolved(text) else None
     try:
-        config = parse_text(text or "", source=f"`{shown}`", fmt="yaml")
+        config = parse_text(held[0] if held else text or "", source=f"`{shown}`", fmt="yaml")
     except InputError as exc:
         first = exc.problems[0]
-        reading.fail(first.code, f"the config file {first.message.removeprefix('invalid YAML in ')}"
-                     if first.code == "input.parse" else first.message)
+        message = shown_held(first.message, held[1]) if held else first.message
+        reading.fail(first.code, f"the config file {message.removeprefix('invalid YAML in ')}"
+                     if first.code == "input.parse" else message)
         return []
+    if held:
+        config = unheld(config, held[1])
     if config is None:
         config = {}
     return config_args(reading, config, f"`{shown}`")

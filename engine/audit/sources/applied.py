@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from ...core import yamlsafe
 from ...core.errors import Problem
+from ...core.markers import held_markers, shown_held, unheld
 from .context import Ctx
 from .deployment import Deployment
 from .detect import classify, mentions_vllm
 from .manifests import manifest_file
 from .marks import Lines, yaml_chunks
-from .placeholders import held_markers, shown_held, unheld
 from .shell_state import Script
 
 __all__ = ["applied_manifests"]

@@ -13,30 +13,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ...core import yamlsafe
-from ...core.markers import UNRESOLVED, unresolved
+from ...core.markers import held_markers, unheld, unresolved
 
-__all__ = ["PLACEHOLDER", "BRACED", "placeheld", "template_of", "dollar_escapes", "load_rendered", "held_markers",
-           "unheld", "shown_held", "read_as_template", "with_placeholders"]
+__all__ = ["PLACEHOLDER", "BRACED", "placeheld", "template_of", "dollar_escapes", "load_rendered", "read_as_template",
+           "with_placeholders"]
 
 # An envsubst placeholder, `${NAME}` or `$NAME`: envsubst fills in every one, in a script's single
 # quotes too, from the environment it runs in, which the audit does not know. Its braces are flow
 # indicators to YAML: in a flow mapping (`nodeSelector: { node.kubernetes.io/instance-type:
-# ${INSTANCE_TYPE_WORKER} }`, aws-samples/aws-do-eks) they end the scalar, so the template is read
-# with each placeholder written as its number between characters of the private-use area, which no
-# YAML indicator is and no real file holds, and each is then an unresolved marker in the values read.
+# ${INSTANCE_TYPE_WORKER} }`, aws-samples/aws-do-eks) they end the scalar, so each placeholder is
+# an unresolved marker, held while the template is parsed (markers.held_markers).
 PLACEHOLDER = re.compile(r"\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
-_HOLD, _END = "\ue000", "\ue002"
-_HELD = re.compile(f"{_HOLD}([0-9]+){_END}")
-
-
-def _unheld(value: Any, texts: list[str]) -> Any:
-    if isinstance(value, str):
-        return _HELD.sub(lambda match: texts[int(match[1])], value) if _END in value else value
-    if isinstance(value, dict):
-        return {_unheld(k, texts): _unheld(v, texts) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_unheld(v, texts) for v in value]
-    return value
 
 
 def placeheld(body: str, placeholder: re.Pattern[str] = PLACEHOLDER,
@@ -44,21 +31,21 @@ def placeheld(body: str, placeholder: re.Pattern[str] = PLACEHOLDER,
     """A document of a template, its placeholders unresolved markers
     wherever they stand, except those ``known`` gives the text of (by name),
     which stand as that text; None when it is no YAML that way either (or
-    holds the characters the placeholders are read as)."""
-    if _HOLD in body or _END in body:
+    holds the characters the placeholders are held as)."""
+    if "\x00" in body:  # (no YAML: nor can a marker of the file's own be told from one made here)
         return None
-    texts: list[str] = []
 
-    def hold(match: re.Match[str]) -> str:
-        if known and _name(match[0]) in known:  # (one pass, as envsubst's: the text put in is not read again)
-            return known[_name(match[0])]
-        texts.append(unresolved(match[0]))
-        return f"{_HOLD}{len(texts) - 1}{_END}"
+    def fill(match: re.Match[str]) -> str:
+        # (one pass, as envsubst's: the text put in is not read again)
+        return known[_name(match[0])] if known and _name(match[0]) in known else unresolved(match[0])
+    held = held_markers(placeholder.sub(fill, body))
+    if held is None:
+        return None
     try:
-        value, where = yamlsafe.load(placeholder.sub(hold, body), marks=True)
+        value, where = yamlsafe.load(held[0], marks=True)
     except yamlsafe.YamlProblem:
         return None
-    return _unheld(value, texts), {_unheld(key, texts): mark for key, mark in where.items()}
+    return unheld(value, held[1]), {unheld(key, held[1]): mark for key, mark in where.items()}
 
 
 def load_rendered(text: str, *, repeated: bool = False) -> Any:
@@ -70,31 +57,7 @@ def load_rendered(text: str, *, repeated: bool = False) -> Any:
     held = held_markers(text) if "\x00" in text else None
     if held is None:
         return yamlsafe.load(text, repeated=repeated)[0]
-    return _unheld(yamlsafe.load(held[0], repeated=repeated)[0], held[1])
-
-
-def held_markers(text: str) -> tuple[str, list[str]] | None:
-    """``text`` with each unresolved marker held as characters YAML reads as
-    plain text wherever they stand (placeheld's), and the markers, which
-    unheld() puts back; None where the text holds those characters itself."""
-    if _HOLD in text or _END in text:
-        return None
-    markers: list[str] = []
-
-    def hold(match: re.Match[str]) -> str:
-        markers.append(match[0])
-        return f"{_HOLD}{len(markers) - 1}{_END}"
-    return UNRESOLVED.sub(hold, text), markers
-
-
-def unheld(value: Any, markers: list[str]) -> Any:
-    """A value parsed from held_markers' text, each marker back where it stood."""
-    return _unheld(value, markers)
-
-
-def shown_held(message: str, markers: list[str]) -> str:
-    """A parser's message about held_markers' text, each marker shown as the file writes its value."""
-    return _HELD.sub(lambda match: UNRESOLVED.sub(r"\1", markers[int(match[1])]), message)
+    return unheld(yamlsafe.load(held[0], repeated=repeated)[0], held[1])
 
 
 def read_as_template(value: Any) -> bool:
