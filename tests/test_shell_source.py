@@ -297,6 +297,35 @@ def test_a_value_grown_in_two_ifs_is_read_on_each_combination_of_their_paths(tmp
             "the decision is the same on each of the 4 paths"] * 2
 
 
+
+NESTED_IFS = """OFFLOAD_ARGS=()
+if [ "$A" = 1 ]; then
+  if [ "$B" = lmcache ]; then
+    OFFLOAD_ARGS=(--kv-transfer-config '{kv}')
+  fi
+fi
+vllm serve m "${{OFFLOAD_ARGS[@]}}"
+"""
+
+
+def test_an_if_within_an_ifs_path_is_read_on_each_of_its_paths_too(tmp_path):
+    # The outer `if`'s path holds the inner one's merge: that path was read once, its words "may hold options",
+    # and the launch was `enabled`, "the same on each of the 2 paths", where A=1 B=lmcache runs
+    # LMCacheConnectorV1 and vLLM turns HMA off (survey 34a, SemiAnalysis' InferenceMAX agentic benchmarks).
+    (entry,) = decided(write(tmp_path / "lmcache.sh", NESTED_IFS.format(kv=LMCACHE)))
+    assert [(e["code"], e["message"]) for e in entry.decision["errors"]] == [(
+        "source.unresolved", "line 7: the command also takes `${OFFLOAD_ARGS[@]}` (which is set differently on the "
+                             "paths through `if` at line 2), which may hold options")]
+    d = only(read_source(write(tmp_path / "lmcache.sh", NESTED_IFS.format(kv=LMCACHE))))
+    assert [which for which, _ in d.paths] == [
+        f"path {i} of 4 through `if` at line 3 and `if` at line 2" for i in range(1, 5)]
+    # Each path decided alike: that decision, with the note.
+    (entry,) = decided(write(tmp_path / "nixl.sh", NESTED_IFS.format(kv=NIXL)))
+    assert entry.decision["outcome"] == "enabled"
+    assert [n.message.split("; ", 1)[1] for n in entry.deployment.notes] == [
+        "HMA is enabled on each of the 4 paths, for reasons that differ between them; the decision shown is that of "
+        "path 1 of 4 through `if` at line 3 and `if` at line 2"]
+
 MODULE_BY_IF = """if [ "$USE_UNIFIED" = true ]; then
     WORKER_MODULE="dynamo.vllm.unified_main"
 else

@@ -405,8 +405,7 @@ class Interpreter(Flow):
         reading is not one launch of the same program, nor beyond that bound. Where they are not read before
         a path is tried (beyond the bound, or another shell's merges, which a container's `-c` script reads
         but cannot set), the markers of the values a path sets to what the decision reads."""
-        read = {marker.group(0): branches for text in texts if "\x00" in text for marker in UNRESOLVED.finditer(text)
-                if (branches := self.run.branches.get(marker.group(0))) is not None}
+        read = self.run.merges_read(texts)
         markers = tuple(read)
         merges = sorted(set(read.values()), key=lambda b: min(b.epochs.values()))  # in the script's order
         kept = [{name: var for name, epoch in branches.epochs.items()

@@ -353,6 +353,21 @@ class Run:
         self.epoch += 1
         return self.epoch
 
+    def merges_read(self, texts: list[str]) -> dict[str, Branches]:
+        """The merges whose markers ``texts`` hold, by marker, and those whose markers their paths' values
+        hold: an `if` within a path of another (nested `if`s) left its marker in the value that path sets."""
+        read: dict[str, Branches] = {}
+        pending = list(texts)
+        while pending:
+            text = pending.pop(0)
+            for marker in UNRESOLVED.finditer(text) if "\x00" in text else ():
+                branches = self.branches.get(marker.group(0))
+                if branches is not None and marker.group(0) not in read:
+                    read[marker.group(0)] = branches
+                    pending += [text for on_paths in branches.values.values() for var in on_paths
+                                for text in (var.items if var.items is not None else (var.value or "",))]
+        return read
+
     def limit(self, kind: str, message: str, line: int | None) -> None:
         """A bound hit: reported once a file for each kind."""
         if kind not in self.limited:
