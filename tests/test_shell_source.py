@@ -803,6 +803,25 @@ vllm serve m --kv-transfer-config "$KV"
     assert ktc(only(read_source(script)))["kv_connector"] == "NixlConnector"
 
 
+
+def test_a_case_on_a_default_of_a_variable_the_script_does_not_set_reads_every_arm(tmp_path):
+    # SemiAnalysis' InferenceMAX agentic benchmarks (dsv4_fp4_mi355x_vllm.sh, survey 34a): the workflow picks
+    # the backend through the environment. Only the empty default's arm was read: `enabled`, no note, where
+    # KV_OFFLOAD_BACKEND=lmcache runs LMCacheConnectorV1. An `if` on the same test reads both of its paths.
+    script = write(tmp_path / "run.sh", f"""OFFLOAD_ARGS=()
+case "${{KV_OFFLOAD_BACKEND:-}}" in
+  lmcache) OFFLOAD_ARGS=(--kv-transfer-config '{LMCACHE}') ;;
+esac
+vllm serve m "${{OFFLOAD_ARGS[@]}}"
+""")
+    (entry,) = decided(script)
+    assert [(e["code"], e["message"]) for e in entry.decision["errors"]] == [(
+        "source.unresolved", "line 5: the command also takes `${OFFLOAD_ARGS[@]}` (which is set differently on the "
+                             "paths through `case` at line 2), which may hold options")]
+    # A default of a variable the script sets is its value: that arm alone.
+    set_first = write(tmp_path / "set.sh", "KV_OFFLOAD_BACKEND=lmcache\n" + script.read_text())
+    assert ktc(only(read_source(set_first)))["kv_connector"] == "LMCacheConnectorV1"
+
 def test_a_function_runs_with_its_arguments_where_it_is_called(tmp_path):
     script = write(tmp_path / "run.sh", """start() {
   local role=$1

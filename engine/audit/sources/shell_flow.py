@@ -160,7 +160,11 @@ class Flow:
         expander = Expander(self.run, scope, line)
         subject = expander.word(command.word)
         chosen = None
-        if not has_unresolved(subject):
+        # A subject the file gives only the default of (`case "${BACKEND:-}" in`) is the environment's to
+        # choose: any arm may run, as either path of an `if` that tests it may.
+        defaulted = any(isinstance(part, Param) and part.op in (":-", "-") and NAME.fullmatch(part.name)
+                        and scope.lookup(part.name) is None for part in command.word.parts)
+        if not has_unresolved(subject) and not defaulted:
             for index, (patterns, _) in enumerate(command.arms):
                 values = [expander.word(p) for p in patterns]
                 if any(has_unresolved(v) for v in values):
