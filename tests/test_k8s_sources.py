@@ -388,6 +388,42 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
     assert (found.skipped, [p.code for p in found.problems]) == (None, ["input.parse"])
 
 
+
+@pytest.mark.parametrize(("args", "line", "action"), [
+    # rh-ai-quickstart/maas-code-assistant (0623fb49) charts/.../llminferenceservice.yaml, survey 34d: options
+    # the chart's values give, printed after the written ones, were left out, and the launch decided without them
+    ("        - --model=m\n        {{- with .Values.extraArgs }}\n        {{- toYaml . | nindent 8 }}\n"
+     "        {{- end }}\n", 15, "{{- toYaml . | nindent 8 }}"),
+    # ... and printed before them (the key three lines of actions above its first item)
+    ("        {{- with .Values.extraArgs }}\n        {{- toYaml . | nindent 8 }}\n        {{- end }}\n"
+     "        - --model=m\n", 13, "{{- with .Values.extraArgs }}"),
+])
+def test_a_chart_template_that_prints_args_from_values_around_the_written_ones_builds_them(tmp_path, args, line, action):
+    built = template(tmp_path, "deployment.yaml", (
+        DEPLOYMENT + "      - name: vllm\n        image: vllm/vllm-openai:v0.23.0\n        command: [vllm, serve]\n"
+        "        args:\n" + args + "        env: []\n"))
+    found = read_source(built)
+    assert found.deployments == () and [(p.code, p.line, p.message) for p in found.problems] == [
+        ("input.parse", line, f"`{built}` is an unrendered Helm template: a template action builds the command or "
+                              f"args of container `vllm` (line {line}: `{action}`), which the audit does not render")]
+
+
+def test_a_chart_templates_actions_that_print_nothing_or_close_around_the_args_leave_them_written(tmp_path):
+    # rh-ai-quickstart/ai-architecture-charts (ab5e233b) llm-service/helm/templates/serving-runtime.yaml,
+    # survey 34b: `{{- $finalEnv := list }}` after the last argument was "a template action builds the command
+    # or args", and the command of a container written `- command:` ran to the end of the container.
+    written = template(tmp_path, "runtime.yaml", (
+        "apiVersion: serving.kserve.io/v1alpha1\nkind: ServingRuntime\nmetadata:\n  name: rt\nspec:\n"
+        "  containers:\n  - command:\n    - python3\n    - -m\n    - vllm.entrypoints.openai.api_server\n"
+        "    args:\n    - --port\n    - \"8080\"\n    {{- $finalEnv := list }}\n    {{- if .Values.env }}\n"
+        "      {{- $finalEnv = concat $finalEnv .Values.env }}\n    {{- end }}\n    {{- if $finalEnv }}\n"
+        "    env:\n      {{- toYaml $finalEnv | nindent 4 }}\n    {{- end }}\n"
+        "    image: vllm/vllm-openai:v0.11.1\n    name: kserve-container\n"))
+    found = read_source(written)
+    assert found.problems == ()
+    (d,) = found.deployments
+    assert (d.line, d.release.version, [n.code for n in d.notes][-1]) == (23, "0.11.1", "source.template")
+
 def test_a_chart_templates_if_and_else_may_both_give_a_key_of_an_object_that_holds_no_pod(tmp_path):
     # opea-project/GenAIInfra (9200b37) helm-charts/agent/templates/configmap.yaml: `no_proxy` in both
     # branches of an `if` (and an HPA's `averageValue`) made the template unreadable and the file

@@ -104,11 +104,11 @@ def chart_template(ctx: Ctx) -> Template | None:
     if name is not None:
         text = _CHART_NAME.sub(name, text)
     expressions: list[str] = []
-    action_lines: set[int] = set()
+    action_lines: dict[int, str] = {}
     rows = []
     for number, row in enumerate(text.split("\n"), 1):
         if _ACTION.search(row) and not _ACTION.sub("", row).strip():
-            action_lines.add(number)
+            action_lines[number] = _kind(_ACTION.findall(row))
             rows.append("")
             continue
 
@@ -299,26 +299,62 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {"default": lambda fallback, value=N
               "quote": lambda value: value}
 
 
-def _built(lines: Lines, path: tuple, container: dict[str, Any], action_lines: set[int], rows: list[str]) -> int | None:
-    """The line of the first template action among the lines of the
-    container's command or args (from the key to the next line indented no
-    deeper), or None where none is."""
+# What a line of template actions alone does: prints text (`{{- toYaml .Values.extraArgs | nindent 12 }}`),
+# chooses what is printed (`{{- if ... }}`, `{{- range ... }}`, `{{- end }}`), or only sets a template
+# variable (`{{- $env := list }}`), which prints nothing.
+_CONTROL = re.compile(r"\{\{-?\s*(?:if|else|end|with|range|define)\b")
+_ASSIGN = re.compile(r"\{\{-?\s*\$[A-Za-z_][A-Za-z0-9_]*\s*:?=")
+
+
+def _kind(actions: list[str]) -> str:
+    if any(not _CONTROL.match(action) and not _ASSIGN.match(action) for action in actions):
+        return "print"
+    return "control" if any(_CONTROL.match(action) for action in actions) else "quiet"
+
+
+def _built(lines: Lines, path: tuple, container: dict[str, Any], action_lines: dict[int, str],
+           rows: list[str]) -> int | None:
+    """The line of the first template action that builds the container's
+    command or args, or None where none does: among the lines of each (from
+    its key to the next line indented no deeper), an action that prints, or
+    one that chooses what is printed between the lines written there (not
+    one that closes a condition around the block, nor one that only sets a
+    template variable)."""
     for key in ("command", "args"):
         line = lines.key(*path, key) if key in container else None
         if line is None:
             continue
-        indent = len(rows[line - 1]) - len(rows[line - 1].lstrip())
+        written = re.compile(r"\s*(?:- )?" + key + r"\s*:")
+        at = line
+        while not written.match(rows[at - 1]) and at > 1 and not rows[at - 2].strip():
+            at -= 1  # (action lines between the key and its first item: the key is above them)
+        if at > 1 and not written.match(rows[line - 1]) and written.match(rows[at - 2]):
+            line = at - 1
+        indent = _column(rows[line - 1])
         end = line + 1
         while end <= len(rows) and (not rows[end - 1].strip() or end in action_lines
                                     or len(rows[end - 1]) - len(rows[end - 1].lstrip()) > indent
                                     or rows[end - 1].lstrip().startswith("- ") and len(rows[end - 1]) - len(rows[end - 1].lstrip()) == indent):
             end += 1
-        while end - 1 > line and not rows[end - 2].strip():  # (an action after the block, `{{- end }}` of the file's `if`)
-            end -= 1
-        inside = sorted(at for at in action_lines if line < at < end)
+        last = end
+        while last - 1 > line and not rows[last - 2].strip():  # (an action after the block, `{{- end }}` of the file's `if`)
+            last -= 1
+        inside = sorted(at for at, kind in action_lines.items()
+                        if line < at < end and kind == "print" or line < at < last and kind == "control")
         if inside:
             return inside[0]
     return None
+
+
+def _column(row: str) -> int:
+    """The column of a row's key: past the dashes of the list items it starts (`  - command:`: 4)."""
+    rest = row.lstrip(" ")
+    column = len(row) - len(rest)
+    while rest.startswith("- "):
+        stripped = rest[2:].lstrip(" ")
+        column += len(rest) - len(stripped)
+        rest = stripped
+    return column
 
 
 def _values(value: Any, expressions: list[str], known: Callable[[str], str | None] | None = None) -> Any:
