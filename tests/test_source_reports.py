@@ -99,6 +99,15 @@ def test_the_release_an_image_tag_names(image, version):
     assert from_image(image).version == version
 
 
+def test_an_ngc_respin_tag_names_its_ngc_release():
+    # rh-ai-quickstart/nvidia-video-search-and-summarization (efafaddb) runs nvcr.io/nvidia/vllm:25.12.post1-py3
+    # (survey 34d): "no NGC release in the tag", where it names NGC 25.12.post1, whose vLLM is not recorded.
+    from hma_policy.audit.sources.release import from_image
+
+    assert from_image("nvcr.io/nvidia/vllm:25.12.post1-py3").origin == (
+        "image tag nvcr.io/nvidia/vllm:25.12.post1-py3: the vLLM release NGC 25.12.post1's image ships is not recorded")
+
+
 def test_a_directive_or_an_annotation_gives_the_release_over_the_image(tmp_path):
     script = write(tmp_path / "run.sh", f"""pip install vllm==0.22.0
 vllm serve a --kv-transfer-config '{NIXL}'

@@ -141,14 +141,15 @@ _AIBRIX_TAG = re.compile(r"v(" + VERSION.pattern + r")(?:[-.].+)?")
 # (`1.3`) are each the same image as a build tag, as deployers.yaml (llm-scaler-vllm) records them.
 _INTEL_XPU_IMAGE = "intel/llm-scaler-vllm"
 _INTEL_XPU_TAG = re.compile(r"(" + VERSION.pattern + r")-b[0-9]+(?:\.[0-9]+)*")
-# NVIDIA's vLLM container on NGC (nvcr.io/nvidia/vllm:25.10-py3): its tag is NVIDIA's monthly release;
+# NVIDIA's vLLM container on NGC (nvcr.io/nvidia/vllm:25.10-py3): its tag is NVIDIA's monthly release (or a
+# respin of one, `25.12.post1-py3`, a release of its own);
 # deployers.yaml (ngc-vllm) gives the vLLM release each ships, where NVIDIA's release notes say.
 # vLLM's TPU image: vLLM with tpu-inference's platform, its release tag the release of both
 # (`v0.11.1`; vllm-project/tpu-inference's .buildkite pushes `nightly` and `nightly-DATE-...`, which name none).
 _TPU_IMAGE = "vllm/vllm-tpu"
 _TPU_TAG = re.compile(r"v?(" + VERSION.pattern + r")")
 _NGC_IMAGE = "nvidia/vllm"
-_NGC_TAG = re.compile(r"([0-9]{2}\.[0-9]{2})-py3(?:-.+)?")
+_NGC_TAG = re.compile(r"([0-9]{2}\.[0-9]{2}(?:\.post[0-9]+)?)-py3(?:-.+)?")
 
 
 class _Family(NamedTuple):
