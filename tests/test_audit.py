@@ -301,6 +301,12 @@ def test_the_text_report_names_the_hidden_directories_it_did_not_enter(tmp_path)
     assert lines[1:3] == [
         "outcomes: enabled 0, disabled 0, error 0, undetermined 0; 1 file(s) skipped (not deployment sources)",
         f"not entered: 2 hidden directories ({tmp_path}/.ci, {tmp_path}/.gitlab); audit one by giving its path"]
+    # One given as a path of its own is audited, and not said to be passed over, in either order (survey 34f).
+    for paths in ([str(tmp_path), f"{tmp_path}/.ci"], [f"{tmp_path}/.ci", str(tmp_path)]):
+        report = audit(paths)
+        assert [e.deployment.file for e in report.entries] == [f"{tmp_path}/.ci/run.sh"]
+        assert render(report, "text").splitlines()[2] == (
+            f"not entered: 1 hidden directory ({tmp_path}/.gitlab); audit one by giving its path")
 
 
 def test_the_text_report_names_the_files_that_look_like_sources_but_are_not_read(tmp_path):

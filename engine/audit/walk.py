@@ -115,7 +115,10 @@ def walk(paths: Sequence[str]) -> tuple[list[tuple[str, str, bool]], list[FileRe
             if key not in seen:
                 seen.add(key)
                 files.append(item)
-    return files, skipped
+    # A hidden directory that is itself one of the paths is audited (`audit proj proj/.ci`), not passed over.
+    given = {os.path.normpath(os.path.abspath(raw)) for raw in paths} if dedupe else set()
+    return files, [result for result in skipped if result.skipped != HIDDEN
+                   or os.path.normpath(os.path.abspath(result.file)) not in given]
 
 
 def _posix(path: Path) -> str:
