@@ -1284,7 +1284,7 @@ def test_an_overlay_of_a_kserve_inference_service_is_a_launch_of_its_runtime(tmp
     (overlay,) = [e for e in report.entries if e.deployment.file == str(patch)]
     d = overlay.deployment
     assert (d.format, d.line, d.container, ktc(d)["kv_connector"], overlay.decision["outcome"]) == (
-        "kustomize", 7, "kserve-container", "LMCacheConnectorV1", "disabled")  # (vLLM 0.10.0, with a connector)
+        "kustomize", 6, "kserve-container", "LMCacheConnectorV1", "disabled")  # (vLLM 0.10.0, with a connector)
     assert tuple(os.path.normpath(f) for f in d.chain) == (str(patch), str(tmp_path / "base" / "inferenceservice.yaml"),
                        str(tmp_path / "models" / "m1" / "kustomization.yaml"),
                        str(tmp_path / "base" / "servingruntime.yaml"))
@@ -1819,7 +1819,8 @@ spec:
 """)
     entries = {(Path(e.deployment.file).name, e.deployment.name): e for e in audit([str(tmp_path)]).entries}
     served = entries[("isvc.yaml", "llama/kserve-container")]
-    assert (served.deployment.line, served.deployment.chain) == (8, (str(tmp_path / "isvc.yaml"), str(tmp_path / "runtime.yaml")))
+    # (placed at its `model:` line, not at the first key under it: survey 34d)
+    assert (served.deployment.line, served.deployment.chain) == (7, (str(tmp_path / "isvc.yaml"), str(tmp_path / "runtime.yaml")))
     assert (served.decision["outcome"], served.decision["vllm"]["release"]) == ("disabled", "0.22.0")
     assert json.loads(served.deployment.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
     assert served.deployment.document["env"] == {"VLLM_USE_V1": "1"}
@@ -1889,7 +1890,7 @@ spec:
 """)
     found = read_source(tmp_path / "isvc.yaml")
     assert (found.deployments, [(p.code, p.line, p.message) for p in found.problems]) == ((), [(
-        "source.unresolved", 7, "InferenceService llama: the ServingRuntime `vllm-cuda-runtime` it runs with is not "
+        "source.unresolved", 6, "InferenceService llama: the ServingRuntime `vllm-cuda-runtime` it runs with is not "
                                 "in the audited paths")])
 
 

@@ -71,7 +71,7 @@ def inference_services(ctx: Ctx, services: list[tuple[dict[str, Any], Lines]],
         meta = svc["metadata"] if isinstance(svc.get("metadata"), dict) else {}
         model = svc["spec"]["predictor"]["model"]
         name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
-        line = lines.first(("spec", "predictor", "model")) or lines.at() or 1
+        line = lines.key("spec", "predictor", "model") or lines.at() or 1  # (its `model:` line: a block starts below)
         found = _runtime(ctx, model, local)
         if isinstance(found, str):
             if mentions_vllm(repr(model)):

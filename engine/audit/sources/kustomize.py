@@ -382,7 +382,7 @@ def _launches(ctx: Ctx, obj: dict[str, Any], merged_from: tuple[str, ...],
     problems: list[Problem] = []
     meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     if is_inference_service(obj):  # (its runtime's container, with the service's model: KServe's merge)
-        at = line or next((lines.first(("spec", "predictor", "model")) for _, part, lines in documents
+        at = line or next((lines.key("spec", "predictor", "model") for _, part, lines in documents
                            if part.get("kind") == obj.get("kind") and _name(part) == meta.get("name")), None)
         return [d.replace(format="kustomize", line=at or d.line,
                           chain=tuple(dict.fromkeys((*d.chain[:1], *merged_from, *d.chain[1:]))))
