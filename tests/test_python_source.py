@@ -2111,6 +2111,27 @@ async def init_engine(self, settings):
 """
 
 
+
+def test_the_openai_servers_run_server_of_a_parsed_namespace_is_a_launch(tmp_path):
+    # `vllm serve` runs `uvloop.run(run_server(args))`; so do servers of their own (inclusionAI/AReaL's
+    # areal_vllm_server.py, prime-rl's, ArcticInference's; survey 34c), whose file was "Python in which no vLLM
+    # launch is read" where `build_async_engine_client(args)` was one.
+    found = read(tmp_path, """import uvloop
+from vllm.entrypoints.openai.api_server import run_server
+from vllm.entrypoints.openai.cli_args import make_arg_parser
+from vllm.utils import FlexibleArgumentParser
+parser = make_arg_parser(FlexibleArgumentParser())
+args = parser.parse_args(["--model", "m", "--kv-transfer-config",
+                          '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'])
+uvloop.run(run_server(args))
+""", "server.py")
+    (launch,) = found.deployments
+    assert (launch.line, launch.document["model"]) == (8, {"name": "m"})
+    assert json.loads(launch.document["kv_transfer_config"])["kv_connector"] == "LMCacheConnectorV1"
+    # A function of the file's own of that name is no launch.
+    assert read(tmp_path, "import vllm\n\ndef run_server(args):\n    pass\n\nrun_server(['--model', 'm'])\n",
+                "own.py").deployments == ()
+
 def test_an_engine_built_from_a_namespace_reads_what_the_script_sets_on_it(tmp_path):
     # BentoML's openllm-models (f0027d6b): 66 services build the OpenAI server's engine from a namespace
     # they parse empty and then set fields on (`args.model = ...`, then `setattr(args, key, value)` for

@@ -219,8 +219,9 @@ def imported_by_call(node: ast.Assign, classes: frozenset[str]) -> tuple[str, st
 
 
 # vLLM's functions that build an engine from a parsed command line, as `AsyncEngineArgs.from_cli_args(args)`
-# does (the OpenAI server's `build_async_engine_client(args)`, which BentoML's OpenLLM model services call).
-CLI_ENGINES = {"build_async_engine_client": "AsyncEngineArgs.from_cli_args"}
+# does: the OpenAI server's `build_async_engine_client(args)`, which BentoML's OpenLLM model services call, and
+# its `run_server(args)`, which `vllm serve` runs (`uvloop.run(run_server(args))`, as inclusionAI/AReaL's server does).
+CLI_ENGINES = {"build_async_engine_client": "AsyncEngineArgs.from_cli_args", "run_server": "AsyncEngineArgs.from_cli_args"}
 
 
 def vllm_imports(tree: ast.AST, classes: frozenset[str]) -> tuple[dict[str, str], set[str]]:
