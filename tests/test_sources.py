@@ -844,6 +844,9 @@ def test_an_image_that_runs_vllm_given_only_arguments_is_a_launch(tmp_path, imag
     ("opea/vllm-gaudi:latest", ["--port", "80"]),                    # no model: not told it is vLLM's server
     ("lmcache/lmstack-router:latest", ["--model", "m"]),             # names no vLLM
     ("ghcr.io/org/vllm-router:1", ["serve", "--model", "m"]),        # a program of its own first
+    # an option no vLLM release takes beside `--model`: a benchmark client's image, its program's own options
+    # (Project-HAMi/HAMi 4707fb02 benchmarks/deployments/job-on-hami.yml, built FROM python:3.12-slim; survey 35d)
+    ("myreg/vllm-bench-client:latest", ["--vllm-url", "http://127.0.0.1:8000/v1", "--model", "Qwen3-8B"]),
 ])
 def test_an_image_not_taken_for_vllms_server(tmp_path, image, args):
     pod = read_source(write(tmp_path / "pod.yaml", POD + f"    - name: c\n      image: {image}\n      args: {args}\n"))

@@ -53,10 +53,14 @@ def presumed_server(image: str, args: Sequence[str]) -> bool:
     vLLM's server with ``args``: its repository's name holds `vllm` (not
     llm-d's simulator), the arguments start with an option and name the
     model with `--model` (an image's own program, a router or a proxy,
-    takes no `--model`)."""
+    takes no `--model`), and each option is one some bundled release takes
+    (a benchmark client's image, `vllm-bench-client`, takes `--model` beside
+    its own `--vllm-url`)."""
     repository = _repository(image)
+    options = [a.split("=", 1)[0] for a in args if a.startswith("--")]
     return ("vllm" in repository.lower() and not _SIMULATOR.search(repository) and bool(args)
-            and args[0].startswith("--") and any(a == "--model" or a.startswith("--model=") for a in args))
+            and args[0].startswith("--") and "--model" in options
+            and all(refused_everywhere(o) is None for o in options))
 
 
 def vllm_arguments(image: str, args: Sequence[str]) -> bool:
