@@ -94,6 +94,18 @@ def test_an_unclosed_here_document_is_a_located_problem(tmp_path):
     assert [(p.code, p.line) for p in source.problems] == [("source.dockerfile", 2)]
 
 
+
+def test_a_run_script_the_shell_cannot_read_is_a_problem_only_of_a_dockerfile_that_names_vllm(tmp_path):
+    # All-Hands-AI/OpenHands (156d0686) runtime_templates/Dockerfile.j2, a Jinja template whose RUN holds
+    # `{%- if ('mswebench' in base_image) -%}` and never mentions vLLM: a source.shell_syntax file problem, where a
+    # shell script that names no vLLM is skipped (survey 35b).
+    run = "RUN echo {% if (a) %}\n"
+    other = read_source(write(tmp_path / "other" / "Dockerfile", "FROM ubuntu:22.04\n" + run))
+    assert (other.deployments, other.problems) == ((), ())
+    served = read_source(write(tmp_path / "served" / "Dockerfile", "FROM vllm/vllm-openai:v0.20.0\n" + run))
+    assert [(p.code, p.line, p.message) for p in served.problems] == [
+        ("source.shell_syntax", 2, "cannot read the script: unexpected `(`")]
+
 def test_env_doubling_is_bounded(tmp_path):
     text = "FROM python:3.12\nENV X=ab\n" + "ENV X=$X$X\n" * 40 + 'CMD vllm serve m --kv-transfer-config "$X"\n'
     source = read_source(write(tmp_path / "Dockerfile", text), limits=SourceLimits(max_variable_length=4096))

@@ -31,6 +31,7 @@ from ...core.options import Arg, ConfigFile
 from ...core.errors import Problem
 from .context import Ctx
 from .deployment import Deployment
+from .detect import mentions_vllm
 from .launch import apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
 from .shell import argv_invocations, run_script
@@ -508,9 +509,13 @@ def _run(ctx: Ctx, stage: _Stage, ins: _Instruction, scope: Mapping[str, str], p
     else:
         script = command + "\n" + "".join(h.body + h.name + "\n" for h in ins.heredocs)
     env = {name: Arg(value, f"line {ins.line}") for name, value in scope.items()}
+    own: list[Problem] = []
     found, run = run_script(script, ctx, env=env, first_line=ins.line, origin=lambda _l: f"line {ins.line}",
-                            anchor=lambda _l: f":{ins.line}", problems=problems, fixed=True)
+                            anchor=lambda _l: f":{ins.line}", problems=own, fixed=True)
     del found  # a launch in RUN runs at build time
+    # A script the shell cannot read is a problem of a Dockerfile that names vLLM, as of a shell script;
+    # another's (a Jinja-templated Dockerfile's `{%- if ... -%}`) is none of this audit's.
+    problems += [p for p in own if p.code != "source.shell_syntax" or mentions_vllm(ctx.text)]
     stage.pins += [pin.hint for pin in run.pins if pin.container == 0]
     for path, versions in run.files.items():
         script_file = versions[-1][1]
