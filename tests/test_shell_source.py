@@ -461,6 +461,40 @@ vllm serve m $ARGS $EXTRA --kv-transfer-config '{LMCACHE}'
     assert (d.paths, [p.code for p in d.problems]) == ((), [])
 
 
+
+THREE_IFS = """OFFLOAD_ARGS=()
+if [[ "$KV_OFFLOADING" == dram ]]; then OFFLOAD_ARGS=(--kv-transfer-config '{kv}'); fi
+PARALLEL_ARGS=(--tensor-parallel-size "$TP")
+if [[ "$DP_ATTENTION" == "true" ]]; then PARALLEL_ARGS=(--tensor-parallel-size 1 --data-parallel-size "$TP"); fi
+EP_ARGS=()
+if (( EP_SIZE > 1 )); then EP_ARGS=(--enable-expert-parallel); fi
+vllm serve m "${{PARALLEL_ARGS[@]}}" "${{EP_ARGS[@]}}" "${{OFFLOAD_ARGS[@]}}"
+"""
+
+
+@pytest.mark.parametrize(("kv", "outcome"), [(NIXL, "enabled"), (LMCACHE, "error")])
+def test_beyond_the_bound_only_the_paths_of_values_the_decision_reads_are_read(tmp_path, kv, outcome):
+    # SemiAnalysis' InferenceMAX agentic benchmarks (minimaxm3_fp8_h100.sh, survey 34a): three `if`s make eight
+    # combinations, more than are read again, so the KV config's `if` was a source.unresolved error where each of
+    # its paths is `enabled`. The `if`s that set a parallel size and expert parallelism set nothing the decision
+    # reads: their words stay notes, and only the KV config's two paths are read.
+    d = only(read_source(write(tmp_path / "run.sh", THREE_IFS.format(kv=kv))))
+    assert [which for which, _ in d.paths] == ["path 1 of 2 through `if` at line 2", "path 2 of 2 through `if` at line 2"]
+    (entry,) = decided(write(tmp_path / "run.sh", THREE_IFS.format(kv=kv)))
+    assert entry.decision["outcome"] == outcome
+    assert [n.message for n in entry.deployment.notes][:2] == [
+        "the command also takes `${PARALLEL_ARGS[@]}` (which is set differently on the paths through `if` at line 4); "
+        "only the options written here are read, and it may hold others",
+        "the command also takes `${EP_ARGS[@]}` (which is set differently on the paths through `if` at line 6); only "
+        "the options written here are read, and it may hold others"]
+    # A value that names no option, but is one's value, is the decision's all the same (`--kv-transfer-config "$KV"`).
+    other = LMCACHE if kv == NIXL else NIXL
+    json_value = (f"KV='{other}'\n" + THREE_IFS.format(kv=kv).replace("OFFLOAD_ARGS=(--kv-transfer-config '" + kv + "')",
+                                                                     "KV='" + kv + "'")
+                  .replace('"${OFFLOAD_ARGS[@]}"', '--kv-transfer-config "$KV"'))
+    (entry,) = decided(write(tmp_path / "json.sh", json_value))
+    assert (len(entry.deployment.paths), entry.decision["outcome"]) == (2, "error")  # (paths that disagree)
+
 def test_a_word_no_path_sets_stays_open_when_the_paths_settle_another_value(tmp_path):
     # The paths read `$KV` as each `if` branch sets it; `$EXTRA_ARGS` is set on none, so they
     # do not settle it: it is the note it would be without the `if`, not "the same on each path".

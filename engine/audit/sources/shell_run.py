@@ -9,8 +9,8 @@ api_server module, ``docker run`` of a vLLM image), with its environment.
 
 from __future__ import annotations
 
-import itertools
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ...core.markers import UNRESOLVED, has_unresolved, show, unresolved
@@ -25,7 +25,7 @@ from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, dock
                              venv_activation)
 from .shell_expand import Expander, clobber, in_place, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
-from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Place, Script, Scope, Source, Stop, Var, normal_path
+from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Readings, Place, Script, Scope, Source, Stop, Var, normal_path
 from .shell_syntax import parse_body
 from .shell_tree import FunctionDef, Param, ShellSyntaxError, Simple, Word
 from .shell_words import ASSIGNMENT, NAME, split_assignments
@@ -396,31 +396,19 @@ class Interpreter(Flow):
                     self.nested_text(Script(" ".join(remote), line, False), scope, line, fresh=True)
                 return
 
-    def paths(self, command: Simple, scope: Scope, line: int,
-              texts: list[str]) -> tuple[tuple[Any, ...], frozenset[str]]:
-        """A launch whose words (``texts``, its environment's too) read values that the ends of `if`s or
-        `case`s made unknown, the variables they set still as they left them: the launch read again once
-        per path, each variable set as that path sets it; through several such merges, once per combination
-        of their paths, at most MAX_BRANCHES in all. (Which path, the words, the environment) for each; none where a path's
-        reading is not one launch of the same program, nor beyond that bound. Where they are not read before
-        a path is tried (beyond the bound, or another shell's merges, which a container's `-c` script reads
-        but cannot set), the markers of the values a path sets to what the decision reads."""
-        read = self.run.merges_read(texts)
-        markers = tuple(read)
-        merges = sorted(set(read.values()), key=lambda b: min(b.epochs.values()))  # in the script's order
-        kept = [{name: var for name, epoch in branches.epochs.items()
-                 if (var := scope.lookup(name)) is not None and var.epoch == epoch} for branches in merges]
-        # A merge whose values a later merge of the same variables grew (`ARGS+=(...)` in two `if`s) is
-        # read within that one's values: each of its paths fills in its marker there.
-        outer = {name for names in kept for name in names}
-        inner = [not names for names in kept]
-        if merges and all(names or set(branches.values) <= outer for branches, names in zip(merges, kept)):
-            kept = [names or {name: UNSET for name in branches.values} for names, branches in zip(kept, merges)]
-        if not merges or not all(kept):
-            return (), frozenset(marker for marker, branches in read.items() if branches.may_decide())
-        combinations = list(itertools.product(*(range(len(next(iter(b.values.values())))) for b in merges)))
-        if len(combinations) > MAX_BRANCHES:
-            return (), frozenset(marker for marker, branches in read.items() if branches.may_decide())
+    def paths(self, command: Simple, scope: Scope, line: int, argv: list[str],
+              env: Mapping[str, Arg]) -> tuple[tuple[Any, ...], frozenset[str]]:
+        """A launch whose words (``argv``, ``env``'s values) read values that the ends of `if`s or `case`s made
+        unknown, still as they left them: read again once per path, each variable set as that path sets it;
+        through several such merges, once per combination of their paths (of those the decision reads, beyond
+        MAX_BRANCHES), at most MAX_BRANCHES in all. (Which path, the words, the environment) for each; none where
+        a path's reading is not one launch of the same program, nor beyond the bound. Where they are not read
+        (beyond it, or another shell's merges, which a container's `-c` script reads but cannot set), the
+        markers of the values a path sets to what the decision reads."""
+        chosen = self.run.readings(argv, {name: arg.text for name, arg in env.items()}, scope)
+        if not isinstance(chosen, Readings):
+            return (), chosen
+        read, markers, merges, kept, inner, combinations = chosen
         count = len(combinations)
         through = " and ".join(branches.where for branches in merges)
         written = {marker for marker in markers if any(marker in (word.literal() or "") for word in command.words)}
@@ -570,7 +558,7 @@ class Interpreter(Flow):
         if run.capturing is not None:  # read again for one path (paths())
             run.capturing.append((argv, launch_env))
             return True
-        paths, unread_paths = self.paths(command, scope, line, [*argv, *(a.text for a in launch_env.values())])
+        paths, unread_paths = self.paths(command, scope, line, argv, launch_env)
         if module_at is not None and not paths:
             return False
         # A pin in the container shell the launch runs in installs its release over the image's.

@@ -8,9 +8,11 @@ spend). Nothing here runs or expands anything.
 
 from __future__ import annotations
 
+import itertools
+import math
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -291,6 +293,16 @@ class Branches:
         return any(n in ENV_NAMES for n in self.values) or \
             any(_DECIDING.search(UNRESOLVED.sub("", value[len(start):])) for value in values)
 
+    def decides(self, marker: str, argv: list[str], env: Mapping[str, str]) -> bool:
+        """may_decide, or where a launch (``argv``, its environment ``env``) takes the marker of
+        this merge as (part of) the value of an option the decision reads (`--kv-transfer-config "$KV"`,
+        `--kv-transfer-config=$KV`), or of a variable of the environment it reads: a JSON value names no
+        option, and decides the launch all the same."""
+        return self.may_decide() or any(marker in value for name, value in env.items() if name in ENV_NAMES) or any(
+            marker in word and (at > 0 and _DECIDING.fullmatch(argv[at - 1]) is not None
+                                or _DECIDING.fullmatch(word.split("=", 1)[0]) is not None and "=" in word)
+            for at, word in enumerate(argv))
+
     def may_decide(self) -> bool:
         """Whether a path sets a value to what the decision reads: an option
         of it (`KVARG=(--kv-transfer-config ...)`), or a variable of the
@@ -309,6 +321,22 @@ _DECIDING = re.compile(r"(?<![\w-])(?:" + "|".join(
     for option in sorted({*(option for option, (field, _) in (*VALUE_OPTIONS.items(), *FLAG_OPTIONS.items())
                             if field in ENGINE_FIELDS), *OFF_SWITCHES, DEVICE_OPTION, "--config"}, key=len, reverse=True))
     + r")(?![\w-])")
+
+
+class Readings(NamedTuple):
+    """The paths a launch is read on again (Run.readings): the merges it reads, by marker; their markers;
+    the merges, in the script's order; the variables of each, as the launch reads them; whether each is
+    read within a later one's values; and the combinations of their paths (a path of each)."""
+    read: dict[str, Branches]
+    markers: tuple[str, ...]
+    merges: list[Branches]
+    kept: list[dict[str, Var]]
+    inner: list[bool]
+    combinations: list[tuple[int, ...]]
+
+
+def _combinations(merges: list[Branches]) -> int:
+    return math.prod(len(next(iter(branches.values.values()))) for branches in merges)
 
 
 @dataclass
@@ -352,6 +380,37 @@ class Run:
     def next_epoch(self) -> int:
         self.epoch += 1
         return self.epoch
+
+    def readings(self, argv: list[str], env: Mapping[str, str], scope: "Scope") -> "Readings | frozenset[str]":
+        """Which paths a launch (``argv``, its environment ``env``) is read on again: the merges whose
+        values it reads (its words hold their markers), still as they left them, and the combinations of
+        their paths, at most MAX_BRANCHES; beyond that bound, of the merges whose values the decision
+        reads alone (a port, a parallel size, `--enable-expert-parallel` set by `if`s beside a KV config's
+        stay values not known, each a note). Else the markers of the values a path sets to what the
+        decision reads, which are not read on each path."""
+        read = self.merges_read([*argv, *env.values()])
+        merges = sorted(set(read.values()), key=lambda b: min(b.epochs.values()))  # in the script's order
+        kept = [{name: var for name, epoch in branches.epochs.items()
+                 if (var := scope.lookup(name)) is not None and var.epoch == epoch} for branches in merges]
+        # A merge whose values a later merge of the same variables grew (`ARGS+=(...)` in two `if`s), or an
+        # `if`'s within another's path, is read within that one's values: each of its paths fills in its marker.
+        outer = {name for names in kept for name in names}
+        inner = [not names for names in kept]
+        if merges and all(names or set(branches.values) <= outer for branches, names in zip(merges, kept)):
+            kept = [names or {name: UNSET for name in branches.values} for names, branches in zip(kept, merges)]
+        unread = frozenset(marker for marker, branches in read.items() if branches.may_decide())
+        if not merges or not all(kept):
+            return unread
+        if _combinations(merges) > MAX_BRANCHES and not any(inner):
+            deciding = [index for index, branches in enumerate(merges) if any(
+                found is branches and branches.decides(marker, argv, env) for marker, found in read.items())]
+            if not deciding:
+                return frozenset()
+            merges, kept, inner = [merges[i] for i in deciding], [kept[i] for i in deciding], [inner[i] for i in deciding]
+        if _combinations(merges) > MAX_BRANCHES:
+            return unread
+        combinations = list(itertools.product(*(range(len(next(iter(b.values.values())))) for b in merges)))
+        return Readings(read, tuple(m for m, b in read.items() if b in merges), merges, kept, inner, combinations)
 
     def merges_read(self, texts: list[str]) -> dict[str, Branches]:
         """The merges whose markers ``texts`` hold, by marker, and those whose markers their paths' values
