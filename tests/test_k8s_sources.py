@@ -424,6 +424,21 @@ def test_a_chart_templates_actions_that_print_nothing_or_close_around_the_args_l
     (d,) = found.deployments
     assert (d.line, d.release.version, [n.code for n in d.notes][-1]) == (23, "0.11.1", "source.template")
 
+
+def test_a_chart_template_of_an_ome_runtime_whose_runners_run_no_vllm_is_skipped(tmp_path):
+    # sgl-project/ome (17b77eda) charts/ome-serving/templates/clusterservingruntime.yaml, survey 35a: a
+    # ClusterServingRuntime whose runner runs SGLang, its readiness probe's `path` given on both branches of an
+    # `if`, and vLLM named only in a comment ("vLLM support coming soon"): an input.parse problem that asked for
+    # `helm template`. Its runner is a container written in the template, and runs no vLLM on either branch.
+    found = read_source(template(tmp_path, "csr.yaml", (
+        "{{/* Currently supports sglang runtime. vLLM support coming soon. */}}\napiVersion: ome.io/v1beta1\n"
+        "kind: ClusterServingRuntime\nmetadata:\n  name: srt\nspec:\n  engineConfig:\n    runner:\n"
+        "      name: ome-container\n      image: lmsysorg/sglang:v0.5.5\n"
+        "      command: [python3, -m, sglang.launch_server, --model-path, $(MODEL_PATH)]\n"
+        "      readinessProbe:\n        httpGet:\n{{- if .Values.pd }}\n          path: /health\n{{- else }}\n"
+        "          path: /health_generate\n{{- end }}\n          port: 8080\n")))
+    assert (found.deployments, found.problems, found.skipped) == ((), (), RUNS_NO_VLLM)
+
 def test_a_chart_templates_if_and_else_may_both_give_a_key_of_an_object_that_holds_no_pod(tmp_path):
     # opea-project/GenAIInfra (9200b37) helm-charts/agent/templates/configmap.yaml: `no_proxy` in both
     # branches of an `if` (and an HPA's `averageValue`) made the template unreadable and the file

@@ -35,6 +35,7 @@ from .images import VLLM_IMAGE, presumed_server
 from .kubernetes import Site, pod_launches, pod_templates
 from .marks import Lines, yaml_chunks
 from .modelservice import base_config_note, is_base_config, is_model_service
+from .ome import is_runtime, runners
 from .release import ReleaseHint, from_image
 
 __all__ = ["in_chart", "chart_template", "Template"]
@@ -216,7 +217,8 @@ def _runs_no_vllm(obj: dict[str, Any]) -> bool:
     command that is none (llm-d-router's `vllm launch render` sidecar, whose
     server starts no engine), or an image that is no vLLM image and is not
     taken to run its server. (A value the template fills in may be anything.)"""
-    containers = [c for _, pod, _, _ in pod_templates(obj) for c in pod["containers"]]
+    pods = [pod for _, pod, _, _ in pod_templates(obj)] + ([pod for _, pod, _ in runners(obj)] if is_runtime(obj) else [])
+    containers = [c for pod in pods for c in pod["containers"]]
     for container in containers:
         if not isinstance(container, dict) or _PLACEHOLDER.search(str(container)):
             return False

@@ -12,7 +12,7 @@ pod, with the component's ``volumes``. With a decoder, the engine prefills.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -22,7 +22,7 @@ from .deployment import Deployment
 from .kubernetes import Site, config_maps_of, pod_launches
 from .marks import Lines
 
-__all__ = ["is_runtime", "ome_runtimes"]
+__all__ = ["is_runtime", "ome_runtimes", "runners"]
 
 KINDS = ("ClusterServingRuntime", "ServingRuntime")
 
@@ -45,11 +45,11 @@ def ome_runtimes(ctx: Ctx, runtimes: list[tuple[dict[str, Any], Lines]],
     return out, problems
 
 
-def _runners(ctx: Ctx, obj: dict[str, Any], site: Site, lines: Lines,
-             config_maps: Mapping[tuple[str, str], dict[str, Any]], problems: list[Problem]) -> list[Deployment]:
+def runners(obj: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], dict[str, Any], str | None]]:
+    """Each runner container of a runtime's engine and decoder (their leader's and worker's too), as (its path,
+    the pod the controller runs it in, its role)."""
     spec = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
     disaggregated = isinstance(spec.get("decoderConfig"), dict)
-    out: list[Deployment] = []
     for component, role in (("engineConfig", "prefill" if disaggregated else None), ("decoderConfig", "decode")):
         config = spec.get(component)
         if not isinstance(config, dict):
@@ -58,10 +58,15 @@ def _runners(ctx: Ctx, obj: dict[str, Any], site: Site, lines: Lines,
             holder = config.get(part[0]) if part else config
             if not isinstance(holder, dict) or not isinstance(holder.get("runner"), dict):
                 continue
-            runner = holder["runner"]
-            path = ("spec", component, *part, "runner")
             volumes = holder.get("volumes") if isinstance(holder.get("volumes"), list) else config.get("volumes")
-            pod = {"containers": [runner], "volumes": volumes if isinstance(volumes, list) else []}
-            out += pod_launches(ctx, pod, None, replace(site, role=part_role), lines, path, config_maps, problems,
-                                object_meta=obj.get("metadata"), line=lines.first((*path, "name"), path))
+            pod = {"containers": [holder["runner"]], "volumes": volumes if isinstance(volumes, list) else []}
+            yield ("spec", component, *part, "runner"), pod, part_role
+
+
+def _runners(ctx: Ctx, obj: dict[str, Any], site: Site, lines: Lines,
+             config_maps: Mapping[tuple[str, str], dict[str, Any]], problems: list[Problem]) -> list[Deployment]:
+    out: list[Deployment] = []
+    for path, pod, role in runners(obj):
+        out += pod_launches(ctx, pod, None, replace(site, role=role), lines, path, config_maps, problems,
+                            object_meta=obj.get("metadata"), line=lines.first((*path, "name"), path))
     return out
