@@ -311,6 +311,19 @@ def test_a_manifest_stream_with_one_broken_document_reads_the_others(tmp_path):
     assert (alone.format, alone.deployments, codes(alone.problems)) == (None, (), ["input.parse"])
 
 
+
+def test_kserves_own_fields_in_a_serving_runtime_do_not_make_its_placeholders_a_helm_template(tmp_path):
+    # opendatahub-io/odh-dashboard (b9d09633) Cypress fixtures, survey 35a: `name: {{SERVING_RUNTIME_NAME}}`,
+    # filled in by the test before `oc apply`, beside `--served-model-name={{.Name}}`, which KServe's controller
+    # fills in from the service: the hint said to audit `helm template`'s output, where no chart renders it.
+    runtime = ("apiVersion: serving.kserve.io/v1alpha1\nkind: ServingRuntime\nmetadata:\n  name: {{SERVING_RUNTIME_NAME}}\n"
+               "spec:\n  containers:\n    - name: kserve-container\n      image: quay.io/modh/vllm:rhoai-2.20\n"
+               "      command: [python, -m, vllm.entrypoints.openai.api_server]\n"
+               "      args: [--port=8080, --model=/mnt/models, \"--served-model-name={{.Name}}\"]\n")
+    (problem,) = read_source(write(tmp_path / "sr.yaml", runtime)).problems
+    assert problem.hint == ("`{{SERVING_RUNTIME_NAME}}` is a placeholder filled in before the file is applied (not a "
+                            "Helm value, which reads `{{ .Values.x }}`); audit the file as it is applied")
+
 def test_an_unrendered_helm_template_is_named_as_such(tmp_path):
     source = read_source(write(tmp_path / "templates" / "d.yaml", "spec:\n  replicas: {{ .Values.replicas }}\n"
                                                                  "  args: [vllm, serve, {{ .Values.model | quote }}\n"))

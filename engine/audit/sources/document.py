@@ -86,6 +86,9 @@ def _reported(text: str) -> bool:
 
 _ACTIONS = re.compile(r"\{\{.*?\}\}")
 _BARE = re.compile(r"\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}")
+# What KServe's controller fills in a ServingRuntime's container from the service's metadata
+# (`--served-model-name={{.Name}}`): not a template the file is rendered through before it is applied.
+_KSERVE_FIELD = re.compile(r"\{\{\s*\.(?:Name|Namespace|Labels\.\w+|Annotations\.\w+)\s*\}\}")
 
 
 def _parse_problem(ctx: Ctx, exc: InputError, offset: int = 0) -> Problem:
@@ -95,7 +98,9 @@ def _parse_problem(ctx: Ctx, exc: InputError, offset: int = 0) -> Problem:
     hint = first.hint
     if "{%" in ctx.text and first.code == "input.parse":  # (a statement tag: Jinja's, never Go's)
         hint = "this looks like an unrendered Jinja template; audit the file it renders instead"
-    elif "{{" in ctx.text and first.code == "input.parse" and (actions := _ACTIONS.findall(ctx.text)) \
+    elif "{{" in ctx.text and first.code == "input.parse" and (actions := [
+            action for action in _ACTIONS.findall(ctx.text)
+            if not ("ServingRuntime" in ctx.text and _KSERVE_FIELD.fullmatch(action))]) \
             and all(_BARE.fullmatch(action) for action in actions):
         # (`{{HF_TOKEN}}`: no Helm value, which is `.Values.x`; a placeholder a person or a tool such as Jinja fills in)
         hint = (f"`{show(actions[0])}` is a placeholder filled in before the file is applied (not a Helm value, which "
