@@ -326,6 +326,32 @@ def test_an_if_within_an_ifs_path_is_read_on_each_of_its_paths_too(tmp_path):
         "HMA is enabled on each of the 4 paths, for reasons that differ between them; the decision shown is that of "
         "path 1 of 4 through `if` at line 3 and `if` at line 2"]
 
+
+def test_a_loop_within_an_ifs_path_that_adds_words_not_known_leaves_the_launch_decided(tmp_path):
+    # vllm-project/vllm tests/v1/kv_connector/nixl_integration/run_multi_connector_accuracy_test.sh (fleet corpus):
+    # `if [[ -n "$VLLM_SERVE_EXTRA_ARGS" ]]` then a loop adds each of them to the command line, then `eval`. Reading
+    # the loop within the `if`'s path made the launch an error; what it adds is a value not known, a note.
+    script = write(tmp_path / "run.sh", f"""KV='{NIXL}'
+run() {{
+  local kv_config=$2
+  BASE_CMD="vllm serve $1 --port 8100 --kv-transfer-config '$kv_config'"
+  if [[ -n "$VLLM_SERVE_EXTRA_ARGS" ]]; then
+    IFS=',' read -r -a extra_args <<< "$VLLM_SERVE_EXTRA_ARGS"
+    for arg in "${{extra_args[@]}}"; do
+      BASE_CMD="${{BASE_CMD}} $arg"
+    done
+  fi
+  if [[ -n "$ATTENTION_BACKEND" ]]; then
+    BASE_CMD="${{BASE_CMD}} --attention-backend $ATTENTION_BACKEND"
+  fi
+  eval "$BASE_CMD &"
+}}
+run m "$KV"
+""")
+    (entry,) = decided(script)
+    assert (entry.decision["outcome"], entry.decision["errors"]) == ("enabled", [])
+    assert [n.code for n in entry.deployment.notes] == ["source.unresolved_arguments"] * 2
+
 MODULE_BY_IF = """if [ "$USE_UNIFIED" = true ]; then
     WORKER_MODULE="dynamo.vllm.unified_main"
 else

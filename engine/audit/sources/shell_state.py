@@ -294,14 +294,35 @@ class Branches:
             any(_DECIDING.search(UNRESOLVED.sub("", value[len(start):])) for value in values)
 
     def decides(self, marker: str, argv: list[str], env: Mapping[str, str]) -> bool:
-        """may_decide, or where a launch (``argv``, its environment ``env``) takes the marker of
+        """adds_options, or where a launch (``argv``, its environment ``env``) takes the marker of
         this merge as (part of) the value of an option the decision reads (`--kv-transfer-config "$KV"`,
         `--kv-transfer-config=$KV`), or of a variable of the environment it reads: a JSON value names no
         option, and decides the launch all the same."""
-        return self.may_decide() or any(marker in value for name, value in env.items() if name in ENV_NAMES) or any(
+        return self.adds_options() or any(marker in value for name, value in env.items() if name in ENV_NAMES) or any(
             marker in word and (at > 0 and _DECIDING.fullmatch(argv[at - 1]) is not None
                                 or _DECIDING.fullmatch(word.split("=", 1)[0]) is not None and "=" in word)
             for at, word in enumerate(argv))
+
+    def adds_options(self) -> bool:
+        """may_decide, of what each path adds to the start its values agree on (the merge's own): a command
+        line that every path holds, grown on one by a value not known, adds no option the decision reads."""
+        if any(name in ENV_NAMES for name in self.values):
+            return True
+        for name, on_paths in self.values.items():
+            merged = self.merged.get(name)
+            if merged is not None and merged.items is not None:
+                start: tuple[str, ...] | str = merged.items[:-1]
+                added = [items[len(start):] if items[:len(start)] == start else items for items in (
+                    var.items if var.items is not None else (var.value,) if var.value is not None else ()
+                    for var in on_paths)]
+            else:
+                # (the merge's own marker ends the value it left: one before it is a value the paths share)
+                found = list(UNRESOLVED.finditer(merged.value or "")) if merged is not None else []
+                start = merged.value[:found[-1].start()] if merged is not None and merged.value and found else ""
+                added = [(_past(var.value or "", start),) for var in on_paths]
+            if any(_DECIDING.search(UNRESOLVED.sub("", text)) for texts in added for text in texts if text):
+                return True
+        return False
 
     def may_decide(self) -> bool:
         """Whether a path sets a value to what the decision reads: an option
@@ -324,15 +345,30 @@ _DECIDING = re.compile(r"(?<![\w-])(?:" + "|".join(
 
 
 class Readings(NamedTuple):
-    """The paths a launch is read on again (Run.readings): the merges it reads, by marker; their markers;
+    """The paths a launch is read on again (Run.readings): the merges it reads, by marker; the markers its own
+    words hold; the markers of those read;
     the merges, in the script's order; the variables of each, as the launch reads them; whether each is
     read within a later one's values; and the combinations of their paths (a path of each)."""
     read: dict[str, Branches]
+    direct: frozenset[str]  # the markers of those the launch's own words hold
     markers: tuple[str, ...]
     merges: list[Branches]
     kept: list[dict[str, Var]]
     inner: list[bool]
     combinations: list[tuple[int, ...]]
+
+
+def _past(value: str, start: str) -> str:
+    """What ``value`` holds past the ``start`` the paths agree on: all of it where it does not start so (none
+    where the start ends in a blank this value lacks, as `CMD="$CMD $arg"` grows it on another path)."""
+    if value.startswith(start):
+        return value[len(start):]
+    return "" if start.startswith(value) and start[len(value):].isspace() else value
+
+
+def _merged_name(shown: str) -> str:
+    """The variable a merge's marker stands for, from how it is shown (`$KV`, `${ARGS[@]}`)."""
+    return shown.lstrip("$").strip("{}").removesuffix("[@]")
 
 
 def _combinations(merges: list[Branches]) -> int:
@@ -388,7 +424,10 @@ class Run:
         reads alone (a port, a parallel size, `--enable-expert-parallel` set by `if`s beside a KV config's
         stay values not known, each a note). Else the markers of the values a path sets to what the
         decision reads, which are not read on each path."""
-        read = self.merges_read([*argv, *env.values()])
+        texts = [*argv, *env.values()]
+        read = self.merges_read(texts)
+        # (those the launch's own words hold: a nested merge's marker is read only through its outer one's paths)
+        direct = frozenset(m.group(0) for text in texts if "\x00" in text for m in UNRESOLVED.finditer(text)) & set(read)
         merges = sorted(set(read.values()), key=lambda b: min(b.epochs.values()))  # in the script's order
         kept = [{name: var for name, epoch in branches.epochs.items()
                  if (var := scope.lookup(name)) is not None and var.epoch == epoch} for branches in merges]
@@ -398,32 +437,37 @@ class Run:
         inner = [not names for names in kept]
         if merges and all(names or set(branches.values) <= outer for branches, names in zip(merges, kept)):
             kept = [names or {name: UNSET for name in branches.values} for names, branches in zip(kept, merges)]
-        unread = frozenset(marker for marker, branches in read.items() if branches.may_decide())
+        unread = frozenset(marker for marker in direct if read[marker].may_decide())
         if not merges or not all(kept):
             return unread
-        if _combinations(merges) > MAX_BRANCHES and not any(inner):
+        if _combinations(merges) > MAX_BRANCHES:
             deciding = [index for index, branches in enumerate(merges) if any(
                 found is branches and branches.decides(marker, argv, env) for marker, found in read.items())]
+            # (a merge read within another's values is read only with one it is within)
+            within = {name for index in deciding if not inner[index] for name in kept[index]}
+            deciding = [index for index in deciding if not inner[index] or set(merges[index].values) <= within]
             if not deciding:
                 return frozenset()
             merges, kept, inner = [merges[i] for i in deciding], [kept[i] for i in deciding], [inner[i] for i in deciding]
         if _combinations(merges) > MAX_BRANCHES:
             return unread
         combinations = list(itertools.product(*(range(len(next(iter(b.values.values())))) for b in merges)))
-        return Readings(read, tuple(m for m, b in read.items() if b in merges), merges, kept, inner, combinations)
+        return Readings(read, direct, tuple(m for m, b in read.items() if b in merges), merges, kept, inner, combinations)
 
     def merges_read(self, texts: list[str]) -> dict[str, Branches]:
-        """The merges whose markers ``texts`` hold, by marker, and those whose markers their paths' values
-        hold: an `if` within a path of another (nested `if`s) left its marker in the value that path sets."""
+        """The merges whose markers ``texts`` hold, by marker; and within the values a merge's paths give
+        its variable, the merges of that same variable whose markers they hold: an `if` within a path of
+        another (nested `if`s) left its marker in the value that path sets. (Another variable's marker in
+        such a value, a copy of a value set elsewhere, is read as a value not known, as it was set.)"""
         read: dict[str, Branches] = {}
-        pending = list(texts)
+        pending: list[tuple[str, str | None]] = [(text, None) for text in texts]
         while pending:
-            text = pending.pop(0)
+            text, variable = pending.pop(0)
             for marker in UNRESOLVED.finditer(text) if "\x00" in text else ():
-                branches = self.branches.get(marker.group(0))
-                if branches is not None and marker.group(0) not in read:
+                branches, name = self.branches.get(marker.group(0)), _merged_name(marker.group(1))
+                if branches is not None and marker.group(0) not in read and variable in (None, name):
                     read[marker.group(0)] = branches
-                    pending += [text for on_paths in branches.values.values() for var in on_paths
+                    pending += [(text, name) for var in branches.values.get(name, ())
                                 for text in (var.items if var.items is not None else (var.value or "",))]
         return read
 
