@@ -1822,6 +1822,21 @@ def test_a_dockerfile_beside_the_launcher_that_copies_it_gives_its_release(tmp_p
     assert (other.deployment.file.endswith("other.py"), other.deployment.release) == (True, None)
 
 
+
+def test_a_launcher_a_dockerfile_copies_runs_on_the_platform_of_its_image(tmp_path):
+    # The image a Dockerfile copies a launcher into gave its release but not its platform: a launcher copied into
+    # vLLM's TPU image (GoogleCloudPlatform/kubernetes-engine-samples' rayserve/llm/tpu) was decided on CUDA.
+    (tmp_path / "Dockerfile").write_text("FROM vllm/vllm-tpu:v0.11.1\nCOPY serve.py run.sh /app/\n", encoding="utf-8")
+    (tmp_path / "serve.py").write_text("from vllm import LLM\nLLM(model='m')\n", encoding="utf-8")
+    (tmp_path / "run.sh").write_text("#!/bin/bash\nvllm serve m\n", encoding="utf-8")
+    python, shell = sorted(audit([str(tmp_path)]).entries, key=lambda e: e.deployment.file)
+    for entry in (python, shell):
+        assert (entry.deployment.document["platform"], entry.decision["vllm"]["release"], entry.decision["outcome"]) == (
+            {"name": "tpu"}, "0.11.1", "disabled")
+        assert dict(entry.deployment.origins)["platform"] == (
+            "image tag vllm/vllm-tpu:v0.11.1 (vLLM 0.11.1 with tpu-inference's TPU platform) in "
+            f"{tmp_path}/Dockerfile, which copies this file into the image it builds")
+
 def test_a_dockerfile_whose_image_names_no_release_says_why_where_nothing_else_names_one(tmp_path):
     # GoogleCloudPlatform/kubernetes-engine-samples (2b50365) ai-ml/gke-ray/rayserve/llm/tpu: the Dockerfile
     # builds FROM vllm/vllm-tpu:v0.21.0 and copies serve_tpu_multihost.py; the launcher was decided as the

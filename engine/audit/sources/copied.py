@@ -12,7 +12,7 @@ from .companions import companion_text, shown as companion_name
 from .context import Ctx
 from .detect import source_format
 from .dockerfile import built_image
-from .release import ReleaseHint
+from .release import ReleaseHint, platform_of
 
 __all__ = ["built_with"]
 
@@ -26,7 +26,8 @@ def built_with(ctx: Ctx) -> ReleaseHint | None:
     Dockerfile's folder (runpod-workers/worker-vllm: `COPY src /src` beside
     `src/`), where one release is named so. A Dockerfile that copies its
     whole folder (`COPY . /app`) copies every file and names none. The
-    release may be one not known (``version`` None), with why."""
+    release may be one not known (``version`` None), with why; its
+    ``platform`` is the image's, where that is not CUDA."""
     path = ctx.real_path()
     if path is None:
         return None
@@ -50,7 +51,8 @@ def built_with(ctx: Ctx) -> ReleaseHint | None:
             image = built_image(Ctx(dockerfile, companion_name(ctx, dockerfile), ctx.roots, ctx.limits, text))
             if image is not None and held & image.copied and image.release is not None:
                 found.add((image.release.version, f"{image.release.origin} in {companion_name(ctx, dockerfile)}, which "
-                                                  "copies this file into the image it builds"))
+                                                  "copies this file into the image it builds", None,
+                           platform_of(image.base)))
         if found:
             # (several releases name none; an image whose release is not known, such as vllm/vllm-tpu:nightly, says why)
             return ReleaseHint(*found.pop()) if len(found) == 1 else None

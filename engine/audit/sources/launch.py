@@ -251,11 +251,12 @@ def _platform(inv: Invocation) -> tuple[str, str] | None:
     CUDA, and what says so: its image (vLLM's CPU or ROCm build,
     vllm-ascend's), else its deployer (a container's environment), else the
     command's own environment (`docker run -e`, `NAME=value vllm serve`),
-    else its `--device`."""
+    else the image a Dockerfile copies it into, else its `--device`."""
     platform = platform_of(inv.image)
     if platform is not None:
         return platform, f"image {plain(str(inv.image))}"
-    return inv.platform or platform_of_env(inv.env) or platform_of_device(inv.argv)
+    built = (inv.release.platform, inv.release.origin) if inv.release is not None and inv.release.platform else None
+    return inv.platform or platform_of_env(inv.env) or built or platform_of_device(inv.argv)
 
 
 def with_facts(read: dict[str, Any], facts: dict[str, Any], name: str | None = None) -> dict[str, Any]:

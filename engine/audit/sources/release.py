@@ -177,6 +177,9 @@ class ReleaseHint(NamedTuple):
     version: str | None
     origin: str
     dynamo: str | None = None  # the NVIDIA Dynamo release whose image it is (its launcher differs between them)
+    # The platform of the image it was read from, where that is not CUDA: a Dockerfile's base that a
+    # launcher is copied into (`FROM vllm/vllm-tpu:v0.11.1`, copied.py) runs it there.
+    platform: str | None = None
 
 
 def valid_version(text: str) -> bool:
