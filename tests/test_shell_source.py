@@ -521,6 +521,23 @@ def test_beyond_the_bound_only_the_paths_of_values_the_decision_reads_are_read(t
     (entry,) = decided(write(tmp_path / "json.sh", json_value))
     assert (len(entry.deployment.paths), entry.decision["outcome"]) == (2, "error")  # (paths that disagree)
 
+
+def test_beyond_the_bound_a_value_grown_in_ifs_one_of_which_decides_stays_unresolved(tmp_path):
+    # vllm-project/vllm-neuron (a5ef7c88) test/utils/server/start_server.sh grows `cmd_args` in nine `if`s (survey
+    # 36b): a chain of merges, each read within the next one's values. With the KV config's `if` first and two
+    # more, a reading of the non-deciding ones alone left the launch `enabled`, with no connector.
+    script = write(tmp_path / "run.sh", f"""KV='{LMCACHE}'
+args=(--model m)
+if [[ -n "$USE_KV" ]]; then args+=(--kv-transfer-config "$KV"); fi
+if [[ "$A" == true ]]; then args+=(--port 1); fi
+if [[ "$B" == true ]]; then args+=(--port 2); fi
+vllm serve "${{args[@]}}"
+""")
+    (entry,) = decided(script)
+    assert [(e["code"], e["message"]) for e in entry.decision["errors"]] == [(
+        "source.unresolved", "line 6: the command also takes `${args[@]}` (which is set differently on the paths "
+                             "through `if` at line 3), which may hold options")]
+
 def test_a_word_no_path_sets_stays_open_when_the_paths_settle_another_value(tmp_path):
     # The paths read `$KV` as each `if` branch sets it; `$EXTRA_ARGS` is set on none, so they
     # do not settle it: it is the note it would be without the `if`, not "the same on each path".

@@ -443,9 +443,10 @@ class Run:
         if _combinations(merges) > MAX_BRANCHES:
             deciding = [index for index, branches in enumerate(merges) if any(
                 found is branches and branches.decides(marker, argv, env) for marker, found in read.items())]
-            # (a merge read within another's values is read only with one it is within)
-            within = {name for index in deciding if not inner[index] for name in kept[index]}
-            deciding = [index for index in deciding if not inner[index] or set(merges[index].values) <= within]
+            # (one read within another's values, `args+=(...)` in three `if`s, is read only through the chain
+            # of those that grew it: beyond the bound, where one decides, none is read)
+            if any(inner[index] for index in deciding):
+                return unread
             if not deciding:
                 return frozenset()
             merges, kept, inner = [merges[i] for i in deciding], [kept[i] for i in deciding], [inner[i] for i in deciding]
