@@ -408,6 +408,25 @@ def test_a_chart_template_that_prints_args_from_values_around_the_written_ones_b
                               f"args of container `vllm` (line {line}: `{action}`), which the audit does not render")]
 
 
+
+def test_a_chart_template_that_builds_the_args_of_an_image_its_defaults_give_as_another_is_skipped(tmp_path):
+    # vllm-disaggregation (production-stack's chart) templates/job.yaml: a model download Job whose args the chart's
+    # values print, in `{{ .Values.extraInit.modelDownload.image.repository }}`, which values.yaml gives as
+    # amazon/aws-cli: no vLLM, whichever args the install gives (survey snapshot of c4aa648).
+    write(tmp_path / "chart" / "Chart.yaml", "apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    write(tmp_path / "chart" / "values.yaml", "download:\n  image: {repository: amazon/aws-cli, tag: 2.6.4}\n"
+                                              "  args: [s3, cp, --recursive, s3://b/m, /data]\n")
+    job = template(tmp_path, "job.yaml", (
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: init-vllm\nspec:\n  template:\n    spec:\n"
+        "      containers:\n      - name: job-download-model\n"
+        "        image: {{ .Values.download.image.repository }}:{{ .Values.download.image.tag }}\n"
+        "        args:\n        {{- toYaml .Values.download.args | nindent 8 }}\n"))
+    report = audit([str(tmp_path / "chart")])
+    assert (report.entries, [p for p in report.problems if p.file == str(job)]) == ((), [])
+    # Its image not given by the defaults, the Job may run vLLM: the template is its one problem.
+    write(tmp_path / "chart" / "values.yaml", "download:\n  args: [s3, cp]\n")
+    assert [p.code for p in audit([str(tmp_path / "chart")]).problems] == ["input.parse"]
+
 def test_a_chart_templates_actions_that_print_nothing_or_close_around_the_args_leave_them_written(tmp_path):
     # rh-ai-quickstart/ai-architecture-charts (ab5e233b) llm-service/helm/templates/serving-runtime.yaml,
     # survey 34b: `{{- $finalEnv := list }}` after the last argument was "a template action builds the command

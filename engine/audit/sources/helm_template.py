@@ -154,7 +154,7 @@ def chart_template(ctx: Ctx) -> Template | None:
                        for i, c in enumerate(pod["containers"])]
             # (one built by actions that cannot run vLLM, a chart's busybox test pod, is as good as written)
             quiet = [c for c, at in zip(pod["containers"], actions)
-                     if isinstance(c, dict) and at is not None and not _may_run_vllm(c, expressions)]
+                     if isinstance(c, dict) and at is not None and not _may_run_vllm(c, expressions, chart.value)]
             built += [(_values(str(c.get("name") or ""), expressions), at) for c, at in zip(pod["containers"], actions)
                       if isinstance(c, dict) and at is not None and not any(c is q for q in quiet)]
             literal = [c for c, at in zip(pod["containers"], actions) if isinstance(c, dict) and at is None]
@@ -182,15 +182,20 @@ def chart_template(ctx: Ctx) -> Template | None:
     return Template(out, podless, read_whole, tuple(built), notes=tuple(notes))
 
 
-def _may_run_vllm(container: dict[str, Any], expressions: list[str]) -> bool:
+def _may_run_vllm(container: dict[str, Any], expressions: list[str], known: Callable[[str], str | None]) -> bool:
     """Whether a container whose command or args a template action builds
     may run vLLM: its text names vLLM (its values as the template writes
-    them), or its image is a template's value. A chart's test pod that runs
-    `wget` in busybox on both branches of an `if` runs none (helm-charts'
-    vllm-kserve, whose file names vLLM only in the chart's name)."""
+    them), or its image is a template's value that the chart's defaults
+    (``known``) do not give, or give as an image named for vLLM. A chart's
+    test pod that runs `wget` in busybox on both branches of an `if` runs
+    none (helm-charts' vllm-kserve, whose file names vLLM only in the
+    chart's name), nor does a model download Job in `amazon/aws-cli`."""
     image = container.get("image")
-    return mentions_vllm(str(_values(str(container), expressions))) or not isinstance(image, str) \
-        or _PLACEHOLDER.search(image) is not None
+    if not isinstance(image, str):
+        return True
+    shown = _values(image, expressions, known)
+    return mentions_vllm(str(_values(str(container), expressions))) or _PLACEHOLDER.search(image) is not None and (
+        not isinstance(shown, str) or "\x00" in shown or mentions_vllm(shown))
 
 
 def _repeated(body: str) -> dict[str, Any] | None:
