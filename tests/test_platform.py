@@ -255,6 +255,19 @@ def test_vllm_spyres_settings_exported_by_a_script_or_set_in_os_environ_name_the
     assert "platform" not in local.deployment.document
 
 
+
+def test_aws_neurons_vllm_settings_name_the_platform(tmp_path):
+    # vllm-project/vllm-neuron (a5ef7c88) test/utils/server/start_server.sh exports
+    # VLLM_NEURON_FRAMEWORK=neuronx-distributed-inference, a setting only vLLM on AWS Neuron reads (vllm-neuron,
+    # and vLLM's own Neuron backend before it); its launches were decided on CUDA, `enabled` (survey 36b).
+    write(tmp_path / "run.sh", "export VLLM_NEURON_FRAMEWORK=neuronx-distributed-inference\nvllm serve m\n")
+    write(tmp_path / "gen.py", "import os\nos.environ['VLLM_NEURON_FRAMEWORK'] = 'neuronx-distributed-inference'\n"
+                               "from vllm import LLM\nLLM(model='m')\n")
+    found = [(e.deployment.file.rsplit("/", 1)[-1], e.deployment.document.get("platform"),
+              dict(e.deployment.origins).get("platform"), e.decision["outcome"]) for e in audit([str(tmp_path)]).entries]
+    assert found == [("gen.py", {"name": "neuron"}, "env VLLM_NEURON_FRAMEWORK", "disabled"),
+                     ("run.sh", {"name": "neuron"}, "env VLLM_NEURON_FRAMEWORK", "disabled")]
+
 def test_vllms_device_option_names_the_platform(tmp_path):
     # aws-neuron/aws-neuron-samples (2015d650) inference-benchmarking/server/scripts/start_server.sh passes
     # `--device "neuron"`, and aws-neuron/upstreaming-to-vllm's (dd417b31) examples `LLM(..., device="neuron")`

@@ -26,7 +26,7 @@ from .files import NOT_REGULAR, read_text, regular
 from .connector_code import connector_notes
 from .release import ReleaseHint, platform_of
 
-__all__ = ["DEVICE_OPTION", "Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "platform_of_runtime", "read_from_env", "SPYRE_ENV",
+__all__ = ["DEVICE_OPTION", "Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "platform_of_runtime", "read_from_env", "SPYRE_ENV", "PLATFORM_ENV",
            "refuse", "release_noted", "with_facts"]
 
 ConfigReader = Callable[[str], "str | ConfigFile"]
@@ -201,15 +201,17 @@ def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> d
     return document
 
 
-# vllm-spyre's own settings (vllm_spyre/envs.py: VLLM_SPYRE_USE_CB, VLLM_SPYRE_DYNAMO_BACKEND, ...):
-# an environment that sets one runs vLLM on IBM Spyre, through that plugin.
+# Settings only a platform's vLLM reads, by the platform an environment that sets one runs vLLM on:
+# vllm-spyre's (vllm_spyre/envs.py: VLLM_SPYRE_USE_CB, VLLM_SPYRE_DYNAMO_BACKEND, ...), and AWS Neuron's
+# (VLLM_NEURON_FRAMEWORK, which vllm-neuron and vLLM's own Neuron backend read).
 SPYRE_ENV = "VLLM_SPYRE_"
+PLATFORM_ENV = ((SPYRE_ENV, "spyre"), ("VLLM_NEURON_", "neuron"))
 
 
 def read_from_env(name: str) -> bool:
     """Whether a launch takes the variable ``name`` from its environment: one
-    the decision reads, or one that names the platform (vllm-spyre's)."""
-    return name in ENV_NAMES or name.startswith(SPYRE_ENV)
+    the decision reads, or one that names the platform (vllm-spyre's, Neuron's)."""
+    return name in ENV_NAMES or any(name.startswith(prefix) for prefix, _ in PLATFORM_ENV)
 
 
 # Container runtimes that run on one platform only: Intel Gaudi's (habana-container-runtime), which
@@ -242,8 +244,9 @@ def platform_of_device(argv: list[Arg]) -> tuple[str, str] | None:
 
 def platform_of_env(names: Iterable[str]) -> tuple[str, str] | None:
     """The platform an environment's variable names say vLLM runs on, and which one says so."""
-    spyre = sorted(name for name in names if name.startswith(SPYRE_ENV))
-    return ("spyre", f"env {spyre[0]}") if spyre else None
+    names = sorted(names)
+    return next(((platform, f"env {name}") for prefix, platform in PLATFORM_ENV for name in names
+                 if name.startswith(prefix)), None)
 
 
 def _platform(inv: Invocation) -> tuple[str, str] | None:
