@@ -327,6 +327,18 @@ def test_an_if_within_an_ifs_path_is_read_on_each_of_its_paths_too(tmp_path):
         "path 1 of 4 through `if` at line 3 and `if` at line 2"]
 
 
+
+def test_an_if_within_an_ifs_path_copied_into_a_command_array_stays_unresolved(tmp_path):
+    # SemiAnalysisAI/InferenceX (843c6254) agentic/kimik3_fp4_mi355x_mtp.sh, survey 36a: the nested `if`s' value is
+    # copied into `VLLM_CMD=(...)` before the launch. The outer merge's value holds only the inner one's marker,
+    # which names no option: the launch was `enabled`, where A=1 B=1 runs LMCacheConnectorV1.
+    script = write(tmp_path / "run.sh", NESTED_IFS.format(kv=LMCACHE).replace(
+        'vllm serve m "${OFFLOAD_ARGS[@]}"', 'CMD=(vllm serve m "${OFFLOAD_ARGS[@]}")\n"${CMD[@]}"'))
+    (entry,) = decided(script)
+    assert [(e["code"], e["message"]) for e in entry.decision["errors"]] == [(
+        "source.unresolved", "line 8: the command also takes `${OFFLOAD_ARGS[@]}` (which is set differently on the "
+                             "paths through `if` at line 2), which may hold options")]
+
 def test_a_loop_within_an_ifs_path_that_adds_words_not_known_leaves_the_launch_decided(tmp_path):
     # vllm-project/vllm tests/v1/kv_connector/nixl_integration/run_multi_connector_accuracy_test.sh (fleet corpus):
     # `if [[ -n "$VLLM_SERVE_EXTRA_ARGS" ]]` then a loop adds each of them to the command line, then `eval`. Reading

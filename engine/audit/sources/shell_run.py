@@ -408,7 +408,7 @@ class Interpreter(Flow):
         chosen = self.run.readings(argv, {name: arg.text for name, arg in env.items()}, scope)
         if not isinstance(chosen, Readings):
             return (), chosen
-        read, direct, markers, merges, kept, inner, combinations = chosen
+        read, direct, nested, unread, markers, merges, kept, inner, combinations = chosen
         count = len(combinations)
         through = " and ".join(branches.where for branches in merges)
         written = {marker for marker in markers if any(marker in (word.literal() or "") for word in command.words)}
@@ -426,7 +426,7 @@ class Interpreter(Flow):
                             exported=var.exported, epoch=self.run.next_epoch(), line=var.line)
             for branches, taken, within in zip(merges, combination, inner):
                 if within and not branches.fill_in(path, taken):
-                    return (), frozenset(marker for marker in direct if read[marker].may_decide())
+                    return (), unread
             fields, env = self.expand(assignments, words, path, line)
             if fields[:len(program)] != program:  # another program on this path: not the same launch
                 return (), frozenset()
@@ -447,7 +447,7 @@ class Interpreter(Flow):
             quoted = any(c in "'\"\\" for marker in written for c in on_path[marker] or "")
             placed = None if quoted else in_place(*captured[0], on_path)
             if placed is None:  # (an `eval`'s text, whose words the path's text would make anew)
-                return (), frozenset(marker for marker in direct if read[marker].adds_deciding(marker, scope))
+                return (), nested | frozenset(marker for marker in direct if read[marker].adds_deciding(marker, scope))
             argv, env = placed
             out.append((f"path {index + 1} of {count} through {through}", [Arg(a, origin) for a in argv], env))
         return tuple(out), frozenset()

@@ -346,11 +346,14 @@ _DECIDING = re.compile(r"(?<![\w-])(?:" + "|".join(
 
 class Readings(NamedTuple):
     """The paths a launch is read on again (Run.readings): the merges it reads, by marker; the markers its own
-    words hold; the markers of those read;
+    words hold, those of them whose nested merges may decide, and those said to be unread where no path is
+    read; the markers of those read;
     the merges, in the script's order; the variables of each, as the launch reads them; whether each is
     read within a later one's values; and the combinations of their paths (a path of each)."""
     read: dict[str, Branches]
     direct: frozenset[str]  # the markers of those the launch's own words hold
+    nested: frozenset[str]  # of those, the markers whose nested merges (an `if`'s within a path) may decide
+    unread: frozenset[str]  # the markers said to be unread where no path is read
     markers: tuple[str, ...]
     merges: list[Branches]
     kept: list[dict[str, Var]]
@@ -364,6 +367,11 @@ def _past(value: str, start: str) -> str:
     if value.startswith(start):
         return value[len(start):]
     return "" if start.startswith(value) and start[len(value):].isspace() else value
+
+
+def _shown(marker: str) -> str:
+    found = UNRESOLVED.fullmatch(marker)
+    return found.group(1) if found else ""
 
 
 def _merged_name(shown: str) -> str:
@@ -437,7 +445,12 @@ class Run:
         inner = [not names for names in kept]
         if merges and all(names or set(branches.values) <= outer for branches, names in zip(merges, kept)):
             kept = [names or {name: UNSET for name in branches.values} for names, branches in zip(kept, merges)]
-        unread = frozenset(marker for marker in direct if read[marker].may_decide())
+        # A value an `if` within another's path set (nested) may be what decides: the outer merge's value
+        # holds only the inner one's marker, and what the inner one adds is what counts.
+        nested = frozenset(marker for marker in direct if any(
+            branches.adds_options() for found, branches in read.items()
+            if found not in direct and _merged_name(_shown(found)) == _merged_name(_shown(marker))))
+        unread = nested | frozenset(marker for marker in direct if read[marker].may_decide())
         if not merges or not all(kept):
             return unread
         if _combinations(merges) > MAX_BRANCHES:
@@ -453,7 +466,8 @@ class Run:
         if _combinations(merges) > MAX_BRANCHES:
             return unread
         combinations = list(itertools.product(*(range(len(next(iter(b.values.values())))) for b in merges)))
-        return Readings(read, direct, tuple(m for m, b in read.items() if b in merges), merges, kept, inner, combinations)
+        return Readings(read, direct, nested, unread, tuple(m for m, b in read.items() if b in merges), merges, kept,
+                        inner, combinations)
 
     def merges_read(self, texts: list[str]) -> dict[str, Branches]:
         """The merges whose markers ``texts`` hold, by marker; and within the values a merge's paths give
