@@ -765,7 +765,7 @@ def test_an_unknown_value_whose_reason_quotes_another_reads_as_written(tmp_path)
     nested, and the note read "`$A$(...)/env.sh` at line 2, ...`, where
     `$A` may be set by `source ;")."""
     script = write(tmp_path / "run.sh", f"""A=--enforce-eager
-. "$(dirname "$0")/env.sh"
+. "$(git rev-parse --show-toplevel)/env.sh"
 vllm serve m $A --kv-transfer-config '{NIXL}'
 """)
     d = only(read_source(script))
@@ -773,7 +773,30 @@ vllm serve m $A --kv-transfer-config '{NIXL}'
     assert [n.message for n in d.notes] == [
         "the command also takes `$A` (which may be set by `source $(...)/env.sh` at line 2, a file the audit does "
         "not read); only the options written here are read, and it may hold others"]
+    # The script's own folder, `$(dirname "$0")`, is where it is read from (a file the audit does not read there).
+    script.write_text(script.read_text().replace("git rev-parse --show-toplevel", 'dirname "$0"'), encoding="utf-8")
+    assert [n.message for n in only(read_source(script)).notes] == [
+        "the command also takes `$A` (which may be set by `source ./env.sh` at line 2, a file the audit does "
+        "not read); only the options written here are read, and it may hold others"]
 
+
+
+@pytest.mark.parametrize("folder", ['"$(dirname "$0")"', '"$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"',
+                                    '$(cd $(dirname $0) && pwd)'])
+def test_the_scripts_own_folder_finds_the_files_beside_it(tmp_path, folder):
+    # SemiAnalysisAI/InferenceX (843c6254): each benchmark sources "$(dirname "$0")/../benchmark_lib.sh", whose
+    # `write_command FILE "${VLLM_CMD[@]}"` only prints the command. The sourced file was not found, and the call
+    # was read as a wrapper that runs its arguments: one launch too many for each script (survey 36a).
+    write(tmp_path / "lib.sh", "write_command() {\n  local f=\"$1\"; shift\n  printf '%q ' \"$@\" | tee \"$f\"\n}\n")
+    write(tmp_path / "c.yaml", f"kv-transfer-config: '{NIXL}'\n")
+    script = write(tmp_path / "run.sh", f"""SCRIPT_DIR={folder}
+source "$SCRIPT_DIR/lib.sh"
+CMD=(vllm serve m --config "$SCRIPT_DIR/c.yaml")
+write_command /tmp/cmd.txt "${{CMD[@]}}"
+"${{CMD[@]}}" &
+""")
+    d = only(read_source(script))
+    assert (d.line, ktc(d)["kv_connector"]) == (5, "NixlConnector")
 
 def test_an_option_named_by_an_unknown_value_takes_no_word_and_keeps_its_name(tmp_path):
     """`${ACCESS_LOG_ARGS}`, one word on each of two paths, is `--disable-`

@@ -158,6 +158,9 @@ class Expander:
         function that only prints (:meth:`printed`). Any other is unknown."""
         if part.kind == "command" and part.body is not None and len(part.body.items) == 1:
             pipelines = part.body.items[0].pipelines
+            folder = self.folder_of(pipelines, part.body.items[0].operators)
+            if folder is not None:
+                return folder
             commands = pipelines[0].commands if len(pipelines) == 1 else []
             if 1 <= len(commands) <= 2 and all(isinstance(c, Simple) for c in commands):
                 text = self.output(commands[0])  # type: ignore[arg-type]
@@ -166,6 +169,20 @@ class Expander:
                 if text is not None:
                     return text.rstrip("\n")
         return unresolved(part.raw, _WHY_UNKNOWN.get(part.kind))
+
+    def folder_of(self, pipelines: list, operators: list[str]) -> str | None:
+        """`cd DIR && pwd` (`pwd -P`, `cd -- DIR`): DIR, where the script gives it (`"$(dirname "$0")"`, the
+        script's folder: the idiom of a script that finds the files beside it, `SCRIPT_DIR=$(cd ... && pwd)`)."""
+        commands = [pipeline.commands[0] for pipeline in pipelines
+                    if len(pipeline.commands) == 1 and isinstance(pipeline.commands[0], Simple)]
+        if len(commands) != 2 or len(pipelines) != 2 or operators != ["&&"] or commands[0].redirects:
+            return None
+        cd, pwd = ([w.literal() for w in command.words] for command in commands)
+        if cd[:1] != ["cd"] or pwd not in (["pwd"], ["pwd", "-P"]):
+            return None
+        fields = [f for w in commands[0].words[1:] for f in self.fields(w)]
+        fields = fields[1:] if fields[:1] == ["--"] else fields
+        return fields[0] if len(fields) == 1 and not has_unresolved(fields[0]) else None
 
     def output(self, command: Simple) -> str | None:
         if not command.words:
@@ -184,7 +201,16 @@ class Expander:
             return " ".join(fields[0 if newline else 1:]) + ("\n" if newline else "")
         if head == "printf" and fields:
             return _printf(fields[0], fields[1:])
+        if head == "dirname" and (fields[1:] if fields[:1] == ["--"] else fields) in self.own_path():
+            return ".\n"  # the script's folder, which its relative paths are read from
         return None
+
+    def own_path(self) -> list[list[str]]:
+        """The words that are the path of the script the audit reads, as the file runs: `$0` (not of a
+        script it makes and runs, `sh -c SCRIPT NAME`, whose `$0` is NAME), and `${BASH_SOURCE[0]}` but in a
+        file it sources."""
+        names = ["$0", "${0}"] + ([] if self.run.sourcing else ["${BASH_SOURCE[0]}", "$BASH_SOURCE", "${BASH_SOURCE}"])
+        return [[unresolved(name)] for name in names]
 
     def printed(self, function: FunctionDef, args: list[str]) -> str | None:
         """What a function of the script writes, called with ``args``, where
