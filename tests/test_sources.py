@@ -853,6 +853,16 @@ def test_an_image_that_runs_vllm_given_only_arguments_is_a_launch(tmp_path, imag
             "is not in this file"] if note else [])
 
 
+
+def test_an_image_named_for_vllm_given_a_newer_option_beside_vllms_own_is_still_its_server(tmp_path):
+    # llm-d/llm-d-router (survey 30c) deploy/components/vllm-decode/deployment.yaml gives `${VLLM_IMAGE}` `--port`,
+    # `--model` and `--render-url`, an option of a release newer than the bundled ones: a launch (the audit notes
+    # that no bundled release takes it), where a benchmark client's options beside `--model` alone are no server's.
+    pod = read_source(write(tmp_path / "pod.yaml", POD + "    - name: vllm\n      image: ghcr.io/org/vllm-server:dev\n"
+                                                           "      args: [--port=8200, --model=m, --render-url=http://r]\n"))
+    d = only(pod)
+    assert (d.document["model"], [n.code for n in d.notes]) == ({"name": "m"}, ["source.image_entrypoint", "source.release_unknown"])
+
 @pytest.mark.parametrize("image, args", [
     ("opea/vllm-gaudi:latest", ["--port", "80"]),                    # no model: not told it is vLLM's server
     ("lmcache/lmstack-router:latest", ["--model", "m"]),             # names no vLLM

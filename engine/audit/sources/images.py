@@ -53,14 +53,17 @@ def presumed_server(image: str, args: Sequence[str]) -> bool:
     vLLM's server with ``args``: its repository's name holds `vllm` (not
     llm-d's simulator), the arguments start with an option and name the
     model with `--model` (an image's own program, a router or a proxy,
-    takes no `--model`), and each option is one some bundled release takes
-    (a benchmark client's image, `vllm-bench-client`, takes `--model` beside
-    its own `--vllm-url`)."""
+    takes no `--model`), and where it is given an option no bundled release
+    takes, another of vLLM's besides `--model` (a benchmark client's image,
+    `vllm-bench-client`, takes `--model` beside its own `--vllm-url` and
+    `--runs`; llm-d's images take options of releases newer than the bundled
+    ones beside `--port`)."""
     repository = _repository(image)
     options = [a.split("=", 1)[0] for a in args if a.startswith("--")]
+    vllms = [o for o in options if refused_everywhere(o) is None]
     return ("vllm" in repository.lower() and not _SIMULATOR.search(repository) and bool(args)
             and args[0].startswith("--") and "--model" in options
-            and all(refused_everywhere(o) is None for o in options))
+            and (len(vllms) == len(options) or any(o != "--model" for o in vllms)))
 
 
 def vllm_arguments(image: str, args: Sequence[str]) -> bool:
