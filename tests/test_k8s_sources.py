@@ -1753,40 +1753,13 @@ def test_vllm_tpu_images_run_on_tpu_at_the_release_their_tag_names(tmp_path):
     # serves vllm/vllm-tpu:v0.11.1 on GKE's TPUs: decided as CUDA 0.33.0, `enabled`. vLLM's TPU image runs
     # tpu-inference's TpuPlatform, which defines no support_hybrid_kv_cache() before v0.12.0
     # (vllm-project/tpu-inference cfc76100 added it), so HMA is off in 0.11.1 and on from 0.12.0.
-    write(tmp_path / "tpu.yaml", """apiVersion: apps/v1
-kind: Deployment
-metadata: {name: tpu}
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-tpu:v0.11.1
-          command: [vllm, serve, google/gemma-3-27b-it]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: nightly}
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-tpu:nightly
-          command: [vllm, serve, google/gemma-3-27b-it]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: resource}
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.11.0
-          command: [vllm, serve, google/gemma-3-27b-it]
-          resources: {limits: {google.com/tpu: 4}}
-""")
+    def deployment(name: str, image: str, more: str = "") -> str:
+        return (f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec:\n  template:\n    spec:\n"
+                f"      containers:\n        - name: vllm\n          image: {image}\n"
+                f"          command: [vllm, serve, google/gemma-3-27b-it]\n{more}")
+    write(tmp_path / "tpu.yaml", "---\n".join((
+        deployment("tpu", "vllm/vllm-tpu:v0.11.1"), deployment("nightly", "vllm/vllm-tpu:nightly"),
+        deployment("resource", "vllm/vllm-openai:v0.11.0", "          resources: {limits: {google.com/tpu: 4}}\n"))))
     tagged, nightly, resource = audit([str(tmp_path)]).entries
     assert (tagged.deployment.document["platform"], dict(tagged.deployment.origins)["platform"]) == (
         {"name": "tpu"}, "image vllm/vllm-tpu:v0.11.1")
