@@ -347,9 +347,9 @@ _DECIDING = re.compile(r"(?<![\w-])(?:" + "|".join(
 class Readings(NamedTuple):
     """The paths a launch is read on again (Run.readings): the merges it reads, by marker; the markers its own
     words hold, those of them whose nested merges may decide, and those said to be unread where no path is
-    read; the markers of those read;
-    the merges, in the script's order; the variables of each, as the launch reads them; whether each is
-    read within a later one's values; and the combinations of their paths (a path of each)."""
+    read; the markers of the merges read, which are in the script's order; the variables of each, as the
+    launch reads them; whether each is read within a later one's values; and the combinations of their
+    paths (a path of each)."""
     read: dict[str, Branches]
     direct: frozenset[str]  # the markers of those the launch's own words hold
     nested: frozenset[str]  # of those, the markers whose nested merges (an `if`'s within a path) may decide
@@ -379,8 +379,8 @@ def _merged_name(shown: str) -> str:
     return shown.lstrip("$").strip("{}").removesuffix("[@]")
 
 
-def _combinations(merges: list[Branches]) -> int:
-    return math.prod(len(next(iter(branches.values.values()))) for branches in merges)
+def _paths(branches: Branches) -> int:
+    return len(next(iter(branches.values.values())))
 
 
 @dataclass
@@ -453,7 +453,7 @@ class Run:
         unread = nested | frozenset(marker for marker in direct if read[marker].may_decide())
         if not merges or not all(kept):
             return unread
-        if _combinations(merges) > MAX_BRANCHES:
+        if math.prod(map(_paths, merges)) > MAX_BRANCHES:
             deciding = [index for index, branches in enumerate(merges) if any(
                 found is branches and branches.decides(marker, argv, env) for marker, found in read.items())]
             # (one read within another's values, `args+=(...)` in three `if`s, is read only through the chain
@@ -463,9 +463,9 @@ class Run:
             if not deciding:
                 return frozenset()
             merges, kept, inner = [merges[i] for i in deciding], [kept[i] for i in deciding], [inner[i] for i in deciding]
-        if _combinations(merges) > MAX_BRANCHES:
+        if math.prod(map(_paths, merges)) > MAX_BRANCHES:
             return unread
-        combinations = list(itertools.product(*(range(len(next(iter(b.values.values())))) for b in merges)))
+        combinations = list(itertools.product(*(range(_paths(branches)) for branches in merges)))
         return Readings(read, direct, nested, unread, tuple(m for m, b in read.items() if b in merges), merges, kept,
                         inner, combinations)
 
