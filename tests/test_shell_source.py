@@ -338,6 +338,31 @@ def test_an_if_within_an_ifs_path_copied_into_a_command_array_stays_unresolved(t
     assert [(e["code"], e["message"]) for e in entry.decision["errors"]] == [(
         "source.unresolved", "line 8: the command also takes `${OFFLOAD_ARGS[@]}` (which is set differently on the "
                              "paths through `if` at line 2), which may hold options")]
+    # Each path's elements in place of the copy's: where the paths agree, their decision.
+    script.write_text(script.read_text().replace(LMCACHE, NIXL), encoding="utf-8")
+    (entry,) = decided(script)
+    assert (entry.decision["outcome"], len(only(read_source(script)).paths)) == ("enabled", 4)
+
+
+@pytest.mark.parametrize(("kv", "outcome"), [(NIXL, "enabled"), (LMCACHE, "error")])
+def test_an_array_a_case_sets_copied_into_a_command_array_is_read_on_each_path(tmp_path, kv, outcome):
+    # togethercomputer/InferenceX (178b0ae6) agentic/dsv4_fp4_b200_vllm.sh, survey 36a: OFFLOAD_ARGS set by a `case`,
+    # copied into `CMD=(vllm serve ... "${OFFLOAD_ARGS[@]}")`, which runs. A copy of a scalar was read per path, a
+    # copy of an array was not: `source.unresolved` where every path is `enabled`.
+    script = write(tmp_path / "run.sh", f"""OFFLOAD_ARGS=()
+case "$OFFLOADING" in
+  none) ;;
+  dram) OFFLOAD_ARGS=(--kv-transfer-config '{kv}') ;;
+  *) exit 1 ;;
+esac
+CMD=(vllm serve m --no-disable-hybrid-kv-cache-manager "${{OFFLOAD_ARGS[@]}}")
+"${{CMD[@]}}"
+""")
+    d = only(read_source(script))
+    assert [which for which, _ in d.paths] == ["path 1 of 2 through `case` at line 2", "path 2 of 2 through `case` at line 2"]
+    assert [document.get("kv_transfer_config") for _, document in d.paths] == [None, kv]
+    (entry,) = decided(script)
+    assert entry.decision["outcome"] == outcome
 
 def test_a_loop_within_an_ifs_path_that_adds_words_not_known_leaves_the_launch_decided(tmp_path):
     # vllm-project/vllm tests/v1/kv_connector/nixl_integration/run_multi_connector_accuracy_test.sh (fleet corpus):

@@ -358,21 +358,30 @@ def common_start(values: list[str | None], unknown: str) -> str:
     return start + (" " if start and rests and all(r[:1].isspace() for r in rests) else "") + unknown
 
 
-def in_place(argv: list[str], env: dict[str, Arg], values: dict[str, str | None]) \
+def in_place(argv: list[str], env: dict[str, Arg], values: dict[str, str | tuple[str, ...] | None]) \
         -> tuple[list[str], dict[str, Arg]] | None:
     """A launch's words and environment with each marker of ``values``
     replaced by its text, where that reads the same however the word was
     quoted: a text without blanks, not empty where it is the whole word;
-    None where a marker cannot be replaced so."""
+    an array's elements in place of a word that is its marker alone (a
+    copy's element, `"${ARGS[@]}"`); None where a marker cannot be
+    replaced so."""
     def placed(text: str) -> str | None:
         for marker, value in values.items():
             if marker in text:
-                if value is None or any(c.isspace() for c in value) or (text == marker and not value):
+                if value is None or isinstance(value, tuple) or any(c.isspace() for c in value) \
+                        or (text == marker and not value):
                     return None
                 text = text.replace(marker, value)
         return text
 
-    words = [placed(word) for word in argv]
+    def spliced(word: str, depth: int = 0) -> tuple[str, ...]:
+        elements = values.get(word)  # (an element may be the marker of an `if`'s within that path: its elements)
+        if not isinstance(elements, tuple) or depth > len(values):
+            return (word,)
+        return tuple(part for element in elements for part in spliced(element, depth + 1))
+
+    words = [placed(word) for whole in argv for word in spliced(whole)]
     given = {name: (arg, placed(arg.text)) for name, arg in env.items()}
     if any(word is None for word in words) or any(text is None for _, text in given.values()):
         return None

@@ -444,7 +444,7 @@ class Interpreter(Flow):
             on_path = {m: read[m].path_text(m, combination[merges.index(read[m])], scope) for m in markers}
             # (a marker in the command's own text, an `eval` of the merged value: the shell reads a path's
             # text there anew, and a quote in it, `'{"kv_role":"kv_producer"}'`, is none of the word's)
-            quoted = any(c in "'\"\\" for marker in written for c in on_path[marker] or "")
+            quoted = any(c in "'\"\\" for marker in written for c in "".join(on_path[marker] or ""))
             placed = None if quoted else in_place(*captured[0], on_path)
             if placed is None:  # (an `eval`'s text, whose words the path's text would make anew)
                 return (), nested | frozenset(marker for marker in direct if read[marker].adds_deciding(marker, scope))

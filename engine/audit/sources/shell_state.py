@@ -242,14 +242,18 @@ class Branches:
             return found.group(0), ""  # (the agreed start ends in a blank this path's value lacks: it adds nothing)
         return (found.group(0), value[len(agreed):]) if value.startswith(agreed) else None
 
-    def path_text(self, marker: str, path: int, scope: "Scope") -> str | None:
+    def path_text(self, marker: str, path: int, scope: "Scope") -> str | tuple[str, ...] | None:
         """What the variable of ``marker`` holds on ``path`` past the start
         the paths agree on (its value in ``scope``, as the merge left it:
         that start, then the marker): the text a copy of the merged value
-        (`KV="$A"`) holds in the marker's place there. None for an array's,
-        or where the path's value does not start so."""
+        (`KV="$A"`) holds in the marker's place there; for an array, the
+        elements a copy (`CMD=(vllm serve "${ARGS[@]}")`) holds in place of
+        the marker's element. None where the path's value does not start so."""
         match = UNRESOLVED.fullmatch(marker)
-        name = match.group(1).lstrip("$") if match else ""
+        name = _merged_name(match.group(1)) if match else ""
+        if name in self.values and self.merged.get(name) is not None and self.merged[name].items is not None:
+            found = self.rest(name, path)
+            return found[1] if found is not None and found[0] == marker and isinstance(found[1], tuple) else None
         on_paths, merged = self.values.get(name), scope.lookup(name)
         var = on_paths[path] if on_paths is not None else None
         if var is None or var.items is not None or merged is None or merged.value is None or marker not in merged.value:
