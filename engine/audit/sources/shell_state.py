@@ -285,7 +285,7 @@ class Branches:
         on: `CMD="vllm serve m --kv-transfer-config ..."` grown by
         `--enforce-eager` on one path adds nothing the decision reads."""
         match = UNRESOLVED.fullmatch(marker)
-        name = match.group(1).lstrip("$") if match else ""
+        name = _merged_name(match.group(1)) if match else ""
         on_paths, merged = self.values.get(name), scope.lookup(name)
         if on_paths is None or merged is None or merged.value is None or marker not in merged.value \
                 or any(var is not None and var.items is not None for var in on_paths):
