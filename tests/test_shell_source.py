@@ -959,6 +959,28 @@ vllm serve m "${{OFFLOAD_ARGS[@]}}"
     set_first = write(tmp_path / "set.sh", "KV_OFFLOAD_BACKEND=lmcache\n" + script.read_text())
     assert ktc(only(read_source(set_first)))["kv_connector"] == "LMCacheConnectorV1"
 
+
+@pytest.mark.parametrize("default", ["MODE=${MODE:-plain}", ": ${MODE:=plain}", "export MODE=\"${MODE-plain}\"",
+                                     "PICKED=${MODE:-plain}; MODE=$PICKED"])
+def test_a_case_on_a_variable_that_holds_a_default_reads_every_arm(tmp_path, default):
+    # The same choice as `case "${MODE:-plain}"`, written in two steps: only the default's arm was read
+    # (`enabled` with NixlConnector), where MODE=lmcache in the environment runs LMCacheConnectorV1.
+    script = write(tmp_path / "run.sh", f"""{default}
+case $MODE in
+  lmcache) KV='{LMCACHE}' ;;
+  *) KV='{NIXL}' ;;
+esac
+vllm serve m --kv-transfer-config "$KV"
+""")
+    (entry,) = decided(script)
+    assert [(e["code"], e["message"]) for e in entry.decision["errors"]] == [(
+        "source.unresolved", "line 6: `--kv-transfer-config` takes its value from `$KV` (which is set differently "
+                             "on the paths through `case` at line 2)")]
+    # A value the script sets after the default is its own: that arm alone.
+    set_after = write(tmp_path / "set.sh", script.read_text().replace("case $MODE", "MODE=lmcache\ncase $MODE"))
+    assert ktc(only(read_source(set_after)))["kv_connector"] == "LMCacheConnectorV1"
+
+
 def test_a_function_runs_with_its_arguments_where_it_is_called(tmp_path):
     script = write(tmp_path / "run.sh", """start() {
   local role=$1

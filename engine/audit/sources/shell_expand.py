@@ -94,7 +94,7 @@ class Expander:
                 return value
             default = self.word(part.arg)
             if NAME.fullmatch(name):
-                assign(self.run, self.scope, name, default)
+                assign(self.run, self.scope, name, default, defaulted=self.scope.lookup(name) is None)
             return default
         if kind == "+":
             return "" if empty else self.word(part.arg)
@@ -480,8 +480,9 @@ def _simple_steps(function: FunctionDef) -> list[Simple] | None:
 
 
 def assign(run: Run, scope: Scope, name: str, value: str, *, exported: bool | None = None, local: bool = False,
-            line: int | None = None, items: tuple[str, ...] | None = None) -> None:
-    """Set ``name`` to ``value``, or to the array ``items`` (its value: the first)."""
+            line: int | None = None, items: tuple[str, ...] | None = None, defaulted: bool = False) -> None:
+    """Set ``name`` to ``value``, or to the array ``items`` (its value: the
+    first); ``defaulted``: the value is a default the environment may override."""
     limits = run.ctx.limits
     if items is not None:
         value = items[0] if items else ""
@@ -501,7 +502,20 @@ def assign(run: Run, scope: Scope, name: str, value: str, *, exported: bool | No
         frame = scope.frame_scope()
         if frame is not None:
             frame.locals.add(name)
-    scope.vars[name] = Var(value, exported, run.next_epoch(), line or 0, items)
+    scope.vars[name] = Var(value, exported, run.next_epoch(), line or 0, items, defaulted)
+
+
+def environment_default(part: object, scope: Scope) -> bool:
+    """Whether the parameter ``part`` expands to a default that the
+    environment may override: `${NAME:-a}` (or `${NAME:=a}`) of a name the
+    file leaves unset, or a variable that holds such a default
+    (`MODE=${MODE:-a}`). Only running the script says which value it has."""
+    if not isinstance(part, Param) or not NAME.fullmatch(part.name):
+        return False
+    var = scope.lookup(part.name)
+    if var is None:
+        return part.op in (":-", "-", ":=", "=")
+    return var.defaulted and part.op in (None, ":-", "-", ":=", "=")
 
 
 def _allexport(scope: Scope) -> bool:

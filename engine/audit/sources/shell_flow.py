@@ -14,7 +14,8 @@ import re
 from typing import Any
 
 from ...core.markers import has_unresolved, unresolved
-from .shell_expand import Expander, assign, clobber, common_elements, common_start, runtime, stdin_text
+from .shell_expand import (Expander, assign, clobber, common_elements, common_start, environment_default, runtime,
+                           stdin_text)
 from .shell_state import MAX_BRANCHES, UNSET, Branches, Place, Run, Scope, Script, Var
 from .shell_tree import (AndOr, Arith, Array, Case, CommandList, FunctionDef, Group, If, Lit, Loop, Param, Simple, Subshell,
                          Word)
@@ -160,10 +161,9 @@ class Flow:
         expander = Expander(self.run, scope, line)
         subject = expander.word(command.word)
         chosen = None
-        # A subject the file gives only the default of (`case "${BACKEND:-}" in`) is the environment's to
-        # choose: any arm may run, as either path of an `if` that tests it may.
-        defaulted = any(isinstance(part, Param) and part.op in (":-", "-") and NAME.fullmatch(part.name)
-                        and scope.lookup(part.name) is None for part in command.word.parts)
+        # A subject the file gives only the default of (`case "${BACKEND:-}" in`, `MODE=${MODE:-a}; case $MODE
+        # in`) is the environment's to choose: any arm may run, as either path of an `if` that tests it may.
+        defaulted = any(environment_default(part, scope) for part in command.word.parts)
         if not has_unresolved(subject) and not defaulted:
             for index, (patterns, _) in enumerate(command.arms):
                 values = [expander.word(p) for p in patterns]
@@ -298,8 +298,10 @@ class Flow:
                 items = [*(before or ()), *items]
             assign(self.run, scope, name, "", exported=exported, local=local, line=line, items=tuple(items))
             return
+        # (`MODE=${MODE:-a}`: the environment's value, else the default; a `case` on it may take any arm)
+        defaulted = not append and len(parts) == 1 and environment_default(parts[0], scope)
         assign(self.run, scope, name, self.value(scope, name, value_word, append), exported=exported, local=local,
-               line=line)
+               line=line, defaulted=defaulted)
 
     def declaration(self, builtin: str, words: list[Word], scope: Scope, line: int) -> None:
         """export, declare, typeset, local, readonly: their arguments are assignments."""
@@ -340,7 +342,7 @@ class Flow:
                     assign(self.run, scope, plain, "", exported=exported, local=True, line=line)
                     scope.vars[plain] = UNSET
                 elif current is not None and exported is not None:
-                    scope.vars[plain] = Var(current.value, exported, current.epoch, items=current.items)
+                    scope.vars[plain] = current._replace(exported=exported, line=0)
                 elif current is None and exported:
                     scope.vars[plain] = Var(None, True, self.run.next_epoch())  # exported once it is set
                 continue

@@ -39,6 +39,7 @@ class Var(NamedTuple):
     epoch: int          # when it was set: a run-time change later makes it unknown
     line: int = 0       # where it was set (a launch in a text it holds, run by eval, is placed there)
     items: tuple[str, ...] | None = None  # an array's elements (`CMD=(vllm serve ...)`); None: not an array
+    defaulted: bool = False  # a default the environment may override (`MODE=${MODE:-a}`): see environment_default
 
 
 UNSET = Var(None, False, 0)
