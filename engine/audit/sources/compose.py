@@ -11,6 +11,8 @@ compose-go splits them, with mattn/go-shellwords, never run through a shell); ``
 ``env_file`` files; ``extends`` of a service in the same file. An image of
 vLLM without an ``entrypoint`` runs ``vllm serve`` with ``command`` as its
 arguments. Profiles do not matter: a service in any profile is a launch.
+An Akash SDL has compose's ``services`` but runs them as Kubernetes does: it
+is read by akash.py.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ...core.options import Arg, ConfigFile
 from ...core.errors import InputError, Problem
 from .context import Ctx
 from .deployment import Deployment, SourceFile
+from .akash import looks_like_sdl, sdl_file
 from .companions import companion_text, shown as companion_name
 from .dockerfile import BuiltImage, DockerWords, built_image
 from .launch import apply_facts, config_from_fs, deployment, platform_of_runtime, refuse
@@ -64,6 +67,8 @@ def compose_file(ctx: Ctx) -> SourceFile:
                                                                 + (f" at line {exc.line}" if exc.line else "")
                                                                 + f": {exc.message}", hint=hint, file=ctx.display,
                                                                 line=exc.line),))
+    if looks_like_sdl(value):  # (compose's `services`, run as Akash's provider runs them)
+        return sdl_file(ctx, value, lines)
     if not looks_like_compose(value):
         return SourceFile(ctx.display, None, skipped="not a docker compose file (no services with an image, "
                                                      "build, command or extends)")

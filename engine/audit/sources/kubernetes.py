@@ -269,13 +269,16 @@ _INJECT_LABEL, _ENGINE_ANNOTATION, _CONTAINER_ANNOTATION = \
 def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines: Lines, path: tuple,
                  config_maps: Mapping[tuple[str, str], dict[str, Any]], problems: list[Problem], *,
                  object_meta: Any = None, env: Mapping[str, str | None] | None = None,
-                 line: int | None = None, qualify: bool = True, release: ReleaseHint | None = None) -> list[Deployment]:
+                 line: int | None = None, qualify: bool = True, release: ReleaseHint | None = None,
+                 platform: tuple[str, str] | None = None) -> list[Deployment]:
     """The launches of one pod spec at ``path`` of its document. ``env``:
     variables every container has before its own (a controller's);
     ``line``: where a pod spec built by a reader (not in the file as such)
     is reported; ``qualify``: the role is part of the launch's id;
     ``release``: the one a reader read for the containers' image, instead of
-    the image as written (a chart template's default values)."""
+    the image as written (a chart template's default values); ``platform``:
+    the one a reader read from what the pod runs on (an Akash GPU vendor),
+    where the containers name none (platform, why)."""
     facts_text = _annotation(pod_meta) or _annotation(object_meta)
     containers: list[Any] = pod["containers"] if isinstance(pod.get("containers"), list) else []
     # Native sidecars, init containers with restartPolicy: Always, run beside the containers
@@ -318,7 +321,7 @@ def pod_launches(ctx: Ctx, pod: dict[str, Any], pod_meta: Any, site: Site, lines
             inv.release = inv.release or release or (from_image(image) if isinstance(image, str) and image else None)
             inv.image = inv.image or (image if isinstance(image, str) and image else None)
             inv.config_reader = reader
-            inv.platform = _deployer_platform(container, pod)
+            inv.platform = _deployer_platform(container, pod) or platform
             if injected and (cname == inject_into or (inject_into is None and (field, index) == ("containers", 0))) \
                     and not any(re.match(r"--kv[-_]transfer[-_]config", a.text) for a in inv.argv):
                 engine = labels_of(pod_meta, "annotations").get(_ENGINE_ANNOTATION, "")
