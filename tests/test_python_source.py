@@ -882,6 +882,52 @@ def build(args):
         "only the options written here are read, and it may hold others"]
 
 
+@pytest.mark.parametrize("block", ["with open(log_path, 'w') as log:", "try:", "for attempt in range(3):", "if pd:"])
+def test_what_the_block_a_list_is_made_in_adds_to_it_is_read_as_written(tmp_path, block):
+    # FlagOpen/FlagScale (da4935ec) flagscale/runner/runner_serve.py makes and grows its command inside a
+    # `with open(...)`: every statement of that block runs whenever the list is made, but the extend was
+    # read as one that runs "on some runs of the script" (`enabled`, a note) and the `if pd:` body as a
+    # choice of `pd` (`source.unresolved`), where vLLM runs LMCacheConnectorV1 (survey 37d).
+    handler = "\n    except OSError:\n        pass" if block == "try:" else ""
+    found = read(tmp_path, f"""import subprocess
+def start(log_path, pd):
+    {block}
+        cmd = ["vllm", "serve", "Qwen/Qwen3-8B"]
+        cmd.extend(["--kv-transfer-config", '{{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}}'])
+        subprocess.Popen(cmd){handler}
+""")
+    (d,) = found.deployments
+    assert (d.line, json.loads(d.document["kv_transfer_config"])["kv_connector"], d.notes) == (4, "LMCacheConnectorV1", ())
+
+
+def test_an_if_in_the_block_a_list_is_made_in_is_a_choice_and_a_list_made_anew_there_is_another(tmp_path):
+    nixl = '{"kv_connector":"NixlConnector","kv_role":"%s"}'
+    (tmp_path / "run.py").write_text(f"""import subprocess
+def start(log_path, pd):
+    with open(log_path, "w") as log:
+        cmd = ["vllm", "serve", "a"]
+        if pd:
+            cmd += ["--kv-transfer-config", '{nixl % "kv_producer"}']
+        else:
+            cmd += ["--kv-transfer-config", '{nixl % "kv_consumer"}']
+        subprocess.Popen(cmd)
+        cmd = ["vllm", "serve", "b"]
+        cmd.append("--disable-hybrid-kv-cache-manager")
+        for extra in ("--enforce-eager",):
+            cmd.append(extra)
+        subprocess.Popen(cmd)
+""", encoding="utf-8")
+    first, second = audit([str(tmp_path / "run.py")]).entries
+    # Each path of the `if` runs NixlConnector, which supports HMA: decided on both.
+    assert (first.deployment.line, first.decision["outcome"], first.decision["connectors"][0]["kv_connector"]) == (
+        4, "enabled", "NixlConnector")
+    # The list made anew takes only what follows it; a change in a loop within the block may run or not.
+    assert (second.deployment.line, second.decision["outcome"]) == (10, "disabled")
+    assert [n.message for n in second.deployment.notes] == [
+        "the command also takes `cmd.append(...)` (which adds words at line 13 on some runs of the script: in an "
+        "`if`, a loop or a `try`); only the options written here are read, and it may hold others"]
+
+
 def test_a_list_grown_by_assigning_it_to_itself_plus_more_is_read_as_grown(tmp_path):
     # bentoml/BentoVLLM (3b69b26), qwen3-30b-a3b-instruct-pd/components/decode.py: `cmd_list =
     # cmd_list + extra_list` in an `if` (words from DECODE_EXTRA_ARGS) gave no note that the

@@ -15,7 +15,7 @@ import ast
 from typing import NamedTuple, cast
 
 __all__ = ["made_from", "copy_of", "added_to_itself", "list_holder", "dotted_name", "DictWritten", "dict_written", "dict_changes",
-           "bound_names", "within", "imported_from", "block_ends", "is_vllm_module", "is_environ", "splitting",
+           "bound_names", "within", "imported_from", "block_ends", "Change", "is_vllm_module", "is_environ", "splitting",
            "imported_by_call", "vllm_imports", "attribute_changes", "CLI_ENGINES", "returned", "string_built", "ipython_shell", "ipython_install"]
 
 # The methods that change a dict: `update` with its keys written out is followed, the others are not.
@@ -168,16 +168,30 @@ def imported_from(scope: ast.AST, name: str) -> str | None:
     return None
 
 
-def block_ends(node: ast.AST) -> dict[int, int]:
+def block_ends(node: ast.AST) -> dict[int, tuple[int, int]]:
     """The statements of each block (a body of statements) of ``node``, by
-    id, each with the last line of its block."""
-    ends: dict[int, int] = {}
+    id, each with the last line of its block and the block's id."""
+    ends: dict[int, tuple[int, int]] = {}
     for field in ("body", "orelse", "finalbody"):
         block = getattr(node, field, None)
         if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
             last = block[-1].end_lineno or 0
-            ends.update((id(statement), last) for statement in block)
+            ends.update((id(statement), (last, id(block))) for statement in block)
     return ends
+
+
+class Change(NamedTuple):
+    """A statement that grows a list after it is written: ``cmd += [...]`` (``how`` "+="), ``cmd = cmd +
+    [...]`` ("= +"), ``cmd.extend(...)``, ``.append(...)`` or ``.insert(...)``, with what it adds (None: nothing read)."""
+
+    line: int
+    how: str
+    value: ast.expr | None
+    straight: bool  # a statement of the scope's own body (not in an if, a loop, a try)
+    # Where it is a statement of one branch of an `if`: that `if`, whether the branch is its body
+    # (True) or its `else` (False), and the id of the block the `if` is a statement of.
+    branch: tuple[ast.If, bool, int] | None = None
+    block: int = 0  # the id of the block (a body of statements) it is a statement of
 
 
 def is_vllm_module(module: str) -> bool:

@@ -24,8 +24,8 @@ from ...core.markers import UNRESOLVED, has_unresolved, unresolved
 from ...core.optionlist import flag_options, list_options
 from ...core.options import ENGINE_FIELDS, FLAG_OPTIONS, VALUE_OPTIONS, Arg, find_vllm
 from .images import VLLM_IMAGE
-from .pyforms import dotted_name, list_holder, made_from
-from .pyscript import INTERPRETER, Change, Script
+from .pyforms import Change, dotted_name, list_holder, made_from
+from .pyscript import INTERPRETER, Script
 from .pyvalues import Unknown, as_word, source_text
 from .shell_commands import docker_run
 
@@ -56,7 +56,7 @@ class CommandLists(Script):
 
     def __init__(self, tree: ast.Module):
         super().__init__(tree)
-        self._sorted_changes: dict[tuple[int, str], Any] = {}  # see _changes
+        self._sorted_changes: dict[tuple[int, str], _Grown] = {}  # see _changes
         # For _grown_elsewhere: the changes of each list holder, and the class of each method.
         self._holders: dict[tuple[str, int | None], list[tuple[int, list[Change]]]] | None = None
         self._class_of: dict[int, int] = {}
@@ -265,15 +265,23 @@ class CommandLists(Script):
         below ``line`` (words it may add or not are left out of the reading
         where they are options the decision does not read: the list is
         still not the server's name alone)."""
-        return name is not None and bool(self._later_changes(name, scope, line))
+        return name is not None and bool(self._later_changes(name, scope, line)[0])
 
-    def _later_changes(self, name: str, scope: Any, line: int) -> list[Any]:
+    def _later_changes(self, name: str, scope: Any, line: int) -> tuple[list[Change], int]:
         """The changes to the list ``name`` below ``line`` and above the
-        name's next assignment (a list of its own), in order."""
-        lines, changes, rebound = self._changes(scope, name)
-        later = bisect_right(rebound, line)
-        stop = bisect_left(lines, rebound[later]) if later < len(rebound) else len(lines)
-        return changes[bisect_right(lines, line):stop]
+        name's next assignment (a list of its own), in order: one of the
+        scope's own body, or one of the block the list is made in; and the
+        id of that block (0: not known)."""
+        grown = self._changes(scope, name)
+        later = bisect_right(grown.rebound, line)
+        stops = [grown.rebound[later]] if later < len(grown.rebound) else []
+        made = bisect_right(grown.made, line)
+        block = grown.made_in[made - 1] if made else 0
+        anew = grown.by_block.get(block, []) if block else []
+        after = bisect_right(anew, line)
+        stops += [anew[after]] if after < len(anew) else []
+        stop = bisect_left(grown.lines, min(stops)) if stops else len(grown.lines)
+        return grown.changes[bisect_right(grown.lines, line):stop], block
 
     def _growth(self, name: str, scope: Any, line: int) -> list[Arg]:
         """What the statements below ``line`` add to the list ``name``: the
@@ -283,7 +291,14 @@ class CommandLists(Script):
         One in a branch of an ``if`` of the scope's own body is a choice
         (readings): on each path, its words or none."""
         out: list[Arg] = []
-        for at, how, value, straight, branch in self._later_changes(name, scope, line):
+        changes, made_in = self._later_changes(name, scope, line)
+        # A statement of the block the list is made in runs whenever the list is made (FlagScale's
+        # runner makes and grows its command inside a `with`); so does an `if` there, whose
+        # branches are a choice, as those of an `if` of the scope's own body are.
+        runs_with_it = (made_in, id(getattr(scope, "body", None)))
+        for at, how, value, straight, branch, block in changes:
+            straight = straight or (block != 0 and block == made_in)
+            branch = branch if branch is not None and branch[2] in runs_with_it else None
             test: Any = self.value(branch[0].test, scope, 0) if branch is not None and how != "insert" else ...
             if branch is not None and (isinstance(test, (bool, int, float, str)) or test is None):  # (`if USE_PD:`)
                 out += self._change_words(how, value, scope, at) if bool(test) == branch[1] and value is not None else []
@@ -351,20 +366,38 @@ class CommandLists(Script):
         a ``self.`` attribute is its class's (None for any other holder)."""
         return self._class_of.get(scope) if holder.startswith("self.") else None
 
-    def _changes(self, scope: Any, name: str) -> tuple[list[int], list[Change], list[int]]:
-        """The changes of a name's list in a scope by line, and the lines
-        that assign the name anew on every run, statements of the scope's own
-        body (on a run that skips one in an `if`, the changes below it grow the
-        list before it: a Vertex AI notebook's `if nodes > 1: vllm_args =
-        [launcher] + vllm_args`): sorted once, so that each command list
-        finds its own changes by bisection (a file of many is read in linear time)."""
+    def _changes(self, scope: Any, name: str) -> _Grown:
+        """How a name's list grows in a scope (see _Grown): sorted once, so
+        that each command list finds its own changes by bisection (a file of
+        many is read in linear time)."""
         key = (id(scope), name)
         if key not in self._sorted_changes:
             changes = sorted(self.grown.get(key, ()), key=lambda change: change[0])
-            rebound = sorted(b.line for b in self.scopes.get(scope, {}).get(name, ())
-                             if b.how != "changed in place" and b.straight)
-            self._sorted_changes[key] = [c[0] for c in changes], changes, rebound
+            made = sorted((b for b in self.scopes.get(scope, {}).get(name, ()) if b.how != "changed in place"),
+                          key=lambda b: b.line)
+            by_block: dict[int, list[int]] = {}
+            for binding in made:
+                by_block.setdefault(binding.block, []).append(binding.line)
+            self._sorted_changes[key] = _Grown([c[0] for c in changes], changes,
+                                               [b.line for b in made if b.straight], [b.line for b in made],
+                                               [b.block for b in made], by_block)
         return self._sorted_changes[key]
+
+
+class _Grown(NamedTuple):
+    """How a name's list grows in a scope: its changes by line; the lines
+    that assign the name anew on every run, statements of the scope's own
+    body (on a run that skips one in an `if`, the changes below it grow the
+    list before it: a Vertex AI notebook's `if nodes > 1: vllm_args =
+    [launcher] + vllm_args`); and every line that makes it a list of its own,
+    with the block of each, and those lines by block."""
+
+    lines: list[int]
+    changes: list[Change]
+    rebound: list[int]
+    made: list[int]
+    made_in: list[int]
+    by_block: dict[int, list[int]]
 
 
 def _options_named(words: list[Arg]) -> bool:

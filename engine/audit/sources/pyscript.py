@@ -18,11 +18,11 @@ from typing import Any, NamedTuple, cast
 from ...core.command import MAX_COMMAND_BYTES
 from ...core.markers import has_unresolved
 from .launch import read_from_env
-from .pyforms import (CLI_ENGINES, added_to_itself, attribute_changes, block_ends, bound_names, copy_of, dict_changes,
+from .pyforms import (CLI_ENGINES, Change, added_to_itself, attribute_changes, block_ends, bound_names, copy_of, dict_changes,
                       dotted_name, is_environ, list_holder, made_from, returned, string_built, vllm_imports, within)
 from .pyvalues import RUNTIME, Unknown, as_field, as_json_word, as_str, as_word, passes_on, source_text
 
-__all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "MAX_CALLS", "Script", "Binding", "Change"]
+__all__ = ["ENGINES", "KV_CONFIG", "CONFIGS", "INTERPRETER", "MAX_CALLS", "Script", "Binding"]
 
 # The classes whose call starts (or configures) an engine, and the KV-transfer config class.
 ENGINES = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
@@ -62,19 +62,7 @@ class Binding(NamedTuple):
     # The last line of the block (a body of statements) whose statement binds it; 0: bound by
     # no statement of its own. Every use below it in that block comes after it.
     block_end: int = 0
-
-
-class Change(NamedTuple):
-    """A statement that grows a list after it is written: ``cmd += [...]`` (``how`` "+="), ``cmd = cmd +
-    [...]`` ("= +"), ``cmd.extend(...)``, ``.append(...)`` or ``.insert(...)``, with what it adds (None: nothing read)."""
-
-    line: int
-    how: str
-    value: ast.expr | None
-    straight: bool  # a statement of the scope's own body (not in an if, a loop, a try)
-    # Where it is a statement of one branch of an `if` that is itself a statement of the scope's
-    # own body: that `if`, and whether the branch is its body (True) or its `else` (False).
-    branch: tuple[ast.If, bool] | None = None
+    block: int = 0  # the id of that block
 
 
 class Script:
@@ -104,7 +92,7 @@ class Script:
         self._copied: set[int] = set()  # copies that are the left of `copy + [...]`: not lists of their own
         # (scope, name or `self.x`) -> the changes that grow its list
         self.grown: dict[tuple[int, str], list[Change]] = {}
-        self._branch: dict[int, tuple[ast.If, bool]] = {}  # id of a statement -> Change.branch
+        self._branch: dict[int, tuple[ast.If, bool, int]] = {}  # id of a statement -> Change.branch
         # (scope, name) -> the changes to the dict it holds (pyforms.dict_changes), each with its
         # line and whether it is a statement of the scope's own body.
         self.keyed: dict[tuple[int, str], list[tuple[int, str | None, ast.expr | None, bool]]] = {}
@@ -130,10 +118,10 @@ class Script:
         # (a node, its scope, whether it is a statement of that scope's own body, and the last
         # line of the block it is a statement of: 0 for an expression)
         ends = block_ends(node)
-        stack: list[tuple[Any, Any, bool, int]] = [(child, scope, True, ends.get(id(child), 0))
-                                                   for child in reversed(list(ast.iter_child_nodes(node)))]
+        stack: list[tuple[Any, Any, bool, int, int]] = [(child, scope, True, *ends.get(id(child), (0, 0)))
+                                                        for child in reversed(list(ast.iter_child_nodes(node)))]
         while stack:
-            node, scope, straight, end = stack.pop()
+            node, scope, straight, end, block = stack.pop()
             names = self.scopes.setdefault(scope, {})
             line = getattr(node, "lineno", 0)
             if isinstance(node, (ast.BinOp, ast.Call, ast.Subscript)) and id(node) not in self._copied \
@@ -150,13 +138,13 @@ class Script:
                     inner.setdefault(arg.arg, []).append(Binding(None, _PARAMETER, node))
                 body = node.body if isinstance(node.body, list) else [node.body]
                 last = (body[-1].end_lineno or 0) if isinstance(node.body, list) else 0
-                stack.extend((child, node, not isinstance(node, ast.Lambda), last) for child in reversed(body))
+                stack.extend((child, node, not isinstance(node, ast.Lambda), last, id(body)) for child in reversed(body))
                 defaults = (*arguments.defaults, *(d for d in arguments.kw_defaults if d))
-                stack.extend((d, scope, False, 0) for d in reversed(defaults))
+                stack.extend((d, scope, False, 0, 0) for d in reversed(defaults))
                 if not isinstance(node, ast.Lambda):
                     names.setdefault(node.name, []).append(Binding(None, "a function", scope, line, straight))
                     self.functions.setdefault(node.name, []).append(node)
-                    stack.extend((d, scope, False, 0) for d in reversed(node.decorator_list))
+                    stack.extend((d, scope, False, 0, 0) for d in reversed(node.decorator_list))
                     self.data += node.decorator_list
                 continue
             for name, key, value in (dict_changes(node) if isinstance(node, ast.stmt) else ()):
@@ -168,9 +156,9 @@ class Script:
                 # `cmd = cmd + extra`, where `cmd` was a list written out above, grows that list as
                 # `cmd += extra` does: read as that change (in an `if`, a word that may hold options),
                 # not as a list of its own.
-                names[grown.id].append(Binding(None, "changed in place", scope, line, straight, end))
+                names[grown.id].append(Binding(None, "changed in place", scope, line, straight, end, block))
                 self.grown.setdefault((id(scope), grown.id), []).append(
-                    Change(line, "= +", cast(ast.BinOp, node.value).right, straight, self._branch.get(id(node))))
+                    Change(line, "= +", cast(ast.BinOp, node.value).right, straight, self._branch.get(id(node)), block))
                 self._copied.add(id(node.value))
             elif isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -184,18 +172,18 @@ class Script:
                         self.assigned[id(node.value)] = held
                     for name in bound_names(target):
                         names.setdefault(name, []).append(Binding(value, "unpacked from another value", scope, line,
-                                                                   straight, end))
+                                                                   straight, end, block))
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
                 for name in bound_names(node.target):
                     names.setdefault(name, []).append(Binding(node.value, "declared without a value", scope, line,
-                                                               straight and isinstance(node, ast.AnnAssign), end))
+                                                               straight and isinstance(node, ast.AnnAssign), end, block))
             elif isinstance(node, ast.AugAssign):
                 for name in bound_names(node.target):
-                    names.setdefault(name, []).append(Binding(None, "changed in place", scope, line, straight, end))
+                    names.setdefault(name, []).append(Binding(None, "changed in place", scope, line, straight, end, block))
                 held = list_holder(node.target)
                 if held is not None and isinstance(node.op, ast.Add):
                     self.grown.setdefault((id(scope), held), []).append(
-                        Change(line, "+=", node.value, straight, self._branch.get(id(node))))
+                        Change(line, "+=", node.value, straight, self._branch.get(id(node)), block))
                     if isinstance(node.value, (ast.List, ast.Tuple)):
                         # `cmd = []` then `cmd += ["vllm", "serve", ...]`: the list the name holds from
                         # here on, which what the script adds below it grows (containerised launchers).
@@ -207,7 +195,7 @@ class Script:
                 method = node.value.func.attr
                 how = method if len(call.args) == 1 and not call.keywords else "insert"  # (insert: at a place)
                 self.grown.setdefault((id(scope), held), []).append(
-                    Change(line, how, call.args[0] if call.args else None, straight, self._branch.get(id(node))))
+                    Change(line, how, call.args[0] if call.args else None, straight, self._branch.get(id(node)), block))
             elif isinstance(node, (ast.List, ast.Tuple)) and isinstance(node.ctx, ast.Load):
                 self.lists.append((node, scope, self.assigned.get(id(node))))
             elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, (ast.List, ast.Tuple)):
@@ -229,11 +217,12 @@ class Script:
                     self.data.append(node)  # a test's (`self.assertEqual(cmd, [...])`, `run.assert_called_with([...])`)
                 if isinstance(node.func, ast.Name):
                     self.calls_of.setdefault(node.func.id, []).append((node, scope))
-            if isinstance(node, ast.If) and straight:
-                self._branch.update((id(statement), (node, True)) for statement in node.body)
-                self._branch.update((id(statement), (node, False)) for statement in node.orelse)
+            if isinstance(node, ast.If):
+                self._branch.update((id(statement), (node, True, block)) for statement in node.body)
+                self._branch.update((id(statement), (node, False, block)) for statement in node.orelse)
             ends = block_ends(node)
-            stack.extend((child, scope, False, ends.get(id(child), 0)) for child in reversed(list(ast.iter_child_nodes(node))))
+            stack.extend((child, scope, False, *ends.get(id(child), (0, 0)))
+                         for child in reversed(list(ast.iter_child_nodes(node))))
 
     def what(self, func: ast.expr) -> str | None:
         """The vLLM class a callee is (``LLM``), or its class method
