@@ -2122,6 +2122,29 @@ def test_a_launch_in_a_function_whose_calls_pass_different_values_is_one_launch_
     assert one.notes == ()
 
 
+@pytest.mark.parametrize("takes", ['"--kv-transfer-config", kv', "*kv"])
+def test_a_command_list_in_a_function_whose_calls_pass_different_values_is_one_launch_per_call(tmp_path, takes):
+    # The doc says a command list's words are read per call as an engine call's are, but its words were
+    # read once: `source.unresolved` ("whose 2 calls do not all pass one known value"), and a list given
+    # as `*extra` was `enabled` with a note where one call adds LMCacheConnectorV1 (survey 37b).
+    lmcache = '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'
+    nixl = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+    passed = (f"'{nixl}'", f"'{lmcache}'") if takes.startswith('"') else \
+        (f"['--kv-transfer-config', '{nixl}']", f"['--kv-transfer-config', '{lmcache}']")
+    found = read(tmp_path, f"""import subprocess
+def start(model, kv):
+    subprocess.Popen(["vllm", "serve", model, {takes}])
+start("a/b", {passed[0]})
+start("c/d", {passed[1]})
+""").deployments
+    assert [(d.line, d.document["model"], json.loads(d.document["kv_transfer_config"])["kv_connector"],
+             [n.message for n in d.notes]) for d in found] == [
+        (3, {"name": "a/b"}, "NixlConnector", ["read as the call of `start` at line 4 runs it (its 2 calls pass "
+                                               "different values)"]),
+        (3, {"name": "c/d"}, "LMCacheConnectorV1", ["read as the call of `start` at line 5 runs it (its 2 calls "
+                                                    "pass different values)"])]
+
+
 def test_an_engine_call_with_chunked_prefill_off_gives_the_flag(tmp_path):
     # `LLM(..., enable_chunked_prefill=False)` is `--no-enable-chunked-prefill`; True or a value not known
     # leaves the release's default, as before the field was read (LMCache/LMCache examples give False).

@@ -125,6 +125,19 @@ def _as_shell(run: ImageRun) -> _Shell:
     return _Shell(command_text(words), tuple((which, command_text(argv)) for which, argv in paths))
 
 
+class _Listed(NamedTuple):
+    """A command list that starts vLLM's server, as a read gave its words
+    (``readings``); what reads it again, once per call of the function it is
+    in where those calls pass it different values (``name``, the name it is
+    assigned to; ``joined``: run through a shell, :func:`_resplit`); and
+    whether they do (``varied``)."""
+
+    readings: Readings
+    name: str | None
+    joined: bool
+    varied: bool
+
+
 class _Split(NamedTuple):
     """A command line the script splits into words: ``cmd.split()``, or
     ``shlex.split(cmd)`` (``shell_like``); ``paths`` as a _Shell's."""
@@ -183,7 +196,7 @@ class _Reader(EngineCalls):
 
     def deployments(self) -> list[Deployment]:
         # An engine's call (what it is), or a command list that starts vLLM's server (its words).
-        launches: list[tuple[ast.expr, Any, str | Readings | _Shell | _Split]] = [
+        launches: list[tuple[ast.expr, Any, str | Readings | _Shell | _Split | _Listed]] = [
             (call, scope, what) for call, scope in self.calls
             if (what := self.what_called(call.func, scope)) in LAUNCHES and not self.only_hands_on(call, scope)
             and not self.only_configures(call, scope, what) and not self._foreign(call, scope)]
@@ -199,11 +212,10 @@ class _Reader(EngineCalls):
         in_runs = {id(display) for run in runs for display in run.lists}
         launches += [(run.node, run.scope, _as_shell(run)) for run in runs]
         data = {id(node) for root in self.data for node in ast.walk(root)}  # (a test's lists: never run)
-        launches += [(display, scope, _resplit(argv) if (id(scope), name) in self._shell_joined else argv)
-                     for display, scope, name in self.lists
+        launches += [(display, scope, listed) for display, scope, name in self.lists
                      if id(display) not in in_runs and id(display) not in data
                      and (id(display) not in bases or self.runs_itself(name))
-                     and (argv := self.command_words(display, scope, name)) is not None
+                     and (listed := self._listed(display, scope, name)) is not None
                      and not self._expected(display, scope, name, data)]
         launches += [(node, scope, argv) for node, scope, argv, _ in derived]
         launches += [(call, scope, "LLM") for call, scope in ray_engine_calls(self)]
@@ -231,16 +243,16 @@ class _Reader(EngineCalls):
             out += self._launch(node, scope, launch, env, release)
         return out
 
-    def _launch(self, node: ast.expr, scope: Any, launch: str | Readings | _Shell | _Split, env: dict[str, Arg],
+    def _launch(self, node: ast.expr, scope: Any, launch: str | Readings | _Shell | _Split | _Listed, env: dict[str, Arg],
                 release: ReleaseHint | None) -> list[Deployment]:
         """A launch's deployments: one, or, in a function whose calls pass
         different values for a parameter the launch reads, one per call, as
         each call runs it (at most 8; the shell reader reads a function so)."""
         self.varied.clear()
         made = self._read_launch(node, scope, launch, env, release)
+        varied = scope in self.varied or (isinstance(launch, _Listed) and launch.varied)
         # (a call inside the function itself runs no launch of its own)
-        calls = [call for call in self.calls_of.get(scope.name, []) if not within(call[0], scope)] \
-            if scope in self.varied else []
+        calls = [call for call in self.calls_of.get(scope.name, []) if not within(call[0], scope)] if varied else []
         if not 1 < len(calls) <= MAX_CALLS:
             return made
         out = []
@@ -255,7 +267,7 @@ class _Reader(EngineCalls):
             out += [replace(made, notes=(note, *made.notes)) for made in read]
         return out
 
-    def _read_launch(self, node: ast.expr, scope: Any, launch: str | Readings | _Shell | _Split, env: dict[str, Arg],
+    def _read_launch(self, node: ast.expr, scope: Any, launch: str | Readings | _Shell | _Split | _Listed, env: dict[str, Arg],
                      release: ReleaseHint | None) -> list[Deployment]:
         if isinstance(launch, str):
             return [self.engine_launch(cast(ast.Call, node), scope, launch, env, release)]
@@ -270,7 +282,21 @@ class _Reader(EngineCalls):
                           for which, words in split_paths if words is not None)
             return [self._command_deployment([Arg(w, f"line {node.lineno}") for w in split],
                                              paths if len(paths) == len(launch.paths) else (), node.lineno, env, release)]
+        if isinstance(launch, _Listed):
+            readings = launch.readings
+            again = self._listed(cast(ast.List, node), scope, launch.name) if scope in self.calling else None
+            readings = again.readings if again is not None else readings  # (read again, for one call)
+            return [self._command_deployment(*readings, node.lineno, env, release)]
         return [self._command_deployment(*launch, node.lineno, env, release)]
+
+    def _listed(self, display: ast.List | ast.Tuple, scope: Any, name: str | None) -> _Listed | None:
+        """A command list's launch (:meth:`command_words`); None for a list that starts no vLLM server."""
+        self.varied.clear()
+        readings = self.command_words(display, scope, name)
+        if readings is None:
+            return None
+        joined = (id(scope), name) in self._shell_joined
+        return _Listed(_resplit(readings) if joined else readings, name, joined, scope in self.varied)
 
     def _string_launches(self, node: ast.Call | ast.List | ast.Tuple, scope: Any) -> list[tuple[ast.expr, Any, _Shell | _Split]]:
         """The launches of a command line built as one string that ``node``
