@@ -1042,6 +1042,21 @@ def test_from_cli_args_of_a_list_the_file_parses_reads_that_list(tmp_path):
     assert [n.code for n in only_deployment(found).notes] == ["source.unresolved_unused", "source.unresolved_arguments"]
 
 
+def test_from_cli_args_given_the_namespace_by_keyword_reads_it_as_given_by_position(tmp_path):
+    # vLLM's own tests (vendored in mlcommons/inference_results_v5.1, 965182b0, tests/engine/test_arg_utils.py):
+    # `EngineArgs.from_cli_args(args=args)` fills the same parameter; its list was not read and the
+    # launch was `enabled` with notes that the script's command line gives the model (survey 37c).
+    text = ("from vllm.engine.arg_utils import EngineArgs\nfrom vllm.utils import FlexibleArgumentParser\n"
+            "parser = EngineArgs.add_cli_args(FlexibleArgumentParser())\n"
+            "args = parser.parse_args([\"--model\", \"m\", \"--kv-transfer-config\", "
+            "'{\"kv_connector\": \"LMCacheConnectorV1\", \"kv_role\": \"kv_both\"}'])\n"
+            "engine_args = EngineArgs.from_cli_args(args=args)\n")
+    by_keyword = only_deployment(read(tmp_path, text))
+    by_position = only_deployment(read(tmp_path, text.replace("(args=args)", "(args)")))
+    for d in (by_keyword, by_position):
+        assert (d.line, decided(d), d.document["model"], d.notes) == (5, ("disabled", False), {"name": "m"}, ())
+
+
 def test_a_dict_written_with_others_unpacked_into_it_keeps_the_keys_it_writes(tmp_path):
     # NVIDIA/NeMo-RL (54bec9d1) nemo_rl/models/generation/vllm.py L316-343: `llm_kwargs = dict(model=...,
     # ..., **vllm_kwargs)` then `vllm.LLM(**llm_kwargs)`: the whole dict was unpacked when the script runs,

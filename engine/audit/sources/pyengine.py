@@ -151,7 +151,13 @@ class EngineCalls(CommandLists):
         # Each keyword: its value (an expression, or why it is not known), where to read it, its line.
         keywords: dict[str, tuple[ast.expr | Unknown, Any, int]] = {}
         opened: list[Arg] = []
+        # The parsed namespace `from_cli_args` builds from, given as `args` or by keyword (`args=args`).
+        cli = what.endswith(".from_cli_args")
+        parsed_from = (call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "args"), None)) \
+            if cli else None
         for keyword in call.keywords:
+            if keyword.value is parsed_from:
+                continue
             if keyword.arg is not None:
                 keywords[keyword.arg] = (keyword.value, scope, keyword.value.lineno)
                 continue
@@ -165,19 +171,20 @@ class EngineCalls(CommandLists):
             for at in changed if not any(splat is keyword.value for splat in splats) else ():
                 opened.append(Arg(unresolved(f"**{source_text(keyword.value)}", f"is changed at line {at} in a way "
                                              "not read"), here, many=True))
-        parsed = (self._parsed_words(call.args[0], scope, line) if call.args else _COMMAND_LINE) \
-            if what.endswith(".from_cli_args") else None
+        parsed = (self._parsed_words(parsed_from, scope, line) if parsed_from is not None else _COMMAND_LINE) \
+            if cli else None
         # What the script sets on the parsed namespace before the call, which wins over what was parsed.
-        namespace, changed = self._namespace_set(call.args[0], scope, line) if parsed is not None and call.args \
-            else ({}, [])
-        for at in changed:  # (`setattr(args, key, value)` in a loop: any fields, set or replaced)
-            opened.append(Arg(unresolved(f"{source_text(call.args[0])}.*", f"may be set at line {at} in a way not "
-                                         "read"), f"line {at}", many=True))
+        namespace: dict[str, tuple[ast.expr | Unknown, Any, int]] = {}
+        if parsed_from is not None:
+            namespace, changed = self._namespace_set(parsed_from, scope, line)
+            for at in changed:  # (`setattr(args, key, value)` in a loop: any fields, set or replaced)
+                opened.append(Arg(unresolved(f"{source_text(parsed_from)}.*", f"may be set at line {at} in a way not "
+                                             "read"), f"line {at}", many=True))
         if isinstance(parsed, list):  # `parser.parse_args([...])`: the words the script gives it
             opened += parsed
         elif parsed is not None:
-            opened.append(Arg(unresolved(source_text(call.args[0]) if call.args else "the command line", parsed.why),
-                              here))
+            opened.append(Arg(unresolved(source_text(parsed_from) if parsed_from is not None else "the command line",
+                                         parsed.why), here))
         first = call.args[0] if call.args and what in ENGINES else None
         if isinstance(first, ast.Starred):  # (`*args`: any of the engine's fields by position, the model first)
             opened.append(Arg(unresolved(f"*{source_text(first.value)}", "is unpacked when the script runs"), here,
