@@ -32,6 +32,9 @@ from sourcefiles import NIXL, codes, ktc, only, write
     # survey 28e); a script or a document named after one is that
     ("Dockerfile-2.5-cu121", b"", "dockerfile"), ("Containerfile-cpu", b"", "dockerfile"),
     ("Dockerfile-build.sh", b"", "shell"), ("Dockerfile-notes.md", b"", None),
+    # encrypted patches of a Dockerfile (FlagOpen/FlagScale, six source.binary problems: survey 37d)
+    ("Dockerfile.cuda.patch.encrypted", b"", None), ("Dockerfile-innersource.npu.patch.encrypted", b"", None),
+    ("Dockerfile.patch", b"", None),
     # a `.sh` whose shebang runs Python is Python (malaiwah/vllm-lmcache-cu128's check_sm_in_container.sh, whose
     # `print(...)` lines were six source.shell_syntax problems: survey 31b)
     ("check.sh", b"#!/usr/bin/env python3\nimport json\n", "python"), ("check.sh", b"#!python\n", "python"),
@@ -1057,6 +1060,20 @@ def test_a_bad_directive_stops_the_deployments_it_would_describe(tmp_path):
 
 
 # -- robustness ---------------------------------------------------------------------------------------------
+
+def test_utf16_and_utf32_text_is_read_as_yaml_and_json_tell_them_from_utf8(tmp_path):
+    # A manifest Windows PowerShell's `>` wrote (UTF-16 with a byte-order mark, which kubectl reads) was
+    # "a binary file, not text", and so was JSON test data in UTF-16 and UTF-32 without a mark
+    # (rapidjson's, vendored in mlcommons/inference_results_v5.1: 16 source.binary problems, survey 37c).
+    compose = "services:\n  vllm:\n    image: vllm/vllm-openai:v0.11.0\n    command: [--model, m]\n"
+    for encoding in ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"):
+        found = read_source(write(tmp_path / "compose.yaml", compose.encode(encoding)))
+        assert (found.problems, [d.line for d in found.deployments]) == ((), [2]), encoding
+    # A mark, then bytes that are no UTF-16: the encoding's problem, at its byte.
+    broken = read_source(write(tmp_path / "b.yaml", b"\xff\xfea\x00\x00\xd8"))
+    assert [(p.code, p.message) for p in broken.problems] == [
+        ("input.encoding", f"`{tmp_path / 'b.yaml'}` is not UTF-16 text (byte 4)")]
+
 
 def test_binary_non_utf8_and_oversized_files_are_problems(tmp_path):
     assert codes(read_source(write(tmp_path / "a.yaml", b"\x7fELF\x00\x00binary")).problems) == ["source.binary"]

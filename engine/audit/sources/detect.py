@@ -51,9 +51,10 @@ def basename(path: str | Path) -> str:
 # `Dockerfile.<suffix>` and `Dockerfile-<variant>` name a Dockerfile (`Dockerfile.cpu`, `Dockerfile.j2`,
 # QwenLM/Qwen2.5-VL's `Dockerfile-2.5-cu121`, built with `docker build -f`), except where the
 # suffix is a picture's or a document's: GoogleCloudPlatform/accelerated-platforms' guide holds a
-# screenshot `dockerfile.png`, which was a source.binary problem.
+# screenshot `dockerfile.png`, which was a source.binary problem; FlagOpen/FlagScale keeps
+# encrypted patches of its Dockerfiles, `Dockerfile.cuda.patch.encrypted`.
 _NOT_DOCKERFILES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".pdf", ".md", ".rst",
-                              ".txt", ".html"})
+                              ".txt", ".html", ".patch", ".diff", ".encrypted", ".enc", ".gpg"})
 # A `Dockerfile-<name>` with one of these suffixes is a file of that kind (`Dockerfile-build.sh`).
 _OTHERS = frozenset({".sh", ".bash", ".py", ".yaml", ".yml", ".json", ".ipynb", ".toml"})
 

@@ -84,20 +84,48 @@ def read_bytes(path: str | Path, display: str, max_bytes: int, *, head: bool = F
 
 
 def decode(raw: bytes, display: str) -> tuple[str | None, Problem | None]:
-    """UTF-8 text with an optional byte-order mark, its CRLF line ends read
-    as LF; a binary file (a NUL in its first 8 KiB) is refused."""
-    if b"\x00" in raw[:8192]:
+    """UTF-8 text with an optional byte-order mark, or UTF-16 or UTF-32 text
+    (:func:`_wide_encoding`), its CRLF line ends read as LF; a binary file (a
+    NUL in the first 8 KiB of a file in none of them) is refused."""
+    wide = _wide_encoding(raw)
+    if wide is not None:
+        try:
+            text = raw.decode(wide).removeprefix("\ufeff")
+        except UnicodeDecodeError as exc:
+            return None, Problem("input.encoding", f"`{display}` is not {wide.upper()} text (byte {exc.start})",
+                                 file=display)
+        if "\x00" in text:
+            return None, Problem("source.binary", f"`{display}` is a binary file, not text", file=display)
+    elif b"\x00" in raw[:8192]:
         return None, Problem("source.binary", f"`{display}` is a binary file, not text", file=display)
-    try:
-        # utf-8-sig, with the byte-order mark taken off here: that codec is
-        # written in Python, the plain one is not (error offsets are the same).
-        text = (raw[3:] if raw[:3] == b"\xef\xbb\xbf" else raw).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, Problem("input.encoding", f"`{display}` is not UTF-8 text (byte {exc.start})", file=display)
+    else:
+        try:
+            # utf-8-sig, with the byte-order mark taken off here: that codec is
+            # written in Python, the plain one is not (error offsets are the same).
+            text = (raw[3:] if raw[:3] == b"\xef\xbb\xbf" else raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return None, Problem("input.encoding", f"`{display}` is not UTF-8 text (byte {exc.start})", file=display)
     # A file saved on Windows: YAML, JSON and Docker read CRLF as a line end,
     # and the readers split lines at LF (a manifest stream's `---\r` started no
     # document). Lines keep their numbers.
     return (text.replace("\r\n", "\n") if "\r" in text else text), None
+
+
+def _wide_encoding(raw: bytes) -> str | None:
+    """UTF-32 or UTF-16, told from UTF-8 as YAML 1.2 (5.2) and JSON (RFC 4627,
+    3) tell them: by a byte-order mark, else by where the NULs of the first
+    two characters fall (ASCII in all these formats); None for UTF-8. Windows
+    PowerShell's `>` writes UTF-16 with a mark, which kubectl reads
+    (cli-runtime's FileVisitor decodes with unicode.BOMOverride)."""
+    if raw[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        return "utf-32"
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16"
+    head = raw[:4]
+    if len(head) < 4 or b"\x00" not in head:
+        return None
+    nulls = "".join("0" if byte == 0 else "x" for byte in head)  # (the YAML spec's table, 5.2)
+    return {"000x": "utf-32-be", "x000": "utf-32-le", "0x0x": "utf-16-be", "x0x0": "utf-16-le"}.get(nulls)
 
 
 def read_text(path: str | Path, display: str, max_bytes: int) -> tuple[str | None, Problem | None]:
