@@ -375,6 +375,37 @@ def test_a_python_file_that_mentions_vllm_and_does_not_parse_says_why(tmp_path, 
             ("source.unrecognized", f"mentions `kv_transfer_config` at line 2, no vLLM launch recognised: {found.skipped}")]
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="Python 3.12 parses PEP 701's f-strings: the launch is read")
+def test_a_launch_in_python_this_python_cannot_parse_is_noted(tmp_path):
+    # FlagOpen/FlagScale (da4935ec) flagscale/serve/run_fs_serve_vllm.py, its default Ray Serve launcher:
+    # `LLMConfig(...)`, and a Python 3.12 f-string below it. The skip was in the JSON report alone (survey 37d).
+    (tmp_path / "serve_llm.py").write_text(
+        'from ray.serve.llm import LLMConfig\ncfg = {"model": "Qwen/Qwen3-8B"}\n'
+        'llm_config = LLMConfig(model_loading_config={"model_source": cfg["model"]})\nprint(f"serving {cfg["model"]}")\n')
+    report = audit([str(tmp_path)])
+    assert [(n.code, n.line, n.message) for n in report.notes] == [(
+        "source.unrecognized", 3, f"mentions `LLMConfig(` at line 3, no vLLM launch recognised: not Python that Python "
+                                  f"{PYTHON} parses (line 4: f-string: unmatched '[')")]
+
+
+def test_vllms_own_package_code_starts_no_launch_of_its_own(tmp_path):
+    # aws-neuron/upstreaming-to-vllm and vllm-disaggregation (forks of vLLM) and the copy of AMD's fork in
+    # mlcommons/inference_results_v5.1: `vllm/benchmarks/latency.py`'s `LLM(**dataclasses.asdict(engine_args))`,
+    # `vllm/entrypoints/llm.py`'s EngineArgs(...) in LLM.__init__ were launches (surveys 20w, 33a, 37c).
+    (tmp_path / "fork" / "vllm" / "engine").mkdir(parents=True)
+    (tmp_path / "fork" / "vllm" / "engine" / "arg_utils.py").write_text("class EngineArgs:\n    pass\n")
+    (tmp_path / "fork" / "vllm" / "benchmarks").mkdir()
+    (tmp_path / "fork" / "vllm" / "benchmarks" / "latency.py").write_text(
+        "import dataclasses\nfrom vllm import LLM\ndef main(engine_args):\n    llm = LLM(**dataclasses.asdict(engine_args))\n")
+    (tmp_path / "fork" / "examples").mkdir()
+    (tmp_path / "fork" / "examples" / "offline.py").write_text("from vllm import LLM\nllm = LLM(model='m')\n")
+    report = audit([str(tmp_path / "fork")])
+    assert [Path(e.deployment.file).name for e in report.entries] == ["offline.py"]
+    assert [(Path(f.file).name, f.skipped) for f in report.files if f.file.endswith("latency.py")] == [(
+        "latency.py", f"vLLM's own code (the package `{tmp_path / 'fork' / 'vllm'}`): the engines it starts take what "
+                      "its callers give")]
+
+
 def test_a_binary_python_file_is_a_problem_as_any_binary_source_is(tmp_path):
     found = read(tmp_path, "from vllm import LLM\n\x00\n")
     assert [(p.code, p.message) for p in found.problems] == [("source.binary", "`run.py` is a binary file, not text")]

@@ -44,7 +44,7 @@ from .document import EMPTY, structured_file
 from .files import NOT_REGULAR, decode, read_bytes, read_text
 from .llmdbench import env_file, is_env_file
 from .notebook import read_notebook
-from .python import python_file
+from .python import launch_written, python_file
 from .files import regular as is_regular
 from .shell import shell_file
 from .systemd import unit_file
@@ -161,7 +161,8 @@ def _noted(found: SourceFile, text: str, known: tuple[str, ...]) -> SourceFile:
     misses a launch silently."""
     if found.deployments or any(note.code == "source.unrecognized" for note in found.notes):
         return found  # a launch, or the reader has already said why the file holds none
-    mentioned = mention(text, known, python=found.file.endswith(".py"), shell=found.format == "shell")
+    mentioned = mention(text, known, python=found.file.endswith(".py"), shell=found.format == "shell") \
+        or launch_written(found, text)
     if mentioned is None:
         return found
     word, line = mentioned

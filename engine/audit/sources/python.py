@@ -59,6 +59,7 @@ import re
 import sys
 from dataclasses import replace
 from functools import cached_property
+from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from ...core.errors import Problem
@@ -149,6 +150,9 @@ class _Split(NamedTuple):
 
 # The Python that parses the files: a file may use the syntax of a later one (an audit on 3.11 of a 3.12 f-string).
 _PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+_UNPARSED = f"not Python that Python {_PYTHON} parses"
+# What a launch is written as, found in the text of a file this Python cannot parse: said in a note.
+_LAUNCH_WRITTEN = re.compile(r"\b(?:LLM|EngineArgs|AsyncEngineArgs|LLMConfig)\(|\bvllm\s+serve\b|\bvllm\.entrypoints\.")
 
 
 def python_file(ctx: Ctx) -> SourceFile | None:
@@ -173,13 +177,41 @@ def python_file(ctx: Ctx) -> SourceFile | None:
     else:
         reader = _Reader(ctx, tree)
         found = tuple(reader.deployments())  # (none: no engine of vLLM's and no command list)
+        package = vllm_package(ctx) if found else None
+        if package is not None:
+            return SourceFile(ctx.display, None, skipped=f"vLLM's own code (the package `{package}`): the engines it "
+                                                         "starts take what its callers give")
         registered = registered_connectors(ctx, tree) if found and "register_connector" in ctx.text else {}
         found = tuple(with_registered(ctx, d, registered) for d in found) if registered else found
         other = truss_runs_other(ctx) if found else None
         if other is not None:
             return SourceFile(ctx.display, None, skipped=other)
         return SourceFile(ctx.display, "python", found, tuple(reader.problems)) if found or reader.problems else None
-    return SourceFile(ctx.display, None, skipped=f"not Python that Python {_PYTHON} parses ({why})")
+    return SourceFile(ctx.display, None, skipped=f"{_UNPARSED} ({why})")
+
+
+def launch_written(found: SourceFile, text: str) -> tuple[str, int] | None:
+    """Where a Python file this Python cannot parse writes a launch (``LLM(``,
+    ``vllm serve``, ...), and how: the audit notes such a file as one that
+    mentions a KV option (FlagScale's Ray Serve launcher, whose f-strings are
+    Python 3.12's, was skipped with no word in the text report)."""
+    written = _LAUNCH_WRITTEN.search(text) if (found.skipped or "").startswith(_UNPARSED) else None
+    return (written.group(0), text.count("\n", 0, written.start()) + 1) if written is not None else None
+
+
+def vllm_package(ctx: Ctx) -> str | None:
+    """The folder of vLLM's own package that holds the file, where one does
+    (a fork's or a vendored copy's: a `vllm` folder with `engine/arg_utils.py`,
+    EngineArgs' home), as the audit shows it; None for any other file. Its
+    engines and servers are built from what their callers give: no launch."""
+    if not ctx.fs:
+        return None
+    path = ctx.path.resolve()
+    for up, folder in enumerate(path.parents):
+        if folder.name == "vllm" and (folder / "engine" / "arg_utils.py").is_file():
+            shown = Path(ctx.display).parents
+            return str(shown[up]) if up < len(shown) - 1 else str(folder)
+    return None
 
 
 class _Reader(EngineCalls):
