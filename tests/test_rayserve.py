@@ -392,6 +392,35 @@ config = ray.serve.llm.LLMConfig(model_loading_config={"model_id": "qwen", "mode
     assert ([d.line for d in calls.deployments], calls.problems) == ([5], ())
 
 
+def test_the_environment_a_ray_llm_config_built_in_python_gives_its_engine_is_read(tmp_path):
+    # anyscale/e2e-llm-workflows (8d568e8b) README.ipynb: `vLLMEngineProcessorConfig(..., runtime_env={"env_vars":
+    # {"VLLM_USE_V1": "0"}})`. Ray starts the engine's actors in that environment, as the YAML form's
+    # runtime_env.env_vars is read (rayserve.py); in Python it was not (survey 38b).
+    kv = '{"kv_connector": "LMCacheMPConnector", "kv_role": "kv_both"}'
+    batch = read(tmp_path, "batch.py", f"""\
+from ray.data.llm import vLLMEngineProcessorConfig
+config = vLLMEngineProcessorConfig(
+    model_source="m",
+    runtime_env={{"env_vars": {{"LMCACHE_USE_UPSTREAM_MP": "1"}}}},
+    engine_kwargs={{"kv_transfer_config": {kv}}})
+""")
+    (d,) = batch.deployments
+    assert (d.document["env"], dict(d.origins)["env"], outcome(d)) == (
+        {"LMCACHE_USE_UPSTREAM_MP": "1"}, "line 4: runtime_env", "disabled")
+    # Ray Serve's LLMConfig, its runtime_env held by a name; without one the engine is LMCacheMPConnector's.
+    serve = read(tmp_path, "serve.py", f"""\
+from ray.serve.llm import LLMConfig
+env = {{"env_vars": {{"LMCACHE_USE_UPSTREAM_MP": "1"}}}}
+config = LLMConfig(model_loading_config={{"model_id": "m"}}, runtime_env=env, engine_kwargs={{"kv_transfer_config": {kv}}})
+""")
+    assert outcome(serve.deployments[0]) == "disabled"
+    plain = read(tmp_path, "plain.py", f"""\
+from ray.serve.llm import LLMConfig
+config = LLMConfig(model_loading_config={{"model_id": "m"}}, engine_kwargs={{"kv_transfer_config": {kv}}})
+""")
+    assert outcome(plain.deployments[0]) == "enabled"
+
+
 def test_a_launcher_whose_rayservice_s_image_is_not_known_takes_the_image_a_dockerfile_copies_it_into(tmp_path):
     # GoogleCloudPlatform/kubernetes-engine-samples (2b50365) ai-ml/gke-ray/rayserve/llm/tpu: the RayService runs
     # `image: $CUSTOM_IMAGE_URI`, which the Dockerfile beside the module builds (`COPY serve_tpu_multihost.py`):

@@ -26,9 +26,12 @@ _CONFIGS = {"vLLMEngineProcessorConfig": "ray.data.llm", "LLMConfig": "ray.serve
 RAY_LLM = re.compile(r"\bray\.(?:data|serve)\.llm\b")
 
 
-def ray_engine_calls(script: Script) -> list[tuple[ast.Call, Any]]:
+def ray_engine_calls(script: Script) -> list[tuple[ast.Call, Any, list[tuple[str, ast.expr]]]]:
     """The engine call each of Ray's LLM configs in ``script`` makes, at the
-    config's place, with the scope to read it in."""
+    config's place, with the scope to read it in and the variables its
+    ``runtime_env`` sets for the engine's processes (``env_vars``, written
+    out: Ray starts the engine's actors in that environment, as it does for
+    a Serve config's YAML in rayserve.py)."""
     imported = {alias.asname or alias.name: alias.name for node in ast.walk(script.tree)
                 if isinstance(node, ast.ImportFrom) and node.module in _CONFIGS.values()
                 for alias in node.names if _CONFIGS.get(alias.name) == node.module}
@@ -40,19 +43,21 @@ def ray_engine_calls(script: Script) -> list[tuple[ast.Call, Any]]:
         if name is None:
             continue
         given = {k.arg: k.value for k in call.keywords if k.arg}
+        loading = _written(script, given.get("model_loading_config"), scope)[0]
         model = given.get("model_source") if name == "vLLMEngineProcessorConfig" else \
-            _serve_model(script, given.get("model_loading_config"), scope)
+            loading.get("model_source", loading.get("model_id"))  # (Serve: model_source, else model_id)
         keywords = [ast.keyword("model", model)] if model is not None else []
         if "engine_kwargs" in given:
             keywords.append(ast.keyword(None, given["engine_kwargs"]))
-        out.append((ast.copy_location(ast.Call(ast.Name("LLM", ast.Load()), [], keywords), call), scope))
+        runtime_env, where = _written(script, given.get("runtime_env"), scope)
+        env = list(_written(script, runtime_env.get("env_vars"), where)[0].items())
+        out.append((ast.copy_location(ast.Call(ast.Name("LLM", ast.Load()), [], keywords), call), scope, env))
     return out
 
 
-def _serve_model(script: Script, config: ast.expr | None, scope: Any) -> ast.expr | None:
-    """The model a Ray Serve LLM config loads, from its ``model_loading_config``
-    written out (or a name that holds it): ``model_source``, else ``model_id``."""
-    found = script.bound(config, scope) if config is not None else None
+def _written(script: Script, node: ast.expr | None, scope: Any) -> tuple[dict[str, ast.expr], Any]:
+    """The entries of the dict ``node`` writes out, or a name that holds one
+    holds, and the scope to read their values in ({} for any other)."""
+    found = script.bound(node, scope) if node is not None else None
     written = dict_written(found[0]) if found is not None else None
-    entries = {key: value for key, value, _ in written.entries} if written is not None else {}
-    return entries.get("model_source", entries.get("model_id"))
+    return ({key: value for key, value, _ in written.entries}, found[1]) if written is not None and found else ({}, scope)

@@ -250,7 +250,9 @@ class _Reader(EngineCalls):
                      and (listed := self._listed(display, scope, name)) is not None
                      and not self._expected(display, scope, name, data)]
         launches += [(node, scope, argv) for node, scope, argv, _ in derived]
-        launches += [(call, scope, "LLM") for call, scope in ray_engine_calls(self)]
+        ray = ray_engine_calls(self)
+        launches += [(call, scope, "LLM") for call, scope, _ in ray]
+        runtime_env = {id(call): (env, scope) for call, scope, env in ray if env}
         launches += [launch for call, scope in self.calls for launch in self._string_launches(call, scope)]
         launches += [launch for display, scope, _ in self.lists if id(display) not in in_runs
                      for launch in self._string_launches(display, scope)]
@@ -272,6 +274,9 @@ class _Reader(EngineCalls):
                              unresolved(f"os.environ[{name!r}]", "is set to different values in this file"),
                              f"line {first[name]}: os.environ")
                    for name, texts in words.items()}
+            given, where = runtime_env.get(id(node), ((), scope))  # (a Ray config's: its engine's environment)
+            env.update((name, Arg(as_word(self.value(value, where, 0)), f"line {value.lineno}: runtime_env"))
+                       for name, value in given)
             out += self._launch(node, scope, launch, env, release)
         return out
 
