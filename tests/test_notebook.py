@@ -49,9 +49,9 @@ def test_a_notebook_without_a_launch_and_one_that_is_not_json(tmp_path):
 
 
 def test_a_notebook_written_otherwise_is_read_in_order(tmp_path):
-    # A notebook whose JSON escapes what nbformat writes as it is (`ensure_ascii`), or holds a cell's
-    # source as one string: its lines cannot all be found where the notebook has them; they are read
-    # in order, after the last one found, and the launch is still read.
+    # A notebook whose JSON escapes what nbformat writes as it is (`ensure_ascii`), here in a cell's
+    # source written as one string: its lines cannot all be found where the notebook has them; they are
+    # read in order, after the last one found, and the launch is still read.
     path = tmp_path / "escaped.ipynb"
     path.write_text(json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
                                            "source": "from vllm import LLM\n# modèle\nllm = LLM(model='m')\n"}],
@@ -87,6 +87,22 @@ def test_a_notebooks_shell_escapes_and_bash_cells_run_as_ipython_runs_them(tmp_p
     (entry,) = audit([str(path)]).entries
     assert entry.decision["outcome"] == "disabled"
 
+
+
+def test_a_cell_written_as_one_string_keeps_the_later_cells_at_their_lines(tmp_path):
+    # unslothai/notebooks (bdda2efc) nb/Meta-Synthetic-Data-Llama3.1_(8B).ipynb: a `#@title` cell written as
+    # one string, then the cell that starts the server: the launch was placed at line 38, a markdown cell,
+    # where the notebook has it at line 120 (survey 38a). Each later cell is found where it is again.
+    path = notebook(tmp_path / "nb.ipynb", ("code", "x = 1\ny = 2\n"),
+                    ("markdown", ["A server:\n"]),
+                    ("code", ["import subprocess, sys\n",
+                              'subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server",\n',
+                              '                  "--model", "m"])\n']))
+    lines = path.read_text(encoding="utf-8").split("\n")
+    popen = next(n for n, line in enumerate(lines, 1) if "subprocess.Popen(" in line)
+    model = next(n for n, line in enumerate(lines, 1) if "--model" in line)
+    (d,) = read_source(path).deployments
+    assert (d.line, dict(d.origins)["model"]) == (popen, f"line {model}")
 
 
 def test_a_notebooks_upgrade_of_vllm_installs_a_release_not_known(tmp_path):

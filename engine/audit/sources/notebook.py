@@ -149,14 +149,22 @@ def read_notebook(ctx: Ctx) -> Notebook | None:
             pythons = [_python(text) for text in _joined(written_lines)]
             if not _parses("\n".join(p or "" for p in pythons)):
                 continue  # (IPython runs each cell apart: one it cannot run stops no other)
-        for text, python in zip(written_lines, pythons):
+        # A source written as one string (nbformat allows it) is on one line of the notebook: the
+        # cell's lines are placed from that line on, one after another.
+        whole = json.dumps(source, ensure_ascii=False) if isinstance(source, str) and "\n" in source.rstrip("\n") \
+            else None
+        start = next((i for i in range(at, len(lines)) if whole in lines[i]), None) if whole and placed else None
+        for index, (text, python) in enumerate(zip(written_lines, pythons)):
             if python is None or (not python.strip() and writes is None):
                 continue
             # (nbformat writes a source line as a JSON string of its own, with its newline but the last;
             # each search goes on from the last line found, so a notebook is read in linear time)
             encoded = json.dumps(text, ensure_ascii=False)[:-1]
-            found = next((i for i in range(at, len(lines)) if encoded + '\\n"' in lines[i]
-                          or encoded + '"' in lines[i]), None) if placed else None
+            found = start + index if start is not None else \
+                next((i for i in range(at, len(lines)) if encoded + '\\n"' in lines[i]
+                      or encoded + '"' in lines[i]), None) if placed else None
+            if found is not None and found >= len(out):
+                out += [""] * (found + 1 - len(out))
             if found is None:  # (written some other way: each line after the last one placed, from here on)
                 placed = False
                 if at < len(out):
