@@ -992,13 +992,44 @@ def test_the_nearest_requirements_file_that_pins_vllm_gives_the_release(tmp_path
     (d,) = read_source(pd / "components" / "decode.py", roots=(tmp_path,)).deployments
     assert d.release == ReleaseHint("0.11.0", f"pin vllm==0.11.0 in {pd / 'requirements.txt'} (the launcher's nearest "
                                    "requirements file)")
-    # The nearest file decides, as the environment built from it would: one without an exact pin gives none.
+    # The nearest file decides, as the environment built from it would: one without an exact pin, or a range
+    # bounded above, gives none (`vllm>=0.10`: the newest release when it is installed, as no pin says).
     (pd / "requirements.txt").write_text("vllm>=0.10\n", encoding="utf-8")
     assert only_deployment(read_source(pd / "components" / "decode.py", roots=(tmp_path,))).release is None
     # Nothing above the audited paths is read.
     (pd / "requirements.txt").unlink()
     assert only_deployment(read_source(pd / "components" / "decode.py", roots=(pd,))).release is None
     assert only_deployment(read_source(pd / "components" / "decode.py", roots=(tmp_path,))).release.version == "0.10.1.1"
+
+
+@pytest.mark.parametrize("file, written, shown, release", [
+    # hkust-nlp/simpleRL-reason (cf1c7858) requirements.txt `vllm<=0.6.3`: decided as 0.33.0 with no note, a
+    # release its own constraint rules out (survey 38c); 0.6.3 has no hybrid KV cache manager.
+    ("requirements.txt", "vllm<=0.6.3", "vllm<=0.6.3", "0.6.3"),
+    # opendatalab/MinerU (79d6d8d7) pyproject.toml `vllm>=0.10.1.1,<0.22.0` (survey 37b).
+    ("pyproject.toml", "vllm>=0.10.1.1,<0.22.0", "vllm>=0.10.1.1,<0.22.0", "0.21.0"),
+    ("requirements.txt", "vllm[audio] ~= 0.10.1  # tested", "vllm~=0.10.1", "0.10.2"),
+    ("requirements.txt", "vllm<0.22,!=0.21.0", "vllm<0.22,!=0.21.0", "0.20.2"),
+])
+def test_a_range_of_releases_a_launchers_environment_allows_gives_the_newest_it_allows(tmp_path, file, written, shown,
+                                                                                       release):
+    # pip installs the newest release a range allows; the rules' releases tell which.
+    (tmp_path / file).write_text(f'[project]\nname = "x"\ndependencies = ["{written}"]\n' if file == "pyproject.toml"
+                                 else f"torch\n{written}\n", encoding="utf-8")
+    (tmp_path / "run.py").write_text("from vllm import LLM\nllm = LLM(model='m')\n", encoding="utf-8")
+    (entry,) = audit([str(tmp_path / "run.py")]).entries
+    assert (entry.decision["vllm"], entry.deployment.notes) == ({"release": release, "source": (
+        f"range {shown} in {tmp_path / file}: {release}, the newest release it allows, as pip installs it")}, ())
+    assert entry.decision["outcome"] == ("disabled" if release == "0.6.3" else "enabled")  # (no HMA before 0.9.1)
+
+
+def test_a_range_that_allows_no_release_the_rules_know_is_a_release_not_known(tmp_path):
+    (tmp_path / "requirements.txt").write_text("vllm<0.5\n", encoding="utf-8")
+    (tmp_path / "run.py").write_text("from vllm import LLM\nllm = LLM(model='m')\n", encoding="utf-8")
+    (entry,) = audit([str(tmp_path / "run.py")]).entries
+    origin = f"range vllm<0.5 in {tmp_path / 'requirements.txt'}: it allows no release these rules know"
+    assert (entry.decision["vllm"]["source"], [(n.code, n.message) for n in entry.deployment.notes]) == (
+        f"default ({origin})", [("source.release_unknown", f"the vLLM release is not known: {origin}")])
 
 
 @pytest.mark.parametrize("written", ["0.5.3post1", "0.5.3-post1", "0.5.3.POST1", "0.5.3-1", "0.5.3.post1"])

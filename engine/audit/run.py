@@ -260,7 +260,7 @@ def _prepare(policy: PolicySet, deployment: Deployment) -> Any:
     """What the decide stage needs: a prepared document, or the decision
     already known (a source problem or an invalid document)."""
     # The release its source names checks it, as it decides it (an older one may have other fields).
-    hint = _hint(deployment.release)
+    hint = _hint(policy, deployment.release)
     if deployment.problems:  # decided here: few deployments have them
         return settled(policy, deployment, hint) or policy.refused([_located(p) for p in deployment.problems], None, hint)
     predating = policy.predating(deployment.document, hint)  # a release older than the rules: nothing to read
@@ -277,7 +277,7 @@ def _decide(policy: PolicySet, checked: Any, release: Any) -> Decision:
     (``release``: the ReleaseHint its source read, or None)."""
     if isinstance(checked, Decision):
         return checked
-    hint = _hint(release)
+    hint = _hint(policy, release)
     try:
         return policy.decide_prepared(checked, hint)
     except InputError as exc:
@@ -305,7 +305,7 @@ def _noted(policy: PolicySet, deployment: Deployment, decision: Decision) -> Dep
         not any(error.code == "source.unresolved" for error in decision.errors)
     if not settled:
         return deployment
-    hint = _hint(deployment.release)
+    hint = _hint(policy, deployment.release)
 
     def why(path: str) -> str:
         return agreement(policy, deployment, hint) if deployment.paths else whatever(policy, deployment, hint, path)
@@ -320,8 +320,13 @@ def _release_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     rules do not hold, so that another release decided it (the default):
     the decision's release line says so, and the note lets a report's
     reader find every such launch by its code."""
-    hint = _hint(deployment.release)
+    hint = _hint(policy, deployment.release)
     named = deployment.document.get("vllm_version") if deployment.document is not None else None
+    if hint is not None and hint.version is None and deployment.release is not None and deployment.release.allowed \
+            and named is None:  # (a range that allows no release the rules know: as a release not known is noted)
+        return deployment.replace(notes=deployment.notes + (Problem(
+            "source.release_unknown", f"the vLLM release is not known: {hint.origin}", file=deployment.file,
+            line=deployment.line),))
     # A document's own release (vllm_version) decides it; a decision names the release that made it
     # (the one named, where the rules decide a release older than theirs: PolicySet.predating).
     if hint is None or named is not None or decision.vllm is None or policy.unheld(hint) is None \
@@ -350,7 +355,7 @@ def _options_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     if decision.vllm is None:
         return deployment
     named = _release_named(policy, deployment)
-    hint = _hint(deployment.release)
+    hint = _hint(policy, deployment.release)
     if not named and hint is not None and hint.version is not None:  # a release these rules do not hold
         return _older_options_noted(policy, deployment, decision, hint)
     if not deployment.options:
@@ -411,15 +416,24 @@ def _as_named(decision: Decision, hint: Hint) -> bool:
 def _release_named(policy: PolicySet, deployment: Deployment) -> bool:
     """Whether the release deciding ``deployment`` is one something names,
     not the default standing in for a release nothing says."""
-    hint = _hint(deployment.release)
+    hint = _hint(policy, deployment.release)
     return (policy.named_release is not None
             or (deployment.document is not None and deployment.document.get("vllm_version") is not None)
             or (hint is not None and hint.version is not None and policy.unheld(hint) is None))
 
 
-def _hint(release: Any) -> Hint | None:
-    """The policy set's hint of the release a source read (a ReleaseHint, or None)."""
-    return Hint(release.version, release.origin) if release is not None else None
+def _hint(policy: PolicySet, release: Any) -> Hint | None:
+    """The policy set's hint of the release a source read (a ReleaseHint, or
+    None): for a range the files allow (`vllm<=0.6.3`), the newest release
+    the rules know that it allows, which pip installs."""
+    if release is None:
+        return None
+    if release.version is None and release.allowed:
+        newest = policy.newest_allowed(release.allowed)
+        if newest is not None:
+            return Hint(newest, f"{release.origin}: {newest}, the newest release it allows, as pip installs it")
+        return Hint(None, f"{release.origin}: it allows no release these rules know")
+    return Hint(release.version, release.origin)
 
 
 def _located(problem: Problem) -> Problem:

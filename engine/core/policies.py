@@ -37,7 +37,7 @@ from .decision import Decision, VllmRelease, input_error_decision
 from .errors import InputError, Problem
 from .input import DEFAULT_LIMITS, Limits
 from .policy import Policy, Prepared
-from .releases import Releases, bundled, of_folder, parse_version
+from .releases import Releases, bundled, of_folder, parse_version, release_numbers
 
 __all__ = ["PolicySet", "Hint", "DEFAULT_SOURCE", "DOCUMENT_SOURCE", "decide", "decide_command", "supports_hma",
            "default_policies"]
@@ -217,6 +217,24 @@ class PolicySet:
         known = self.releases
         return f": vLLM {version} is not a release these rules know; they know {known[0]} to {known[-1]}"
 
+    def newest_allowed(self, allowed: Sequence[tuple[str, str]]) -> str | None:
+        """The release pip installs for a range of them (``allowed``: PEP
+        440's specifiers, each (operator, version): `<=0.6.3`, `>=0.10.1.1`,
+        `<0.22.0`, `~=0.10.1`, `!=`, `==`): the newest these rules hold that
+        it allows, where it is bounded above; the bound of `<=X` where X is
+        older than every release they hold (the bundle's `before` rule
+        decides it). None where nothing bounds it above (the newest when it
+        is installed, not known from the files), or it allows none they hold."""
+        bounds = [(op, release_numbers(version)) for op, version in allowed]
+        if not any(op in ("<", "<=", "~=", "==") for op, _ in bounds):
+            return None
+        held = [version for version in self.releases
+                if all(_allows(op, bound, release_numbers(version)) for op, bound in bounds)]
+        if held:
+            return max(held, key=release_numbers)
+        older = [version for op, version in allowed if op in ("<=", "==")]
+        return older[0] if len(older) == 1 and self._bundle is not None and self._bundle.predates(older[0]) else None
+
     def _default_source(self) -> str:
         return DEFAULT_SOURCE if self._bundle is not None else self.default.vllm.source
 
@@ -294,6 +312,16 @@ class PolicySet:
     def __repr__(self) -> str:
         fixed = f", release={self.fixed!r}" if self.fixed else ""
         return f"PolicySet(source={self.source!r}{fixed})"
+
+
+def _allows(op: str, bound: tuple[int, ...], version: tuple[int, ...]) -> bool:
+    """Whether the specifier ``op`` ``bound`` allows ``version`` (release
+    numbers, compared as PEP 440 does: 0.22 is 0.22.0)."""
+    width = max(len(bound), len(version))
+    a, b = version + (0,) * (width - len(version)), bound + (0,) * (width - len(bound))
+    if op == "~=":  # (~=0.10.1: >=0.10.1 and the same 0.10)
+        return a >= b and version[:len(bound) - 1] == bound[:-1]
+    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op]
 
 
 def _named_release(document: dict[Any, Any]) -> Any:

@@ -46,7 +46,7 @@ from .companions import companion_text, read_companion, shown as companion_name
 from .context import Ctx
 from .copied import built_with
 from .rayserve import served_modules
-from .release import PIN, REQUIREMENT, ReleaseHint, from_image, pinned
+from .release import PIN, RANGE, REQUIREMENT, ReleaseHint, from_image, pinned, specifiers
 from .truss import is_truss_config, truss_pin
 
 __all__ = ["launcher_release", "truss_runs_other", "truss_script_release"]
@@ -245,13 +245,20 @@ def _requirements_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
     where it pins exactly one vLLM (a lock file by the version it locks); None
     where the nearest pins none, or cannot be read."""
     while ctx.may_read(folder):
-        for name, pins_of, said in _ENVIRONMENT_FILES:
+        for name, pins_of, ranges_of, said in _ENVIRONMENT_FILES:
             candidate = folder / name
             if candidate.is_file():  # (a regular file, or a link to one: which must lie in the audited paths too)
-                pins = {pinned(pin): pin for pin in pins_of(companion_text(ctx, candidate) or "")}
+                text = companion_text(ctx, candidate) or ""
+                pins = {pinned(pin): pin for pin in pins_of(text)}
                 if len(pins) == 1:
                     version, written = pins.popitem()
                     return ReleaseHint(version, said.format(written=written, file=companion_name(ctx, candidate)))
+                ranges = {written: allowed for written in ranges_of(text) if (allowed := specifiers(written))} \
+                    if not pins else {}
+                if len(ranges) == 1:  # (`vllm<=0.6.3`: pip installs the newest release it allows)
+                    written, allowed = ranges.popitem()
+                    return ReleaseHint(None, f"range vllm{''.join(written.split())} in {companion_name(ctx, candidate)}",
+                                       allowed=allowed)
                 return None  # the nearest one decides, as the environment built from it would
         if folder.parent == folder:
             return None
@@ -259,9 +266,10 @@ def _requirements_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
     return None
 
 
-def _pyproject_pins(text: str) -> list[str]:
+def _pyproject_pins(text: str, written: re.Pattern[str] = REQUIREMENT) -> list[str]:
     """The exact vLLM pins among a pyproject.toml's dependencies (PEP 621:
-    ``[project] dependencies`` and each optional group)."""
+    ``[project] dependencies`` and each optional group); or, ``written``
+    RANGE, the ranges."""
     try:
         project = tomllib.loads(text).get("project")
     except (ValueError, RecursionError):  # (not TOML; nested deeper than the reader recurses)
@@ -271,7 +279,7 @@ def _pyproject_pins(text: str) -> list[str]:
     groups = project.get("optional-dependencies")
     lists = [project.get("dependencies"), *(groups.values() if isinstance(groups, dict) else ())]
     return [pin for entries in lists if isinstance(entries, list) for entry in entries if isinstance(entry, str)
-            for pin in REQUIREMENT.findall(entry)]
+            for pin in written.findall(entry)]
 
 
 def _locked_pins(text: str) -> list[str]:
@@ -287,8 +295,10 @@ def _locked_pins(text: str) -> list[str]:
 
 # What builds a launcher's Python environment, nearest first in each folder (OpenPipe/ART pins
 # `vllm==0.8.5.post1` in its pyproject.toml and locks it in uv.lock).
-_ENVIRONMENT_FILES: tuple[tuple[str, Callable[[str], list[str]], str], ...] = (
-    ("requirements.txt", REQUIREMENT.findall, "pin vllm=={written} in {file} (the launcher's nearest requirements file)"),
-    ("uv.lock", _locked_pins, "vllm {written} locked in {file} (the launcher's nearest lock file)"),
-    ("pyproject.toml", _pyproject_pins, "pin vllm=={written} in {file} (the dependencies of the launcher's nearest "
-                                        "project)"))
+# Each file that builds the launcher's environment: its exact pins, its ranges, and how a pin is said.
+_ENVIRONMENT_FILES: tuple[tuple[str, Callable[[str], list[str]], Callable[[str], list[str]], str], ...] = (
+    ("requirements.txt", REQUIREMENT.findall, RANGE.findall,
+     "pin vllm=={written} in {file} (the launcher's nearest requirements file)"),
+    ("uv.lock", _locked_pins, lambda text: [], "vllm {written} locked in {file} (the launcher's nearest lock file)"),
+    ("pyproject.toml", _pyproject_pins, lambda text: _pyproject_pins(text, RANGE),
+     "pin vllm=={written} in {file} (the dependencies of the launcher's nearest project)"))

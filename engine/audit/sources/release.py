@@ -34,7 +34,7 @@ from ...core.deployers import deployer
 from ...core.markers import UNRESOLVED, has_unresolved, show
 
 __all__ = ["ReleaseHint", "from_image", "from_pin", "from_source", "pinned", "upgraded", "platform_of", "split_image", "valid_version", "VERSION",
-           "PIN_VERSION", "PIN", "REQUIREMENT"]
+           "PIN_VERSION", "PIN", "REQUIREMENT", "RANGE", "specifiers"]
 
 # A vLLM release as PyPI spells it: 0.21.0, 0.10.1.1, 0.11.0rc1, 0.6.3.post1.
 VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev|dev)[0-9]+)?")
@@ -57,6 +57,11 @@ PIN = re.compile(r"(?<![\w.-])vllm(?:\[[A-Za-z0-9_,.-]*\])?==(" + PIN_VERSION.pa
                  re.I)
 REQUIREMENT = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*==[ \t]*(" + PIN_VERSION.pattern + _LOCAL
                          + r")[ \t]*(?:[;#].*)?$", re.M | re.I)
+# A requirements line (or a project's dependency) that gives vLLM a range of releases, PEP 440's
+# specifiers: `vllm>=0.10.1.1,<0.22.0`, `vllm<=0.6.3`, `vllm~=0.10.1` (a wildcard, `==0.10.*`, is none).
+RANGE = re.compile(r"^[ \t]*vllm(?:\[[A-Za-z0-9_,.-]*\])?[ \t]*((?:~=|!=|<=|>=|<|>)[ \t]*[0-9][0-9.]*"
+                   r"(?:[ \t]*,[ \t]*(?:~=|!=|<=|>=|<|>|==)[ \t]*[0-9][0-9.]*)*)[ \t]*(?:[;#].*)?$", re.M | re.I)
+_SPECIFIER = re.compile(r"(~=|!=|<=|>=|<|>|==)[ \t]*([0-9][0-9.]*)")
 _PIN_PARTS = re.compile(r"(?i)([-_.]?)(rc|c|pre|preview|post|rev|r|dev)[-_.]?([0-9]*)|-([0-9]+)")
 _NORMAL = {"c": "rc", "pre": "rc", "preview": "rc", "rev": "post", "r": "post"}
 
@@ -180,6 +185,17 @@ class ReleaseHint(NamedTuple):
     # The platform of the image it was read from, where that is not CUDA: a Dockerfile's base that a
     # launcher is copied into (`FROM vllm/vllm-tpu:v0.11.1`, copied.py) runs it there.
     platform: str | None = None
+    # A range of releases the files allow instead of one (`vllm<=0.6.3`), each specifier (operator,
+    # version): pip installs the newest it allows, which the rules' releases tell (PolicySet.newest_allowed).
+    allowed: tuple[tuple[str, str], ...] = ()
+
+
+def specifiers(written: str) -> tuple[tuple[str, str], ...]:
+    """A range's specifiers as RANGE finds them written, each (operator,
+    version); none where nothing bounds it above (`vllm>=0.10`: the newest
+    release when it is installed, which says no more than no pin does)."""
+    found = tuple((operator, version.rstrip(".")) for operator, version in _SPECIFIER.findall(written))
+    return found if any(operator in ("<", "<=", "~=", "==") for operator, _ in found) else ()
 
 
 def valid_version(text: str) -> bool:
