@@ -1589,6 +1589,18 @@ def test_a_script_a_dockerfile_copies_into_its_image_runs_that_images_release(tm
     assert entry.decision["vllm"]["release"] == "0.9.2"
 
 
+def test_a_range_a_script_or_dockerfile_installs_gives_the_newest_release_it_allows(tmp_path):
+    # `pip install "vllm>=0.10,<0.12"`: pip installs the newest release the range allows. Such a line
+    # named no release: the default 0.33.0 decided it (the range's requirements-file form, surveys 37b, 38c).
+    write(tmp_path / "run.sh", 'pip install "vllm>=0.10,<0.12"\nvllm serve m\n')
+    write(tmp_path / "Dockerfile", 'FROM python:3.11\nRUN pip install "vllm<=0.8.5"\nCMD ["vllm", "serve", "m"]\n')
+    entries = {Path(e.deployment.file).name: e.decision for e in audit([str(tmp_path)]).entries}
+    assert (entries["run.sh"]["vllm"], entries["run.sh"]["outcome"]) == ({
+        "release": "0.11.2", "source": "range vllm>=0.10,<0.12 at line 1: 0.11.2, the newest release it allows, "
+                                      "as pip installs it"}, "enabled")
+    assert (entries["Dockerfile"]["vllm"]["release"], entries["Dockerfile"]["outcome"]) == ("0.8.5", "disabled")
+
+
 def test_a_command_srun_runs_in_a_pyxis_container_takes_its_images_release(tmp_path):
     # Slurm's pyxis plugin: `srun --container-image=IMAGE COMMAND` runs COMMAND in a container of
     # IMAGE, an enroot URI (`REGISTRY#IMAGE:TAG`) (NVIDIA/pyxis 10751994 README.md), as
