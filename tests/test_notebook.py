@@ -120,6 +120,22 @@ def test_a_notebooks_upgrade_of_vllm_installs_a_release_not_known(tmp_path):
     assert [n.code for n in d.notes] == ["source.release_unknown"]
 
 
+def test_a_notebooks_unversioned_install_of_vllm_installs_a_release_not_known(tmp_path):
+    # unslothai/notebooks (bdda2efc) Meta-Synthetic-Data-Llama3.1_(8B).ipynb: `!pip install unsloth vllm` in a
+    # kernel that holds no vLLM before it installs the newest release, as `-U` does: decided as the default
+    # release with nothing said (survey 38a). A pin there names its release as before.
+    path = notebook(tmp_path / "nb.ipynb", ("code", ["!pip install unsloth vllm\n"]),
+                    ("code", ["from vllm import LLM\n", "llm = LLM(model='m')\n"]))
+    (d,) = read_source(path).deployments
+    line = path.read_text(encoding="utf-8").split("\n").index('    "!pip install unsloth vllm\\n"') + 1
+    assert (d.release.version, d.release.origin, [n.code for n in d.notes]) == (
+        None, f"`pip install vllm` at line {line} installs the newest release when it runs: not known from this file",
+        ["source.release_unknown"])
+    pinned = notebook(tmp_path / "pinned.ipynb", ("code", ["!pip install unsloth vllm==0.10.0\n"]),
+                      ("code", ["from vllm import LLM\n", "llm = LLM(model='m')\n"]))
+    assert read_source(pinned).deployments[0].release.version == "0.10.0"
+
+
 def test_an_assigned_shell_escape_continues_over_its_backslashes(tmp_path):
     # GoogleCloudPlatform/vertex-ai-samples (cc0d791e) model_garden_axolotl_finetuning.ipynb:
     # `  shell_output = ! gcloud colab runtime-templates create ... \` and its indented continuation lines

@@ -502,7 +502,8 @@ class _Reader(EngineCalls):
             if installed is not None and re.search(r"\binstall\b", installed):
                 for found in PIN.finditer(installed):
                     pins.setdefault(pinned(found.group(1)), from_pin(found.group(1), call.lineno))
-                if (newest := upgraded(installed.split(), call.lineno)) is not None:  # `!pip install -U vllm`
+                # (`!pip install -U vllm`, and `!pip install vllm` in a kernel that holds none before it)
+                if (newest := upgraded(installed.split(), call.lineno, fresh=True)) is not None:
                     pins.setdefault("", newest)
                 continue
             if not isinstance(call.func, ast.Attribute) or call.func.attr not in (*_PIP_INSTALLS, "from_registry"):

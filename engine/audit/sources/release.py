@@ -313,14 +313,17 @@ def from_pin(version: str, line: int | None) -> ReleaseHint:
     return ReleaseHint(pinned(version), f"pip pin vllm=={version}" + (f" at line {line}" if line else ""))
 
 
-def upgraded(words: list[str], line: int) -> ReleaseHint | None:
+def upgraded(words: list[str], line: int, *, fresh: bool = False) -> ReleaseHint | None:
     """`pip install -U vllm` (``words``, its command line): whatever release
-    is newest when it runs, not known from the file; None for another command."""
+    is newest when it runs, not known from the file; None for another command.
+    ``fresh``: an environment that holds no vLLM before it (a notebook's
+    kernel, Colab's or Kaggle's), where `pip install vllm` does the same."""
     upgrade = next((w for w in words if w in ("-U", "--upgrade")), None)
-    if upgrade is None or "install" not in words or not any(w.lower().split("[")[0] == "vllm" for w in words):
+    if (upgrade is None and not fresh) or "install" not in words \
+            or not any(w.lower().split("[")[0] == "vllm" for w in words):
         return None
-    return ReleaseHint(None, f"`pip install {upgrade} vllm` at line {line} installs the newest release when it runs: "
-                             "not known from this file")
+    return ReleaseHint(None, f"`pip install {upgrade + ' ' if upgrade else ''}vllm` at line {line} installs the newest "
+                             "release when it runs: not known from this file")
 
 
 # vLLM's release tags in its repository: v0.10.1.1, v0.11.0rc2, v0.6.6.post1.
