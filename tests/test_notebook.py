@@ -136,6 +136,24 @@ def test_a_notebooks_unversioned_install_of_vllm_installs_a_release_not_known(tm
     assert read_source(pinned).deployments[0].release.version == "0.10.0"
 
 
+def test_what_a_notebooks_cells_printed_once_is_no_mention_of_a_kv_option(tmp_path):
+    # unslothai/notebooks (bdda2efc) and huggingface/cookbook (ed2c6467): a cell's stored output holds vLLM's
+    # log, `Namespace(... kv_transfer_config=None ...)`; the note "mentions `kv_transfer_config`" pointed at that
+    # log line (survey 38a). A markdown cell's mention is still one.
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": ["print('hello')\n"],
+            "outputs": [{"name": "stdout", "output_type": "stream",
+                         "text": ["INFO args: Namespace(kv_transfer_config=None)\n", "done\n"]}]}
+    document = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    printed = tmp_path / "printed" / "nb.ipynb"
+    printed.parent.mkdir()
+    printed.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
+    assert audit([str(printed)]).notes == ()
+    document["cells"].append({"cell_type": "markdown", "metadata": {}, "source": ["Pass `--kv-transfer-config`.\n"]})
+    printed.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
+    line = printed.read_text(encoding="utf-8").split("\n").index('    "Pass `--kv-transfer-config`.\\n"') + 1
+    assert [(n.code, n.line) for n in audit([str(printed)]).notes] == [("source.unrecognized", line)]
+
+
 def test_an_assigned_shell_escape_continues_over_its_backslashes(tmp_path):
     # GoogleCloudPlatform/vertex-ai-samples (cc0d791e) model_garden_axolotl_finetuning.ipynb:
     # `  shell_output = ! gcloud colab runtime-templates create ... \` and its indented continuation lines

@@ -43,7 +43,7 @@ from .dockerfile import dockerfile
 from .document import EMPTY, structured_file
 from .files import NOT_REGULAR, decode, read_bytes, read_text
 from .llmdbench import env_file, is_env_file
-from .notebook import read_notebook
+from .notebook import read_notebook, without_outputs
 from .python import launch_written, python_file
 from .files import regular as is_regular
 from .shell import shell_file
@@ -161,6 +161,8 @@ def _noted(found: SourceFile, text: str, known: tuple[str, ...]) -> SourceFile:
     misses a launch silently."""
     if found.deployments or any(note.code == "source.unrecognized" for note in found.notes):
         return found  # a launch, or the reader has already said why the file holds none
+    if found.file.endswith(".ipynb"):  # (what its cells printed once is no option it sets)
+        text = without_outputs(text)
     mentioned = mention(text, known, python=found.file.endswith(".py"), shell=found.format == "shell") \
         or launch_written(found, text)
     if mentioned is None:

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from .context import Ctx
 
-__all__ = ["Notebook", "Written", "read_notebook"]
+__all__ = ["Notebook", "Written", "read_notebook", "without_outputs"]
 
 # Cell magics whose cell is a shell script, as IPython's run_cell_magic is given them: (name, line).
 _SHELL_CELLS = re.compile(r"%%(?:(bash|sh)|(script)[ \t]+(bash|sh))[ \t]*$")
@@ -180,3 +180,29 @@ def read_notebook(ctx: Ctx) -> Notebook | None:
                 break
     return Notebook("\n".join(out) if any(out) else None, tuple(files))
 
+
+def without_outputs(text: str) -> str:
+    """A notebook's text with the lines of its cells' stored outputs blank
+    (the line count kept): what a run printed once (vLLM's own log,
+    `Namespace(... kv_transfer_config=None ...)`) is no option the notebook
+    sets. Each output line is found as nbformat writes it, a JSON string of
+    its own; ``text`` as it is where it is no notebook."""
+    try:
+        notebook: Any = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    printed: set[str] = set()
+    for cell in cells if isinstance(cells, list) else ():
+        outputs = cell.get("outputs") if isinstance(cell, dict) else None
+        for output in outputs if isinstance(outputs, list) else ():
+            if not isinstance(output, dict):
+                continue
+            data = output.get("data")
+            for value in [output.get("text"), *(data.values() if isinstance(data, dict) else ())]:
+                for line in value if isinstance(value, list) else [value] if isinstance(value, str) else ():
+                    if isinstance(line, str):
+                        printed.add(json.dumps(line, ensure_ascii=False))
+    if not printed:
+        return text
+    return "\n".join("" if line.strip().rstrip(",") in printed else line for line in text.split("\n"))
