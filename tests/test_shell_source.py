@@ -1074,6 +1074,25 @@ vllm serve m --config cfg.yaml
 
 
 
+def test_a_config_file_written_at_a_path_not_known_is_the_one_read_at_the_same_words(tmp_path):
+    # `cat > "$DIR/c.yaml"` then `--config "$DIR/c.yaml"`, DIR made at run time: the file written is the one
+    # vLLM reads, as a script written and run at the same words is; it was "the `--config` file is `$(...)/c.yaml`".
+    script = write(tmp_path / "run.sh", f"""DIR=$(mktemp -d)
+cat > "$DIR/c.yaml" <<EOF
+kv-transfer-config: '{LMCACHE}'
+EOF
+vllm serve m --config "$DIR/c.yaml"
+""")
+    d = only(read_source(script))
+    assert (ktc(d)["kv_connector"], d.chain) == ("LMCacheConnectorV1", (str(script), "$(...)/c.yaml (written at line 3)"))
+    # Other words, or no file written: a name not known.
+    other = write(tmp_path / "other.sh", script.read_text().replace('--config "$DIR/c.yaml"', '--config "$DIR/d.yaml"'))
+    (entry,) = decided(other)
+    assert [(e["code"], e["message"]) for e in entry.decision["errors"]] == [(
+        "source.unresolved", "line 5: the `--config` file is `$(...)/d.yaml`, where `$(...)` is the output of a command "
+                             "the audit does not run")]
+
+
 def test_a_written_config_files_values_not_known_are_values_not_known(tmp_path):
     # SemiAnalysis' InferenceMAX benchmarks (gptoss_fp4_b200_docker.sh, survey 34a) write
     # `max-model-len: $CALCULATED_MAX_MODEL_LEN` into the config they serve with: each such launch was an

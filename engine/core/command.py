@@ -34,7 +34,7 @@ from .dynamo_args import DYNAMO_MODULES, dynamo_vllm_argv
 from .errors import InputError, Problem
 from .facts import ENV_READ
 from .json_unknowns import Unread, unread_json
-from .markers import UNRESOLVED, has_unresolved, references, unresolved, unresolved_names
+from .markers import UNRESOLVED, has_unresolved, references, show, unresolved, unresolved_names
 from .optionlist import refused_options
 from .options import (DECISION_OPTIONS, DEFAULT_OPTIONS, DEMO_SERVER_LAST, DEMO_SERVER_MODULE, ENV_NAMES, TAGLESS_MODULES,
                       VALUE_OPTIONS, Arg, ConfigFile, VllmOptions, find_vllm, unknown_module)
@@ -442,6 +442,8 @@ def _unsplittable(why: str) -> InputError:
 
 def _config_file(name: str, base: str, root: str) -> ConfigFile:
     """A ``--config`` file read relative to ``base``, only inside ``root``."""
+    if "\x00" in name:  # (a value not known, which no file has as its name)
+        raise InputError([Problem("source.config_unresolved", f"`{show(name)}` is not known")])
     path = os.path.realpath(os.path.join(base, name))
     if os.path.commonpath([path, root]) != root:
         raise InputError([Problem("source.config_outside", f"`{name}` is outside `{root}`, where config files may be read",

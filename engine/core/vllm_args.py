@@ -242,8 +242,16 @@ def _merge_dotted(reading: Reading, normal: list[Arg]) -> list[Arg]:
 
 def _pull_config(reading: Reading, name: str) -> list[Arg]:
     if has_unresolved(name):
-        reading.fail("source.unresolved", f"the `--config` file is {references(name, whole=True)}")
-        return []
+        # A name not known is a file only where a script wrote one at these same words (`cat > "$D/c.yaml"
+        # <<EOF` ... `--config "$D/c.yaml"`), as it runs scripts it writes so; every reader refuses any other.
+        try:
+            got: ConfigFile | str | None = reading.read_config(name) if reading.read_config is not None else None
+        except InputError:
+            got = None
+        if got is None or name.split(".")[-1] not in ("yaml", "yml"):
+            reading.fail("source.unresolved", f"the `--config` file is {references(name, whole=True)}")
+            return []
+        return _config_read(reading, name, got)
     if name.split(".")[-1] not in ("yaml", "yml"):
         reading.fail("source.config_extension", f"`--config {name}`: vLLM reads only .yaml or .yml config files")
         return []
@@ -257,7 +265,13 @@ def _pull_config(reading: Reading, name: str) -> list[Arg]:
         reading.problems.append(Problem(first.code, first.message, first.path, first.hint, file=reading.file,
                                         line=reading.line))
         return []
+    return _config_read(reading, name, got)
+
+
+def _config_read(reading: Reading, name: str, got: ConfigFile | str) -> list[Arg]:
+    """The options of a config file read for `--config NAME`."""
     text, shown = (got.text, got.shown) if isinstance(got, ConfigFile) else (got, name)
+    shown = show(shown, None)  # (a file written at a path not known: its name as the script writes it)
     reading.configs.append(shown)
     # A config file a script writes may hold values not known (`max-model-len: $LEN`): each is
     # held while the YAML is parsed, and is then a value not known of the option it gives.
