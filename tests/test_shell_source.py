@@ -981,6 +981,27 @@ vllm serve m --kv-transfer-config "$KV"
     assert ktc(only(read_source(set_after)))["kv_connector"] == "LMCacheConnectorV1"
 
 
+@pytest.mark.parametrize("expansion", ['${ARGS[@]+"${ARGS[@]}"}', '${ARGS[*]:+"${ARGS[@]}"}'])
+def test_set_u_s_safe_expansion_of_a_whole_array_is_the_array(tmp_path, expansion):
+    # vllm-project/vllm-metal (211a1e4b) scripts/test.sh: `vllm serve "$model" ... ${extra_args[@]+"${extra_args[@]}"}`,
+    # which `set -u` scripts write for an array that may be empty: "an element of an array at an index not
+    # known", and a KV config passed so was dropped (`enabled`; survey 39a).
+    script = write(tmp_path / "run.sh", f"""set -u
+ARGS=(--kv-transfer-config '{LMCACHE}')
+vllm serve m {expansion}
+""")
+    d = only(read_source(script))
+    assert (ktc(d)["kv_connector"], d.notes) == ("LMCacheConnectorV1", ())
+    # An empty array gives nothing; one the file never sets may be the environment's, as `"${ARGS[@]}"` is.
+    empty = only(read_source(write(tmp_path / "empty.sh", script.read_text().replace(f"'{LMCACHE}'", "").replace(
+        "--kv-transfer-config ", ""))))
+    assert (empty.notes, "kv_transfer_config" in empty.document) == ((), False)
+    unset = only(read_source(write(tmp_path / "unset.sh", f"set -u\nvllm serve m {expansion}\n")))
+    assert [n.message for n in unset.notes] == [
+        "the command also takes `${ARGS[@]}`, which this file does not set; only the options written here are read, "
+        "and it may hold others"]
+
+
 def test_a_function_runs_with_its_arguments_where_it_is_called(tmp_path):
     script = write(tmp_path / "run.sh", """start() {
   local role=$1

@@ -139,6 +139,14 @@ class Expander:
                             out.append((None, False))
                         out.append((param, False))
                     continue
+                alternate = _array_alternate(part)
+                if alternate is not None:  # (`${ARGS[@]+"${ARGS[@]}"}`: `set -u`'s safe expansion of a whole array)
+                    colon, word = alternate
+                    items = self.elements(part.name)
+                    # (set, or not set in the file: the environment's, as `"${ARGS[@]}"` alone reads it)
+                    if (items is not None and not (colon and not any(items))) or self.scope.lookup(part.name) is None:
+                        out += self.segments(word)
+                    continue
                 value = self.param(part)
                 if value is None:
                     continue
@@ -316,6 +324,23 @@ def _subscript(part: Param) -> str | None:
     text = part.arg.literal()
     match = _SUBSCRIPT.fullmatch(text) if text is not None else None
     return match.group(1) if match else None
+
+
+def _array_alternate(part: Param) -> tuple[bool, Word] | None:
+    """`${NAME[@]+WORD}` (or `[*]`, `:+`): whether it is the `:+` form, and
+    WORD, which it expands to where the array is set; None for any other."""
+    first = part.arg.parts[0] if part.op == "complex" and part.arg is not None and part.arg.parts else None
+    if not isinstance(first, Lit) or first.quoted or not part.name:
+        return None
+    match = _ALTERNATE.match(first.text)
+    if match is None:
+        return None
+    rest = first.text[match.end():]
+    parts = ((Lit(rest, False),) if rest else ()) + part.arg.parts[1:]  # type: ignore[union-attr]
+    return bool(match.group(1)), Word(parts, part.arg.line)  # type: ignore[union-attr]
+
+
+_ALTERNATE = re.compile(r"\[[@*]\](:?)\+")
 
 
 def common_elements(found: list[Var | None], unknown: str) -> tuple[str, ...]:
