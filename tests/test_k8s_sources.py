@@ -1916,6 +1916,28 @@ def test_the_accelerator_a_container_asks_for_names_its_platform(tmp_path):
     assert (neuron.decision["outcome"], gaudi.decision["outcome"]) == ("disabled", "enabled")  # (Gaudi from 0.14.1)
 
 
+def test_qualcomm_cloud_ai_and_enflame_gcu_run_without_the_hybrid_kv_cache_manager(tmp_path):
+    # qualcomm/vllm-qaic (dc7351f5): QaicPlatform defines no support_hybrid_kv_cache(), on main (vLLM 0.23.0)
+    # and its 0.15.0 branch; its pods ask for `qualcomm.com/qaic`, its device variable is QAIC_VISIBLE_DEVICES.
+    # EnflameTechnology/vllm-gcu (7b5aaca9): GCUPlatform is neither CUDA nor ROCm and defines none (vLLM 0.9.2);
+    # `--device gcu`, TOPS_VISIBLE_DEVICES. Each launch was decided as CUDA, `enabled` (surveys 39a, 39b).
+    write(tmp_path / "qaic.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: q}\nspec:\n  containers:\n"
+                                  "    - name: vllm\n      image: vllm/vllm-openai:v0.23.0\n      args: [--model, m]\n"
+                                  "      resources: {limits: {qualcomm.com/qaic: 1}}\n")
+    write(tmp_path / "gcu.sh", "pip install vllm==0.9.2\nTOPS_VISIBLE_DEVICES=0 vllm serve m\nvllm serve m --device gcu\n")
+    write(tmp_path / "qaic.py", "import os\nos.environ['QAIC_VISIBLE_DEVICES'] = '0'\nfrom vllm import LLM\nllm = LLM(model='m')\n")
+    entries = {(Path(e.deployment.file).name, e.deployment.line): e for e in audit([str(tmp_path)]).entries}
+    assert {key: (e.deployment.document["platform"]["name"], dict(e.deployment.origins)["platform"], e.decision["outcome"])
+            for key, e in entries.items()} == {
+        ("qaic.yaml", 6): ("qaic", "resource qualcomm.com/qaic", "disabled"),
+        ("gcu.sh", 2): ("gcu", "env TOPS_VISIBLE_DEVICES", "disabled"),
+        ("gcu.sh", 3): ("gcu", "line 3: --device gcu", "disabled"),
+        ("qaic.py", 4): ("qaic", "env QAIC_VISIBLE_DEVICES", "disabled")}
+    assert entries[("qaic.yaml", 6)].decision["reasons"][0] == (
+        "Qualcomm Cloud AI's platform (the vllm-qaic plugin) does not support the hybrid KV cache manager: QaicPlatform "
+        "defines no support_hybrid_kv_cache() and inherits the base Platform's false")
+
+
 def test_a_kthena_model_serving_on_aibrix_s_vllm_image_runs_the_release_its_tag_starts_with(tmp_path):
     # volcano-sh/kthena (3cc0572) examples/model-serving/gpu-pd-disaggregation.yaml: prefill and decode
     # on ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2, AIBrix's build on vLLM

@@ -106,9 +106,10 @@ DECLARED: tuple[Fact, ...] = (
     Fact("platform_name", "decision", "str",
          'platform.name: the platform vLLM runs on, where the document names it (an image of vLLM\'s CPU build '
          'does): cuda, rocm, cpu, xpu, npu (Ascend, through vllm-ascend), hpu (Gaudi, through vllm-gaudi), '
-         'spyre (IBM Spyre, through vllm-spyre), neuron (AWS Inferentia and Trainium, through vllm-neuron) or '
-         'tpu (Google\'s TPUs, through tpu-inference; "" when not named)',
-         ("", "cuda", "rocm", "cpu", "xpu", "npu", "hpu", "spyre", "neuron", "tpu")),
+         'spyre (IBM Spyre, through vllm-spyre), neuron (AWS Inferentia and Trainium, through vllm-neuron), '
+         'tpu (Google\'s TPUs, through tpu-inference), qaic (Qualcomm Cloud AI, through vllm-qaic) or gcu '
+         '(Enflame\'s GCU, through vllm-gcu; "" when not named)',
+         ("", "cuda", "rocm", "cpu", "xpu", "npu", "hpu", "spyre", "neuron", "tpu", "qaic", "gcu")),
     Fact("chunked_local_attention", "decision", "bool", "model.attention_chunk_size is set"),
     Fact("speculative_method", "decision", "str", 'speculative_config.method ("" when none)',
          at="/speculative_config/method"),

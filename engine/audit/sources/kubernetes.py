@@ -168,10 +168,12 @@ _RAY_OVERWRITE = "ray.io/overwrite-container-cmd"
 
 # The device plugins' resources a container asks for, by the platform vLLM runs on there: AWS
 # Neuron's (aws-neuron/neuron-device-plugin), Intel Gaudi's (habana.ai), AMD's ROCm GPUs, Intel's
-# GPUs (intel/intel-device-plugins-for-kubernetes), GKE's TPUs. NVIDIA's (nvidia.com/gpu) is CUDA, the default.
+# GPUs (intel/intel-device-plugins-for-kubernetes), GKE's TPUs, Qualcomm's Cloud AI cards. NVIDIA's
+# (nvidia.com/gpu) is CUDA, the default.
 _RESOURCE_PLATFORMS = {"aws.amazon.com/neuron": "neuron", "aws.amazon.com/neuroncore": "neuron",
                        "aws.amazon.com/neurondevice": "neuron", "habana.ai/gaudi": "hpu", "amd.com/gpu": "rocm",
-                       "gpu.intel.com/i915": "xpu", "gpu.intel.com/xe": "xpu", "google.com/tpu": "tpu"}
+                       "gpu.intel.com/i915": "xpu", "gpu.intel.com/xe": "xpu", "google.com/tpu": "tpu",
+                       "qualcomm.com/qaic": "qaic"}
 
 
 def _deployer_platform(container: dict[str, Any], pod: dict[str, Any]) -> tuple[str, str] | None:

@@ -203,10 +203,13 @@ def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> d
 
 
 # Settings only a platform's vLLM reads, by the platform an environment that sets one runs vLLM on:
-# vllm-spyre's (vllm_spyre/envs.py: VLLM_SPYRE_USE_CB, VLLM_SPYRE_DYNAMO_BACKEND, ...), and AWS Neuron's
-# (VLLM_NEURON_FRAMEWORK, which vllm-neuron and vLLM's own Neuron backend read).
+# vllm-spyre's (vllm_spyre/envs.py: VLLM_SPYRE_USE_CB, VLLM_SPYRE_DYNAMO_BACKEND, ...), AWS Neuron's
+# (VLLM_NEURON_FRAMEWORK, which vllm-neuron and vLLM's own Neuron backend read), and the devices
+# variable of a plugin's platform (its device_control_env_var): vllm-qaic's QaicPlatform
+# (platform_base.py, dc7351f5), vllm-gcu's GCUPlatform (vllm_gcu/gcu.py, 7b5aaca9).
 SPYRE_ENV = "VLLM_SPYRE_"
-PLATFORM_ENV = ((SPYRE_ENV, "spyre"), ("VLLM_NEURON_", "neuron"))
+PLATFORM_ENV = ((SPYRE_ENV, "spyre"), ("VLLM_NEURON_", "neuron"), ("QAIC_VISIBLE_DEVICES", "qaic"),
+                ("TOPS_VISIBLE_DEVICES", "gcu"))
 
 
 def read_from_env(name: str) -> bool:
@@ -226,9 +229,10 @@ def platform_of_runtime(runtime: Any, where: str) -> tuple[str, str] | None:
 
 
 # vLLM's `--device` (an engine option up to 0.9.2, and of AWS's Neuron fork: `device="neuron"` in
-# aws-neuron/upstreaming-to-vllm's examples), by the platform each value picks; `auto` and `cuda` pick none.
+# aws-neuron/upstreaming-to-vllm's examples; vllm-gcu adds `gcu` to its choices), by the platform each
+# value picks; `auto` and `cuda` pick none.
 DEVICE_OPTION = "--device"
-_DEVICE_PLATFORMS = {"neuron": "neuron", "cpu": "cpu", "xpu": "xpu", "hpu": "hpu", "tpu": "tpu"}
+_DEVICE_PLATFORMS = {"neuron": "neuron", "cpu": "cpu", "xpu": "xpu", "hpu": "hpu", "tpu": "tpu", "gcu": "gcu"}
 
 
 def platform_of_device(argv: list[Arg]) -> tuple[str, str] | None:
