@@ -352,6 +352,10 @@ llm = LLM("m")
 @pytest.mark.parametrize("text", [
     "import torch\nmodel = torch.nn.Linear(2, 2)\n",  # no vLLM
     "from vllm import SamplingParams\nparams = SamplingParams(temperature=0)\n",  # vLLM, no engine
+    # An engine a test expects vLLM to refuse (mindspore-ai/vllm-mindspore a7b56a42
+    # tests/ut/entrypoints/test_vllm_basic_api.py: `with pytest.raises(TypeError): LLM(model=1)`; survey 39b).
+    "import pytest\nfrom vllm import LLM\ndef test_bad():\n    with pytest.raises(TypeError):\n        LLM(model=1)\n",
+    "from pytest import raises\nfrom vllm import LLM\nwith raises(ValueError, match='x'):\n    llm = LLM(model='m')\n",
 ])
 def test_a_python_file_that_starts_no_engine_is_skipped(tmp_path, text):
     found = read(tmp_path, text)

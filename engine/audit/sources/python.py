@@ -227,10 +227,11 @@ class _Reader(EngineCalls):
     # -- the launches ----------------------------------------------------------------------
 
     def deployments(self) -> list[Deployment]:
+        data = {id(node) for root in self.data for node in ast.walk(root)}  # (a test's data: never run as written)
         # An engine's call (what it is), or a command list that starts vLLM's server (its words).
         launches: list[tuple[ast.expr, Any, str | Readings | _Shell | _Split | _Listed]] = [
-            (call, scope, what) for call, scope in self.calls
-            if (what := self.what_called(call.func, scope)) in LAUNCHES and not self.only_hands_on(call, scope)
+            (call, scope, what) for call, scope in self.calls if id(call) not in data
+            and (what := self.what_called(call.func, scope)) in LAUNCHES and not self.only_hands_on(call, scope)
             and not self.only_configures(call, scope, what) and not self._foreign(call, scope)]
         derived = [(node, scope, argv, base) for node, scope, name, base, extra in self.derived
                    if (argv := self.made_words(node, scope, name, base, extra)) is not None]
@@ -243,7 +244,6 @@ class _Reader(EngineCalls):
         runs = self.image_runs()
         in_runs = {id(display) for run in runs for display in run.lists}
         launches += [(run.node, run.scope, _as_shell(run)) for run in runs]
-        data = {id(node) for root in self.data for node in ast.walk(root)}  # (a test's lists: never run)
         launches += [(display, scope, listed) for display, scope, name in self.lists
                      if id(display) not in in_runs and id(display) not in data
                      and (id(display) not in bases or self.runs_itself(name))
