@@ -1641,6 +1641,23 @@ def test_a_range_a_script_or_dockerfile_installs_gives_the_newest_release_it_all
     assert (entries["Dockerfile"]["vllm"]["release"], entries["Dockerfile"]["outcome"]) == ("0.8.5", "disabled")
 
 
+def test_a_vllm_wheel_a_script_installs_by_its_url_names_its_release(tmp_path):
+    # vllm-project/vllm-metal (211a1e4b) install.sh: `uv pip install "$VLLM_WHEEL_URL"`, vLLM's GitHub release
+    # wheel, `.../v${VLLM_VERSION}/vllm-${VLLM_VERSION}%2Bcpu-...whl`: decided as the default release with nothing
+    # said, where `uv pip install vllm==0.22.0` names its release (survey 39a).
+    url = "https://github.com/vllm-project/vllm/releases/download/v${V}/vllm-${V}%2Bcpu-cp38-abi3-macosx_11_0_arm64.whl"
+    write(tmp_path / "known.sh", f'V=0.27.1\nuv pip install "{url}"\nvllm serve m\n')
+    write(tmp_path / "unknown.sh", f'uv pip install "{url}"\nvllm serve m\n')
+    entries = {Path(e.deployment.file).name: e for e in audit([str(tmp_path)]).entries}
+    assert entries["known.sh"].decision["vllm"] == {
+        "release": "0.27.1", "source": "the vLLM wheel vllm-0.27.1%2Bcpu-cp38-abi3-macosx_11_0_arm64.whl at line 2"}
+    unknown = entries["unknown.sh"]
+    assert [(n.code, n.message) for n in unknown.deployment.notes] == [(
+        "source.release_unknown", "the vLLM release is not known: the vLLM wheel "
+                                  "`vllm-${V}%2Bcpu-cp38-abi3-macosx_11_0_arm64.whl` at line 1: its version is not known "
+                                  "from this file")]
+
+
 def test_a_command_srun_runs_in_a_pyxis_container_takes_its_images_release(tmp_path):
     # Slurm's pyxis plugin: `srun --container-image=IMAGE COMMAND` runs COMMAND in a container of
     # IMAGE, an enroot URI (`REGISTRY#IMAGE:TAG`) (NVIDIA/pyxis 10751994 README.md), as

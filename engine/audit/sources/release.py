@@ -34,7 +34,7 @@ from ...core.deployers import deployer
 from ...core.markers import UNRESOLVED, has_unresolved, show
 
 __all__ = ["ReleaseHint", "from_image", "from_pin", "from_source", "pinned", "upgraded", "platform_of", "split_image", "valid_version", "VERSION",
-           "PIN_VERSION", "PIN", "REQUIREMENT", "RANGE", "specifiers"]
+           "PIN_VERSION", "PIN", "REQUIREMENT", "RANGE", "specifiers", "from_wheel"]
 
 # A vLLM release as PyPI spells it: 0.21.0, 0.10.1.1, 0.11.0rc1, 0.6.3.post1.
 VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev|dev)[0-9]+)?")
@@ -311,6 +311,23 @@ def _is(path: str, repository: str) -> bool:
 def from_pin(version: str, line: int | None) -> ReleaseHint:
     """A `pip install vllm==X` (or `uv pip install`) pin, X as written."""
     return ReleaseHint(pinned(version), f"pip pin vllm=={version}" + (f" at line {line}" if line else ""))
+
+
+# A wheel of vLLM installed by its path or URL (`vllm-0.27.1+cpu-cp38-abi3-macosx_11_0_arm64.whl`, as a
+# GitHub release serves it, `+` written `%2B`): its name's version is the release.
+_WHEEL = re.compile(r"(?i)(?:^|/)vllm-([^-/]+)-[^/]*\.whl$")
+
+
+def from_wheel(word: str, line: int) -> ReleaseHint | None:
+    """The release of a vLLM wheel that `pip install WORD` installs; None for any other word."""
+    wheel = _WHEEL.search(word)
+    if wheel is None:
+        return None
+    version = re.sub("(?i)%2b", "+", wheel.group(1))
+    name = word.rsplit("/", 1)[-1]
+    if has_unresolved(version) or not PIN_VERSION.match(version):
+        return ReleaseHint(None, f"the vLLM wheel `{show(name)}` at line {line}: its version is not known from this file")
+    return ReleaseHint(pinned(version), f"the vLLM wheel {name} at line {line}")
 
 
 def upgraded(words: list[str], line: int, *, fresh: bool = False) -> ReleaseHint | None:

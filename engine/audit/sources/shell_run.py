@@ -18,7 +18,7 @@ from ...core.options import ENV_NAMES, Arg, find_vllm, unknown_module
 from ...core.errors import InputError
 from .detect import SHELLS
 from .launch import PLATFORM_ENV, Invocation, config_from_fs, platform_of_runtime
-from .release import RANGE, ReleaseHint, from_pin, from_source, specifiers, upgraded
+from .release import RANGE, ReleaseHint, from_pin, from_source, from_wheel, specifiers, upgraded
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, docker_run, git_source, installs_source,
                              name_operands, nested_script, only_markers, same_folder, srun_image, ssh_command,
@@ -490,6 +490,9 @@ class Interpreter(Flow):
                 hint = from_pin(match.group(1), line) if match else \
                     ReleaseHint(None, f"pip pin {show(word)} at line {line}: the version is not known from this file")
                 self.run.pins.append(Pin(hint, self.run.sequence, self.container))
+            elif (wheel := from_wheel(word, line)) is not None:  # (`uv pip install ".../vllm-0.27.1+cpu-...whl"`)
+                self.run.sequence += 1
+                self.run.pins.append(Pin(wheel, self.run.sequence, self.container))
             elif (ranged := RANGE.match(word)) and (allowed := specifiers(ranged.group(1))):
                 # (`pip install "vllm<0.22"`: the newest release it allows, which audit/run.py tells)
                 self.run.sequence += 1
