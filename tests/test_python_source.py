@@ -2358,6 +2358,21 @@ def test_keys_a_function_sets_on_its_kwargs_parameter_are_read(tmp_path):
                               "on some runs of the script (in an `if`, a loop or a `try`))")]
 
 
+def test_a_key_set_in_the_block_that_starts_the_engine_below_it_is_read(tmp_path):
+    # qualcomm/vllm-qaic (dc7351f5) examples/qaic_vision_language_multi_image.py: `ea["kv_transfer_config"] =
+    # KVTransferConfig(...)` then `llm = LLM(**ea)`, both in one `try`: whenever the call runs the key is set,
+    # but it was "set on some runs of the script", `source.unresolved` (survey 39a).
+    head = "from vllm import LLM\nfrom vllm.config import KVTransferConfig\nea = {'model': 'm'}\ntry:\n"
+    key = "    ea['kv_transfer_config'] = KVTransferConfig(kv_connector='LMCacheConnectorV1', kv_role='kv_both')\n"
+    (d,) = read(tmp_path, head + key + "    llm = LLM(**ea)\nexcept Exception as exc:\n    print(exc)\n").deployments
+    assert (json.loads(d.document["kv_transfer_config"])["kv_connector"], d.problems) == ("LMCacheConnectorV1", ())
+    # Set in a `try` whose call is below it: on a run where the `try` fails before the key, the call runs without it.
+    (d,) = read(tmp_path, head + key + "except Exception:\n    pass\nllm = LLM(**ea)\n").deployments
+    assert [(p.code, p.message) for p in d.problems] == [(
+        "source.unresolved", "`kv_transfer_config` takes its value from `ea['kv_transfer_config']` (which is set on "
+                             "some runs of the script (in an `if`, a loop or a `try`))")]
+
+
 def test_engine_arguments_only_turned_into_a_model_config_start_no_engine(tmp_path):
     # NovaSky-AI/SkyRL (a9564572) render_server.py and llm-d/llm-d-kv-cache (7be76e11) renderer.py build
     # `AsyncEngineArgs(...)` only for `.create_model_config()`, to render chat templates on the CPU, as

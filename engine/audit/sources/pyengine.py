@@ -321,7 +321,7 @@ class EngineCalls(CommandLists):
             return {}, []
         parsed, where = found
         shown = source_text(args)
-        changes = [(at, attr, value, straight) for attr, value, at, straight
+        changes = [(at, attr, value, straight, 0) for attr, value, at, straight
                    in self.attributes_set.get((id(where), cast(ast.Name, args).id), ())]
         # (not above the namespace, nor below the call)
         return self._applied(changes, where, {}, lambda at: at > parsed.lineno and (where is not scope or at < line),
@@ -381,34 +381,36 @@ class EngineCalls(CommandLists):
             return out, written.unpacked, []
         # (above the dict, or below the call: not its changes)
         out, changed = self._keys_set(splat.id, where, out, lambda at: at > display.lineno and
-                                      (where is not scope or at < line))
+                                      (where is not scope or at < line), line if where is scope else None)
         return out, written.unpacked, changed
 
     def _keys_set(self, name: str, where: Any, out: dict[str, tuple[ast.expr | Unknown, Any, int]],
-                  within: Any) -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[int]]:
+                  within: Any, use: int | None = None) -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[int]]:
         """``out`` with the keys the statements of ``where`` set on the dict
         ``name`` holds, at the lines ``within`` takes (see _applied)."""
-        return self._applied(self.keyed.get((id(where), name), ()), where, out, within, lambda k: f"{name}[{k!r}]")
+        return self._applied(self.keyed.get((id(where), name), ()), where, out, within, lambda k: f"{name}[{k!r}]", use)
 
     @staticmethod
     def _applied(changes: Any, where: Any, out: dict[str, tuple[ast.expr | Unknown, Any, int]], within: Any,
-                 shown: Any) -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[int]]:
-        """``out`` with ``changes`` (line, key, value, straight) at the lines
-        ``within`` takes applied in order of their lines: each the value it is
-        set to (on some runs of the script only: a value not known, shown as
-        ``shown(key)`` gives it); a change of any key (key or value None:
+                 shown: Any, use: int | None = None) -> tuple[dict[str, tuple[ast.expr | Unknown, Any, int]], list[int]]:
+        """``out`` with ``changes`` (line, key, value, straight, the last line
+        of its block) at the lines ``within`` takes applied in order of their
+        lines: each the value it is set to (on some runs of the script only: a
+        value not known, shown as ``shown(key)`` gives it; one in a block that
+        holds the use at line ``use`` below it has run before the use, as a
+        binding there has); a change of any key (key or value None:
         ``update(other)``, ``del``, ``setattr(obj, k, v)``) makes every key
         before it a value not known, its line among those returned."""
         changed: list[int] = []
         # By line, each line's in the order written (the values themselves are never compared).
-        for at, key, value, straight in sorted(changes, key=lambda change: change[0]):
+        for at, key, value, straight, end in sorted(changes, key=lambda change: change[0]):
             if not within(at):
                 continue
             if key is None or value is None:
                 changed.append(at)
                 out = {k: (Unknown(shown(k), f"may be changed at line {at} in a way not read"), where, at) for k in out}
                 continue
-            out[key] = (value if straight else Unknown(shown(key), "is set on some runs of the script "
+            out[key] = (value if straight or (use is not None and at < use <= end) else Unknown(shown(key), "is set on some runs of the script "
                                                        "(in an `if`, a loop or a `try`)"), where, at)
         return out, changed
 
@@ -421,7 +423,7 @@ class EngineCalls(CommandLists):
         parameter itself as a dict that may hold others (allenai/open-instruct's
         engine actor: ``kwargs["generation_config"] = "vllm"``, then
         ``AsyncEngineArgs(*args, **kwargs)``)."""
-        out, changed = self._keys_set(splat.id, scope, {}, lambda at: at < line)  # (not below the call)
+        out, changed = self._keys_set(splat.id, scope, {}, lambda at: at < line, line)  # (not below the call)
         return out, [splat], changed
 
 

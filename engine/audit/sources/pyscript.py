@@ -94,8 +94,8 @@ class Script:
         self.grown: dict[tuple[int, str], list[Change]] = {}
         self._branch: dict[int, tuple[ast.If, bool, int]] = {}  # id of a statement -> Change.branch
         # (scope, name) -> the changes to the dict it holds (pyforms.dict_changes), each with its
-        # line and whether it is a statement of the scope's own body.
-        self.keyed: dict[tuple[int, str], list[tuple[int, str | None, ast.expr | None, bool]]] = {}
+        # line, whether it is a statement of the scope's own body, and the last line of its block.
+        self.keyed: dict[tuple[int, str], list[tuple[int, str | None, ast.expr | None, bool, int]]] = {}
         # The choices (`a if c else b`, an `if` that grows a list) a reading met that the script
         # makes when it runs, and for a reading once per branch, the branch each takes (see
         # pylists.py's readings).
@@ -148,7 +148,7 @@ class Script:
                     self.data += node.decorator_list
                 continue
             for name, key, value in (dict_changes(node) if isinstance(node, ast.stmt) else ()):
-                self.keyed.setdefault((id(scope), name), []).append((line, key, value, straight))
+                self.keyed.setdefault((id(scope), name), []).append((line, key, value, straight, end))
             for name, attr, value in (attribute_changes(node) if isinstance(node, ast.stmt) else ()):
                 self.attributes_set.setdefault((id(scope), name), []).append((attr, value, line, straight))
             if isinstance(node, ast.Assign) and (grown := added_to_itself(node)) is not None \
