@@ -138,7 +138,8 @@ class Script:
                     inner.setdefault(arg.arg, []).append(Binding(None, _PARAMETER, node))
                 body = node.body if isinstance(node.body, list) else [node.body]
                 last = (body[-1].end_lineno or 0) if isinstance(node.body, list) else 0
-                stack.extend((child, node, not isinstance(node, ast.Lambda), last, id(body)) for child in reversed(body))
+                block = id(node.body) if isinstance(node.body, list) else 0  # (a lambda's body is no block)
+                stack.extend((child, node, not isinstance(node, ast.Lambda), last, block) for child in reversed(body))
                 defaults = (*arguments.defaults, *(d for d in arguments.kw_defaults if d))
                 stack.extend((d, scope, False, 0, 0) for d in reversed(defaults))
                 if not isinstance(node, ast.Lambda):

@@ -128,14 +128,12 @@ def _as_shell(run: ImageRun) -> _Shell:
 
 class _Listed(NamedTuple):
     """A command list that starts vLLM's server, as a read gave its words
-    (``readings``); what reads it again, once per call of the function it is
-    in where those calls pass it different values (``name``, the name it is
-    assigned to; ``joined``: run through a shell, :func:`_resplit`); and
-    whether they do (``varied``)."""
+    (``readings``); the name it is assigned to, which reads it again once per
+    call of the function it is in where those calls pass it different
+    values; and whether they do (``varied``)."""
 
     readings: Readings
     name: str | None
-    joined: bool
     varied: bool
 
 
@@ -332,8 +330,8 @@ class _Reader(EngineCalls):
         readings = self.command_words(display, scope, name)
         if readings is None:
             return None
-        joined = (id(scope), name) in self._shell_joined
-        return _Listed(_resplit(readings) if joined else readings, name, joined, scope in self.varied)
+        joined = (id(scope), name) in self._shell_joined  # (run through a shell: split as it splits them)
+        return _Listed(_resplit(readings) if joined else readings, name, scope in self.varied)
 
     def _string_launches(self, node: ast.Call | ast.List | ast.Tuple, scope: Any) -> list[tuple[ast.expr, Any, _Shell | _Split]]:
         """The launches of a command line built as one string that ``node``
