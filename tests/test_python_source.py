@@ -1027,11 +1027,13 @@ def test_a_range_of_releases_a_launchers_environment_allows_gives_the_newest_it_
     assert entry.decision["outcome"] == ("disabled" if release == "0.6.3" else "enabled")  # (no HMA before 0.9.1)
 
 
-def test_a_range_that_allows_no_release_the_rules_know_is_a_release_not_known(tmp_path):
-    (tmp_path / "requirements.txt").write_text("vllm<0.5\n", encoding="utf-8")
+@pytest.mark.parametrize("written", ["vllm<0.5", "vllm>=0.30,<0.40", "vllm~=0.33.0"])
+def test_a_range_whose_release_the_rules_cannot_tell_is_a_release_not_known(tmp_path, written):
+    # One that allows no release the rules hold, or one newer than they know (pip installs the newest it allows).
+    (tmp_path / "requirements.txt").write_text(f"{written}\n", encoding="utf-8")
     (tmp_path / "run.py").write_text("from vllm import LLM\nllm = LLM(model='m')\n", encoding="utf-8")
     (entry,) = audit([str(tmp_path / "run.py")]).entries
-    origin = f"range vllm<0.5 in {tmp_path / 'requirements.txt'}: it allows no release these rules know"
+    origin = f"range {written} in {tmp_path / 'requirements.txt'}: which release it installs is not one these rules can tell"
     assert (entry.decision["vllm"]["source"], [(n.code, n.message) for n in entry.deployment.notes]) == (
         f"default ({origin})", [("source.release_unknown", f"the vLLM release is not known: {origin}")])
 

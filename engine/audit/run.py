@@ -323,7 +323,7 @@ def _release_noted(policy: PolicySet, deployment: Deployment, decision: Decision
     hint = _hint(policy, deployment.release)
     named = deployment.document.get("vllm_version") if deployment.document is not None else None
     if hint is not None and hint.version is None and deployment.release is not None and deployment.release.allowed \
-            and named is None:  # (a range that allows no release the rules know: as a release not known is noted)
+            and named is None:  # (a range whose release the rules cannot tell: as a release not known is noted)
         return deployment.replace(notes=deployment.notes + (Problem(
             "source.release_unknown", f"the vLLM release is not known: {hint.origin}", file=deployment.file,
             line=deployment.line),))
@@ -432,7 +432,7 @@ def _hint(policy: PolicySet, release: Any) -> Hint | None:
         newest = policy.newest_allowed(release.allowed)
         if newest is not None:
             return Hint(newest, f"{release.origin}: {newest}, the newest release it allows, as pip installs it")
-        return Hint(None, f"{release.origin}: it allows no release these rules know")
+        return Hint(None, f"{release.origin}: which release it installs is not one these rules can tell")
     return Hint(release.version, release.origin)
 
 

@@ -223,15 +223,19 @@ class PolicySet:
         `<0.22.0`, `~=0.10.1`, `!=`, `==`): the newest these rules hold that
         it allows, where it is bounded above; the bound of `<=X` where X is
         older than every release they hold (the bundle's `before` rule
-        decides it). None where nothing bounds it above (the newest when it
-        is installed, not known from the files), or it allows none they hold."""
+        decides it). None where nothing bounds it above or it allows a release
+        newer than they know (the newest when it is installed, not known from
+        the files), or it allows none they hold."""
         bounds = [(op, release_numbers(version)) for op, version in allowed]
         if not any(op in ("<", "<=", "~=", "==") for op, _ in bounds):
             return None
         held = [version for version in self.releases
                 if all(_allows(op, bound, release_numbers(version)) for op, bound in bounds)]
         if held:
-            return max(held, key=release_numbers)
+            newest = max(held, key=release_numbers)
+            *head, last = release_numbers(self.releases[-1])
+            later = (*head, last + 1)  # (a patch release after the newest they know)
+            return None if all(_allows(op, bound, later) for op, bound in bounds) else newest
         older = [version for op, version in allowed if op in ("<=", "==")]
         return older[0] if len(older) == 1 and self._bundle is not None and self._bundle.predates(older[0]) else None
 
