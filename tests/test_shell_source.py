@@ -1641,6 +1641,25 @@ def test_a_range_a_script_or_dockerfile_installs_gives_the_newest_release_it_all
     assert (entries["Dockerfile"]["vllm"]["release"], entries["Dockerfile"]["outcome"]) == ("0.8.5", "disabled")
 
 
+def test_a_device_not_known_leaves_the_platform_and_so_the_decision_open(tmp_path):
+    # EnflameTechnology/vllm-gcu (7b5aaca9) benchmarks: `device=args.device` (gcu, cuda or cpu); `--device "$DEV"`
+    # was `enabled` with a note that "the decision does not read it", where `--device cpu` on 0.9.2 and
+    # vllm-gcu's `--device gcu` run without the hybrid KV cache manager (survey 39b).
+    write(tmp_path / "run.sh", 'pip install vllm==0.9.2\nvllm serve m --device "$DEV"\nvllm serve m --device cuda\n')
+    write(tmp_path / "run.py", "import argparse\nfrom vllm import LLM\nargs = argparse.ArgumentParser().parse_args()\n"
+                               "llm = LLM(model='m', device=args.device)\n")
+    entries = {(Path(e.deployment.file).name, e.deployment.line): e for e in audit([str(tmp_path)]).entries}
+    assert {key: [(err["code"], err["message"]) for err in e.decision["errors"]] for key, e in entries.items()} == {
+        ("run.sh", 2): [("source.unresolved", "line 2: `--device` takes its value from `$DEV`, which this file does not "
+                                              "set: the platform it picks decides whether vLLM runs the hybrid KV cache "
+                                              "manager")],
+        ("run.sh", 3): [],
+        ("run.py", 4): [("source.unresolved", "line 4: `device` takes its value from `args.device` (which is computed "
+                                              "when the script runs): the platform it picks decides whether vLLM runs "
+                                              "the hybrid KV cache manager")]}
+    assert entries[("run.sh", 2)].deployment.notes == ()
+
+
 def test_a_vllm_wheel_a_script_installs_by_its_url_names_its_release(tmp_path):
     # vllm-project/vllm-metal (211a1e4b) install.sh: `uv pip install "$VLLM_WHEEL_URL"`, vLLM's GitHub release
     # wheel, `.../v${VLLM_VERSION}/vllm-${VLLM_VERSION}%2Bcpu-...whl`: decided as the default release with nothing

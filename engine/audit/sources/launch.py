@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ...core.command import read_command
-from ...core.markers import UNRESOLVED, has_unresolved, plain, show
+from ...core.markers import UNRESOLVED, has_unresolved, plain, references, show
 from ...core.options import DEFAULT_OPTIONS, ENV_NAMES, STORE_BOOLEANS, STORE_BOOLEANS_UNTIL, Arg, ConfigFile, VllmOptions
 from ...core.releases import release_numbers
 from ...core.errors import InputError, Problem
@@ -118,6 +118,13 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     platform = _platform(inv)
     if platform is not None:
         origins.setdefault("platform", platform[1])
+    device = _device(inv.argv) if platform is None and "platform" not in facts else None
+    unknown_device = device is not None and has_unresolved(device[0])
+    if device is not None and unknown_device:  # (the platform it picks decides: vLLM 0.9.2's cpu, vllm-gcu's gcu)
+        problems.append(ctx.problem("source.unresolved", f"`{DEVICE_OPTION}` takes its value from "
+                                    f"{references(device[0])}: the platform it picks decides whether vLLM runs the "
+                                    "hybrid KV cache manager", line=inv.line,
+                                    hint="the audit reads files and never runs them; write the value in the file"))
     document = _document(inv, result.document or {}, facts)
     # A stand-in answers for the command's own problems only (core.command.StandIn).
     stand_in = result.stand_in if result.stand_in is not None and len(problems) == len(result.problems) else None
@@ -129,7 +136,8 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     # A path's problems say more than the note that the command's unknown words may hold options; a path
     # whose own words may hold options is read only as far as they go, which its note says (the paths
     # agreeing settles no more than that).
-    notes = list(inv.notes) + [n for n in result.notes if not (on_path and n.code == "source.unresolved_arguments")]
+    notes = list(inv.notes) + [n for n in result.notes if not (on_path and n.code == "source.unresolved_arguments")
+                               and not (unknown_device and n.message.startswith(f"`{DEVICE_OPTION}` takes"))]
     said = {n.message for n in notes}
     notes += [replace(n, message=f"on {which}: {n.message}") for which, n in opened if paths and n.message not in said]
     release = release_noted(ctx, inv.release, facts, inv.facts_origin, inv.line, notes)
@@ -237,13 +245,18 @@ _DEVICE_PLATFORMS = {"neuron": "neuron", "cpu": "cpu", "xpu": "xpu", "hpu": "hpu
 
 def platform_of_device(argv: list[Arg]) -> tuple[str, str] | None:
     """The platform a command's `--device` picks, and what says so (the last one given wins, as argparse's)."""
+    given = _device(argv)
+    return (_DEVICE_PLATFORMS[given[0]], f"{given[1]}: {DEVICE_OPTION} {given[0]}") \
+        if given is not None and given[0] in _DEVICE_PLATFORMS else None
+
+
+def _device(argv: list[Arg]) -> tuple[str, str] | None:
+    """The value of a command's last `--device`, and its origin."""
     found = None
     for at, arg in enumerate(argv):
         name, eq, value = arg.text.partition("=")
-        if name != DEVICE_OPTION:
-            continue
-        given = value if eq else argv[at + 1].text if at + 1 < len(argv) else ""
-        found = (_DEVICE_PLATFORMS[given], f"{arg.origin}: {DEVICE_OPTION} {given}") if given in _DEVICE_PLATFORMS else None
+        if name == DEVICE_OPTION:
+            found = (value if eq else argv[at + 1].text if at + 1 < len(argv) else "", arg.origin)
     return found
 
 

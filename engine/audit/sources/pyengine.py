@@ -202,8 +202,8 @@ class EngineCalls(CommandLists):
                                           if n in ENGINE_FIELDS or n in _SWITCHED or n == _DEVICE):
                 if name in _SWITCHED and value is False:  # `enable_chunked_prefill=False`
                     words.append(Arg(_SWITCHED[name], origin))
-                if name == _DEVICE and isinstance(value, str):  # (the platform it picks: launch.platform_of_device)
-                    words += [Arg(DEVICE_OPTION, origin), Arg(value, origin)]
+                if name == _DEVICE and value is not None:  # (the platform it picks: launch.platform_of_device)
+                    words += [Arg(DEVICE_OPTION, origin), Arg(as_word(value), origin)]
                 if name not in ENGINE_FIELDS or value is None or (name in _FLAGS and not isinstance(value, bool)):
                     continue  # (None: vLLM's default; a flag's other values: _flag_problems)
                 words += [Arg(_FLAGS[name][value], origin)] if name in _FLAGS else \
