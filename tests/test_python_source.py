@@ -2400,6 +2400,19 @@ def test_engine_arguments_only_turned_into_a_model_config_start_no_engine(tmp_pa
         == [2]
 
 
+def test_engine_arguments_a_helper_returns_for_configs_alone_start_no_engine(tmp_path):
+    # vllm-project/vllm-metal (211a1e4b) tests/test_gguf_vllm_integration.py: `def _engine_args(**kwargs): return
+    # EngineArgs(**kwargs)`, whose every caller only makes a model or engine config: a launch, `enabled` (survey 39a).
+    helper = "from vllm.engine.arg_utils import EngineArgs\n\ndef _engine_args(**kwargs):\n    return EngineArgs(**kwargs)\n\n"
+    configs = ("def test_model():\n    mc = _engine_args(model='m').create_model_config()\n\n"
+               "def test_engine():\n    args = _engine_args(model='m')\n    config = args.create_engine_config()\n")
+    assert read(tmp_path, helper + configs).deployments == ()
+    # A caller that starts an engine from what it returns makes it a launch.
+    started = read(tmp_path, "from vllm.engine.llm_engine import LLMEngine\n" + helper + configs
+                   + "\ndef serve():\n    LLMEngine.from_engine_args(_engine_args(model='m'))\n").deployments
+    assert [d.line for d in started] == [5]
+
+
 def test_engine_arguments_only_turned_into_a_vllm_config_the_function_keeps_start_no_engine(tmp_path):
     # vllm-project/tpu-inference (b8692ff) tests/layers/vllm/*: `EngineArgs(...)`, then
     # `vllm_config = engine_args.create_engine_config()` to set up vLLM's distributed state for a layer

@@ -20,7 +20,7 @@ from ...core.options import ENGINE_FIELDS, FLAG_OPTIONS, OFF_SWITCHES, VALUE_OPT
 from .context import Ctx
 from .deployment import Deployment
 from .launch import DEVICE_OPTION, Invocation, apply_facts, deployment
-from .pyforms import dict_written
+from .pyforms import dict_written, within
 from .pylists import CommandLists
 from .pyscript import ENGINES
 from .pyvalues import RUNTIME, Unknown, as_word, source_text
@@ -97,24 +97,34 @@ class EngineCalls(CommandLists):
         llm-d-kv-cache's tokenizer service after it), or a VllmConfig
         (``create_engine_config()``) that its function keeps to itself, in a
         script that names no engine to start from one (tpu-inference's test
-        fixtures, which set up vLLM's distributed state with it)."""
+        fixtures, which set up vLLM's distributed state with it). Made by a
+        helper of the file that returns them (``def _engine_args(**kw): return
+        EngineArgs(**kw)``, vllm-metal's tests), each call of the helper is read so."""
         if what == "LLM":
             return False
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                isinstance(node, ast.Return) and node.value is call for node in scope.body):
+            sites = [(site, where) for site, where in self.calls_of.get(scope.name, []) if not within(site, scope)]
+            return bool(sites) and all(self._configured_only(site, where) for site, where in sites)
+        return self._configured_only(call, scope)
+
+    def _configured_only(self, made: ast.Call, scope: Any) -> bool:
+        """Whether the engine arguments ``made`` gives, in ``scope``, are only made into configs (see only_configures)."""
         # (the object each config call is made from, and which: model or engine)
         configured = {id(n.func.value): (n, n.func.attr) for n in ast.walk(scope) if isinstance(n, ast.Call)
                       and isinstance(n.func, ast.Attribute) and n.func.attr in _CONFIG_MAKERS}
-        name = self.assigned.get(id(call))
-        if id(call) in configured:  # `EngineArgs(...).create_engine_config()`: made into a config in place
-            uses: list[ast.expr] = [call]
+        name = self.assigned.get(id(made))
+        if id(made) in configured:  # `EngineArgs(...).create_engine_config()`: made into a config in place
+            uses: list[ast.expr] = [made]
         elif name is None or "." in name:
             return False
         else:
             uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
         if not uses or not all(id(use) in configured for use in uses):
             return False
-        engine_configs = [made for made, kind in (configured[id(use)] for use in uses) if kind == "create_engine_config"]
+        engine_configs = [config for config, kind in (configured[id(use)] for use in uses) if kind == "create_engine_config"]
         return not engine_configs or (not self._names_config_engines() and
-                                      not any(self._handed_out(made, scope) for made in engine_configs))
+                                      not any(self._handed_out(config, scope) for config in engine_configs))
 
     def _names_config_engines(self) -> bool:
         """Whether the script names one of vLLM's engines that start from a VllmConfig (_CONFIG_ENGINES)."""
