@@ -148,7 +148,7 @@ def bound_names(target: ast.expr) -> list[str]:
     return []
 
 
-def within(node: ast.expr, outer: ast.expr) -> bool:
+def within(node: ast.expr | ast.stmt, outer: ast.expr | ast.stmt) -> bool:
     """Whether ``node`` is written inside ``outer`` (by their places in the file)."""
     return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
         (node.end_lineno or 0, node.end_col_offset or 0) <= (outer.end_lineno or 0, outer.end_col_offset or 0)
