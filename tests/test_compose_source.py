@@ -84,6 +84,23 @@ def test_the_env_file_beside_it_is_read_and_its_values_win_over_defaults(tmp_pat
     assert e.problems[0].message == "`--kv-transfer-config` takes its value from `${KV:?set KV}`, which this file does not set"
 
 
+def test_a_command_word_that_is_a_default_the_env_file_does_not_set_may_hold_options(tmp_path):
+    # luisefigueroa/pulsar-gb10-vllm-stack (203dcd19) docker-compose.yml: `command: > --model ... ${ENGINE_ARGS:-}`,
+    # "configured via .env": compose takes ENGINE_ARGS from the environment it runs in first, and its words may
+    # hold any option. The shell reader notes such a word; compose said nothing (survey 40a).
+    path = write(tmp_path / "compose.yaml", "services:\n  vllm:\n    image: vllm/vllm-openai:v0.26.0\n"
+                                            "    command: >\n      --model m\n      ${ENGINE_ARGS:-}\n")
+    (d,) = read_source(path).deployments
+    assert [(n.code, n.message) for n in d.notes] == [(
+        "source.unresolved_arguments", "service vllm: the command also takes `${ENGINE_ARGS:-}`, which the .env does "
+                                       "not set: its default (nothing) is read, and where the environment sets "
+                                       "`ENGINE_ARGS` it may hold other options")]
+    # A .env that sets it gives its words.
+    write(tmp_path / ".env", "ENGINE_ARGS=--max-model-len 4096\n")
+    (d,) = read_source(path).deployments
+    assert d.notes == ()
+
+
 def test_entrypoint_command_shell_scripts_extends_and_bind_mounted_configs(tmp_path):
     write(tmp_path / "conf" / "serve.yaml", f"kv-transfer-config: '{NIXL}'\n")
     path = write(tmp_path / "docker-compose.yml", f"""services:

@@ -170,6 +170,18 @@ def _interpolate(text: Any, variables: Mapping[str, str]) -> Any:
     return _INTERPOLATION.sub(sub, text)
 
 
+def _unset_defaults(command: Any, variables: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """(NAME, as written, DEFAULT) for each whole word of a `command` string
+    that is `${NAME:-DEFAULT}` (or `${NAME-DEFAULT}`) of a name no .env sets:
+    the environment compose runs in may give it any words."""
+    out = []
+    for word in command.split() if isinstance(command, str) else ():
+        match = _INTERPOLATION.fullmatch(word)
+        if match and match.group(1) and (match.group(2) or "").endswith("-") and match.group(1) not in variables:
+            out.append((match.group(1), word, match.group(3) or ""))
+    return out
+
+
 def _words(value: Any, variables: Mapping[str, str], words: DockerWords, line: int) -> list[str] | None:
     """`command`/`entrypoint`: a list, or a string split into words as compose does (never by a shell)."""
     if value is None:
@@ -390,6 +402,10 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
         inv.notes += [ctx.problem("source.unresolved_arguments", f"{where}: the env_file `{show(path)}` is not known "
                                   "from this file (its path names what is set where compose runs): the variables it "
                                   "sets are not read", line=line) for path in unknown_env]
+        inv.notes += [ctx.problem(  # (as the shell reader says it of `${VAR:-}`: compose takes the environment's first)
+            "source.unresolved_arguments", f"{where}: the command also takes `{raw}`, which the .env does not set: its "
+            f"default ({f'`{default}`' if default else 'nothing'}) is read, and where the environment sets `{name}` it "
+            "may hold other options", line=line) for name, raw, default in _unset_defaults(service.get("command"), variables)]
         if len(found) > 1:
             inv.anchor = f"#services/{name}/{number}"
     apply_facts(found, ctx)
