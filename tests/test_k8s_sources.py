@@ -1535,6 +1535,20 @@ def test_a_kustomization_without_apiversion_and_kind_is_read_as_kustomize_reads_
         "kustomization.yaml", 8, "error")
 
 
+def test_an_inline_strategic_merge_patch_is_a_launch_of_the_kustomization(tmp_path):
+    # belonghim/vllm-optimizer (957ed8cd) openshift/vllm-dependency/dev/kustomization.yaml patches its
+    # InferenceService's args inline (`- target: ...` then `patch: |`): the patched object was reported nowhere,
+    # where the same patch in a `path:` file is a launch at that file (survey 40b).
+    patch = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: vllm}\nspec:\n  template:\n    spec:\n"
+             "      containers:\n      - name: inference-server\n        args: [--model=m, --disable-hybrid-kv-cache-manager]\n")
+    inline = "".join(f"      {line}\n" for line in patch.splitlines())
+    _overlay(tmp_path, {}, f"resources:\n- ../base\npatches:\n- target: {{kind: Deployment, name: vllm}}\n"
+                           f"  patch: |\n{inline}")
+    (entry,) = [e for e in audit([str(tmp_path)]).entries if "/overlay/" in e.deployment.file]
+    assert (Path(entry.deployment.file).name, entry.deployment.line, entry.decision["outcome"],
+            entry.deployment.document["disable_hybrid_kv_cache_manager"]) == ("kustomization.yaml", 4, "disabled", True)
+
+
 RAY_SERVICE = """apiVersion: ray.io/v1
 kind: RayService
 metadata:

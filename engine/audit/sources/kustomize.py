@@ -491,8 +491,9 @@ def _containers_at(obj: dict[str, Any], path: tuple, field: str = "containers") 
 
 def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[Deployment], list[Problem]]:
     """The launches a kustomization's JSON6902 patches (inline, or a file
-    with a target) anchor, at the line of the patch's first ``value:`` that
-    gives a command or args (the entry's own line for a file)."""
+    with a target) and inline strategic-merge patches anchor, at the line
+    of a JSON6902 patch's first ``value:`` that gives a command or args (the
+    entry's own line for a file or a strategic merge)."""
     out: list[Deployment] = []
     problems: list[Problem] = []
     patches = _patches(ctx, ctx.path.parent, kust, problems, lines)  # (a file's patches are read only from disk)
@@ -500,7 +501,7 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
     generated = _generated(ctx, kust) if overlays else {}
     for overlay in overlays:
         anchor = overlay.anchor
-        if not anchor.json6902 and anchor.component is None:  # (reported at its patch file)
+        if not anchor.json6902 and anchor.component is None and anchor.file is not None:  # (reported at its patch file)
             continue
         others = tuple(shown(ctx, ctx.path.parent / f) for f in overlay.files)
         out += _launches(ctx, overlay.obj, (overlay.base, *others), [], generated, line=_patch_line(lines, anchor))
@@ -521,7 +522,7 @@ def _patch_line(lines: Lines, patch: _Patch) -> int | None:
         return lines.at("components", patch.component)
     if patch.entry is None:
         return lines.at()
-    if patch.file is None:
+    if patch.file is None and patch.json6902:
         ops = patch.content[0]
         touched = [j for j, op in enumerate(ops) if isinstance(op, dict) and op.get("op") in ("add", "replace")
                    and re.search(r"/containers/\d+/(?:command|args)(?:/|$)", str(op.get("path", "")))]
