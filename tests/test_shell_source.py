@@ -1677,6 +1677,21 @@ def test_a_vllm_wheel_a_script_installs_by_its_url_names_its_release(tmp_path):
                                   "from this file")]
 
 
+def test_a_command_apptainer_runs_in_a_container_takes_its_images_release(tmp_path):
+    # yichao-yuan-99/vllm-otel (8abc0307) servers/hardcoded-amdhpc/*.sbatch: `apptainer exec --rocm ... "${VLLM_SIF}"
+    # bash -c '... exec vllm serve ...'`: decided as the default release, where `docker run` of the same image and
+    # `srun --container-image` are decided as its tag's (survey 40b).
+    write(tmp_path / "run.sh", "apptainer exec --nv -B /data:/data --env HF_HOME=/data docker://vllm/vllm-openai:v0.8.5 "
+                               "vllm serve m\n"
+                               "singularity exec --rocm docker://vllm/vllm-openai-rocm:v0.20.0 bash -c "
+                               "'vllm serve m --disable-hybrid-kv-cache-manager'\n")
+    first, second = audit([str(tmp_path)]).entries
+    assert [(e.decision["vllm"]["release"], e.deployment.release.origin, e.decision["outcome"]) for e in (first, second)] == [
+        ("0.8.5", "image tag vllm/vllm-openai:v0.8.5", "disabled"),
+        ("0.20.0", "image tag vllm/vllm-openai-rocm:v0.20.0", "disabled")]
+    assert second.deployment.document["platform"] == {"name": "rocm"}
+
+
 def test_a_command_srun_runs_in_a_pyxis_container_takes_its_images_release(tmp_path):
     # Slurm's pyxis plugin: `srun --container-image=IMAGE COMMAND` runs COMMAND in a container of
     # IMAGE, an enroot URI (`REGISTRY#IMAGE:TAG`) (NVIDIA/pyxis 10751994 README.md), as

@@ -19,7 +19,7 @@ from .detect import SHELLS
 from .images import VLLM_IMAGE
 
 __all__ = ["NOT_RUNNING", "VENV_ACTIVATE_SETS", "venv_activation", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
-           "docker_run", "srun_image", "batch_image", "applied_file", "git_source", "installs_source", "same_folder"]
+           "docker_run", "srun_image", "apptainer_image", "batch_image", "applied_file", "git_source", "installs_source", "same_folder"]
 
 # Commands that never run their arguments: `echo vllm serve m` is no launch.
 NOT_RUNNING = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "sed", "awk", "cat", "tee", "test", "[", "[[", ":",
@@ -216,6 +216,28 @@ def srun_image(words: list[str], end: int) -> str | None:
     for i, word in enumerate(words[:end]):
         if word.rsplit("/", 1)[-1] == "srun":
             return _container_image(words[i + 1:end])
+    return None
+
+
+# Apptainer (formerly Singularity) runs `exec IMAGE COMMAND...` in a container of IMAGE: a `docker://`
+# reference, a library or oras URI, or an image file (apptainer.org/docs/user/main/cli/apptainer_exec.html).
+# The options of `exec` that take a value, as a word of their own.
+_APPTAINER = frozenset({"apptainer", "singularity"})
+_APPTAINER_VALUES = frozenset({"-B", "--bind", "--mount", "--env", "--env-file", "-H", "--home", "-o", "--overlay",
+                               "--pwd", "-W", "--workdir", "--scratch", "-S", "--security", "--network", "--net",
+                               "--network-args", "--hostname", "--dns", "--add-caps", "--drop-caps", "--app",
+                               "--cpus", "--memory", "--apply-cgroups", "--nvccli", "--oci", "--userns", "--uts"})
+
+
+def apptainer_image(words: list[str], end: int) -> str | None:
+    """The image of the `apptainer exec [OPTIONS] IMAGE` (or `singularity`)
+    among the words before ``end``, where the command it runs starts."""
+    for i, word in enumerate(words[:end]):
+        if word.rsplit("/", 1)[-1] in _APPTAINER and i + 1 < end and words[i + 1] == "exec":
+            j = i + 2
+            while j < end and words[j].startswith("-"):
+                j += 2 if words[j] in _APPTAINER_VALUES else 1
+            return words[j].removeprefix("docker://") if j < end else None
     return None
 
 

@@ -20,9 +20,9 @@ from .detect import SHELLS
 from .launch import PLATFORM_ENV, Invocation, config_from_fs, platform_of_runtime
 from .release import RANGE, ReleaseHint, from_pin, from_source, from_wheel, specifiers, upgraded
 from .images import VLLM_IMAGE, presumed_note, presumed_server
-from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, docker_run, git_source, installs_source,
-                             name_operands, nested_script, only_markers, same_folder, srun_image, ssh_command,
-                             venv_activation)
+from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, apptainer_image, docker_run, git_source,
+                             installs_source, name_operands, nested_script, only_markers, same_folder, srun_image,
+                             ssh_command, venv_activation)
 from .shell_expand import Expander, clobber, in_place, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
 from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Readings, Place, Script, Scope, Source, Stop, Var, normal_path
@@ -360,7 +360,8 @@ class Interpreter(Flow):
             # the script runs in a container of that image.
             docker = docker_run(fields)
             start = len(fields) - len(rest) - 1
-            image = docker.image if docker is not None and start >= docker.start else srun_image(fields, start)
+            image = docker.image if docker is not None and start >= docker.start else \
+                srun_image(fields, start) or apptainer_image(fields, start)
             self.nested_text(Script(script, command.word_line(fields, start, line), False), scope, line,
                              positional=rest[1:], image=image, zero=rest[0] if rest else None)
             return
@@ -522,7 +523,7 @@ class Interpreter(Flow):
                 image = docker.image  # `docker run IMAGE vllm serve ...`: the command runs in the image
             else:
                 docker = None
-                image = srun_image(fields, located[0]) or image
+                image = srun_image(fields, located[0]) or apptainer_image(fields, located[0]) or image
         elif docker is None:
             return False
         elif docker.entrypoint is not None:
