@@ -101,6 +101,20 @@ def test_a_command_word_that_is_a_default_the_env_file_does_not_set_may_hold_opt
     assert d.notes == ()
 
 
+def test_an_entrypoint_script_given_vllm_s_options_is_noted_where_it_is_not_read(tmp_path):
+    # yichao-yuan-99/vllm-otel (8abc0307) servers/servers-docker/docker-compose.yml: its vLLM image with
+    # `entrypoint: [/opt/vllm-plugins/vllm_entrypoint.sh]` (a script inside the image) and `command: [--model, ...]`:
+    # no launch and nothing said (survey 40b).
+    path = write(tmp_path / "docker-compose.yml", "services:\n  vllm:\n    image: vllm/vllm-openai:v0.14.0\n"
+                                                  "    entrypoint: [/opt/vllm-plugins/vllm_entrypoint.sh]\n"
+                                                  "    command: [--model, Qwen/Qwen3-8B, --tensor-parallel-size, '2']\n")
+    report = audit([str(path)])
+    assert (report.entries, [(n.code, n.line, n.message) for n in report.notes]) == ((), [(
+        "source.unrecognized", 2, "service vllm: the entrypoint `/opt/vllm-plugins/vllm_entrypoint.sh` is given only "
+                                  "arguments, each an option of vLLM's server (`--model`, `--tensor-parallel-size`), but "
+                                  "what it runs is not read: not read as a launch")])
+
+
 def test_entrypoint_command_shell_scripts_extends_and_bind_mounted_configs(tmp_path):
     write(tmp_path / "conf" / "serve.yaml", f"kv-transfer-config: '{NIXL}'\n")
     path = write(tmp_path / "docker-compose.yml", f"""services:

@@ -35,7 +35,7 @@ from .dockerfile import BuiltImage, DockerWords, built_image
 from .launch import apply_facts, config_from_fs, deployment, platform_of_runtime, refuse
 from .release import ReleaseHint, from_image
 from .shell import argv_invocations
-from .images import VLLM_IMAGE, env_server, env_server_note, presumed_note, presumed_server
+from .images import VLLM_IMAGE, env_server, env_server_note, presumed_note, presumed_server, vllm_arguments
 from .yamlread import YamlError, load
 
 __all__ = ["compose_file", "is_compose_name", "looks_like_compose"]
@@ -374,6 +374,13 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
     reader = _mounted(ctx, service, variables, where)
     found = argv_invocations(argv, ctx, env=env, line=line, origin=where, anchor=f"#services/{name}", problems=problems,
                              read_file=reader)
+    if entrypoint and not found and vllm_arguments(image, command):
+        # (vllm-otel's `entrypoint: [/opt/vllm-plugins/vllm_entrypoint.sh]` in its vLLM image, given vLLM's options)
+        shown = ", ".join(f"`{a.split('=', 1)[0]}`" for a in command if a.startswith("--"))
+        ctx.notes.append(ctx.problem(
+            "source.unrecognized", f"{where}: the entrypoint `{show(' '.join(entrypoint))}` is given only arguments, each "
+            f"an option of vLLM's server ({shown}), but what it runs is not read: not read as a launch", line=line,
+            hint="audit the entrypoint's script too, or write the service's command as `vllm serve ...`"))
     container = service.get("container_name") if isinstance(service.get("container_name"), str) else name
     labels = service.get("labels")
     role = None
