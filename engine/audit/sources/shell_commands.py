@@ -226,7 +226,7 @@ _APPTAINER = frozenset({"apptainer", "singularity"})
 _APPTAINER_VALUES = frozenset({"-B", "--bind", "--mount", "--env", "--env-file", "-H", "--home", "-o", "--overlay",
                                "--pwd", "-W", "--workdir", "--scratch", "-S", "--security", "--network", "--net",
                                "--network-args", "--hostname", "--dns", "--add-caps", "--drop-caps", "--app",
-                               "--cpus", "--memory", "--apply-cgroups", "--nvccli", "--oci", "--userns", "--uts"})
+                               "--cpus", "--memory", "--apply-cgroups"})
 
 
 def apptainer_image(words: list[str], end: int) -> str | None:
