@@ -1549,6 +1549,20 @@ def test_an_inline_strategic_merge_patch_is_a_launch_of_the_kustomization(tmp_pa
             entry.deployment.document["disable_hybrid_kv_cache_manager"]) == ("kustomization.yaml", 4, "disabled", True)
 
 
+@pytest.mark.parametrize("inline", [True, False])
+def test_a_patch_that_deletes_its_object_leaves_no_launch(tmp_path, inline):
+    # opendatahub-io/odh-model-controller config/overlays/xks/kustomization.yaml deletes every Template of its
+    # base with an inline `$patch: delete`: reading inline patches made each Template a launch of the overlay.
+    delete = "$patch: delete\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: placeholder\n"
+    if inline:
+        body = "".join(f"    {line}\n" for line in delete.splitlines())
+        _overlay(tmp_path, {}, f"resources:\n- ../base\npatches:\n- target: {{kind: Deployment}}\n  patch: |-\n{body}")
+    else:
+        _overlay(tmp_path, {"delete.yaml": delete.replace("placeholder", "vllm")},
+                 "resources:\n- ../base\npatches:\n- path: delete.yaml\n")
+    assert [e for e in audit([str(tmp_path)]).entries if "/overlay/" in e.deployment.file] == []
+
+
 RAY_SERVICE = """apiVersion: ray.io/v1
 kind: RayService
 metadata:

@@ -281,8 +281,12 @@ def _overlaid(ctx: Ctx, folder: Path, kust: dict[str, Any], patches: list[_Patch
     for base, display in _base_objects(ctx, folder, kust) if patches and ctx.fs else []:
         obj, anchor, first, files, applied = copy.deepcopy(base), None, None, [], set()
         templated = read_as_template(base)  # (its patches pass through the same envsubst)
+        deleted = False
         for patch in patches:
             for part in _targets(patch, base):
+                # (`$patch: delete`: kustomize removes the object; odh-model-controller's xks overlay
+                # deletes every Template of its base so)
+                deleted = deleted or (not patch.json6902 and isinstance(part, dict) and part.get("$patch") == "delete")
                 part = with_placeholders(part) if templated else part
                 first = first or patch
                 applied.add(id(patch))
@@ -297,7 +301,7 @@ def _overlaid(ctx: Ctx, folder: Path, kust: dict[str, Any], patches: list[_Patch
                             _apply(obj, op)
                 else:
                     obj = strategic_merge(obj, _named_as(part, obj) if patch.target is not None else part)
-        if first is not None:
+        if first is not None and not deleted:
             out.append(_Overlaid(obj, display, anchor or first, tuple(files),
                                  (base.get("kind"), (base.get("metadata") or {}).get("name")), frozenset(applied)))
     return out
