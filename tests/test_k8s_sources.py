@@ -1966,6 +1966,24 @@ def test_qualcomm_cloud_ai_and_enflame_gcu_run_without_the_hybrid_kv_cache_manag
         "defines no support_hybrid_kv_cache() and inherits the base Platform's false")
 
 
+def test_openvino_runs_without_the_hybrid_kv_cache_manager(tmp_path):
+    # belonghim/vllm-optimizer (957ed8cd) openshift/vllm-dependency/base/vllm-runtime.yaml: a ServingRuntime of an
+    # OpenVINO build of vLLM (`VLLM_OPENVINO_DEVICE=CPU`): decided as CUDA, `enabled`. vllm-project/vllm-openvino's
+    # OpenVinoPlatform subclasses the base Platform and defines no support_hybrid_kv_cache() (survey 40b).
+    write(tmp_path / "ov.yaml", "apiVersion: serving.kserve.io/v1alpha1\nkind: ServingRuntime\nmetadata: {name: ov}\n"
+                                "spec:\n  containers:\n    - name: kserve-container\n"
+                                "      image: quay.io/joopark/vllm-openvino:latest\n"
+                                "      command: [python, -m, vllm.entrypoints.openai.api_server]\n"
+                                "      args: [--model=/mnt/models]\n"
+                                "      env: [{name: VLLM_OPENVINO_DEVICE, value: CPU}]\n")
+    (entry,) = audit([str(tmp_path)]).entries
+    assert (entry.deployment.document["platform"], dict(entry.deployment.origins)["platform"], entry.decision["outcome"],
+            entry.decision["reasons"][0]) == (
+        {"name": "openvino"}, "env VLLM_OPENVINO_DEVICE", "disabled",
+        "OpenVINO's platform (the vllm-openvino plugin) does not support the hybrid KV cache manager: OpenVinoPlatform "
+        "defines no support_hybrid_kv_cache() and inherits the base Platform's false")
+
+
 def test_a_kthena_model_serving_on_aibrix_s_vllm_image_runs_the_release_its_tag_starts_with(tmp_path):
     # volcano-sh/kthena (3cc0572) examples/model-serving/gpu-pd-disaggregation.yaml: prefill and decode
     # on ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2, AIBrix's build on vLLM

@@ -107,9 +107,9 @@ DECLARED: tuple[Fact, ...] = (
          'platform.name: the platform vLLM runs on, where the document names it (an image of vLLM\'s CPU build '
          'does): cuda, rocm, cpu, xpu, npu (Ascend, through vllm-ascend), hpu (Gaudi, through vllm-gaudi), '
          'spyre (IBM Spyre, through vllm-spyre), neuron (AWS Inferentia and Trainium, through vllm-neuron), '
-         'tpu (Google\'s TPUs, through tpu-inference), qaic (Qualcomm Cloud AI, through vllm-qaic) or gcu '
-         '(Enflame\'s GCU, through vllm-gcu; "" when not named)',
-         ("", "cuda", "rocm", "cpu", "xpu", "npu", "hpu", "spyre", "neuron", "tpu", "qaic", "gcu")),
+         'tpu (Google\'s TPUs, through tpu-inference), qaic (Qualcomm Cloud AI, through vllm-qaic), gcu '
+         '(Enflame\'s GCU, through vllm-gcu) or openvino (through vllm-openvino; "" when not named)',
+         ("", "cuda", "rocm", "cpu", "xpu", "npu", "hpu", "spyre", "neuron", "tpu", "qaic", "gcu", "openvino")),
     Fact("chunked_local_attention", "decision", "bool", "model.attention_chunk_size is set"),
     Fact("speculative_method", "decision", "str", 'speculative_config.method ("" when none)',
          at="/speculative_config/method"),

@@ -212,12 +212,13 @@ def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> d
 
 # Settings only a platform's vLLM reads, by the platform an environment that sets one runs vLLM on:
 # vllm-spyre's (vllm_spyre/envs.py: VLLM_SPYRE_USE_CB, VLLM_SPYRE_DYNAMO_BACKEND, ...), AWS Neuron's
-# (VLLM_NEURON_FRAMEWORK, which vllm-neuron and vLLM's own Neuron backend read), and the devices
+# (VLLM_NEURON_FRAMEWORK, which vllm-neuron and vLLM's own Neuron backend read), vllm-openvino's
+# (vllm_openvino/envs.py: VLLM_OPENVINO_DEVICE, VLLM_OPENVINO_KVCACHE_SPACE, ...), and the devices
 # variable of a plugin's platform (its device_control_env_var): vllm-qaic's QaicPlatform
 # (platform_base.py, dc7351f5), vllm-gcu's GCUPlatform (vllm_gcu/gcu.py, 7b5aaca9).
 SPYRE_ENV = "VLLM_SPYRE_"
 PLATFORM_ENV = ((SPYRE_ENV, "spyre"), ("VLLM_NEURON_", "neuron"), ("QAIC_VISIBLE_DEVICES", "qaic"),
-                ("TOPS_VISIBLE_DEVICES", "gcu"))
+                ("TOPS_VISIBLE_DEVICES", "gcu"), ("VLLM_OPENVINO_", "openvino"))
 
 
 def read_from_env(name: str) -> bool:
