@@ -475,34 +475,19 @@ class Interpreter(Flow):
                 self.run.source = source._replace(ref=ref)
             return
         if source is not None and installs_source(fields, source.folder, here=not source.away):
-            self.run.sequence += 1
-            self.run.pins.append(Pin(from_source(source.ref, source.line), self.run.sequence, self.container))
+            self.pin(from_source(source.ref, source.line))
             return
         if "install" not in fields or not any(f.rsplit("/", 1)[-1] in ("pip", "pip3", "uv") or f == "pip" for f in fields):
             return
         for word in fields[fields.index("install") + 1:]:
-            if built := _PIP_GIT.match(word):
-                self.run.sequence += 1
-                self.run.pins.append(Pin(from_source(built.group(1), line), self.run.sequence, self.container))
-                continue
-            match = _PIP_PIN.match(word)
-            if match or (word.lower().startswith("vllm") and "==" in word and has_unresolved(word)):
-                self.run.sequence += 1
-                hint = from_pin(match.group(1), line) if match else \
-                    ReleaseHint(None, f"pip pin {show(word)} at line {line}: the version is not known from this file")
-                self.run.pins.append(Pin(hint, self.run.sequence, self.container))
-            elif (wheel := from_wheel(word, line)) is not None:  # (`uv pip install ".../vllm-0.27.1+cpu-...whl"`)
-                self.run.sequence += 1
-                self.run.pins.append(Pin(wheel, self.run.sequence, self.container))
-            elif (ranged := RANGE.match(word)) and (allowed := specifiers(ranged.group(1))):
-                # (`pip install "vllm<0.22"`: the newest release it allows, which audit/run.py tells)
-                self.run.sequence += 1
-                self.run.pins.append(Pin(ReleaseHint(None, f"range {word} at line {line}", allowed=allowed),
-                                         self.run.sequence, self.container))
-            elif word.lower().split("[")[0] == "vllm" and (newest := upgraded(fields, line)) is not None:
-                # (`pip install -U vllm` over a vLLM image: whatever release is newest when it runs)
-                self.run.sequence += 1
-                self.run.pins.append(Pin(newest, self.run.sequence, self.container))
+            hint = _installed(word, fields, line)
+            if hint is not None:
+                self.pin(hint)
+
+    def pin(self, hint: ReleaseHint) -> None:
+        """A release the script installs here, in the container it runs in."""
+        self.run.sequence += 1
+        self.run.pins.append(Pin(hint, self.run.sequence, self.container))
 
     def launch(self, fields: list[str], env: dict[str, Arg], scope: Scope, line: int, command: Simple) -> bool:
         """A vLLM launch: `vllm serve`, the api_server module, or `docker run` of a vLLM image."""
@@ -592,3 +577,21 @@ class Interpreter(Flow):
             raise Stop
         return True
 
+
+def _installed(word: str, fields: list[str], line: int) -> ReleaseHint | None:
+    """The release of vLLM a word of `pip install` (``fields``) installs:
+    a build of its repository at a ref, a pin (its version not known where
+    the script does not set it), a wheel by its path or URL, a range bounded
+    above (the newest it allows, which audit/run.py tells), or `-U vllm`
+    (whatever is newest when it runs); None for any other word."""
+    if built := _PIP_GIT.match(word):
+        return from_source(built.group(1), line)
+    if match := _PIP_PIN.match(word):
+        return from_pin(match.group(1), line)
+    if word.lower().startswith("vllm") and "==" in word and has_unresolved(word):
+        return ReleaseHint(None, f"pip pin {show(word)} at line {line}: the version is not known from this file")
+    if (wheel := from_wheel(word, line)) is not None:
+        return wheel
+    if (ranged := RANGE.match(word)) and (allowed := specifiers(ranged.group(1))):
+        return ReleaseHint(None, f"range {word} at line {line}", allowed=allowed)
+    return upgraded(fields, line) if word.lower().split("[")[0] == "vllm" else None
