@@ -717,6 +717,12 @@ def test_command_line_problems_are_input_problems_of_the_deployment(tmp_path, co
         assert d.problems[0].message == message
 
 
+def test_a_model_option_without_its_value_is_one_problem(tmp_path):
+    # `vllm serve --model` was two errors of the one mistake: the model's reading and the options'.
+    d = only(read_source(write(tmp_path / "run.sh", "vllm serve --model\n"), roots=(tmp_path.resolve(),)))
+    assert [(p.code, p.message) for p in d.problems] == [("source.missing_value", "`--model` has no value")]
+
+
 def test_a_config_outside_the_roots_names_the_way_to_allow_it(tmp_path):
     write(tmp_path / "shared" / "c.yaml", f"kv-transfer-config: '{NIXL}'\n")
     script = write(tmp_path / "app" / "run.sh", "vllm serve m --config ../shared/c.yaml\n")

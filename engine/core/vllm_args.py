@@ -132,6 +132,7 @@ def vllm_tokens(reading: Reading, args: list[Arg], serve: bool) -> tuple[list[Ar
                 if tok.text == "--model":
                     if i + 1 >= len(rest) or rest[i + 1].text.startswith("-"):
                         reading.fail("source.missing_value", "`--model` has no value")
+                        rest = rest[:i] + rest[i + 1:]  # (said once: the options' reading would say it again)
                         break
                     model, rest = rest[i + 1], rest[:i] + rest[i + 2:]
                 else:
