@@ -2045,6 +2045,31 @@ def test_a_list_that_names_vllms_server_alone_is_completed_where_it_is_used(tmp_
     assert (given.notes, [d.notes for d in grown]) == ((), [()])
 
 
+def test_a_list_that_ends_in_an_option_without_its_value_is_completed_where_it_is_used(tmp_path):
+    # qualcomm/vllm-qaic tests/e2e/conftest.py: a dict of launchers, one of them
+    # `["python3", "-m", "vllm.entrypoints.openai.api_server", "--model"]`, which the runner unpacks
+    # before the model and its options (`[*self._BACKEND_LAUNCHERS[backend], model_name] + [...]`):
+    # the list alone was an `error`, "`--model` has no value; vLLM refuses this".
+    found = read(tmp_path, (
+        "import subprocess\n\nclass Runner:\n    _LAUNCHERS = {\n        'serve': ['vllm', 'serve'],\n"
+        "        'module': ['python3', '-m', 'vllm.entrypoints.openai.api_server', '--model'],\n    }\n"))
+    assert [(d.line, decided(d), [n.message for n in d.notes]) for d in found.deployments] == [
+        (5, ("enabled", True), [
+            "the command also takes `the list ...` (which names vLLM's server alone, with no model or option: they "
+            "are added where the list is used); only the options written here are read, and it may hold others"]),
+        (6, ("enabled", True), [
+            "the command also takes `the list ...` (which ends in `--model`, whose value is added where the list is "
+            "used, with any other options); only the options written here are read, and it may hold others"])]
+    # An option the decision reads, left so, takes a value not known.
+    (kv,) = read(tmp_path, "import subprocess\nbase = ['vllm', 'serve', 'm', '--kv-transfer-config']\n").deployments
+    assert [(p.code, p.message) for p in kv.problems] == [("source.unresolved", (
+        "`--kv-transfer-config` takes its value from `base ...` (which ends in `--kv-transfer-config`, "
+        "whose value is added where the list is used, with any other options)"))]
+    # A list that is run as it is written still gives the option no value.
+    (run,) = read(tmp_path, "import subprocess\nsubprocess.run(['vllm', 'serve', '--model'])\n").deployments
+    assert [(p.code, p.message) for p in run.problems] == [("source.missing_value", "`--model` has no value")]
+
+
 def test_a_tests_data_and_asserts_are_no_launch(tmp_path):
     # gpustack (47277d79) tests/worker/backends/test_backend.py: `@pytest.mark.parametrize` cases of
     # command lists, input and expected, were six launches; a test's `assert cmd == [...]` is data too.

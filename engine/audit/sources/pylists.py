@@ -37,6 +37,7 @@ _Read = TypeVar("_Read")  # what one reading gives: a command's words, or the st
 
 
 _PREFIX = "names vLLM's server alone, with no model or option: they are added where the list is used"
+_AWAITS = "ends in `{}`, whose value is added where the list is used, with any other options"
 # A call's keywords that give a container its command, each with the one that gives its arguments.
 _CONTAINER_KEYWORDS = {"serving_container_command": "serving_container_args", "command": "args"}
 _CONTAINER_WORDS = frozenset(_CONTAINER_KEYWORDS) | frozenset(_CONTAINER_KEYWORDS.values())
@@ -83,13 +84,21 @@ class CommandLists(Script):
                 words += self._words_of(self.continued[id(display)], scope, display.lineno)
             words += self._added(name, scope, display.lineno)
             located = find_vllm([w.text for w in words])
-            if located is not None and len(words) == located[0] + located[1] and not self._grows(name, scope, display.lineno):
-                # `command = ["vllm", "serve"]` that a launcher hands on (gpustack's backend): the
+            alone = located is not None and len(words) == located[0] + located[1]
+            awaits = _awaits_value(words) and not self._run_as_written(display, name)
+            if (alone or awaits) and located is not None and not self._grows(name, scope, display.lineno):
+                # `command = ["vllm", "serve"]` that a launcher hands on (gpustack's backend), or one
+                # that ends in an option whose value it leaves out (vllm-qaic's `[..., "--model"]`): the
                 # model and options are added where the list is used; a container's arguments, where it
                 # is a call's container command beside them (Vertex AI's `Model.upload`).
                 given = self._container_args(display, scope, name)
-                words += self._grown_words(*given) if given is not None else \
-                    [Arg(unresolved(f"{name or 'the list'} ...", _PREFIX), f"line {display.lineno}", many=True)]
+                if given is not None:
+                    return words + self._grown_words(*given)
+                why = _PREFIX if alone else _AWAITS.format(words[-1].text)
+                # (an option the decision does not read goes with its value: what is added may hold
+                # others; one it reads takes it, a value not known)
+                words = words if alone or words[-1].text in _DECISION_READS else words[:-1]
+                words.append(Arg(unresolved(f"{name or 'the list'} ...", why), f"line {display.lineno}", many=True))
             return words
 
         return self.readings(read)
@@ -193,6 +202,12 @@ class CommandLists(Script):
         (``subprocess.run(BASE)``), not a list made from it."""
         return name is not None and any(list_holder(arg) == name for call, _ in self.calls if made_from(call) is None
                                         for arg in (*call.args, *(k.value for k in call.keywords)))
+
+    def _run_as_written(self, display: ast.List | ast.Tuple, name: str | None) -> bool:
+        """Whether a call of the file is given the list itself (``subprocess.run([...])``, or the name
+        that holds it), which it runs as written."""
+        return self.runs_itself(name) or any(display is arg for call, _ in self.calls
+                                             for arg in (*call.args, *(k.value for k in call.keywords)))
 
     def _server_list(self, node: ast.expr, scope: Any) -> bool:
         """Whether ``node`` stands for a list display that names vLLM's server (a name bound to one)."""
@@ -483,6 +498,14 @@ def _leaves_decision_options(how: str, value: ast.expr | None) -> bool:
                     return False
                 index += 1
     return True
+
+
+def _awaits_value(words: list[Arg]) -> bool:
+    """Whether a command list ends in one of vLLM's options that takes a
+    value, without it (`[..., "--model"]`): no command vLLM accepts, but
+    the start of one, which the script completes where it uses the list."""
+    last = words[-1].text if words else ""
+    return last.startswith("--") and "=" not in last and last in list_options()[1] and last not in flag_options()
 
 
 def _option_head(word: ast.expr) -> bool:
