@@ -225,6 +225,48 @@ def test_a_service_that_builds_its_image_runs_in_it_whatever_its_base(tmp_path):
     assert [p.rsplit("/", 1)[-1] for p in d.chain] == ["docker-compose.yml", "Dockerfile"]
 
 
+def test_a_services_build_args_give_the_dockerfiles_arguments(tmp_path):
+    # av/harbor (76469b1) services/compose.vllm.yml: `build.args` give the Dockerfile's
+    # `ARG HARBOR_VLLM_VERSION` before `FROM ${HARBOR_VLLM_IMAGE}:${HARBOR_VLLM_VERSION}`. Compose hands
+    # them to `docker build --build-arg`, but the release was read from the ARG's default: a service
+    # built FROM vllm/vllm-openai:v0.11.0 was decided as 0.8.3, `disabled` (survey 41b).
+    write(tmp_path / "img" / "Dockerfile", "ARG VERSION=v0.8.3\nARG IMAGE=vllm/vllm-openai\nFROM ${IMAGE}:${VERSION}\n")
+    compose = write(tmp_path / "compose.yml", "services:\n  vllm:\n    build:\n      context: ./img\n"
+                    "      args:\n        VERSION: ${TAG}\n        UNDECLARED: x\n    command: --model m\n")
+    write(tmp_path / ".env", "TAG=v0.11.0\n")
+    (d,) = read_source(compose, roots=(tmp_path,)).deployments
+    assert (d.release, [e.decision["outcome"] for e in audit([str(compose)]).entries]) == (ReleaseHint(
+        "0.11.0", f"image tag vllm/vllm-openai:v0.11.0 in {tmp_path / 'img' / 'Dockerfile'}, which the service builds"),
+        ["enabled"])
+    # The list form; an argument given no value is the environment's, where compose runs: its tag is not known.
+    write(tmp_path / "compose.yml", "services:\n  vllm:\n    build:\n      context: ./img\n"
+                                   "      args: [VERSION=v0.10.0]\n    command: --model m\n")
+    assert read_source(compose, roots=(tmp_path,)).deployments[0].release.version == "0.10.0"
+    write(tmp_path / "compose.yml", "services:\n  vllm:\n    build:\n      context: ./img\n"
+                                   "      args: [VERSION]\n    command: --model m\n")
+    (unknown,) = read_source(compose, roots=(tmp_path,)).deployments
+    assert [n.message for n in unknown.notes] == [
+        "the vLLM release is not known: image vllm/vllm-openai:$VERSION: its tag is not known from this file in "
+        f"{tmp_path / 'img' / 'Dockerfile'}, which the service builds"]
+
+
+def test_a_service_that_builds_an_image_the_audit_cannot_read_has_no_release(tmp_path):
+    # av/harbor (76469b1) services/compose.x.vllm.rocm.yml: a service that builds its image, with an
+    # entrypoint that runs vLLM, from a Dockerfile outside the audited paths was decided as the
+    # default 0.33.0 with nothing said, where an image not known is a `source.release_unknown` note.
+    compose = write(tmp_path / "compose.yml", "services:\n  vllm:\n    build: ./nowhere\n"
+                    "    entrypoint: [python3, -m, vllm.entrypoints.openai.api_server]\n")
+    (d,) = read_source(compose, roots=(tmp_path,)).deployments
+    assert [(n.code, n.message) for n in d.notes] == [("source.release_unknown", (
+        "the vLLM release is not known: service vllm builds the image it runs, but the Dockerfile it builds, "
+        "`./nowhere/Dockerfile`, is not in the audited paths"))]
+    write(tmp_path / "compose.yml", "services:\n  vllm:\n    build: {context: $CTX}\n"
+                                   "    entrypoint: [vllm, serve, m]\n")
+    assert [n.message for n in read_source(compose, roots=(tmp_path,)).deployments[0].notes] == [
+        "the vLLM release is not known: service vllm builds the image it runs, but the Dockerfile it builds, "
+        "`$CTX/Dockerfile`, is not known from this file"]
+
+
 def test_an_alias_bomb_is_refused_before_it_is_walked(tmp_path):
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "

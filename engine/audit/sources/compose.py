@@ -314,25 +314,43 @@ def _mounted(ctx: Ctx, service: Mapping[str, Any], variables: Mapping[str, str],
     return read
 
 
-def _built(ctx: Ctx, build: Any, variables: Mapping[str, str]) -> tuple[BuiltImage, str] | None:
+def _built(ctx: Ctx, build: Any, variables: Mapping[str, str]) -> tuple[BuiltImage, str] | str:
     """The image a service's ``build`` (a context directory, or its
-    ``context`` and ``dockerfile``) makes, and how the report names its
-    Dockerfile; None where the Dockerfile is not one the audit reads (not in
-    the audited paths, a value not known, a remote context)."""
+    ``context``, ``dockerfile`` and ``args``) makes, and how the report names its
+    Dockerfile; where the Dockerfile is not one the audit reads (not in
+    the audited paths, a value not known, a remote context), why."""
     context: Any = build.get("context", ".") if isinstance(build, Mapping) else build
     name: Any = build.get("dockerfile", "Dockerfile") if isinstance(build, Mapping) else "Dockerfile"
     if not isinstance(context, str) or not isinstance(name, str):
-        return None
+        return "its build names no Dockerfile the audit can read"
     context, name = str(_interpolate(context, variables)), str(_interpolate(name, variables))
-    if has_unresolved(context) or has_unresolved(name) or "://" in context or context.startswith("git@"):
-        return None
+    if has_unresolved(context) or has_unresolved(name):
+        return f"the Dockerfile it builds, `{show(posixpath.join(context, name))}`, is not known from this file"
+    if "://" in context or context.startswith("git@"):
+        return f"it builds its image from `{show(context)}`, which the audit does not fetch"
     path = ctx.path.parent / context / name
     text = companion_text(ctx, path)
-    if text is None:
-        return None
-    shown = companion_name(ctx, path)
-    found = built_image(Ctx(path, shown, ctx.roots, ctx.limits, text))
-    return (found, shown) if found is not None else None
+    found = built_image(Ctx(path, companion_name(ctx, path), ctx.roots, ctx.limits, text),
+                        _build_args(build, variables)) if text is not None else None
+    if found is None:
+        return f"the Dockerfile it builds, `{show(posixpath.join(context, name))}`, is not in the audited paths" \
+            if text is None else f"the Dockerfile it builds, `{show(posixpath.join(context, name))}`, has no stage"
+    return found, companion_name(ctx, path)
+
+
+def _build_args(build: Any, variables: Mapping[str, str]) -> dict[str, str]:
+    """The values a service's ``build.args`` (a mapping, or a list of
+    ``NAME=value``) gives the Dockerfile's arguments, interpolated; one
+    given no value (``NAME``, ``NAME:``) takes the environment's where
+    compose runs: a value not known."""
+    given = build.get("args") if isinstance(build, Mapping) else None
+    pairs: list[tuple[Any, Any]] = list(given.items()) if isinstance(given, Mapping) else \
+        [tuple(item.split("=", 1)) if "=" in item else (item, None) for item in given if isinstance(item, str)] \
+        if isinstance(given, list) else []
+    return {str(key): unresolved(f"${key}", "is a build argument compose takes from the environment it runs in")
+            if value is None else str(_interpolate(value, variables)) if isinstance(value, str)
+            else str(value).lower() if isinstance(value, bool) else str(value)
+            for key, value in pairs}
 
 
 def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping[str, str], dotenv: tuple[str, ...],
@@ -346,7 +364,8 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
     # The image the service builds (`build:`), where its Dockerfile is one the audit reads: the service
     # runs in it (its release, its ENV); FROM vLLM's release image with its ENTRYPOINT, it runs `vllm
     # serve` with the service's command.
-    built = _built(ctx, service.get("build"), variables) if not vllm_image else None
+    building = _built(ctx, service.get("build"), variables) if not vllm_image and "build" in service else None
+    built = building if isinstance(building, tuple) else None
     built_file = built[1] if built is not None else None
     vllm_image = vllm_image or (built is not None and built[0].runs_vllm_serve)
     chain = list(dotenv) + ([built_file] if built_file else [])
@@ -400,6 +419,8 @@ def _service(ctx: Ctx, name: str, service: Mapping[str, Any], variables: Mapping
             inv.image = built[0].base
             inv.release = inv.release or ReleaseHint(release.version, f"{release.origin} in {built_file}, which the "
                                                                       "service builds")
+        if isinstance(building, str) and inv.release is None:  # (a tag the service gives its build names no release)
+            inv.release = ReleaseHint(None, f"{where} builds the image it runs, but {building}")
         inv.release = inv.release or (from_image(image) if image else None)
         inv.config_reader = reader
         if presumed:

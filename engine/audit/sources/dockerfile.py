@@ -363,9 +363,11 @@ class BuiltImage(NamedTuple):
     copied: frozenset[str] = frozenset()  # the build-context paths its files come from (`.` for the whole context)
 
 
-def built_image(ctx: Ctx) -> BuiltImage | None:
-    """The image ``ctx`` (a Dockerfile) builds, or None when it has no stage."""
-    stage = _final_stage(ctx, [])
+def built_image(ctx: Ctx, build_args: Mapping[str, str] = {}) -> BuiltImage | None:
+    """The image ``ctx`` (a Dockerfile) builds, or None when it has no stage;
+    ``build_args``: the values ``docker build --build-arg`` gives the
+    arguments it declares (a compose service's ``build.args``)."""
+    stage = _final_stage(ctx, [], build_args)
     if stage is None:
         return None
     copied = frozenset(posixpath.normpath(made.context.lstrip("/") or ".") for made in stage.files.values()
@@ -374,8 +376,9 @@ def built_image(ctx: Ctx) -> BuiltImage | None:
                       stage.pins[-1] if stage.pins else stage.base, copied)
 
 
-def _final_stage(ctx: Ctx, problems: list[Problem]) -> _Stage | None:
-    """The stage `docker build` builds (the last), as its instructions make it."""
+def _final_stage(ctx: Ctx, problems: list[Problem], build_args: Mapping[str, str] = {}) -> _Stage | None:
+    """The stage `docker build` builds (the last), as its instructions make it;
+    an argument ``build_args`` gives takes that value over its default."""
     stages: list[_Stage] = []
     named: dict[str, _Stage] = {}  # by name (AS NAME), for FROM NAME and COPY --from=NAME
     args: dict[str, str] = {}
@@ -386,7 +389,9 @@ def _final_stage(ctx: Ctx, problems: list[Problem]) -> _Stage | None:
             scope = {**args, **({k: v.text for k, v in stages[-1].env.items()} if stages else {})}
             for word in words.split(rest, scope, line):
                 name, eq, value = word.partition("=")
-                if eq:
+                if name in build_args:  # (a declared argument only: docker ignores the others)
+                    args[name] = build_args[name]
+                elif eq:
                     args[name] = value
                 elif name and name not in args:  # no default: `docker build --build-arg` gives it, or it is empty
                     args[name] = unresolved("$" + name, "is a build argument the Dockerfile gives no default")
