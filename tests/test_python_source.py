@@ -2101,6 +2101,26 @@ def test_run():
     # A list that is also run (or handed on) is a launch.
     assert [d.line for d in found.deployments] == [8]
 
+def test_a_helper_that_returns_a_tests_expected_command_gives_no_launch(tmp_path):
+    # neuralmagic/helm-charts (e0c03d0) tests/charts/nm_vllm/test_deployment.py: `get_expected_command()`
+    # returns `["python3", "-m", "vllm.entrypoints.openai.api_server", "--host", host, ...]`, and each of
+    # its five calls is `expected_command = get_expected_command(...)`, read only by an assert: five
+    # launches, one per call (survey 41b).
+    helper = ('def get_expected_command(host, model_name):\n'
+              '    return ["python3", "-m", "vllm.entrypoints.openai.api_server", "--host", host, "--model", model_name]\n')
+    found = read(tmp_path, "def test_command(render):\n    expected_command = get_expected_command('0.0.0.0', 'm')\n"
+                           "    assert render()['command'] == expected_command\n\n" + helper, name="test_deployment.py")
+    assert found.deployments == ()
+    # A call whose list is run is a launch.
+    (run,) = read(tmp_path, "import subprocess\ndef test_command(render):\n"
+                            "    expected_command = get_expected_command('0.0.0.0', 'm')\n"
+                            "    assert render()['command'] == expected_command\n"
+                            "    subprocess.run(get_expected_command('h', 'm'))\n\n" + helper,
+                  name="test_deployment.py").deployments
+    assert (run.line, run.document["model"], [n.message for n in run.notes]) == (8, {"name": "m"}, [
+        "read as the call of `get_expected_command` at line 5 runs it (its 2 calls pass different values)"])
+
+
 def test_a_unittest_or_mock_assertion_s_command_is_no_launch(tmp_path):
     # llm-d/llm-d-benchmark (8bc9f1d) llm_d_stack_discovery/tests/unit/test_utils.py: the list inside
     # `self.assertEqual(container["command"], [...])` was a launch; so would a mock's

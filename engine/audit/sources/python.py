@@ -220,12 +220,13 @@ class _Reader(EngineCalls):
         self.ctx = ctx
         self.problems: list[Problem] = []  # the file's: a bound hit (source.limit)
         self._limited: set[int] = set()  # the functions whose calls a bound cut
+        self._data: set[int] = set()  # the nodes of a test's data (see deployments)
         self._imported_in: dict[tuple[int, str], str | None] = {}  # (scope, name) -> the module it imports it from
 
     # -- the launches ----------------------------------------------------------------------
 
     def deployments(self) -> list[Deployment]:
-        data = {id(node) for root in self.data for node in ast.walk(root)}  # (a test's data: never run as written)
+        self._data = data = {id(node) for root in self.data for node in ast.walk(root)}  # (a test's data: never run as written)
         # An engine's call (what it is), or a command list that starts vLLM's server (its words).
         launches: list[tuple[ast.expr, Any, str | Readings | _Shell | _Split | _Listed]] = [
             (call, scope, what) for call, scope in self.calls if id(call) not in data
@@ -290,8 +291,10 @@ class _Reader(EngineCalls):
         calls = [call for call in self.calls_of.get(scope.name, []) if not within(call[0], scope)] if varied else []
         if not 1 < len(calls) <= MAX_CALLS:
             return made
+        # (a call whose value is a test's expectation, read only in asserts, runs nothing)
+        run = [call for call in calls if not self._asserted_only(self.assigned.get(id(call[0])), call[1], self._data)]
         out = []
-        for call in sorted(calls, key=lambda site: (site[0].lineno, site[0].col_offset)):
+        for call in sorted(run or calls, key=lambda site: (site[0].lineno, site[0].col_offset)):
             self.calling[scope] = call
             try:
                 read = self._read_launch(node, scope, launch, env, release)
@@ -479,9 +482,21 @@ class _Reader(EngineCalls):
     def _expected(self, display: ast.expr, scope: Any, name: str | None, data: set[int]) -> bool:
         """Whether a function's list is a test's expectation: the name it is assigned to (alone,
         or joined with more: `[...] + args`) is read only in asserts (`expected_cmd =
-        [sys.executable, "-m", ...]`, `assert cmd == expected_cmd`)."""
+        [sys.executable, "-m", ...]`, `assert cmd == expected_cmd`); or the function returns it,
+        and each of its calls in the file is assigned to such a name (neuralmagic/helm-charts'
+        `expected_command = get_expected_command(...)`)."""
         joined = self._joined().get(id(display))
+        whole = joined if joined is not None else display
         name = name or (self.assigned.get(id(joined)) if joined is not None else None)
+        if name is None and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and any(isinstance(node, ast.Return) and node.value is whole for node in ast.walk(scope)):
+            calls = self.calls_of.get(scope.name, [])
+            return bool(calls) and all(self._asserted_only(self.assigned.get(id(call)), where, data)
+                                       for call, where in calls)
+        return self._asserted_only(name, scope, data)
+
+    def _asserted_only(self, name: str | None, scope: Any, data: set[int]) -> bool:
+        """Whether the name a function assigns a value to is read only in asserts."""
         if name is None or "." in name or scope is self.tree:
             return False
         reads = [node for node in ast.walk(scope) if isinstance(node, ast.Name) and node.id == name
