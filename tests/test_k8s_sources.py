@@ -22,7 +22,7 @@ from hma_policy.audit.sources.kserve import kv_transfer_config, strategic_merge
 from hma_policy.audit.sources.release import from_image
 from hma_policy.core.markers import plain
 from hma_policy.audit.sources.release import ReleaseHint
-from sourcefiles import LMCACHE, linear_ratio, write
+from sourcefiles import LMCACHE, NIXL, linear_ratio, write
 
 CORPUS = Path(__file__).resolve().parent / "fleet_corpus"
 
@@ -387,6 +387,29 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
     found = read_source(graph)
     assert (found.skipped, [p.code for p in found.problems]) == (None, ["input.parse"])
 
+
+
+def test_a_chart_template_with_anchors_is_read_as_helms_yaml_reads_it(tmp_path):
+    # coreweave/reference-architecture (8d7a23a) inference/basic/templates/ingress.yaml: `- host: &host
+    # {{ include "vllm-basic.name" . }}.example.com`, then `- *host`. An Ingress holds no pod, but the file
+    # was an `input.parse` problem, "mapping keys must be strings", where the same file without its
+    # anchor was skipped (survey 41b).
+    ingress = template(tmp_path, "ingress.yaml", (
+        "{{- if .Values.ingress.enabled }}\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n"
+        "  name: {{ include \"vllm-basic.fullname\" . }}\nspec:\n  rules:\n"
+        "    - host: &host {{ include \"vllm-basic.name\" . }}.example.com\n  tls:\n    - hosts:\n        - *host\n"
+        "{{- end }}\n"))
+    found = read_source(ingress)
+    assert (found.deployments, found.problems, found.skipped) == ((), (), PODLESS)
+    # A pod's template with an anchor is read, each launch at its own line.
+    pod = template(tmp_path, "deployment.yaml", (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n  labels: &labels\n"
+        "    app: vllm\nspec:\n  selector:\n    matchLabels: *labels\n  template:\n    metadata:\n"
+        "      labels: *labels\n    spec:\n      containers:\n      - name: vllm\n"
+        "        image: vllm/vllm-openai:v0.11.0\n"
+        f"        args: [--model, m, --kv-transfer-config, '{NIXL}']\n"))
+    (d,) = read_source(pod).deployments
+    assert (d.line, d.container, ktc(d)["kv_connector"], d.release.version) == (15, "vllm", "NixlConnector", "0.11.0")
 
 
 @pytest.mark.parametrize(("args", "line", "action"), [

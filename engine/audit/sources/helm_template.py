@@ -37,6 +37,7 @@ from .marks import Lines, yaml_chunks
 from .modelservice import base_config_note, is_base_config, is_model_service
 from .ome import is_runtime, runners
 from .release import ReleaseHint, from_image
+from .yamlread import YamlError, load as load_anchored
 
 __all__ = ["in_chart", "chart_template", "Template"]
 
@@ -125,8 +126,11 @@ def chart_template(ctx: Ctx) -> Template | None:
     chart = _Chart(ctx)
     for start, body in yaml_chunks("\n".join(rows)):
         runs = True  # whether the object may run something
+        where: dict[str, tuple[int, int]] | None = None  # (the marks of a document read with its anchors)
         try:
-            obj = yamlsafe.load(body)[0]
+            obj, where = _parsed(body)
+        except YamlError:
+            return None
         except yamlsafe.YamlProblem as refused:
             # Both branches of an `if` may give a key (conditions are not evaluated): then the
             # object's kind is still known, but not which branch its fields come from.
@@ -142,7 +146,7 @@ def chart_template(ctx: Ctx) -> Template | None:
         if not isinstance(obj, dict):
             continue
         podless = podless and (obj.get("kind") in _PODLESS or not runs)
-        lines = Lines(body, start + 1)
+        lines = Lines(body, start + 1, where, obj if where is not None else None)
         if is_base_config(obj):  # (its Deployment is a string, which the ModelServices that name it run)
             notes.append(base_config_note(ctx, obj, lines.at() or start + 1))
         meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
@@ -180,6 +184,19 @@ def chart_template(ctx: Ctx) -> Template | None:
                         line=line,
                         hint="audit the output of `helm template` for the exact command"),)))
     return Template(out, podless, read_whole, tuple(built), notes=tuple(notes))
+
+
+def _parsed(body: str) -> tuple[Any, dict[str, tuple[int, int]] | None]:
+    """A template's YAML document with its actions held; one with anchors and aliases (`host: &host
+    {{ ... }}`, then `- *host`) read as Helm's YAML reads them, with the marks of its values. Raises
+    yamlsafe.YamlProblem for another refusal, YamlError for a document yamlread refuses."""
+    try:
+        return yamlsafe.load(body)[0], None
+    except yamlsafe.YamlProblem as refused:
+        if not refused.anchored:
+            raise
+    where: dict[str, tuple[int, int]] = {}
+    return load_anchored(body, marks=where)[0], where
 
 
 def _may_run_vllm(container: dict[str, Any], expressions: list[str], known: Callable[[str], str | None]) -> bool:
