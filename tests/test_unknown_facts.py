@@ -216,3 +216,24 @@ def test_each_variable_tried_for_its_values_is_one_fact_of_one_ruleset():
         assert sum(variable in f.doc for f in DECLARED) == 1, variable  # no other fact reads it
         assert [written_at(f"/env/{variable}", value) for value, _ in read.written] == [t for _, t in read.written]
     assert written_at("/speculative_config/method", "eagle") == "eagle"
+
+
+def test_an_unknown_kv_events_config_is_given_whatever_it_holds(tmp_path):
+    # MetaX-MACA/vLLM-metax (3aadf08) tests/v1/engine/test_engine_core_client.py: an EngineArgs'
+    # `kv_events_config` from a fixture was an `error` at 0.33.0, a release that does not read it (survey 41a).
+    # Releases before 0.20.0 read only that it is given (`is not None`): any value gives their answer.
+    unused = ("source.unresolved_unused", "`--kv-events-config` takes its value from `$X`, which this file does not "
+                                          "set; the decision reads only that it is given: the same for any value "
+                                          "vLLM accepts there")
+    decision, notes = audited(tmp_path, "serve.sh", 'vllm serve m --kv-events-config "$X"\n')
+    assert (decision["outcome"], decision["hma_enabled"], notes) == ("enabled", True, (unused,))
+    decision, notes = audited(tmp_path, "old.sh", 'pip install vllm==0.19.1\nvllm serve m --kv-events-config "$X"\n')
+    assert (decision["outcome"], decision["hma_enabled"], notes) == ("disabled", False, (unused,))
+    decision, notes = audited(tmp_path, "engine.py", "from vllm import LLM\ndef run(cfg):\n"
+                                                     "    return LLM(model='m', kv_events_config=cfg)\n")
+    assert (decision["outcome"], [n[1] for n in notes]) == ("enabled", [
+        "`kv_events_config` takes its value from `cfg` (which is a parameter of `run`); the decision reads only that "
+        "it is given: the same for any value vLLM accepts there"])
+    # An option whose contents the decision reads, its whole value not known, stays unresolved.
+    decision, _ = audited(tmp_path, "kv.sh", 'vllm serve m --kv-transfer-config "$X"\n')
+    assert [(e["code"], e["path"]) for e in decision["errors"]] == [("source.unresolved", "/kv_transfer_config")]

@@ -18,7 +18,7 @@ from typing import Any
 from ..core.command import StandIn, refused_whatever
 from ..core.decision import Decision
 from ..core.errors import InputError
-from ..core.facts import written_at
+from ..core.facts import GIVEN_ONLY, written_at
 from ..core.policies import Hint, PolicySet
 from ..core.schema import pointer_parts
 from ..core.table import OTHER
@@ -72,6 +72,8 @@ def whatever(policy: PolicySet, deployment: Deployment, hint: Hint | None, path:
     except InputError:
         return "vLLM refuses the command whatever that value is"
     here = {fact for at, fact in deployment.stand_in.facts if at == path or at.startswith(path + "/")}
+    if not here and path.lstrip("/") in GIVEN_ONLY:
+        return "the decision reads only that it is given: the same for any value vLLM accepts there"
     if not here:
         return "vLLM reads it for its type alone: the decision is the same for any value it accepts there"
     tried = [({fact: value for fact, value in values.items() if fact in here}, decision)

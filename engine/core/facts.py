@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from .errors import InputError, Problem
 
 __all__ = ["Fact", "Relation", "DECLARED", "RELEASE_FACTS", "DEFAULT_GRAPH", "UNREACHED", "Facts", "Node", "OffloadingFacts",
-           "NodeFacts", "DocumentFacts", "READ_AT", "ENV_READ", "EnvRead", "STOOD_FOR", "written_at", "extract",
+           "NodeFacts", "DocumentFacts", "READ_AT", "GIVEN_ONLY", "ENV_READ", "EnvRead", "STOOD_FOR", "written_at", "extract",
            "declared", "release_facts", "graph_fact"]
 
 
@@ -189,6 +189,9 @@ def declared(ruleset: str) -> dict[str, Fact]:
 
 # The facts that are one document value as written, by where it is (Fact.at).
 READ_AT: dict[str, Fact] = {fact.at: fact for fact in DECLARED if fact.at is not None}
+# The document's JSON options the facts read only for being given (kv_events_configured: `is not None`),
+# each with a value that stands in for one given but not known (any object vLLM accepts gives that decision).
+GIVEN_ONLY: dict[str, Any] = {"kv_events_config": {}}
 
 
 class EnvRead(NamedTuple):

@@ -15,7 +15,7 @@ import json
 from typing import Any, NamedTuple
 
 from . import lax
-from .facts import READ_AT
+from .facts import GIVEN_ONLY, READ_AT
 from .markers import has_unresolved, show
 from .options import SCHEMA
 from .schema import pointer
@@ -90,6 +90,11 @@ def unread_json(field_name: str, value: str) -> Unread | ReadAt | None:
         return None
     unread: list[tuple[str, str]] = []
     stood: list[ReadAt] = []
+    if field_name in GIVEN_ONLY and isinstance(parsed, str) and has_unresolved(parsed):
+        # The whole value not known, of an option the decision reads only for being given (`--kv-events-config
+        # "$X"`): given, whatever it holds.
+        return Unread(json.dumps(GIVEN_ONLY[field_name]), [], ReadAt("", parsed.removeprefix(_BARE)),
+                      (ReadAt("", parsed.removeprefix(_BARE)),))
     try:
         shown = _walk_unread(parsed, SCHEMA["properties"].get(field_name), [field_name], unread, stood)
     except _Read as read:
