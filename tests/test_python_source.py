@@ -1072,6 +1072,20 @@ def test_what_the_script_does_to_its_engine_arguments_below_the_call_is_read(tmp
     assert [(p.code, p.message) for p in only_deployment(found).problems] == [
         ("source.unresolved", "`kv_offloading_size` takes its value from `engine_args.kv_offloading_size` "
                               "(which is set at line 6 on some runs only)")]
+    # Set in the block that makes the call (a `with`'s body), it is set whenever the call is made
+    # (MetaX-MACA/vLLM-metax 3aadf08 tests/v1/engine/test_engine_core_client.py: "set ... on some runs
+    # only", an `error`; survey 41a); in an `if` in that block, still on some runs only.
+    within = ("from vllm import EngineArgs\n\ndef run(monkeypatch, c):\n    with monkeypatch.context() as m:\n"
+              "        engine_args = EngineArgs(model='m')\n        SET\n"
+              "        return engine_args.create_engine_config()\n")
+    kv = "engine_args.kv_transfer_config = {'kv_connector': 'ExampleConnector', 'kv_role': 'kv_both'}"
+    (d,) = read(tmp_path, within.replace("SET", kv)).deployments
+    assert (d.line, decided(d), dict(d.origins)["kv_transfer_config"]) == (5, ("disabled", False),
+                                                                          "line 6: kv_transfer_config=")
+    (d,) = read(tmp_path, within.replace("SET", "if c:\n            " + kv)).deployments
+    assert [p.message for p in d.problems] == [
+        "`kv_transfer_config` takes its value from `engine_args.kv_transfer_config` (which is set at line 7 on some "
+        "runs only)"]
     # mudler/LocalAI (82c191af) backend/python/vllm/backend.py L208-254: `engine_args =
     # apply_options_to_engine_args(engine_args, request.Options)`, whose `dataclasses.replace(engine_args,
     # **extra)` may set kv_transfer_config from the model's YAML: decided with no note that it may.

@@ -277,7 +277,10 @@ class EngineCalls(CommandLists):
         name = self.assigned.get(id(call))
         if name is None or "." in name:
             return
-        for attr, value, line, straight in self.attributes_set.get((id(scope), name), ()):
+        # (a field set by a statement of the block the call is made in, a `with`'s body, is set whenever it is made)
+        made_in = next((b.block for b in self.scopes.get(scope, {}).get(name, ()) if b.value is call), 0)
+        for attr, value, line, straight, block in self.attributes_set.get((id(scope), name), ()):
+            straight = straight or (made_in != 0 and block == made_in)
             if line > call.lineno and attr is None:  # (`setattr(args, key, value)`: any field)
                 opened.append(Arg(unresolved(f"{name}.*", f"may be set at line {line} in a way not read"),
                                   f"line {line}", many=True))
@@ -331,7 +334,7 @@ class EngineCalls(CommandLists):
             return {}, []
         parsed, where = found
         shown = source_text(args)
-        changes = [(at, attr, value, straight, 0) for attr, value, at, straight
+        changes = [(at, attr, value, straight, 0) for attr, value, at, straight, _
                    in self.attributes_set.get((id(where), cast(ast.Name, args).id), ())]
         # (not above the namespace, nor below the call)
         return self._applied(changes, where, {}, lambda at: at > parsed.lineno and (where is not scope or at < line),

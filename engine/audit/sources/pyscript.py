@@ -77,8 +77,9 @@ class Script:
         self.calls: list[tuple[ast.Call, Any]] = []  # every call, with its scope
         self.calls_of: dict[str, list[tuple[ast.Call, Any]]] = {}  # the calls of a name (a function's), with their scopes
         self.env_assigned: list[tuple[str, ast.expr, Any, int]] = []  # os.environ[NAME] = value: NAME, value, scope, line
-        # (scope, name) -> each attribute set on it (pyforms.attribute_changes): attr, value, line, straight.
-        self.attributes_set: dict[tuple[int, str], list[tuple[str | None, ast.expr | None, int, bool]]] = {}
+        # (scope, name) -> each attribute set on it (pyforms.attribute_changes): attr, value, line, straight,
+        # and the id of the block whose statement sets it.
+        self.attributes_set: dict[tuple[int, str], list[tuple[str | None, ast.expr | None, int, bool, int]]] = {}
         # Command lists: each list or tuple display, with its scope and the one name it is
         # assigned to (None: none); and how a name's list grows after it is written.
         self.lists: list[tuple[ast.List | ast.Tuple, Any, str | None]] = []
@@ -151,7 +152,7 @@ class Script:
             for name, key, value in (dict_changes(node) if isinstance(node, ast.stmt) else ()):
                 self.keyed.setdefault((id(scope), name), []).append((line, key, value, straight, end))
             for name, attr, value in (attribute_changes(node) if isinstance(node, ast.stmt) else ()):
-                self.attributes_set.setdefault((id(scope), name), []).append((attr, value, line, straight))
+                self.attributes_set.setdefault((id(scope), name), []).append((attr, value, line, straight, block))
             if isinstance(node, ast.Assign) and (grown := added_to_itself(node)) is not None \
                     and any(isinstance(b.value, (ast.List, ast.Tuple)) for b in names.get(grown.id, ())):
                 # `cmd = cmd + extra`, where `cmd` was a list written out above, grows that list as
