@@ -345,8 +345,8 @@ def _build_args(build: Any, variables: Mapping[str, str]) -> dict[str, str]:
     compose runs: a value not known."""
     given = build.get("args") if isinstance(build, Mapping) else None
     pairs: list[tuple[Any, Any]] = list(given.items()) if isinstance(given, Mapping) else \
-        [tuple(item.split("=", 1)) if "=" in item else (item, None) for item in given if isinstance(item, str)] \
-        if isinstance(given, list) else []
+        [(item.partition("=")[0], item.partition("=")[2] if "=" in item else None)
+         for item in given if isinstance(item, str)] if isinstance(given, list) else []
     return {str(key): unresolved(f"${key}", "is a build argument compose takes from the environment it runs in")
             if value is None else str(_interpolate(value, variables)) if isinstance(value, str)
             else str(value).lower() if isinstance(value, bool) else str(value)
