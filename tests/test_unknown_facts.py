@@ -237,3 +237,25 @@ def test_an_unknown_kv_events_config_is_given_whatever_it_holds(tmp_path):
     # An option whose contents the decision reads, its whole value not known, stays unresolved.
     decision, _ = audited(tmp_path, "kv.sh", 'vllm serve m --kv-transfer-config "$X"\n')
     assert [(e["code"], e["path"]) for e in decision["errors"]] == [("source.unresolved", "/kv_transfer_config")]
+
+
+def test_a_path_that_leaves_a_speculative_config_unknown_is_settled_with_the_others(tmp_path):
+    # MetaX-MACA/vLLM-metax (3aadf08) tools/batched_test/old/online.py: `if args.speculative_config: cmd +=
+    # ["--speculative-config", args.speculative_config]` was an `error`, where the same unknown value
+    # written unconditionally is decided (survey 41a). A path whose only unknown values have stand-ins
+    # is tried for them, and the paths settle the launch where every path's answer is the same.
+    decision, notes = audited(tmp_path, "online.py", (
+        "import subprocess\ndef start(args):\n    cmd = ['vllm', 'serve', 'm']\n    if args.speculative_config:\n"
+        "        cmd += ['--speculative-config', args.speculative_config]\n    subprocess.Popen(cmd)\n"))
+    assert (decision["outcome"], decision["hma_enabled"], decision["errors"]) == ("enabled", True, [])
+    assert notes == (("source.unresolved_unused", (
+        "on path 1 of 2, where `args.speculative_config` is true: `--speculative-config` takes its value from "
+        "`args.speculative_config` (which is computed when the script runs); the decision is the same on each of "
+        "the 2 paths (whatever the values a path leaves unknown)")),)
+    # Where a method on that path changes the answer (chunked local attention), it stays unresolved.
+    decision, _ = audited(tmp_path, "serve.sh", (
+        "# hma-policy: {model_facts: {attention_chunk_size: 8192}}\n"
+        'if [ -n "$S" ]; then A=(--speculative-config "$S"); fi\nvllm serve m "${A[@]}"\n'))
+    assert [(e["code"], e["path"], e["message"]) for e in decision["errors"]] == [(
+        "source.unresolved", "/speculative_config", "line 3: on path 1 of 2 through `if` at line 2: "
+        "`--speculative-config` takes its value from `$S`, which this file does not set")]

@@ -312,7 +312,7 @@ def _noted(policy: PolicySet, deployment: Deployment, decision: Decision) -> Dep
 
     notes = tuple(Problem("source.unresolved_unused", f"{p.message}; {why(p.path)}", p.path, file=p.file, line=p.line)
                   for p in deployment.problems)
-    return deployment.replace(notes=deployment.notes + notes, stand_in=None, paths=())
+    return deployment.replace(notes=deployment.notes + notes, stand_in=None, paths=(), stood_paths=())
 
 
 def _release_noted(policy: PolicySet, deployment: Deployment, decision: Decision) -> Deployment:

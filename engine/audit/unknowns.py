@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
+from typing import Any, cast
 
 from ..core.command import StandIn, refused_whatever
 from ..core.decision import Decision
@@ -47,17 +47,24 @@ def settled(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> Dec
     path's decision: which path runs does not change what vLLM does."""
     if deployment.paths:
         first, *others = _on_paths(policy, deployment, hint)
-        return first if all(_same_answer(other, first) for other in others) else None
+        return first if first is not None and all(other is not None and _same_answer(other, first)
+                                                  for other in others) else None
     if deployment.stand_in is not None:
-        try:
-            decision = policy.decide(deployment.stand_in.document, hint=hint)
-        except InputError as exc:
-            if refused_whatever(exc.problems, deployment.stand_in):
-                return policy.refused(exc.problems, deployment.stand_in.document, hint)
-            return None  # refused at a stand-in: nothing is known of the value it stands for
-        tried = _in_each_class(policy, deployment.stand_in, hint)
-        if tried is not None and all(_same_answer(other, decision) for _, other in tried):
-            return decision
+        return _stood(policy, deployment.stand_in, hint)
+    return None
+
+
+def _stood(policy: PolicySet, stand_in: StandIn, hint: Hint | None) -> Decision | None:
+    """The decision a stand-in settles, or None where the values it stands for may change it."""
+    try:
+        decision = policy.decide(stand_in.document, hint=hint)
+    except InputError as exc:
+        if refused_whatever(exc.problems, stand_in):
+            return policy.refused(exc.problems, stand_in.document, hint)
+        return None  # refused at a stand-in: nothing is known of the value it stands for
+    tried = _in_each_class(policy, stand_in, hint)
+    if tried is not None and all(_same_answer(other, decision) for _, other in tried):
+        return decision
     return None
 
 
@@ -136,17 +143,22 @@ def agreement(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> s
     """Why a deployment with paths was settled, for its note: the same
     decision on each path, or the same outcome for other reasons (then the
     path whose decision the report shows is named)."""
-    first, *others = decisions = _on_paths(policy, deployment, hint)
+    first, *others = decisions = cast(list[Decision], _on_paths(policy, deployment, hint))  # (settled: all decided)
     count = len(decisions)
+    # (a path that leaves values read for their type alone, or tried for each class, unknown: whatever they are)
+    whatever = " (whatever the values a path leaves unknown)" if deployment.stood_paths else ""
     if all(_same_decision(other, first) for other in others):
-        return f"the decision is the same on each of the {count} paths"
-    return (f"{_answer(first)} on each of the {count} paths, for reasons that differ between them; "
+        return f"the decision is the same on each of the {count} paths{whatever}"
+    return (f"{_answer(first)} on each of the {count} paths{whatever}, for reasons that differ between them; "
             f"the decision shown is that of {deployment.paths[0][0]}")
 
 
-def _on_paths(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> list[Decision]:
+def _on_paths(policy: PolicySet, deployment: Deployment, hint: Hint | None) -> list[Decision | None]:
+    """The decision on each path: None on one whose values read for their type alone may change it."""
+    stood = dict(deployment.stood_paths)
     # Deciding a path again costs a lookup: the decision memo holds its facts.
-    return [decision_of(policy, document, hint) for _, document in deployment.paths]
+    return [decision_of(policy, document, hint) if which not in stood else _stood(policy, stood[which], hint)
+            for which, document in deployment.paths]
 
 
 def _same_answer(one: Decision, other: Decision) -> bool:

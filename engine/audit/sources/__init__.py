@@ -318,7 +318,8 @@ def _unique_ids(found: SourceFile) -> SourceFile:
     out = []
     for deployment in found.deployments:
         reading = (deployment.anchor, repr((deployment.document, deployment.problems, deployment.notes,
-                                            deployment.release, deployment.paths, deployment.stand_in)))
+                                            deployment.release, deployment.paths, deployment.stood_paths,
+                                            deployment.stand_in)))
         if reading in readings:
             continue
         readings.add(reading)

@@ -49,6 +49,9 @@ class Deployment:
     # and where (``--max-num-seqs``, ``line 12``): the audit checks them
     # against the release that runs it, once that is known.
     options: tuple[tuple[str, str], ...] = ()
+    # Of the paths, each whose document holds stand-ins (its only problems are values read for their
+    # type alone, or tried for each class), with its StandIn: which path, the stand-in.
+    stood_paths: tuple[tuple[str, StandIn], ...] = ()
 
     @property
     def id(self) -> str:
@@ -61,7 +64,7 @@ class Deployment:
 
     def without_document(self) -> "Deployment":
         """This deployment without its documents (an audit that need not keep them)."""
-        return self.replace(document=None, stand_in=None, paths=())
+        return self.replace(document=None, stand_in=None, paths=(), stood_paths=())
 
     def replace(self, **changes: Any) -> "Deployment":
         values = {name: getattr(self, name) for name in _FIELDS}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
-from ...core.command import read_command
+from ...core.command import StandIn, read_command
 from ...core.markers import UNRESOLVED, has_unresolved, plain, references, show
 from ...core.options import DEFAULT_OPTIONS, ENV_NAMES, STORE_BOOLEANS, STORE_BOOLEANS_UNTIL, Arg, ConfigFile, VllmOptions
 from ...core.releases import release_numbers
@@ -98,18 +98,18 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     """The deployment document of one vLLM command, or its input problems."""
     facts = inv.facts if isinstance(inv.facts, dict) else {}
     # Read on each path first: only where every path reads can the paths settle what the command leaves open.
-    documents, refused, path_options, opened = _paths(inv, ctx, facts) if inv.paths else ((), (), (), ())
+    documents, stood, refused, path_options, opened = _paths(inv, ctx, facts) if inv.paths else ((), (), (), (), ())
     result = read_command(inv.argv, env=inv.env, read_config=inv.config_reader, file=ctx.display,
                           line=inv.line, require_model=inv.require_model, options=_parser_of(inv.release),
                           per_path=_settled(inv) if documents else inv.unread_paths,
                           dynamo=inv.release.dynamo if inv.release is not None else None)
-    problems = inv.problems + list(result.problems)
-    on_path = bool(refused) and not result.problems
-    if on_path:
-        # Read whole, the command's unknown words may hold any options (a note says so); read on each
-        # path, one path's words are known to leave it undecided: `KVARG=(--kv-transfer-config "$X")`
-        # in an `if`, then `vllm serve m "${KVARG[@]}"`.
-        problems += refused
+    # The problems of the command as the paths read it: read whole, its unknown words may hold any
+    # options (a note says so); read on each path, one path's words are known to leave it undecided
+    # (`KVARG=(--kv-transfer-config "$X")` in an `if`, then `vllm serve m "${KVARG[@]}"`), or to leave
+    # values read for their type alone (a stand-in's, which the paths may still settle).
+    on_path = bool(refused) and (not result.problems or bool(documents))
+    read = list(refused) if on_path else list(result.problems)
+    problems = inv.problems + read
     if inv.facts_problem is not None:
         problems.append(inv.facts_problem)
     # Where each field came from: a directive's model wins over the command's, the command's env over a directive's.
@@ -130,7 +130,7 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     stand_in = result.stand_in if result.stand_in is not None and len(problems) == len(result.problems) else None
     if stand_in is not None:
         stand_in = stand_in._replace(document=_document(inv, stand_in.document, facts))
-    paths = documents if result.problems and len(problems) == len(result.problems) else ()
+    paths = documents if read and len(problems) == len(read) else ()
     model = result.model
     called = inv.name or (model.text if model is not None and not has_unresolved(model.text) else None)
     # A path's problems say more than the note that the command's unknown words may hold options; a path
@@ -147,15 +147,19 @@ def deployment(inv: Invocation, ctx: Ctx, fmt: str) -> Deployment:
     return Deployment(ctx.display, fmt, inv.anchor, inv.line, called, None if problems else document,
                       tuple(problems), tuple(dict.fromkeys(notes)), tuple(sorted(origins.items())), inv.resource,
                       inv.container, inv.role, chain, release, stand_in, paths,
-                      tuple(dict.fromkeys((option.text, option.origin) for option in result.unchecked + path_options)))
+                      tuple(dict.fromkeys((option.text, option.origin) for option in result.unchecked + path_options)),
+                      stood if paths else ())
 
 
 def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[tuple[str, dict[str, Any]], ...],
+                                                                      tuple[tuple[str, StandIn], ...],
                                                                       tuple[Problem, ...], tuple[Arg, ...],
                                                                       tuple[tuple[str, Problem], ...]]:
     """The deployment document on each path of ``inv.paths`` (which path,
     the document), none unless each path's command reads without a
-    problem; the problems of the first path whose only problems are
+    problem, or with only values read for their type alone (a stand-in's
+    document: `if c: cmd += ["--speculative-config", c]`), and those
+    stand-ins (which path, the StandIn); the problems of the first path whose only problems are
     unknown values the decision reads, each message saying which path it
     is (a path's other problems may come of reading it apart from the
     rest: they are left to the command's own reading); and the options the
@@ -165,6 +169,7 @@ def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[tupl
     the file does not give on one path: flytekit's `+ (extra.split() if
     extra else [])`), each with its path."""
     out: list[tuple[str, dict[str, Any]]] = []
+    stood: list[tuple[str, StandIn]] = []
     unknown: tuple[Problem, ...] = ()
     options: list[Arg] = []
     opened: list[tuple[str, Problem]] = []
@@ -176,10 +181,18 @@ def _paths(inv: Invocation, ctx: Ctx, facts: dict[str, Any]) -> tuple[tuple[tupl
         if not result.problems and result.document is not None:
             out.append((which, _document(inv, result.document, facts)))
             opened += [(which, n) for n in result.notes if n.code == "source.unresolved_arguments"]
-        elif not unknown and result.problems and all(p.code == "source.unresolved" for p in result.problems):
+            continue
+        if not unknown and result.problems and all(p.code == "source.unresolved" for p in result.problems):
             unknown = tuple(replace(p, message=f"on {which}: {p.message}") for p in result.problems)
-    return (tuple(out), (), tuple(options), tuple(opened)) if len(out) == len(inv.paths) \
-        else ((), unknown, tuple(options), ())
+        if result.stand_in is not None:
+            document = _document(inv, result.stand_in.document, facts)
+            out.append((which, document))
+            stood.append((which, result.stand_in._replace(document=document)))
+            opened += [(which, n) for n in result.notes if n.code == "source.unresolved_arguments"]
+    if len(out) < len(inv.paths):
+        return (), (), unknown, tuple(options), ()
+    # (where a path leaves values unknown, what it leaves says more than that the paths differ)
+    return tuple(out), tuple(stood), unknown if stood else (), tuple(options), tuple(opened)
 
 
 def _parser_of(release: ReleaseHint | None) -> VllmOptions:
