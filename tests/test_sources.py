@@ -1192,7 +1192,7 @@ def test_deployments_and_source_files_are_frozen_whether_compiled_or_not():
     found = SourceFile("a.json", "document", (deployment,))
     assert [f.name for f in dataclasses.fields(Deployment)] == [
         "file", "format", "anchor", "line", "name", "document", "problems", "notes", "origins", "resource",
-        "container", "role", "chain", "release", "stand_in", "paths", "options"]
+        "container", "role", "chain", "release", "stand_in", "paths", "options", "stood_paths"]
     assert (deployment.file, deployment.format, deployment.anchor, deployment.line, deployment.name) == (
         "a.json", "document", "#2", 3, "web")
     assert deployment.id == "a.json#2" and deployment.origins == (("kv_transfer_config", "line 3"),)
