@@ -535,6 +535,32 @@ def test_a_file_that_only_gives_the_hma_switch_in_a_shape_no_reader_reads_is_not
         ("source.unrecognized", 7, "mentions `disable-hybrid-kv-cache-manager` at line 7, no vLLM launch recognised")]
 
 
+def test_a_kv_option_that_none_of_a_files_launches_reads_is_noted(tmp_path):
+    # FlagBase/FlagScale (survey 37d) flagscale/runner/runner_serve.py: `command_items = ["vllm", "serve"]`
+    # is a launch, and the script then writes `f"{vllm_command} --kv-transfer-config '{p_kv_config_json}'"`
+    # (a P2pNcclConnector config at line 9 here) into a script it runs. The launch read no KV config,
+    # and nothing said that the file gives one: the note of a file without launches was never made.
+    runner = write(tmp_path / "runner_serve.py", (
+        "import json, subprocess\n\ndef run(model, f):\n    command_items = ['vllm', 'serve', model]\n"
+        "    vllm_command = ' '.join(command_items)\n    subprocess.run(command_items)\n"
+        "    # (a comment: --kv-transfer-config)\n    p_kv_config = {\n        'kv_connector': 'P2pNcclConnector',\n"
+        "        'kv_role': 'kv_producer'}\n"
+        "    f.write(f\"{vllm_command} --kv-transfer-config '{json.dumps(p_kv_config)}'\")\n"))
+    source = read_source(runner, known=("P2pNcclConnector",))
+    assert len(source.deployments) == 1 and [(n.code, n.line, n.message) for n in source.notes] == [
+        ("source.unrecognized", 9, "mentions `kv_connector` at line 9, which none of its launches reads")]
+    # A launch that reads one, or a mention only in comments, is no note.
+    kv = write(tmp_path / "serve.sh", "# NixlConnector is next\nvllm serve m --kv-transfer-config "
+                                      "'{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_both\"}'\n"
+                                      "echo 'the kv_connector above'\n")
+    commented = write(tmp_path / "plain.sh", "# --kv-transfer-config, one day\nvllm serve m\n")
+    assert [read_source(path, known=("NixlConnector",)).notes for path in (kv, commented)] == [(), ()]
+    # A config file's spelling (`kv-transfer-config:`) is read as its field.
+    document = write(tmp_path / "d.yaml", "kv-transfer-config: '{\"kv_connector\": \"NixlConnector\", "
+                                          "\"kv_role\": \"kv_both\"}'\nmodel: {name: m}\n")
+    assert read_source(document, known=("NixlConnector",)).notes == ()
+
+
 def test_an_unrendered_jinja_template_is_named_as_such(tmp_path):
     # vllm-project/semantic-router (3d48f8c) src/vllm-sr/cli/templates/envoy.template.yaml: an
     # Envoy config rendered by Jinja (`{% for listener in listeners %}`), which names vLLM in its

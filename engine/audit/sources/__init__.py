@@ -159,8 +159,10 @@ def _noted(found: SourceFile, text: str, known: tuple[str, ...]) -> SourceFile:
     """A file that yields no launch but mentions a vLLM KV option or
     connector is noted (beside its problems, if it has any): the audit never
     misses a launch silently."""
-    if found.deployments or any(note.code == "source.unrecognized" for note in found.notes):
-        return found  # a launch, or the reader has already said why the file holds none
+    if found.deployments:
+        return _beside_launches(found, text, known)
+    if any(note.code == "source.unrecognized" for note in found.notes):
+        return found  # the reader has already said why the file holds none
     if found.file.endswith(".ipynb"):  # (what its cells printed once is no option it sets)
         text = without_outputs(text)
     mentioned = mention(text, known, python=found.file.endswith(".py"), shell=found.format == "shell") \
@@ -170,7 +172,40 @@ def _noted(found: SourceFile, text: str, known: tuple[str, ...]) -> SourceFile:
     word, line = mentioned
     # Why it was not read, where that is more than "not a deployment source": a reader's own reason.
     why = f": {found.skipped}" if found.skipped is not None and found.skipped not in (_NOT_A_SOURCE, _NO_LAUNCH) else ""
-    note = Problem("source.unrecognized", f"mentions `{word}` at line {line}, no vLLM launch recognised{why}",
+    return _with_note(found, f"mentions `{word}` at line {line}, no vLLM launch recognised{why}", line)
+
+
+# The fields of a deployment document that vLLM's KV options give (a config file's `kv-transfer-config` too).
+_KV_FIELDS = frozenset({"kv_transfer_config", "kv_offloading_size", "kv_offloading_backend",
+                        "disable_hybrid_kv_cache_manager"})
+# A whole-line comment of a shell script, YAML, a Dockerfile (`#`) or JSON with comments (`//`).
+_COMMENT_LINE = re.compile(r"^[ \t]*(?:#|//).*$", re.M)
+
+
+def _beside_launches(found: SourceFile, text: str, known: tuple[str, ...]) -> SourceFile:
+    """A file whose launches all read without a KV option, but which mentions
+    one (or a connector) outside its comments, is noted: the KV config its
+    launches take may be written where the audit does not read it (FlagScale's
+    runner writes `vllm serve` then adds `--kv-transfer-config` in an f-string of
+    a script it writes). Launches whose documents are not known (a problem,
+    paths, a stand-in) are left to their own problems and notes."""
+    if any(d.document is None or d.paths or d.stand_in is not None
+           or any(key.replace("-", "_") in _KV_FIELDS for key in d.document) for d in found.deployments):
+        return found
+    if mention(text, known) is None:  # (most files: one search, before their comments are blanked)
+        return found
+    if found.file.endswith(".ipynb"):
+        text = without_outputs(text)
+    mentioned = mention(_COMMENT_LINE.sub(lambda m: " " * len(m[0]), text), known, python=found.file.endswith(".py"))
+    if mentioned is None:
+        return found
+    word, line = mentioned
+    return _with_note(found, f"mentions `{word}` at line {line}, which none of its launches reads", line)
+
+
+def _with_note(found: SourceFile, message: str, line: int) -> SourceFile:
+    """The file with a `source.unrecognized` note that it mentions a KV option the audit did not read."""
+    note = Problem("source.unrecognized", message,
                    hint="if this file deploys vLLM in a way the audit does not read, say so in an issue; "
                         "see docs/audit-formats.md for what is read", file=found.file, line=line)
     return SourceFile(found.file, found.format, found.deployments, found.problems, found.skipped, found.notes + (note,))
