@@ -389,6 +389,31 @@ def test_a_chart_template_that_holds_no_pod_is_skipped_not_a_problem(tmp_path):
 
 
 
+def test_a_key_given_twice_in_a_container_that_runs_no_vllm_leaves_the_problem_to_the_others(tmp_path):
+    # castai/helm-charts (daa4628) charts/castai-hosted-model/child-charts/vllm/templates/deployment.yaml: an init
+    # container `model-downloader` gives `args` on both branches of an `if`. The file's one problem was that
+    # `args` is given twice, at the init container's line; the vLLM container, whose args a `range` builds,
+    # was never named (survey 41b).
+    chart = template(tmp_path, "deployment.yaml", (
+        DEPLOYMENT + "        - name: vllm\n          image: \"{{ .Values.image.repository }}:{{ .Values.image.tag }}\"\n"
+        "          args:\n            - --trust-remote-code\n            {{- range .Values.extraArgs }}\n"
+        "            - {{ . | quote }}\n            {{- end }}\n      initContainers:\n        - name: model-downloader\n"
+        "          image: \"ghcr.io/example/model-downloader:1.0\"\n          {{- if .Values.cache }}\n"
+        "          args:\n            - exec model-downloader download\n          {{- else }}\n          args:\n"
+        "            - download\n          {{- end }}\n"))
+    assert [(p.line, p.message) for p in read_source(chart).problems] == [(13, (
+        f"`{chart}` is an unrendered Helm template: a template action builds the command or args of container "
+        "`vllm` (line 13: `{{- range .Values.extraArgs }}`), which the audit does not render"))]
+    # A key given twice in a container that may run vLLM stays the problem.
+    vllm = template(tmp_path, "deployment.yaml", (
+        DEPLOYMENT + "        - name: vllm\n          image: vllm/vllm-openai:v0.11.0\n          {{- if .Values.kv }}\n"
+        "          args: [--model, m, --kv-transfer-config, x]\n          {{- else }}\n          args: [--model, m]\n"
+        "          {{- end }}\n"))
+    assert [p.message for p in read_source(vllm).problems] == [
+        f"`{vllm}` is an unrendered Helm template: `args` is given twice (again at line 14), as on both branches of "
+        "a template condition, which the audit does not evaluate"]
+
+
 def test_a_chart_template_with_anchors_is_read_as_helms_yaml_reads_it(tmp_path):
     # coreweave/reference-architecture (8d7a23a) inference/basic/templates/ingress.yaml: `- host: &host
     # {{ include "vllm-basic.name" . }}.example.com`, then `- *host`. An Ingress holds no pod, but the file
@@ -544,9 +569,11 @@ def test_a_key_given_twice_in_a_pod_whose_containers_run_no_vllm_is_no_problem(t
             "          args: [Qwen/Qwen3-0.6B, --port=8000]\n")
     found = read_source(template(tmp_path, "deploy.yaml", text))
     assert (found.deployments, found.problems, found.skipped) == ((), (), RUNS_NO_VLLM)
-    # a sidecar that may run vLLM's server (its image's entrypoint) keeps the problem
+    # A sidecar that runs vLLM's server (its image's entrypoint) is a launch: the key given twice is the
+    # EPP's, which runs no vLLM whichever branch gives it (before, the file was that key's problem).
     found = read_source(template(tmp_path, "served.yaml", text.replace("          command: [vllm, launch, render]\n", "")))
-    assert [p.code for p in found.problems] == ["input.parse"]
+    assert (found.problems, [(d.line, d.container, d.release.version) for d in found.deployments]) == (
+        (), [(17, "vllm-render", "0.21.0")])
 
 
 def test_a_key_given_twice_in_a_pod_template_is_named_in_its_problem(tmp_path):

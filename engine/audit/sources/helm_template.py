@@ -26,6 +26,7 @@ from ...core import yamlsafe
 from ...core.markers import unresolved
 from ...core.errors import Problem
 from ...core.options import find_vllm
+from ...core.schema import pointer
 from .companions import read_companion
 from .context import Ctx
 from .gotemplate import render
@@ -139,10 +140,15 @@ def chart_template(ctx: Ctx) -> Template | None:
             if obj is None and both is not None and _runs_no_vllm(both):
                 podless = False  # (a pod, whose containers, all written in it, run no vLLM: read_whole)
                 continue
-            if obj is None:
+            quiet = _quiet_repeat(body, both, refused.line, lambda c: not _may_run_vllm(c, expressions, chart.value)) \
+                if obj is None and both is not None and refused.line else None
+            if quiet is not None:
+                obj, where = both, quiet  # (read on: its other containers say what the pod runs)
+            elif obj is None:
                 return Template([], False, repeated=(refused.duplicate, start + refused.line)) \
                     if refused.duplicate is not None and refused.line is not None else None
-            runs = False
+            else:
+                runs = False
         if not isinstance(obj, dict):
             continue
         podless = podless and (obj.get("kind") in _PODLESS or not runs)
@@ -250,6 +256,27 @@ def _runs_no_vllm(obj: dict[str, Any]) -> bool:
         if find_vllm(command + args) is not None or not command and (VLLM_IMAGE.search(image) or presumed_server(image, args)):
             return False
     return bool(containers)
+
+
+def _quiet_repeat(body: str, both: dict[str, Any], line: int,
+                  quiet: Callable[[dict[str, Any]], bool]) -> dict[str, tuple[int, int]] | None:
+    """Where a template gives a key twice at ``line`` of ``body`` in a container
+    that runs no vLLM whichever branch gives it (``quiet``: castai's model
+    downloader, an init container whose `args` an `if` and its `else` both
+    give), the marks of ``both``'s values: the pod's other containers still
+    say what it runs. None for a key given twice anywhere else."""
+    try:
+        where = yamlsafe.load(body, repeated=True, marks=True)[1]
+    except yamlsafe.YamlProblem:
+        return None
+    for path, pod, _, _ in pod_templates(both):
+        for key in ("initContainers", "containers"):
+            for index, container in enumerate(pod.get(key) if isinstance(pod.get(key), list) else []):
+                at = pointer((*path, key, index))
+                rows = [mark[0] for held, mark in where.items() if held == at or held.startswith(at + "/")]
+                if rows and min(rows) <= line <= max(rows):
+                    return where if isinstance(container, dict) and quiet(container) else None
+    return None
 
 
 def _chart_name(ctx: Ctx) -> str | None:
