@@ -140,10 +140,10 @@ def chart_template(ctx: Ctx) -> Template | None:
             if obj is None and both is not None and _runs_no_vllm(both):
                 podless = False  # (a pod, whose containers, all written in it, run no vLLM: read_whole)
                 continue
-            quiet = _quiet_repeat(body, both, refused.line, lambda c: not _may_run_vllm(c, expressions, chart.value)) \
+            marked = _quiet_repeat(body, both, refused.line, lambda c: not _may_run_vllm(c, expressions, chart.value)) \
                 if obj is None and both is not None and refused.line else None
-            if quiet is not None:
-                obj, where = both, quiet  # (read on: its other containers say what the pod runs)
+            if marked is not None:
+                obj, where = both, marked  # (read on: its other containers say what the pod runs)
             elif obj is None:
                 return Template([], False, repeated=(refused.duplicate, start + refused.line)) \
                     if refused.duplicate is not None and refused.line is not None else None
@@ -271,7 +271,8 @@ def _quiet_repeat(body: str, both: dict[str, Any], line: int,
         return None
     for path, pod, _, _ in pod_templates(both):
         for key in ("initContainers", "containers"):
-            for index, container in enumerate(pod.get(key) if isinstance(pod.get(key), list) else []):
+            listed = pod.get(key)
+            for index, container in enumerate(listed if isinstance(listed, list) else []):
                 at = pointer((*path, key, index))
                 rows = [mark[0] for held, mark in where.items() if held == at or held.startswith(at + "/")]
                 if rows and min(rows) <= line <= max(rows):
