@@ -2034,6 +2034,29 @@ def test_openvino_runs_without_the_hybrid_kv_cache_manager(tmp_path):
         "defines no support_hybrid_kv_cache() and inherits the base Platform's false")
 
 
+@pytest.mark.parametrize(("resource", "env", "platform", "origin"), [
+    ("mthreads.com/vgpu", None, "musa", "resource mthreads.com/vgpu"),
+    ("cambricon.com/mlu", None, "mlu", "resource cambricon.com/mlu"),
+    ("metax-tech.com/gpu", None, "maca", "resource metax-tech.com/gpu"),
+    ("kunlunxin.com/xpu", None, "kunlun", "resource kunlunxin.com/xpu"),
+    ("nvidia.com/gpu", "MLU_VISIBLE_DEVICES", "mlu", "env MLU_VISIBLE_DEVICES"),
+    ("nvidia.com/gpu", "MUSA_VISIBLE_DEVICES", "musa", "env MUSA_VISIBLE_DEVICES"),
+])
+def test_the_platforms_of_kunlun_metax_cambricon_and_moore_threads_are_read(tmp_path, resource, env, platform, origin):
+    # baidu/vLLM-Kunlun, MetaX-MACA/vLLM-metax, Cambricon/vllm-mlu and MooreThreads/vllm-musa (survey 41a):
+    # out-of-tree platforms whose is_cuda() is false. vLLM before 0.10.2 runs the hybrid KV cache manager on
+    # CUDA and ROCm only, and HiSparse needs CUDA; their launches were read as CUDA. Each plugin's devices
+    # variable (device_control_env_var) or HAMi's resource for the device names the platform.
+    environment = f"      env: [{{name: {env}, value: '0'}}]\n" if env else ""
+    write(tmp_path / "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+                                 "    - name: vllm\n      image: vllm/vllm-openai:v0.10.1.1\n      args: [--model, m]\n"
+                                 f"      resources: {{limits: {{{resource}: 1}}}}\n" + environment)
+    (entry,) = audit([str(tmp_path)]).entries
+    assert (entry.deployment.document["platform"], dict(entry.deployment.origins)["platform"],
+            entry.decision["outcome"], entry.decision["reasons"][1:]) == (
+        {"name": platform}, origin, "disabled", ["vLLM before 0.10.2 runs the hybrid KV cache manager only on CUDA and ROCm"])
+
+
 def test_a_kthena_model_serving_on_aibrix_s_vllm_image_runs_the_release_its_tag_starts_with(tmp_path):
     # volcano-sh/kthena (3cc0572) examples/model-serving/gpu-pd-disaggregation.yaml: prefill and decode
     # on ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2, AIBrix's build on vLLM

@@ -300,6 +300,19 @@ def test_intel_gaudis_container_runtime_names_the_hpu_platform(tmp_path):
                      (4, None, None, "enabled")]
 
 
+def test_moore_threads_container_runtime_names_the_musa_platform(tmp_path):
+    # MooreThreads/vllm-musa (ac445cda) docker/README.md runs its vLLM image, which keeps the path
+    # `vllm/vllm-openai` on Moore Threads' registry, with `docker run --runtime=mthreads`: it was read as
+    # vLLM's CUDA image. MUSAPlatform's is_cuda() is false, so HiSparse refuses it (survey 41a).
+    write(tmp_path / "run.sh", "#!/bin/bash\ndocker run --runtime=mthreads "
+                               "registry.mthreads.com/mcconline/inference/vllm/vllm-openai:v0.33.0 --model m "
+                               "--hisparse-config '{}'\n")
+    (entry,) = audit([str(tmp_path)]).entries
+    assert (entry.deployment.document["platform"], dict(entry.deployment.origins)["platform"],
+            entry.decision["outcome"], [e["code"] for e in entry.decision["errors"]]) == (
+        {"name": "musa"}, "docker run --runtime mthreads", "error", ["hisparse.requires_cuda"])
+
+
 def test_intels_xpu_image_names_its_release_and_the_xpu_platform(tmp_path):
     # intel/llm-scaler (8d66bf9e) README.md: `intel/llm-scaler-vllm:0.14.0-b8` "for vLLM 0.14.0"; the image
     # builds vLLM for XPU (vllm/docker/Dockerfile, VLLM_TARGET_DEVICE=xpu). A compose service on

@@ -108,8 +108,11 @@ DECLARED: tuple[Fact, ...] = (
          'does): cuda, rocm, cpu, xpu, npu (Ascend, through vllm-ascend), hpu (Gaudi, through vllm-gaudi), '
          'spyre (IBM Spyre, through vllm-spyre), neuron (AWS Inferentia and Trainium, through vllm-neuron), '
          'tpu (Google\'s TPUs, through tpu-inference), qaic (Qualcomm Cloud AI, through vllm-qaic), gcu '
-         '(Enflame\'s GCU, through vllm-gcu) or openvino (through vllm-openvino; "" when not named)',
-         ("", "cuda", "rocm", "cpu", "xpu", "npu", "hpu", "spyre", "neuron", "tpu", "qaic", "gcu", "openvino")),
+         '(Enflame\'s GCU, through vllm-gcu), openvino (through vllm-openvino), kunlun (Baidu\'s Kunlun XPU, '
+         'through vLLM-Kunlun), maca (MetaX, through vLLM-metax), mlu (Cambricon, through vllm-mlu) or musa (Moore '
+         'Threads, through vllm-musa; "" when not named)',
+         ("", "cuda", "rocm", "cpu", "xpu", "npu", "hpu", "spyre", "neuron", "tpu", "qaic", "gcu", "openvino", "kunlun",
+          "maca", "mlu", "musa")),
     Fact("chunked_local_attention", "decision", "bool", "model.attention_chunk_size is set"),
     Fact("speculative_method", "decision", "str", 'speculative_config.method ("" when none)',
          at="/speculative_config/method"),

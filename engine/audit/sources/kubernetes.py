@@ -168,12 +168,15 @@ _RAY_OVERWRITE = "ray.io/overwrite-container-cmd"
 
 # The device plugins' resources a container asks for, by the platform vLLM runs on there: AWS
 # Neuron's (aws-neuron/neuron-device-plugin), Intel Gaudi's (habana.ai), AMD's ROCm GPUs, Intel's
-# GPUs (intel/intel-device-plugins-for-kubernetes), GKE's TPUs, Qualcomm's Cloud AI cards. NVIDIA's
-# (nvidia.com/gpu) is CUDA, the default.
+# GPUs (intel/intel-device-plugins-for-kubernetes), GKE's TPUs, Qualcomm's Cloud AI cards, and the
+# devices Project-HAMi/HAMi shares: Baidu's Kunlun XPUs, MetaX's and Moore Threads' GPUs, Cambricon's
+# MLUs (HAMi's device plugins name each). NVIDIA's (nvidia.com/gpu) is CUDA, the default.
 _RESOURCE_PLATFORMS = {"aws.amazon.com/neuron": "neuron", "aws.amazon.com/neuroncore": "neuron",
                        "aws.amazon.com/neurondevice": "neuron", "habana.ai/gaudi": "hpu", "amd.com/gpu": "rocm",
                        "gpu.intel.com/i915": "xpu", "gpu.intel.com/xe": "xpu", "google.com/tpu": "tpu",
-                       "qualcomm.com/qaic": "qaic"}
+                       "qualcomm.com/qaic": "qaic", "kunlunxin.com/xpu": "kunlun", "kunlunxin.com/vxpu": "kunlun",
+                       "metax-tech.com/gpu": "maca", "metax-tech.com/sgpu": "maca", "mthreads.com/vgpu": "musa",
+                       "cambricon.com/mlu": "mlu", "cambricon.com/vmlu": "mlu"}
 
 
 def _deployer_platform(container: dict[str, Any], pod: dict[str, Any]) -> tuple[str, str] | None:

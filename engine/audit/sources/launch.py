@@ -228,10 +228,15 @@ def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> d
 # (VLLM_NEURON_FRAMEWORK, which vllm-neuron and vLLM's own Neuron backend read), vllm-openvino's
 # (vllm_openvino/envs.py: VLLM_OPENVINO_DEVICE, VLLM_OPENVINO_KVCACHE_SPACE, ...), and the devices
 # variable of a plugin's platform (its device_control_env_var): vllm-qaic's QaicPlatform
-# (platform_base.py, dc7351f5), vllm-gcu's GCUPlatform (vllm_gcu/gcu.py, 7b5aaca9).
+# (platform_base.py, dc7351f5), vllm-gcu's GCUPlatform (vllm_gcu/gcu.py, 7b5aaca9), Cambricon's
+# MLUPlatform (vllm_mlu/platforms/mlu.py, b9925203), Moore Threads' MUSAPlatform (and its container
+# runtime's MTHREADS_VISIBLE_DEVICES), MetaX's MACA_VISIBLE_DEVICES (vllm_metax, 3aadf084). Not
+# Kunlun's XPU_VISIBLE_DEVICES: FastChat sets it beside CUDA_VISIBLE_DEVICES for any GPU, and TorchServe
+# for Intel's XPUs.
 SPYRE_ENV = "VLLM_SPYRE_"
 PLATFORM_ENV = ((SPYRE_ENV, "spyre"), ("VLLM_NEURON_", "neuron"), ("QAIC_VISIBLE_DEVICES", "qaic"),
-                ("TOPS_VISIBLE_DEVICES", "gcu"), ("VLLM_OPENVINO_", "openvino"))
+                ("TOPS_VISIBLE_DEVICES", "gcu"), ("VLLM_OPENVINO_", "openvino"), ("MLU_VISIBLE_DEVICES", "mlu"),
+                ("MUSA_VISIBLE_DEVICES", "musa"), ("MTHREADS_VISIBLE_DEVICES", "musa"), ("MACA_VISIBLE_DEVICES", "maca"))
 
 
 def read_from_env(name: str) -> bool:
@@ -241,8 +246,9 @@ def read_from_env(name: str) -> bool:
 
 
 # Container runtimes that run on one platform only: Intel Gaudi's (habana-container-runtime), which
-# `docker run --runtime=habana` and a compose service's `runtime: habana` name.
-RUNTIME_PLATFORMS = {"habana": "hpu"}
+# `docker run --runtime=habana` and a compose service's `runtime: habana` name, and Moore Threads'
+# (mthreads-container-runtime: vllm-musa's docker/README.md runs `docker run --runtime=mthreads`).
+RUNTIME_PLATFORMS = {"habana": "hpu", "mthreads": "musa"}
 
 
 def platform_of_runtime(runtime: Any, where: str) -> tuple[str, str] | None:
