@@ -27,6 +27,7 @@ from .inference_service import RUNTIME_KINDS, inference_services, is_inference_s
 from .kserve import CONFIG_KIND, SERVICE_KIND, llm_inference_services
 from .hyperpod import endpoint_configs, is_endpoint_config
 from .kthena import is_model_booster, model_boosters
+from .rbg import is_role_based_group, role_based_groups
 from .kubeai import is_model, kubeai_models
 from .kubernetes import kubernetes
 from .kustomize import component_note, is_component, is_kustomization, is_patch_file, kustomization, patch_file
@@ -56,6 +57,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
     playgrounds: list[tuple[dict[str, Any], Lines]] = []
     kaito: list[tuple[dict[str, Any], Lines]] = []
     boosters: list[tuple[dict[str, Any], Lines]] = []
+    groups: list[tuple[dict[str, Any], Lines]] = []
     endpoints: list[tuple[dict[str, Any], Lines]] = []
     model_service_objects: list[tuple[dict[str, Any], Lines]] = []
     configs: list[dict[str, Any]] = []
@@ -103,6 +105,8 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
             kaito.append((obj, lines))
         elif is_model_booster(obj):
             boosters.append((obj, lines))
+        elif is_role_based_group(obj):
+            groups.append((obj, lines))
         elif is_endpoint_config(obj):
             endpoints.append((obj, lines))
         elif is_backend_runtime(obj):
@@ -121,6 +125,7 @@ def manifest_file(ctx: Ctx, documents: list[tuple[int, dict[str, Any], Lines]]) 
                (playgrounds, "llmaz", lambda: llmaz_playgrounds(ctx, playgrounds, [o for _, o, _ in documents], notes)),
                (kaito, "kaito", lambda: kaito_objects(ctx, kaito, [o for _, o, _ in documents])),
                (boosters, "kthena", lambda: model_boosters(ctx, boosters)),
+               (groups, "rbg", lambda: role_based_groups(ctx, groups)),
                (endpoints, "hyperpod", lambda: endpoint_configs(ctx, endpoints)))
     for items, name, read in readers:
         if items:
