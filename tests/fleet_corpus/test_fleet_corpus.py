@@ -27,7 +27,7 @@ OUTCOMES = {"enabled", "disabled", "error", "undetermined", "file_problem"}
 # helm_template, production_stack, llmdbench, ome, kubeai, llmaz, kaito). Shell scripts and docker compose
 # have their own readers.
 KUBERNETES_FAMILY = {"kubernetes", "lws", "helm-values", "helm-template", "kserve", "kustomize", "dynamo", "aibrix", "ray-serve", "ome", "kubeai",
-                     "llmaz", "kaito", "llmdbench-scenario", "llmdbench-env", "production-stack-crd"}
+                     "llmaz", "kaito", "llmdbench-scenario", "llmdbench-env", "production-stack-crd", "rbg"}
 
 # no_launch files this branch does not note, each with why.
 NOT_NOTED = {
