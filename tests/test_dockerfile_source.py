@@ -245,3 +245,11 @@ def test_a_build_argument_without_a_default_is_a_value_not_known(tmp_path):
         "`--port` takes its value from `${PORT}`, which this file does not set; the decision does not read it",
         "the model is `$MODEL`, where `$MODEL` is a build argument the Dockerfile gives no default; the decision "
         "does not read the model's name"]
+    # An empty default is the same idiom (koyeb/example-vllm 08ea12d Dockerfile.bundled_model: `ARG MODEL_NAME=`, the
+    # name its CI gives with --build-arg): it was the same false error (survey 42b).
+    d = only(read_source(write(tmp_path / "Dockerfile", (
+        "FROM vllm/vllm-openai:v0.10.1\nARG MODEL=\nENV HF_MODEL=$MODEL\n"
+        "ENTRYPOINT python3 -m vllm.entrypoints.openai.api_server --model $HF_MODEL --gpu-memory-utilization 0.95\n"))))
+    assert (d.problems, [n.message for n in d.notes]) == ((), [
+        "the model is `$MODEL`, where `$MODEL` is a build argument the Dockerfile gives no default; the decision "
+        "does not read the model's name"])

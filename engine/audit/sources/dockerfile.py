@@ -391,9 +391,10 @@ def _final_stage(ctx: Ctx, problems: list[Problem], build_args: Mapping[str, str
                 name, eq, value = word.partition("=")
                 if name in build_args:  # (a declared argument only: docker ignores the others)
                     args[name] = build_args[name]
-                elif eq:
+                elif eq and value:
                     args[name] = value
-                elif name and name not in args:  # no default: `docker build --build-arg` gives it, or it is empty
+                elif name and (eq or name not in args):
+                    # No default, or an empty one (`ARG MODEL_NAME=`): `docker build --build-arg` gives it, or it is empty.
                     args[name] = unresolved("$" + name, "is a build argument the Dockerfile gives no default")
             continue
         if instruction == "FROM":
