@@ -313,6 +313,24 @@ def test_moore_threads_container_runtime_names_the_musa_platform(tmp_path):
         {"name": "musa"}, "docker run --runtime mthreads", "error", ["hisparse.requires_cuda"])
 
 
+def test_vllms_xpu_release_image_names_its_release_and_the_xpu_platform(tmp_path):
+    # Danmoreng/intel-b70-qwen38-vllm (39c5541) docker/Dockerfile: `FROM vllm/vllm-openai-xpu@sha256:...`, vLLM's own
+    # XPU build (docker/Dockerfile.xpu's `vllm-openai` stage, ENTRYPOINT ["vllm", "serve"]), which home labs run on
+    # Intel's Arc GPUs as `vllm/vllm-openai-xpu:v0.30.0`. It was "not vLLM's release image", decided as CUDA at the
+    # default release, and `docker run` of it with only the model was no launch at all (survey 43b).
+    write(tmp_path / "run.sh", "docker run --rm --device /dev/dri vllm/vllm-openai-xpu:v0.30.0 Qwen/Qwen3-8B\n"
+                               "docker run --rm vllm/vllm-openai-xpu:v0.10.2 m\n"
+                               "docker run --rm vllm/vllm-openai-xpu@sha256:96db42e2 m\n")
+    found = [(e.deployment.line, e.deployment.document.get("platform"), e.decision["vllm"]["release"],
+              e.decision["outcome"], [n.message for n in e.deployment.notes]) for e in audit([str(tmp_path)]).entries]
+    assert found == [
+        (1, {"name": "xpu"}, "0.30.0", "enabled", []),
+        # (vLLM 0.10.2 runs the hybrid KV cache manager on CUDA, ROCm and CPU only)
+        (2, {"name": "xpu"}, "0.10.2", "disabled", []),
+        (3, {"name": "xpu"}, "0.33.0", "enabled", [
+            "the vLLM release is not known: image vllm/vllm-openai-xpu@sha256:96db42e2: a digest names no release"])]
+
+
 def test_intels_xpu_image_names_its_release_and_the_xpu_platform(tmp_path):
     # intel/llm-scaler (8d66bf9e) README.md: `intel/llm-scaler-vllm:0.14.0-b8` "for vLLM 0.14.0"; the image
     # builds vLLM for XPU (vllm/docker/Dockerfile, VLLM_TARGET_DEVICE=xpu). A compose service on

@@ -34,7 +34,7 @@ __all__ = ["VLLM_IMAGE", "presumed_server", "presumed_note", "EnvServer", "env_s
 # options). Images built on vllm-openai keep its name (lmcache/vllm-openai). openEuler's CPU
 # builds, openeuler/vllm-cpu, end with ENTRYPOINT ["python", "-m", "vllm.entrypoints.openai.api_server"]
 # (openeuler-mirror/openeuler-docker-images AI/vllm-cpu/*/*/Dockerfile).
-VLLM_IMAGE = re.compile(r"(^|/)(?:vllm-openai(?:-cpu|-rocm)?|vllm(?:-arm64)?-cpu-release-repo|openeuler/vllm-cpu)"
+VLLM_IMAGE = re.compile(r"(^|/)(?:vllm-openai(?:-cpu|-rocm|-xpu)?|vllm(?:-arm64)?-cpu-release-repo|openeuler/vllm-cpu)"
                         r"(?:[:@]|$)")
 
 

@@ -96,9 +96,11 @@ def pinned(text: str) -> str:
 # the same release.
 _VARIANT = r"(?:-(?:x86_64|aarch64|arm64))?(?:-cu[0-9]+)?(?:-ubuntu[0-9]+)?(?:-zstd)?(?:-rocm)?"
 _TAG_VERSION = re.compile(r"v?(" + VERSION.pattern + ")" + _VARIANT)
-# vLLM's release images: the CUDA one, its CPU build on Docker Hub, and the CPU builds on
+# vLLM's release images: the CUDA one, its CPU, ROCm and XPU builds on Docker Hub (vllm/vllm-openai-xpu,
+# docker/Dockerfile.xpu's `vllm-openai` stage, ENTRYPOINT ["vllm", "serve"]), and the CPU builds on
 # Amazon's public registry that vLLM's CPU install docs pull (`vllm-cpu-release-repo:v0.10.2`).
-_RELEASE_IMAGES = ("vllm/vllm-openai", "vllm/vllm-openai-cpu", "vllm/vllm-openai-rocm", "q9t5s3a7/vllm-cpu-release-repo",
+_RELEASE_IMAGES = ("vllm/vllm-openai", "vllm/vllm-openai-cpu", "vllm/vllm-openai-rocm", "vllm/vllm-openai-xpu",
+                   "q9t5s3a7/vllm-cpu-release-repo",
                    "q9t5s3a7/vllm-arm64-cpu-release-repo")
 # AMD's rocm/vllm tags name the release after `vllm_` or, in some, `vllm` (rocm6.3.1_instinct_vllm0.8.3_20250410).
 _ROCM_TAG_VERSION = re.compile(r"(?:^|_)vllm_?(" + VERSION.pattern + r")(?:_|$)")
@@ -271,7 +273,7 @@ def from_image(image: str) -> ReleaseHint:
 
 # Release images of another platform than CUDA (the audit takes CUDA where nothing says).
 _PLATFORM_IMAGES = {"vllm/vllm-openai-cpu": "cpu", "q9t5s3a7/vllm-cpu-release-repo": "cpu",
-                    "q9t5s3a7/vllm-arm64-cpu-release-repo": "cpu", "rocm/vllm": "rocm", "vllm/vllm-openai-rocm": "rocm",
+                    "q9t5s3a7/vllm-arm64-cpu-release-repo": "cpu", "rocm/vllm": "rocm", "vllm/vllm-openai-rocm": "rocm", "vllm/vllm-openai-xpu": "xpu",
                     _ASCEND_IMAGE: "npu", _OPENEULER_CPU_IMAGE: "cpu", _NEURON_IMAGE: "neuron", _INTEL_XPU_IMAGE: "xpu",
                     _TPU_IMAGE: "tpu"}
 
