@@ -4,6 +4,8 @@ images of vLLM's CPU build and AMD's ROCm image (audit.sources.release)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import hma_policy
@@ -311,6 +313,23 @@ def test_moore_threads_container_runtime_names_the_musa_platform(tmp_path):
     assert (entry.deployment.document["platform"], dict(entry.deployment.origins)["platform"],
             entry.decision["outcome"], [e["code"] for e in entry.decision["errors"]]) == (
         {"name": "musa"}, "docker run --runtime mthreads", "error", ["hisparse.requires_cuda"])
+
+
+def test_a_platform_plugin_that_vllm_plugins_leaves_out_runs_no_platform(tmp_path):
+    # flagos-ai/vllm-plugin-FL's Enflame deployments (docker/enflame/README.md, .github/configs/enflame.yml) set
+    # VLLM_PLUGINS=fl beside TOPS_VISIBLE_DEVICES: vLLM loads only the plugins VLLM_PLUGINS names
+    # (vllm/plugins/__init__.py, load_plugins_by_group), so FL's platform runs, whose support_hybrid_kv_cache()
+    # is true, not vllm-gcu's (entry point `register_platform_plugins`). It was read as `gcu`, `disabled`;
+    # with --no-disable-hybrid-kv-cache-manager, an `error` (survey 43a).
+    script = "#!/bin/bash\npip install vllm==0.20.2\nexport VLLM_PLUGINS={}\nexport TOPS_VISIBLE_DEVICES=0,1\nvllm serve m\n"
+    write(tmp_path / "fl.sh", script.format("fl"))
+    write(tmp_path / "gcu.sh", script.format("register_platform_plugins,fl"))
+    write(tmp_path / "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: vllm\n"
+                                 "      image: vllm/vllm-openai:v0.20.2\n      args: [--model, m]\n"
+                                 "      env: [{name: VLLM_PLUGINS, value: fl}, {name: TOPS_VISIBLE_DEVICES, value: '0'}]\n")
+    found = {Path(e.deployment.file).name: (e.deployment.document.get("platform"), e.decision["outcome"])
+             for e in audit([str(tmp_path)]).entries}
+    assert found == {"fl.sh": (None, "enabled"), "gcu.sh": ({"name": "gcu"}, "disabled"), "pod.yaml": (None, "enabled")}
 
 
 def test_vllms_xpu_release_image_names_its_release_and_the_xpu_platform(tmp_path):

@@ -26,7 +26,7 @@ from .files import NOT_REGULAR, read_text, regular
 from .connector_code import connector_notes
 from .release import ReleaseHint, platform_of
 
-__all__ = ["DEVICE_OPTION", "Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "platform_of_runtime", "read_from_env", "SPYRE_ENV", "PLATFORM_ENV",
+__all__ = ["DEVICE_OPTION", "Invocation", "deployment", "apply_facts", "config_from_fs", "platform_of_env", "platform_of_runtime", "read_from_env", "SPYRE_ENV", "PLATFORM_ENV", "PLUGINS",
            "refuse", "release_noted", "with_facts"]
 
 ConfigReader = Callable[[str], "str | ConfigFile"]
@@ -239,10 +239,27 @@ PLATFORM_ENV = ((SPYRE_ENV, "spyre"), ("VLLM_NEURON_", "neuron"), ("QAIC_VISIBLE
                 ("MUSA_VISIBLE_DEVICES", "musa"), ("MTHREADS_VISIBLE_DEVICES", "musa"), ("MACA_VISIBLE_DEVICES", "maca"))
 
 
+# vLLM loads only the plugins VLLM_PLUGINS names, where it is set (vllm/plugins/__init__.py,
+# load_plugins_by_group, platform plugins too): a platform plugin it does not name runs no platform.
+# Each plugin platform's entry-point name (its package's `vllm.platform_plugins`): vllm-plugin-FL's
+# `fl` beside Enflame's TOPS_VISIBLE_DEVICES runs FL's platform, not vllm-gcu's.
+PLUGINS = "VLLM_PLUGINS"
+_PLUGIN_NAMES = {"spyre": "spyre", "qaic": "qaic", "gcu": "register_platform_plugins", "openvino": "openvino",
+                 "kunlun": "kunlun", "maca": "metax", "mlu": "mlu", "musa": "musa"}
+
+
 def read_from_env(name: str) -> bool:
     """Whether a launch takes the variable ``name`` from its environment: one
-    the decision reads, or one that names the platform (vllm-spyre's, Neuron's)."""
-    return name in ENV_NAMES or any(name.startswith(prefix) for prefix, _ in PLATFORM_ENV)
+    the decision reads, or one that names the platform (vllm-spyre's, Neuron's,
+    the plugins vLLM loads)."""
+    return name in ENV_NAMES or name == PLUGINS or any(name.startswith(prefix) for prefix, _ in PLATFORM_ENV)
+
+
+def _not_loaded(platform: str, env: dict[str, Arg]) -> bool:
+    """Whether the environment's VLLM_PLUGINS, written out, leaves out the plugin that runs ``platform``."""
+    name, given = _PLUGIN_NAMES.get(platform), env.get(PLUGINS)
+    text = given.text if isinstance(given, Arg) else given
+    return name is not None and isinstance(text, str) and not has_unresolved(text) and name not in text.split(",")
 
 
 # Container runtimes that run on one platform only: Intel Gaudi's (habana-container-runtime), which
@@ -297,7 +314,8 @@ def _platform(inv: Invocation) -> tuple[str, str] | None:
     if platform is not None:
         return platform, f"image {plain(str(inv.image))}"
     built = (inv.release.platform, inv.release.origin) if inv.release is not None and inv.release.platform else None
-    return inv.platform or platform_of_env(inv.env) or built or platform_of_device(inv.argv)
+    found = inv.platform or platform_of_env(inv.env) or built or platform_of_device(inv.argv)
+    return None if found is not None and _not_loaded(found[0], inv.env) else found
 
 
 def with_facts(read: dict[str, Any], facts: dict[str, Any], name: str | None = None) -> dict[str, Any]:

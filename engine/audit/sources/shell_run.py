@@ -17,7 +17,7 @@ from ...core.markers import UNRESOLVED, has_unresolved, show, unresolved
 from ...core.options import ENV_NAMES, Arg, find_vllm, unknown_module
 from ...core.errors import InputError
 from .detect import SHELLS
-from .launch import PLATFORM_ENV, Invocation, config_from_fs, platform_of_runtime
+from .launch import PLATFORM_ENV, PLUGINS, Invocation, config_from_fs, platform_of_runtime
 from .release import RANGE, ReleaseHint, from_pin, from_source, from_wheel, specifiers, upgraded
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, apptainer_image, docker_run, git_source,
@@ -534,9 +534,10 @@ class Interpreter(Flow):
         else:
             return False
         origin = self.place.origin(line)
-        # The exported variables the decision reads, and those that name a platform (vllm-spyre's, Neuron's).
+        # The exported variables the decision reads, and those that name a platform (vllm-spyre's, Neuron's, the
+        # plugins vLLM loads).
         launch_env = {name: Arg(var.value, origin)
-                      for name in (*ENV_NAMES, *(name for prefix, _ in PLATFORM_ENV for name in scope.named(prefix)))
+                      for name in (*ENV_NAMES, PLUGINS, *(name for prefix, _ in PLATFORM_ENV for name in scope.named(prefix)))
                       if (var := scope.lookup(name)) is not None and var.exported and var.value is not None}
         launch_env.update(env)
         if docker is not None:
