@@ -144,8 +144,12 @@ def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path)
     assert read_source(write(tmp_path / "unrelated.yaml", "kv_cache_dtype: fp8\nconnector_name: x\n")).notes == ()
     # bentoml/BentoVLLM (3b69b26): a P/D router's request field and a README's folder name were
     # noted as mentions; a connector's own metadata is library code. The options themselves are.
+    # (flagos-ai/vllm-plugin-FL's vendored model runner, survey 43a: a step's `kv_connector_output`, its
+    # `kv_connector_stats`, were a mention each)
     router = write(tmp_path / "router.py", "import httpx\nprefill_request['kv_transfer_params'] = {}\n"
-                                           "meta = self.kv_connector_metadata\nkv_connector_metadata = None\n")
+                                           "meta = self.kv_connector_metadata\nkv_connector_metadata = None\n"
+                                           "kv_connector_output = output.kv_connector_output\n"
+                                           "def f(kv_connector_stats): pass\n")
     readme = write(tmp_path / "README.md", "cd BentoVLLM/llama3.1-8b-kv-offloading\n"
                                            "| `sglang:` | `sglang:kv_transfer_latency_ms` | Gauge |\n")  # (a metric)
     assert read_source(router).notes == read_source(readme).notes == ()

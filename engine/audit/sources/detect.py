@@ -167,7 +167,8 @@ MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jin
 # (`from vllm.distributed.kv_transfer import ...`, snowflakedb/ArcticInference): library code;
 # after a colon, a server's metric (`sglang:kv_transfer_latency_ms`, NVIDIA/NeMo-Agent-Toolkit's
 # monitoring README).
-# None of a request's `kv_transfer_params`, a connector's `kv_connector_metadata` or a folder
+# None of a request's `kv_transfer_params`, a connector's `kv_connector_metadata`, a model runner's
+# `kv_connector_output` and `kv_connector_stats` (vllm-plugin-FL's vendored copy), or a folder
 # named `llama3.1-8b-kv-offloading` (bentoml/BentoVLLM) is an option: only the offloading
 # options themselves, --kv-offloading-size and --kv-offloading-backend, are. The HMA switch
 # itself, --[no-]disable-hybrid-kv-cache-manager, is one too (vllm-project/recipes' Kimi-K3.yaml
@@ -177,7 +178,7 @@ MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jin
 # (a simulator's latency field `kv_transfer_time`, llm-d/llm-d-inference-sim's latency profiles; a
 # cost model's `kv_transfer_efficiency`, aws-samples/aws-do-eks' disagg-calculator).
 _KV_OPTIONS = (r"(?i:kv[-_]?transfer[-_]?config)|(?<![./:])(?:kv[-_]?t|kvT)ransfer(?![-_]?[A-Za-z0-9])"
-               r"|(?<![./:])(?:kv[-_]?c|kvC)onnector(?![-_]?metadata)"
+               r"|(?<![./:])(?:kv[-_]?c|kvC)onnector(?![-_]?(?:metadata|output|stats))"
                r"|(?i:kv[-_]?offloading[-_]?(?:size|backend)|disable[-_]?hybrid[-_]?kv[-_]?cache[-_]?manager)")
 
 
