@@ -1149,6 +1149,20 @@ EOF
     a, b = read_source(script).deployments
     assert ktc(a)["kv_connector"] == "NixlConnector"
     assert b.line == 4 and b.problems[0].code == "source.unresolved"  # a remote shell does not see KV
+    # jasl/vllm-ds4-sm120-harness (c911a0e) scripts/dgx_spark_start_mp_serve.sh: the remote shell quoted as one
+    # word, `ssh host "bash -s" <<'REMOTE'`, and behind an environment prefix: ssh joins the words and the remote
+    # shell splits them again. Both launches were missed (survey 43b).
+    quoted = write(tmp_path / "remote.sh", f"""ssh host "bash -s" <<'REMOTE'
+vllm serve a --kv-transfer-config '{NIXL}'
+REMOTE
+ssh host X=1 bash -s <<'REMOTE'
+vllm serve b
+REMOTE
+ssh host "bash -c 'echo hi'" <<'REMOTE'
+vllm serve c
+REMOTE
+""")
+    assert [(d.line, d.document["model"]["name"]) for d in read_source(quoted).deployments] == [(2, "a"), (5, "b")]
 
 
 def test_echo_of_a_command_is_no_launch(tmp_path):

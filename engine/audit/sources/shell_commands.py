@@ -117,6 +117,20 @@ def ssh_command(args: list[str]) -> list[str]:
     return args[index + 1:]
 
 
+def reads_stdin(remote: list[str]) -> bool:
+    """Whether a remote command (ssh_command) runs a shell that reads its script from standard input:
+    none, or a shell without `-c`. ssh joins the words and the remote shell splits them again (`ssh
+    host "bash -s"`); an environment prefix is the remote shell's (`ssh host X=1 bash -s`)."""
+    words = " ".join(remote).split()
+    while words and _ASSIGNMENT.match(words[0]):
+        words = words[1:]
+    return not words or (words[0].rsplit("/", 1)[-1] in SHELLS and "-c" not in words)
+
+
+# A shell's assignment word, `NAME=value`, before a command.
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
 _DOCKER_VALUE_OPTIONS = frozenset({"-v", "--volume", "-p", "--publish", "--name", "--network", "--gpus", "-w", "--workdir",
                                    "--mount", "--shm-size", "--ipc", "--runtime", "-u", "--user", "--env-file", "-l",
                                    "--label", "--device", "--platform", "--cpus", "--memory", "-m", "--hostname", "-h",

@@ -22,7 +22,7 @@ from .release import RANGE, ReleaseHint, from_pin, from_source, from_wheel, spec
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, apptainer_image, docker_run, git_source,
                              installs_source, name_operands, nested_script, only_markers, same_folder, srun_image,
-                             ssh_command, venv_activation)
+                             reads_stdin, ssh_command, venv_activation)
 from .shell_expand import Expander, clobber, in_place, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
 from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Readings, Place, Script, Scope, Source, Stop, Var, normal_path
@@ -391,7 +391,7 @@ class Interpreter(Flow):
                 remote = ssh_command(fields[index + 1:]) if fields[0].rsplit("/", 1)[-1] != "gcloud" else \
                     [w.partition("=")[2] for w in fields[index + 1:] if w.startswith("--command=")][-1:]
                 stdin = stdin_text(self.run, scope, command.redirects, line)
-                if stdin is not None and (not remote or (remote[0].rsplit("/", 1)[-1] in SHELLS and "-c" not in remote)):
+                if stdin is not None and reads_stdin(remote):
                     self.nested_text(self.stdin_script(command, stdin, line), scope, line, fresh=True)
                 elif remote:
                     self.nested_text(Script(" ".join(remote), line, False), scope, line, fresh=True)
