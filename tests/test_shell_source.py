@@ -575,6 +575,32 @@ vllm serve "${{args[@]}}"
         "source.unresolved", "line 6: the command also takes `${args[@]}` (which is set differently on the paths "
                              "through `if` at line 3), which may hold options")]
 
+def test_beyond_the_bound_a_value_grown_in_ifs_is_read_on_the_paths_of_those_that_decide(tmp_path):
+    # jasl/vllm-ds4-sm120-harness (c911a0e) scripts/run_b200_baseline.sh grows OFFICIAL_SERVE_ARGS in three `if`s and
+    # `case`s, one of them the speculative config, written out (survey 43b). Beyond the bound, a chain was read on no
+    # path, and the launch was an `error`. It is read on the paths of the `if` that decides, each other on its first
+    # path (what they add are options the decision does not read), those staying notes.
+    script = write(tmp_path / "run.sh", """ARGS=(serve m)
+if [ "$A" = 1 ]; then ARGS+=(--enforce-eager); fi
+if [ "$V" = mtp ]; then ARGS+=(--speculative-config '{"method":"mtp","num_speculative_tokens":2}'); fi
+if [ "$B" = 1 ]; then ARGS+=(--port 9000); fi
+vllm "${ARGS[@]}"
+""")
+    (entry,) = decided(script)
+    assert (entry.decision["outcome"], [(n.code, n.message) for n in entry.deployment.notes]) == ("enabled", [
+        ("source.unresolved_arguments", "the command also takes `${ARGS[@]}` (which is set differently on the paths "
+                                        "through `if` at line 2); only the options written here are read, and it may "
+                                        "hold others"),
+        ("source.unresolved_arguments", "the command also takes `${ARGS[@]}` (which is set differently on the paths "
+                                        "through `if` at line 4); only the options written here are read, and it may "
+                                        "hold others"),
+        ("source.unresolved_unused", "the command also takes `${ARGS[@]}` (which is set differently on the paths "
+                                     "through `if` at line 3), which may hold options; the decision is the same on each "
+                                     "of the 2 paths")])
+    assert [which for which, _ in only(read_source(script)).paths] == [
+        "path 1 of 2 through `if` at line 3", "path 2 of 2 through `if` at line 3"]
+
+
 def test_a_word_no_path_sets_stays_open_when_the_paths_settle_another_value(tmp_path):
     # The paths read `$KV` as each `if` branch sets it; `$EXTRA_ARGS` is set on none, so they
     # do not settle it: it is the note it would be without the `if`, not "the same on each path".

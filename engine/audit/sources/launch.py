@@ -63,7 +63,8 @@ class Invocation:
     # (shell_run.Interpreter.paths): (which path, the words, the environment) for each.
     paths: tuple[tuple[str, list[Arg], dict[str, Arg]], ...] = ()
     # The unknown values (their markers) that `if`s or `case`s set on more paths than are read
-    # one by one: a word made of one may hold the options a path gives, so it is not a note.
+    # one by one: a word made of one may hold the options a path gives, so it is not a note. Beside
+    # paths, those read on one path alone (a chain's merges that do not decide), which they do not settle.
     unread_paths: frozenset[str] = frozenset()
 
 
@@ -211,7 +212,7 @@ def _settled(inv: Invocation) -> frozenset[str]:
         return {m.group(0) for text in texts if "\x00" in text for m in UNRESOLVED.finditer(text)}
 
     left = set().union(*(markers(argv, env) for _, argv, env in inv.paths))
-    return frozenset(markers(inv.argv, inv.env) - left)
+    return frozenset(markers(inv.argv, inv.env) - left - inv.unread_paths)
 
 
 def _document(inv: Invocation, read: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:

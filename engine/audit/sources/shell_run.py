@@ -410,8 +410,8 @@ class Interpreter(Flow):
         if not isinstance(chosen, Readings):
             return (), chosen
         read, direct, nested, unread, markers, merges, kept, inner, combinations = chosen
-        count = len(combinations)
-        through = " and ".join(branches.where for branches in merges)
+        count = len(combinations)  # (the merges whose paths a reading tells apart: one read on its first path alone, none)
+        through = " and ".join(b.where for i, b in enumerate(merges) if len({c[i] for c in combinations}) > 1)
         written = {marker for marker in markers if any(marker in (word.literal() or "") for word in command.words)}
         assignments, words = split_assignments(command)
         program = self.expand([], words[:1], scope, line)[0][:1]  # (a first word "${CMD[@]}" is many fields)
@@ -451,7 +451,8 @@ class Interpreter(Flow):
                 return (), nested | frozenset(marker for marker in direct if read[marker].adds_deciding(marker, scope))
             argv, env = placed
             out.append((f"path {index + 1} of {count} through {through}", [Arg(a, origin) for a in argv], env))
-        return tuple(out), frozenset()
+        # (the markers of merges read on their first path alone: set on more paths than are read)
+        return tuple(out), frozenset(m for m in markers if len({c[merges.index(read[m])] for c in combinations}) == 1)
 
     def note_pins(self, fields: list[str], line: int) -> None:
         """`pip install vllm==X.Y.Z` (also pip3, python -m pip, uv pip), or a

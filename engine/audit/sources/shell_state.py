@@ -461,12 +461,19 @@ class Run:
         if math.prod(map(_paths, merges)) > MAX_BRANCHES:
             deciding = [index for index, branches in enumerate(merges) if any(
                 found is branches and branches.decides(marker, argv, env) for marker, found in read.items())]
-            # (one read within another's values, `args+=(...)` in three `if`s, is read only through the chain
-            # of those that grew it: beyond the bound, where one decides, none is read)
-            if any(inner[index] for index in deciding):
-                return unread
             if not deciding:
                 return frozenset()
+            if any(inner[index] for index in deciding):
+                # One read within another's values (`ARGS+=(...)` in three `if`s) is read only through the
+                # chain of those that grew it: on the paths of those that decide, each other on its first
+                # path (what its paths add are options the decision does not read: every path of it gives
+                # the same answer, and its marker stays a note).
+                chained = list(itertools.product(*(range(_paths(branches)) if index in deciding else range(1)
+                                                   for index, branches in enumerate(merges))))
+                if len(chained) > MAX_BRANCHES:
+                    return unread
+                return Readings(read, direct, nested, unread, tuple(m for m, b in read.items() if b in merges), merges,
+                                kept, inner, chained)
             merges, kept, inner = [merges[i] for i in deciding], [kept[i] for i in deciding], [inner[i] for i in deciding]
         if math.prod(map(_paths, merges)) > MAX_BRANCHES:
             return unread
