@@ -2084,6 +2084,23 @@ def test_a_list_that_ends_in_an_option_without_its_value_is_completed_where_it_i
     assert [(p.code, p.message) for p in run.problems] == [("source.missing_value", "`--model` has no value")]
 
 
+def test_a_command_list_handed_to_a_function_that_grows_it_may_hold_more(tmp_path):
+    # vllm-project/vime (039ae4dd) vime/backends/vllm_utils/vllm_engine.py: `cmd = ["vllm", "serve", ...]`, then
+    # `_forward_vllm_cli_args(args, cmd)`, whose body appends the user's `--vllm-*` options (a --kv-transfer-config
+    # among them). The launch was `enabled` with nothing said (survey 43a).
+    (d,) = read(tmp_path, "import subprocess\n\ndef add_user_opts(cmd, opts):\n    for k, v in opts.items():\n"
+                          "        cmd.extend([k, v])\n\ndef launch(opts):\n    cmd = ['vllm', 'serve', 'm']\n"
+                          "    add_user_opts(cmd, opts)\n    subprocess.Popen(cmd)\n").deployments
+    assert [(n.code, n.message) for n in d.notes] == [("source.unresolved_arguments", (
+        "the command also takes `add_user_opts(cmd, opts)` (which may add words to `cmd` at line 9); only the options "
+        "written here are read, and it may hold others"))]
+    # A function that only reads the list is none.
+    (d,) = read(tmp_path, "import subprocess\n\ndef show(cmd):\n    print(' '.join(cmd))\n\n"
+                          "def launch():\n    cmd = ['vllm', 'serve', 'm']\n    show(cmd)\n"
+                          "    subprocess.Popen(cmd)\n").deployments
+    assert d.notes == ()
+
+
 def test_a_tests_data_and_asserts_are_no_launch(tmp_path):
     # gpustack (47277d79) tests/worker/backends/test_backend.py: `@pytest.mark.parametrize` cases of
     # command lists, input and expected, were six launches; a test's `assert cmd == [...]` is data too.

@@ -223,7 +223,23 @@ class CommandLists(Script):
         words = self._growth(name, scope, line)
         if "." in name or scope is self.tree:  # (a function's own name is its own)
             words += self._grown_elsewhere(name, scope)
-        return words
+        return words + self._grown_by_calls(name, scope, line)
+
+    def _grown_by_calls(self, name: str, scope: Any, line: int) -> list[Arg]:
+        """An unresolved word for each call below ``line`` in the list's scope that hands the list to a
+        function of the file that grows that parameter (`add_user_opts(cmd, opts)`, whose body runs
+        `cmd.extend(...)`: vllm-project/vime's forwarded `--vllm-*` options)."""
+        out = []
+        for call, where in self.calls:
+            defined = self.functions.get(call.func.id, []) if isinstance(call.func, ast.Name) else []
+            at = next((i for i, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id == name), None)
+            if where is not scope or call.lineno <= line or len(defined) != 1 or at is None:
+                continue
+            parameters = [a.arg for a in (*defined[0].args.posonlyargs, *defined[0].args.args)]
+            if at < len(parameters) and self.grown.get((id(defined[0]), parameters[at])):
+                out.append(Arg(unresolved(source_text(call), f"may add words to `{name}` at line {call.lineno}"),
+                                f"line {call.lineno}", many=True))
+        return out
 
     def readings(self, read: Callable[[], _Read]) -> tuple[_Read, tuple[tuple[str, _Read], ...]]:
         """The words ``read()`` gives (a command list's here, an engine call's
