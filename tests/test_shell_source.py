@@ -126,6 +126,22 @@ def test_a_variable_a_command_may_set_at_run_time_is_unknown_after_it(tmp_path, 
 
 
 
+def test_a_variable_first_read_after_an_unread_source_may_be_set_by_it(tmp_path):
+    # alint77/jupiter-glm52-vllm-worklog (c954a35) experiments/.../run-server.sh: `source agent_space/jupiter-env.sh`,
+    # then `${TIERED_MOE_MODEL_PATH:-${GLM52_W4A16_MODEL}}`, which that file sets (survey 44a). A variable never set
+    # in the script, first read after a command that may set any variable, took its default with nothing said:
+    # a KV config's default was decided as written.
+    kv = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'.replace('"', '\\"')
+    d = only(read_source(write(tmp_path / "d.sh", f"source ./site-env.sh\n"
+                                                  f"exec vllm serve m --kv-transfer-config \"${{KV_CONFIG:-{kv}}}\"\n")))
+    assert [p.message for p in d.problems] == [
+        "`--kv-transfer-config` takes its value from `$KV_CONFIG` (which may be set by `source ./site-env.sh` at line 1, "
+        "a file the audit does not read)"]
+    # Without such a command, the default is the reading, as the environment the script runs in is not in the file.
+    d = only(read_source(write(tmp_path / "e.sh", f"exec vllm serve m --kv-transfer-config \"${{KV_CONFIG:-{kv}}}\"\n")))
+    assert (d.problems, ktc(d)["kv_connector"]) == ((), "NixlConnector")
+
+
 def test_an_array_filled_in_a_loop_may_hold_any_words(tmp_path):
     # aws/deep-learning-containers (e0ecedea) scripts/docker/vllm/omni_sagemaker_entrypoint.sh: ARGS filled
     # by a `read` loop from a helper's output, then `exec vllm serve --omni "${ARGS[@]}"`. The array was one

@@ -82,6 +82,10 @@ class Expander:
         else:
             var = self.scope.lookup(name)
             value = var.value if var is not None else None
+            if var is None and self.scope.record(name) is None and (why := self.scope.clobbered()) is not None:
+                # (never set here, after a command that may set any variable: it may have set this one,
+                # whose default, `${KV:-...}`, is then not what runs)
+                value = unresolved("$" + name, why)
         if op is None:
             return value if value is not None else unresolved(part.raw)
         colon = op.startswith(":")

@@ -97,6 +97,17 @@ class Scope:
             scope = scope.parent
         return None
 
+    def clobbered(self) -> str | None:
+        """Why a variable this scope's layers never set may still hold any value: the newest command
+        that may set any variable (an unread `source`), where one ran; else None."""
+        scope: Scope | None = self
+        barrier: tuple[int, str] | None = None
+        while scope is not None:
+            if scope.barrier is not None and (barrier is None or scope.barrier[0] > barrier[0]):
+                barrier = scope.barrier
+            scope = scope.parent
+        return barrier[1] if barrier is not None else None
+
     def named(self, prefix: str) -> list[str]:
         """The names starting with ``prefix`` of the variables any layer sets
         (lookup() tells which of them this scope reads)."""
