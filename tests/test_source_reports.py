@@ -153,6 +153,13 @@ def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path)
     readme = write(tmp_path / "README.md", "cd BentoVLLM/llama3.1-8b-kv-offloading\n"
                                            "| `sglang:` | `sglang:kv_transfer_latency_ms` | Gauge |\n")  # (a metric)
     assert read_source(router).notes == read_source(readme).notes == ()
+    # alint77/jupiter-glm52-vllm-worklog (c954a35, survey 44a): Prometheus scrapes of a server's metrics, whose
+    # `vllm:cache_config_info` labels print its settings (`kv_offloading_backend="native"`), were 48 mentions.
+    scrape = write(tmp_path / "server-metrics-after.txt", (
+        "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+        "vllm:cache_config_info{block_size=\"64\",kv_offloading_backend=\"native\",kv_offloading_size=\"None\"} 1.0\n"))
+    assert read_source(scrape).notes == ()
+    assert [n.line for n in read_source(write(tmp_path / "notes.txt", "vllm:x 1\n--kv-offloading-size 8\n")).notes] == [2]
     # llm-d/llm-d-inference-sim (eec055a, survey 22f): prose's "KV-transfer" and the simulator's latency
     # field `kv_transfer_time` are no option; a key as code writes it (kv_transfer, kvTransfer) is a mention.
     profile = write(tmp_path / "profile.yaml", "# TTFT and KV-transfer scale with prompt length.\nttft_ms: 120\n"

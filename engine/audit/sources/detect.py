@@ -196,6 +196,8 @@ def mention(text: str, names: tuple[str, ...] = (), *, python: bool = False,
     commented out, `# kv_transfer_config: KVTransferConfig | None`);
     ``shell``: the first outside a comment line where there is one (a
     comment that describes the launch is not where it is)."""
+    if "vllm:" in text:  # (a Prometheus scrape of vLLM's metrics: its labels are the server's settings, no option)
+        text = _METRIC_LINE.sub(lambda m: " " * len(m[0]), text)
     match = _mentions(tuple(names)).search(text)
     if match is not None and python:
         text = _uncommented(text)
@@ -207,6 +209,9 @@ def mention(text: str, names: tuple[str, ...] = (), *, python: bool = False,
     return match.group(), text.count("\n", 0, match.start()) + 1
 
 
+# A line of vLLM's metrics as Prometheus scrapes them (`vllm:cache_config_info{kv_offloading_size="None",...} 1.0`;
+# alint77/jupiter-glm52-vllm-worklog keeps such dumps beside its runs), or its HELP and TYPE lines.
+_METRIC_LINE = re.compile(r"^(?:# (?:HELP|TYPE) )?vllm:[A-Za-z_:]+(?:\{[^}\n]*\})?[^\n]*$", re.M)
 # A whole-line comment of a shell script (lines and columns kept where it is blanked).
 _SHELL_COMMENT = re.compile(r"^[ \t]*#.*$", re.M)
 
