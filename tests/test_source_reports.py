@@ -160,6 +160,12 @@ def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path)
         "vllm:cache_config_info{block_size=\"64\",kv_offloading_backend=\"native\",kv_offloading_size=\"None\"} 1.0\n"))
     assert read_source(scrape).notes == ()
     assert [n.line for n in read_source(write(tmp_path / "notes.txt", "vllm:x 1\n--kv-offloading-size 8\n")).notes] == [2]
+    # Terraform's HCL (sarvamai/uidai-deployment's `kubernetes_deployment_v1` of vLLM containers) was skipped as no
+    # deployment source, a KV option in its args without a word.
+    terraform = write(tmp_path / "main.tf", 'resource "kubernetes_deployment_v1" "v" {\n  container {\n'
+                                            '    args = ["--model", "m", "--kv-transfer-config", "{}"]\n  }\n}\n')
+    assert [(n.line, n.message) for n in read_source(terraform).notes] == [
+        (3, "mentions `kv-transfer-config` at line 3, no vLLM launch recognised")]
     # llm-d/llm-d-inference-sim (eec055a, survey 22f): prose's "KV-transfer" and the simulator's latency
     # field `kv_transfer_time` are no option; a key as code writes it (kv_transfer, kvTransfer) is a mention.
     profile = write(tmp_path / "profile.yaml", "# TTFT and KV-transfer scale with prompt length.\nttft_ms: 120\n"
