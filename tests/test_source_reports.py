@@ -166,6 +166,11 @@ def test_a_file_that_mentions_kv_options_but_yields_no_launch_is_noted(tmp_path)
                                             '    args = ["--model", "m", "--kv-transfer-config", "{}"]\n  }\n}\n')
     assert [(n.line, n.message) for n in read_source(terraform).notes] == [
         (3, "mentions `kv-transfer-config` at line 3, no vLLM launch recognised")]
+    # So is a Nomad job under its older name (survey 45a).
+    nomad = write(tmp_path / "vllm.nomad", 'job "vllm" {\n  group "g" {\n    task "vllm" {\n      driver = "docker"\n'
+                                           '      config {\n        args = ["--kv-transfer-config", "{}"]\n      }\n'
+                                           '    }\n  }\n}\n')
+    assert [n.line for n in read_source(nomad).notes] == [6]
     # llm-d/llm-d-inference-sim (eec055a, survey 22f): prose's "KV-transfer" and the simulator's latency
     # field `kv_transfer_time` are no option; a key as code writes it (kv_transfer, kvTransfer) is a mention.
     profile = write(tmp_path / "profile.yaml", "# TTFT and KV-transfer scale with prompt length.\nttft_ms: 120\n"

@@ -160,9 +160,10 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{200,}")
 # (TOML: a tool's own settings, such as BentoML's build args in pyproject.toml, which bentoml/BentoVLLM's
 # LMCache service hands vLLM as its --kv-transfer-config. A backup, `run.sh.bak`, is kept, not run:
 # LMCache/LMBench's `choose-and-deploy.sh.backup` was skipped without a word. Terraform's HCL: the kubernetes
-# provider's `kubernetes_deployment_v1` holds a vLLM container's args, sarvamai/uidai-deployment's models.)
+# provider's `kubernetes_deployment_v1` holds a vLLM container's args, sarvamai/uidai-deployment's models; a Nomad
+# job, `*.nomad` (the older name) or `*.nomad.hcl`, its docker task's `config { args = [...] }`.)
 MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2", ".md", ".rst", ".txt", ".toml",
-                              ".bak", ".backup", ".orig", ".tf", ".hcl"})
+                              ".bak", ".backup", ".orig", ".tf", ".hcl", ".nomad"})
 # vLLM's KV options in any spelling: --kv-transfer-config, kv_connector, kvTransferConfig (Helm values), ...
 # A bare `kv_transfer` or `kv_connector` after a dot or a slash is a module of vLLM's
 # (`from vllm.distributed.kv_transfer import ...`, snowflakedb/ArcticInference): library code;
