@@ -253,3 +253,8 @@ def test_a_build_argument_without_a_default_is_a_value_not_known(tmp_path):
     assert (d.problems, [n.message for n in d.notes]) == ((), [
         "the model is `$MODEL`, where `$MODEL` is a build argument the Dockerfile gives no default; the decision "
         "does not read the model's name"])
+    # Another package whose name starts with vllm, its version not known, is no pin of vLLM (vllm-project/aibrix's
+    # Dockerfile.vllm: `ARG VLLM_OMNI_VERSION=""`, `pip install vllm-omni==${VLLM_OMNI_VERSION}`).
+    d = only(read_source(write(tmp_path / "Dockerfile", (
+        "FROM vllm/vllm-openai:v0.21.0\nARG V=\"\"\nRUN pip install vllm-omni==${V}\nCMD [\"--model\", \"m\"]\n"))))
+    assert (d.release.version, d.notes) == ("0.21.0", ())

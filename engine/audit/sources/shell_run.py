@@ -590,7 +590,7 @@ def _installed(word: str, fields: list[str], line: int) -> ReleaseHint | None:
         return from_source(built.group(1), line)
     if match := _PIP_PIN.match(word):
         return from_pin(match.group(1), line)
-    if word.lower().startswith("vllm") and "==" in word and has_unresolved(word):
+    if word.partition("==")[0].split("[")[0].lower() == "vllm" and "==" in word and has_unresolved(word):
         return ReleaseHint(None, f"pip pin {show(word)} at line {line}: the version is not known from this file")
     if (wheel := from_wheel(word, line)) is not None:
         return wheel
