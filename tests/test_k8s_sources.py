@@ -1325,6 +1325,12 @@ def test_a_json6902_patch_whose_target_names_no_object_applies_to_each_of_its_ki
                                                        "  target: {kind: StatefulSet}\n")
     assert [p.message for p in audit([str(tmp_path)]).problems] == [
         "the patch of StatefulSet applies to a base that is not in the audited paths"]
+    # kubeflow/pipelines (7b70c7b9) manifests/kustomize/third-party/argo/installs/namespace: a JSON6902 patch that
+    # gives Argo's workflow controller `--namespaced`, over a remote base, was that `source.unresolved` problem; a
+    # patch of another program's command is none of vLLM's (survey 46b).
+    write(tmp_path / "overlay" / "patch.yaml", "- op: add\n  path: /spec/template/spec/containers/0/args/-\n"
+                                               "  value: --namespaced\n")
+    assert audit([str(tmp_path)]).problems == ()
 
 
 @pytest.mark.parametrize("name, applies", [

@@ -30,6 +30,7 @@ The ``images:`` transformer names the image a placeholder stands for."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 from pathlib import Path
@@ -41,6 +42,7 @@ from ...core.schema import pointer_parts
 from .companions import Companion, companion_text, read_companion, shown
 from .context import Ctx
 from .deployment import Deployment
+from .detect import mentions_vllm
 from .inference_service import inference_services, is_inference_service
 from .kserve import strategic_merge
 from .kubernetes import Site, pod_launches, pod_templates
@@ -512,7 +514,9 @@ def kustomization(ctx: Ctx, kust: dict[str, Any], lines: Lines) -> tuple[list[De
     applied = {patch for overlay in overlays for patch in overlay.patches}
     for patch in patches:
         target = patch.target or {}
-        if patch.json6902 and any(_commands(patch, part) for part in patch.content) and id(patch) not in applied:
+        # (a patch of another program's command, Argo's controller given `--namespaced`, is none of vLLM's)
+        if patch.json6902 and any(_commands(patch, part) for part in patch.content) and id(patch) not in applied \
+                and mentions_vllm(json.dumps(patch.content)):
             named = " ".join(str(target[key]) for key in ("kind", "name") if target.get(key) is not None) or "object"
             problems.append(ctx.problem("source.unresolved", f"the patch of {named} applies to a base that is not in "
                                         "the audited paths", line=_patch_line(lines, patch)))
