@@ -1192,6 +1192,17 @@ def deploy(model_id, gpu_memory_utilization=None):
     k8s = only_deployment(read(tmp_path, "from kubernetes import client\nclient.V1Container(name='v', command=["
                                          "'vllm', 'serve'], args=['m', '--disable-hybrid-kv-cache-manager'])\n"))
     assert decided(k8s) == ("disabled", False)
+    # Airflow's KubernetesPodOperator: `cmds=` is the container's command, `arguments=` its arguments, and its
+    # `image=` runs them: its release and platform (survey 46b). The arguments were not read, and the launch was
+    # decided as the default 0.33.0, `enabled`, where vLLM 0.10.1 turns HMA off beside a KV config.
+    (tmp_path / "dag.py").write_text(
+        "from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator\n"
+        "serve = KubernetesPodOperator(task_id='serve', image='vllm/vllm-openai:v0.10.1', cmds=['vllm', 'serve'],\n"
+        "    arguments=['m', '--kv-transfer-config', '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'])\n",
+        encoding="utf-8")
+    (entry,) = audit([str(tmp_path / "dag.py")]).entries
+    assert (entry.decision["outcome"], entry.decision["vllm"]["release"], entry.deployment.notes) == (
+        "disabled", "0.10.1", ())
 
 
 def test_an_option_a_path_adds_is_checked_against_the_release_as_the_commands_own_are(tmp_path):

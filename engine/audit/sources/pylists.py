@@ -38,8 +38,9 @@ _Read = TypeVar("_Read")  # what one reading gives: a command's words, or the st
 
 _PREFIX = "names vLLM's server alone, with no model or option: they are added where the list is used"
 _AWAITS = "ends in `{}`, whose value is added where the list is used, with any other options"
-# A call's keywords that give a container its command, each with the one that gives its arguments.
-_CONTAINER_KEYWORDS = {"serving_container_command": "serving_container_args", "command": "args"}
+# A call's keywords that give a container its command, each with the one that gives its arguments (Vertex AI's
+# Model.upload, a Kubernetes client's V1Container or kfp's ContainerSpec, Airflow's KubernetesPodOperator).
+_CONTAINER_KEYWORDS = {"serving_container_command": "serving_container_args", "command": "args", "cmds": "arguments"}
 _CONTAINER_WORDS = frozenset(_CONTAINER_KEYWORDS) | frozenset(_CONTAINER_KEYWORDS.values())
 
 
@@ -108,14 +109,29 @@ class CommandLists(Script):
         (or the name that holds it), as Kubernetes' ``command`` and ``args`` do:
         Vertex AI's ``aiplatform.Model.upload(serving_container_command=[...],
         serving_container_args=vllm_args)`` (GoogleCloudPlatform/vertex-ai-samples),
-        a Kubernetes client's ``V1Container(command=..., args=...)``; None elsewhere."""
+        a Kubernetes client's ``V1Container(command=..., args=...)``, Airflow's
+        ``KubernetesPodOperator(cmds=..., arguments=...)``; None elsewhere."""
+        found = self._container_call(display, name)
+        return (found[1], found[2]) if found is not None and found[1] is not None else None
+
+    def container_image(self, display: ast.List | ast.Tuple, name: str | None) -> str | None:
+        """The image, written in the call, of the container whose command is ``display``
+        (``image=`` beside ``cmds=``, ``command=``, ``serving_container_command=``)."""
+        found = self._container_call(display, name)
+        image = next((k.value for k in found[0].keywords if k.arg in ("image", "serving_container_image_uri")), None) \
+            if found is not None else None
+        return image.value if isinstance(image, ast.Constant) and isinstance(image.value, str) else None
+
+    def _container_call(self, display: ast.List | ast.Tuple, name: str | None) -> tuple[ast.Call, ast.expr | None, Any] | None:
+        """The call that gives ``display`` (or the name that holds it) as a container's command, the
+        arguments it gives beside it (None: none), and the call's scope."""
         for call, where in self.calls:
             given = {k.arg: k.value for k in call.keywords if k.arg in _CONTAINER_WORDS}
             for command, args in _CONTAINER_KEYWORDS.items():
                 value = given.get(command)
-                if args in given and (value is display or (isinstance(value, ast.Name) and value.id == name
-                                                           and self.source(value, where, 0) is display)):
-                    return given[args], where
+                if value is display or (isinstance(value, ast.Name) and value.id == name
+                                        and self.source(value, where, 0) is display):
+                    return call, given.get(args), where
         return None
 
     def _grown_words(self, node: ast.expr, scope: Any) -> list[Arg]:

@@ -78,7 +78,7 @@ from .pylists import ImageRun, Readings
 from .pyscript import MAX_CALLS
 from .pyvalues import as_word, command_text, held_markers, restored_env, restored_words, split_words
 from .pyrelease import launcher_release, truss_runs_other
-from .release import PIN, ReleaseHint, from_image, from_pin, pinned, upgraded
+from .release import PIN, ReleaseHint, from_image, from_pin, pinned, platform_of, upgraded
 from .shell import release_at, run_script
 from .shell_commands import nested_script
 
@@ -276,7 +276,10 @@ class _Reader(EngineCalls):
             given, where = runtime_env.get(id(node), ((), scope))  # (a Ray config's: its engine's environment)
             env.update((name, Arg(as_word(self.value(value, where, 0)), f"line {value.lineno}: runtime_env"))
                        for name, value in given)
-            out += self._launch(node, scope, launch, env, release)
+            # (a container's command beside its image, `KubernetesPodOperator(image=..., cmds=[...])`: its release and platform)
+            image = self.container_image(cast(ast.List, node), launch.name) if isinstance(launch, _Listed) else None
+            ran = from_image(image)._replace(platform=platform_of(image)) if image is not None else release
+            out += self._launch(node, scope, launch, env, ran)
         return out
 
     def _launch(self, node: ast.expr, scope: Any, launch: str | Readings | _Shell | _Split | _Listed, env: dict[str, Arg],
