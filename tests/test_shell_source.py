@@ -180,6 +180,30 @@ ssh_plain "${{remote_a}}" "vllm serve m --kv-transfer-config '{escaped}'"
     assert (d.line, ktc(d)["kv_connector"]) == (4, "LMCacheConnectorV1")  # (the ssh, run by the call at line 7)
 
 
+def test_a_shift_in_an_if_shifts_only_that_paths_arguments(tmp_path):
+    # vllm-project/vllm-metal (211a1e4) scripts/test.sh: `if [ $# -gt 0 ] && [[ "$1" != --* ]]; then alt="$1"; shift;
+    # fi` in a function, then `vllm serve "$model" ... "$@"`. The `shift` was applied whatever the branch, so the
+    # launch's `--max-num-seqs 1` lost its option: "vLLM rejects the unrecognized argument `1`" (survey 46a).
+    script = write(tmp_path / "test.sh", """run() {
+  local model="$1"
+  shift
+  if [ -n "$ALT" ]; then
+    shift
+  fi
+  vllm serve "$model" "$@"
+}
+run m --max-num-seqs 1
+""")
+    d = only(read_source(script))
+    assert (d.problems, [n.message for n in d.notes]) == ((), [
+        "the command also takes `the arguments` (which are shifted or set differently on the paths through `if` at "
+        "line 4); only the options written here are read, and it may hold others"])
+    # Where every path shifts alike, the arguments are known.
+    d = only(read_source(write(tmp_path / "same.sh", "run() {\n  if [ -n \"$A\" ]; then shift; else shift; fi\n"
+                                                     f"  vllm serve m \"$@\"\n}}\nrun x --kv-transfer-config '{LMCACHE}'\n")))
+    assert (d.problems, ktc(d)["kv_connector"]) == ((), "LMCacheConnectorV1")
+
+
 def test_an_interpreter_not_known_runs_the_api_server_module(tmp_path):
     script = write(tmp_path / "run.sh", f"\"$PY\" -m vllm.entrypoints.openai.api_server --model m "
                                         f"--kv-transfer-config '{LMCACHE}'\n\"$PY\" -m pytest -m slow\n")

@@ -244,6 +244,12 @@ class Flow:
         if frame is not None:
             for path in live:
                 frame.locals |= path.locals
+        if any(path.positional is not None for path in live):
+            # `shift` or `set --` on some paths: the parameters the paths agree on, else any words.
+            given = [path.params() for path in live]
+            scope.positional = given[0] if all(g == given[0] for g in given) else \
+                [unresolved("the arguments", f"are shifted or set differently on the paths through {where}")]
+            scope.written = None
 
     def run_simple(self, command: Simple, scope: Scope) -> None:
         """A simple command: run by the interpreter (shell_run.py), which overrides this."""

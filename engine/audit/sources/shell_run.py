@@ -102,9 +102,8 @@ class Interpreter(Flow):
             params = scope.params()
             if params is not None:
                 count = int(args[0]) if args and args[0].isdigit() else 1
-                holder = self.params_holder(scope)
-                holder.positional = params[count:]
-                holder.written = holder.written[count:] if holder.written is not None else None
+                written = self.params_holder(scope).written  # (on this path: an `if`'s merge settles the rest)
+                scope.positional, scope.written = params[count:], written[count:] if written is not None else None
             return
         if name == "read":
             self.runtime_names(scope, name_operands(args, "ad" "inNptu", "-a"), ["REPLY"], "read", line)
@@ -162,11 +161,10 @@ class Interpreter(Flow):
         for index, option in enumerate(args):
             if option in ("-o", "+o") and index + 1 < len(args) and args[index + 1] == "allexport":
                 scope.vars["-a"] = Var("1" if option == "-o" else "", False, self.run.next_epoch())
-        holder = self.params_holder(scope)
         if "--" in args:
-            holder.positional, holder.written = args[args.index("--") + 1:], None
+            scope.positional, scope.written = args[args.index("--") + 1:], None
         elif args and args[0][:1] not in "-+":
-            holder.positional, holder.written = list(args), None
+            scope.positional, scope.written = list(args), None
 
     def runtime_names(self, scope: Scope, names: list[str], default: list[str], builtin: str, line: int) -> None:
         if any(has_unresolved(n) or not NAME.fullmatch(n) for n in names):
