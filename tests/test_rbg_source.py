@@ -9,6 +9,12 @@ from hma_policy.audit.sources import read_source
 from sourcefiles import NIXL, ktc, write
 
 
+def _group(tmp_path, file: str, name: str, spec: str, version: str = "v1alpha2", kind: str = "RoleBasedGroup"):
+    """A RoleBasedGroup file: its header, then ``spec`` (the lines under `spec:`)."""
+    return write(tmp_path / file, f"apiVersion: workloads.x-k8s.io/{version}\nkind: {kind}\nmetadata: {{name: {name}}}\n"
+                                  f"spec:\n{spec}")
+
+
 def _launches(path):
     return [(d.line, d.role, d.container, d.release.version if d.release else None) for d in read_source(path).deployments]
 
@@ -18,11 +24,7 @@ def test_a_role_that_names_a_role_template_runs_it_with_its_patch(tmp_path):
     # vllm-pd-disagg-with-mooncake-te.yaml: the role template `vllm-base` gives the image, and each role's
     # `templateRef.patch` the command. The template was a launch of its own, and the roles were read
     # without its image (no release).
-    group = write(tmp_path / "pd.yaml", f"""\
-apiVersion: workloads.x-k8s.io/v1alpha2
-kind: RoleBasedGroup
-metadata: {{name: pd}}
-spec:
+    group = _group(tmp_path, "pd.yaml", "pd", f"""\
   roleTemplates:
     - name: vllm-base
       template:
@@ -55,11 +57,7 @@ def test_a_leader_and_its_workers_each_run_the_template_with_their_own_patch(tmp
     # AliyunContainerService/rolebasedgroup (77b103e5) examples/base/lws.yaml (v1alpha1): `patchLeaderTemplate`
     # runs vLLM's server, `patchWorkerTemplate` a Ray worker, over the role's template (its image and
     # VLLM_USE_V1=0). The leader's patch was read alone, as role `worker`, and the template as a launch too.
-    v1 = write(tmp_path / "lws.yaml", """\
-apiVersion: workloads.x-k8s.io/v1alpha1
-kind: RoleBasedGroup
-metadata: {name: vllm-distributed}
-spec:
+    v1 = _group(tmp_path, "lws.yaml", "vllm-distributed", """\
   roles:
     - name: worker
       leaderWorkerSet:
@@ -78,17 +76,13 @@ spec:
         spec:
           containers:
             - {name: vllm, image: vllm/vllm-openai:v0.10.0, env: [{name: VLLM_USE_V1, value: "0"}]}
-""")
+""", version="v1alpha1")
     (leader,) = read_source(v1).deployments
     assert (leader.line, leader.role, leader.release.version, leader.document["env"]) == (
         12, "worker-leader", "0.10.0", {"VLLM_USE_V1": "0"})
     # v1alpha2: a worker patch that gives only `args` runs the template's vLLM image with them (inference-ext-cli's
     # headless workers); neither the template alone nor a patch alone is a pod.
-    v2 = write(tmp_path / "lwp.yaml", f"""\
-apiVersion: workloads.x-k8s.io/v1alpha2
-kind: RoleBasedGroup
-metadata: {{name: mn}}
-spec:
+    v2 = _group(tmp_path, "lwp.yaml", "mn", f"""\
   roles:
     - name: decode
       leaderWorkerPattern:
@@ -107,11 +101,7 @@ spec:
 
 
 def test_a_group_set_and_custom_components_are_read(tmp_path):
-    group_set = write(tmp_path / "set.yaml", """\
-apiVersion: workloads.x-k8s.io/v1alpha2
-kind: RoleBasedGroupSet
-metadata: {name: set}
-spec:
+    group_set = _group(tmp_path, "set.yaml", "set", """\
   groupTemplate:
     spec:
       roles:
@@ -134,7 +124,7 @@ spec:
                   spec:
                     containers:
                       - {name: proxy, image: nginx:1.27}
-""")
+""", kind="RoleBasedGroupSet")
     assert _launches(group_set) == [(13, "prefill", "vllm", "0.21.0"), (21, "mixed-engine", "vllm", "0.22.0")]
     # Another group's objects of the same kind name are no RoleBasedGroup.
     other = write(tmp_path / "other.yaml", "apiVersion: example.com/v1\nkind: RoleBasedGroup\nmetadata: {name: x}\n"
