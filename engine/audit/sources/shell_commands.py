@@ -17,9 +17,10 @@ from ...core.options import Arg
 from ...core.vllm_args import stands_for_words
 from .detect import SHELLS
 from .images import VLLM_IMAGE
+from .shell_words import ASSIGNMENT
 
 __all__ = ["NOT_RUNNING", "VENV_ACTIVATE_SETS", "venv_activation", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
-           "docker_run", "srun_image", "apptainer_image", "batch_image", "applied_file", "git_source", "installs_source", "same_folder"]
+           "docker_run", "srun_image", "apptainer_image", "reads_stdin", "batch_image", "applied_file", "git_source", "installs_source", "same_folder"]
 
 # Commands that never run their arguments: `echo vllm serve m` is no launch.
 NOT_RUNNING = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "sed", "awk", "cat", "tee", "test", "[", "[[", ":",
@@ -122,13 +123,9 @@ def reads_stdin(remote: list[str]) -> bool:
     none, or a shell without `-c`. ssh joins the words and the remote shell splits them again (`ssh
     host "bash -s"`); an environment prefix is the remote shell's (`ssh host X=1 bash -s`)."""
     words = " ".join(remote).split()
-    while words and _ASSIGNMENT.match(words[0]):
+    while words and ASSIGNMENT.match(words[0]):
         words = words[1:]
     return not words or (words[0].rsplit("/", 1)[-1] in SHELLS and "-c" not in words)
-
-
-# A shell's assignment word, `NAME=value`, before a command.
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 _DOCKER_VALUE_OPTIONS = frozenset({"-v", "--volume", "-p", "--publish", "--name", "--network", "--gpus", "-w", "--workdir",
