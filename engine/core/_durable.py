@@ -119,7 +119,7 @@ class RuleRuntime:
     """One compiled ruleset inside durable-rules' C core."""
 
     def __init__(self, definition: dict[str, Any]):
-        # Re-entrant: a session holds it across the posts of one decision.
+        # Re-entrant: a session holds it across the posts of the table's fill.
         self._lock = threading.RLock()
         self._in_session = False
         self._next_id = 1
@@ -140,12 +140,12 @@ class RuleRuntime:
         self._unload.atexit = False
 
     def session(self) -> "_Session":
-        """Hold the runtime for several posts (the rounds of one decision):
-        they share one session state, created by the first post and deleted
-        at the end, instead of one state per post (creating a state costs
-        about 40 µs with the bundled rules). Event ids keep counting across
-        the posts, so none repeats within the state. Nested sessions are the
-        outer one."""
+        """Hold the runtime for several posts (the step table's batches at
+        load): they share one session state, created by the first post and
+        deleted at the end, instead of one state per post (a state created
+        and deleted per batch was a fifth of the bundled table's fill). Event
+        ids keep counting across the posts, so none repeats within the
+        state. Nested sessions are the outer one."""
         return _Session(self)
 
     def _end_state(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -79,8 +80,13 @@ class Policy:
         self._closed = False
         try:
             # memo=False: no table and no memo, every step goes to durable-rules
-            # (for tests that compare the two).
-            self._table = StepTable(self._model, _asker(self._runtimes, compiled), prefill=memo)
+            # (for tests that compare the two). The fill posts a batch per step,
+            # all in one session of each runtime: one state in the C core for
+            # the whole fill rather than one created and deleted per batch.
+            with ExitStack() as held:
+                for runtime in self._runtimes:
+                    held.enter_context(runtime.session())
+                self._table = StepTable(self._model, _asker(self._runtimes, compiled), prefill=memo)
         except EvaluationError:
             self.close()
             raise
