@@ -34,7 +34,7 @@ from ...core.deployers import deployer
 from ...core.markers import UNRESOLVED, has_unresolved, show
 
 __all__ = ["ReleaseHint", "from_image", "from_pin", "from_source", "pinned", "upgraded", "platform_of", "split_image", "valid_version", "VERSION",
-           "PIN_VERSION", "PIN", "REQUIREMENT", "RANGE", "specifiers", "from_wheel"]
+           "PIN_VERSION", "PIN", "REQUIREMENT", "RANGE", "specifiers", "from_wheel", "installed"]
 
 # A vLLM release as PyPI spells it: 0.21.0, 0.10.1.1, 0.11.0rc1, 0.6.3.post1.
 VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+){1,2}(?:(?:rc|\.post|post|\.dev|dev)[0-9]+)?")
@@ -356,3 +356,26 @@ def from_source(ref: str | None, line: int) -> ReleaseHint:
         return ReleaseHint(pinned(match.group(1)), f"vLLM built from its repository at tag {ref} (line {line})")
     at = "its default branch" if ref is None else f"`{show(ref)}`, no release tag"
     return ReleaseHint(None, f"vLLM is built from its repository at {at} (line {line})")
+
+
+_PIP_PIN = re.compile(r"(?i)^vllm(?:\[[^\]]*\])?==([0-9][0-9A-Za-z.+-]*)$")
+# pip's build of vLLM's repository at a ref: `pip install git+https://github.com/vllm-project/vllm.git@v0.8.3`
+# (also `vllm @ git+...`), as a clone at that tag built with `pip install .` is.
+_PIP_GIT = re.compile(r"(?i)^(?:vllm[ \t]*@[ \t]*)?git\+https://github\.com/vllm-project/vllm(?:\.git)?(?:@([^#]+))?(?:#.*)?$")
+def installed(word: str, fields: list[str], line: int) -> ReleaseHint | None:
+    """The release of vLLM a word of `pip install` (``fields``) installs:
+    a build of its repository at a ref, a pin (its version not known where
+    the script does not set it), a wheel by its path or URL, a range bounded
+    above (the newest it allows, which audit/run.py tells), or `-U vllm`
+    (whatever is newest when it runs); None for any other word."""
+    if built := _PIP_GIT.match(word):
+        return from_source(built.group(1), line)
+    if match := _PIP_PIN.match(word):
+        return from_pin(match.group(1), line)
+    if word.partition("==")[0].split("[")[0].lower() == "vllm" and "==" in word and has_unresolved(word):
+        return ReleaseHint(None, f"pip pin {show(word)} at line {line}: the version is not known from this file")
+    if (wheel := from_wheel(word, line)) is not None:
+        return wheel
+    if (ranged := RANGE.match(word)) and (allowed := specifiers(ranged.group(1))):
+        return ReleaseHint(None, f"range {word} at line {line}", allowed=allowed)
+    return upgraded(fields, line) if word.lower().split("[")[0] == "vllm" else None

@@ -9,16 +9,15 @@ api_server module, ``docker run`` of a vLLM image), with its environment.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.markers import UNRESOLVED, has_unresolved, show, unresolved
+from ...core.markers import UNRESOLVED, has_unresolved, unresolved
 from ...core.options import ENV_NAMES, Arg, find_vllm, unknown_module
 from ...core.errors import InputError
 from .detect import SHELLS
 from .launch import PLATFORM_ENV, PLUGINS, Invocation, config_from_fs, platform_of_runtime
-from .release import RANGE, ReleaseHint, from_pin, from_source, from_wheel, specifiers, upgraded
+from .release import ReleaseHint, from_source, installed
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, apptainer_image, docker_run, git_source,
                              installs_source, name_operands, nested_script, only_markers, same_folder, srun_image,
@@ -32,10 +31,6 @@ from .shell_words import ASSIGNMENT, NAME, split_assignments
 
 __all__ = ["Interpreter"]
 
-_PIP_PIN = re.compile(r"(?i)^vllm(?:\[[^\]]*\])?==([0-9][0-9A-Za-z.+-]*)$")
-# pip's build of vLLM's repository at a ref: `pip install git+https://github.com/vllm-project/vllm.git@v0.8.3`
-# (also `vllm @ git+...`), as a clone at that tag built with `pip install .` is.
-_PIP_GIT = re.compile(r"(?i)^(?:vllm[ \t]*@[ \t]*)?git\+https://github\.com/vllm-project/vllm(?:\.git)?(?:@([^#]+))?(?:#.*)?$")
 
 
 class Interpreter(Flow):
@@ -479,7 +474,7 @@ class Interpreter(Flow):
         if "install" not in fields or not any(f.rsplit("/", 1)[-1] in ("pip", "pip3", "uv") or f == "pip" for f in fields):
             return
         for word in fields[fields.index("install") + 1:]:
-            hint = _installed(word, fields, line)
+            hint = installed(word, fields, line)
             if hint is not None:
                 self.pin(hint)
 
@@ -577,21 +572,3 @@ class Interpreter(Flow):
             raise Stop
         return True
 
-
-def _installed(word: str, fields: list[str], line: int) -> ReleaseHint | None:
-    """The release of vLLM a word of `pip install` (``fields``) installs:
-    a build of its repository at a ref, a pin (its version not known where
-    the script does not set it), a wheel by its path or URL, a range bounded
-    above (the newest it allows, which audit/run.py tells), or `-U vllm`
-    (whatever is newest when it runs); None for any other word."""
-    if built := _PIP_GIT.match(word):
-        return from_source(built.group(1), line)
-    if match := _PIP_PIN.match(word):
-        return from_pin(match.group(1), line)
-    if word.partition("==")[0].split("[")[0].lower() == "vllm" and "==" in word and has_unresolved(word):
-        return ReleaseHint(None, f"pip pin {show(word)} at line {line}: the version is not known from this file")
-    if (wheel := from_wheel(word, line)) is not None:
-        return wheel
-    if (ranged := RANGE.match(word)) and (allowed := specifiers(ranged.group(1))):
-        return ReleaseHint(None, f"range {word} at line {line}", allowed=allowed)
-    return upgraded(fields, line) if word.lower().split("[")[0] == "vllm" else None
