@@ -1231,6 +1231,52 @@ REMOTE
     assert [(d.line, d.document["model"]["name"]) for d in read_source(quoted).deployments] == [(2, "a"), (5, "b")]
 
 
+def test_vllm_bench_sweep_starts_the_server_of_its_serve_cmd(tmp_path):
+    # vllm/benchmarks/sweep/serve.py: `--serve-cmd` is split with shlex.split and run without a
+    # shell, where the sweep runs (its environment, its container). The launches were missed:
+    # MetaX-MACA/vLLM-metax's tools/batched_test/bench_sweep.sh is in the fleet corpus.
+    script = write(tmp_path / "sweep.sh", f"""export VLLM_USE_V1=1
+KV='{NIXL}'
+vllm bench sweep serve --serve-cmd 'vllm serve a --kv-transfer-config {json.dumps(LMCACHE)}' --bench-cmd 'vllm bench serve'
+vllm bench sweep serve_sla --bench-cmd x --serve-cmd="env VLLM_USE_V1=0 vllm serve b --kv-transfer-config '$KV'"
+docker run --gpus all vllm/vllm-openai:v0.12.0 vllm bench sweep serve_workload --serve-cmd 'vllm serve c' --bench-cmd x
+vllm bench sweep serve --serve-cmd 'vllm serve d' --bench-cmd x --dry-run
+vllm bench sweep serve --serve-cmd 'vllm serve "e' --bench-cmd x
+vllm bench sweep plot results
+""")
+    a, b, c = read_source(script).deployments
+    assert [(d.line, d.document["model"]["name"]) for d in (a, b, c)] == [(3, "a"), (4, "b"), (5, "c")]
+    assert ktc(a)["kv_connector"] == "LMCacheConnectorV1" and a.document["env"] == {"VLLM_USE_V1": "1"}
+    assert ktc(b)["kv_connector"] == "NixlConnector" and b.document["env"] == {"VLLM_USE_V1": "0"}
+    assert c.release == ReleaseHint("0.12.0", "image tag vllm/vllm-openai:v0.12.0")
+
+
+def test_a_sweeps_serve_params_are_options_the_audit_does_not_read(tmp_path):
+    # Each combination in the file adds or replaces options of the command (param_sweep.py's
+    # apply_to_cmd), `kv_transfer_config` too: the command alone decides nothing.
+    script = write(tmp_path / "sweep.sh", "vllm bench sweep serve --serve-cmd 'vllm serve m' --serve-params "
+                                          "p.json --bench-cmd x\n")
+    deployment = only(read_source(script))
+    assert [(p.code, p.message, p.line) for p in deployment.problems] == [
+        ("source.unresolved", "`vllm bench sweep` adds the options of each combination in `--serve-params p.json` "
+                              "to this command; the audit does not read that file", 1)]
+    assert deployment.document is None
+
+
+def test_a_value_not_known_in_a_sweeps_serve_cmd_stays_one_word(tmp_path):
+    # The reason a value not known carries may hold blanks and quotes, which shlex would split at or take as
+    # quoting: `$MODEL` as the outer shell leaves it is one word of the server's.
+    script = write(tmp_path / "sweep.sh", """read -r MODEL
+vllm bench sweep serve --serve-cmd "vllm serve $MODEL --kv-transfer-config '$KV'" --bench-cmd x
+""")
+    deployment = only(read_source(script))
+    assert [(p.code, p.message) for p in deployment.problems] == [
+        ("source.unresolved", "`--kv-transfer-config` takes its value from `$KV`, which this file does not set")]
+    assert [n.message for n in deployment.notes] == [
+        "the model is `$MODEL`, where `$MODEL` is set at run time by `read` at line 1; the decision does not read "
+        "the model's name"]
+
+
 def test_echo_of_a_command_is_no_launch(tmp_path):
     assert read_source(write(tmp_path / "run.sh", "echo vllm serve m\nprintf '%s\\n' vllm serve m\n")).deployments == ()
 

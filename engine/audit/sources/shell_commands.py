@@ -3,16 +3,17 @@ them): those that never run their arguments (``echo vllm serve``), the
 script of ``sh -c``, the remote command of ``ssh``, ``docker run``'s image,
 environment and entrypoint, the image of ``srun --container-image`` (and of
 an sbatch script's ``#SBATCH --container-image``), a clone and build of
-vLLM's repository, the manifest ``kubectl apply -f`` applies, and the names
-``read``/``mapfile`` set.
+vLLM's repository, the manifest ``kubectl apply -f`` applies, the names
+``read``/``mapfile`` set, and the server a ``vllm bench sweep`` starts.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from typing import NamedTuple
 
-from ...core.markers import has_unresolved
+from ...core.markers import UNRESOLVED, has_unresolved
 from ...core.options import Arg
 from ...core.vllm_args import stands_for_words
 from .detect import SHELLS
@@ -20,7 +21,8 @@ from .images import VLLM_IMAGE
 from .shell_words import ASSIGNMENT
 
 __all__ = ["NOT_RUNNING", "VENV_ACTIVATE_SETS", "venv_activation", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
-           "docker_run", "srun_image", "apptainer_image", "reads_stdin", "batch_image", "applied_file", "git_source", "installs_source", "same_folder"]
+           "docker_run", "srun_image", "apptainer_image", "reads_stdin", "batch_image", "applied_file", "git_source", "installs_source", "same_folder",
+           "Sweep", "sweep_server"]
 
 # Commands that never run their arguments: `echo vllm serve m` is no launch.
 NOT_RUNNING = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "sed", "awk", "cat", "tee", "test", "[", "[[", ":",
@@ -102,6 +104,66 @@ def nested_script(words: list[str]) -> tuple[str, list[str]] | None:
         if command and at < len(words):
             return words[at], words[at + 1:]
     return None
+
+
+# The `vllm bench sweep` commands that start a server for their runs: `serve_sla` and `serve_workload` (its
+# later name) take every option of `serve` (vllm/benchmarks/sweep/serve.py, serve_sla.py, serve_workload.py).
+_SWEEP_SERVES = frozenset({"serve", "serve_sla", "serve_workload"})
+
+
+class Sweep(NamedTuple):
+    """The server a `vllm bench sweep serve` starts, as words: what runs the
+    sweep (its words before `vllm`: `docker run IMAGE`, `env X=1`), whose
+    container and environment the server inherits, then the words of
+    `--serve-cmd` (None: not given, a text shlex cannot split, or `--dry-run`:
+    no server starts); and the `--serve-params` file, whose combinations each
+    add options to it (None: not given, one run of the command as written)."""
+
+    server: list[str] | None
+    params: str | None
+
+
+def sweep_server(words: list[str]) -> Sweep | None:
+    """The server of a `vllm bench sweep serve` command (None: the words are
+    no such command). vLLM splits `--serve-cmd` with shlex.split and runs it
+    without a shell; the last of an option given twice wins, as argparse's."""
+    start = next((i + 4 for i in range(len(words) - 3) if words[i].rsplit("/", 1)[-1] == "vllm"
+                  and words[i + 1:i + 3] == ["bench", "sweep"] and words[i + 3] in _SWEEP_SERVES), None)
+    if start is None:
+        return None
+    given: dict[str, str] = {}
+    at = start
+    while at < len(words):
+        name, equals, value = words[at].partition("=")
+        if name == "--dry-run":  # (it prints each server's command and starts none)
+            return Sweep(None, None)
+        if name in ("--serve-cmd", "--serve-params"):
+            if not equals:
+                at += 1
+                value = words[at] if at < len(words) else ""
+            given[name] = value
+        at += 1
+    command = given.get("--serve-cmd")
+    try:
+        server = _split(command) if command is not None else None
+    except ValueError:  # (an unclosed quote: vLLM's shlex.split raises before any run)
+        server = None
+    return Sweep(words[:start - 4] + server if server else None, given.get("--serve-params"))
+
+
+_HELD = re.compile("\x02([0-9]+)\x02")
+
+
+def _split(text: str) -> list[str]:
+    """shlex.split of a command's text, each value not known in it (a
+    marker, whose reason may hold blanks and quotes) kept whole in its word."""
+    markers: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        markers.append(match.group(0))
+        return f"\x02{len(markers) - 1}\x02"
+    words = shlex.split(UNRESOLVED.sub(hold, text))
+    return [_HELD.sub(lambda m: markers[int(m.group(1))], word) for word in words]
 
 
 _SSH_VALUE_OPTIONS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
