@@ -1263,6 +1263,30 @@ def test_a_sweeps_serve_params_are_options_the_audit_does_not_read(tmp_path):
     assert deployment.document is None
 
 
+def test_a_container_that_runs_a_sweep_starts_its_server(tmp_path):
+    # A container's argv (no shell) is read as the script's words are: the sweep's server in the
+    # container's image and environment, and the same problem for a --serve-params file.
+    manifest = write(tmp_path / "pod.yaml", f"""apiVersion: v1
+kind: Pod
+metadata: {{name: sweep}}
+spec:
+  containers:
+  - name: bench
+    image: vllm/vllm-openai:v0.14.0
+    command: [vllm, bench, sweep, serve]
+    args: ["--serve-cmd", {json.dumps("vllm serve m --kv-transfer-config '" + NIXL + "'")}, "--bench-cmd", "x"]
+  - name: params
+    image: vllm/vllm-openai:v0.14.0
+    command: [vllm, bench, sweep, serve_sla, --serve-cmd, vllm serve m, --serve-params, /p.json, --bench-cmd, x]
+""")
+    bench, params = read_source(manifest).deployments
+    assert ktc(bench)["kv_connector"] == "NixlConnector"
+    assert bench.release == ReleaseHint("0.14.0", "image tag vllm/vllm-openai:v0.14.0")
+    assert [(p.code, p.message) for p in params.problems] == [
+        ("source.unresolved", "`vllm bench sweep` adds the options of each combination in `--serve-params /p.json` "
+                              "to this command; the audit does not read that file")]
+
+
 def test_a_value_not_known_in_a_sweeps_serve_cmd_stays_one_word(tmp_path):
     # The reason a value not known carries may hold blanks and quotes, which shlex would split at or take as
     # quoting: `$MODEL` as the outer shell leaves it is one word of the server's.

@@ -43,7 +43,7 @@ from .deployment import Deployment
 from .detect import SHELLS, interpreter, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
-from .shell_commands import batch_image, nested_script
+from .shell_commands import UNREAD_PARAMS_HINT, batch_image, nested_script, sweep_server, unread_params
 from .shell_run import Interpreter
 from .shell_state import BUDGET_FACTOR, Place, Run, Scope, Script, Stop, Var, written_at
 from .shell_syntax import parse_script
@@ -159,10 +159,17 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
         for inv in found:  # `pip install vllm==X && vllm serve`: the release installed over the image
             inv.release = release_at(run, inv)
         return found
+    sweep = sweep_server(argv)
+    if sweep is not None:  # the server `vllm bench sweep serve --serve-cmd CMD` starts (shell_commands.Sweep)
+        argv = sweep.server or []
     located = find_vllm(argv)
     if located is None:
         return []
-    return [Invocation([Arg(a, origin) for a in argv], line, dict(env), anchor)]
+    inv = Invocation([Arg(a, origin) for a in argv], line, dict(env), anchor)
+    if sweep is not None and sweep.params is not None:
+        inv.problems.append(ctx.problem("source.unresolved", unread_params(sweep.params), line=line,
+                                        hint=UNREAD_PARAMS_HINT))
+    return [inv]
 
 
 def _no_nul(text: str) -> str:

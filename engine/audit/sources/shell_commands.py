@@ -13,7 +13,7 @@ import re
 import shlex
 from typing import NamedTuple
 
-from ...core.markers import UNRESOLVED, has_unresolved
+from ...core.markers import UNRESOLVED, has_unresolved, show
 from ...core.options import Arg
 from ...core.vllm_args import stands_for_words
 from .detect import SHELLS
@@ -22,7 +22,7 @@ from .shell_words import ASSIGNMENT
 
 __all__ = ["NOT_RUNNING", "VENV_ACTIVATE_SETS", "venv_activation", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
            "docker_run", "srun_image", "apptainer_image", "reads_stdin", "batch_image", "applied_file", "git_source", "installs_source", "same_folder",
-           "Sweep", "sweep_server"]
+           "Sweep", "sweep_server", "unread_params", "UNREAD_PARAMS_HINT"]
 
 # Commands that never run their arguments: `echo vllm serve m` is no launch.
 NOT_RUNNING = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "sed", "awk", "cat", "tee", "test", "[", "[[", ":",
@@ -150,6 +150,14 @@ def sweep_server(words: list[str]) -> Sweep | None:
         server = None
     return Sweep(words[:start - 4] + server if server else None, given.get("--serve-params"))
 
+
+def unread_params(params: str) -> str:
+    """The message of a sweep's launch whose options `--serve-params` adds."""
+    return (f"`vllm bench sweep` adds the options of each combination in `--serve-params {show(params)}` to this "
+            "command; the audit does not read that file")
+
+
+UNREAD_PARAMS_HINT = "write the options a combination gives in `--serve-cmd` to have the command decided"
 
 _HELD = re.compile("\x02([0-9]+)\x02")
 

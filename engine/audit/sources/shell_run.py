@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.markers import UNRESOLVED, has_unresolved, show, unresolved
+from ...core.markers import UNRESOLVED, has_unresolved, unresolved
 from ...core.options import ENV_NAMES, Arg, find_vllm, unknown_module
 from ...core.errors import InputError
 from .detect import SHELLS
@@ -21,7 +21,8 @@ from .release import ReleaseHint, from_source, installed
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, apptainer_image, docker_run, git_source,
                              installs_source, name_operands, nested_script, only_markers, same_folder, srun_image,
-                             reads_stdin, ssh_command, Sweep, sweep_server, venv_activation)
+                             reads_stdin, ssh_command, Sweep, sweep_server, UNREAD_PARAMS_HINT, unread_params,
+                             venv_activation)
 from .shell_expand import Expander, clobber, in_place, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
 from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Readings, Place, Script, Scope, Source, Stop, Var, normal_path
@@ -159,10 +160,8 @@ class Interpreter(Flow):
         if sweep.server is None or not self.launch(sweep.server, env, scope, line, command):
             return
         if sweep.params is not None and len(self.run.found) > found:
-            self.run.found[-1].problems.append(self.run.ctx.problem(
-                "source.unresolved", f"`vllm bench sweep` adds the options of each combination in `--serve-params "
-                f"{show(sweep.params)}` to this command; the audit does not read that file", line=line,
-                hint="write the options a combination gives in `--serve-cmd` to have the command decided"))
+            self.run.found[-1].problems.append(self.run.ctx.problem("source.unresolved", unread_params(sweep.params),
+                                                                     line=line, hint=UNREAD_PARAMS_HINT))
 
     def set_options(self, args: list[str], scope: Scope) -> None:
         options = [a for a in args if a[:1] in "-+" and a != "--"]
