@@ -51,6 +51,7 @@ from .systemd import unit_file
 from .quadlet import container_unit
 from .copied import built_with
 from .pyrelease import truss_script_release
+from .fly import fly_script_release
 from .release import ReleaseHint
 
 __all__ = ["Deployment", "SourceFile", "SourceLimits", "DEFAULT_SOURCE_LIMITS", "read_source", "find_deployments", "EMPTY",
@@ -212,10 +213,12 @@ def _with_note(found: SourceFile, message: str, line: int) -> SourceFile:
 
 
 def _script_release(ctx: Ctx) -> ReleaseHint | None:
-    """The release of the image a script is built into or a Truss runs it in; an
-    image whose release is not known, where neither names one."""
+    """The release of the image a script is built into, or a Truss or a Fly app
+    runs it in; an image whose release is not known, where none names one."""
     image = built_with(ctx)
-    return image if image is not None and image.version is not None else truss_script_release(ctx) or image
+    if image is not None and image.version is not None:
+        return image
+    return truss_script_release(ctx) or fly_script_release(ctx) or image
 
 
 def _examine(ctx: Ctx, fmt: str) -> SourceFile:
