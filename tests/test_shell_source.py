@@ -34,6 +34,14 @@ def test_a_long_word_is_read_in_linear_time(tmp_path):
     assert ktc(only(read_source(tmp_path / "large" / "run.sh")))["kv_connector"] == "NixlConnector"
 
 
+def test_a_long_serve_cmd_of_a_sweep_is_read_in_linear_time(tmp_path):
+    # shlex.split of `vllm bench sweep serve --serve-cmd TEXT` is quadratic in a word's length:
+    # 800 kB took 7.8 s. A text longer than a command line may be is split into no server.
+    ratio = linear_ratio(lambda n: "vllm bench sweep serve --serve-cmd 'vllm serve m --served-model-name "
+                                   + "a" * n + "' --bench-cmd x\n", 400_000, tmp_path)
+    assert ratio < 3.0, ratio
+
+
 def test_doubling_a_variable_is_linear_and_bounded(tmp_path):
     # B="$A$A", four levels, 930 kB: 27 s with the old reader.
     def make(n: int) -> str:

@@ -10,14 +10,14 @@ vLLM's repository, the manifest ``kubectl apply -f`` applies, the names
 from __future__ import annotations
 
 import re
-import shlex
 from typing import NamedTuple
 
-from ...core.markers import UNRESOLVED, has_unresolved, show
+from ...core.markers import has_unresolved, show
 from ...core.options import Arg
 from ...core.vllm_args import stands_for_words
 from .detect import SHELLS
 from .images import VLLM_IMAGE
+from .pyvalues import split_words
 from .shell_words import ASSIGNMENT
 
 __all__ = ["NOT_RUNNING", "VENV_ACTIVATE_SETS", "venv_activation", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
@@ -144,10 +144,9 @@ def sweep_server(words: list[str]) -> Sweep | None:
             given[name] = value
         at += 1
     command = given.get("--serve-cmd")
-    try:
-        server = _split(command) if command is not None else None
-    except ValueError:  # (an unclosed quote: vLLM's shlex.split raises before any run)
-        server = None
+    # (as vLLM's shlex.split, each value not known kept whole; None for an unclosed quote, where vLLM
+    # raises before any run, or a text longer than a command line, which shlex would take quadratic time over)
+    server = split_words(command, True) if command is not None else None
     return Sweep(words[:start - 4] + server if server else None, given.get("--serve-params"))
 
 
@@ -158,20 +157,6 @@ def unread_params(params: str) -> str:
 
 
 UNREAD_PARAMS_HINT = "write the options a combination gives in `--serve-cmd` to have the command decided"
-
-_HELD = re.compile("\x02([0-9]+)\x02")
-
-
-def _split(text: str) -> list[str]:
-    """shlex.split of a command's text, each value not known in it (a
-    marker, whose reason may hold blanks and quotes) kept whole in its word."""
-    markers: list[str] = []
-
-    def hold(match: re.Match[str]) -> str:
-        markers.append(match.group(0))
-        return f"\x02{len(markers) - 1}\x02"
-    words = shlex.split(UNRESOLVED.sub(hold, text))
-    return [_HELD.sub(lambda m: markers[int(m.group(1))], word) for word in words]
 
 
 _SSH_VALUE_OPTIONS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
