@@ -135,3 +135,12 @@ def test_a_configuration_of_many_commands_or_groups_is_read_in_linear_time(tmp_p
     for make in (commands, groups):
         ratio = linear_ratio(make, 400, tmp_path, "run.dstack.yml")
         assert ratio < 3.0, (make.__name__, ratio)
+
+
+def test_a_long_entrypoint_is_read_in_linear_time(tmp_path):
+    # The entrypoint was split with shlex.split, quadratic in a word's length: 800 kB took 7.7 s,
+    # a hang for a file of 16 MB. One longer than a command line is read as one word.
+    ratio = linear_ratio(lambda n: "type: service\nimage: vllm/vllm-openai:v0.10.0\nport: 8000\n"
+                                   f'entrypoint: "vllm serve m --served-model-name {"a" * n}"\n', 200_000, tmp_path,
+                         "run.dstack.yml")
+    assert ratio < 3.0, ratio

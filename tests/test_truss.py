@@ -156,3 +156,15 @@ def test_a_cerebrium_launcher_runs_the_vllm_its_project_installs(tmp_path):
     write(tmp_path / "cerebrium.toml", '[cerebrium.deployment]\nshell_commands = ["pip install vllm==0.9.2"]\n'
                                        '[cerebrium.dependencies.pip]\nvllm = "==0.10.1"\n')
     assert outcomes([tmp_path])[0][3] == "0.33.0"
+
+
+def test_a_start_command_longer_than_a_command_line_is_a_problem(tmp_path):
+    # It was split with shlex.split, quadratic in a word's length: 800 kB took 7.7 s, a hang for a
+    # file of 16 MB. Now it is not split at all.
+    config = write(tmp_path / "truss" / "config.yaml", "model_name: m\ndocker_server:\n  start_command: vllm serve m "
+                                                       f"--served-model-name {'a' * 70_000}\n")
+    found = read_source(config)
+    assert [(p.code, p.message, p.line) for p in found.problems] == [
+        ("input.limit", f"`docker_server.start_command` of `{config}` is longer than a command line may be "
+                        "(65536 bytes)", 3)]
+    assert found.deployments == ()

@@ -30,6 +30,7 @@ from .context import Ctx
 from .deployment import SourceFile
 from .launch import apply_facts, config_from_fs, deployment
 from .marks import Lines
+from .pyvalues import split_words
 from .release import from_image
 from .shell import release_at, run_script, written_or_disk
 
@@ -127,10 +128,10 @@ def _script(configuration: dict[str, Any], lines: Lines, path: tuple[Any, ...] =
     commands = [c for c in configuration.get("commands") or [] if isinstance(c, str)]
     entrypoint = configuration.get("entrypoint")
     if isinstance(entrypoint, str):  # docker-like: the entrypoint's words, the commands its arguments
-        try:
-            words = shlex.split(entrypoint)
-        except ValueError:  # an unclosed quote, which dstack's own split refuses too
-            words = [entrypoint]
+        # (None: an unclosed quote, which dstack's own split refuses too, or a text longer than a command
+        # line, over which shlex would take quadratic time: the entrypoint read as one word)
+        split = split_words(entrypoint, True)
+        words = split if split is not None else [entrypoint]
         return " ".join(shlex.quote(w) for w in words + commands), lines.at(*path, "entrypoint") or lines.at("entrypoint") or 1
     lines_of = [lines.inner(*path, "commands", index).start for index in range(len(commands))]
     first = lines_of[0] if lines_of else 1

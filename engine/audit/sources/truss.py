@@ -30,6 +30,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from ...core.command import MAX_COMMAND_BYTES
 from ...core.errors import Problem
 from .context import Ctx
 from .deployment import Deployment, SourceFile
@@ -72,6 +73,10 @@ def truss_config(ctx: Ctx, config: dict[str, Any], lines: Lines) -> SourceFile:
     base = config.get("base_image")
     image = base.get("image") if isinstance(base, dict) else None
     line = lines.key("docker_server", "start_command") or lines.key("docker_server") or 1
+    if len(server["start_command"]) > MAX_COMMAND_BYTES:  # (shlex would take quadratic time over it)
+        return SourceFile(ctx.display, "truss", problems=(ctx.problem(
+            "input.limit", f"`docker_server.start_command` of `{ctx.display}` is longer than a command line may be "
+            f"({MAX_COMMAND_BYTES} bytes)", line=line),))
     try:
         command = shlex.split(server["start_command"])
     except ValueError as exc:  # an unclosed quote: supervisord refuses the program
