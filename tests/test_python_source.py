@@ -1471,6 +1471,20 @@ def test_reading_is_linear_in_the_number_of_functions_a_launch_calls(tmp_path):
     assert ratio < 3.0, ratio
 
 
+def test_reading_is_linear_in_the_rebindings_of_a_name(tmp_path):
+    # `cmd = cmd + x` asked each time whether any earlier binding of `cmd` was a list: 16,000 of
+    # them, growing a string, took 12 s (quadratic). Whether a name holds a list is kept as it is bound.
+    def make(count: int) -> str:
+        return 'import subprocess\ncmd = "vllm serve m"\n' + "".join(
+            f'cmd = cmd + " --a{i}"\n' for i in range(count)) + "subprocess.run(cmd, shell=True)\n"
+    ratio = linear_ratio(make, 4000, tmp_path, "f.py")
+    assert ratio < 3.0, ratio
+    # A list is still grown so: `cmd = cmd + [...]` after `cmd = [...]`.
+    (launch,) = read(tmp_path, 'import subprocess\ncmd = ["vllm", "serve", "m"]\ncmd = cmd + ["--kv-transfer-config", '
+                               '\'{"kv_connector": "NixlConnector", "kv_role": "kv_both"}\']\nsubprocess.run(cmd)\n').deployments
+    assert json.loads(launch.document["kv_transfer_config"])["kv_connector"] == "NixlConnector"
+
+
 def test_the_file_is_never_run_or_imported(tmp_path, monkeypatch):
     marker = tmp_path / "ran"
     (tmp_path / "evil_module.py").write_text(f"open({str(marker)!r}, 'w').close()\n")

@@ -96,11 +96,12 @@ def _parse_problem(ctx: Ctx, exc: InputError, offset: int = 0) -> Problem:
     shifted by the lines before the document (``offset``)."""
     first = exc.problems[0]
     hint = first.hint
+    serving_runtime = "ServingRuntime" in ctx.text  # (once: asked of each action, it made the file's reading quadratic)
     if "{%" in ctx.text and first.code == "input.parse":  # (a statement tag: Jinja's, never Go's)
         hint = "this looks like an unrendered Jinja template; audit the file it renders instead"
     elif "{{" in ctx.text and first.code == "input.parse" and (actions := [
             action for action in _ACTIONS.findall(ctx.text)
-            if not ("ServingRuntime" in ctx.text and _KSERVE_FIELD.fullmatch(action))]) \
+            if not (serving_runtime and _KSERVE_FIELD.fullmatch(action))]) \
             and all(_BARE.fullmatch(action) for action in actions):
         # (`{{HF_TOKEN}}`: no Helm value, which is `.Values.x`; a placeholder a person or a tool such as Jinja fills in)
         hint = (f"`{show(actions[0])}` is a placeholder filled in before the file is applied (not a Helm value, which "

@@ -91,6 +91,7 @@ class Script:
         # its scope, the one name it is assigned to, the expression it is made from and what it adds.
         self.derived: list[tuple[ast.expr, Any, str | None, ast.expr, ast.expr | None]] = []
         self._copied: set[int] = set()  # copies that are the left of `copy + [...]`: not lists of their own
+        self._list_bound: set[tuple[int, str]] = set()  # (id of a scope, a name) that a list or tuple is bound to there
         # (scope, name or `self.x`) -> the changes that grow its list
         self.grown: dict[tuple[int, str], list[Change]] = {}
         self._branch: dict[int, tuple[ast.If, bool, int]] = {}  # id of a statement -> Change.branch
@@ -154,7 +155,7 @@ class Script:
             for name, attr, value in (attribute_changes(node) if isinstance(node, ast.stmt) else ()):
                 self.attributes_set.setdefault((id(scope), name), []).append((attr, value, line, straight, block))
             if isinstance(node, ast.Assign) and (grown := added_to_itself(node)) is not None \
-                    and any(isinstance(b.value, (ast.List, ast.Tuple)) for b in names.get(grown.id, ())):
+                    and (id(scope), grown.id) in self._list_bound:
                 # `cmd = cmd + extra`, where `cmd` was a list written out above, grows that list as
                 # `cmd += extra` does: read as that change (in an `if`, a word that may hold options),
                 # not as a list of its own.
@@ -175,10 +176,14 @@ class Script:
                     for name in bound_names(target):
                         names.setdefault(name, []).append(Binding(value, "unpacked from another value", scope, line,
                                                                    straight, end, block))
+                        if isinstance(value, (ast.List, ast.Tuple)):
+                            self._list_bound.add((id(scope), name))
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
                 for name in bound_names(node.target):
                     names.setdefault(name, []).append(Binding(node.value, "declared without a value", scope, line,
                                                                straight and isinstance(node, ast.AnnAssign), end, block))
+                    if isinstance(node.value, (ast.List, ast.Tuple)):
+                        self._list_bound.add((id(scope), name))
             elif isinstance(node, ast.AugAssign):
                 for name in bound_names(node.target):
                     names.setdefault(name, []).append(Binding(None, "changed in place", scope, line, straight, end, block))
