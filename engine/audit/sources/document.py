@@ -96,7 +96,7 @@ def _parse_problem(ctx: Ctx, exc: InputError, offset: int = 0) -> Problem:
     shifted by the lines before the document (``offset``)."""
     first = exc.problems[0]
     hint = first.hint
-    serving_runtime = "ServingRuntime" in ctx.text  # (once: asked of each action, it made the file's reading quadratic)
+    serving_runtime = "ServingRuntime" in ctx.text  # (once, not for each action: the file may hold thousands)
     if "{%" in ctx.text and first.code == "input.parse":  # (a statement tag: Jinja's, never Go's)
         hint = "this looks like an unrendered Jinja template; audit the file it renders instead"
     elif "{{" in ctx.text and first.code == "input.parse" and (actions := [

@@ -1,4 +1,5 @@
-"""Reading a file safely: regular files only, within a size limit, as UTF-8.
+"""Reading a file safely: regular files only, within a size limit, as UTF-8;
+and a TOML text's table (a tool's config, a lock file).
 
 Nothing here blocks: a FIFO or a device (which would block or never end) is
 refused by the descriptor it was opened as, not by a check of the path that
@@ -9,11 +10,18 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the standard library's TOML reader, as a package before Python 3.11
+    import tomli as tomllib
 
 from ...core.errors import Problem
 
-__all__ = ["regular", "read_bytes", "read_text", "decode", "NOT_REGULAR"]
+__all__ = ["regular", "read_bytes", "read_text", "decode", "toml_table", "NOT_REGULAR"]
 
 
 def regular(path: str | Path) -> bool:
@@ -133,3 +141,12 @@ def read_text(path: str | Path, display: str, max_bytes: int) -> tuple[str | Non
     problems (:data:`NOT_REGULAR` among them), then :func:`decode`'s."""
     raw, problem = read_bytes(path, display, max_bytes)
     return decode(raw, display) if raw is not None else (None, problem)
+
+
+def toml_table(text: str) -> dict[str, Any] | None:
+    """The top-level table of a TOML text (a tool's config, a lock file);
+    None for one that is no TOML or nests deeper than the reader recurses."""
+    try:
+        return tomllib.loads(text)
+    except (ValueError, RecursionError):
+        return None

@@ -13,17 +13,12 @@ the vLLM release of the app's image.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # the standard library's TOML reader, as a package before Python 3.11
-    import tomli as tomllib
-
 from .companions import companion_text, shown
 from .context import Ctx
+from .files import toml_table
 from .release import ReleaseHint, from_image
 
 __all__ = ["fly_script_release"]
@@ -62,12 +57,7 @@ def fly_script_release(ctx: Ctx) -> ReleaseHint | None:
 def _config(ctx: Ctx, path: Path) -> dict[str, Any] | None:
     """A fly.toml inside the audited paths, parsed; None for any other."""
     text = companion_text(ctx, path) if path.is_file() else None
-    if text is None:
-        return None
-    try:
-        return tomllib.loads(text)
-    except (ValueError, RecursionError):  # (not TOML; nested deeper than the reader recurses)
-        return None
+    return toml_table(text) if text is not None else None
 
 
 def _placed(config: dict[str, Any], folder: Path, path: Path) -> list[str]:

@@ -32,19 +32,14 @@ Each file is read only inside the audited paths and never run.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # the standard library's TOML reader, as a package before Python 3.11
-    import tomli as tomllib
-
 from .companions import companion_text, read_companion, shown as companion_name
 from .context import Ctx
 from .copied import built_with
+from .files import toml_table
 from .rayserve import served_modules
 from .release import PIN, RANGE, REQUIREMENT, ReleaseHint, from_image, pinned, specifiers
 from .truss import is_truss_config, truss_pin
@@ -216,10 +211,10 @@ def _cerebrium_pin(ctx: Ctx, folder: Path) -> ReleaseHint | None:
     while ctx.may_read(folder):
         candidate = folder / "cerebrium.toml"
         if candidate.is_file():
-            try:
-                config = tomllib.loads(companion_text(ctx, candidate) or "").get("cerebrium")
-            except (ValueError, RecursionError):  # (not TOML; nested deeper than the reader recurses)
+            table = toml_table(companion_text(ctx, candidate) or "")
+            if table is None:
                 return None
+            config = table.get("cerebrium")
             deployment = config.get("deployment") if isinstance(config, dict) else None
             dependencies = config.get("dependencies") if isinstance(config, dict) else None
             pip = dependencies.get("pip") if isinstance(dependencies, dict) else None
@@ -270,10 +265,7 @@ def _pyproject_pins(text: str, written: re.Pattern[str] = REQUIREMENT) -> list[s
     """The exact vLLM pins among a pyproject.toml's dependencies (PEP 621:
     ``[project] dependencies`` and each optional group); or, ``written``
     RANGE, the ranges."""
-    try:
-        project = tomllib.loads(text).get("project")
-    except (ValueError, RecursionError):  # (not TOML; nested deeper than the reader recurses)
-        return []
+    project = (toml_table(text) or {}).get("project")
     if not isinstance(project, dict):
         return []
     groups = project.get("optional-dependencies")
@@ -284,10 +276,7 @@ def _pyproject_pins(text: str, written: re.Pattern[str] = REQUIREMENT) -> list[s
 
 def _locked_pins(text: str) -> list[str]:
     """The vLLM version a uv.lock locks (its `[[package]]` named vllm)."""
-    try:
-        packages = tomllib.loads(text).get("package")
-    except (ValueError, RecursionError):  # (not TOML; nested deeper than the reader recurses)
-        return []
+    packages = (toml_table(text) or {}).get("package")
     return [str(package["version"]) for package in packages if isinstance(package, dict)
             and package.get("name") == "vllm" and isinstance(package.get("version"), str)] \
         if isinstance(packages, list) else []

@@ -362,6 +362,8 @@ _PIP_PIN = re.compile(r"(?i)^vllm(?:\[[^\]]*\])?==([0-9][0-9A-Za-z.+-]*)$")
 # pip's build of vLLM's repository at a ref: `pip install git+https://github.com/vllm-project/vllm.git@v0.8.3`
 # (also `vllm @ git+...`), as a clone at that tag built with `pip install .` is.
 _PIP_GIT = re.compile(r"(?i)^(?:vllm[ \t]*@[ \t]*)?git\+https://github\.com/vllm-project/vllm(?:\.git)?(?:@([^#]+))?(?:#.*)?$")
+
+
 def installed(word: str, fields: list[str], line: int) -> ReleaseHint | None:
     """The release of vLLM a word of `pip install` (``fields``) installs:
     a build of its repository at a ref, a pin (its version not known where

@@ -43,7 +43,7 @@ from .deployment import Deployment
 from .detect import SHELLS, interpreter, mentions_vllm
 from .launch import Invocation, apply_facts, config_from_fs, deployment, refuse
 from .release import ReleaseHint, from_image
-from .shell_commands import UNREAD_PARAMS_HINT, batch_image, nested_script, sweep_server, unread_params
+from .shell_commands import batch_image, nested_script, sweep_server, unread_params
 from .shell_run import Interpreter
 from .shell_state import BUDGET_FACTOR, Place, Run, Scope, Script, Stop, Var, written_at
 from .shell_syntax import parse_script
@@ -167,8 +167,7 @@ def argv_invocations(argv: list[str], ctx: Ctx, *, env: dict[str, Arg], line: in
         return []
     inv = Invocation([Arg(a, origin) for a in argv], line, dict(env), anchor)
     if sweep is not None and sweep.params is not None:
-        inv.problems.append(ctx.problem("source.unresolved", unread_params(sweep.params), line=line,
-                                        hint=UNREAD_PARAMS_HINT))
+        inv.problems.append(unread_params(ctx, sweep.params, line))
     return [inv]
 
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ...core.errors import Problem
 from ...core.markers import has_unresolved, show
 from ...core.options import Arg
 from ...core.vllm_args import stands_for_words
+from .context import Ctx
 from .detect import SHELLS
 from .images import VLLM_IMAGE
 from .pyvalues import split_words
@@ -22,7 +24,7 @@ from .shell_words import ASSIGNMENT
 
 __all__ = ["NOT_RUNNING", "VENV_ACTIVATE_SETS", "venv_activation", "only_markers", "name_operands", "nested_script", "ssh_command", "DockerRun",
            "docker_run", "srun_image", "apptainer_image", "reads_stdin", "batch_image", "applied_file", "git_source", "installs_source", "same_folder",
-           "Sweep", "sweep_server", "unread_params", "UNREAD_PARAMS_HINT"]
+           "Sweep", "sweep_server", "unread_params"]
 
 # Commands that never run their arguments: `echo vllm serve m` is no launch.
 NOT_RUNNING = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "sed", "awk", "cat", "tee", "test", "[", "[[", ":",
@@ -150,13 +152,11 @@ def sweep_server(words: list[str]) -> Sweep | None:
     return Sweep(words[:start - 4] + server if server else None, given.get("--serve-params"))
 
 
-def unread_params(params: str) -> str:
-    """The message of a sweep's launch whose options `--serve-params` adds."""
-    return (f"`vllm bench sweep` adds the options of each combination in `--serve-params {show(params)}` to this "
-            "command; the audit does not read that file")
-
-
-UNREAD_PARAMS_HINT = "write the options a combination gives in `--serve-cmd` to have the command decided"
+def unread_params(ctx: Ctx, params: str, line: int | None) -> Problem:
+    """The problem of a sweep's launch whose options the combinations of `--serve-params` add."""
+    return ctx.problem("source.unresolved", f"`vllm bench sweep` adds the options of each combination in "
+                       f"`--serve-params {show(params)}` to this command; the audit does not read that file", line=line,
+                       hint="write the options a combination gives in `--serve-cmd` to have the command decided")
 
 
 _SSH_VALUE_OPTIONS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")

@@ -21,8 +21,7 @@ from .release import ReleaseHint, from_source, installed
 from .images import VLLM_IMAGE, presumed_note, presumed_server
 from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, apptainer_image, docker_run, git_source,
                              installs_source, name_operands, nested_script, only_markers, same_folder, srun_image,
-                             reads_stdin, ssh_command, Sweep, sweep_server, UNREAD_PARAMS_HINT, unread_params,
-                             venv_activation)
+                             reads_stdin, ssh_command, Sweep, sweep_server, unread_params, venv_activation)
 from .shell_expand import Expander, clobber, in_place, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
 from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Readings, Place, Script, Scope, Source, Stop, Var, normal_path
@@ -31,7 +30,6 @@ from .shell_tree import FunctionDef, Param, ShellSyntaxError, Simple, Word
 from .shell_words import ASSIGNMENT, NAME, split_assignments
 
 __all__ = ["Interpreter"]
-
 
 
 class Interpreter(Flow):
@@ -160,8 +158,7 @@ class Interpreter(Flow):
         if sweep.server is None or not self.launch(sweep.server, env, scope, line, command):
             return
         if sweep.params is not None and len(self.run.found) > found:
-            self.run.found[-1].problems.append(self.run.ctx.problem("source.unresolved", unread_params(sweep.params),
-                                                                     line=line, hint=UNREAD_PARAMS_HINT))
+            self.run.found[-1].problems.append(unread_params(self.run.ctx, sweep.params, line))
 
     def set_options(self, args: list[str], scope: Scope) -> None:
         options = [a for a in args if a[:1] in "-+" and a != "--"]
@@ -586,4 +583,3 @@ class Interpreter(Flow):
             run.limit("commands", f"more than {run.ctx.limits.max_commands} vLLM commands", line)
             raise Stop
         return True
-
