@@ -14,13 +14,32 @@ import os
 import sys
 from typing import Any, NamedTuple
 
-from .authoring.diagnostics import PLAIN, Style
 from .core.errors import HMAPolicyError, InputError, PolicyError
 from .policyref import PolicyRef
 
-__all__ = ["Console", "InvalidRules", "UsageError", "console", "load", "load_set", "release_of", "label"]
+__all__ = ["Style", "PLAIN", "Console", "InvalidRules", "UsageError", "console", "load", "load_set", "release_of", "label"]
 
 COLOR_CHOICES = ("auto", "always", "never")
+
+
+class Style(NamedTuple):
+    """ANSI styles (all empty: no colour)."""
+
+    bold: str = ""
+    reset: str = ""
+    levels: tuple[tuple[str, str], ...] = ()
+    gutter: str = ""
+
+    @classmethod
+    def coloured(cls) -> "Style":
+        return cls("\033[1m", "\033[0m", (("error", "\033[1;31m"), ("warning", "\033[1;33m"), ("note", "\033[1;36m")),
+                   "\033[1;34m")
+
+    def level(self, level: str) -> str:
+        return dict(self.levels).get(level, self.bold)
+
+
+PLAIN = Style()
 
 
 def _colour(choice: str, stream: Any) -> Style:

@@ -1,6 +1,7 @@
 """The package's shape, checked statically (docs/internals.md describes it).
 
 - No import cycles between engine/ modules.
+- Every import between the package's parts goes down its layers (LAYERS).
 - Exactly one module imports durable-rules.
 - The facade (engine/__init__.py) only re-exports.
 - No module uses another module's private names.
@@ -77,6 +78,57 @@ def test_no_import_cycles():
         if name not in state:
             visit(name, [name])
     assert cycles == []
+
+
+# The package's parts, bottom up: a part imports only from the layers below
+# its own (docs/internals.md). Each part of a layer stands apart from the others.
+LAYERS = (
+    {"version", "fileio"},
+    {"core"},
+    {"audit", "isolation", "render", "policyref"},
+    {"clisupport"},
+    {"authoring", "server"},
+    {"cli"},
+    {"__main__"},
+)
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def upward_imports(known: dict[str, Path]) -> list[str]:
+    """Each import from one part of the package into a part of its own layer or a higher one."""
+    layer = {part: depth for depth, parts in enumerate(LAYERS) for part in parts}
+    layer["__init__"] = len(LAYERS)  # the facade re-exports from anywhere below it, and nothing imports it
+    found = []
+    for name, path in known.items():
+        for module, _ in imports(name, path):
+            if module in known and _part(module) != _part(name) and layer[_part(module)] >= layer[_part(name)]:
+                found.append(f"{name} imports {module}")
+    return found
+
+
+def test_every_part_imports_only_from_the_layers_below_it():
+    known = modules()
+    assert {_part(name) for name in known} == set().union(*LAYERS, {"__init__"})  # a new part takes its layer
+    assert upward_imports(known) == []
+
+
+def test_the_layer_check_finds_an_upward_import(tmp_path):
+    # Not vacuous: the two upward imports the layers were written against.
+    engine = tmp_path / "hma_policy"
+    for module, text in {"policyref.py": "from .authoring.impact import rules_from_git\n",
+                         "clisupport.py": "from .authoring.diagnostics import PLAIN\n",
+                         "authoring/__init__.py": "", "authoring/impact.py": "", "authoring/diagnostics.py": ""}.items():
+        (engine / module).parent.mkdir(parents=True, exist_ok=True)
+        (engine / module).write_text(text)
+    known = {f"hma_policy.{m.removesuffix('.py').replace('/', '.').removesuffix('.__init__')}": engine / m
+             for m in ("policyref.py", "clisupport.py", "authoring/__init__.py", "authoring/impact.py",
+                       "authoring/diagnostics.py")}
+    assert upward_imports(known) == ["hma_policy.policyref imports hma_policy.authoring.impact",
+                                     "hma_policy.clisupport imports hma_policy.authoring.diagnostics"]
 
 
 def test_exactly_one_module_imports_durable_rules():

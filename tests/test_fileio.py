@@ -254,7 +254,7 @@ ALLOWED_WRITES = {
     ("engine/policyref.py", "opened", "tempfile.TemporaryDirectory"): "rules extracted from git, removed after the command",
     ("engine/audit/declog.py", "DecisionLog._open", "os.open"):
         "the decision log is appended to, not replaced: a record per write, fsync'd, its head written atomically",
-    ("engine/authoring/impact.py", "rules_from_git", ".extractall"): "into that temporary directory",
+    ("engine/policyref.py", "rules_from_git", ".extractall"): "into that temporary directory",
     ("engine/isolation.py", "_serve", "os.fdopen"): "the worker's answers, on a duplicate of its standard output (a pipe)",
     ("engine/server/run.py", "serve", "tempfile.TemporaryDirectory"):
         "the service's workers' metrics files (prometheus_client) and rules copies, removed when it stops",
@@ -454,7 +454,7 @@ def test_every_user_value_given_to_a_subprocess_comes_after_end_of_options():
     checked, problems = subprocess_sites()
     assert not problems, problems
     # Not vacuous: git (a user's revision and path) and the isolation worker are checked.
-    assert set(checked) == {"engine/authoring/impact.py:_git", "engine/isolation.py:_Worker.__init__"}
+    assert set(checked) == {"engine/policyref.py:_git", "engine/isolation.py:_Worker.__init__"}
 
 
 def test_the_subprocess_check_finds_the_old_git_call():

@@ -22,6 +22,7 @@ from typing import Iterable, NamedTuple
 from ..core import yamlsafe
 from ..fileio import open_regular
 from ..core.errors import Problem, printable
+from ..clisupport import PLAIN, Style  # (a command's colours)
 
 __all__ = ["Diagnostic", "Sources", "locate", "display_path", "bundled_rules_dir", "from_problem", "render", "Style"]
 
@@ -140,26 +141,6 @@ class Sources:
             return diagnostic
         line, column = self.locate(diagnostic.file, diagnostic.path)
         return diagnostic._replace(line=line, column=column) if line is not None else diagnostic
-
-
-class Style(NamedTuple):
-    """ANSI styles (all empty: no colour)."""
-
-    bold: str = ""
-    reset: str = ""
-    levels: tuple[tuple[str, str], ...] = ()
-    gutter: str = ""
-
-    @classmethod
-    def coloured(cls) -> "Style":
-        return cls("\033[1m", "\033[0m", (("error", "\033[1;31m"), ("warning", "\033[1;33m"), ("note", "\033[1;36m")),
-                   "\033[1;34m")
-
-    def level(self, level: str) -> str:
-        return dict(self.levels).get(level, self.bold)
-
-
-PLAIN = Style()
 
 
 def render(diagnostics: Iterable[Diagnostic], *, concise: bool = False, style: Style = PLAIN,

@@ -12,59 +12,15 @@ not decided, never counted as unchanged.
 
 from __future__ import annotations
 
-import io
 import json
-import re
-import subprocess
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..core.errors import InputError, PolicyError, Problem
+from ..core.errors import InputError
+from ..policyref import rules_from_git  # (its home: the `git:` scheme of a policy reference)
 
 __all__ = ["Change", "Impact", "rules_from_git", "impact"]
-
-
-def rules_from_git(spec: str, workdir: Path) -> Path:
-    """Extract the rules directory at ``git:REV[:PATH]`` into a temporary folder.
-
-    REV and PATH are the user's: each is passed to git after
-    ``--end-of-options`` or ``--``, so that `git:--output=FILE` names a
-    revision (which does not exist), never an option of git's.
-    """
-    _, _, rest = spec.partition("git:")
-    rev, _, sub = rest.partition(":")
-    sub = sub or "rules"
-    if not rev:
-        raise PolicyError([Problem("rules.git", f"`{spec}` names no revision; use git:REV or git:REV:PATH")])
-    if Path(sub).is_absolute() or ".." in Path(sub).parts:
-        raise PolicyError([Problem("rules.git", f"`{sub}` is not a path inside the repository")])
-    found = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"])
-    commit = found.decode("ascii", "replace").strip()
-    if not re.fullmatch(r"[0-9a-f]{40,64}", commit):
-        raise PolicyError([Problem("rules.git", f"cannot read `{sub}` at `{rev}`: no such commit in the repository here")])
-    archive = _git(["archive", "--format=tar", "--end-of-options", commit, sub], f"cannot read `{sub}` at `{rev}`")
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        members = [m for m in tar.getmembers() if m.isfile() and not Path(m.name).is_absolute() and ".." not in Path(m.name).parts]
-        tar.extractall(workdir, members=members)
-    return workdir / sub
-
-
-def _git(arguments: list[str], failure: str | None = None) -> bytes:
-    """What ``git ARGUMENTS`` writes; a ``rules.git`` problem when it cannot
-    run or fails (``failure``, then git's last line; or, without it, the
-    empty output, for a caller to judge)."""
-    try:
-        result = subprocess.run(["git", *arguments], capture_output=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise PolicyError([Problem("rules.git", f"cannot run git: {exc}")]) from None
-    if result.returncode != 0:
-        if failure is None:
-            return b""
-        message = result.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise PolicyError([Problem("rules.git", f"{failure}: {message[-1] if message else 'git failed'}")])
-    return result.stdout
 
 
 def _summary(decision: dict[str, Any]) -> dict[str, Any]:
