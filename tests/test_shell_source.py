@@ -50,6 +50,38 @@ def test_doubling_a_variable_is_linear_and_bounded(tmp_path):
     assert linear_ratio(make, 30_000, tmp_path) < 3.0
 
 
+def _grown_by_ifs(n: int, array: bool) -> str:
+    """A launch whose options each of ``n`` `if`s may add to one variable."""
+    grow = "ARGS+=(--opt{i} x)" if array else 'ARGS="$ARGS --opt{i} x"'
+    ifs = "".join(f'if [ -n "$A{i}" ]; then {grow.format(i=i)}; fi\n' for i in range(n))
+    words = '"${ARGS[@]}"' if array else "$ARGS"
+    return ("ARGS=()\n" if array else 'ARGS=""\n') + ifs + f"vllm serve m {words} --kv-transfer-config '{NIXL}'\n"
+
+
+@pytest.mark.parametrize("array", [False, True], ids=["text", "array"])
+def test_a_value_that_many_ifs_grow_is_read_in_bounded_time(tmp_path, array):
+    # Each `if` leaves its marker in the value, and each is read within the next one's values: the
+    # reading grew with the square of their number (the text: 2,000 took 15 s and 420 MB), and with
+    # the cube for an array, whose paths' elements were queued with `list.pop(0)` (1,000 took 85 s,
+    # 4,000 took 34 s and 1.3 GB once that was a deque). Past MAX_MERGED the reading stops.
+    assert linear_ratio(lambda n: _grown_by_ifs(n, array), 1000, tmp_path) < 3.0
+
+
+@pytest.mark.parametrize("array", [False, True], ids=["text", "array"])
+def test_a_value_grown_by_more_ifs_than_the_bound_stops_the_reading_where_it_says(tmp_path, array):
+    # 256 `if`s are read: the launch is decided, each `if` a note that the command may take more.
+    at_bound = read_source(write(tmp_path / "ok" / "run.sh", _grown_by_ifs(256, array)))
+    assert ktc(only(at_bound))["kv_connector"] == "NixlConnector"
+    assert len(only(at_bound).notes) == 256 and not at_bound.problems
+    past = read_source(write(tmp_path / "past" / "run.sh", _grown_by_ifs(300, array)))
+    assert past.deployments == ()
+    (limit,) = past.problems
+    # (line 1 sets ARGS; the 257th `if` is at line 258)
+    assert (limit.code, limit.line) == ("source.limit", 258)
+    assert limit.message == ("`ARGS` holds what more than 256 `if`s and `case`s set differently on their paths "
+                             "(the last: `if` at line 258); the script is not read past this point")
+
+
 def test_where_a_value_outgrows_its_bound_is_a_located_problem(tmp_path):
     text = "X=ab\n" + "X=$X$X\n" * 40 + 'vllm serve m --kv-transfer-config "$X"\n'
     source = read_source(write(tmp_path / "run.sh", text), limits=SourceLimits(max_variable_length=4096))

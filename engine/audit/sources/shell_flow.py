@@ -16,7 +16,7 @@ from typing import Any
 from ...core.markers import has_unresolved, unresolved
 from .shell_expand import (Expander, assign, clobber, common_elements, common_start, environment_default, runtime,
                            stdin_text)
-from .shell_state import MAX_BRANCHES, UNSET, Branches, Place, Run, Scope, Script, Var
+from .shell_state import MAX_BRANCHES, MAX_MERGED, UNSET, Branches, Place, Run, Scope, Script, Stop, Var
 from .shell_tree import (AndOr, Arith, Array, Case, CommandList, FunctionDef, Group, If, Lit, Loop, Param, Simple, Subshell,
                          Word)
 from .shell_words import ASSIGNMENT, NAME
@@ -55,7 +55,7 @@ class Flow:
             branch = Scope(target)
             for pipeline in item.pipelines[1:]:
                 self.run_pipeline(pipeline, branch)
-            self.merge(target, [branch, Scope(target)], f"`{item.operators[0]}` {self.place.at(item.line)}")
+            self.merge(target, [branch, Scope(target)], f"`{item.operators[0]}` {self.place.at(item.line)}", item.line)
 
     def run_pipeline(self, pipeline: Any, scope: Scope) -> None:
         if len(pipeline.commands) == 1:
@@ -129,7 +129,7 @@ class Flow:
         if command.otherwise is not None:
             self.run_list(command.otherwise, otherwise)
         paths.append(otherwise)
-        self.merge(scope, paths, f"`if` {self.place.at(command.line)}")
+        self.merge(scope, paths, f"`if` {self.place.at(command.line)}", command.line)
 
     def run_loop(self, command: Loop, scope: Scope) -> None:
         line = self.place.line(command.line)
@@ -154,7 +154,7 @@ class Flow:
         body = Scope(scope)
         self.run_list(command.body, body)
         body.terminated = False
-        self.merge(scope, [body, Scope(scope)], f"the loop {self.place.at(command.line)}")
+        self.merge(scope, [body, Scope(scope)], f"the loop {self.place.at(command.line)}", command.line)
 
     def run_case(self, command: Case, scope: Scope) -> None:
         line = self.place.line(command.line)
@@ -186,11 +186,12 @@ class Flow:
             catch_all = catch_all or any(p.literal() == "*" and p.unquoted_literal() == "*" for p in patterns)
         if not catch_all:
             paths.append(Scope(scope))
-        self.merge(scope, paths, f"`case` {self.place.at(command.line)}")
+        self.merge(scope, paths, f"`case` {self.place.at(command.line)}", command.line)
 
-    def merge(self, scope: Scope, paths: list[Scope], where: str) -> None:
-        """After paths of which any may have been taken: what they agree on,
-        and the rest unknown. Paths that ended (`exit`) are left out."""
+    def merge(self, scope: Scope, paths: list[Scope], where: str, at: int) -> None:
+        """After paths of which any may have been taken (of the construct at
+        line ``at`` of the text): what they agree on, and the rest unknown.
+        Paths that ended (`exit`) are left out."""
         live = [p for p in paths if not p.terminated]
         if not live:
             return
@@ -226,10 +227,17 @@ class Flow:
                 epoch = self.run.next_epoch()
                 if array:
                     items = common_elements(found, marker)
+                    held = sum("\x00" in item for item in items)
                     scope.vars[name] = Var(items[0], exported, epoch, line, items)
                 else:
                     merged = common_start([v.value if v is not None else None for v in found], marker)
+                    held = merged.count("\x00") // 2
                     scope.vars[name] = Var(merged, exported, epoch, line)
+                if held > MAX_MERGED:
+                    self.run.limit("merged", f"`{name}` holds what more than {MAX_MERGED} `if`s and `case`s set "
+                                   f"differently on their paths (the last: {where}); the script is not read past "
+                                   "this point", self.place.line(at))
+                    raise Stop
                 # Each path's value; a path that leaves a variable never set before the `if` unset
                 # leaves it to the environment, as before the `if` (`if ...; then export X=1; fi`).
                 on_each = [v if v is not None and v.value is not None else None for v in found]
