@@ -82,6 +82,16 @@ def test_a_value_grown_by_more_ifs_than_the_bound_stops_the_reading_where_it_say
                              "(the last: `if` at line 258); the script is not read past this point")
 
 
+@pytest.mark.slow  # about 20 s: the difference shows only past a thousand `if`s
+def test_a_launch_that_reads_thousands_of_variables_ifs_set_is_read_in_linear_time(tmp_path):
+    # Each merge was asked, of each other one, whether it held it within its values, and of each
+    # word of the launch, whether that word was an option's value: 4,000 took 3.7 s, 8,000 15 s.
+    def make(n: int) -> str:
+        ifs = "".join(f'if [ -n "$A{i}" ]; then V{i}="--opt{i} x"; fi\n' for i in range(n))
+        return ifs + "vllm serve m " + " ".join(f"$V{i}" for i in range(n)) + f" --kv-transfer-config '{NIXL}'\n"
+    assert linear_ratio(make, 2000, tmp_path) < 3.0
+
+
 def test_where_a_value_outgrows_its_bound_is_a_located_problem(tmp_path):
     text = "X=ab\n" + "X=$X$X\n" * 40 + 'vllm serve m --kv-transfer-config "$X"\n'
     source = read_source(write(tmp_path / "run.sh", text), limits=SourceLimits(max_variable_length=4096))

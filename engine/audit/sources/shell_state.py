@@ -314,15 +314,11 @@ class Branches:
         return any(n in ENV_NAMES for n in self.values) or \
             any(_DECIDING.search(UNRESOLVED.sub("", value[len(start):])) for value in values)
 
-    def decides(self, marker: str, argv: list[str], env: Mapping[str, str]) -> bool:
-        """adds_options, or where a launch (``argv``, its environment ``env``) takes the marker of
-        this merge as (part of) the value of an option the decision reads (`--kv-transfer-config "$KV"`,
-        `--kv-transfer-config=$KV`), or of a variable of the environment it reads: a JSON value names no
-        option, and decides the launch all the same."""
-        return self.adds_options() or any(marker in value for name, value in env.items() if name in ENV_NAMES) or any(
-            marker in word and (at > 0 and _DECIDING.fullmatch(argv[at - 1]) is not None
-                                or _DECIDING.fullmatch(word.split("=", 1)[0]) is not None and "=" in word)
-            for at, word in enumerate(argv))
+    def decides(self, marker: str, read_values: list[str]) -> bool:
+        """adds_options, or where a launch takes the marker of this merge as (part of) one of
+        ``read_values``, the values of the options and environment variables the decision reads
+        (:func:`values_read`): a JSON value names no option, and decides the launch all the same."""
+        return self.adds_options() or any(marker in value for value in read_values)
 
     def adds_options(self) -> bool:
         """may_decide, of what each path adds to the start its values agree on (the merge's own): a command
@@ -393,6 +389,14 @@ def _past(value: str, start: str) -> str:
 def _shown(marker: str) -> str:
     found = UNRESOLVED.fullmatch(marker)
     return found.group(1) if found else ""
+
+
+def values_read(argv: list[str], env: Mapping[str, str]) -> list[str]:
+    """The values a launch (``argv``, its environment ``env``) gives the options and the environment
+    variables the decision reads: `--kv-transfer-config "$KV"`, `--kv-transfer-config=$KV`, `$LMCACHE_...`."""
+    return [*(value for name, value in env.items() if name in ENV_NAMES),
+            *(word for at, word in enumerate(argv) if at > 0 and _DECIDING.fullmatch(argv[at - 1]) is not None
+              or "=" in word and _DECIDING.fullmatch(word.split("=", 1)[0]) is not None)]
 
 
 def _merged_name(shown: str) -> str:
@@ -468,15 +472,25 @@ class Run:
             kept = [names or {name: UNSET for name in branches.values} for names, branches in zip(kept, merges)]
         # A value an `if` within another's path set (nested) may be what decides: the outer merge's value
         # holds only the inner one's marker, and what the inner one adds is what counts.
+        # (the inner merges grouped by their variable once: a launch may read thousands of merges)
+        within: dict[str, list[Branches]] = {}
+        for found, branches in read.items():
+            if found not in direct:
+                within.setdefault(_merged_name(_shown(found)), []).append(branches)
         nested = frozenset(marker for marker in direct if any(
-            branches.adds_options() for found, branches in read.items()
-            if found not in direct and _merged_name(_shown(found)) == _merged_name(_shown(marker))))
+            branches.adds_options() for branches in within.get(_merged_name(_shown(marker)), ())))
         unread = nested | frozenset(marker for marker in direct if read[marker].may_decide())
         if not merges or not all(kept):
             return unread
         if math.prod(map(_paths, merges)) > MAX_BRANCHES:
-            deciding = [index for index, branches in enumerate(merges) if any(
-                found is branches and branches.decides(marker, argv, env) for marker, found in read.items())]
+            # (each merge asked once, of its own markers, against the values the decision reads, found
+            # once: a launch that reads thousands of variables `if`s set took quadratic time)
+            read_values = values_read(argv, env)
+            markers: dict[Branches, list[str]] = {}
+            for marker, found in read.items():
+                markers.setdefault(found, []).append(marker)
+            deciding = [index for index, branches in enumerate(merges)
+                        if any(branches.decides(marker, read_values) for marker in markers.get(branches, ()))]
             if not deciding:
                 return frozenset()
             if any(inner[index] for index in deciding):
