@@ -82,6 +82,18 @@ def test_a_value_grown_by_more_ifs_than_the_bound_stops_the_reading_where_it_say
                              "(the last: `if` at line 258); the script is not read past this point")
 
 
+def test_launches_that_read_a_value_many_ifs_grew_read_its_merges_once(tmp_path):
+    # Each launch walked again the 250 merges that stand within one another, and asked each whether a
+    # path sets what the decision reads: 200 launches took 24 s, 400 took 46 s.
+    def make(launches: int) -> str:
+        ifs = "".join(f'if [ -n "$A{i}" ]; then ARGS+=(--opt{i} x); fi\n' for i in range(250))
+        return "ARGS=()\n" + ifs + "".join(f'vllm serve m{j} "${{ARGS[@]}}" --kv-transfer-config \'{NIXL}\'\n'
+                                            for j in range(launches))
+    one, many = write(tmp_path / "one" / "run.sh", make(1)), write(tmp_path / "many" / "run.sh", make(40))
+    assert len(read_source(many).deployments) == 40
+    assert cpu_seconds(read_source, many) / cpu_seconds(read_source, one) < 4.0
+
+
 @pytest.mark.slow  # about 20 s: the difference shows only past a thousand `if`s
 def test_a_launch_that_reads_thousands_of_variables_ifs_set_is_read_in_linear_time(tmp_path):
     # Each merge was asked, of each other one, whether it held it within its values, and of each

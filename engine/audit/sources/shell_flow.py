@@ -248,6 +248,7 @@ class Flow:
         if differing:
             branches = Branches(where, differing, epochs, {name: scope.vars[name] for name in differing})
             self.run.branches.update(dict.fromkeys(markers, branches))
+            self.run.read_by_markers.clear()
         frame = scope.frame_scope()
         if frame is not None:
             for path in live:

@@ -15,14 +15,16 @@ import re
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 from ...core.markers import UNRESOLVED, has_unresolved, unresolved
 from ...core.errors import InputError, Problem
-from ...core.options import ENGINE_FIELDS, ENV_NAMES, FLAG_OPTIONS, OFF_SWITCHES, VALUE_OPTIONS, Arg, ConfigFile
+from ...core.options import ENV_NAMES, Arg, ConfigFile
 from .context import Ctx
-from .launch import DEVICE_OPTION, Invocation
+from .launch import Invocation
 from .release import ReleaseHint
+from .shell_reads import DECIDING, merged_name, past, shown, values_read
 from .shell_tree import FunctionDef, Param, Simple
 
 __all__ = ["Var", "UNSET", "Scope", "Script", "Pin", "Source", "Place", "Run", "Stop", "written_at", "normal_path", "MAX_NESTING",
@@ -235,6 +237,7 @@ class Branches:
     values: dict[str, tuple[Var, ...]]  # name -> the variable on each path
     epochs: dict[str, int]
     merged: dict[str, Var]  # name -> what the merge left it: the start the paths agree on, then the marker
+    _within: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict, repr=False)  # markers_within's
 
     def rest(self, name: str, path: int) -> tuple[str, tuple[str, ...] | str] | None:
         """What stands for the marker of ``name`` on ``path``: (the marker, the
@@ -267,7 +270,7 @@ class Branches:
         elements a copy (`CMD=(vllm serve "${ARGS[@]}")`) holds in place of
         the marker's element. None where the path's value does not start so."""
         match = UNRESOLVED.fullmatch(marker)
-        name = _merged_name(match.group(1)) if match else ""
+        name = merged_name(match.group(1)) if match else ""
         if name in self.values and self.merged.get(name) is not None and self.merged[name].items is not None:
             found = self.rest(name, path)
             return found[1] if found is not None and found[0] == marker and isinstance(found[1], tuple) else None
@@ -302,24 +305,25 @@ class Branches:
         on: `CMD="vllm serve m --kv-transfer-config ..."` grown by
         `--enforce-eager` on one path adds nothing the decision reads."""
         match = UNRESOLVED.fullmatch(marker)
-        name = _merged_name(match.group(1)) if match else ""
+        name = merged_name(match.group(1)) if match else ""
         on_paths, merged = self.values.get(name), scope.lookup(name)
         if on_paths is None or merged is None or merged.value is None or marker not in merged.value \
                 or any(var is not None and var.items is not None for var in on_paths):
-            return self.may_decide()
+            return self.may_decide
         start = merged.value[:merged.value.index(marker)]
         values = [var.value or "" if var is not None else "" for var in on_paths]
         if not all(value.startswith(start) or start.startswith(value) for value in values):
-            return self.may_decide()
+            return self.may_decide
         return any(n in ENV_NAMES for n in self.values) or \
-            any(_DECIDING.search(UNRESOLVED.sub("", value[len(start):])) for value in values)
+            any(DECIDING.search(UNRESOLVED.sub("", value[len(start):])) for value in values)
 
     def decides(self, marker: str, read_values: list[str]) -> bool:
         """adds_options, or where a launch takes the marker of this merge as (part of) one of
         ``read_values``, the values of the options and environment variables the decision reads
         (:func:`values_read`): a JSON value names no option, and decides the launch all the same."""
-        return self.adds_options() or any(marker in value for value in read_values)
+        return self.adds_options or any(marker in value for value in read_values)
 
+    @cached_property  # (asked of each merge by every launch that reads it: answered once)
     def adds_options(self) -> bool:
         """may_decide, of what each path adds to the start its values agree on (the merge's own): a command
         line that every path holds, grown on one by a value not known, adds no option the decision reads."""
@@ -336,11 +340,12 @@ class Branches:
                 # (the merge's own marker ends the value it left: one before it is a value the paths share)
                 found = list(UNRESOLVED.finditer(merged.value or "")) if merged is not None else []
                 start = merged.value[:found[-1].start()] if merged is not None and merged.value and found else ""
-                added = [(_past(var.value or "", start),) for var in on_paths]
-            if any(_DECIDING.search(UNRESOLVED.sub("", text)) for texts in added for text in texts if text):
+                added = [(past(var.value or "", start),) for var in on_paths]
+            if any(DECIDING.search(UNRESOLVED.sub("", text)) for texts in added for text in texts if text):
                 return True
         return False
 
+    @cached_property
     def may_decide(self) -> bool:
         """Whether a path sets a value to what the decision reads: an option
         of it (`KVARG=(--kv-transfer-config ...)`), or a variable of the
@@ -348,17 +353,19 @@ class Branches:
         give, the script's own arguments, may hold options on each path
         alike: a word made of it stays a note.)"""
         return any(name in ENV_NAMES for name in self.values) or any(
-            _DECIDING.search(UNRESOLVED.sub("", text)) for on_paths in self.values.values() for var in on_paths
+            DECIDING.search(UNRESOLVED.sub("", text)) for on_paths in self.values.values() for var in on_paths
             for text in (var.items if var.items is not None else (var.value,)) if text)
 
-
-# An option of vLLM's the decision reads, written in a value (`_` for `-` too, as vLLM reads it),
-# or `--config`, whose file may give any (not the model, which names the deployment).
-_DECIDING = re.compile(r"(?<![\w-])(?:" + "|".join(
-    "--" + re.escape(option[2:]).replace("\\-", "[-_]") if option.startswith("--") else re.escape(option)
-    for option in sorted({*(option for option, (field, _) in (*VALUE_OPTIONS.items(), *FLAG_OPTIONS.items())
-                            if field in ENGINE_FIELDS), *OFF_SWITCHES, DEVICE_OPTION, "--config"}, key=len, reverse=True))
-    + r")(?![\w-])")
+    def markers_within(self, name: str) -> tuple[tuple[str, str], ...]:
+        """The markers (each with how it is shown) that the values its paths give ``name`` hold: those
+        of earlier merges of it that they grew (found once a merge: a launch's reading walks them)."""
+        found = self._within.get(name)
+        if found is None:
+            found = self._within[name] = tuple(
+                (m.group(0), m.group(1)) for var in self.values.get(name, ())
+                for text in (var.items if var.items is not None else (var.value or "",)) if "\x00" in text
+                for m in UNRESOLVED.finditer(text))
+        return found
 
 
 class Readings(NamedTuple):
@@ -376,32 +383,6 @@ class Readings(NamedTuple):
     kept: list[dict[str, Var]]
     inner: list[bool]
     combinations: list[tuple[int, ...]]
-
-
-def _past(value: str, start: str) -> str:
-    """What ``value`` holds past the ``start`` the paths agree on: all of it where it does not start so (none
-    where the start ends in a blank this value lacks, as `CMD="$CMD $arg"` grows it on another path)."""
-    if value.startswith(start):
-        return value[len(start):]
-    return "" if start.startswith(value) and start[len(value):].isspace() else value
-
-
-def _shown(marker: str) -> str:
-    found = UNRESOLVED.fullmatch(marker)
-    return found.group(1) if found else ""
-
-
-def values_read(argv: list[str], env: Mapping[str, str]) -> list[str]:
-    """The values a launch (``argv``, its environment ``env``) gives the options and the environment
-    variables the decision reads: `--kv-transfer-config "$KV"`, `--kv-transfer-config=$KV`, `$LMCACHE_...`."""
-    return [*(value for name, value in env.items() if name in ENV_NAMES),
-            *(word for at, word in enumerate(argv) if at > 0 and _DECIDING.fullmatch(argv[at - 1]) is not None
-              or "=" in word and _DECIDING.fullmatch(word.split("=", 1)[0]) is not None)]
-
-
-def _merged_name(shown: str) -> str:
-    """The variable a merge's marker stands for, from how it is shown (`$KV`, `${ARGS[@]}`)."""
-    return shown.lstrip("$").strip("{}").removesuffix("[@]")
 
 
 def _paths(branches: Branches) -> int:
@@ -435,6 +416,9 @@ class Run:
     foreign: set[int] = field(default_factory=set)
     # The unknown value a path merge gave a variable (its marker) -> the merge (Branches).
     branches: dict[str, Branches] = field(default_factory=dict)
+    # merges_read's answers, by the markers a launch holds; emptied by each merge (an `if` run again,
+    # in a function called twice, gives its markers to another merge)
+    read_by_markers: dict[tuple[tuple[str, str], ...], dict[str, Branches]] = field(default_factory=dict)
     # While a launch is read again for one path: its words and environment, instead of a launch.
     capturing: list[tuple[list[str], dict[str, Arg]]] | None = None
     # Manifests the script hands `kubectl apply -f` (a here-document, a file it wrote), in
@@ -476,21 +460,21 @@ class Run:
         within: dict[str, list[Branches]] = {}
         for found, branches in read.items():
             if found not in direct:
-                within.setdefault(_merged_name(_shown(found)), []).append(branches)
+                within.setdefault(merged_name(shown(found)), []).append(branches)
         nested = frozenset(marker for marker in direct if any(
-            branches.adds_options() for branches in within.get(_merged_name(_shown(marker)), ())))
-        unread = nested | frozenset(marker for marker in direct if read[marker].may_decide())
+            branches.adds_options for branches in within.get(merged_name(shown(marker)), ())))
+        unread = nested | frozenset(marker for marker in direct if read[marker].may_decide)
         if not merges or not all(kept):
             return unread
         if math.prod(map(_paths, merges)) > MAX_BRANCHES:
             # (each merge asked once, of its own markers, against the values the decision reads, found
             # once: a launch that reads thousands of variables `if`s set took quadratic time)
             read_values = values_read(argv, env)
-            markers: dict[Branches, list[str]] = {}
-            for marker, found in read.items():
-                markers.setdefault(found, []).append(marker)
+            markers_of: dict[Branches, list[str]] = {}
+            for marker, merge in read.items():
+                markers_of.setdefault(merge, []).append(marker)
             deciding = [index for index, branches in enumerate(merges)
-                        if any(branches.decides(marker, read_values) for marker in markers.get(branches, ()))]
+                        if any(branches.decides(marker, read_values) for marker in markers_of.get(branches, ()))]
             if not deciding:
                 return frozenset()
             if any(inner[index] for index in deciding):
@@ -515,21 +499,23 @@ class Run:
         """The merges whose markers ``texts`` hold, by marker; and within the values a merge's paths give
         its variable, the merges of that same variable whose markers they hold: an `if` within a path of
         another (nested `if`s) left its marker in the value that path sets. (Another variable's marker in
-        such a value, a copy of a value set elsewhere, is read as a value not known, as it was set.)"""
-        read: dict[str, Branches] = {}
-        # (a queue: an array that each of many `if`s grew gives every path's elements to read)
-        pending: deque[tuple[str, str | None]] = deque((text, None) for text in texts)
+        such a value, a copy of a value set elsewhere, is read as a value not known, as it was set.)
+        Launches that hold the same markers read the same merges: found once."""
+        held = tuple((m.group(0), m.group(1)) for text in texts if "\x00" in text for m in UNRESOLVED.finditer(text))
+        read = self.read_by_markers.get(held)
+        if read is not None:
+            return read
+        read = {}
+        pending: deque[tuple[str, str, str | None]] = deque((marker, shown, None) for marker, shown in held)
         while pending:
-            text, variable = pending.popleft()
-            for marker in UNRESOLVED.finditer(text) if "\x00" in text else ():
-                # (read first: a value that each of many `if`s grew holds all their markers, most read already)
-                if marker.group(0) in read:
-                    continue
-                branches, name = self.branches.get(marker.group(0)), _merged_name(marker.group(1))
-                if branches is not None and variable in (None, name):
-                    read[marker.group(0)] = branches
-                    pending.extend((text, name) for var in branches.values.get(name, ())
-                                   for text in (var.items if var.items is not None else (var.value or "",)))
+            marker, as_shown, variable = pending.popleft()
+            if marker in read:  # (a value that each of many `if`s grew holds all their markers)
+                continue
+            branches, name = self.branches.get(marker), merged_name(as_shown)
+            if branches is not None and variable in (None, name):
+                read[marker] = branches
+                pending.extend((inner, inner_shown, name) for inner, inner_shown in branches.markers_within(name))
+        self.read_by_markers[held] = read
         return read
 
     def limit(self, kind: str, message: str, line: int | None) -> None:
