@@ -34,7 +34,6 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import argparse
 import asyncio
-import copy
 import json
 import os
 import platform

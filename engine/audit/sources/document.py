@@ -10,7 +10,7 @@ from typing import Any
 
 from ...core import yamlsafe
 from ...core.errors import InputError, Problem
-from ...core.markers import plain, show, unresolved
+from ...core.markers import plain, show
 from ...core.input import parse_text
 from .beaker import beaker_spec, is_beaker_spec
 from .blueprint import blueprint_file, is_blueprint

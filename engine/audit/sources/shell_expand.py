@@ -8,7 +8,6 @@ there), a command that may set any variable. Nothing is run.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Iterable, Sequence
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.markers import UNRESOLVED, has_unresolved, unresolved
+from ...core.markers import has_unresolved, unresolved
 from ...core.options import ENV_NAMES, Arg, find_vllm, unknown_module
 from ...core.errors import InputError
 from .detect import SHELLS
@@ -24,7 +24,7 @@ from .shell_commands import (NOT_RUNNING, VENV_ACTIVATE_SETS, applied_file, appt
                              reads_stdin, ssh_command, Sweep, sweep_server, unread_params, venv_activation)
 from .shell_expand import Expander, clobber, in_place, runtime, stdin_text
 from .shell_flow import ARITH_ASSIGNED, Flow
-from .shell_state import MAX_BRANCHES, MAX_NESTING, UNSET, Pin, Readings, Place, Script, Scope, Source, Stop, Var, normal_path
+from .shell_state import MAX_NESTING, UNSET, Pin, Readings, Place, Script, Scope, Source, Stop, Var, normal_path
 from .shell_syntax import parse_body
 from .shell_tree import FunctionDef, Param, ShellSyntaxError, Simple, Word
 from .shell_words import ASSIGNMENT, NAME, split_assignments

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import math
 import posixpath
-import re
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 
 from .shell_tree import (AndOr, Arith, Case, Command, CommandList, FunctionDef, Group, If, Lit, Loop, Part,
                          Pipeline, Redirect, ShellSyntaxError, Simple, Subshell, Word)
-from .shell_words import NAME, Lexer, Token
+from .shell_words import Lexer, Token
 
 __all__ = ["parse_script", "parse_body", "parse_heredoc_text"]
 
