@@ -789,6 +789,28 @@ def test_a_backup_of_a_script_is_read_for_its_mentions(tmp_path, name):
         (2, "mentions `kv-transfer-config` at line 2, no vLLM launch recognised")])
 
 
+@pytest.mark.parametrize("name, text", [
+    ("Makefile", "serve:\n\tvllm serve m \\\n\t  --kv-transfer-config '{KV}'\n"),
+    ("vllm.mk", "serve:\n\tvllm serve m --kv-transfer-config '{KV}'\n"),
+    ("justfile", "serve:\n    vllm serve m --kv-transfer-config '{KV}'\n"),
+    ("Procfile", "web: vllm serve m --port $PORT --kv-transfer-config '{KV}'\n"),
+    ("Jenkinsfile", "pipeline {\n  stages { stage('serve') { steps { sh \"vllm serve m --kv-transfer-config '{KV}'\" } } }\n}\n"),
+], ids=["makefile", "mk", "justfile", "procfile", "jenkinsfile"])
+def test_a_file_of_commands_another_tool_runs_is_read_for_its_mentions(tmp_path, name, text):
+    # Such a file has no suffix and no shebang: a make recipe that runs vLLM with a KV config was
+    # skipped as no deployment source without a word, where "no silent miss" promises a note. The
+    # audit reads no make, just, Procfile or Jenkins syntax: it says where the file mentions one.
+    commands = write(tmp_path / name, text.replace("{KV}", NIXL))
+    report = audit([str(commands)])
+    line = 1 + text.split("--kv-transfer-config")[0].count("\n")
+    assert (report.entries, [(n.line, n.message) for n in report.notes]) == ((), [
+        (line, f"mentions `kv-transfer-config` at line {line}, no vLLM launch recognised")])
+    write(commands, "build:\n\tpython -m build\n")  # one that mentions none is skipped, as before
+    quiet = audit([str(commands)])
+    assert (quiet.notes, quiet.files[0].skipped) == ((), "not a deployment source (not JSON, YAML, a shell "
+                                                         "script, Python or a Dockerfile)")
+
+
 def test_a_value_not_known_in_a_script_the_file_writes_stays_a_value_not_known(tmp_path):
     # khossain4337/dynamo-disagg-alcf (04f35ae) tara_north/run_pd_nemotron_1p1d_N2.sh writes launch_role.sh with a
     # here-document that expands `export LD_PRELOAD=${SHIM}`, SHIM made from `$(cd ... && pwd)`, and runs it. The

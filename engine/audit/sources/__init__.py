@@ -37,7 +37,7 @@ from .applied import applied_manifests
 from .companions import forget_objects
 from .context import Ctx, read_directives
 from .deployment import Deployment, SourceFile
-from .detect import BATCH_SUFFIXES, MENTION_SUFFIXES, basename, mention, mentions_vllm, source_format, suffix
+from .detect import BATCH_SUFFIXES, MENTION_NAMES, MENTION_SUFFIXES, basename, mention, mentions_vllm, source_format, suffix
 from .compose import compose_file
 from .dockerfile import dockerfile
 from .document import EMPTY, structured_file
@@ -123,8 +123,9 @@ def _read_source(path: str | Path, display: str, roots: tuple[Path, ...], limits
     again. An audit passes ``path`` as a string: a path object per file
     costs more than the file's read."""
     fmt = source_format(path)
-    ext = suffix(basename(path)).lower()
-    if fmt is None and ext in MENTION_SUFFIXES:  # a template or a document: read only for mentions
+    name = basename(path).lower()
+    ext = suffix(name)
+    if fmt is None and (ext in MENTION_SUFFIXES or name in MENTION_NAMES):  # a template, a document: for mentions
         return _mentions_only(path, display, limits, regular, known)
     if _unread_by_name(fmt, ext):  # decided by the name: a model's weights are never read
         return SourceFile(display, None, skipped=_NOT_A_SOURCE)

@@ -18,7 +18,7 @@ from ...core.optionlist import known_options, known_releases, option_strings
 from ...core.schema import load_schema
 
 __all__ = ["SHELLS", "interpreter", "source_format", "classify", "mentions_vllm", "mention", "suffix", "basename", "MENTION_SUFFIXES",
-           "BATCH_SUFFIXES"]
+           "MENTION_NAMES", "BATCH_SUFFIXES"]
 
 SHELLS = frozenset({"sh", "bash", "dash", "ash", "ksh", "zsh", "busybox"})
 
@@ -163,7 +163,12 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{200,}")
 # provider's `kubernetes_deployment_v1` holds a vLLM container's args, sarvamai/uidai-deployment's models; a Nomad
 # job, `*.nomad` (the older name) or `*.nomad.hcl`, its docker task's `config { args = [...] }`.)
 MENTION_SUFFIXES = frozenset({".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2", ".md", ".rst", ".txt", ".toml",
-                              ".bak", ".backup", ".orig", ".tf", ".hcl", ".nomad"})
+                              ".bak", ".backup", ".orig", ".tf", ".hcl", ".nomad", ".mk"})
+# Files of commands another tool runs, read for mentions alone too: a make recipe (`Makefile`, an
+# included `*.mk`), a just recipe, a Procfile's processes (Heroku, foreman, honcho), a Jenkins pipeline's
+# `sh` steps. Their names have no suffix and their text no shebang, so a `vllm serve ...
+# --kv-transfer-config ...` in one was skipped as no deployment source without a word.
+MENTION_NAMES = frozenset({"makefile", "gnumakefile", "justfile", ".justfile", "procfile", "jenkinsfile"})
 # vLLM's KV options in any spelling: --kv-transfer-config, kv_connector, kvTransferConfig (Helm values), ...
 # A bare `kv_transfer` or `kv_connector` after a dot or a slash is a module of vLLM's
 # (`from vllm.distributed.kv_transfer import ...`, snowflakedb/ArcticInference): library code;
