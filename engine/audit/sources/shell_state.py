@@ -236,7 +236,6 @@ class Branches:
     values: dict[str, tuple[Var, ...]]  # name -> the variable on each path
     epochs: dict[str, int]
     merged: dict[str, Var]  # name -> what the merge left it: the start the paths agree on, then the marker
-    _within: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict, repr=False)  # markers_within's
 
     def rest(self, name: str, path: int) -> tuple[str, tuple[str, ...] | str] | None:
         """What stands for the marker of ``name`` on ``path``: (the marker, the
@@ -355,16 +354,14 @@ class Branches:
             DECIDING.search(UNRESOLVED.sub("", text)) for on_paths in self.values.values() for var in on_paths
             for text in (var.items if var.items is not None else (var.value,)) if text)
 
-    def markers_within(self, name: str) -> tuple[tuple[str, str], ...]:
-        """The markers (each with how it is shown) that the values its paths give ``name`` hold: those
-        of earlier merges of it that they grew (found once a merge: a launch's reading walks them)."""
-        found = self._within.get(name)
-        if found is None:
-            found = self._within[name] = tuple(
-                (m.group(0), m.group(1)) for var in self.values.get(name, ())
-                for text in (var.items if var.items is not None else (var.value or "",)) if "\x00" in text
-                for m in UNRESOLVED.finditer(text))
-        return found
+    @cached_property
+    def markers_within(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        """By variable, the markers (each with how it is shown) that the values its paths give it hold:
+        those of earlier merges of it that they grew (found once a merge: a launch's reading walks them)."""
+        return {name: tuple((m.group(0), m.group(1)) for var in on_paths
+                            for text in (var.items if var.items is not None else (var.value or "",)) if "\x00" in text
+                            for m in UNRESOLVED.finditer(text))
+                for name, on_paths in self.values.items()}
 
 
 class Readings(NamedTuple):
@@ -440,10 +437,11 @@ class Run:
         reads alone (a port, a parallel size, `--enable-expert-parallel` set by `if`s beside a KV config's
         stay values not known, each a note). Else the markers of the values a path sets to what the
         decision reads, which are not read on each path."""
-        texts = [*argv, *env.values()]
-        read = self.merges_read(texts)
+        held = tuple((m.group(0), m.group(1)) for text in (*argv, *env.values()) if "\x00" in text
+                     for m in UNRESOLVED.finditer(text))
+        read = self.merges_read(held)
         # (those the launch's own words hold: a nested merge's marker is read only through its outer one's paths)
-        direct = frozenset(m.group(0) for text in texts if "\x00" in text for m in UNRESOLVED.finditer(text)) & set(read)
+        direct = frozenset(marker for marker, _ in held) & set(read)
         merges = sorted(set(read.values()), key=lambda b: min(b.epochs.values()))  # in the script's order
         kept = [{name: var for name, epoch in branches.epochs.items()
                  if (var := scope.lookup(name)) is not None and var.epoch == epoch} for branches in merges]
@@ -494,18 +492,18 @@ class Run:
         return Readings(read, direct, nested, unread, tuple(m for m, b in read.items() if b in merges), merges, kept,
                         inner, combinations)
 
-    def merges_read(self, texts: list[str]) -> dict[str, Branches]:
-        """The merges whose markers ``texts`` hold, by marker; and within the values a merge's paths give
-        its variable, the merges of that same variable whose markers they hold: an `if` within a path of
-        another (nested `if`s) left its marker in the value that path sets. (Another variable's marker in
-        such a value, a copy of a value set elsewhere, is read as a value not known, as it was set.)
-        Launches that hold the same markers read the same merges: found once."""
-        held = tuple((m.group(0), m.group(1)) for text in texts if "\x00" in text for m in UNRESOLVED.finditer(text))
+    def merges_read(self, held: tuple[tuple[str, str], ...]) -> dict[str, Branches]:
+        """The merges whose markers a launch holds (``held``: each marker, and how it is shown), by
+        marker; and within the values a merge's paths give its variable, the merges of that same variable
+        whose markers they hold: an `if` within a path of another (nested `if`s) left its marker in the
+        value that path sets. (Another variable's marker in such a value, a copy of a value set elsewhere,
+        is read as a value not known, as it was set.) Launches that hold the same markers read the same
+        merges: found once."""
         read = self.read_by_markers.get(held)
         if read is not None:
             return read
         read = {}
-        pending: deque[tuple[str, str, str | None]] = deque((marker, shown, None) for marker, shown in held)
+        pending: deque[tuple[str, str, str | None]] = deque((marker, as_shown, None) for marker, as_shown in held)
         while pending:
             marker, as_shown, variable = pending.popleft()
             if marker in read:  # (a value that each of many `if`s grew holds all their markers)
@@ -513,7 +511,7 @@ class Run:
             branches, name = self.branches.get(marker), merged_name(as_shown)
             if branches is not None and variable in (None, name):
                 read[marker] = branches
-                pending.extend((inner, inner_shown, name) for inner, inner_shown in branches.markers_within(name))
+                pending.extend((inner, inner_shown, name) for inner, inner_shown in branches.markers_within.get(name, ()))
         self.read_by_markers[held] = read
         return read
 
