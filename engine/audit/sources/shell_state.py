@@ -221,7 +221,7 @@ class Place:
 MAX_BRANCHES = 4
 # At most this many `if`s and `case`s that set one variable differently on their paths may stand in
 # its value (`ARGS+=(...)` in each): each is read within the next one's values, so a launch's reading
-# grows with the square of their number (a script of 4,000 took 34 s and 1.3 GB; shell_flow.merge).
+# grows with the square of their number, in time and memory (checked in shell_flow.merge).
 MAX_MERGED = 256
 
 
